@@ -1,0 +1,229 @@
+"""Bench: one open gem on its providers; calls tools and shows state."""
+
+from __future__ import annotations
+
+import copy
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._errors import UsageError, WorkbenchError
+from ._result import CallResult, to_json, why_not_json
+from .ctx import Capabilities, CallSession, desktop_has_trash, prepare
+from .ctx import history as _history
+from .gem import load_manifest
+from .providers import make_providers
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .gem import Manifest, ToolSpec
+    from .inspect.snapshot import Snapshot
+    from .providers import Providers
+
+
+def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "mock",
+         workspace: str | os.PathLike[str] | None = None,
+         state_dir: str | os.PathLike[str] | None = None, conversation: bool = True,
+         strict: bool = False, headless: bool | None = None) -> "Bench":
+    """Open the gem folder at `path` on mock or real providers.
+
+    providers: "mock", "real", or per capability, e.g. {"files": "real", "storage": "mock"}.
+    workspace: the conversation folder (real files: used in place; mock: copied into memory).
+    state_dir: where real SQLite state and run folders live (default: per gem, under
+        $GEM_WORKBENCH_HOME or ~/.local/state/gem-workbench).
+    conversation: False makes every `workspace:` path fail with E_PERM_DENIED (F11).
+    strict: platform rules the platform itself does not check (D4) become errors.
+    headless: True deletes permanently (the headless build); default: no trash under CI or
+        without a display.
+    """
+    manifest = load_manifest(path)
+    provs = make_providers(manifest.id, providers, workspace=Path(workspace) if workspace else None,
+                           state_dir=Path(state_dir) if state_dir else None)
+    return Bench(manifest, provs, conversation=conversation, strict=strict,
+                 headless=(not desktop_has_trash()) if headless is None else headless,
+                 seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace")
+
+
+def _seed_memory(store: Any, folder: Path) -> None:
+    for dirpath, _, files in os.walk(folder):
+        for name in files:
+            p = Path(dirpath) / name
+            store.write("workspace", p.relative_to(folder).as_posix(), p.read_bytes())
+
+
+class Bench:
+    """A gem opened on providers. Create it with `workbench.open(...)`."""
+
+    def __init__(self, manifest: "Manifest", providers: "Providers", *, conversation: bool,
+                 strict: bool, headless: bool, seed: Path | None = None) -> None:
+        self.manifest = manifest
+        self.providers = providers
+        self.conversation = conversation
+        self.strict = strict
+        self.headless = headless
+        self.results: list[CallResult] = []
+        self._validators: dict[str, Any] = {}
+        prepare(providers, manifest)
+        if providers.kind["files"] == "mock" and seed is not None and seed.is_dir():
+            _seed_memory(providers.files, seed)
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(f"{k}={v}" for k, v in self.providers.kind.items())
+        return (f"<Bench {self.manifest.id} {self.manifest.version}: {len(self.manifest.tools)} "
+                f"tools, {kinds}, {len(self.results)} calls>")
+
+    def __enter__(self) -> "Bench":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the databases (real state stays on disk)."""
+        self.providers.data_db.close()
+        self.providers.sql_db.close()
+
+    # -- calling tools ----------------------------------------------------------------------
+    def _validator(self, tool: "ToolSpec") -> Any:
+        if tool.name not in self._validators:
+            from .gem.schema import InputValidator
+
+            self._validators[tool.name] = InputValidator(tool.input_schema)
+        return self._validators[tool.name]
+
+    def _check_input(self, tool: "ToolSpec", args: Any) -> tuple[Any, WorkbenchError | None]:
+        why = why_not_json(args, "input")
+        if why:
+            return None, WorkbenchError("E_SCHEMA", f"input for '{tool.name}' is not JSON: {why}",
+                                        violations=[{"path": "/", "message": why}])
+        v = self._validator(tool)
+        args = v.normalise(copy.deepcopy(args))  # the tool must not alias the caller's objects
+        problems = v.violations(args)
+        if problems:
+            listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
+            return None, WorkbenchError("E_SCHEMA", f"input for '{tool.name}' does not match its "
+                                        f"inputSchema ({len(problems)} problem"
+                                        f"{'s' if len(problems) > 1 else ''}): {listed}",
+                                        field=problems[0]["path"], violations=problems)
+        return args, None
+
+    def call(self, name: str, input: Any = None) -> CallResult:
+        """Call a tool as the platform would; errors come back in the result, never raised."""
+        started = time.time()
+        t0 = time.perf_counter()
+        call_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+        args = {} if input is None else input
+        res = CallResult(call_id=call_id, tool=name, input=args, started=started)
+        tool = self.manifest.tools.get(name)
+        if tool is None:
+            res.error = WorkbenchError("E_UNKNOWN_TOOL", f"no tool {name!r} in gem "
+                                       f"{self.manifest.id} (tools: {', '.join(self.manifest.tools)})",
+                                       tool=name)
+        else:
+            args, res.error = self._check_input(tool, args)
+            if res.error is None:
+                self._run(tool, args, res)
+        res.duration_ms = (time.perf_counter() - t0) * 1000
+        self.results.append(res)
+        return res
+
+    def _run(self, tool: "ToolSpec", args: Any, res: CallResult) -> None:
+        session = CallSession(call_id=res.call_id, tool=tool, manifest=self.manifest,
+                              providers=self.providers, conversation=self.conversation,
+                              strict=self.strict, trash=not self.headless)
+        caps = Capabilities(session)
+        caps.begin()
+        try:
+            if tool.language == "python":
+                from .runners import python
+
+                outcome = python.run(tool, args, caps)
+            else:
+                outcome = None
+                res.error = WorkbenchError("E_UNSUPPORTED", f"{tool.rel_file}: {tool.language} "
+                                           "tools need the Deno sandbox runner, which this version "
+                                           "does not have yet", file=tool.rel_file)
+        finally:
+            caps.end()
+            res.trace_rows = session.trace
+            res.violations = session.violations
+        if outcome is not None:
+            res.logs = outcome.logs
+            if outcome.error is not None:
+                res.error = outcome.error
+            else:
+                res.value, res.error = to_json(outcome.value)
+
+    # -- file history -----------------------------------------------------------------------
+    def history(self, path: str | None = None) -> "pd.DataFrame":
+        """Saved versions of conversation-folder files (overwrites, deletes, restores)."""
+        import pandas as pd
+
+        rows = _history.versions(self.providers.data_db, path.removeprefix("workspace:") if path else None)
+        df = pd.DataFrame(rows, columns=["version", "path", "reason", "call_id", "saved_at", "size", "kept"])
+        df["saved_at"] = pd.to_datetime(df["saved_at"], unit="ms")
+        df["kept"] = df["kept"].astype(bool)
+        return df
+
+    def restore_file(self, path: str, version: int | None = None) -> int:
+        """Roll one conversation file back to a saved version (default: the latest)."""
+        return _history.restore(self.providers.data_db, self.providers.files, path, version)
+
+    # -- inspection -------------------------------------------------------------------------
+    def tools(self) -> "pd.DataFrame":
+        from .inspect import frames
+
+        return frames.tools(self.manifest)
+
+    def files(self) -> "pd.DataFrame":
+        """Files of the conversation folder and every run folder: area, path, type, size, modified."""
+        from .inspect import frames
+
+        return frames.files(self.providers.files)
+
+    def data(self, collection: str) -> "pd.DataFrame":
+        """A collection's documents: `id` then one column per top-level field."""
+        from .inspect import frames
+
+        if collection not in self.manifest.collections:
+            raise UsageError(f"collection {collection!r} is not declared in manifest.json "
+                             f"(declared: {', '.join(self.manifest.collections) or 'none'})")
+        return frames.collection(self.providers.data_db, collection)
+
+    def kv(self) -> "pd.DataFrame":
+        from .inspect import frames
+
+        return frames.query(self.providers.data_db, "SELECT key, value FROM kv ORDER BY key")
+
+    def sql(self, query: str, params: Any = ()) -> "pd.DataFrame":
+        """Run a query on the gem's private database (ctx.storage.sql)."""
+        from .inspect import frames
+
+        return frames.query(self.providers.sql_db, query, params)
+
+    def calls(self) -> "pd.DataFrame":
+        from .inspect import frames
+
+        return frames.calls(self.results)
+
+    def snapshot(self) -> "Snapshot":
+        """Capture files and storage, to diff against or restore later."""
+        from .inspect.snapshot import take
+
+        return take(self.providers)
+
+    def diff(self, snap: "Snapshot") -> "pd.DataFrame":
+        """What changed since `snap`: one row per file, document, key or SQL row."""
+        from .inspect.snapshot import diff
+
+        return diff(snap, self.providers)
+
+    def restore(self, snap: "Snapshot") -> None:
+        """Put files and storage back exactly as they were at `snap`."""
+        from .inspect.snapshot import restore
+
+        restore(snap, self.providers)
+

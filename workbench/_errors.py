@@ -1,0 +1,64 @@
+"""One error root for the workbench, carrying the platform's error codes as data.
+
+    WorkbenchError            a platform error: .code is E_SCHEMA, E_PERM_DENIED, ...
+    ├── GemLoadError          the gem folder or its manifest is unusable (E_MANIFEST)
+    └── UsageError            misuse of the workbench's own Python API (E_USAGE)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Every code the workbench can report, with what it means.
+CODES: dict[str, str] = {
+    "E_MANIFEST": "the gem folder or manifest.json is invalid",
+    "E_UNKNOWN_TOOL": "no tool of that name in the gem",
+    "E_SCHEMA": "the input does not match the tool's inputSchema",
+    "E_RESULT_NOT_JSON": "the tool's return value cannot be serialised as JSON",
+    "E_RESULT_TOO_LARGE": "the tool's return value is over 1,048,576 JSON characters",
+    "E_TOOL_ERROR": "the tool raised or threw",
+    "E_PERM_DENIED": "the call is not allowed (permission, dot-entry, no conversation)",
+    "E_PATH": "the path is not a valid gem path (absolute, '..', symlink escape)",
+    "E_NOT_FOUND": "the file, folder or document does not exist",
+    "E_EXISTS": "the target already exists and is never overwritten",
+    "E_NOT_A_FOLDER": "a folder was expected",
+    "E_IS_A_FOLDER": "a file was expected",
+    "E_TOO_LARGE": "over a size limit (20 MB per read or write)",
+    "E_INVALID_ARGUMENT": "an argument has the wrong type or value",
+    "E_UNKNOWN_COLLECTION": "the collection is not declared in the manifest",
+    "E_SQL": "SQLite rejected the statement",
+    "E_SIDE_EFFECT": "a sideEffect: read tool wrote storage (strict mode)",
+    "E_USAGE": "the workbench API was used wrongly",
+    "E_INTERNAL": "the workbench itself failed (a bug or a broken provider): please report it",
+    "E_UNSUPPORTED": "the workbench cannot run this yet",
+}
+
+
+class WorkbenchError(Exception):
+    """An error with a platform code, a message, and where it applies (field, path or limit)."""
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.details}
+
+
+class GemLoadError(WorkbenchError):
+    """The gem cannot be loaded; .details has `file` and `pointer` (or `line`/`column`)."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__("E_MANIFEST", message, **details)
+
+
+class UsageError(WorkbenchError):
+    """The workbench's own API was called wrongly (not a tool or platform error)."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__("E_USAGE", message, **details)

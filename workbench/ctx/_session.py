@@ -1,0 +1,92 @@
+"""One call's view of the ctx layer: dispatch, trace, write tracking (D4), transactions.
+
+Every ctx method a tool uses — from Python in-process or from the Deno sandbox over RPC —
+enters through `CallSession.invoke`, so the trace and the platform rules are the same for both.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from .._errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from ..gem import Manifest, ToolSpec
+    from ..providers import Providers
+
+_ARG_PREVIEW = 160
+
+
+def _preview(args: tuple, kwargs: dict) -> str:
+    parts = []
+    for a in (*args, *(f"{k}={v!r}" for k, v in kwargs.items())):
+        if isinstance(a, (str, bytes)) and len(a) > 60:
+            parts.append(f"<{len(a)} chars>")
+        else:
+            try:
+                parts.append(json.dumps(a, ensure_ascii=False, default=repr))
+            except ValueError:
+                parts.append(repr(a))
+    text = ", ".join(parts)
+    return text if len(text) <= _ARG_PREVIEW else text[: _ARG_PREVIEW - 1] + "…"
+
+
+@dataclass
+class CallSession:
+    """State of one tool call as seen by the ctx layer."""
+
+    call_id: str
+    tool: "ToolSpec"
+    manifest: "Manifest"
+    providers: "Providers"
+    conversation: bool
+    strict: bool
+    trash: bool
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    _flushers: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def run_root(self) -> str:
+        return f"run/{self.call_id}"
+
+    def invoke(self, method: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run one ctx method, recording it in the trace; errors stay WorkbenchErrors."""
+        t0 = time.perf_counter()
+        row: dict[str, Any] = {"seq": len(self.trace) + 1, "method": method,
+                               "args": _preview(args, kwargs), "ok": True, "error": None}
+        try:
+            return fn(*args, **kwargs)
+        except WorkbenchError as exc:
+            row.update(ok=False, error=exc.code)
+            raise
+        except Exception as exc:  # a provider failure is still the ctx layer's to explain
+            row.update(ok=False, error="E_INTERNAL")
+            raise WorkbenchError("E_INTERNAL", f"{method} failed in the workbench: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            row["duration_us"] = round((time.perf_counter() - t0) * 1e6, 1)
+            self.trace.append(row)
+
+    def writing(self, what: str) -> None:
+        """Called before any storage write: D4 says a read tool must not write storage."""
+        if self.tool.side_effect != "read":
+            return
+        msg = (f"D4: tool '{self.tool.name}' is declared sideEffect: \"read\" but wrote storage "
+               f"({what}); plan mode runs read tools before the user approves")
+        if self.strict:
+            raise WorkbenchError("E_SIDE_EFFECT", msg, tool=self.tool.name, method=what)
+        if msg not in self.violations:
+            self.violations.append(msg)
+
+    def on_flush(self, fn: Callable[[], None]) -> None:
+        """Register work to finish before any other storage access and at the end of the call."""
+        if fn not in self._flushers:
+            self._flushers.append(fn)
+
+    def flush(self) -> None:
+        for fn in self._flushers:
+            fn()

@@ -1,0 +1,186 @@
+"""ctx.files (F1–F12): the run folder and the conversation folder, with the platform's rules."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from .._errors import WorkbenchError
+from . import history
+from .paths import GemPath, resolve
+
+if TYPE_CHECKING:
+    from ..providers.base import Entry
+    from ._session import CallSession
+
+MAX_BYTES = 20 * 1024 * 1024  # F12: 20 MB (MiB) per read or write
+ENCODINGS = ("utf8", "base64")
+
+
+def desktop_has_trash() -> bool:
+    """False on the headless build: CI, or Linux with no display; delete is then permanent."""
+    if os.environ.get("CI"):
+        return False
+    if sys.platform.startswith("linux"):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
+def _info(e: "Entry") -> dict[str, Any]:
+    return {"name": e.name, "type": e.type, "size": e.size, "modified": e.modified}
+
+
+def _encoding(options: Any, encoding: str | None) -> str:
+    if options is not None and not isinstance(options, dict):
+        raise WorkbenchError("E_INVALID_ARGUMENT", "options must be an object like "
+                             "{ encoding: 'base64' }", field="options")
+    enc = encoding or (options or {}).get("encoding") or "utf8"
+    if enc not in ENCODINGS:
+        raise WorkbenchError("E_INVALID_ARGUMENT", f"encoding {enc!r} is not supported: use "
+                             "'utf8' or 'base64'", field="encoding")
+    return enc
+
+
+class Files:
+    """The methods of ctx.files; each takes gem paths (F9) and applies F1–F12."""
+
+    def __init__(self, session: "CallSession") -> None:
+        self.s = session
+        self.store = session.providers.files
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _entry(self, p: GemPath) -> "Entry | None":
+        if p.hidden:
+            return None  # F10: dot-entries of the conversation folder do not exist
+        e = self.store.entry(p.root, p.rel)
+        if e is not None and e.type == "link":  # resolve() already followed it inside the root
+            e = None
+        return e
+
+    def _need(self, p: GemPath) -> "Entry":
+        e = self._entry(p)
+        if e is None:
+            raise WorkbenchError("E_NOT_FOUND", f"{p.raw!r} does not exist", path=p.raw)
+        return e
+
+    def _writable(self, p: GemPath) -> None:
+        if p.hidden:
+            raise WorkbenchError("E_PERM_DENIED", f"{p.raw!r}: files and folders starting with "
+                                 "'.' in the conversation folder are not available to gems (F10)",
+                                 path=p.raw)
+        parts = p.rel.split("/")
+        for i in range(1, len(parts)):  # a file standing where a parent folder must go
+            e = self.store.entry(p.root, "/".join(parts[:i]))
+            if e is not None and e.type == "file":
+                raise WorkbenchError("E_NOT_A_FOLDER", f"{p.raw!r}: '{'/'.join(parts[:i])}' is a "
+                                     "file, not a folder", path=p.raw)
+
+    # -- ctx.files -------------------------------------------------------------------------
+    def list(self, path: str | None = None) -> list[dict[str, Any]]:
+        p = resolve(self.s, "" if path is None else path)
+        e = self._entry(p)
+        if e is None:
+            raise WorkbenchError("E_NOT_FOUND", f"folder {p.raw!r} does not exist", path=p.raw)
+        if e.type != "folder":
+            raise WorkbenchError("E_NOT_A_FOLDER", f"{p.raw!r} is a file, not a folder", path=p.raw)
+        out = []
+        for child in self.store.list(p.root, p.rel):
+            try:
+                cp = resolve(self.s, p.child(child.name).raw)
+            except WorkbenchError:
+                continue  # a symlink leading outside is not part of the folder
+            ce = self._entry(cp)
+            if ce is not None:
+                out.append({**_info(ce), "name": child.name})
+        return out
+
+    def stat(self, path: str) -> dict[str, Any] | None:
+        e = self._entry(resolve(self.s, path))
+        return None if e is None else _info(e)
+
+    def read(self, path: str, options: dict | None = None, *, encoding: str | None = None) -> str:
+        enc = _encoding(options, encoding)
+        p = resolve(self.s, path)
+        e = self._need(p)
+        if e.type == "folder":
+            raise WorkbenchError("E_IS_A_FOLDER", f"{p.raw!r} is a folder; use list()", path=p.raw)
+        if e.size > MAX_BYTES:
+            raise WorkbenchError("E_TOO_LARGE", f"{p.raw!r} is {e.size:,} bytes; at most "
+                                 f"{MAX_BYTES:,} bytes (20 MB) per read", path=p.raw, limit=MAX_BYTES)
+        data = self.store.read(p.root, p.rel)
+        if enc == "base64":
+            return base64.b64encode(data).decode("ascii")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise WorkbenchError("E_INVALID_ARGUMENT", f"{p.raw!r} is not UTF-8 text (byte "
+                                 f"{exc.start}); read it with {{ encoding: 'base64' }}",
+                                 path=p.raw) from None
+
+    def write(self, path: str, content: str, options: dict | None = None, *,
+              encoding: str | None = None) -> None:
+        enc = _encoding(options, encoding)
+        p = resolve(self.s, path)
+        if not isinstance(content, str):
+            raise WorkbenchError("E_INVALID_ARGUMENT", f"content for {p.raw!r} must be a string "
+                                 f"(got {type(content).__name__}); binary goes as base64 with "
+                                 "{ encoding: 'base64' }", path=p.raw, field="content")
+        if enc == "base64":
+            try:
+                data = base64.b64decode(content, validate=True)
+            except (binascii.Error, ValueError):
+                raise WorkbenchError("E_INVALID_ARGUMENT", f"content for {p.raw!r} is not valid "
+                                     "base64", path=p.raw, field="content") from None
+        else:
+            data = content.encode("utf-8", "surrogatepass")
+        if len(data) > MAX_BYTES:
+            raise WorkbenchError("E_TOO_LARGE", f"writing {len(data):,} bytes to {p.raw!r}: at "
+                                 f"most {MAX_BYTES:,} bytes (20 MB) per write", path=p.raw,
+                                 limit=MAX_BYTES)
+        self._writable(p)
+        if not p.rel:
+            raise WorkbenchError("E_IS_A_FOLDER", f"{p.raw!r} is a folder", path=p.raw)
+        old = self._entry(p)
+        if old is not None and old.type == "folder":
+            raise WorkbenchError("E_IS_A_FOLDER", f"{p.raw!r} is a folder", path=p.raw)
+        if old is not None and p.is_workspace:
+            history.save(self.s, p, reason="overwrite")  # F5
+        self.store.write(p.root, p.rel, data)
+
+    def mkdir(self, path: str) -> None:
+        p = resolve(self.s, path)
+        self._writable(p)
+        e = self._entry(p)
+        if e is not None and e.type != "folder":
+            raise WorkbenchError("E_EXISTS", f"{p.raw!r} exists and is a file", path=p.raw)
+        self.store.mkdir(p.root, p.rel)
+
+    def move(self, src: str, dst: str) -> None:
+        a, b = resolve(self.s, src), resolve(self.s, dst)
+        self._need(a)
+        if not a.rel:
+            raise WorkbenchError("E_PATH", f"cannot move the folder {a.raw!r} itself", path=a.raw)
+        self._writable(b)
+        if self.store.entry(b.root, b.rel) is not None:
+            raise WorkbenchError("E_EXISTS", f"cannot move {a.raw!r} to {b.raw!r}: the target "
+                                 "exists and move never overwrites (F7)", path=b.raw)
+        if a.root == b.root and (b.rel + "/").startswith(a.rel + "/"):
+            raise WorkbenchError("E_PATH", f"cannot move {a.raw!r} into itself ({b.raw!r})",
+                                 path=b.raw)
+        try:
+            self.store.move(a.root, a.rel, b.root, b.rel)
+        except FileExistsError:  # created by someone else between the check and the move
+            raise WorkbenchError("E_EXISTS", f"cannot move {a.raw!r} to {b.raw!r}: the target "
+                                 "exists and move never overwrites (F7)", path=b.raw) from None
+
+    def delete(self, path: str) -> None:
+        p = resolve(self.s, path)
+        self._need(p)
+        if not p.rel:
+            raise WorkbenchError("E_PATH", f"cannot delete the folder {p.raw!r} itself", path=p.raw)
+        if p.is_workspace:
+            history.save(self.s, p, reason="delete")  # F8: a copy first, up to 100 MB
+        self.store.remove(p.root, p.rel, trash=self.s.trash and p.is_workspace)

@@ -1,0 +1,1 @@
+"""Inspection: state as DataFrames, snapshots and diffs (imports pandas: load lazily)."""

@@ -1,0 +1,74 @@
+"""State as pandas DataFrames. Read-only views; nothing here changes state."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from .._errors import WorkbenchError
+from ..ctx.data import table
+
+if TYPE_CHECKING:
+    from .._result import CallResult
+    from ..gem import Manifest
+    from ..providers.base import FileStore
+
+FILE_COLUMNS = ["area", "path", "type", "size", "modified", "call_id", "hidden"]
+
+
+def tools(manifest: "Manifest") -> pd.DataFrame:
+    rows = []
+    for t in manifest.tools.values():
+        props, req = t.input_schema.get("properties", {}), set(t.input_schema.get("required", ()))
+        rows.append({"name": t.name, "language": t.language, "file": t.rel_file,
+                     "sideEffect": t.side_effect,
+                     "inputs": ", ".join(p + ("*" if p in req else "") for p in props),
+                     "description": t.description})
+    return pd.DataFrame(rows, columns=["name", "language", "file", "sideEffect", "inputs", "description"])
+
+
+def files(store: "FileStore") -> pd.DataFrame:
+    """Every file and folder; `path` as a gem writes it (`workspace:` prefix for the conversation
+    folder); `hidden` marks dot-entries that gems cannot see (F10)."""
+    rows = []
+    for root in store.roots():
+        ws = root == "workspace"
+        for path, e in store.walk(root):
+            rows.append({"area": "workspace" if ws else "run",
+                         "path": f"workspace:{path}" if ws else path, "type": e.type,
+                         "size": e.size, "modified": e.modified,
+                         "call_id": None if ws else root.removeprefix("run/"),
+                         "hidden": ws and any(s.startswith(".") for s in path.split("/"))})
+    df = pd.DataFrame(rows, columns=FILE_COLUMNS)
+    df["modified"] = pd.to_datetime(df["modified"], unit="ms")
+    return df
+
+
+def collection(db: sqlite3.Connection, name: str) -> pd.DataFrame:
+    rows = db.execute(f"SELECT id, doc FROM {table(name)} ORDER BY rid").fetchall()
+    docs = [{"id": i, **json.loads(d)} for i, d in rows]
+    return pd.DataFrame.from_records(docs) if docs else pd.DataFrame(columns=["id"])
+
+
+def query(db: sqlite3.Connection, sql: str, params: Any = ()) -> pd.DataFrame:
+    try:
+        cur = db.execute(sql, params)
+    except sqlite3.Error as exc:
+        raise WorkbenchError("E_SQL", f"SQLite: {exc}", sql=sql) from None
+    cols = [d[0] for d in cur.description or ()]
+    return pd.DataFrame(cur.fetchall(), columns=cols)
+
+
+def calls(results: "list[CallResult]") -> pd.DataFrame:
+    rows = [{"call_id": r.call_id, "tool": r.tool, "ok": r.ok,
+             "error": r.error.code if r.error else None,
+             "message": r.error.message if r.error else None,
+             "duration_ms": round(r.duration_ms, 3), "ctx_calls": len(r.trace_rows),
+             "violations": len(r.violations), "started": r.started} for r in results]
+    df = pd.DataFrame(rows, columns=["call_id", "tool", "ok", "error", "message", "duration_ms",
+                                     "ctx_calls", "violations", "started"])
+    df["started"] = pd.to_datetime(df["started"], unit="s")
+    return df

@@ -1,0 +1,120 @@
+"""Snapshots of a bench's state: files (bytes) and both SQLite databases (backup copies)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from ..providers import Providers
+
+DIFF_COLUMNS = ["kind", "where", "key", "change", "before", "after"]
+
+
+@dataclass(eq=False)
+class Snapshot:
+    """State at one moment; pass it to `Bench.diff` or `Bench.restore`."""
+
+    taken_at: float
+    files: dict[tuple[str, str], tuple[str, bytes | None]]
+    data_db: sqlite3.Connection
+    sql_db: sqlite3.Connection
+
+    def __repr__(self) -> str:
+        return (f"<Snapshot {time.strftime('%H:%M:%S', time.localtime(self.taken_at))}: "
+                f"{sum(t == 'file' for t, _ in self.files.values())} files>")
+
+
+def _copy(db: sqlite3.Connection) -> sqlite3.Connection:
+    mem = sqlite3.connect(":memory:", check_same_thread=False)
+    db.backup(mem)
+    return mem
+
+
+def _files(p: "Providers") -> dict[tuple[str, str], tuple[str, bytes | None]]:
+    out = {}
+    for root in p.files.roots():
+        for path, e in p.files.walk(root):
+            out[(root, path)] = (e.type, p.files.read(root, path) if e.type == "file" else None)
+    return out
+
+
+def take(p: "Providers") -> Snapshot:
+    return Snapshot(time.time(), _files(p), _copy(p.data_db), _copy(p.sql_db))
+
+
+def _changes(before: dict, after: dict) -> Iterator[tuple[Any, str, Any, Any]]:
+    for k in sorted(before.keys() | after.keys(), key=str):
+        a, b = before.get(k), after.get(k)
+        if a == b:
+            continue
+        yield k, "added" if a is None else "deleted" if b is None else "changed", a, b
+
+
+def _tables(db: sqlite3.Connection, prefix: str | None) -> list[str]:
+    names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                                      "name NOT LIKE 'sqlite_%' ORDER BY name")]
+    return [n for n in names if n.startswith(prefix)] if prefix else names
+
+
+def _rows(db: sqlite3.Connection, name: str) -> dict[Any, Any]:
+    if name not in _tables(db, None):
+        return {}
+    try:
+        cur = db.execute(f'SELECT rowid AS _rowid, * FROM "{name}"')
+    except sqlite3.OperationalError:  # WITHOUT ROWID: rows are their own keys
+        cur = db.execute(f'SELECT * FROM "{name}"')
+        cols = [d[0] for d in cur.description]
+        return {json.dumps(r, default=str): dict(zip(cols, r)) for r in cur}
+    cols = [d[0] for d in cur.description][1:]
+    return {r[0]: dict(zip(cols, r[1:])) for r in cur}
+
+
+def diff(snap: Snapshot, p: "Providers") -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
+
+    def add(kind: str, where: str, key: Any, change: str, before: Any, after: Any) -> None:
+        rows.append(dict(zip(DIFF_COLUMNS, (kind, where, key, change, before, after))))
+
+    now = _files(p)
+    for (root, path), ch, a, b in ((k, c, a, b) for k, c, a, b in _changes(snap.files, now)):
+        ws = root == "workspace"
+        kind = (b or a)[0]
+        add(kind, "workspace" if ws else root, f"workspace:{path}" if ws else path, ch,
+            len(a[1]) if a and a[1] is not None else None, len(b[1]) if b and b[1] is not None else None)
+    words = {"added": "inserted", "changed": "updated", "deleted": "deleted"}
+    cur_data = p.data_db
+    for t in sorted(set(_tables(snap.data_db, "c_")) | set(_tables(cur_data, "c_"))):
+        before = {r["id"]: json.loads(r["doc"]) for r in _rows(snap.data_db, t).values()}
+        after = {r["id"]: json.loads(r["doc"]) for r in _rows(cur_data, t).values()}
+        for k, ch, a, b in _changes(before, after):
+            add("document", t[2:], k, words[ch], a, b)
+    kv_before = {r["key"]: r["value"] for r in _rows(snap.data_db, "kv").values()}
+    kv_after = {r["key"]: r["value"] for r in _rows(cur_data, "kv").values()}
+    for k, ch, a, b in _changes(kv_before, kv_after):
+        add("kv", "kv", k, words[ch], a, b)
+    for t in sorted(set(_tables(snap.sql_db, None)) | set(_tables(p.sql_db, None))):
+        for k, ch, a, b in _changes(_rows(snap.sql_db, t), _rows(p.sql_db, t)):
+            add("sql", t, k, words[ch], a, b)
+    return pd.DataFrame(rows, columns=DIFF_COLUMNS)
+
+
+def restore(snap: Snapshot, p: "Providers") -> None:
+    now = _files(p)
+    for (root, path) in sorted(now.keys() - snap.files.keys(), key=lambda k: -len(k[1])):
+        if p.files.entry(root, path) is not None:
+            p.files.remove(root, path, trash=False)
+    for (root, path), (kind, data) in sorted(snap.files.items(), key=lambda kv: len(kv[0][1])):
+        if now.get((root, path)) == (kind, data):
+            continue
+        if kind == "folder":
+            p.files.mkdir(root, path)
+        elif data is not None:
+            p.files.write(root, path, data)
+    snap.data_db.backup(p.data_db)
+    snap.sql_db.backup(p.sql_db)

@@ -1,0 +1,56 @@
+"""The provider interfaces: plain storage, no platform rules.
+
+Like an httpx transport, a provider does one narrow thing. Every rule of the platform (paths,
+dot-files, sizes, history, never-overwrite, permissions) lives above it, in `workbench.ctx`,
+so a mock and a real provider cannot drift apart.
+
+Paths given to a FileStore are already checked: POSIX, relative to a *root*, no '..', no
+leading '/', '' meaning the root itself. Roots are 'workspace' (the conversation folder) and
+'run/<call id>' (one run folder per call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Literal, Protocol
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a FileStore knows about one path, without following a final symlink."""
+
+    name: str
+    type: Literal["file", "folder", "link"]
+    size: int
+    modified: int  # milliseconds since the epoch
+
+
+class FileStore(Protocol):
+    def entry(self, root: str, path: str) -> Entry | None:
+        """The entry at path, or None. The root itself is always a folder."""
+
+    def resolve(self, root: str, path: str) -> str | None:
+        """The canonical path after following symlinks, or None if it leaves the root."""
+
+    def list(self, root: str, path: str) -> list[Entry]:
+        """Entries of a folder (raises NotADirectoryError / FileNotFoundError)."""
+
+    def read(self, root: str, path: str) -> bytes: ...
+
+    def write(self, root: str, path: str, data: bytes) -> None:
+        """Atomically replace the file, creating parent folders."""
+
+    def mkdir(self, root: str, path: str) -> None:
+        """Create the folder and its parents; fine if it exists."""
+
+    def move(self, src_root: str, src: str, dst_root: str, dst: str) -> None:
+        """Move a file or folder; raise FileExistsError rather than replace anything."""
+
+    def remove(self, root: str, path: str, *, trash: bool) -> None:
+        """Delete a file or folder tree; to the user's trash when `trash` and one exists."""
+
+    def walk(self, root: str) -> Iterator[tuple[str, Entry]]:
+        """Every (path, entry) under the root, parents before children."""
+
+    def roots(self) -> list[str]:
+        """Roots that hold anything."""
