@@ -5,13 +5,11 @@
     res = bench.call("add_note", {"title": "hi"})
 """
 
-from __future__ import annotations
-
 from ._bench import Bench, open
 from ._errors import CODES, GemLoadError, UsageError, WorkbenchError
 from ._result import CallResult
 
 __version__ = "0.1.0"
 
-__all__ = ["CODES", "Bench", "CallResult", "GemLoadError", "UsageError", "WorkbenchError",
+__all__ = ["Bench", "CODES", "CallResult", "GemLoadError", "UsageError", "WorkbenchError",
            "__version__", "open"]

@@ -132,8 +132,8 @@ def load_manifest(root: str | Path) -> Manifest:
     if problems:
         first = problems[0]
         lines = "; ".join(f"{p['pointer'] or '/'}: {p['message']}" for p in problems)
-        raise GemLoadError(f"{Path(first['file']).name}: {lines}", file=first["file"],
-                           pointer=first["pointer"], problems=problems)
+        where = {k: v for k, v in first.items() if k != "message"}  # file, pointer, line, column
+        raise GemLoadError(f"{Path(first['file']).name}: {lines}", **where, problems=problems)
     raw = _read_json(root / "manifest.json")
     tools = {}
     for t in raw["tools"]:

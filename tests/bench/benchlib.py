@@ -1,0 +1,83 @@
+"""Helpers for the benchmarks: sizes, median timing, and a throwaway gem on disk."""
+
+from __future__ import annotations
+
+import gc
+import json
+import statistics
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Figures = dict[str, Any]  # numbers (ms, µs, ratios) plus, for the import benchmark, module names
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big and how often: the full run, or the quick one for CI smoke tests."""
+
+    docs: int          # documents in the data benchmarks
+    calls: int         # bench.call per timed batch (tool call overhead)
+    batches: int       # timed batches / repetitions of the small benchmarks
+    finds: int         # find calls whose median is taken
+    bulk_reps: int     # repetitions of the bulk benchmarks (insert, DataFrame)
+    imports: int       # fresh interpreters started per import measurement
+
+
+FULL = Sizes(docs=100_000, calls=200, batches=25, finds=1000, bulk_reps=3, imports=7)
+QUICK = Sizes(docs=10_000, calls=50, batches=5, finds=200, bulk_reps=2, imports=3)
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Keep the cyclic GC out of a measurement, as timeit does."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def time_ns(fn: Callable[[], Any]) -> int:
+    """Wall time of one call of `fn`, in ns."""
+    t0 = time.perf_counter_ns()
+    fn()
+    return time.perf_counter_ns() - t0
+
+
+def median_ns(fn: Callable[[], Any], reps: int, warmup: int = 1) -> float:
+    """Median wall time of `fn` over `reps` runs after `warmup` untimed ones, in ns."""
+    for _ in range(warmup):
+        fn()
+    return statistics.median(time_ns(fn) for _ in range(reps))
+
+
+def per_call_ns(fn: Callable[[], Any], calls: int, batches: int) -> float:
+    """Median over `batches` of (time of `calls` back-to-back calls / calls), in ns, GC off."""
+    def batch() -> None:
+        for _ in range(calls):
+            fn()
+
+    with no_gc():
+        return median_ns(batch, batches, warmup=2) / calls
+
+
+def write_gem(root: Path, tools: dict[str, str], indexes: dict[str, list[str]] | None = None) -> Path:
+    """Write a gem folder: manifest.json and tools/<name>.py; `indexes`: collection -> fields."""
+    (root / "tools").mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {"id": "bench.gem", "name": "Bench", "version": "0.1.0", "tools": []}
+    for name, source in tools.items():
+        (root / "tools" / f"{name}.py").write_text(textwrap.dedent(source))
+        manifest["tools"].append({"name": name, "file": f"tools/{name}.py",
+                                  "inputSchema": {"type": "object"}, "sideEffect": "write"})
+    if indexes:
+        manifest["data"] = {"collections": {c: {"indexes": f} for c, f in indexes.items()}}
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return root

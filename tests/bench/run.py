@@ -1,0 +1,89 @@
+"""Run the issue-2 benchmarks: `python tests/bench/run.py [--quick]`.
+
+One line per figure: measured value, its baseline from the same run, the ratio, the target and
+OK / MISS. Targets are reported, never enforced: the exit status is 0 whatever the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+
+import benchmarks as b
+from benchlib import FULL, QUICK, Figures, Sizes
+
+Report = tuple[str, bool]  # the line's text (without verdict) and whether the target is met
+
+
+def _docs(n: int) -> str:
+    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def call_overhead(f: Figures) -> Report:
+    return (f"python tool call overhead: {f['added_us']:.1f} µs added/call (bench.call "
+            f"{f['call_us']:.1f} µs, direct call {f['direct_us']:.2f} µs, {f['ratio']:.0f}×)  "
+            "target <= 50 µs added", f["added_us"] <= 50)
+
+
+def insert(kind: str) -> Callable[[Figures], Report]:
+    baseline = "in-memory" if kind == "mock" else "file, WAL"
+
+    def line(f: Figures) -> Report:
+        return (f"collection.insert {_docs(f['docs'])} docs in one call ({kind}): "
+                f"{f['tool_ms']:.0f} ms, {f['tool_us_per_doc']:.2f} µs/doc (raw sqlite3 "
+                f"executemany, {baseline}: {f['raw_ms']:.0f} ms) {f['ratio']:.2f}×  target <= 3×",
+                f["ratio"] <= 3)
+    return line
+
+
+def find(f: Figures) -> Report:
+    return (f"indexed find (limit 10) on {_docs(f['docs'])} docs: {f['tool_ms']:.3f} ms "
+            f"median/call (ctx layer per trace {f['trace_ms']:.3f} ms; raw query + decode "
+            f"{f['raw_ms']:.3f} ms) {f['ratio']:.1f}×  target <= 1 ms", f["tool_ms"] <= 1)
+
+
+def dataframe(f: Figures) -> Report:
+    return (f"bench.data DataFrame of {_docs(f['docs'])} docs: {f['data_ms']:.0f} ms "
+            f"(pandas.read_sql id, doc: {f['read_sql_ms']:.0f} ms) {f['ratio']:.2f}×  "
+            "target <= 2×", f["ratio"] <= 2)
+
+
+def import_time(f: Figures) -> Report:
+    heavy = ", ".join(f["heavy_modules"]) or "none"
+    return (f"import workbench, fresh process: {f['import_ms']:.0f} ms, +{f['added_ms']:.0f} ms "
+            f"(python -c pass {f['python_ms']:.0f} ms) {f['ratio']:.1f}×; heavy modules "
+            f"loaded: {heavy}  target: none of {', '.join(b.HEAVY_MODULES)}",
+            not f["heavy_modules"])
+
+
+BENCHMARKS: list[tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]] = [
+    (b.bench_call_overhead, call_overhead),
+    (lambda s: b.bench_insert(s, "mock"), insert("mock")),
+    (lambda s: b.bench_insert(s, "real"), insert("real")),
+    (b.bench_find, find),
+    (b.bench_dataframe, dataframe),
+    (b.bench_import, import_time),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10k docs, fewer repetitions (CI smoke)")
+    sizes = QUICK if parser.parse_args(argv).quick else FULL
+    print(f"# Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
+          f"{platform.machine()}; {'quick' if sizes is QUICK else 'full'} run: {sizes}", flush=True)
+    t0, missed = time.perf_counter(), 0
+    for bench, report in BENCHMARKS:
+        text, ok = report(bench(sizes))
+        missed += not ok
+        print(f"{text}  {'OK' if ok else 'MISS'}", flush=True)
+    print(f"# {len(BENCHMARKS) - missed} OK, {missed} MISS in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Shared fixtures: a gem builder and benches on mock and real providers alike."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import workbench
+
+EXAMPLE_GEM = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "notes"
+
+
+class GemBuilder:
+    """Writes a gem folder: manifest.json plus tools/<name>.py from source strings."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.manifest: dict[str, Any] = {"id": "test.gem", "name": "Test", "version": "0.1.0",
+                                         "tools": []}
+
+    def tool(self, name: str, source: str, *, schema: dict | None = None,
+             side_effect: str = "write", ext: str = "py", **extra: Any) -> "GemBuilder":
+        path = self.root / "tools" / f"{name}.{ext}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
+        self.manifest["tools"].append({"name": name, "file": f"tools/{name}.{ext}",
+                                       "inputSchema": schema or {"type": "object"},
+                                       "sideEffect": side_effect, **extra})
+        return self
+
+    def collections(self, **indexes: list[str]) -> "GemBuilder":
+        self.manifest["data"] = {"collections": {n: {"indexes": i} for n, i in indexes.items()}}
+        return self
+
+    def schema_sql(self, sql: str) -> "GemBuilder":
+        (self.root / "db").mkdir(parents=True, exist_ok=True)
+        (self.root / "db" / "schema.sql").write_text(sql)
+        return self
+
+    def write(self) -> Path:
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "manifest.json").write_text(json.dumps(self.manifest, indent=2))
+        return self.root
+
+
+@pytest.fixture
+def gem(tmp_path: Path) -> GemBuilder:
+    return GemBuilder(tmp_path / "gem")
+
+
+@pytest.fixture(params=["mock", "real"])
+def kind(request: pytest.FixtureRequest) -> str:
+    """Every rule is tested against both providers: they must be indistinguishable."""
+    return request.param
+
+
+@pytest.fixture
+def open_bench(tmp_path: Path, kind: str) -> Callable[..., workbench.Bench]:
+    """open_bench(gem_path, **options): a bench on `kind` providers, in tmp_path, closed after."""
+    benches: list[workbench.Bench] = []
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+
+    def opener(path: Path | GemBuilder, **kw: Any) -> workbench.Bench:
+        if isinstance(path, GemBuilder):
+            path = path.write()
+        kw.setdefault("workspace", workspace)
+        kw.setdefault("state_dir", tmp_path / "state")
+        kw.setdefault("headless", True)
+        b = workbench.open(path, providers=kind, **kw)
+        benches.append(b)
+        return b
+
+    opener.workspace = workspace  # type: ignore[attr-defined]
+    yield opener
+    for b in benches:
+        b.close()
+
+
+FILES_TOOL = """
+def handle(input, ctx):
+    fn = getattr(ctx.files, input["op"])
+    return {"result": fn(*input.get("args", []), **input.get("kwargs", {}))}
+"""
+
+
+@pytest.fixture
+def files_bench(gem: GemBuilder, open_bench: Callable[..., workbench.Bench]):
+    """A bench whose tool `f` runs one ctx.files method: f(op, args, kwargs)."""
+    gem.tool("f", FILES_TOOL)
+
+    def run(op: str, *args: Any, **kwargs: Any) -> workbench.CallResult:
+        return bench.call("f", {"op": op, "args": list(args), "kwargs": kwargs})
+
+    bench = open_bench(gem)
+    run.bench = bench  # type: ignore[attr-defined]
+    run.workspace = open_bench.workspace  # type: ignore[attr-defined]
+    return run

@@ -1,0 +1,67 @@
+"""The gem-workbench command, run as a subprocess like a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from conftest import EXAMPLE_GEM
+
+
+def cli(*args: str, env_home=None) -> subprocess.CompletedProcess:
+    exe = shutil.which("gem-workbench", path=os.path.dirname(sys.executable))
+    cmd = [exe] if exe else [sys.executable, "-m", "workbench.cli"]
+    env = {**os.environ, **({"GEM_WORKBENCH_HOME": str(env_home)} if env_home else {})}
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_check_ok():
+    out = cli("check", str(EXAMPLE_GEM))
+    assert out.returncode == 0 and "ok" in out.stdout
+
+
+def test_check_reports_pointer_and_exits_1(gem):
+    gem.tool("a", "def handle(i, c): return 1", schema={"type": "object", "properties": {
+        "a": {"type": "string", "pattern": "x"}}})
+    out = cli("check", str(gem.write()))
+    assert out.returncode == 1
+    assert "manifest.json#/tools/0/inputSchema/properties/a/pattern" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_call_prints_json(tmp_path):
+    out = cli("call", str(EXAMPLE_GEM), "add_note", "--input", '{"title": "hi"}')
+    assert out.returncode == 0, out.stderr
+    assert set(json.loads(out.stdout)) == {"id"}
+
+
+def test_call_error_is_one_line_plus_json_and_exit_1():
+    out = cli("call", str(EXAMPLE_GEM), "add_note", "--input", '{"title": 3}')
+    assert out.returncode == 1 and out.stdout == ""
+    first, rest = out.stderr.split("\n", 1)
+    assert first.startswith("error E_SCHEMA: ") and "/title" in first
+    assert json.loads(rest)["error"]["code"] == "E_SCHEMA"
+
+
+def test_call_bad_input_json():
+    out = cli("call", str(EXAMPLE_GEM), "add_note", "--input", "{title}")
+    assert out.returncode == 1 and out.stderr.startswith("error E_USAGE: --input is not JSON")
+
+
+def test_call_broken_gem_is_one_line(tmp_path):
+    (tmp_path / "manifest.json").write_text("{")
+    out = cli("call", str(tmp_path), "x")
+    assert out.returncode == 1 and out.stderr.startswith("error E_MANIFEST:")
+    assert "Traceback" not in out.stderr
+
+
+def test_call_real_persists_between_runs(tmp_path):
+    for _ in range(2):
+        assert cli("call", str(EXAMPLE_GEM), "add_note", "--input", '{"title": "a"}', "--real",
+                   env_home=tmp_path).returncode == 0
+    out = cli("call", str(EXAMPLE_GEM), "list_notes", "--real", env_home=tmp_path)
+    assert json.loads(out.stdout)["total"] == 2
+    assert (tmp_path / "acme.notes" / "data.sqlite").is_file()

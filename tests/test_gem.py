@@ -1,0 +1,138 @@
+"""Gem loading: manifest errors with file and JSON pointer, N8 schema checks at load."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import workbench
+from workbench.gem import lint, load_manifest
+
+from conftest import EXAMPLE_GEM
+
+
+def test_example_gem_loads_typed():
+    m = load_manifest(EXAMPLE_GEM)
+    assert m.id == "acme.notes"
+    assert m.tools["add_note"].language == "python"
+    assert m.tools["list_notes"].side_effect == "read"
+    assert m.collections["notes"].indexes == ("status", "priority")
+    assert "CREATE TABLE closed" in (m.schema_sql or "")
+
+
+def test_malformed_json_gives_line_and_column(tmp_path):
+    (tmp_path / "manifest.json").write_text('{\n  "id": "x",\n  "name": \n}')
+    with pytest.raises(workbench.GemLoadError) as ei:
+        workbench.open(tmp_path)
+    err = ei.value
+    assert err.code == "E_MANIFEST"
+    assert err.details["line"] == 4 and err.details["column"] == 1
+    assert err.details["file"].endswith("manifest.json")
+
+
+def test_missing_manifest(tmp_path):
+    with pytest.raises(workbench.GemLoadError, match="manifest.json not found"):
+        workbench.open(tmp_path)
+
+
+def test_missing_gem_folder(tmp_path):
+    with pytest.raises(workbench.GemLoadError, match="does not exist"):
+        workbench.open(tmp_path / "nope")
+
+
+def test_schema_error_names_json_pointer(gem):
+    gem.tool("a", "def handle(i, c): return 1", side_effect="maybe")
+    with pytest.raises(workbench.GemLoadError) as ei:
+        workbench.open(gem.write())
+    assert ei.value.details["pointer"] == "/tools/0/sideEffect"
+    assert "maybe" in ei.value.message
+
+
+def test_duplicate_tool_names_rejected(gem):
+    gem.tool("a", "def handle(i, c): return 1").tool("a", "def handle(i, c): return 2")
+    problems = lint(gem.write())
+    assert [p["pointer"] for p in problems] == ["/tools/1/name"]
+    assert "duplicate" in problems[0]["message"]
+
+
+def test_missing_tool_file_rejected(gem):
+    gem.tool("a", "def handle(i, c): return 1")
+    gem.manifest["tools"][0]["file"] = "tools/missing.py"
+    problems = lint(gem.write())
+    assert problems[0]["pointer"] == "/tools/0/file" and "does not exist" in problems[0]["message"]
+
+
+def test_tool_file_outside_tools_rejected(gem):
+    gem.tool("a", "def handle(i, c): return 1")
+    gem.manifest["tools"][0]["file"] = "tools/../manifest.py"
+    (gem.root / "manifest.py").parent.mkdir(parents=True, exist_ok=True)
+    (gem.root / "manifest.py").write_text("")
+    assert lint(gem.write())[0]["pointer"] == "/tools/0/file"
+
+
+@pytest.mark.parametrize("keyword,schema,where", [
+    ("pattern", {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}},
+     "/tools/0/inputSchema/properties/a/pattern"),
+    ("patternProperties", {"type": "object", "patternProperties": {"^x": {}}},
+     "/tools/0/inputSchema/patternProperties"),
+    ("uniqueItems", {"type": "object", "properties": {"a": {"type": "array", "items": {
+        "anyOf": [{"type": "array", "uniqueItems": True}]}}}},
+     "/tools/0/inputSchema/properties/a/items/anyOf/0/uniqueItems"),
+    ("pattern", {"type": "object", "$defs": {"d": {"pattern": "x"}}}, "/tools/0/inputSchema/$defs/d/pattern"),
+])
+def test_N8_unsupported_keywords_rejected_at_any_depth(gem, keyword, schema, where):
+    gem.tool("a", "def handle(i, c): return 1", schema=schema)
+    problems = lint(gem.write())
+    assert [p["pointer"] for p in problems] == [where]
+    assert keyword in problems[0]["message"]
+
+
+def test_N8_property_named_pattern_is_fine(gem):
+    gem.tool("a", "def handle(i, c): return 1",
+             schema={"type": "object", "properties": {"pattern": {"type": "string"}}})
+    assert lint(gem.write()) == []
+
+
+def test_N8_uncompilable_schema_rejected_at_load(gem):
+    gem.tool("a", "def handle(i, c): return 1", schema={"type": "object", "properties": {"a": {"type": "strang"}}})
+    with pytest.raises(workbench.GemLoadError) as ei:
+        workbench.open(gem.write())
+    assert ei.value.details["pointer"].startswith("/tools/0/inputSchema")
+    assert "does not compile" in ei.value.message
+
+
+def test_trigger_naming_unknown_tool(gem):
+    gem.tool("a", "def handle(i, c): return 1")
+    gem.manifest["triggers"] = [{"event": "email.onNewMessage", "tool": "b"}]
+    assert lint(gem.write())[0]["pointer"] == "/triggers/0/tool"
+
+
+def test_unknown_top_level_field_is_reported(gem):
+    gem.tool("a", "def handle(i, c): return 1")
+    gem.manifest["permisions"] = {}
+    problems = lint(gem.write())
+    assert problems and "permisions" in problems[0]["message"]
+
+
+def test_manifest_schema_ships_with_package():
+    schema = workbench.gem.manifest_schema()
+    assert schema["$schema"].endswith("2020-12/schema")
+    assert "tools" in schema["required"]
+
+
+def test_email_permission_needs_top_level_and_tool(gem):
+    gem.tool("a", "def handle(i, c): return 1", permissions={"email": {"read": True}})
+    gem.tool("b", "def handle(i, c): return 1")
+    gem.manifest["permissions"] = {"email": {"read": True}}
+    m = load_manifest(gem.write())
+    assert m.email_allowed(m.tools["a"]) and not m.email_allowed(m.tools["b"])
+    gem.manifest.pop("permissions")
+    gem.manifest["email"] = True  # Gem Studio draft shorthand
+    m = load_manifest(gem.write())
+    assert m.email_allowed(m.tools["a"])
+
+
+def test_manifest_json_roundtrip_of_example_is_valid():
+    raw = json.loads((EXAMPLE_GEM / "manifest.json").read_text())
+    assert lint(EXAMPLE_GEM) == [] and raw["id"] == "acme.notes"
