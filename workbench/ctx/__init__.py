@@ -84,14 +84,15 @@ def python_ctx(caps: Capabilities, *, asynchronous: bool) -> SimpleNamespace:
     """
 
     def method(name: str, *bound: Any) -> Callable[..., Any]:
-        if asynchronous:
-            async def call(*args: Any, **kwargs: Any) -> Any:
-                return caps.call(name, *bound, *args, **kwargs)
-        else:
-            def call(*args: Any, **kwargs: Any) -> Any:
-                return caps.call(name, *bound, *args, **kwargs)
-        call.__name__ = call.__qualname__ = name.rsplit(".", 1)[-1]
-        return call
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return caps.call(name, *bound, *args, **kwargs)
+
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            return caps.call(name, *bound, *args, **kwargs)
+
+        fn = acall if asynchronous else call
+        fn.__name__ = fn.__qualname__ = name.rsplit(".", 1)[-1]
+        return fn
 
     def ns(prefix: str, names: tuple[str, ...], *bound: Any) -> SimpleNamespace:
         return SimpleNamespace(**{m: method(f"{prefix}.{m}", *bound) for m in names})

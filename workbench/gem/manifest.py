@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from importlib import resources as _res
 from pathlib import Path
@@ -85,7 +86,7 @@ def _read_json(path: Path) -> Any:
                            column=exc.colno) from None
 
 
-def lint(root: str | Path) -> list[dict[str, str]]:
+def lint(root: "str | os.PathLike[str]") -> list[dict[str, str]]:
     """Every problem of the gem at `root` as {file, pointer, message}; empty when it is fine."""
     root = Path(root).resolve()
     mpath = root / "manifest.json"
@@ -123,7 +124,7 @@ def lint(root: str | Path) -> list[dict[str, str]]:
     return problems
 
 
-def load_manifest(root: str | Path) -> Manifest:
+def load_manifest(root: "str | os.PathLike[str]") -> Manifest:
     """Load and check the gem at `root`; raise GemLoadError naming file and JSON pointer."""
     root = Path(root).resolve()
     if not root.is_dir():

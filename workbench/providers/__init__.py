@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
 from .base import Entry, FileStore
 from .folder import FolderFileStore
 from .memory import MemoryFileStore
 from .sqlite import open_database
-
-Kind = Literal["mock", "real"]
 
 __all__ = ["Entry", "FileStore", "FolderFileStore", "MemoryFileStore", "Providers",
            "default_state_dir", "make_providers", "open_database"]
@@ -30,41 +26,35 @@ def default_state_dir(gem_id: str) -> Path:
 class Providers:
     """The storage a bench sits on: one file store and two SQLite databases."""
 
-    kind: dict[str, Kind]
+    kind: dict[str, str]   # capability -> "mock" | "real"
     files: FileStore
-    data_db: "sqlite3.Connection"   # ctx.data, ctx.storage.kv, file history
-    sql_db: "sqlite3.Connection"    # ctx.storage.sql: the gem's private database
+    data_db: sqlite3.Connection   # ctx.data, ctx.storage.kv, file history
+    sql_db: sqlite3.Connection    # ctx.storage.sql: the gem's private database
     state_dir: Path | None
 
 
-def make_providers(gem_id: str, spec: "str | dict[str, Kind]", *, workspace: Path | None,
+def make_providers(gem_id: str, spec: str | dict[str, str], *, workspace: Path | None,
                    state_dir: Path | None) -> Providers:
     """Build providers from "mock", "real", or a mix like {"files": "real", "storage": "mock"}."""
     from .._errors import UsageError
 
-    kinds: dict[str, Kind] = {"files": "mock", "storage": "mock"}
-    if isinstance(spec, str):
-        if spec not in ("mock", "real"):
-            raise UsageError(f"providers={spec!r}: use 'mock', 'real' or a dict of those")
-        kinds = {k: spec for k in kinds}  # type: ignore[misc]
-    else:
-        unknown = set(spec) - set(kinds)
-        bad = {k: v for k, v in spec.items() if v not in ("mock", "real")}
-        if unknown or bad:
-            raise UsageError(f"providers={spec!r}: keys are {sorted(kinds)}, values 'mock' or 'real'")
-        kinds.update(spec)
+    given = {"files": spec, "storage": spec} if isinstance(spec, str) else dict(spec)
+    if set(given) - {"files", "storage"} or set(given.values()) - {"mock", "real"}:
+        raise UsageError(f"providers={spec!r}: use 'mock', 'real', or a dict with keys 'files' "
+                         "and 'storage' and values 'mock' or 'real'")
+    kinds = {"files": "mock", "storage": "mock", **given}
+    real_state: Path | None = None
     if "real" in kinds.values():
-        state_dir = Path(state_dir) if state_dir else default_state_dir(gem_id)
-        state_dir.mkdir(parents=True, exist_ok=True)
-    if kinds["files"] == "real":
-        ws = Path(workspace) if workspace else state_dir / "workspace"  # type: ignore[operator]
+        real_state = Path(state_dir) if state_dir else default_state_dir(gem_id)
+        real_state.mkdir(parents=True, exist_ok=True)
+    files: FileStore = MemoryFileStore()
+    if real_state is not None and kinds["files"] == "real":
+        ws = Path(workspace) if workspace else real_state / "workspace"
         ws.mkdir(parents=True, exist_ok=True)
-        files: FileStore = FolderFileStore(workspace=ws, runs=state_dir / "runs")  # type: ignore[operator]
-    else:
-        files = MemoryFileStore()
-    real_db = kinds["storage"] == "real"
+        files = FolderFileStore(workspace=ws, runs=real_state / "runs")
+    db_dir = real_state if kinds["storage"] == "real" else None
     return Providers(
         kind=kinds, files=files,
-        data_db=open_database(state_dir / "data.sqlite" if real_db else None),  # type: ignore[operator]
-        sql_db=open_database(state_dir / "sql.sqlite" if real_db else None),  # type: ignore[operator]
-        state_dir=state_dir)
+        data_db=open_database(db_dir / "data.sqlite" if db_dir else None),
+        sql_db=open_database(db_dir / "sql.sqlite" if db_dir else None),
+        state_dir=real_state)
