@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import json
 import os
 import secrets
 import time
@@ -95,12 +95,14 @@ class Bench:
         return self._validators[tool.name]
 
     def _check_input(self, tool: "ToolSpec", args: Any) -> tuple[Any, WorkbenchError | None]:
-        why = why_not_json(args, "input")
-        if why:
+        try:  # a JSON round trip: what the platform's caller can send, and a copy the tool owns
+            args = json.loads(json.dumps(args, allow_nan=False))
+        except (TypeError, ValueError, RecursionError):
+            why = why_not_json(args, "input") or "it cannot be serialised"
             return None, WorkbenchError("E_SCHEMA", f"input for '{tool.name}' is not JSON: {why}",
                                         violations=[{"path": "/", "message": why}])
         v = self._validator(tool)
-        args = v.normalise(copy.deepcopy(args))  # the tool must not alias the caller's objects
+        args = v.normalise(args)
         problems = v.violations(args)
         if problems:
             listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)

@@ -24,12 +24,13 @@ class Sizes:
     calls: int         # bench.call per timed batch (tool call overhead)
     batches: int       # timed batches / repetitions of the small benchmarks
     finds: int         # find calls whose median is taken
-    bulk_reps: int     # repetitions of the bulk benchmarks (insert, DataFrame)
+    bulk_reps: int     # repetitions of the insert benchmark
+    frame_reps: int    # repetitions of the DataFrame benchmark
     imports: int       # fresh interpreters started per import measurement
 
 
-FULL = Sizes(docs=100_000, calls=200, batches=25, finds=1000, bulk_reps=3, imports=7)
-QUICK = Sizes(docs=10_000, calls=50, batches=5, finds=200, bulk_reps=2, imports=3)
+FULL = Sizes(docs=100_000, calls=200, batches=25, finds=1000, bulk_reps=3, frame_reps=7, imports=7)
+QUICK = Sizes(docs=10_000, calls=50, batches=5, finds=200, bulk_reps=2, frame_reps=3, imports=3)
 
 
 @contextmanager
@@ -52,24 +53,32 @@ def time_ns(fn: Callable[[], Any]) -> int:
     return time.perf_counter_ns() - t0
 
 
-def median_ns(fn: Callable[[], Any], reps: int, warmup: int = 1) -> float:
-    """Median wall time of `fn` over `reps` runs after `warmup` untimed ones, in ns."""
+def paired_median_ns(fn: Callable[[], Any], baseline: Callable[[], Any], reps: int,
+                     warmup: int = 1) -> tuple[float, float]:
+    """Median wall times of `fn` and `baseline`, run alternately so load changes hit both."""
     for _ in range(warmup):
         fn()
-    return statistics.median(time_ns(fn) for _ in range(reps))
+        baseline()
+    times = [(time_ns(fn), time_ns(baseline)) for _ in range(reps)]
+    return statistics.median(t for t, _ in times), statistics.median(b for _, b in times)
 
 
-def per_call_ns(fn: Callable[[], Any], calls: int, batches: int) -> float:
-    """Median over `batches` of (time of `calls` back-to-back calls / calls), in ns, GC off."""
-    def batch() -> None:
-        for _ in range(calls):
-            fn()
+def per_call_ns(fn: Callable[[], Any], baseline: Callable[[], Any], calls: int,
+                batches: int) -> tuple[float, float]:
+    """Per-call ns of `fn` and `baseline`: median over alternating batches of `calls`, GC off."""
+    def batch(f: Callable[[], Any]) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(calls):
+                f()
+        return run
 
     with no_gc():
-        return median_ns(batch, batches, warmup=2) / calls
+        t, b = paired_median_ns(batch(fn), batch(baseline), batches, warmup=2)
+    return t / calls, b / calls
 
 
-def write_gem(root: Path, tools: dict[str, str], indexes: dict[str, list[str]] | None = None) -> Path:
+def write_gem(root: Path, tools: dict[str, str],
+              indexes: dict[str, list[str]] | None = None) -> Path:
     """Write a gem folder: manifest.json and tools/<name>.py; `indexes`: collection -> fields."""
     (root / "tools").mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] = {"id": "bench.gem", "name": "Bench", "version": "0.1.0", "tools": []}

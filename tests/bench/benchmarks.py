@@ -1,4 +1,4 @@
-"""The issue-2 benchmarks. Each returns a dict of figures measured against a baseline in the same run.
+"""The issue-2 benchmarks: each returns a dict of figures, with baselines measured in the same run.
 
 Times are medians (time.perf_counter_ns) after warm-up. Nothing here asserts a time: `run.py`
 compares the figures with the targets and prints OK / MISS.
@@ -14,14 +14,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import workbench
 
-from benchlib import QUICK, Figures, Sizes, median_ns, no_gc, per_call_ns, time_ns, write_gem
+from benchlib import (QUICK, Figures, Sizes, no_gc, paired_median_ns, per_call_ns, time_ns,
+                      write_gem)
 
 NOOP = """
 def handle(input, ctx):
@@ -66,12 +66,11 @@ HEAVY_MODULES = ("pandas", "jsonschema", "ipywidgets")
 
 
 @contextmanager
-def _gem_bench(tmp: Path, tools: dict[str, str], providers: str = "mock",
-               tag: str = "") -> Iterator[workbench.Bench]:
-    """A bench on a fresh gem in `tmp`; real state goes to its own folder per `tag`."""
-    root = write_gem(tmp / "gem", tools, INDEXES)
-    kw = {"state_dir": tmp / f"state{tag}", "workspace": tmp / f"ws{tag}"} if providers == "real" else {}
-    bench = workbench.open(root, providers=providers, headless=True, **kw)
+def _gem_bench(gem: Path, providers: str = "mock",
+               state: Path | None = None) -> Iterator[workbench.Bench]:
+    """A bench on the gem folder `gem`; real providers keep their state in `state`."""
+    bench = workbench.open(gem, providers=providers, headless=True, state_dir=state,
+                           workspace=state / "workspace" if state else None)
     try:
         yield bench
     finally:
@@ -87,13 +86,15 @@ def _call(bench: workbench.Bench, tool: str, input: dict) -> workbench.CallResul
 
 def bench_call_overhead(sizes: Sizes = QUICK) -> Figures:
     """In-process Python tool call: bench.call("noop", {}) vs calling its handle() directly."""
-    with tempfile.TemporaryDirectory() as d, _gem_bench(Path(d), {"noop": NOOP}) as bench:
-        spec = importlib.util.spec_from_file_location("bench_noop", Path(d) / "gem/tools/noop.py")
+    with tempfile.TemporaryDirectory() as d:
+        gem = write_gem(Path(d), {"noop": NOOP})
+        spec = importlib.util.spec_from_file_location("bench_noop", gem / "tools" / "noop.py")
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        direct = per_call_ns(lambda: module.handle({}, None), sizes.calls, sizes.batches)
-        call = per_call_ns(lambda: bench.call("noop", {}), sizes.calls, sizes.batches)
+        with _gem_bench(gem) as bench:
+            call, direct = per_call_ns(lambda: bench.call("noop", {}),
+                                       lambda: module.handle({}, None), sizes.calls, sizes.batches)
     return {"call_us": call / 1e3, "direct_us": direct / 1e3, "added_us": (call - direct) / 1e3,
             "ratio": call / direct}
 
@@ -130,9 +131,11 @@ def bench_insert(sizes: Sizes = QUICK, providers: str = "mock") -> Figures:
     raw_ns: list[int] = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        gem = write_gem(tmp / "gem", {"insert": INSERT}, INDEXES)
         for rep in range(-1, sizes.bulk_reps):  # rep -1 warms up, untimed
             count = min(n, 1000) if rep < 0 else n
-            with _gem_bench(tmp, {"insert": INSERT}, providers, tag=str(rep)) as bench:
+            state = tmp / f"state{rep}" if providers == "real" else None
+            with _gem_bench(gem, providers, state) as bench:
                 t = time_ns(lambda: _call(bench, "insert", {"n": count}))
             conn = _raw_db(tmp / f"raw{rep}.sqlite" if providers == "real" else None)
             try:
@@ -154,8 +157,8 @@ def bench_find(sizes: Sizes = QUICK) -> Figures:
     duration_us for it (the ctx layer alone), and the raw query plus JSON decoding on the
     same connection.
     """
-    tools = {"insert": INSERT, "find": FIND}
-    with tempfile.TemporaryDirectory() as d, _gem_bench(Path(d), tools) as bench:
+    with tempfile.TemporaryDirectory() as d, \
+            _gem_bench(write_gem(Path(d), {"insert": INSERT, "find": FIND}, INDEXES)) as bench:
         _call(bench, "insert", {"n": sizes.docs})
         _call(bench, "find", {"times": 20})  # warm-up
         with no_gc():
@@ -181,27 +184,28 @@ def bench_dataframe(sizes: Sizes = QUICK) -> Figures:
     """bench.data("notes") vs pandas.read_sql of the same table on the same connection."""
     import pandas as pd
 
-    with tempfile.TemporaryDirectory() as d, _gem_bench(Path(d), {"insert": INSERT}) as bench:
+    with tempfile.TemporaryDirectory() as d, \
+            _gem_bench(write_gem(Path(d), {"insert": INSERT}, INDEXES)) as bench:
         _call(bench, "insert", {"n": sizes.docs})
         conn = bench.providers.data_db
-        frame = median_ns(lambda: bench.data("notes"), sizes.bulk_reps)
-        raw = median_ns(lambda: pd.read_sql("select id, doc from c_notes", conn), sizes.bulk_reps)
+        frame, raw = paired_median_ns(lambda: bench.data("notes"),
+                                      lambda: pd.read_sql("select id, doc from c_notes", conn),
+                                      sizes.frame_reps)
     return {"docs": sizes.docs, "data_ms": frame / 1e6, "read_sql_ms": raw / 1e6,
             "ratio": frame / raw}
 
 
-def _python_ms(code: str, reps: int) -> float:
-    """Median wall time of a fresh interpreter running `code`, in ms."""
-    cmd = [sys.executable, "-c", code]
-    return median_ns(lambda: subprocess.run(cmd, check=True), reps) / 1e6
+def _python(code: str) -> Callable[[], object]:
+    """Start a fresh interpreter running `code` and wait for it."""
+    return lambda: subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def bench_import(sizes: Sizes = QUICK) -> Figures:
     """`import workbench` in a fresh interpreter vs `python -c pass`, and what it dragged in."""
-    imported = _python_ms("import workbench", sizes.imports)
-    bare = _python_ms("pass", sizes.imports)
+    imported, bare = paired_median_ns(_python("import workbench"), _python("pass"), sizes.imports)
     probe = (f"import sys, workbench; print(' '.join(m for m in {HEAVY_MODULES!r} "
              "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
-    return {"import_ms": imported, "python_ms": bare, "added_ms": imported - bare,
-            "ratio": imported / bare, "heavy_modules": out.stdout.split()}
+    return {"import_ms": imported / 1e6, "python_ms": bare / 1e6,
+            "added_ms": (imported - bare) / 1e6, "ratio": imported / bare,
+            "heavy_modules": out.stdout.split()}

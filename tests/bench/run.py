@@ -60,24 +60,26 @@ def import_time(f: Figures) -> Report:
             not f["heavy_modules"])
 
 
-BENCHMARKS: list[tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]] = [
-    (b.bench_call_overhead, call_overhead),
-    (lambda s: b.bench_insert(s, "mock"), insert("mock")),
-    (lambda s: b.bench_insert(s, "real"), insert("real")),
-    (b.bench_find, find),
-    (b.bench_dataframe, dataframe),
-    (b.bench_import, import_time),
-]
+Benchmark = tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]
+BENCHMARKS: dict[str, Benchmark] = {
+    "call_overhead": (b.bench_call_overhead, call_overhead),
+    "insert_mock": (lambda s: b.bench_insert(s, "mock"), insert("mock")),
+    "insert_real": (lambda s: b.bench_insert(s, "real"), insert("real")),
+    "find": (b.bench_find, find),
+    "dataframe": (b.bench_dataframe, dataframe),
+    "import": (b.bench_import, import_time),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="10k docs, fewer repetitions (CI smoke)")
+    parser.add_argument("--quick", action="store_true",
+                        help="10k docs, fewer repetitions (CI smoke)")
     sizes = QUICK if parser.parse_args(argv).quick else FULL
     print(f"# Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
           f"{platform.machine()}; {'quick' if sizes is QUICK else 'full'} run: {sizes}", flush=True)
     t0, missed = time.perf_counter(), 0
-    for bench, report in BENCHMARKS:
+    for bench, report in BENCHMARKS.values():
         text, ok = report(bench(sizes))
         missed += not ok
         print(f"{text}  {'OK' if ok else 'MISS'}", flush=True)

@@ -7,6 +7,7 @@ trace, the rules and the errors are identical whichever language the tool is wri
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -37,6 +38,15 @@ def prepare(providers: "Providers", manifest: "Manifest") -> None:
     _storage.apply_schema(providers.sql_db, manifest.schema_sql)
 
 
+# "files.read" -> ("files", "read"): which capability object and method serve a ctx method
+ROUTES: dict[str, tuple[str, str]] = {
+    **{f"files.{m}": ("files", m) for m in FILES},
+    **{f"data.{m}": ("data", m) for m in COLLECTION},
+    **{f"storage.kv.{m}": ("kv", m) for m in KV_METHODS},
+    **{f"storage.sql.{m}": ("sql", m) for m in SQL_METHODS},
+}
+
+
 class Capabilities:
     """The ctx methods of one call, addressed by name ("files.read", "data.insert", …)."""
 
@@ -44,19 +54,13 @@ class Capabilities:
         self.session = session
         self.files, self.data = Files(session), Data(session)
         self.kv, self.sql = KV(session), SQL(session)
-        self.routes: dict[str, Callable[..., Any]] = {
-            **{f"files.{m}": getattr(self.files, m) for m in FILES},
-            **{f"data.{m}": getattr(self.data, m) for m in COLLECTION},
-            **{f"storage.kv.{m}": getattr(self.kv, m) for m in KV_METHODS},
-            **{f"storage.sql.{m}": getattr(self.sql, m) for m in SQL_METHODS},
-        }
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run a ctx method by name, traced; the one door into the ctx layer."""
-        fn = self.routes.get(method)
-        if fn is None:
+        route = ROUTES.get(method)
+        if route is None:
             raise WorkbenchError("E_INVALID_ARGUMENT", f"ctx has no method {method!r}", method=method)
-        return self.session.invoke(method, fn, *args, **kwargs)
+        return self.session.invoke(method, getattr(getattr(self, route[0]), route[1]), *args, **kwargs)
 
     def begin(self) -> None:
         self.session.providers.data_db.execute("BEGIN")
@@ -84,15 +88,14 @@ def python_ctx(caps: Capabilities, *, asynchronous: bool) -> SimpleNamespace:
     """
 
     def method(name: str, *bound: Any) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return caps.call(name, *bound, *args, **kwargs)
+        if not asynchronous:
+            return functools.partial(caps.call, name, *bound)
 
         async def acall(*args: Any, **kwargs: Any) -> Any:
             return caps.call(name, *bound, *args, **kwargs)
 
-        fn = acall if asynchronous else call
-        fn.__name__ = fn.__qualname__ = name.rsplit(".", 1)[-1]
-        return fn
+        acall.__name__ = acall.__qualname__ = name.rsplit(".", 1)[-1]
+        return acall
 
     def ns(prefix: str, names: tuple[str, ...], *bound: Any) -> SimpleNamespace:
         return SimpleNamespace(**{m: method(f"{prefix}.{m}", *bound) for m in names})

@@ -1,0 +1,23 @@
+"""The benchmarks run (quick sizes) and report sane figures; their speed is not asserted here."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchlib import QUICK
+from run import BENCHMARKS, Benchmark
+
+
+@pytest.mark.parametrize("benchmark", BENCHMARKS.values(), ids=BENCHMARKS.keys())
+def test_benchmark_reports_positive_figures(benchmark: Benchmark) -> None:
+    bench, report = benchmark
+    figures = bench(QUICK)
+    heavy = figures.pop("heavy_modules", [])
+    assert isinstance(heavy, list) and all(isinstance(m, str) for m in heavy)
+    assert figures
+    for name, value in figures.items():
+        assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, (name, value)
+    text, ok = report(figures | {"heavy_modules": heavy})
+    assert text and isinstance(ok, bool)
