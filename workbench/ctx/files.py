@@ -78,6 +78,15 @@ class Files:
                 raise WorkbenchError("E_NOT_A_FOLDER", f"{p.raw!r}: '{'/'.join(parts[:i])}' is a "
                                      "file, not a folder", path=p.raw)
 
+    def _dot_entry_under(self, p: GemPath) -> str | None:
+        """The first dot-entry inside a folder (symlinks not followed), or None."""
+        for child in self.store.list(p.root, p.rel):
+            if child.name.startswith("."):
+                return f"{p.rel}/{child.name}"
+            if child.type == "folder" and (found := self._dot_entry_under(p.child(child.name))):
+                return found
+        return None
+
     # -- ctx.files -------------------------------------------------------------------------
     def list(self, path: str | None = None) -> list[dict[str, Any]]:
         p = resolve(self.s, "" if path is None else path)
@@ -130,12 +139,15 @@ class Files:
                                  "{ encoding: 'base64' }", path=p.raw, field="content")
         if enc == "base64":
             try:
+                if len(content) % 4:  # b64decode would let excess padding ("QUJD=") through
+                    raise binascii.Error("length is not a multiple of 4")
                 data = base64.b64decode(content, validate=True)
             except (binascii.Error, ValueError):
                 raise WorkbenchError("E_INVALID_ARGUMENT", f"content for {p.raw!r} is not valid "
                                      "base64", path=p.raw, field="content") from None
-        else:
-            data = content.encode("utf-8", "surrogatepass")
+        else:  # like JS TextEncoder: surrogate pairs joined, a lone half becomes U+FFFD
+            data = (content.encode("utf-16-le", "surrogatepass")
+                    .decode("utf-16-le", "replace").encode("utf-8"))
         if len(data) > MAX_BYTES:
             raise WorkbenchError("E_TOO_LARGE", f"writing {len(data):,} bytes to {p.raw!r}: at "
                                  f"most {MAX_BYTES:,} bytes (20 MB) per write", path=p.raw,
@@ -160,7 +172,7 @@ class Files:
 
     def move(self, src: str, dst: str) -> None:
         a, b = resolve(self.s, src), resolve(self.s, dst)
-        self._need(a)
+        entry = self._need(a)
         if not a.rel:
             raise WorkbenchError("E_PATH", f"cannot move the folder {a.raw!r} itself", path=a.raw)
         self._writable(b)
@@ -170,6 +182,13 @@ class Files:
         if a.root == b.root and (b.rel + "/").startswith(a.rel + "/"):
             raise WorkbenchError("E_PATH", f"cannot move {a.raw!r} into itself ({b.raw!r})",
                                  path=b.raw)
+        if a.root != b.root and entry.type == "folder" and (dot := self._dot_entry_under(a)):
+            # F10: moving the folder that holds a dot-entry would make it readable in the run
+            # folder, or write it into the conversation folder; a hidden one is not named
+            held = "entries that are not available to gems" if a.is_workspace else \
+                f"the dot-entry '{dot}', which gems cannot write into the conversation folder"
+            raise WorkbenchError("E_PERM_DENIED", f"cannot move {a.raw!r} to {b.raw!r}: it holds "
+                                 f"{held} (F10)", path=a.raw)
         try:
             self.store.move(a.root, a.rel, b.root, b.rel)
         except FileExistsError:  # created by someone else between the check and the move

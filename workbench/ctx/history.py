@@ -85,6 +85,9 @@ def restore(db: "sqlite3.Connection", store: "FileStore", path: str, version: in
         raise WorkbenchError("E_TOO_LARGE", f"version {row[0]} of workspace:{path} was over "
                              f"{MAX_HISTORY_BYTES:,} bytes and was not kept", path=path)
     current = store.entry("workspace", path)
+    if current is not None and current.type == "folder":
+        raise WorkbenchError("E_IS_A_FOLDER", f"workspace:{path} is now a folder; move it away "
+                             "before restoring the file", path=path)
     if current is not None and current.type == "file":
         record(db, store, path, reason="restore", call_id=None)
     store.write("workspace", path, row[1])

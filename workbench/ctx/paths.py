@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ._session import CallSession
 
 PREFIX = "workspace:"
+MAX_NAME_BYTES = 255  # per file or folder name, in UTF-8 (ext4, APFS, NTFS all stop near here)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,11 @@ def split(raw: object) -> tuple[bool, list[str]]:
     rest = raw[len(PREFIX):] if ws else raw
     if "\x00" in rest:
         raise WorkbenchError("E_PATH", f"path {raw!r} contains a NUL character", path=raw)
+    try:
+        rest.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone UTF-16 surrogate: no file name can hold it
+        raise WorkbenchError("E_PATH", f"path {raw!r} is not valid Unicode (lone surrogate at "
+                             f"{exc.start})", path=raw) from None
     if "\\" in rest:
         raise WorkbenchError("E_PATH", f"path {raw!r} contains '\\': gem paths use '/'", path=raw)
     if rest.startswith("/") or (len(rest) > 1 and rest[1] == ":" and rest[0].isalpha()):
@@ -54,6 +60,10 @@ def split(raw: object) -> tuple[bool, list[str]]:
     if ".." in segs:
         raise WorkbenchError("E_PATH", f"path {raw!r} uses '..': going outside the folder is "
                              "rejected", path=raw)
+    for s in segs:
+        if len(s.encode("utf-8")) > MAX_NAME_BYTES:  # what file systems hold, mock or real
+            raise WorkbenchError("E_PATH", f"path {raw!r}: the name {s[:40]!r}… is over "
+                                 f"{MAX_NAME_BYTES} bytes", path=raw, limit=MAX_NAME_BYTES)
     return ws, segs
 
 

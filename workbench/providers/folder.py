@@ -16,7 +16,7 @@ TMP_PREFIX = ".wb-tmp-"  # a dot-name: invisible to gems (F10) while a write is 
 def _entry(p: Path, name: str) -> Entry | None:
     try:
         st = p.lstat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # missing, or a parent is a file
         return None
     kind = "link" if p.is_symlink() else "folder" if p.is_dir() else "file"
     return Entry(name, kind, st.st_size if kind == "file" else 0, st.st_mtime_ns // 1_000_000)
