@@ -221,3 +221,16 @@ def test_js_tool_reports_unsupported_until_deno_runner(gem, open_bench):
     gem.tool("j", "export default async function (input, ctx) { return 1 }", ext="js")
     res = open_bench(gem).call("j")
     assert res.error.code == "E_UNSUPPORTED" and "tools/j.js" in res.error.message
+
+
+def test_wrong_arguments_to_a_ctx_method_name_the_signature(gem, open_bench):
+    gem.tool("t", "def handle(input, ctx):\n    return ctx.files.read()\n")
+    res = open_bench(gem).call("t")
+    assert res.error.code == "E_INVALID_ARGUMENT"
+    assert "files.read(path" in res.error.message
+
+
+def test_result_with_lone_surrogate_does_not_raise(gem, open_bench):
+    gem.tool("t", "def handle(input, ctx):\n    return 'a\\ud800b'\n")
+    res = open_bench(gem).call("t")
+    assert res.ok and res.value == "a\ud800b"

@@ -923,3 +923,16 @@ def test_F12_read_over_20_MB_is_too_large(ops_bench):
     assert res.ok and res.value == MAX_BYTES
     res = fs.bench.call("readlen", {"path": "workspace:huge.bin"})
     error(res, "E_TOO_LARGE")
+
+
+def test_F9_whole_path_length_limit_same_on_mock_and_real(files_bench):
+    deep = "/".join(["d" * 200] * 6)  # names fine, path over 1024 bytes
+    res = files_bench("write", deep + "/a.txt", "x")
+    assert res.error.code == "E_PATH" and res.error.details["limit"] == 1024
+
+
+def test_F2_empty_folders_of_the_conversation_folder_exist_on_mock_too(gem, open_bench):
+    (open_bench.workspace / "empty").mkdir()
+    gem.tool("l", "def handle(input, ctx):\n    return ctx.files.list('workspace:')\n")
+    res = open_bench(gem).call("l")
+    assert [(e["name"], e["type"]) for e in res.value] == [("empty", "folder")]

@@ -48,7 +48,9 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
 
 
 def _seed_memory(store: Any, folder: Path) -> None:
-    for dirpath, _, files in os.walk(folder):
+    for dirpath, dirs, files in os.walk(folder):
+        for name in dirs:
+            store.mkdir("workspace", (Path(dirpath) / name).relative_to(folder).as_posix())
         for name in files:
             p = Path(dirpath) / name
             store.write("workspace", p.relative_to(folder).as_posix(), p.read_bytes())

@@ -85,7 +85,7 @@ def to_json(value: Any) -> tuple[Any, WorkbenchError | None]:
         return None, WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value that is not "
                                     f"JSON: {why}", field=why.split(" ", 1)[0])
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    size = len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
+    size = len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
     if size > MAX_RESULT_CHARS:
         return None, WorkbenchError(
             "E_RESULT_TOO_LARGE", f"the result is {size:,} JSON characters; at most "

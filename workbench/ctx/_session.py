@@ -6,6 +6,7 @@ enters through `CallSession.invoke`, so the trace and the platform rules are the
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from dataclasses import dataclass, field
@@ -32,6 +33,24 @@ def _preview(args: tuple, kwargs: dict) -> str:
                 parts.append(repr(a))
     text = ", ".join(parts)
     return text if len(text) <= _ARG_PREVIEW else text[: _ARG_PREVIEW - 1] + "…"
+
+
+def _signature(fn: Callable[..., Any]) -> str:
+    return str(inspect.signature(fn))
+
+
+def _binds(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bool:
+    """Whether the arguments fit the method: a TypeError is then ours, not the tool's."""
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
+
+
+def _internal(method: str, exc: Exception) -> WorkbenchError:
+    return WorkbenchError("E_INTERNAL", f"{method} failed in the workbench: "
+                          f"{type(exc).__name__}: {exc}", method=method)
 
 
 @dataclass
@@ -63,10 +82,16 @@ class CallSession:
         except WorkbenchError as exc:
             row.update(ok=False, error=exc.code)
             raise
+        except TypeError as exc:
+            if _binds(fn, args, kwargs):
+                row.update(ok=False, error="E_INTERNAL")
+                raise _internal(method, exc) from exc
+            row.update(ok=False, error="E_INVALID_ARGUMENT")
+            raise WorkbenchError("E_INVALID_ARGUMENT", f"{method}{_signature(fn)}: {exc}",
+                                 method=method) from None
         except Exception as exc:  # a provider failure is still the ctx layer's to explain
             row.update(ok=False, error="E_INTERNAL")
-            raise WorkbenchError("E_INTERNAL", f"{method} failed in the workbench: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise _internal(method, exc) from exc
         finally:
             row["duration_us"] = round((time.perf_counter() - t0) * 1e6, 1)
             self.trace.append(row)

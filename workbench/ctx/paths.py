@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 PREFIX = "workspace:"
 MAX_NAME_BYTES = 255  # per file or folder name, in UTF-8 (ext4, APFS, NTFS all stop near here)
+MAX_PATH_BYTES = 1024  # per relative path: the folder's own path must still fit the OS limit
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,9 @@ def split(raw: object) -> tuple[bool, list[str]]:
         if len(s.encode("utf-8")) > MAX_NAME_BYTES:  # what file systems hold, mock or real
             raise WorkbenchError("E_PATH", f"path {raw!r}: the name {s[:40]!r}… is over "
                                  f"{MAX_NAME_BYTES} bytes", path=raw, limit=MAX_NAME_BYTES)
+    if len("/".join(segs).encode("utf-8")) > MAX_PATH_BYTES:
+        raise WorkbenchError("E_PATH", f"path {raw[:60]!r}… is over {MAX_PATH_BYTES} bytes",
+                             path=raw, limit=MAX_PATH_BYTES)
     return ws, segs
 
 
