@@ -14,6 +14,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from .._result import why_not_json
 
 if TYPE_CHECKING:
     import sqlite3
@@ -56,6 +57,9 @@ def dumps_doc(doc: Any, what: str) -> str:
     if "id" in doc:
         raise WorkbenchError("E_INVALID_ARGUMENT", f"{what} has a field 'id': ids are given by "
                              "insert and cannot be set or changed", field=f"{what}.id")
+    why = why_not_json(doc, what)  # also catches what json.dumps would quietly convert ({1: …})
+    if why:
+        raise WorkbenchError("E_INVALID_ARGUMENT", why, field=why.split(" ", 1)[0])
     try:
         return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
@@ -77,7 +81,10 @@ def _scalar(v: Any, field: str) -> Any:
 
 
 def where_sql(where: Any) -> tuple[str, list[Any]]:
-    """{field: value | {eq, ne, gt, gte, lt, lte, in}} -> SQL condition and parameters."""
+    """{field: value | {eq, ne, gt, gte, lt, lte, in}} -> SQL condition and parameters.
+
+    null matches a null or missing field (eq, in); ne is the exact complement of eq.
+    """
     if where is None:
         return "1", []
     if not isinstance(where, dict):
@@ -92,12 +99,18 @@ def where_sql(where: Any) -> tuple[str, list[Any]]:
                 if not isinstance(v, list):
                     raise WorkbenchError("E_INVALID_ARGUMENT", f"'in' on '{field}' needs a list",
                                          field=field)
-                conds.append(f"{e} IN ({','.join('?' * len(v))})")
-                params += [_scalar(x, field) for x in v]
+                vals = [_scalar(x, field) for x in v]
+                known = [x for x in vals if x is not None]
+                c = f"{e} IN ({','.join('?' * len(known))})"
+                conds.append(f"({c} OR {e} IS NULL)" if None in vals else c)
+                params += known
             elif op in _OPS:
                 v = _scalar(v, field)
                 if v is None and op in ("eq", "ne"):
                     conds.append(f"{e} IS {'NOT ' if op == 'ne' else ''}NULL")
+                elif op == "ne":  # a null or missing field is not equal to a value
+                    conds.append(f"{e} IS NOT ?")
+                    params.append(v)
                 else:
                     conds.append(f"{e} {_OPS[op]} ?")
                     params.append(v)
@@ -105,6 +118,13 @@ def where_sql(where: Any) -> tuple[str, list[Any]]:
                 raise WorkbenchError("E_INVALID_ARGUMENT", f"unknown operator {op!r} on '{field}':"
                                      f" use one of {', '.join([*_OPS, 'in'])}", field=field)
     return " AND ".join(conds) or "1", params
+
+
+def _id(id_: Any) -> str:
+    if not isinstance(id_, str):
+        raise WorkbenchError("E_INVALID_ARGUMENT", f"document id must be a string as insert "
+                             f"returned it, got {type(id_).__name__}", field="id")
+    return id_
 
 
 def _row(id_: str, doc: str) -> dict[str, Any]:
@@ -147,11 +167,12 @@ class Data:
     def get(self, name: str, id: str) -> dict[str, Any] | None:
         self.s.flush()
         row = self.db.execute(f"SELECT id, doc FROM {table(self.check(name))} WHERE id = ?",
-                              (id,)).fetchone()
+                              (_id(id),)).fetchone()
         return _row(*row) if row else None
 
     def update(self, name: str, id: str, patch: Any) -> dict[str, str]:
         t = table(self.check(name))
+        _id(id)
         text = dumps_doc(patch, "patch")
         self.s.writing(f"data.{name}.update")
         self.s.flush()
@@ -164,6 +185,7 @@ class Data:
 
     def delete(self, name: str, id: str) -> dict[str, bool]:
         t = table(self.check(name))
+        _id(id)
         self.s.writing(f"data.{name}.delete")
         self.s.flush()
         return {"deleted": self.db.execute(f"DELETE FROM {t} WHERE id = ?", (id,)).rowcount > 0}
@@ -199,6 +221,8 @@ class Data:
         cursor = q.get("cursor")
         try:
             offset = int(cursor.removeprefix("o:")) if cursor else 0
+            if offset < 0:
+                raise ValueError(cursor)
         except (AttributeError, ValueError):
             raise WorkbenchError("E_INVALID_ARGUMENT", f"cursor {cursor!r} was not returned by "
                                  "find", field="cursor") from None

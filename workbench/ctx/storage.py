@@ -61,9 +61,10 @@ class KV:
                         "value = excluded.value", (key, value))
 
     def delete(self, key: str) -> bool:
+        _str(key, "key")
         self.s.writing("storage.kv.delete")
         self.s.flush()
-        return self.db.execute("DELETE FROM kv WHERE key = ?", (_str(key, "key"),)).rowcount > 0
+        return self.db.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
 
     def list(self, prefix: str = "") -> list[str]:
         """Keys starting with prefix, sorted."""
@@ -81,7 +82,7 @@ class SQL:
         self.s = session
         self.db = session.providers.sql_db
 
-    def _run(self, sql: Any, params: Any) -> sqlite3.Cursor:
+    def _run(self, sql: Any, params: Any) -> tuple[sqlite3.Cursor, list[Any]]:
         if not isinstance(sql, str):
             raise WorkbenchError("E_INVALID_ARGUMENT", "sql must be a string", field="sql")
         if params is None:
@@ -91,8 +92,8 @@ class SQL:
                                  "(for :name)", field="params")
         wrote: list[int] = []
 
-        def authorizer(action: int, *_: Any) -> int:
-            if action in _WRITES:
+        def authorizer(action: int, _1: Any, _2: Any, db_name: Any, _4: Any) -> int:
+            if action in _WRITES and db_name != "temp":  # temp tables are scratch, not storage
                 wrote.append(action)
                 if self.s.strict and self.s.tool.side_effect == "read":
                     return sqlite3.SQLITE_DENY
@@ -100,7 +101,8 @@ class SQL:
 
         self.db.set_authorizer(authorizer)
         try:
-            return self.db.execute(sql, params)
+            cur = self.db.execute(sql, params)
+            return cur, cur.fetchall()  # a row can fail too (e.g. malformed JSON): still E_SQL
         except sqlite3.Error as exc:
             raise WorkbenchError("E_SQL", f"SQLite: {exc}", sql=sql) from None
         finally:
@@ -110,12 +112,11 @@ class SQL:
 
     def query(self, sql: str, params: Any = None) -> list[dict[str, Any]]:
         """Rows as objects (column name -> value)."""
-        cur = self._run(sql, params)
+        cur, rows = self._run(sql, params)
         cols = [d[0] for d in cur.description or ()]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
+        return [dict(zip(cols, r)) for r in rows]
 
     def execute(self, sql: str, params: Any = None) -> dict[str, int]:
         """A statement that changes data: {changes, lastInsertRowid}."""
-        cur = self._run(sql, params)
-        cur.fetchall()
+        cur, _ = self._run(sql, params)
         return {"changes": max(cur.rowcount, 0), "lastInsertRowid": cur.lastrowid or 0}

@@ -56,10 +56,11 @@ def collection(db: sqlite3.Connection, name: str) -> pd.DataFrame:
 def query(db: sqlite3.Connection, sql: str, params: Any = ()) -> pd.DataFrame:
     try:
         cur = db.execute(sql, params)
+        rows = cur.fetchall()  # a row can fail too (e.g. malformed JSON)
     except sqlite3.Error as exc:
         raise WorkbenchError("E_SQL", f"SQLite: {exc}", sql=sql) from None
     cols = [d[0] for d in cur.description or ()]
-    return pd.DataFrame(cur.fetchall(), columns=cols)
+    return pd.DataFrame(rows, columns=cols)
 
 
 def calls(results: "list[CallResult]") -> pd.DataFrame:

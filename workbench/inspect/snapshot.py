@@ -37,7 +37,7 @@ def _copy(db: sqlite3.Connection) -> sqlite3.Connection:
 
 
 def _files(p: "Providers") -> dict[tuple[str, str], tuple[str, bytes | None]]:
-    out = {}
+    out: dict[tuple[str, str], tuple[str, bytes | None]] = {}
     for root in p.files.roots():
         for path, e in p.files.walk(root):
             out[(root, path)] = (e.type, p.files.read(root, path) if e.type == "file" else None)
@@ -101,16 +101,19 @@ def diff(snap: Snapshot, p: "Providers") -> pd.DataFrame:
     for t in sorted(set(_tables(snap.sql_db, None)) | set(_tables(p.sql_db, None))):
         for k, ch, a, b in _changes(_rows(snap.sql_db, t), _rows(p.sql_db, t)):
             add("sql", t, k, words[ch], a, b)
-    return pd.DataFrame(rows, columns=DIFF_COLUMNS)
+    # object columns: sizes, documents, values and rows share them; no int -> float/NaN casts
+    return pd.DataFrame(rows, columns=DIFF_COLUMNS, dtype=object)
 
 
 def restore(snap: Snapshot, p: "Providers") -> None:
     now = _files(p)
-    for (root, path) in sorted(now.keys() - snap.files.keys(), key=lambda k: -len(k[1])):
+    # new entries, and entries whose type changed (a file where a folder was, or the reverse)
+    stale = [k for k in now if k not in snap.files or snap.files[k][0] != now[k][0]]
+    for (root, path) in sorted(stale, key=lambda k: -len(k[1])):
         if p.files.entry(root, path) is not None:
             p.files.remove(root, path, trash=False)
     for (root, path), (kind, data) in sorted(snap.files.items(), key=lambda kv: len(kv[0][1])):
-        if now.get((root, path)) == (kind, data):
+        if now.get((root, path)) == (kind, data) and p.files.entry(root, path) is not None:
             continue
         if kind == "folder":
             p.files.mkdir(root, path)
