@@ -42,9 +42,14 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
     manifest = load_manifest(path)
     provs = make_providers(manifest.id, providers, workspace=Path(workspace) if workspace else None,
                            state_dir=Path(state_dir) if state_dir else None)
-    return Bench(manifest, provs, conversation=conversation, strict=strict,
-                 headless=(not desktop_has_trash()) if headless is None else headless,
-                 seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace")
+    try:
+        return Bench(manifest, provs, conversation=conversation, strict=strict,
+                     headless=(not desktop_has_trash()) if headless is None else headless,
+                     seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace")
+    except BaseException:  # e.g. db/schema.sql fails: leave no connection open
+        provs.data_db.close()
+        provs.sql_db.close()
+        raise
 
 
 def _seed_memory(store: Any, folder: Path) -> None:

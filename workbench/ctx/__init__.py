@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..gem import Manifest
     from ..providers import Providers
 
-__all__ = ["Capabilities", "CallSession", "desktop_has_trash", "prepare", "python_ctx"]
+__all__ = ["Capabilities", "CallSession", "PythonCtx", "desktop_has_trash", "prepare"]
 
 FILES = ("list", "stat", "read", "write", "mkdir", "move", "delete")
 COLLECTION = ("insert", "get", "update", "delete", "find", "count")
@@ -80,32 +80,62 @@ class Capabilities:
                                                "it was rolled back")
 
 
-def python_ctx(caps: Capabilities, *, asynchronous: bool) -> SimpleNamespace:
+class _Methods:
+    """One ctx namespace (ctx.files, ctx.storage.kv, a collection); methods made on first use."""
+
+    def __init__(self, caps: Capabilities, prefix: str, names: tuple[str, ...], *bound: Any,
+                 asynchronous: bool) -> None:
+        self._caps, self._prefix, self._names = caps, prefix, names
+        self._bound, self._async = bound, asynchronous
+
+    def __getattr__(self, attr: str) -> Callable[..., Any]:
+        if attr.startswith("_") or attr not in self._names:
+            raise AttributeError(f"ctx.{self._prefix} has no method {attr!r} (it has: "
+                                 f"{', '.join(self._names)})")
+        name, caps, bound = f"{self._prefix}.{attr}", self._caps, self._bound
+        if self._async:
+            async def fn(*args: Any, **kwargs: Any) -> Any:
+                return caps.call(name, *bound, *args, **kwargs)
+
+            fn.__name__ = fn.__qualname__ = attr
+        else:
+            fn = functools.partial(caps.call, name, *bound)  # type: ignore[assignment]
+        setattr(self, attr, fn)
+        return fn
+
+    def __dir__(self) -> list[str]:
+        return list(self._names)
+
+    def __repr__(self) -> str:
+        return f"<ctx.{self._prefix}: {', '.join(self._names)}>"
+
+
+class PythonCtx:
     """The ctx object handed to a Python tool.
 
     Same method names as the seeds. An `async def handle` gets coroutine methods (`await
     ctx.files.read(…)`); a plain `def handle` gets the same methods returning values directly.
     """
 
-    def method(name: str, *bound: Any) -> Callable[..., Any]:
-        if not asynchronous:
-            return functools.partial(caps.call, name, *bound)
+    def __init__(self, caps: Capabilities, *, asynchronous: bool) -> None:
+        self._caps, self._async = caps, asynchronous
 
-        async def acall(*args: Any, **kwargs: Any) -> Any:
-            return caps.call(name, *bound, *args, **kwargs)
+    def _ns(self, prefix: str, names: tuple[str, ...], *bound: Any) -> _Methods:
+        return _Methods(self._caps, prefix, names, *bound, asynchronous=self._async)
 
-        acall.__name__ = acall.__qualname__ = name.rsplit(".", 1)[-1]
-        return acall
+    @functools.cached_property
+    def files(self) -> _Methods:
+        return self._ns("files", FILES)
 
-    def ns(prefix: str, names: tuple[str, ...], *bound: Any) -> SimpleNamespace:
-        return SimpleNamespace(**{m: method(f"{prefix}.{m}", *bound) for m in names})
+    @functools.cached_property
+    def data(self) -> SimpleNamespace:
+        def collection(name: str) -> _Methods:
+            self._caps.data.check(name)  # D1: fails at once, like the synchronous collection()
+            return self._ns("data", COLLECTION, name)
 
-    def collection(name: str) -> SimpleNamespace:
-        caps.data.check(name)  # D1: fails at once, like the platform's synchronous collection()
-        return ns("data", COLLECTION, name)
+        return SimpleNamespace(collection=collection)
 
-    return SimpleNamespace(
-        files=ns("files", FILES),
-        data=SimpleNamespace(collection=collection),
-        storage=SimpleNamespace(kv=ns("storage.kv", KV_METHODS), sql=ns("storage.sql", SQL_METHODS)),
-    )
+    @functools.cached_property
+    def storage(self) -> SimpleNamespace:
+        return SimpleNamespace(kv=self._ns("storage.kv", KV_METHODS),
+                               sql=self._ns("storage.sql", SQL_METHODS))

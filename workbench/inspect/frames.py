@@ -49,8 +49,13 @@ def files(store: "FileStore") -> pd.DataFrame:
 
 def collection(db: sqlite3.Connection, name: str) -> pd.DataFrame:
     rows = db.execute(f"SELECT id, doc FROM {table(name)} ORDER BY rid").fetchall()
-    docs = [{"id": i, **json.loads(d)} for i, d in rows]
-    return pd.DataFrame.from_records(docs) if docs else pd.DataFrame(columns=["id"])
+    if not rows:
+        return pd.DataFrame(columns=["id"])
+    ids, docs = zip(*rows)
+    # one json.loads of the whole column: per-row decoding dominated the cost
+    df = pd.DataFrame.from_records(json.loads("[" + ",".join(docs) + "]"))
+    df.insert(0, "id", ids)
+    return df
 
 
 def query(db: sqlite3.Connection, sql: str, params: Any = ()) -> pd.DataFrame:

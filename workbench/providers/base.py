@@ -11,6 +11,7 @@ leading '/', '' meaning the root itself. Roots are 'workspace' (the conversation
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Iterator, Literal, Protocol
 
@@ -32,7 +33,7 @@ class FileStore(Protocol):
     def resolve(self, root: str, path: str) -> str | None:
         """The canonical path after following symlinks, or None if it leaves the root."""
 
-    def list(self, root: str, path: str) -> list[Entry]:
+    def list(self, root: str, path: str) -> builtins.list[Entry]:
         """Entries of a folder (raises NotADirectoryError / FileNotFoundError)."""
 
     def read(self, root: str, path: str) -> bytes: ...
@@ -52,5 +53,5 @@ class FileStore(Protocol):
     def walk(self, root: str) -> Iterator[tuple[str, Entry]]:
         """Every (path, entry) under the root, parents before children."""
 
-    def roots(self) -> list[str]:
+    def roots(self) -> builtins.list[str]:
         """Roots that hold anything."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Literal
 
 from .base import Entry
 
@@ -18,7 +19,8 @@ def _entry(p: Path, name: str) -> Entry | None:
         st = p.lstat()
     except (FileNotFoundError, NotADirectoryError):  # missing, or a parent is a file
         return None
-    kind = "link" if p.is_symlink() else "folder" if p.is_dir() else "file"
+    kind: Literal["file", "folder", "link"] = (
+        "link" if p.is_symlink() else "folder" if p.is_dir() else "file")
     return Entry(name, kind, st.st_size if kind == "file" else 0, st.st_mtime_ns // 1_000_000)
 
 
@@ -47,7 +49,7 @@ class FolderFileStore:
             return None
         return os.path.relpath(real, base).replace(os.sep, "/") if real != base else ""
 
-    def list(self, root: str, path: str) -> list[Entry]:
+    def list(self, root: str, path: str) -> builtins.list[Entry]:
         p = self._abs(root, path)
         if path == "" and not p.exists():
             return []  # a run folder is created on its first write
@@ -114,6 +116,6 @@ class FolderFileStore:
                 if (e := _entry(Path(dirpath) / n, n)):
                     yield path, e
 
-    def roots(self) -> list[str]:
+    def roots(self) -> builtins.list[str]:
         runs = sorted(f"run/{p.name}" for p in self.runs.iterdir()) if self.runs.is_dir() else []
         return ["workspace", *runs]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import posixpath
 import time
 from typing import Iterator
@@ -32,7 +33,7 @@ class MemoryFileStore:
     def resolve(self, root: str, path: str) -> str | None:
         return path  # no symlinks in memory
 
-    def list(self, root: str, path: str) -> list[Entry]:
+    def list(self, root: str, path: str) -> builtins.list[Entry]:
         here = self.entry(root, path)
         if here is None:
             raise FileNotFoundError(path)
@@ -56,7 +57,7 @@ class MemoryFileStore:
             self._dirs[(root, path)] = _now()
             path = posixpath.dirname(path)
 
-    def _under(self, root: str, path: str) -> list[tuple[str, str]]:
+    def _under(self, root: str, path: str) -> builtins.list[tuple[str, str]]:
         return [k for k in [*self._files, *self._dirs]
                 if k[0] == root and (k[1] == path or k[1].startswith(path + "/"))]
 
@@ -81,5 +82,5 @@ class MemoryFileStore:
             if r == root and (e := self.entry(r, p)):
                 yield p, e
 
-    def roots(self) -> list[str]:
+    def roots(self) -> builtins.list[str]:
         return sorted({r for r, _ in [*self._files, *self._dirs]})

@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
-from ..ctx import python_ctx
+from ..ctx import PythonCtx
 
 if TYPE_CHECKING:
     from ..ctx import Capabilities
@@ -97,7 +97,7 @@ def run(tool: "ToolSpec", args: Any, caps: "Capabilities") -> Outcome:
                     "E_TOOL_ERROR", f"{tool.rel_file} defines no handle(input, ctx) function",
                     file=tool.rel_file), logs=out.getvalue())
             is_async = inspect.iscoroutinefunction(handle)
-            ctx = python_ctx(caps, asynchronous=is_async)
+            ctx = PythonCtx(caps, asynchronous=is_async)
             value = _run_coroutine(handle(args, ctx)) if is_async else handle(args, ctx)
             if inspect.isawaitable(value):  # a sync def returning a coroutine: await it too
                 value = _run_coroutine(value)
