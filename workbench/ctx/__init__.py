@@ -99,7 +99,7 @@ class _Methods:
 
             fn.__name__ = fn.__qualname__ = attr
         else:
-            fn = functools.partial(caps.call, name, *bound)  # type: ignore[assignment]
+            fn = functools.partial(caps.call, name, *bound)
         setattr(self, attr, fn)
         return fn
 
