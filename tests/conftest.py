@@ -81,6 +81,21 @@ def open_bench(tmp_path: Path, kind: str) -> Callable[..., workbench.Bench]:
         b.close()
 
 
+# A tool running a list of ctx.files operations in ONE call: [["write", "a", "x"], ["read", "a"]]
+OPS_TOOL = """
+from workbench import WorkbenchError
+
+def handle(input, ctx):
+    out = []
+    for op, *args in input["ops"]:
+        try:
+            out.append({"ok": getattr(ctx.files, op)(*args)})
+        except WorkbenchError as e:
+            out.append({"error": e.code, "message": e.message, "details": e.details})
+    return out
+"""
+
+
 FILES_TOOL = """
 def handle(input, ctx):
     fn = getattr(ctx.files, input["op"])

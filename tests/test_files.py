@@ -19,18 +19,8 @@ import workbench
 from workbench.ctx import history
 from workbench.ctx.files import MAX_BYTES
 
-OPS_TOOL = """
-from workbench import WorkbenchError
+from conftest import OPS_TOOL
 
-def handle(input, ctx):
-    out = []
-    for op, *args in input["ops"]:
-        try:
-            out.append({"ok": getattr(ctx.files, op)(*args)})
-        except WorkbenchError as e:
-            out.append({"error": e.code, "message": e.message, "details": e.details})
-    return out
-"""
 
 BIG_TOOL = """
 import base64

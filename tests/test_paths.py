@@ -14,23 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import workbench
-from conftest import GemBuilder
+from conftest import OPS_TOOL, GemBuilder
 from workbench.ctx import CallSession
 from workbench.ctx.files import Files
 from workbench.ctx.paths import PREFIX, resolve, split
 
-OPS_TOOL = """
-from workbench import WorkbenchError
-
-def handle(input, ctx):
-    out = []
-    for op, *args in input["ops"]:
-        try:
-            out.append({"ok": getattr(ctx.files, op)(*args)})
-        except WorkbenchError as e:
-            out.append({"error": e.code, "message": e.message})
-    return out
-"""
 
 # errors a path may rightly get; anything else (E_INTERNAL above all) is a bug
 PATH_ERRORS = {"E_PATH", "E_PERM_DENIED", "E_NOT_FOUND", "E_EXISTS", "E_NOT_A_FOLDER",
