@@ -217,10 +217,10 @@ def test_raise_for_error(echo):
     assert echo.call("echo", {"title": "x"}).raise_for_error().ok
 
 
-def test_js_tool_reports_unsupported_until_deno_runner(gem, open_bench):
-    gem.tool("j", "export default async function (input, ctx) { return 1 }", ext="js")
-    res = open_bench(gem).call("j")
-    assert res.error.code == "E_UNSUPPORTED" and "tools/j.js" in res.error.message
+def test_wasm_tool_is_unsupported_with_a_clear_error(gem, open_bench):
+    gem.tool("w", "", ext="wasm")
+    res = open_bench(gem).call("w")
+    assert res.error.code == "E_UNSUPPORTED" and "tools/w.wasm" in res.error.message
 
 
 def test_wrong_arguments_to_a_ctx_method_name_the_signature(gem, open_bench):

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._errors import UsageError, WorkbenchError
 from ._result import CallResult, to_json, why_not_json
 from .ctx import Capabilities, CallSession, desktop_has_trash, prepare
 from .ctx import history as _history
 from .gem import load_manifest
-from .providers import make_providers
+from .providers import default_state_dir, make_providers
+from .runners.deno import Sandbox, SandboxOptions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,7 +29,9 @@ if TYPE_CHECKING:
 def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "mock",
          workspace: str | os.PathLike[str] | None = None,
          state_dir: str | os.PathLike[str] | None = None, conversation: bool = True,
-         strict: bool = False, headless: bool | None = None) -> "Bench":
+         strict: bool = False, headless: bool | None = None,
+         reuse: Literal["always", "never", "random"] = "always", timeout: float = 30.0,
+         memory_mb: int = 512) -> "Bench":
     """Open the gem folder at `path` on mock or real providers.
 
     providers: "mock", "real", or per capability, e.g. {"files": "real", "storage": "mock"}.
@@ -38,14 +42,21 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
     strict: platform rules the platform itself does not check (D4) become errors.
     headless: True deletes permanently (the headless build); default: no trash under CI or
         without a display.
+    reuse: whether a call reuses the tool's module instance from the previous call (N5):
+        "always" (fast; the default), "never", or "random" (flushes out tools that keep state
+        in memory, which the platform does not promise to keep).
+    timeout, memory_mb: per-call wall clock (seconds) and V8 heap limit of the Deno sandbox.
     """
     manifest = load_manifest(path)
     provs = make_providers(manifest.id, providers, workspace=Path(workspace) if workspace else None,
                            state_dir=Path(state_dir) if state_dir else None)
+    if reuse not in ("always", "never", "random"):
+        raise UsageError(f"reuse={reuse!r}: use 'always', 'never' or 'random'")
     try:
         return Bench(manifest, provs, conversation=conversation, strict=strict,
                      headless=(not desktop_has_trash()) if headless is None else headless,
-                     seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace")
+                     seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace",
+                     reuse=reuse, sandbox=SandboxOptions(timeout=timeout, memory_mb=memory_mb))
     except BaseException:  # e.g. db/schema.sql fails: leave no connection open
         provs.data_db.close()
         provs.sql_db.close()
@@ -65,7 +76,8 @@ class Bench:
     """A gem opened on providers. Create it with `workbench.open(...)`."""
 
     def __init__(self, manifest: "Manifest", providers: "Providers", *, conversation: bool,
-                 strict: bool, headless: bool, seed: Path | None = None) -> None:
+                 strict: bool, headless: bool, seed: Path | None = None,
+                 reuse: str = "always", sandbox: SandboxOptions | None = None) -> None:
         self.manifest = manifest
         self.providers = providers
         self.conversation = conversation
@@ -73,6 +85,10 @@ class Bench:
         self.headless = headless
         self.results: list[CallResult] = []
         self._validators: dict[str, Any] = {}
+        self.reuse = reuse
+        self._rng = random.Random()
+        self._sandbox_options = sandbox or SandboxOptions()
+        self._sandbox: Sandbox | None = None
         prepare(providers, manifest)
         if providers.kind["files"] == "mock" and seed is not None and seed.is_dir():
             _seed_memory(providers.files, seed)
@@ -89,7 +105,9 @@ class Bench:
         self.close()
 
     def close(self) -> None:
-        """Close the databases (real state stays on disk)."""
+        """Stop the sandbox and close the databases (real state stays on disk)."""
+        if self._sandbox is not None:
+            self._sandbox.stop()
         self.providers.data_db.close()
         self.providers.sql_db.close()
 
@@ -144,17 +162,20 @@ class Bench:
                               providers=self.providers, conversation=self.conversation,
                               strict=self.strict, trash=not self.headless)
         caps = Capabilities(session)
+        fresh = self.reuse == "never" or (self.reuse == "random" and self._rng.random() < 0.5)
         caps.begin()
         try:
             if tool.language == "python":
                 from .runners import python
 
-                outcome = python.run(tool, args, caps)
+                outcome = python.run(tool, args, caps, fresh=fresh)
+            elif tool.language in ("javascript", "typescript"):
+                outcome = self.sandbox.call(tool.file, args, caps, fresh=fresh, meta={})
             else:
                 outcome = None
-                res.error = WorkbenchError("E_UNSUPPORTED", f"{tool.rel_file}: {tool.language} "
-                                           "tools need the Deno sandbox runner, which this version "
-                                           "does not have yet", file=tool.rel_file)
+                res.error = WorkbenchError("E_UNSUPPORTED", f"{tool.rel_file}: .wasm tools are "
+                                           "not run by this version of the workbench",
+                                           file=tool.rel_file)
         finally:
             caps.end()
             res.trace_rows = session.trace
@@ -165,6 +186,15 @@ class Bench:
                 res.error = outcome.error
             else:
                 res.value, res.error = to_json(outcome.value)
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """This gem's Deno sandbox (N3: one process per gem, started on first use)."""
+        if self._sandbox is None:
+            base = self.providers.state_dir or default_state_dir(self.manifest.id)
+            self._sandbox = Sandbox(self.manifest.root, deno_dir=base / "deno",
+                                    options=self._sandbox_options)
+        return self._sandbox
 
     # -- file history -----------------------------------------------------------------------
     def history(self, path: str | None = None) -> "pd.DataFrame":

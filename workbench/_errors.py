@@ -17,6 +17,9 @@ CODES: dict[str, str] = {
     "E_RESULT_NOT_JSON": "the tool's return value cannot be serialised as JSON",
     "E_RESULT_TOO_LARGE": "the tool's return value is over 1,048,576 JSON characters",
     "E_TOOL_ERROR": "the tool raised or threw",
+    "E_SANDBOX": "the Deno sandbox denied a capability (read, write, net, env, run, npm, …) or died",
+    "E_TIMEOUT": "the call ran over its wall-clock limit and was stopped",
+    "E_OUT_OF_MEMORY": "the sandbox ran out of memory",
     "E_PERM_DENIED": "the call is not allowed (permission, dot-entry, no conversation)",
     "E_PATH": "the path is not a valid gem path (absolute, '..', symlink escape)",
     "E_NOT_FOUND": "the file, folder or document does not exist",
@@ -30,7 +33,7 @@ CODES: dict[str, str] = {
     "E_SIDE_EFFECT": "a sideEffect: read tool wrote storage (strict mode)",
     "E_USAGE": "the workbench API was used wrongly",
     "E_INTERNAL": "the workbench itself failed (a bug or a broken provider): please report it",
-    "E_UNSUPPORTED": "the workbench cannot run this yet",
+    "E_UNSUPPORTED": "the workbench does not run this kind of tool (.wasm)",
 }
 
 

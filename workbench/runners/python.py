@@ -39,11 +39,11 @@ class Outcome:
 _modules: dict[Path, tuple[int, ModuleType]] = {}
 
 
-def _load(tool: "ToolSpec") -> ModuleType:
-    """Import the tool's file; re-import when it changed on disk (edit, then call again)."""
+def _load(tool: "ToolSpec", fresh: bool) -> ModuleType:
+    """Import the tool's file; again when it changed on disk, or when `fresh` (reuse policy)."""
     mtime = tool.file.stat().st_mtime_ns
     cached = _modules.get(tool.file)
-    if cached and cached[0] == mtime:
+    if cached and cached[0] == mtime and not fresh:
         return cached[1]
     name = f"_workbench_tool_{abs(hash(str(tool.file)))}_{tool.name}"
     spec = importlib.util.spec_from_file_location(name, tool.file)
@@ -85,12 +85,12 @@ def _run_coroutine(coro: Any) -> Any:
     return box["value"]
 
 
-def run(tool: "ToolSpec", args: Any, caps: "Capabilities") -> Outcome:
-    """Run one call of a Python tool."""
+def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, fresh: bool = False) -> Outcome:
+    """Run one call of a Python tool; `fresh` gives it a new module instance (N5)."""
     out, root = io.StringIO(), tool.file.parent.parent
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            module = _load(tool)
+            module = _load(tool, fresh)
             handle = getattr(module, "handle", None)
             if not callable(handle):
                 return Outcome(error=WorkbenchError(

@@ -1,0 +1,86 @@
+// Gem Workbench sandbox host: one Deno process per gem (N3).
+//
+// The tool runs in a Worker whose permissions allow only reading the gem folder and its
+// resources. This main module alone holds the RPC channel: two pipes the Python side passed as
+// /dev/fd/N, which the worker is not allowed to open. Tool output on stdout/stderr is only ever
+// captured as logs, never parsed as protocol.
+//
+// Protocol, one JSON object per line:
+//   python -> host  {t:"call", id, file, input, fresh, nonce}   {t:"reply", seq, ok, value|error}
+//   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, args}   {t:"done", id, ok, ...}
+
+const [inPath, outPath, workerUrl, ...readable] = Deno.args;
+const input = await Deno.open(inPath, { read: true });
+const output = await Deno.open(outPath, { write: true });
+const encoder = new TextEncoder();
+
+async function send(msg: unknown): Promise<void> {
+  const bytes = encoder.encode(JSON.stringify(msg) + "\n");
+  let written = 0;
+  while (written < bytes.length) written += await output.write(bytes.subarray(written));
+}
+
+const workerPermissions = {
+  read: readable, write: false, net: false, env: false, run: false, ffi: false, sys: false,
+  import: false,
+};
+let worker: Worker | null = null;
+let current: { id: string; nonce: string } | null = null;
+
+function startWorker(): Worker {
+  const w = new Worker(workerUrl, { type: "module", deno: { permissions: workerPermissions } });
+  w.onmessage = (e: MessageEvent) => onWorkerMessage(e.data);
+  w.onerror = (e: ErrorEvent) => {
+    e.preventDefault();
+    finish({ ok: false, error: { name: "Error", message: e.message, stack: "" } });
+    worker = null;
+  };
+  return w;
+}
+
+function finish(result: Record<string, unknown>): void {
+  if (!current) return;
+  const { id, nonce } = current;
+  current = null;
+  // the markers close this call's logs on both streams, after everything the tool wrote
+  console.log(nonce);
+  console.error(nonce);
+  send({ t: "done", id, ...result });
+}
+
+function onWorkerMessage(msg: any): void {
+  // the worker's port is reachable by tool code: accept only what ctx itself may do
+  if (!current || typeof msg !== "object" || msg === null || msg.id !== current.id) return;
+  if (msg.t === "ctx" && typeof msg.method === "string" && Number.isInteger(msg.seq)) {
+    send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, args: msg.args ?? [] });
+  } else if (msg.t === "done") {
+    finish({ ok: msg.ok, json: msg.json, size: msg.size, error: msg.error });
+  }
+}
+
+const decoder = new TextDecoder();
+let buffered = "";
+const chunk = new Uint8Array(1 << 16);
+await send({ t: "ready" });
+for (;;) {
+  const n = await input.read(chunk);
+  if (n === null) break;
+  buffered += decoder.decode(chunk.subarray(0, n), { stream: true });
+  let nl: number;
+  while ((nl = buffered.indexOf("\n")) >= 0) {
+    const msg = JSON.parse(buffered.slice(0, nl));
+    buffered = buffered.slice(nl + 1);
+    if (msg.t === "call") {
+      if (msg.fresh && worker) {
+        worker.terminate();
+        worker = null;
+      }
+      worker ??= startWorker();
+      current = { id: msg.id, nonce: msg.nonce };
+      worker.postMessage({ t: "call", id: msg.id, file: msg.file, input: msg.input });
+    } else if (msg.t === "reply") {
+      worker?.postMessage(msg);
+    }
+  }
+}
+Deno.exit(0);

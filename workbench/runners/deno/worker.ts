@@ -1,0 +1,83 @@
+// Runs inside the sandboxed Worker: imports the tool, builds `ctx`, runs one call at a time.
+// ctx methods post {t:"ctx"} to the host, which forwards them to the Python ctx layer.
+
+type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
+const pending = new Map<number, Pending>();
+let seq = 0;
+const post = self.postMessage.bind(self);
+
+function ctxError(error: { code: string; message: string; details?: unknown }): Error {
+  const e = new Error(error.message) as Error & { code: string; details?: unknown };
+  e.name = "CtxError";
+  e.code = error.code;
+  e.details = error.details;
+  return e;
+}
+
+function makeCtx(callId: string, meta: Record<string, unknown>) {
+  const call = (method: string, args: unknown[]) =>
+    new Promise((resolve, reject) => {
+      const n = ++seq;
+      pending.set(n, { resolve, reject });
+      post({ t: "ctx", id: callId, seq: n, method, args: args.map((a) => a === undefined ? null : a) });
+    });
+  const ns = (prefix: string, names: string[], ...bound: unknown[]) =>
+    Object.freeze(Object.fromEntries(names.map((m) => [m, (...args: unknown[]) =>
+      call(`${prefix}.${m}`, [...bound, ...args])])));
+  return Object.freeze({
+    ...meta,
+    files: ns("files", ["list", "stat", "read", "write", "mkdir", "move", "delete"]),
+    // collection() is synchronous on the platform: the ctx layer checks the name (D1) on use
+    data: Object.freeze({
+      collection: (name: string) =>
+        ns("data", ["insert", "get", "update", "delete", "find", "count"], name),
+    }),
+    storage: Object.freeze({
+      kv: ns("storage.kv", ["get", "set", "delete", "list"]),
+      sql: ns("storage.sql", ["query", "execute"]),
+    }),
+  });
+}
+
+function describe(err: unknown) {
+  if (err instanceof Error) {
+    return { name: err.name, message: err.message, stack: err.stack ?? "",
+             code: (err as { code?: unknown }).code ?? null };
+  }
+  return { name: typeof err, message: String(err), stack: "", code: null };
+}
+
+async function run(msg: { id: string; file: string; input: unknown; meta?: Record<string, unknown> }) {
+  try {
+    const mod = await import(new URL(`file://${msg.file}`).href);
+    const fn = mod.default ?? mod.handle;
+    if (typeof fn !== "function") {
+      throw new TypeError("the tool module has no default export function (export default async function (input, ctx) {...})");
+    }
+    const value = await fn(msg.input, makeCtx(msg.id, msg.meta ?? {}));
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(value);
+    } catch (err) {
+      post({ t: "done", id: msg.id, ok: false, error: { ...describe(err), name: "ResultError" } });
+      return;
+    }
+    json ??= "null"; // undefined (or a function) serialises to nothing: the caller sees null
+    post({ t: "done", id: msg.id, ok: true, json, size: json.length });
+  } catch (err) {
+    post({ t: "done", id: msg.id, ok: false, error: describe(err) });
+  }
+}
+
+self.onmessage = (e: MessageEvent) => {
+  const msg = e.data;
+  if (msg.t === "call") {
+    run(msg);
+  } else if (msg.t === "reply") {
+    const p = pending.get(msg.seq);
+    pending.delete(msg.seq);
+    if (!p) return;
+    if (msg.ok) p.resolve(msg.value);
+    else p.reject(ctxError(msg.error));
+  }
+};
