@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ...ctx import Capabilities
 
 HERE = Path(__file__).resolve().parent
-_CAPABILITY = re.compile(r"Requires (\w+) access")
+_CAPABILITY = re.compile(r"Requires (\w+) access|Deno\.(exit)")
 
 
 @dataclass(frozen=True)
@@ -209,7 +209,7 @@ class Sandbox:
                                   f"cannot serialise: {message}", stack=stack)
         if name == "NotCapable" or "--no-npm" in message or "--no-remote" in message:
             m = _CAPABILITY.search(message)
-            cap = m.group(1) if m else "npm" if "npm" in message else "remote import"
+            cap = (m.group(1) or m.group(2)) if m else "npm" if "npm" in message else "remote import"
             hint = {"npm": "npm: imports are rejected (N4)",
                     "remote import": "remote (https:, jsr:) imports are not allowed"}.get(
                 cap, f"the sandbox has no {cap} access (N1)")

@@ -1,6 +1,16 @@
 // Runs inside the sandboxed Worker: imports the tool, builds `ctx`, runs one call at a time.
 // ctx methods post {t:"ctx"} to the host, which forwards them to the Python ctx layer.
 
+// Deno.exit in a worker silently ends the worker, so the call would only end at its timeout:
+// make it an error the tool sees at once (reported as E_SANDBOX, capability "exit").
+Object.defineProperty(Deno, "exit", {
+  value: (code?: number) => {
+    const e = new Error(`Deno.exit(${code ?? ""}) is not available to tools`);
+    e.name = "NotCapable";
+    throw e;
+  },
+});
+
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
 const pending = new Map<number, Pending>();
 let seq = 0;
