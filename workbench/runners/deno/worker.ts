@@ -11,16 +11,18 @@ Object.defineProperty(Deno, "exit", {
   },
 });
 
-type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
+// `origin` is made where the tool calls ctx, so a ctx error carries the tool's own frames
+type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; origin: Error };
 const pending = new Map<number, Pending>();
 let seq = 0;
 const post = self.postMessage.bind(self);
 
-function ctxError(error: { code: string; message: string; details?: unknown }): Error {
+function ctxError(error: { code: string; message: string; details?: unknown }, origin: Error): Error {
   const e = new Error(error.message) as Error & { code: string; details?: unknown };
   e.name = "CtxError";
   e.code = error.code;
   e.details = error.details;
+  e.stack = `CtxError: ${error.message}\n${(origin.stack ?? "").split("\n").slice(1).join("\n")}`;
   return e;
 }
 
@@ -28,7 +30,7 @@ function makeCtx(callId: string, meta: Record<string, unknown>) {
   const call = (method: string, args: unknown[]) =>
     new Promise((resolve, reject) => {
       const n = ++seq;
-      pending.set(n, { resolve, reject });
+      pending.set(n, { resolve, reject, origin: new Error() });
       post({ t: "ctx", id: callId, seq: n, method, args: args.map((a) => a === undefined ? null : a) });
     });
   const ns = (prefix: string, names: string[], ...bound: unknown[]) =>
@@ -88,6 +90,6 @@ self.onmessage = (e: MessageEvent) => {
     pending.delete(msg.seq);
     if (!p) return;
     if (msg.ok) p.resolve(msg.value);
-    else p.reject(ctxError(msg.error));
+    else p.reject(ctxError(msg.error, p.origin));
   }
 };
