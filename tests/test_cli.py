@@ -65,3 +65,28 @@ def test_call_real_persists_between_runs(tmp_path):
     out = cli("call", str(EXAMPLE_GEM), "list_notes", "--real", env_home=tmp_path)
     assert json.loads(out.stdout)["total"] == 2
     assert (tmp_path / "acme.notes" / "data.sqlite").is_file()
+
+
+def test_check_typecheck_reports_ts_errors(gem, tmp_path):
+    gem.tool("t", "export default async function (input: {a: number}): Promise<string> {\n"
+                  "  return input.a\n}\n", ext="ts")
+    out = cli("check", str(gem.write()), "--typecheck", env_home=tmp_path)
+    assert out.returncode == 1
+    assert "TS2322" in out.stderr and "tools/t.ts:2:3" in out.stderr
+    assert "\x1b[" not in out.stderr  # no colour codes
+
+
+def test_check_typecheck_passes_good_ts(gem, tmp_path):
+    gem.tool("t", "export default async function (input: {a: number}): Promise<number> {\n"
+                  "  return input.a\n}\n", ext="ts")
+    out = cli("check", str(gem.write()), "--typecheck", env_home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "1 TypeScript tool type-check" in out.stdout
+
+
+def test_call_js_tool_from_cli(tmp_path):
+    from test_seed_examples import SEED_GEM
+
+    out = cli("call", str(SEED_GEM), "add_note", "--input", '{"title": "x"}', env_home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert set(json.loads(out.stdout)) == {"id"}

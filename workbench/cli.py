@@ -24,6 +24,18 @@ def _check(args: argparse.Namespace) -> int:
     if problems:
         print(f"{len(problems)} problem{'s' if len(problems) > 1 else ''}", file=sys.stderr)
         return 1
+    if args.typecheck:
+        from .gem import load_manifest
+        from .providers import default_state_dir
+        from .runners.deno import typecheck
+
+        m = load_manifest(args.gem)
+        ts = [t.file for t in m.tools.values() if t.language == "typescript"]
+        report = typecheck(ts, deno_dir=default_state_dir(m.id) / "deno") if ts else None
+        if report:
+            print(report, file=sys.stderr)
+            return 1
+        print(f"{args.gem}: {len(ts)} TypeScript tool{'' if len(ts) == 1 else 's'} type-check")
     print(f"{args.gem}: ok")
     return 0
 
@@ -59,6 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("check", help="lint a gem: manifest, schemas, tool files (exit 1 on error)")
     p.add_argument("gem")
+    p.add_argument("--typecheck", action="store_true",
+                   help="also type-check TypeScript tools with `deno check`")
     p.set_defaults(fn=_check)
     p = sub.add_parser("call", help="call one tool and print its result as JSON (exit 1 on error)")
     p.add_argument("gem")

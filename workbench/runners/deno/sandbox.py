@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ...ctx import Capabilities
 
 HERE = Path(__file__).resolve().parent
+DENO_FLAGS = ("--no-prompt", "--no-config", "--no-lock", "--no-npm", "--no-remote")
 _CAPABILITY = re.compile(r"Requires (\w+) access|Deno\.(exit)")
 
 
@@ -89,18 +90,15 @@ class Sandbox:
         to_host, host_in = os.pipe()
         host_out, from_host = os.pipe()
         readable = [str(self.gem_root), *map(str, self.options.readable)]
-        cmd = [find_deno_bin(), "run", "--no-prompt", "--no-config", "--no-lock", "--no-npm",
-               "--no-remote", "--unstable-worker-options", "--quiet",
+        cmd = [find_deno_bin(), "run", *DENO_FLAGS, "--unstable-worker-options", "--quiet",
                f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
                f"--allow-read={','.join([*readable, str(HERE), f'/dev/fd/{to_host}'])}",
                f"--allow-write=/dev/fd/{from_host}",
                str(HERE / "host.ts"), f"/dev/fd/{to_host}", f"/dev/fd/{from_host}",
                (HERE / "worker.ts").as_uri(), *readable]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.deno_dir),
-               "DENO_DIR": str(self.deno_dir), "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"}
         try:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, env=env,
+                                         stderr=subprocess.PIPE, env=_env(self.deno_dir),
                                          pass_fds=(to_host, from_host), start_new_session=True)
         finally:
             os.close(to_host)
@@ -215,6 +213,25 @@ class Sandbox:
                 cap, f"the sandbox has no {cap} access (N1)")
             return WorkbenchError("E_SANDBOX", f"{hint}: {message}", capability=cap, stack=stack)
         return WorkbenchError("E_TOOL_ERROR", f"{name}: {message}", stack=stack)
+
+
+def _env(deno_dir: Path) -> dict[str, str]:
+    """A minimal environment: nothing of the user's leaks into the sandbox."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(deno_dir),
+            "DENO_DIR": str(deno_dir), "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"}
+
+
+def typecheck(files: list[Path], *, deno_dir: Path) -> str | None:
+    """Run `deno check` on TypeScript tools; the compiler's report, or None when they pass."""
+    from deno import find_deno_bin
+
+    deno_dir.mkdir(parents=True, exist_ok=True)
+    flags = [f for f in DENO_FLAGS if f != "--no-prompt"]  # `deno check` has no --no-prompt
+    out = subprocess.run([find_deno_bin(), "check", *flags, "--quiet", *map(str, files)],
+                         capture_output=True, text=True, env=_env(deno_dir), timeout=300)
+    if out.returncode == 0:
+        return None
+    return (out.stdout + out.stderr).split("\nStack backtrace:")[0].strip()
 
 
 def _serve(caps: "Capabilities", method: str, args: list[Any]) -> dict[str, Any]:
