@@ -11,9 +11,10 @@ import workbench
 def test_all_is_exactly_the_public_surface():
     assert workbench.__all__ == sorted(workbench.__all__)
     assert set(workbench.__all__) == {"CODES", "Bench", "CallResult", "GemLoadError",
-                                      "UsageError", "WorkbenchError", "__version__", "open"}
+                                      "UsageError", "WorkbenchError", "__version__",
+                                      "load_ipython_extension", "open"}
     public = {n for n in dir(workbench) if not n.startswith("_")} - {
-        "ctx", "gem", "providers", "runners", "inspect", "cli"}  # subpackages, loaded on use
+        "ctx", "gem", "providers", "runners", "inspect", "cli", "jupyter", "testing", "kernel"}  # subpackages, loaded on use
     assert public <= set(workbench.__all__)
 
 

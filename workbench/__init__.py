@@ -11,5 +11,13 @@ from ._result import CallResult
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(ipython: object) -> None:
+    """`%load_ext workbench`: register the magics and displays (imports IPython lazily)."""
+    from .jupyter import load_ipython_extension as load
+
+    load(ipython)
+
+
 __all__ = ["Bench", "CODES", "CallResult", "GemLoadError", "UsageError", "WorkbenchError",
-           "__version__", "open"]
+           "__version__", "load_ipython_extension", "open"]

@@ -98,6 +98,17 @@ class Bench:
         return (f"<Bench {self.manifest.id} {self.manifest.version}: {len(self.manifest.tools)} "
                 f"tools, {kinds}, {len(self.results)} calls>")
 
+    def _repr_html_(self) -> str:
+        from .jupyter.display import bench_html
+
+        return bench_html(self)
+
+    def form(self, tool: str) -> Any:
+        """An ipywidgets form generated from the tool's inputSchema; runs the tool on submit."""
+        from .jupyter.forms import form
+
+        return form(self, tool)
+
     def __enter__(self) -> "Bench":
         return self
 

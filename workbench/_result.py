@@ -48,6 +48,11 @@ class CallResult:
             raise self.error
         return self
 
+    def _repr_html_(self) -> str:
+        from .jupyter.display import result_html
+
+        return result_html(self)
+
     def __repr__(self) -> str:
         state = f"value={self.value!r:.200}" if self.ok else f"error={self.error}"
         extra = f", violations={len(self.violations)}" if self.violations else ""
