@@ -6,7 +6,7 @@
 // captured as logs, never parsed as protocol.
 //
 // Protocol, one JSON object per line:
-//   python -> host  {t:"call", id, file, input, fresh, nonce}   {t:"reply", seq, ok, value|error}
+//   python -> host  {t:"call", id, file, input, fresh, nonce, meta}   {t:"reply", seq, ok, value|error}
 //   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, args}   {t:"done", id, ok, ...}
 
 const [inPath, outPath, workerUrl, ...readable] = Deno.args;
@@ -24,18 +24,31 @@ const workerPermissions = {
   read: readable, write: false, net: false, env: false, run: false, ffi: false, sys: false,
   import: false,
 };
-let worker: Worker | null = null;
+let worker: { w: Worker; port: MessagePort } | null = null;
 let current: { id: string; nonce: string } | null = null;
 
-function startWorker(): Worker {
+function startWorker(): { w: Worker; port: MessagePort } {
   const w = new Worker(workerUrl, { type: "module", deno: { permissions: workerPermissions } });
-  w.onmessage = (e: MessageEvent) => onWorkerMessage(e.data);
+  // The worker's global port is the tool's too (self.postMessage, self.onmessage): a tool that
+  // listened there saw the next call's id and could post its "done". Calls and ctx messages go
+  // over a MessageChannel whose port is sent first, before any tool code runs, and is then held
+  // only inside worker.ts; what arrives on the global port is dropped.
+  const { port1, port2 } = new MessageChannel();
+  w.postMessage({ t: "port" }, [port2]);
+  port1.onmessage = (e: MessageEvent) => onWorkerMessage(e.data);
+  w.onmessage = () => {};
   w.onerror = (e: ErrorEvent) => {
     e.preventDefault();
     finish({ ok: false, error: { name: "Error", message: e.message, stack: "" } });
-    worker = null;
+    stopWorker();
   };
-  return w;
+  return { w, port: port1 };
+}
+
+function stopWorker(): void {
+  worker?.w.terminate();
+  worker?.port.close();
+  worker = null;
 }
 
 function finish(result: Record<string, unknown>): void {
@@ -49,7 +62,7 @@ function finish(result: Record<string, unknown>): void {
 }
 
 function onWorkerMessage(msg: any): void {
-  // the worker's port is reachable by tool code: accept only what ctx itself may do
+  // only worker.ts holds this port; still, accept only what ctx itself may do
   if (!current || typeof msg !== "object" || msg === null || msg.id !== current.id) return;
   if (msg.t === "ctx" && typeof msg.method === "string" && Number.isInteger(msg.seq)) {
     send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, args: msg.args ?? [] });
@@ -71,15 +84,13 @@ for (;;) {
     const msg = JSON.parse(buffered.slice(0, nl));
     buffered = buffered.slice(nl + 1);
     if (msg.t === "call") {
-      if (msg.fresh && worker) {
-        worker.terminate();
-        worker = null;
-      }
+      if (msg.fresh) stopWorker();
       worker ??= startWorker();
       current = { id: msg.id, nonce: msg.nonce };
-      worker.postMessage({ t: "call", id: msg.id, file: msg.file, input: msg.input });
+      worker.port.postMessage({ t: "call", id: msg.id, file: msg.file, input: msg.input,
+                                meta: msg.meta ?? {} });
     } else if (msg.t === "reply") {
-      worker?.postMessage(msg);
+      worker?.port.postMessage(msg);
     }
   }
 }

@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 import select
+import shutil
 import signal
 import subprocess
 import threading
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).resolve().parent
 DENO_FLAGS = ("--no-prompt", "--no-config", "--no-lock", "--no-npm", "--no-remote")
-_CAPABILITY = re.compile(r"Requires (\w+) access|Deno\.(exit)")
+# "Requires read access …"; Deno.exit / self.close (worker.ts); Deno.symlink: "requires
+# unscoped --allow-read and --allow-write"
+_CAPABILITY = re.compile(r"Requires (\w+) access|(?:Deno|self)\.(exit|close)|and --allow-(\w+)")
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,12 @@ class Sandbox:
         from deno import find_deno_bin
 
         self.deno_dir.mkdir(parents=True, exist_ok=True)
+        # The Cache API (`caches`) writes under DENO_DIR/location_data with no permission check,
+        # in nested workers too: a file in that place makes every cache open fail (N1: no write)
+        blocker = self.deno_dir / "location_data"
+        if not blocker.is_file():
+            shutil.rmtree(blocker, ignore_errors=True)
+            blocker.touch()
         to_host, host_in = os.pipe()
         host_out, from_host = os.pipe()
         readable = [str(self.gem_root), *map(str, self.options.readable)]
@@ -150,24 +159,28 @@ class Sandbox:
              meta: dict[str, Any]) -> Outcome:
         """Run one call of a JS/TS tool; ctx calls are served by `caps` while it runs."""
         if self.pid is None:
+            self.stop()  # a process that died between calls: close its pipes before a new one
             self._start()
         mtime = file.stat().st_mtime_ns
         fresh = fresh or self._mtimes.get(file, mtime) != mtime  # an edited tool: re-import
         self._mtimes[file] = mtime
         call_id, nonce = caps.session.call_id, f"--wb-end-{secrets.token_hex(16)}--"
-        self._send({"t": "call", "id": call_id, "file": str(file), "input": args,
-                    "fresh": fresh, "nonce": nonce, "meta": meta})
         deadline = time.monotonic() + self.options.timeout
-        while True:
-            msg = self._recv(deadline)
-            if msg is None:
-                return self._died(deadline)
-            if msg.get("t") == "ctx" and msg.get("id") == call_id:
-                self._send({"t": "reply", "id": call_id, "seq": msg["seq"],
-                            **_serve(caps, msg["method"], msg.get("args") or [])})
-            elif msg.get("t") == "done" and msg.get("id") == call_id:
-                logs = self._out.take(nonce, 5) + self._err.take(nonce, 5)
-                return self._outcome(msg, logs)
+        try:
+            self._send({"t": "call", "id": call_id, "file": str(file), "input": args,
+                        "fresh": fresh, "nonce": nonce, "meta": meta})
+            while True:
+                msg = self._recv(deadline)
+                if msg is None:
+                    return self._died(deadline)
+                if msg.get("t") == "ctx" and msg.get("id") == call_id:
+                    self._send({"t": "reply", "id": call_id, "seq": msg["seq"],
+                                **_serve(caps, msg["method"], msg.get("args") or [])})
+                elif msg.get("t") == "done" and msg.get("id") == call_id:
+                    logs = self._out.take(nonce, 5) + self._err.take(nonce, 5)
+                    return self._outcome(msg, logs)
+        except BrokenPipeError:  # it died while we wrote to it, e.g. a ctx reply: same as above
+            return self._died(deadline)
 
     def _died(self, deadline: float) -> Outcome:
         timed_out = time.monotonic() >= deadline and self.proc is not None and self.proc.poll() is None
@@ -205,11 +218,20 @@ class Sandbox:
         if name == "ResultError":
             return WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value JSON.stringify "
                                   f"cannot serialise: {message}", stack=stack)
-        if name == "NotCapable" or "--no-npm" in message or "--no-remote" in message:
-            m = _CAPABILITY.search(message)
-            cap = (m.group(1) or m.group(2)) if m else "npm" if "npm" in message else "remote import"
+        if "cache storage directory" in message:  # the Cache API, blocked in _start
+            return WorkbenchError("E_SANDBOX", "the Cache API (caches) writes to disk and the "
+                                  f"sandbox has no write access (N1): {message}",
+                                  capability="write", stack=stack)
+        m = _CAPABILITY.search(message)
+        # a denied import (a file outside the gem, https:, jsr:) fails the module load with a
+        # TypeError "Requires read|import access", not NotCapable
+        if (name == "NotCapable" or (name == "TypeError" and m and m.group(1))
+                or "--no-npm" in message or "--no-remote" in message):
+            cap = ((m.group(1) or m.group(2) or m.group(3)) if m else "npm" if "--no-npm" in message
+                   else "import" if "--no-remote" in message
+                   else "permissions")  # e.g. a Worker asking for more than the tool has
             hint = {"npm": "npm: imports are rejected (N4)",
-                    "remote import": "remote (https:, jsr:) imports are not allowed"}.get(
+                    "import": "remote (https:, jsr:) imports are not allowed"}.get(
                 cap, f"the sandbox has no {cap} access (N1)")
             return WorkbenchError("E_SANDBOX", f"{hint}: {message}", capability=cap, stack=stack)
         return WorkbenchError("E_TOOL_ERROR", f"{name}: {message}", stack=stack)

@@ -11,11 +11,27 @@ Object.defineProperty(Deno, "exit", {
   },
 });
 
+// self.close() ends the worker just as silently: the same treatment.
+Object.defineProperty(self, "close", {
+  value: () => {
+    const e = new Error("self.close() is not available to tools");
+    e.name = "NotCapable";
+    throw e;
+  },
+});
+
+// The RPC port (see host.ts) and the resolvers of pending ctx calls are the channel. Tool code
+// shares this realm and may patch globals, so what reaches them is taken before any tool runs —
+// a bound post, a null-prototype table (no Map.prototype.set to hook), the real Promise, URL
+// and JSON.stringify — and the port itself never leaves this module.
 // `origin` is made where the tool calls ctx, so a ctx error carries the tool's own frames
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; origin: Error };
-const pending = new Map<number, Pending>();
+const pending: Record<number, Pending> = Object.create(null);
 let seq = 0;
-const post = self.postMessage.bind(self);
+let post: (msg: unknown) => void = () => {};
+const NativePromise = Promise;
+const NativeURL = URL;
+const stringify = JSON.stringify;
 
 function ctxError(error: { code: string; message: string; details?: unknown }, origin: Error): Error {
   const e = new Error(error.message) as Error & { code: string; details?: unknown };
@@ -28,9 +44,9 @@ function ctxError(error: { code: string; message: string; details?: unknown }, o
 
 function makeCtx(callId: string, meta: Record<string, unknown>) {
   const call = (method: string, args: unknown[]) =>
-    new Promise((resolve, reject) => {
+    new NativePromise((resolve, reject) => {
       const n = ++seq;
-      pending.set(n, { resolve, reject, origin: new Error() });
+      pending[n] = { resolve, reject, origin: new Error() };
       post({ t: "ctx", id: callId, seq: n, method, args: args.map((a) => a === undefined ? null : a) });
     });
   const ns = (prefix: string, names: string[], ...bound: unknown[]) =>
@@ -61,7 +77,7 @@ function describe(err: unknown) {
 
 async function run(msg: { id: string; file: string; input: unknown; meta?: Record<string, unknown> }) {
   try {
-    const mod = await import(new URL(`file://${msg.file}`).href);
+    const mod = await import(new NativeURL(`file://${msg.file}`).href);
     const fn = mod.default ?? mod.handle;
     if (typeof fn !== "function") {
       throw new TypeError("the tool module has no default export function (export default async function (input, ctx) {...})");
@@ -69,7 +85,7 @@ async function run(msg: { id: string; file: string; input: unknown; meta?: Recor
     const value = await fn(msg.input, makeCtx(msg.id, msg.meta ?? {}));
     let json: string | undefined;
     try {
-      json = JSON.stringify(value);
+      json = stringify(value);
     } catch (err) {
       post({ t: "done", id: msg.id, ok: false, error: { ...describe(err), name: "ResultError" } });
       return;
@@ -81,15 +97,23 @@ async function run(msg: { id: string; file: string; input: unknown; meta?: Recor
   }
 }
 
-self.onmessage = (e: MessageEvent) => {
+function onRpc(e: MessageEvent) {
   const msg = e.data;
   if (msg.t === "call") {
     run(msg);
   } else if (msg.t === "reply") {
-    const p = pending.get(msg.seq);
-    pending.delete(msg.seq);
+    const p = pending[msg.seq];
+    delete pending[msg.seq];
     if (!p) return;
     if (msg.ok) p.resolve(msg.value);
     else p.reject(ctxError(msg.error, p.origin));
   }
+}
+
+// The first message on the global port carries the RPC port; nothing else is read there.
+self.onmessage = (e: MessageEvent) => {
+  const port = e.ports[0];
+  self.onmessage = null;
+  post = port.postMessage.bind(port);
+  port.onmessage = onRpc;
 };

@@ -1,0 +1,105 @@
+"""Shared by the tests/test_deno_*.py files: a Deno home out of ~, mock benches, process checks."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+import workbench
+from conftest import GemBuilder
+
+OK = "export default async () => 'ok'"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def deno_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    # mock benches keep DENO_DIR under $GEM_WORKBENCH_HOME: keep it out of the user's home
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GEM_WORKBENCH_HOME", str(tmp_path_factory.mktemp("home")))
+        yield
+
+
+@pytest.fixture
+def opened(tmp_path: Path) -> Iterator[Callable[..., workbench.Bench]]:
+    """opened(gem, **options): a mock bench, closed after the test."""
+    benches: list[workbench.Bench] = []
+
+    def opener(g: GemBuilder, **kw: Any) -> workbench.Bench:
+        b = workbench.open(g.write(), providers="mock", state_dir=tmp_path / "state", **kw)
+        benches.append(b)
+        return b
+
+    try:
+        yield opener
+    finally:
+        for b in benches:
+            b.close()
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def deno_pids(gem_root: Path) -> list[int]:
+    """Processes running the sandbox host for this gem (its folder is on their command line)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(b"host.ts") for a in args) and str(gem_root).encode() in args:
+            found.append(int(d.name))
+    return found
+
+
+class Server:
+    """An HTTP server on 127.0.0.1 that records every connection and request it gets."""
+
+    def __init__(self) -> None:
+        seen = self.connections, self.requests = [], []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                seen[1].append(self.path)
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"secret")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        class Recording(http.server.ThreadingHTTPServer):
+            def verify_request(self, request: Any, client_address: Any) -> bool:
+                seen[0].append(client_address)
+                return True
+
+        self.httpd = Recording(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    s = Server()
+    try:
+        yield s
+    finally:
+        s.stop()

@@ -1,0 +1,213 @@
+"""The sandbox process: one per gem (N3), the reuse policy (N5), limits, crash recovery (N6),
+and no leaked process, file descriptor or thread."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from _deno import OK, deno_home, deno_pids, gone, opened  # noqa: F401  (fixtures)
+from conftest import GemBuilder
+from workbench.runners.deno import sandbox as sandbox_mod
+
+pytestmark = pytest.mark.deno
+
+
+# --- N3: one process per gem -------------------------------------------------------------------
+
+def test_N3_one_sandbox_process_per_gem(tmp_path: Path, opened: Callable) -> None:
+    g1, g2 = GemBuilder(tmp_path / "one"), GemBuilder(tmp_path / "two")
+    g2.manifest["id"] = "test.two"
+    for g in (g1, g2):
+        g.tool("pid", "export default async () => Deno.pid", ext="js")
+    b1, b2 = opened(g1), opened(g2)
+    p1, p2 = b1.call("pid").value, b2.call("pid").value
+    assert p1 == b1.sandbox.pid and p2 == b2.sandbox.pid and p1 != p2
+    for _ in range(3):
+        assert b1.call("pid").value == p1 and b2.call("pid").value == p2
+    assert deno_pids(g1.root) == [p1] and deno_pids(g2.root) == [p2]
+    b1.close()
+    assert gone(p1) and not gone(p2) and b1.sandbox.pid is None
+    b2.close()
+    assert gone(p2)
+    assert deno_pids(g1.root) == [] and deno_pids(g2.root) == []
+
+
+# --- N5: reuse policy ----------------------------------------------------------------------
+
+COUNTER = "let n = 0;\nexport default async () => ++n;\n"
+
+
+def test_N5_reuse_always_keeps_module_state(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("count", COUNTER, ext="js")
+    bench = opened(gem, reuse="always")
+    assert [bench.call("count").value for _ in range(5)] == [1, 2, 3, 4, 5]
+
+
+def test_N5_reuse_never_never_does(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("count", COUNTER, ext="js")
+    bench = opened(gem, reuse="never")
+    values = [bench.call("count").value for _ in range(5)]
+    assert values == [1, 1, 1, 1, 1]
+    pid = bench.sandbox.pid
+    bench.call("count")
+    assert bench.sandbox.pid == pid  # a fresh module instance, not a fresh process
+
+
+def test_N5_reuse_random_does_both(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("count", COUNTER, ext="js")
+    bench = opened(gem, reuse="random")
+    values = [bench.call("count").value for _ in range(40)]
+    assert values[0] == 1
+    assert 1 in values[1:], "random never started a fresh module in 40 calls"
+    assert any(v > 1 for v in values), "random never kept the module in 40 calls"
+
+
+# --- limits and recovery ---------------------------------------------------------------------
+
+def test_timeout_kills_a_busy_loop_and_the_next_call_works(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("spin", "export default async () => { for (;;) {} }", ext="js").tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=1)
+    assert bench.call("ok").ok
+    old = bench.sandbox.pid
+    t0 = time.monotonic()
+    res = bench.call("spin")
+    took = time.monotonic() - t0
+    assert res.error.code == "E_TIMEOUT" and res.error.details["limit"] == 1
+    assert 0.9 <= took < 2.5, took
+    assert gone(old)
+    assert bench.call("ok").value == "ok"
+    assert bench.sandbox.pid not in (None, old)
+
+
+def test_out_of_memory_and_the_next_call_works(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("hog", "export default async () => { const a = []; for (;;) a.push(new Array(1e6).fill(1.5)); }",
+             ext="js").tool("ok", OK, ext="js")
+    bench = opened(gem, memory_mb=64, timeout=20)
+    assert bench.call("ok").ok
+    old = bench.sandbox.pid
+    res = bench.call("hog")
+    assert res.error.code == "E_OUT_OF_MEMORY" and res.error.details["limit"] == 64
+    assert res.duration_ms < 10_000
+    assert gone(old)
+    assert bench.call("ok").value == "ok"
+    assert bench.sandbox.pid not in (None, old)
+
+
+def test_N6_killed_mid_call_gives_a_clear_error_and_recovers(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("wait", "export default async () => { await new Promise((r) => setTimeout(r, 30000)); return 1 }",
+             ext="js").tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=10)
+    assert bench.call("ok").ok
+    pid = bench.sandbox.pid
+    timer = threading.Timer(0.3, os.kill, (pid, signal.SIGKILL))
+    timer.start()
+    try:
+        res = bench.call("wait")
+    finally:
+        timer.cancel()
+    assert res.error.code == "E_SANDBOX" and res.error.details["capability"] == "process"
+    assert "died" in res.error.message
+    assert res.duration_ms < 5_000  # not the timeout
+    assert bench.call("ok").value == "ok"
+    assert bench.sandbox.pid not in (None, pid)
+
+
+def test_killed_while_a_ctx_reply_is_sent_never_raises(gem: GemBuilder, opened: Callable,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    gem.tool("kv", "export default async (i, ctx) => { await ctx.storage.kv.set('a', 'b'); return 1 }",
+             ext="js").tool("ok", OK, ext="js")
+    bench = opened(gem)
+    assert bench.call("ok").ok
+    serve = sandbox_mod._serve
+
+    def serve_then_die(*args: Any) -> dict[str, Any]:
+        out = serve(*args)
+        proc = bench.sandbox.proc
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()  # gone for sure: the reply is written into a closed pipe
+        return out
+
+    monkeypatch.setattr(sandbox_mod, "_serve", serve_then_die)
+    res = bench.call("kv")  # must return, not raise BrokenPipeError
+    assert res.error.code == "E_SANDBOX" and res.error.details["capability"] == "process"
+    monkeypatch.setattr(sandbox_mod, "_serve", serve)
+    assert bench.call("kv").value == 1
+
+
+def test_exit_and_close_are_errors_not_hangs(gem: GemBuilder, opened: Callable) -> None:
+    # both would end the worker silently, and the call only at its timeout
+    gem.tool("exit", "export default async () => { Deno.exit(3) }", ext="js")
+    gem.tool("close", "export default async () => { self.close() }", ext="js")
+    gem.tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=5)
+    for name in ("exit", "close"):
+        res = bench.call(name)
+        assert res.error.code == "E_SANDBOX" and res.error.details["capability"] == name
+        assert res.duration_ms < 2_000
+        assert bench.call("ok").value == "ok"
+
+
+def test_sandbox_dead_between_calls_starts_afresh(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("ok", OK, ext="js")
+    bench = opened(gem)
+    assert bench.call("ok").ok
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        proc = bench.sandbox.proc
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert bench.call("ok").value == "ok"
+    assert len(os.listdir("/proc/self/fd")) <= before + 2  # the dead one's pipes were closed
+
+
+# --- leaks -------------------------------------------------------------------------------------
+
+def test_200_calls_leak_no_process_fd_or_thread(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("work", """
+        export default async (input, ctx) => {
+          console.log("call", input.i);
+          await ctx.storage.kv.set("i", String(input.i));
+          return input.i;
+        }""", ext="js")
+    threads0 = threading.active_count()
+    bench = opened(gem)
+    assert bench.call("work", {"i": -1}).ok  # warm: the process and its reader threads exist
+    pid = bench.sandbox.pid
+    fds, threads = len(os.listdir("/proc/self/fd")), threading.active_count()
+    for i in range(200):
+        res = bench.call("work", {"i": i})
+        assert res.value == i and res.logs == f"call {i}\n"
+    assert bench.sandbox.pid == pid and deno_pids(gem.root) == [pid]
+    assert len(os.listdir("/proc/self/fd")) <= fds + 2
+    assert threading.active_count() <= threads
+    assert bench.kv().set_index("key")["value"].to_dict() == {"i": "199"}
+    bench.close()
+    assert gone(pid) and deno_pids(gem.root) == []
+    deadline = time.monotonic() + 5
+    while threading.active_count() > threads0 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the output readers end at EOF of the killed process
+    assert threading.active_count() <= threads0
+
+
+def test_restarts_leak_no_fd_or_thread(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("count", COUNTER, ext="js").tool("die", "export default async () => { for (;;) {} }", ext="js")
+    bench = opened(gem, reuse="never", timeout=0.5)
+    assert bench.call("count").ok
+    fds, threads = len(os.listdir("/proc/self/fd")), threading.active_count()
+    for _ in range(3):
+        assert bench.call("die").error.code == "E_TIMEOUT"
+        for _ in range(10):
+            assert bench.call("count").value == 1
+    assert len(os.listdir("/proc/self/fd")) <= fds + 2
+    deadline = time.monotonic() + 5
+    while threading.active_count() > threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() <= threads
+    assert deno_pids(gem.root) == [bench.sandbox.pid]
