@@ -136,3 +136,15 @@ def test_email_permission_needs_top_level_and_tool(gem):
 def test_manifest_json_roundtrip_of_example_is_valid():
     raw = json.loads((EXAMPLE_GEM / "manifest.json").read_text())
     assert lint(EXAMPLE_GEM) == [] and raw["id"] == "acme.notes"
+
+
+def test_N1_symlink_leading_outside_the_gem_is_a_load_error(gem, tmp_path):
+    """Deno checks --allow-read paths as written: a link out of the gem would escape N1."""
+    gem.tool("a", "export default async function () { return 1 }", ext="js")
+    root = gem.write()
+    (root / "data").symlink_to("/etc")
+    (root / "tools" / "inside").symlink_to(root / "tools" / "a.js")  # inside: fine
+    problems = lint(root)
+    assert len(problems) == 1 and "data" in problems[0]["message"]
+    with pytest.raises(workbench.GemLoadError, match="leads outside the gem"):
+        workbench.open(root)

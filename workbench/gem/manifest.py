@@ -86,6 +86,16 @@ def _read_json(path: Path) -> Any:
                            column=exc.colno) from None
 
 
+def _escaping_links(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = Path(dirpath) / name
+            if p.is_symlink() and not p.resolve().is_relative_to(root):
+                out.append(p)
+    return sorted(out)
+
+
 def lint(root: "str | os.PathLike[str]") -> list[dict[str, str]]:
     """Every problem of the gem at `root` as {file, pointer, message}; empty when it is fine."""
     root = Path(root).resolve()
@@ -118,6 +128,10 @@ def lint(root: "str | os.PathLike[str]") -> list[dict[str, str]]:
             bad(f"/tools/{i}/file", f"tool file {tool['file']} does not exist")
         for ptr, msg in check_input_schema(tool.get("inputSchema", {"type": "object"})):
             bad(f"/tools/{i}/inputSchema{ptr}", msg)
+    for link in _escaping_links(root):  # Deno checks paths as written: a link would escape N1
+        problems.append({"file": str(link), "pointer": "",
+                         "message": f"symbolic link {link.relative_to(root)} leads outside the gem "
+                                    "folder; the sandbox may read only the gem's own files"})
     for i, trig in enumerate(raw.get("triggers", ())):
         if trig["tool"] not in seen:
             bad(f"/triggers/{i}/tool", f"trigger names unknown tool '{trig['tool']}'")

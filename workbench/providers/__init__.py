@@ -43,18 +43,19 @@ def make_providers(gem_id: str, spec: str | dict[str, str], *, workspace: Path |
         raise UsageError(f"providers={spec!r}: use 'mock', 'real', or a dict with keys 'files' "
                          "and 'storage' and values 'mock' or 'real'")
     kinds = {"files": "mock", "storage": "mock", **given}
-    real_state: Path | None = None
+    # mock providers keep nothing there, but caches (the sandbox's DENO_DIR) use it when given
+    state: Path | None = Path(state_dir) if state_dir else None
     if "real" in kinds.values():
-        real_state = Path(state_dir) if state_dir else default_state_dir(gem_id)
-        real_state.mkdir(parents=True, exist_ok=True)
+        state = state or default_state_dir(gem_id)
+        state.mkdir(parents=True, exist_ok=True)
     files: FileStore = MemoryFileStore()
-    if real_state is not None and kinds["files"] == "real":
-        ws = Path(workspace) if workspace else real_state / "workspace"
+    if kinds["files"] == "real" and state is not None:
+        ws = Path(workspace) if workspace else state / "workspace"
         ws.mkdir(parents=True, exist_ok=True)
-        files = FolderFileStore(workspace=ws, runs=real_state / "runs")
-    db_dir = real_state if kinds["storage"] == "real" else None
+        files = FolderFileStore(workspace=ws, runs=state / "runs")
+    db_dir = state if kinds["storage"] == "real" else None
     return Providers(
         kind=kinds, files=files,
         data_db=open_database(db_dir / "data.sqlite" if db_dir else None),
         sql_db=open_database(db_dir / "sql.sqlite" if db_dir else None),
-        state_dir=real_state)
+        state_dir=state)
