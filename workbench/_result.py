@@ -53,6 +53,11 @@ class CallResult:
 
         return result_html(self)
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        from .jupyter.display import result_text
+
+        p.text(result_text(self))
+
     def __repr__(self) -> str:
         state = f"value={self.value!r:.200}" if self.ok else f"error={self.error}"
         extra = f", violations={len(self.violations)}" if self.violations else ""

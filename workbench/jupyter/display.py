@@ -1,0 +1,297 @@
+"""Rich display of CallResult and Bench: HTML for notebooks, text for terminals.
+
+Every display is bounded: long strings, long lists, long logs and long traces are cut with a
+note saying how much was left out, and the whole HTML stays around `MAX_HTML` characters, so
+printing a 50 MB result cannot flood a notebook. Everything shown is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..gem.schema import pointer
+
+if TYPE_CHECKING:
+    from .._bench import Bench
+    from .._errors import WorkbenchError
+    from .._result import CallResult
+
+MAX_HTML = 100_000     # characters of HTML per display, roughly (each part has its share)
+MAX_STRING = 1_000     # characters of one string value shown
+MAX_ITEMS = 100        # entries of one list or object shown
+MAX_TRACE_ROWS = 100   # ctx calls listed
+MAX_CELL = 200         # characters of one table cell (trace args, tool descriptions)
+OPEN_DEPTH = 2         # JSON containers shown unfolded down to this depth
+MAX_DEPTH = 40         # JSON containers nested deeper are summarised, not drawn
+
+# shares of MAX_HTML; whatever is left over is markup and the style sheet
+_VALUE, _INPUT, _TRACE, _LOGS, _ERROR, _WARN = 50_000, 12_000, 12_000, 8_000, 8_000, 4_000
+
+_CSS = """<style>
+.wbd{font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.45}
+.wbd .b{display:inline-block;padding:0 .5em;border-radius:3px;color:#fff;font-weight:600}
+.wbd .ok{background:#2e7d32}.wbd .no{background:#c62828}
+.wbd .w{background:#fff3cd;color:#664d03;border-left:3px solid #f0ad4e;padding:2px 6px;margin:2px 0}
+.wbd .e{color:#c62828}.wbd .m{color:#888;font-style:italic}
+.wbd details>div{padding-left:1.2em;border-left:1px dotted #bbb}.wbd summary{cursor:pointer}
+.wbd .k{color:#7b1fa2}.wbd .s{color:#1565c0}.wbd .n{color:#2e7d32}.wbd .l{color:#aa5d00}
+.wbd .x{background:rgba(229,57,53,.18);outline:1px solid #e53935}
+.wbd table{border-collapse:collapse;font-size:11px;margin:2px 0}
+.wbd td,.wbd th{padding:1px 8px;border-bottom:1px solid rgba(127,127,127,.3);text-align:left;vertical-align:top}
+.wbd pre{max-height:24em;overflow:auto;background:rgba(127,127,127,.08);padding:4px;margin:2px 0;white-space:pre-wrap}
+</style>"""
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _more(n: int, what: str) -> str:
+    return f"… {n:,} more {what}{'' if n == 1 else 's'} not shown"
+
+
+def clip(text: str, limit: int) -> tuple[str, int]:
+    """The first `limit` characters of text, and how many were left out."""
+    return (text, 0) if len(text) <= limit else (text[:limit], len(text) - limit)
+
+
+def _clip_escaped(text: str, limit: int) -> str:
+    """Escaped text of at most about `limit` HTML characters: head and tail, a note between."""
+    if len(esc(text)) <= limit:
+        return esc(text)
+    keep = limit // 2
+    while keep > 0:
+        head, tail = text[:keep], text[-keep:]
+        if len(esc(head)) + len(esc(tail)) <= limit:
+            break
+        keep = keep * 3 // 4
+    hidden = len(text) - 2 * keep
+    return (f"{esc(text[:keep])}<span class=m>\n{_more(hidden, 'character')}\n</span>"
+            f"{esc(text[-keep:]) if keep else ''}")
+
+
+# -- JSON tree ---------------------------------------------------------------------------------
+class _Budget:
+    """HTML characters a part may still emit."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        shown, hidden = clip(value, MAX_STRING)
+        text = json.dumps(shown, ensure_ascii=False)
+        note = f" <span class=m>{_more(hidden, 'character')}</span>" if hidden else ""
+        return f"<span class=s>{esc(text[:-1] + ('…' if hidden else '') + text[-1])}</span>{note}"
+    if value is None or isinstance(value, bool):
+        return f"<span class=l>{json.dumps(value)}</span>"
+    if isinstance(value, (int, float)):
+        return f"<span class=n>{esc(json.dumps(value) if isinstance(value, int) else repr(value))}</span>"
+    shown, hidden = clip(repr(value), MAX_STRING)  # not JSON (an input as the caller gave it)
+    return f"<span class=m>{esc(shown)}{'…' if hidden else ''}</span>"
+
+
+def _tree(value: Any, budget: _Budget, key: str, depth: int, ptr: str,
+          marks: frozenset[str]) -> str:
+    bad = " class=x" if ptr in marks else ""
+    if isinstance(value, (dict, list, tuple)) and value:
+        is_dict, n = isinstance(value, dict), len(value)
+        items: Any = value.items() if isinstance(value, dict) else enumerate(value)
+        parts: list[str] = []
+        if depth >= MAX_DEPTH:
+            parts.append(f"<div class=m>… nested deeper than {MAX_DEPTH} levels: not shown</div>")
+            items = ()
+        for i, (k, child) in enumerate(items):
+            if i >= MAX_ITEMS or budget.left <= 0:
+                parts.append(f"<div class=m>{_more(n - i, 'key' if is_dict else 'item')}</div>")
+                break
+            label = json.dumps(k, ensure_ascii=False) if isinstance(k, str) else str(k)
+            parts.append(_tree(child, budget, f"<span class=k>{esc(clip(label, 200)[0])}</span>: ",
+                               depth + 1, ptr + pointer([k]), marks))
+        opened = depth < OPEN_DEPTH or any(m.startswith(ptr + "/") for m in marks)
+        count = f"{n:,} {'key' if is_dict else 'item'}{'' if n == 1 else 's'}"
+        head = (f"<details{' open' if opened else ''}><summary{bad}>{key}"
+                f"{'{…}' if is_dict else '[…]'} <span class=m>{count}</span></summary><div>")
+        budget.left -= len(head) + 16
+        return head + "".join(parts) + "</div></details>"
+    if isinstance(value, dict):
+        text = "{}"
+    elif isinstance(value, (list, tuple)):
+        text = "[]"
+    else:
+        text = _scalar(value)
+    out = f"<div{bad}>{key}{text}</div>"
+    budget.left -= len(out)
+    return out
+
+
+def json_html(value: Any, *, limit: int = _VALUE, marks: frozenset[str] = frozenset()) -> str:
+    """A collapsible, escaped, size-bounded tree of a JSON value; `marks`: pointers to flag."""
+    return _tree(value, _Budget(limit), "", 0, "", marks)
+
+
+# -- CallResult --------------------------------------------------------------------------------
+def _badge(ok: bool, text: str) -> str:
+    return f"<span class='b {'ok' if ok else 'no'}'>{esc(text)}</span>"
+
+
+def _table(header: list[str], rows: list[list[str]], *, limit: int = MAX_HTML,
+           what: str = "row", total: int | None = None) -> str:
+    """An HTML table of already-escaped cells; rows past `limit` HTML characters are left out
+    with a note (`total`: how many rows there are in all, when `rows` is already cut)."""
+    total = len(rows) if total is None else total
+    head = "<tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr>" if header else ""
+    body: list[str] = []
+    left = limit - len(head)
+    for r in rows:
+        row = "<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>"
+        if left - len(row) < 0 and body:
+            break
+        left -= len(row)
+        body.append(row)
+    note = f"<div class=m>{_more(total - len(body), what)}</div>" if total > len(body) else ""
+    return f"<table>{head}{''.join(body)}</table>{note}"
+
+
+def _cell(value: Any, limit: int = MAX_CELL) -> str:
+    shown, hidden = clip("" if value is None else str(value), limit)
+    return esc(shown) + ("<span class=m>…</span>" if hidden else "")
+
+
+def _marks(error: "WorkbenchError | None") -> frozenset[str]:
+    if error is None:
+        return frozenset()
+    paths = [v.get("path") for v in error.details.get("violations") or () if isinstance(v, dict)]
+    paths.append(error.details.get("field"))
+    return frozenset(p for p in paths if isinstance(p, str) and p.startswith("/") and p != "/")
+
+
+def error_html(error: "WorkbenchError", *, limit: int = _ERROR) -> str:
+    """Code, message, and where: field, path, violations, other details, the tool's stack."""
+    out = [f"<div class=e><b>{esc(error.code)}</b> {_clip_escaped(error.message, 2_000)}</div>"]
+    rows = []
+    for k, v in list(error.details.items())[:20]:
+        if k in ("violations", "stack") or v is None:
+            continue
+        text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=repr)
+        rows.append([f"<b>{esc(k)}</b>", f"<code>{_cell(text, 300)}</code>"])
+    if rows:
+        out.append(_table([], rows, limit=limit // 4, what="detail"))
+    violations = [v for v in error.details.get("violations") or () if isinstance(v, dict)]
+    if violations:
+        vrows = [[f"<code>{_cell(v.get('path'))}</code>", _cell(v.get("message"), 300)]
+                 for v in violations[:MAX_ITEMS]]
+        out.append(_table(["path", "problem"], vrows, limit=limit // 2, what="violation",
+                          total=len(violations)))
+    stack = error.details.get("stack")
+    if stack:
+        out.append(f"<pre>{_clip_escaped(str(stack), limit // 4)}</pre>")
+    return "".join(out)
+
+
+def _trace_html(rows: list[dict[str, Any]]) -> str:
+    body = [[esc(r.get("seq", "")), f"<code>{_cell(r.get('method'))}</code>",
+             f"<code>{_cell(r.get('args'))}</code>",
+             "✓" if r.get("ok") else "<span class=e>✗</span>", _cell(r.get("error")),
+             esc(f"{r['duration_us']:,.0f}" if isinstance(r.get("duration_us"), (int, float)) else "")]
+            for r in rows[:MAX_TRACE_ROWS]]
+    return _table(["#", "method", "args", "ok", "error", "µs"], body, limit=_TRACE,
+                  what="ctx call", total=len(rows))
+
+
+def _section(title: str, body: str, *, opened: bool) -> str:
+    return (f"<details{' open' if opened else ''}><summary><b>{esc(title)}</b></summary>"
+            f"<div>{body}</div></details>")
+
+
+def result_html(res: "CallResult") -> str:
+    """The HTML of one call: status, value, error and where, violations, ctx calls, logs."""
+    n = len(res.trace_rows)
+    head = (f"{_badge(res.ok, 'ok' if res.ok else 'failed')} <b>{esc(res.tool)}</b> "
+            f"<span class=m>{res.duration_ms:,.2f} ms · {n:,} ctx call{'' if n == 1 else 's'}"
+            f" · {esc(res.call_id)}</span>")
+    out = [_CSS, "<div class=wbd>", f"<div>{head}</div>"]
+    warn_left = _WARN
+    for i, v in enumerate(res.violations):
+        item = f"<div class=w>⚠ {_clip_escaped(v, 1_000)}</div>"
+        if warn_left - len(item) < 0:
+            out.append(f"<div class=m>{_more(len(res.violations) - i, 'violation')}</div>")
+            break
+        warn_left -= len(item)
+        out.append(item)
+    if res.error is not None:
+        out.append(error_html(res.error))
+    else:
+        out.append(_section("value", json_html(res.value, limit=_VALUE), opened=True))
+    marks = _marks(res.error)
+    if res.input not in (None, {}) or marks:
+        out.append(_section("input", json_html(res.input, limit=_INPUT, marks=marks),
+                            opened=bool(marks)))
+    if res.trace_rows:
+        out.append(_section(f"ctx calls ({n:,})", _trace_html(res.trace_rows), opened=n <= 10))
+    if res.logs:
+        lines = res.logs.count("\n") + (not res.logs.endswith("\n"))
+        out.append(_section(f"logs ({lines:,} line{'' if lines == 1 else 's'})",
+                            f"<pre>{_clip_escaped(res.logs, _LOGS)}</pre>", opened=True))
+    out.append("</div>")
+    return "".join(out)
+
+
+def result_text(res: "CallResult") -> str:
+    """Readable text of one call for terminals (IPython's pretty printer), bounded in size."""
+    n = len(res.trace_rows)
+    lines = [f"{res.tool}: {'ok' if res.ok else 'failed'} ({res.duration_ms:,.2f} ms, {n:,} ctx "
+             f"call{'' if n == 1 else 's'}, call {res.call_id})"]
+    for v in res.violations[:20]:
+        lines.append(f"  ⚠ {clip(v, 500)[0]}")
+    if res.error is not None:
+        lines.append(f"  error {res.error.code}: {clip(res.error.message, 2_000)[0]}")
+        for k, v in res.error.details.items():
+            if k == "violations":
+                lines += [f"    {p.get('path')}: {p.get('message')}" for p in v[:50] if isinstance(p, dict)]
+            elif k == "stack" and v:
+                lines += ["  " + s for s in clip(str(v), 2_000)[0].splitlines()]
+            elif v is not None:
+                lines.append(f"  {k}: {clip(str(v), 300)[0]}")
+    else:
+        text = json.dumps(res.value, ensure_ascii=False, indent=2, default=repr)
+        shown, hidden = clip(text, 4_000)
+        lines.append("  value: " + shown.replace("\n", "\n  ") +
+                     (f"\n  {_more(hidden, 'character')}" if hidden else ""))
+    if res.logs:
+        shown, hidden = clip(res.logs.rstrip("\n"), 2_000)
+        lines.append("  logs:\n    " + shown.replace("\n", "\n    ") +
+                     (f"\n    {_more(hidden, 'character')}" if hidden else ""))
+    return "\n".join(lines)
+
+
+# -- Bench -------------------------------------------------------------------------------------
+def bench_html(bench: "Bench") -> str:
+    """The HTML of an open bench: gem, providers, options, tools, calls so far."""
+    m = bench.manifest
+    kinds = ", ".join(f"{esc(k)}={esc(v)}" for k, v in bench.providers.kind.items())
+    failed = sum(1 for r in bench.results if not r.ok)
+    calls = f"{len(bench.results):,} call{'' if len(bench.results) == 1 else 's'}" + (
+        f" ({failed:,} failed)" if failed else "")
+    flags = [f for f, on in (("strict", bench.strict), ("no conversation", not bench.conversation))
+             if on]
+    head = (f"<b>{esc(m.name)}</b> <code>{esc(m.id)}</code> {esc(m.version)} "
+            f"<span class=m>{esc(m.platform)} · providers: {kinds}"
+            f"{' · ' + ', '.join(flags) if flags else ''} · {calls}</span>")
+    rows = []
+    for t in list(m.tools.values())[:200]:
+        props = t.input_schema.get("properties") or {}
+        required = set(t.input_schema.get("required") or ())
+        inputs = ", ".join(p + ("*" if p in required else "") for p in props)
+        rows.append([f"<b>{esc(t.name)}</b>", esc(t.language), esc(t.side_effect),
+                     f"<code>{_cell(inputs)}</code>", _cell(t.description)])
+    out = [_CSS, "<div class=wbd>", f"<div>{head}</div>",
+           _table(["tool", "language", "sideEffect", "inputs (* required)", "description"], rows,
+                  limit=MAX_HTML // 2, what="tool", total=len(m.tools))]
+    if m.collections:
+        out.append(f"<div><span class=m>collections:</span> {esc(', '.join(m.collections))}</div>")
+    out.append("</div>")
+    return "".join(out)
