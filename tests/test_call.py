@@ -234,3 +234,9 @@ def test_result_with_lone_surrogate_does_not_raise(gem, open_bench):
     gem.tool("t", "def handle(input, ctx):\n    return 'a\\ud800b'\n")
     res = open_bench(gem).call("t")
     assert res.ok and res.value == "a\ud800b"
+
+
+def test_call_on_a_closed_bench_is_a_usage_error(echo):
+    echo.close()
+    with pytest.raises(workbench.UsageError, match="closed"):
+        echo.call("echo", {"title": "a"})

@@ -239,7 +239,7 @@ def test_form_on_a_closed_bench_reports_instead_of_raising(echo):
     f = echo.form("anything")
     echo.close()
     assert f.run() is None
-    assert "error E_INTERNAL" in f.status.value and "closed" in f.status.value
+    assert "error E_USAGE" in f.status.value and "closed" in f.status.value
 
 
 def _walk(w):

@@ -84,6 +84,7 @@ class Bench:
         self.strict = strict
         self.headless = headless
         self.results: list[CallResult] = []
+        self.closed = False
         self._validators: dict[str, Any] = {}
         self.reuse = reuse
         self._rng = random.Random()
@@ -121,6 +122,12 @@ class Bench:
             self._sandbox.stop()
         self.providers.data_db.close()
         self.providers.sql_db.close()
+        self.closed = True
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise UsageError(f"the bench of {self.manifest.id} is closed; open it again with "
+                             "workbench.open(...)")
 
     # -- calling tools ----------------------------------------------------------------------
     def _validator(self, tool: "ToolSpec") -> Any:
@@ -149,7 +156,11 @@ class Bench:
         return args, None
 
     def call(self, name: str, input: Any = None) -> CallResult:
-        """Call a tool as the platform would; errors come back in the result, never raised."""
+        """Call a tool as the platform would; errors come back in the result, never raised.
+
+        Only misuse of the bench itself raises (UsageError: it is closed).
+        """
+        self._check_open()
         started = time.time()
         t0 = time.perf_counter()
         call_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"

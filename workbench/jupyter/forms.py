@@ -384,7 +384,7 @@ class ToolForm(widgets.VBox):
     def _show_failure(self, exc: Exception) -> None:
         if isinstance(exc, WorkbenchError):
             line = str(exc)
-        else:  # e.g. the bench was closed; %tb and %debug find it
+        else:  # a bug of ours: %tb and %debug find it
             sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
             line = f"E_INTERNAL: {type(exc).__name__}: {exc}"
         self.status.value = f"<span style='color:#c62828'>error {esc(line)}</span>"

@@ -33,7 +33,6 @@ import json
 import os
 import re
 import shlex
-import sqlite3
 import sys
 from types import CodeType
 from typing import TYPE_CHECKING, Any, Callable
@@ -180,10 +179,8 @@ class WorkbenchMagics(Magics):
         bench = candidate if isinstance(candidate, Bench) else self.opened
         if bench is None:
             raise _usage("no bench is open: run `%gem open PATH` first")
-        try:
-            bench.providers.data_db.total_changes  # noqa: B018 - raises once closed
-        except sqlite3.ProgrammingError:
-            raise _usage(f"the bench of {bench.manifest.id} is closed: `%gem open` it again") from None
+        if bench.closed:
+            raise _usage(f"the bench of {bench.manifest.id} is closed: `%gem open` it again")
         return bench
 
     # %gem ----------------------------------------------------------------------------------
