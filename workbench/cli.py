@@ -1,10 +1,12 @@
-"""The `gem-workbench` command: check a gem, call a tool."""
+"""The `gem-workbench` command: check a gem, call a tool, run notebooks, start JupyterLab."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 
@@ -66,6 +68,61 @@ def _call(args: argparse.Namespace) -> int:
     return 0
 
 
+def _test(args: argparse.Namespace) -> int:
+    import subprocess
+
+    notebooks = args.notebooks or sorted(str(p) for p in Path("notebooks").glob("*.ipynb"))
+    if not notebooks:
+        print("error: no notebooks given and none in notebooks/", file=sys.stderr)
+        return 5  # pytest's "no tests collected"
+    argv = [*notebooks, "--nb"]
+    if args.timeout is not None:
+        argv.append(f"--nb-timeout={args.timeout}")
+    if args.kernel:
+        argv.append(f"--nb-kernel={args.kernel}")
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        # Otherwise the entry point loads it; loading it twice under two names is an error.
+        argv += ["-p", "workbench.testing.plugin"]
+    # A separate process: pytest must import `workbench` itself (it rewrites the asserts of a
+    # plugin's package, and warns when that package is already imported, as it is here).
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *argv, *args.extra])
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:  # pytest got the same SIGINT: let it report and stop
+        return proc.wait()
+
+
+def _kernel_install(args: argparse.Namespace) -> int:
+    from . import _kernelspec
+
+    prefix = sys.prefix if args.sys_prefix else args.prefix
+    try:
+        dest = _kernelspec.install(name=args.name, display_name=args.display_name,
+                                   user=prefix is None, prefix=prefix)
+    except ValueError as exc:  # a kernel name Jupyter refuses
+        return _fail({"code": "E_USAGE", "message": f"--name {args.name!r}: {exc}"})
+    except OSError as exc:
+        return _fail({"code": "E_USAGE", "message": f"cannot install the kernelspec: {exc}"})
+    print(f"Installed kernelspec {args.name} ({args.display_name}) in {dest}, running "
+          f"{sys.executable}")
+    return 0
+
+
+def _lab(args: argparse.Namespace) -> int:
+    from . import _lab as lab
+
+    return lab.run(args.path, ip=args.ip, port=args.port, browser=not args.no_browser,
+                    extra=args.extra)
+
+
+def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
+    """`gem-workbench test|lab … -- ARGS`: ARGS go to pytest or jupyter lab untouched."""
+    if argv[:1] in (["test"], ["lab"]) and "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gem-workbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -82,7 +139,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--workspace", help="the conversation folder")
     p.add_argument("--state-dir", help="where real state lives")
     p.set_defaults(fn=_call)
-    args = parser.parse_args(argv)
+    p = sub.add_parser("test", help="run notebooks as tests on fresh Gem Workbench kernels "
+                                    "(exit code of pytest); after `--`, arguments for pytest")
+    p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
+                   help="notebooks or folders (default: notebooks/*.ipynb)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="per-cell timeout (default: ini nb_timeout, 120; 0: none)")
+    p.add_argument("--kernel", metavar="NAME", help="kernel to run on (default: gem-workbench)")
+    p.set_defaults(fn=_test)
+    p = sub.add_parser("kernel", help="manage the Gem Workbench kernelspec")
+    ksub = p.add_subparsers(dest="kernel_command", required=True)
+    p = ksub.add_parser("install", help="install the kernelspec for another Jupyter; it runs "
+                                        "this environment's Python (default: --user)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true",
+                       help="for the current user (the default)")
+    where.add_argument("--sys-prefix", action="store_true",
+                       help=f"into this environment ({sys.prefix})")
+    where.add_argument("--prefix", metavar="P", help="into P/share/jupyter/kernels")
+    p.add_argument("--name", default="gem-workbench", help="kernel name (default gem-workbench)")
+    p.add_argument("--display-name", default="Gem Workbench",
+                   help="name shown in Jupyter (default 'Gem Workbench')")
+    p.set_defaults(fn=_kernel_install)
+    p = sub.add_parser("lab", help="start JupyterLab with the Gem Workbench kernel as default; "
+                                   "after `--`, arguments for jupyter lab")
+    p.add_argument("path", nargs="?", default="notebooks",
+                   help="folder to open (default: notebooks)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.add_argument("--port", type=int, help="port (default: 8888 or the next free one)")
+    p.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.set_defaults(fn=_lab)
+    own, extra = _split_passthrough(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(own)
+    args.extra = extra
     return args.fn(args)
 
 

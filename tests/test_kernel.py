@@ -1,0 +1,191 @@
+"""The Gem Workbench kernel: its kernelspec, kernel_info, the preloaded extension, the CLI."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+import workbench
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _start(kernel_name: str, tmp: Path, **km_options: Any) -> tuple[Any, Any]:
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name=kernel_name, **km_options)
+    log = open(tmp / f"{kernel_name}.log", "w")  # the kernel's own log (stderr)
+    try:
+        km.start_kernel(env={**os.environ, "GEM_WORKBENCH_HOME": str(tmp / "home")},
+                        extra_arguments=["--HistoryManager.hist_file=:memory:"], stderr=log)
+    finally:
+        log.close()  # the child holds its own copy
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+    except BaseException:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        raise
+    return km, kc
+
+
+def _stop(km: Any, kc: Any) -> None:
+    kc.stop_channels()
+    km.shutdown_kernel(now=False)
+
+
+def _evaluate(kc: Any, **expressions: str) -> dict[str, Any]:
+    """Evaluate Python expressions in the kernel; their repr()s, by name."""
+    reply = kc.execute("", user_expressions=expressions, reply=True, timeout=30)
+    out = {}
+    for name, res in reply["content"]["user_expressions"].items():
+        assert res["status"] == "ok", res
+        out[name] = res["data"]["text/plain"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One gem-workbench kernel for the module (a start costs about a second)."""
+    km, kc = _start("gem-workbench", tmp_path_factory.mktemp("kernel"))
+    try:
+        yield kc
+    finally:
+        _stop(km, kc)
+
+
+def test_kernelspec_is_installed_with_the_package():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("gem-workbench")
+    assert spec.display_name == "Gem Workbench"
+    assert spec.language == "python"
+    assert spec.argv == ["python", "-m", "workbench.kernel", "-f", "{connection_file}"]
+    folder = Path(spec.resource_dir)
+    for logo in ("logo-32x32.png", "logo-64x64.png"):
+        assert (folder / logo).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    shipped = json.loads((ROOT / "extension" / "kernelspec" / "kernel.json").read_text())
+    assert json.loads((folder / "kernel.json").read_text()) == shipped, \
+        "installed kernelspec is stale: reinstall with pip install -e ."
+
+
+def test_kernel_info_names_gem_workbench(kernel):
+    info = kernel.kernel_info(reply=True, timeout=30)["content"]
+    assert info["implementation"] == "gem-workbench"
+    assert info["implementation_version"] == workbench.__version__
+    assert info["banner"].startswith(f"Gem Workbench {workbench.__version__}")
+    assert info["language_info"]["name"] == "python"
+
+
+def test_kernel_preloads_the_extension(kernel):
+    got = _evaluate(
+        kernel,
+        error="get_ipython().kernel.extension_error",
+        loaded="'workbench' in get_ipython().extension_manager.loaded",
+        line="sorted(n for n in ('gem', 'tool', 'state') if get_ipython().find_line_magic(n))",
+        cell="get_ipython().find_cell_magic('tool') is not None",
+        light="sorted(m for m in ('pandas', 'jsonschema', 'ipywidgets', 'nbclient') "
+              "if m in __import__('sys').modules)")
+    if importlib.util.find_spec("workbench.jupyter") is None:  # not written yet: it was tried
+        assert "workbench.jupyter" in got["error"]
+    else:
+        assert got["error"] == "None", f"the workbench extension failed to load: {got['error']}"
+        assert got["loaded"] == "True"
+        assert got["line"] == "['gem', 'state', 'tool']"
+        assert got["cell"] == "True"
+    assert got["light"] == "[]", "kernel start must not import heavy libraries"
+
+
+def test_a_broken_extension_is_a_warning_not_a_dead_kernel(tmp_path):
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    folder = tmp_path / "kernels" / "broken-ext"
+    folder.mkdir(parents=True)
+    code = ("import workbench.kernel as k; k.EXTENSION = 'no_such_extension_xyz'; "
+            "k.main()")
+    (folder / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-c", code, "-f", "{connection_file}"],
+        "display_name": "broken", "language": "python"}))
+    km, kc = _start("broken-ext", tmp_path,
+                    kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")]))
+    try:
+        got = _evaluate(kc, error="get_ipython().kernel.extension_error", two="1 + 1")
+    finally:
+        _stop(km, kc)
+    assert "no_such_extension_xyz" in got["error"]
+    assert got["two"] == "2"
+    log = (tmp_path / "broken-ext.log").read_text()
+    assert "could not load the 'no_such_extension_xyz' extension" in log
+
+
+def test_kernel_install_writes_a_spec_running_this_python(tmp_path):
+    from workbench.cli import main
+
+    assert main(["kernel", "install", "--prefix", str(tmp_path), "--name", "gw-test",
+                 "--display-name", "GW test"]) == 0
+    folder = tmp_path / "share" / "jupyter" / "kernels" / "gw-test"
+    spec = json.loads((folder / "kernel.json").read_text())
+    assert spec["argv"] == [sys.executable, "-m", "workbench.kernel", "-f", "{connection_file}"]
+    assert spec["display_name"] == "GW test"
+    assert sorted(p.name for p in folder.glob("*.png")) == ["logo-32x32.png", "logo-64x64.png"]
+
+
+def test_kernel_install_rejects_a_bad_name(tmp_path, capsys):
+    from workbench.cli import main
+
+    assert main(["kernel", "install", "--prefix", str(tmp_path), "--name", "Bad Name!"]) == 1
+    assert "--name 'Bad Name!'" in capsys.readouterr().err
+
+
+def test_lab_serves_the_folder_with_the_workbench_kernel_as_default(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "nbs").mkdir()
+    jupyter = tmp_path / "jupyter"
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(jupyter / "config"),
+           "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"), "IPYTHONDIR": str(jupyter / "ipython")}
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli", "lab", str(tmp_path / "nbs"),
+                             "--no-browser", "--port", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # printed once the server is up
+        assert line.startswith("Gem Workbench Lab on "), line
+        url = line.split(": ", 1)[1].strip()
+        assert url.startswith(f"http://127.0.0.1:{port}/lab?token=")
+        token = url.split("token=", 1)[1]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/kernelspecs?token={token}",
+                                    timeout=10) as r:
+            specs = json.load(r)
+        assert specs["default"] == "gem-workbench"
+        assert "gem-workbench" in specs["kernelspecs"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}",
+                                    timeout=10) as r:
+            assert r.status == 200
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    deadline = time.monotonic() + 10  # Jupyter itself is gone too: it removes its info file
+    while list((jupyter / "runtime").glob("jpserver-*.json")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not list((jupyter / "runtime").glob("jpserver-*.json"))

@@ -1,0 +1,156 @@
+"""The pytest plugin: notebooks as opt-in test items on fresh kernels, and the `bench` fixture."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE_GEM
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _import_nbclient_once() -> None:
+    """In-process pytester runs drop modules they imported; nbclient takes >1 s to import."""
+    import jupyter_client.manager  # noqa: F401
+    import nbclient  # noqa: F401
+    import nbformat  # noqa: F401
+
+
+def write_notebook(path: Path, *cells: str) -> Path:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    nb = new_notebook(cells=[new_markdown_cell(f"# {path.stem}"),
+                             *(new_code_cell(c) for c in cells)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+# Each notebook checks its GEM_WORKBENCH_HOME is its own and empty, then leaves a file in it:
+# with shared state, whichever ran second would fail.
+FRESH_STATE = """
+import os, pathlib
+home = pathlib.Path(os.environ["GEM_WORKBENCH_HOME"])
+assert home.is_dir() and not any(home.iterdir()), sorted(home.iterdir())
+(home / "left-behind").write_text("x")
+"""
+
+
+def test_notebooks_pass_and_fail_with_a_readable_report(pytester: pytest.Pytester):
+    write_notebook(pytester.path / "nbs" / "one.ipynb", FRESH_STATE, "x = 41\nx + 1")
+    write_notebook(pytester.path / "nbs" / "two.ipynb", FRESH_STATE,
+                   "%load_ext workbench\nprint('ok')")
+    write_notebook(pytester.path / "nbs" / "broken.ipynb", "total = 0",
+                   "print('about to divide')\ntotal = 1 / total")
+    write_notebook(pytester.path / "nbs" / "dies.ipynb", "import os\nos._exit(3)")
+    result = pytester.runpytest("--nb", "nbs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["*dies.ipynb: cell 2: the kernel died while running it"])
+    out = result.stdout.str()
+    report = out[out.index("notebook broken.ipynb"):]
+    lines = [  # the cell, its source, its output, then the kernel's traceback
+        "*broken.ipynb: cell 3 raised ZeroDivisionError: division by zero",
+        "------------------",
+        "print('about to divide')",
+        "total = 1 / total",
+        "------------------",
+        "----- stdout -----",
+        "about to divide",
+        "------------------",
+        "ZeroDivisionError*Traceback (most recent call last)",
+        "*total = 1 / total",
+        "ZeroDivisionError: division by zero",
+    ]
+    pytester_lines = pytest.LineMatcher(report.splitlines())
+    pytester_lines.fnmatch_lines(lines, consecutive=False)
+    assert "\x1b[" not in out, "ANSI colours are stripped"
+
+
+def test_a_cell_over_the_timeout_fails_the_notebook_quickly(pytester: pytest.Pytester):
+    write_notebook(pytester.path / "slow.ipynb", "print('started')", "import time\ntime.sleep(120)")
+    result = pytester.runpytest("slow.ipynb", "--nb-timeout=0.5", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*slow.ipynb: cell 3 ran over the 1 s cell timeout",  # rounded up
+                                 "*time.sleep(120)", "KeyboardInterrupt*"])
+    assert result.duration < 30  # interrupted and shut down, not left to run
+
+
+def test_notebooks_are_collected_only_when_asked_for(pytester: pytest.Pytester):
+    write_notebook(pytester.path / "nbs" / "a.ipynb", "1")
+    write_notebook(pytester.path / "other" / "b.ipynb", "1")
+    pytester.makepyfile(test_plain="def test_x(): pass")
+    listed = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
+    assert ".ipynb" not in listed.stdout.str()  # a bare pytest never runs notebooks
+    listed = pytester.runpytest("--collect-only", "-q", "--nb", "-p", "no:cacheprovider")
+    listed.stdout.fnmatch_lines(["nbs/a.ipynb::a", "other/b.ipynb::b"])
+    pytester.makeini("[pytest]\nnb_paths = nbs\n")
+    listed = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
+    out = listed.stdout.str()
+    assert "nbs/a.ipynb::a" in out and "b.ipynb" not in out and "test_plain.py::test_x" in out
+    # (a notebook named on the command line is collected without --nb: see the timeout test)
+
+
+def test_a_bad_nb_timeout_is_a_usage_error(pytester: pytest.Pytester):
+    pytester.makeini("[pytest]\nnb_timeout = soon\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.stderr.fnmatch_lines(["*nb_timeout = 'soon'*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_bench_fixture_opens_the_marked_gem_on_mock_providers(pytester: pytest.Pytester):
+    shutil.copytree(EXAMPLE_GEM, pytester.path / "gems" / "notes")
+    pytester.makeini("[pytest]\ngem = gems/notes\n")
+    pytester.makepyfile(test_tools=f"""
+        import sqlite3
+        import pytest
+
+        opened = []
+
+        @pytest.mark.gem({str(EXAMPLE_GEM)!r})
+        def test_marked(bench):
+            opened.append(bench)
+            res = bench.call("add_note", {{"title": "buy milk"}})
+            assert res.ok, res.error
+            assert len(bench.data("notes")) == 1
+            assert set(bench.providers.kind.values()) == {{"mock"}}
+
+        def test_closed_after_the_test():
+            with pytest.raises(sqlite3.ProgrammingError):
+                opened[0].providers.data_db.execute("select 1")
+
+        def test_from_ini(bench):
+            assert bench.call("add_note", {{"title": 3}}).error.code == "E_SCHEMA"
+            assert len(bench.data("notes")) == 0   # a fresh bench per test
+
+        @pytest.mark.gem("gems/missing")
+        def test_missing(bench):
+            pass
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--strict-markers")
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(["*no gem folder *gems/missing (relative gem paths start at *"])
+
+
+def test_gem_workbench_test_runs_notebooks_through_pytest(tmp_path, monkeypatch, capsys):
+    import subprocess
+    import sys
+
+    from workbench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["test"]) == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "no notebooks given and none in notebooks/" in capsys.readouterr().err
+    write_notebook(tmp_path / "notebooks" / "ok.ipynb", "print('hello')")
+    write_notebook(tmp_path / "notebooks" / "bad.ipynb", "1/0")
+    write_notebook(tmp_path / "notebooks" / "gems" / "not-collected.ipynb", "1/0")
+    out = subprocess.run(  # default: notebooks/*.ipynb; after `--`: arguments for pytest
+        [sys.executable, "-m", "workbench.cli", "test", "--timeout", "30", "--",
+         "-p", "no:cacheprovider"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == pytest.ExitCode.TESTS_FAILED, out.stdout + out.stderr
+    assert "1 failed, 1 passed" in out.stdout
+    assert "notebooks/bad.ipynb: cell 2 raised ZeroDivisionError" in out.stdout

@@ -1,0 +1,69 @@
+"""The Gem Workbench kernel: the IPython kernel with the `workbench` extension preloaded.
+
+Started by Jupyter as `python -m workbench.kernel -f {connection_file}` (the kernelspec in
+extension/kernelspec/). Kernel start stays as fast as the plain python3 kernel's: nothing heavy
+(pandas, jsonschema, ipywidgets, nbclient) is imported here or by the extension at load.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ipykernel.ipkernel import IPythonKernel
+
+from . import __version__
+
+#: The extension the kernel loads, as `%load_ext` would.
+EXTENSION = "workbench"
+
+
+class WorkbenchKernel(IPythonKernel):
+    """IPythonKernel that loads the workbench extension (magics `%gem`, `%tool`, `%state`)."""
+
+    implementation = "gem-workbench"
+    implementation_version = __version__
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        #: Why the extension did not load (None: it loaded). A broken extension must not kill
+        #: the kernel: the author still gets a working Python kernel and a warning in its log.
+        self.extension_error: str | None = None
+        shell = self.shell
+        assert shell is not None  # IPythonKernel.__init__ made it
+        try:
+            shell.extension_manager.load_extension(EXTENSION)
+        except Exception as exc:  # noqa: BLE001 - any failure is reported, never fatal
+            self.extension_error = f"{type(exc).__name__}: {exc}"
+            self.log.warning("Gem Workbench: could not load the %r extension (%s); the kernel "
+                             "runs without its magics. Try `%%load_ext %s` to see the error.",
+                             EXTENSION, self.extension_error, EXTENSION, exc_info=True)
+
+    @property
+    def banner(self) -> str:  # type: ignore[override]  # a plain attribute in Kernel
+        from IPython import __version__ as ipython_version
+
+        return (f"Gem Workbench {__version__} (IPython {ipython_version}, Python "
+                f"{sys.version.split()[0]})\n"
+                "%gem open PATH [--real] · %tool NAME {json} · %%tool NAME · "
+                "%state files|data NAME|kv|sql QUERY|calls\n")
+
+
+def main() -> None:
+    """Run the kernel (what `python -m workbench.kernel -f CONNECTION_FILE` does)."""
+    from ipykernel.kernelapp import IPKernelApp
+
+    IPKernelApp.launch_instance(kernel_class=WorkbenchKernel)
+
+
+if __name__ == "__main__":
+    # As ipykernel_launcher does: `-m` put the working folder first on sys.path, which would let
+    # a notebook folder's own modules shadow ours; IPython adds it back (after the stdlib).
+    from pathlib import Path
+
+    if sys.path and (sys.path[0] == "" or Path(sys.path[0]) == Path.cwd()):
+        del sys.path[0]
+    # Run the importable class (workbench.kernel.WorkbenchKernel), not this __main__ copy.
+    from workbench.kernel import main as _main
+
+    _main()

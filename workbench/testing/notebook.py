@@ -1,0 +1,193 @@
+"""Run a notebook on a fresh kernel with nbclient; report a failing cell as nbclient does.
+
+nbclient, nbformat and jupyter_client are imported inside the functions that use them: nbclient
+alone costs over a second to import, and this module is loaded by the pytest plugin in every
+pytest run of the environment.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+#: The kernel notebooks run on unless told otherwise (the kernelspec this package installs).
+DEFAULT_KERNEL = "gem-workbench"
+#: Seconds one cell may run before the notebook fails.
+DEFAULT_TIMEOUT = 120.0
+#: Seconds the kernel may take to start and answer.
+STARTUP_TIMEOUT = 60.0
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+_RULE = "------------------"
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without ANSI colour and cursor codes (IPython colours its tracebacks)."""
+    return _ANSI.sub("", text)
+
+
+class NotebookFailure(Exception):
+    """A notebook cell raised, ran over its timeout, or killed the kernel.
+
+    `str()` is the report: which cell, its source, its captured output, the kernel traceback.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, kind: str, cell_index: int,
+                 source: str, output: str = "", traceback: str = "", ename: str = "",
+                 evalue: str = "", timeout: float | None = None) -> None:
+        self.path = Path(path)
+        self.kind = kind                # "error" | "timeout" | "dead kernel"
+        self.cell_index = cell_index    # 0-based index in the notebook's cells
+        self.source = source
+        self.output = output
+        self.traceback = traceback
+        self.ename = ename
+        self.evalue = evalue
+        self.timeout = timeout
+        super().__init__(self.headline())
+
+    def headline(self) -> str:
+        where = f"{self.path}: cell {self.cell_index + 1}"
+        if self.kind == "timeout":
+            return f"{where} ran over the {self.timeout:g} s cell timeout"
+        if self.kind == "dead kernel":
+            return f"{where}: the kernel died while running it"
+        return f"{where} raised {self.ename}: {self.evalue}" if self.evalue else \
+            f"{where} raised {self.ename}"
+
+    def report(self) -> str:
+        parts = [self.headline(), _RULE, self.source.rstrip(), _RULE]
+        if self.output:
+            parts += [self.output.rstrip(), _RULE]
+        if self.traceback:
+            parts += ["", self.traceback.rstrip()]
+        return "\n".join(parts) + "\n"
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def captured_output(cell: Any) -> str:
+    """A cell's streams and plain-text results, labelled like nbclient's error message."""
+    parts = []
+    for out in cell.get("outputs", []):
+        kind = out.get("output_type")
+        if kind == "stream":
+            text = out.get("text", "")
+            parts.append(f"----- {out.get('name', 'stdout')} -----\n{strip_ansi(text).rstrip()}")
+        elif kind in ("execute_result", "display_data"):
+            text = out.get("data", {}).get("text/plain")
+            if text:
+                text = "".join(text) if isinstance(text, list) else text
+                parts.append(f"----- {kind.replace('_', ' ')} -----\n{strip_ansi(text).rstrip()}")
+    return "\n".join(parts)
+
+
+def run_notebook(path: str | os.PathLike[str], *, kernel_name: str = DEFAULT_KERNEL,
+                 timeout: float | None = DEFAULT_TIMEOUT, env: dict[str, str] | None = None,
+                 cwd: str | os.PathLike[str] | None = None) -> Any:
+    """Execute every code cell of the notebook at `path` on a fresh kernel; return the notebook.
+
+    Raises NotebookFailure at the first failing cell (cells tagged `raises-exception` may fail,
+    cells tagged `skip-execution` are skipped). `timeout` is per cell, in seconds (nbclient counts
+    whole seconds: a fraction rounds up); None or 0: no limit.
+    `env` is added to this process's environment for the kernel; unless it sets
+    GEM_WORKBENCH_HOME, that points at a new temporary folder removed afterwards, so real
+    state never leaks between notebooks. `cwd` defaults to the notebook's folder, as in
+    JupyterLab.
+    """
+    from jupyter_core.utils import run_sync
+
+    nb_path = Path(path)
+    limit = math.ceil(timeout) if timeout and timeout > 0 else None
+    kernel_env = {**os.environ, **(env or {})}
+    folder = Path(cwd) if cwd is not None else nb_path.resolve().parent
+    if env and "GEM_WORKBENCH_HOME" in env:
+        return run_sync(_run)(nb_path, kernel_name, limit, kernel_env, folder)
+    with tempfile.TemporaryDirectory(prefix="gem-workbench-nb-",
+                                     ignore_cleanup_errors=True) as home:
+        kernel_env["GEM_WORKBENCH_HOME"] = home
+        return run_sync(_run)(nb_path, kernel_name, limit, kernel_env, folder)
+
+
+async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str, str],
+               cwd: Path) -> Any:
+    import nbformat
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    nb = nbformat.read(path, as_version=4)
+    current: dict[str, Any] = {"index": -1, "cell": {"source": "", "outputs": []}, "reply": {}}
+
+    def on_cell_execute(cell: Any, cell_index: int) -> None:
+        current.update(index=cell_index, cell=cell, reply={})
+
+    def on_cell_error(cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
+        current["reply"] = execute_reply.get("content", {})
+
+    # We own the kernel manager (nbclient then leaves shutdown to us) so that a timed-out cell
+    # can be interrupted first and every kernel is shut down gracefully: its atexit handlers
+    # close open benches and their Deno sandboxes, leaving no process behind.
+    km = AsyncKernelManager(kernel_name=kernel_name)
+    client = NotebookClient(
+        nb, km=km, kernel_name=kernel_name, timeout=timeout, startup_timeout=STARTUP_TIMEOUT,
+        resources={"metadata": {"path": str(cwd)}},
+        # IPython history in memory: nothing shared between notebook runs.
+        extra_arguments=["--HistoryManager.hist_file=:memory:"],
+        on_cell_execute=on_cell_execute, on_cell_error=on_cell_error)
+
+    def failure(kind: str, **extra: Any) -> NotebookFailure:
+        cell = current["cell"]
+        return NotebookFailure(path, kind=kind, cell_index=current["index"],
+                               source=cell.get("source", ""), output=captured_output(cell),
+                               **extra)
+
+    failed: NotebookFailure | None = None
+    try:
+        await client.async_execute(env=env)
+    except CellExecutionError as exc:
+        reply = current["reply"]
+        tb = "\n".join(reply.get("traceback") or []) or str(exc)
+        failed = failure("error", traceback=strip_ansi(tb), ename=exc.ename,
+                         evalue=strip_ansi(exc.evalue))
+    except CellTimeoutError:
+        failed = failure("timeout", timeout=timeout)
+    except DeadKernelError:
+        failed = failure("dead kernel")
+    finally:
+        timed_out = failed is not None and failed.kind == "timeout"
+        interrupted = await _shutdown(km, client, interrupt=timed_out)
+    if failed is not None and interrupted.get("traceback"):  # where the cell was stuck
+        failed.traceback = strip_ansi("\n".join(interrupted["traceback"]))
+    if failed is not None:
+        raise failed
+    return nb
+
+
+async def _shutdown(km: Any, client: Any, *, interrupt: bool) -> dict[str, Any]:
+    """Stop the kernel gracefully; return the reply of the cell interrupted first, if any."""
+    from queue import Empty
+
+    reply: dict[str, Any] = {}
+    try:
+        if km.has_kernel and await km.is_alive():
+            if interrupt:  # a busy kernel would only be killed after shutdown_wait_time
+                await km.interrupt_kernel()
+                if client.kc is not None:
+                    try:  # the interrupted cell's reply: the kernel is idle again
+                        msg = await client.kc.get_shell_msg(timeout=5)
+                        reply = msg.get("content", {})
+                    except Empty:
+                        pass
+            await km.shutdown_kernel(now=False)
+    finally:
+        if client.kc is not None:
+            client.kc.stop_channels()
+            client.kc = None
+        await km.cleanup_resources()
+    return reply

@@ -1,0 +1,153 @@
+"""pytest plugin `gem_workbench`: notebooks as test items, and the `bench` fixture.
+
+Loaded in every pytest run of an environment where gem-workbench is installed (entry point
+`pytest11`), so it is opt-in and cheap to import:
+
+- a notebook is collected only when asked for: `pytest --nb PATH…` collects every `*.ipynb`
+  under the paths pytest walks, a notebook named on the command line is always collected, and
+  the ini option `nb_paths` lists folders (or notebooks) collected without `--nb`. A project
+  never runs every `.ipynb` in its tree by accident.
+- each notebook is one test item, run with nbclient on a fresh `gem-workbench` kernel (ini
+  `nb_kernel`, `--nb-kernel`) whose GEM_WORKBENCH_HOME is a new temporary folder; per-cell
+  timeout `--nb-timeout` / ini `nb_timeout` (seconds, default 120; 0: none).
+- `bench` opens the gem of `@pytest.mark.gem("path", **open_options)` or of the ini option
+  `gem` on mock providers, with its state in the test's tmp_path, and closes it after.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import pytest
+
+from .notebook import DEFAULT_KERNEL, DEFAULT_TIMEOUT, NotebookFailure
+
+if TYPE_CHECKING:
+    from workbench import Bench
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gem-workbench", "Gem Workbench notebooks and gems")
+    group.addoption("--nb", action="store_true", default=False,
+                    help="collect *.ipynb notebooks under the given paths as tests, each run "
+                         "on a fresh Gem Workbench kernel")
+    group.addoption("--nb-timeout", type=float, default=None, metavar="SECONDS",
+                    help=f"per-cell timeout of notebook tests (default: ini nb_timeout, "
+                         f"{DEFAULT_TIMEOUT:g}; 0: none)")
+    group.addoption("--nb-kernel", default=None, metavar="NAME",
+                    help=f"kernel notebook tests run on (default: ini nb_kernel, "
+                         f"{DEFAULT_KERNEL})")
+    parser.addini("nb_paths", type="paths", default=[],
+                  help="folders or notebooks whose *.ipynb are collected as tests without --nb "
+                       "(relative to the ini file)")
+    parser.addini("nb_timeout", default=str(DEFAULT_TIMEOUT),
+                  help="per-cell timeout of notebook tests in seconds (0: none)")
+    parser.addini("nb_kernel", default=DEFAULT_KERNEL, help="kernel notebook tests run on")
+    parser.addini("gem", default="",
+                  help="gem folder the `bench` fixture opens when the test has no "
+                       "@pytest.mark.gem (relative to the rootdir)")
+
+
+_TIMEOUT = pytest.StashKey[float | None]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "gem(path, **options): the gem folder the `bench` fixture opens (relative "
+                   "to the rootdir); options go to workbench.open")
+    value = config.getoption("nb_timeout")
+    if value is None:
+        raw = config.getini("nb_timeout")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise pytest.UsageError(f"ini option nb_timeout = {raw!r}: give seconds, e.g. "
+                                    "120, or 0 for no timeout") from None
+    config.stash[_TIMEOUT] = value if value > 0 else None
+
+
+def _wants_notebook(path: Path, parent: pytest.Collector) -> bool:
+    config = parent.config
+    if config.getoption("nb") or parent.session.isinitpath(path):
+        return True
+    resolved = path.resolve()
+    return any(resolved.is_relative_to(p.resolve()) for p in config.getini("nb_paths"))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix == ".ipynb" and _wants_notebook(file_path, parent):
+        return NotebookFile.from_parent(parent, path=file_path)
+    return None
+
+
+class NotebookFile(pytest.File):
+    """A .ipynb file: one item that runs the whole notebook (cells depend on each other)."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        yield NotebookItem.from_parent(self, name=self.path.stem)
+
+
+class NotebookItem(pytest.Item):
+    """Runs every code cell of a notebook on a fresh kernel; fails at the first failing cell."""
+
+    def runtest(self) -> None:
+        from .notebook import run_notebook
+
+        kernel = self.config.getoption("nb_kernel") or self.config.getini("nb_kernel")
+        run_notebook(self.path, kernel_name=kernel, timeout=self.config.stash[_TIMEOUT])
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str | Any:
+        exc = excinfo.value
+        if isinstance(exc, NotebookFailure):
+            return exc.report()
+        if type(exc).__name__ == "NoSuchKernel":
+            return (f"{self.path}: no kernel named {exc.args[0] if exc.args else '?'!r}. "
+                    "`pip install gem-workbench` installs `gem-workbench` in its environment; "
+                    "for another Jupyter run `gem-workbench kernel install --user`.")
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"notebook {self.path.name}"
+
+
+@pytest.fixture
+def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator["Bench"]:
+    """The gem of @pytest.mark.gem("path", **options) or ini `gem`, on mock providers.
+
+    State (real providers, if asked for) lives under the test's tmp_path; deletes never go to
+    the desktop trash; the bench is closed after the test.
+    """
+    import workbench
+
+    marker = request.node.get_closest_marker("gem")
+    config = request.config
+    if marker is not None:
+        if len(marker.args) != 1:
+            pytest.fail('@pytest.mark.gem takes one gem folder: @pytest.mark.gem("gems/notes")',
+                        pytrace=False)
+        where, base = marker.args[0], config.rootpath
+        options = dict(marker.kwargs)
+    else:
+        where = config.getini("gem")
+        base = config.inipath.parent if config.inipath else config.rootpath
+        options = {}
+        if not where:
+            pytest.fail('the `bench` fixture needs a gem: mark the test with '
+                        '@pytest.mark.gem("path/to/gem") or set the ini option `gem`',
+                        pytrace=False)
+    path = Path(where) if Path(where).is_absolute() else base / where
+    if not path.is_dir():
+        pytest.fail(f"no gem folder {path} (relative gem paths start at {base})", pytrace=False)
+    options.setdefault("providers", "mock")
+    options.setdefault("state_dir", tmp_path / "gem-state")
+    options.setdefault("headless", True)
+    try:
+        opened = workbench.open(path, **options)
+    except workbench.WorkbenchError as exc:
+        pytest.fail(f"the `bench` fixture could not open {path}: {exc}", pytrace=False)
+    try:
+        yield opened
+    finally:
+        opened.close()
