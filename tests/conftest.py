@@ -12,6 +12,13 @@ import pytest
 import workbench
 
 EXAMPLE_GEM = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "notes"
+ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"  # CI keeps what tests put here
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Name the artifacts (e.g. the browser test's screenshot) in the log."""
+    for path in sorted(ARTIFACTS.glob("*")) if ARTIFACTS.is_dir() else ():
+        terminalreporter.write_line(f"artifact: {path}")
 
 
 class GemBuilder:
