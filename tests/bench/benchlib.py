@@ -27,10 +27,16 @@ class Sizes:
     bulk_reps: int     # repetitions of the insert benchmark
     frame_reps: int    # repetitions of the DataFrame benchmark
     imports: int       # fresh interpreters started per import measurement
+    spawns: int        # cold starts of the Deno sandbox (and of bare `deno run`)
+    warm_calls: int    # warm JS (and Python) tool calls whose median is taken
+    trips: int         # ctx round trips from JS (and JSON ping-pongs) per repetition
+    trip_reps: int     # repetitions of the round-trip measurements
 
 
-FULL = Sizes(docs=100_000, calls=200, batches=25, finds=1000, bulk_reps=3, frame_reps=7, imports=7)
-QUICK = Sizes(docs=10_000, calls=50, batches=5, finds=200, bulk_reps=2, frame_reps=3, imports=3)
+FULL = Sizes(docs=100_000, calls=200, batches=25, finds=1000, bulk_reps=3, frame_reps=7, imports=7,
+             spawns=15, warm_calls=1000, trips=2000, trip_reps=5)
+QUICK = Sizes(docs=10_000, calls=50, batches=5, finds=200, bulk_reps=2, frame_reps=3, imports=3,
+              spawns=3, warm_calls=100, trips=300, trip_reps=2)
 
 
 @contextmanager
@@ -79,12 +85,17 @@ def per_call_ns(fn: Callable[[], Any], baseline: Callable[[], Any], calls: int,
 
 def write_gem(root: Path, tools: dict[str, str],
               indexes: dict[str, list[str]] | None = None) -> Path:
-    """Write a gem folder: manifest.json and tools/<name>.py; `indexes`: collection -> fields."""
+    """Write a gem folder: manifest.json and its tools; `indexes`: collection -> fields.
+
+    `tools` maps a file name to its source: "noop" is tools/noop.py, "one.js" is tools/one.js
+    (tool "one").
+    """
     (root / "tools").mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] = {"id": "bench.gem", "name": "Bench", "version": "0.1.0", "tools": []}
     for name, source in tools.items():
-        (root / "tools" / f"{name}.py").write_text(textwrap.dedent(source))
-        manifest["tools"].append({"name": name, "file": f"tools/{name}.py",
+        file = name if "." in name else f"{name}.py"
+        (root / "tools" / file).write_text(textwrap.dedent(source))
+        manifest["tools"].append({"name": file.split(".")[0], "file": f"tools/{file}",
                                   "inputSchema": {"type": "object"}, "sideEffect": "write"})
     if indexes:
         manifest["data"] = {"collections": {c: {"indexes": f} for c, f in indexes.items()}}

@@ -1,4 +1,4 @@
-"""Run the issue-2 benchmarks: `python tests/bench/run.py [--quick]`.
+"""Run the benchmarks (issues 2 and 3): `python tests/bench/run.py [--quick]`.
 
 One line per figure: measured value, its baseline from the same run, the ratio, the target and
 OK / MISS. Targets are reported, never enforced: the exit status is 0 whatever the figures.
@@ -7,12 +7,17 @@ OK / MISS. Targets are reported, never enforced: the exit status is 0 whatever t
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sqlite3
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 
+from deno import find_deno_bin
+
+import bench_deno as bd
 import benchmarks as b
 from benchlib import FULL, QUICK, Figures, Sizes
 
@@ -60,6 +65,26 @@ def import_time(f: Figures) -> Report:
             not f["heavy_modules"])
 
 
+def cold_start(f: Figures) -> Report:
+    return (f"cold start to first result (new bench, first call of a trivial JS tool): "
+            f"{f['call_ms']:.1f} ms (bare deno run empty.js {f['bare_ms']:.1f} ms) "
+            f"{f['ratio']:.2f}×; bare deno run starting one Worker {f['worker_ms']:.1f} ms  "
+            "target <= 1.5×", f["ratio"] <= 1.5)
+
+
+def warm_call(f: Figures) -> Report:
+    return (f"warm JS tool call (reuse=always): {f['js_ms']:.3f} ms median (trivial Python tool "
+            f"{f['py_ms']:.3f} ms) {f['ratio']:.1f}×  target <= 0.3 ms", f["js_ms"] <= 0.3)
+
+
+def ctx_round_trip(f: Figures) -> Report:
+    return (f"ctx round trip from JS (await ctx.storage.kv.get x{_docs(f['trips'])}): "
+            f"{f['js_us']:.0f} µs/call (Python↔Python JSON ping-pong on pipes "
+            f"{f['pingpong_us']:.0f} µs) {f['ratio']:.2f}×; its parts timed alone: Python↔Deno "
+            f"pipe {f['pipe_us']:.0f} µs, Deno main↔worker postMessage {f['worker_us']:.0f} µs, "
+            f"ctx layer {f['layer_us']:.0f} µs  target <= 1.3×", f["ratio"] <= 1.3)
+
+
 Benchmark = tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]
 BENCHMARKS: dict[str, Benchmark] = {
     "call_overhead": (b.bench_call_overhead, call_overhead),
@@ -68,6 +93,9 @@ BENCHMARKS: dict[str, Benchmark] = {
     "find": (b.bench_find, find),
     "dataframe": (b.bench_dataframe, dataframe),
     "import": (b.bench_import, import_time),
+    "deno_cold_start": (bd.bench_cold_start, cold_start),
+    "deno_warm_call": (bd.bench_warm_call, warm_call),
+    "deno_ctx_round_trip": (bd.bench_ctx_round_trip, ctx_round_trip),
 }
 
 
@@ -75,15 +103,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="10k docs, fewer repetitions (CI smoke)")
-    sizes = QUICK if parser.parse_args(argv).quick else FULL
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"run only these ({', '.join(BENCHMARKS)}); default: all")
+    args = parser.parse_args(argv)
+    if unknown := set(args.names) - set(BENCHMARKS):
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    sizes = QUICK if args.quick else FULL
+    selected = [BENCHMARKS[n] for n in args.names or BENCHMARKS]
+    deno = subprocess.run([find_deno_bin(), "--version"], capture_output=True, text=True).stdout
     print(f"# Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
-          f"{platform.machine()}; {'quick' if sizes is QUICK else 'full'} run: {sizes}", flush=True)
+          f"{deno.splitlines()[0]}, {platform.machine()} x{os.cpu_count()}, load average "
+          f"{os.getloadavg()[0]:.1f}; {'quick' if sizes is QUICK else 'full'} run: {sizes}",
+          flush=True)
     t0, missed = time.perf_counter(), 0
-    for bench, report in BENCHMARKS.values():
+    for bench, report in selected:
         text, ok = report(bench(sizes))
         missed += not ok
         print(f"{text}  {'OK' if ok else 'MISS'}", flush=True)
-    print(f"# {len(BENCHMARKS) - missed} OK, {missed} MISS in {time.perf_counter() - t0:.1f} s")
+    print(f"# {len(selected) - missed} OK, {missed} MISS in {time.perf_counter() - t0:.1f} s")
     return 0
 
 

@@ -10,7 +10,9 @@ from benchlib import QUICK
 from run import BENCHMARKS, Benchmark
 
 
-@pytest.mark.parametrize("benchmark", BENCHMARKS.values(), ids=BENCHMARKS.keys())
+@pytest.mark.parametrize("benchmark", [
+    pytest.param(b, id=name, marks=[pytest.mark.deno] if name.startswith("deno_") else [])
+    for name, b in BENCHMARKS.items()])
 def test_benchmark_reports_positive_figures(benchmark: Benchmark) -> None:
     bench, report = benchmark
     figures = bench(QUICK)

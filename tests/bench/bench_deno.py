@@ -1,0 +1,240 @@
+"""The issue-3 benchmarks: JS tools in the Deno sandbox, each with a baseline from the same run.
+
+Cold start to first result, warm call, and the ctx round trip from JS. The round-trip benchmark
+also times its parts (Python↔Deno pipe, Deno main↔worker postMessage, the Python ctx layer) and
+the cold start a bare `deno run` that starts one Worker, so a miss shows where the time goes.
+Nothing here asserts a time: `run.py` compares the figures with the targets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import workbench
+from deno import find_deno_bin
+
+from benchlib import QUICK, Figures, Sizes, no_gc, time_ns, write_gem
+from benchmarks import NOOP, _call
+
+ONE = "export default async function () { return 1 }\n"
+KV = """\
+export default async function (input, ctx) {
+  const t0 = performance.now();
+  for (let i = 0; i < input.n; i++) await ctx.storage.kv.get("k");
+  return { us: (performance.now() - t0) * 1000 / input.n };
+}
+"""
+# what the ping-pongs send: a ctx request as the host writes it to Python, one JSON line
+MESSAGE = {"t": "ctx", "id": "20250101-120000-a1b2c3", "seq": 1, "method": "storage.kv.get",
+           "args": ["k"]}
+PY_ECHO = """\
+import json, sys
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    out.write(json.dumps(json.loads(line), separators=(",", ":")).encode() + b"\\n")
+    out.flush()
+"""
+# the same echo in Deno, with host.ts's read loop (on stdin/stdout: measured the same round trip
+# as on host.ts's /dev/fd pipes)
+DENO_ECHO = """\
+const enc = new TextEncoder(), dec = new TextDecoder(), chunk = new Uint8Array(1 << 16);
+let buf = "";
+for (let n; (n = await Deno.stdin.read(chunk)) !== null;) {
+  buf += dec.decode(chunk.subarray(0, n), { stream: true });
+  for (let nl; (nl = buf.indexOf("\\n")) >= 0;) {
+    const bytes = enc.encode(JSON.stringify(JSON.parse(buf.slice(0, nl))) + "\\n");
+    buf = buf.slice(nl + 1);
+    for (let w = 0; w < bytes.length;) w += await Deno.stdout.write(bytes.subarray(w));
+  }
+}
+"""
+# a worker echoing messages: on its global port, and on a MessageChannel port it is sent
+_ECHO_WORKER = """new Worker(URL.createObjectURL(new Blob([`onmessage = (e) => {
+  const port = e.ports[0];
+  if (port) port.onmessage = (m) => port.postMessage(m.data); else postMessage(e.data);
+}`], { type: "text/javascript" })), { type: "module" })"""
+# args: trips, message; prints µs per main -> worker -> main round trip over a MessageChannel
+# (the host's RPC port to worker.ts), after a warm-up
+DENO_WORKER_PING = f"""\
+const [trips, msg] = [Number(Deno.args[0]), JSON.parse(Deno.args[1])];
+const w = {_ECHO_WORKER};
+const {{ port1, port2 }} = new MessageChannel();
+w.postMessage(null, [port2]);
+const trip = () => new Promise((resolve) => {{
+  port1.onmessage = resolve;
+  port1.postMessage(msg);
+}});
+for (let i = 0; i < 200; i++) await trip();
+const t0 = performance.now();
+for (let i = 0; i < trips; i++) await trip();
+console.log((performance.now() - t0) * 1000 / trips);
+w.terminate();
+port1.close();
+"""
+# the floor of a sandbox that runs tools in a Worker: start one, wait for its first message
+DENO_ONE_WORKER = f"""\
+const w = {_ECHO_WORKER};
+await new Promise((resolve) => {{ w.onmessage = resolve; w.postMessage(0); }});
+w.terminate();
+"""
+DENO_FLAGS = ("--no-prompt", "--no-config", "--no-lock", "--no-npm", "--no-remote")
+
+
+def _deno_env(deno_dir: Path) -> dict[str, str]:
+    """The minimal environment the sandbox gets."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(deno_dir),
+            "DENO_DIR": str(deno_dir), "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"}
+
+
+def _deno_script(folder: Path, name: str, source: str) -> list[str]:
+    """Write `source` to folder/name; the command that runs it with the sandbox's flags."""
+    (folder / name).write_text(source)
+    return [find_deno_bin(), "run", *DENO_FLAGS, str(folder / name)]
+
+
+@contextmanager
+def _workbench_home(tmp: Path) -> Iterator[None]:
+    """Keep default state in tmp: mock benches put their DENO_DIR there, whatever state_dir says."""
+    old = os.environ.get("GEM_WORKBENCH_HOME")
+    os.environ["GEM_WORKBENCH_HOME"] = str(tmp / "home")
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["GEM_WORKBENCH_HOME"]
+        else:
+            os.environ["GEM_WORKBENCH_HOME"] = old
+
+
+def _open(gem: Path, state: Path) -> workbench.Bench:
+    """A new bench on mock providers; JS tools reuse their module instance."""
+    return workbench.open(gem, providers="mock", state_dir=state, headless=True, reuse="always")
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> str:
+    """Run `cmd` to its end; its stdout."""
+    return subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def bench_cold_start(sizes: Sizes = QUICK) -> Figures:
+    """A new bench's first call of a trivial JS tool (spawns the sandbox) vs bare `deno run`.
+
+    Alternating, after one untimed round that fills the caches. Also timed: a bare `deno run`
+    of a script that starts one Worker and waits for its first message.
+    """
+    call_ns: list[int] = []
+    bare_ns: list[int] = []
+    worker_ns: list[int] = []
+    with tempfile.TemporaryDirectory() as d, _workbench_home(Path(d)):
+        tmp = Path(d)
+        gem = write_gem(tmp / "gem", {"one.js": ONE})
+        env = _deno_env(tmp / "deno")
+        bare = _deno_script(tmp, "empty.js", "")
+        one_worker = _deno_script(tmp, "one_worker.js", DENO_ONE_WORKER)
+        for rep in range(-1, sizes.spawns):
+            with _open(gem, tmp / "state") as bench:
+                c = time_ns(lambda: _call(bench, "one", {}))
+            b = time_ns(lambda: _run(bare, env))
+            w = time_ns(lambda: _run(one_worker, env))
+            if rep >= 0:
+                call_ns.append(c)
+                bare_ns.append(b)
+                worker_ns.append(w)
+    call, bare_med = statistics.median(call_ns), statistics.median(bare_ns)
+    return {"call_ms": call / 1e6, "bare_ms": bare_med / 1e6, "ratio": call / bare_med,
+            "worker_ms": statistics.median(worker_ns) / 1e6}
+
+
+def bench_warm_call(sizes: Sizes = QUICK) -> Figures:
+    """Median bench.call of a trivial JS tool (reuse="always") vs a trivial Python tool.
+
+    Calls are timed one by one, in alternating blocks of 50 (alternating call by call slowed
+    both: each paid for what the other left running, e.g. the sandbox's log reader threads).
+    """
+    js_ns: list[int] = []
+    py_ns: list[int] = []
+    with tempfile.TemporaryDirectory() as d, _workbench_home(Path(d)):
+        gem = write_gem(Path(d) / "gem", {"one.js": ONE, "noop": NOOP})
+        with _open(gem, Path(d) / "state") as bench, no_gc():
+            for block in range(-1, max(1, sizes.warm_calls // 50)):  # block -1 warms up
+                js = [time_ns(lambda: _call(bench, "one", {})) for _ in range(50)]
+                py = [time_ns(lambda: _call(bench, "noop", {})) for _ in range(50)]
+                if block >= 0:
+                    js_ns += js
+                    py_ns += py
+    js_med, py_med = statistics.median(js_ns), statistics.median(py_ns)
+    return {"js_ms": js_med / 1e6, "py_ms": py_med / 1e6, "ratio": js_med / py_med}
+
+
+@contextmanager
+def _echo(cmd: list[str], env: dict[str, str] | None = None) -> Iterator[Callable[[int], float]]:
+    """A child echoing JSON lines; yields trips(n): µs per round trip over n trips.
+
+    The parent side writes and reads like the sandbox does (os.write / os.read, one JSON line).
+    """
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env) as child:
+        assert child.stdin and child.stdout
+        w, r, buf = child.stdin.fileno(), child.stdout.fileno(), b""
+
+        def trip() -> None:
+            nonlocal buf
+            os.write(w, (json.dumps(MESSAGE, separators=(",", ":")) + "\n").encode())
+            while b"\n" not in buf:
+                buf += os.read(r, 1 << 16)
+            line, buf = buf.split(b"\n", 1)
+            json.loads(line)
+
+        def trips(n: int) -> float:
+            for _ in range(min(n, 200)):  # warm-up
+                trip()
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                trip()
+            return (time.perf_counter_ns() - t0) / n / 1e3
+
+        try:
+            yield trips
+        finally:
+            child.stdin.close()
+
+
+def bench_ctx_round_trip(sizes: Sizes = QUICK) -> Figures:
+    """`await ctx.storage.kv.get("k")` from JS (timed in the tool) vs a Python↔Python JSON
+    ping-pong on pipes; alternating, median of `sizes.trip_reps` repetitions.
+
+    Parts, timed alongside: the Python↔Deno pipe round trip (a Deno echo on stdin/stdout),
+    the Deno main↔worker postMessage round trip, and the ctx layer (the trace's duration_us).
+    """
+    n = sizes.trips
+    js: list[float] = []
+    ping: list[float] = []
+    pipe: list[float] = []
+    worker: list[float] = []
+    layer: list[float] = []
+    with tempfile.TemporaryDirectory() as d, _workbench_home(Path(d)):
+        tmp = Path(d)
+        env = _deno_env(tmp / "deno")
+        worker_ping = _deno_script(tmp, "worker_ping.js", DENO_WORKER_PING)
+        with _open(write_gem(tmp / "gem", {"kv.js": KV}), tmp / "state") as bench, \
+                _echo([sys.executable, "-c", PY_ECHO]) as py_trips, \
+                _echo(_deno_script(tmp, "echo.js", DENO_ECHO), env) as deno_trips, no_gc():
+            _call(bench, "kv", {"n": min(n, 200)})  # warm-up
+            for _ in range(sizes.trip_reps):
+                res = _call(bench, "kv", {"n": n})
+                js.append(res.value["us"])
+                layer.append(statistics.median(r["duration_us"] for r in res.trace_rows))
+                ping.append(py_trips(n))
+                pipe.append(deno_trips(n))
+                worker.append(float(_run([*worker_ping, str(n), json.dumps(MESSAGE)], env)))
+    med = statistics.median
+    return {"trips": n, "js_us": med(js), "pingpong_us": med(ping), "ratio": med(js) / med(ping),
+            "pipe_us": med(pipe), "worker_us": med(worker), "layer_us": med(layer)}
