@@ -2,8 +2,9 @@
 
 The tool runs in a Worker that may only read the gem folder and its resources (N1); `npm:` and
 remote imports are switched off (N4); one process serves one gem and is never shared (N3).
-RPC travels on two pipes that only the host module can open (/dev/fd/N, granted to the host,
-not to the worker). stdout/stderr carry only the tool's console output, captured as logs.
+RPC travels on a Unix socket that only the host module may connect to (granted to the host, not
+to the worker), accepted once and unlinked at once. stdout/stderr carry only the tool's console
+output, captured as logs.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import secrets
 import select
 import shutil
 import signal
+import socket
 import subprocess
-import threading
+import tempfile
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -45,35 +47,40 @@ class SandboxOptions:
     readable: tuple[Path, ...] = field(default_factory=tuple)  # resource folders besides the gem
 
 
-class _Stream(threading.Thread):
-    """Collects one of the tool's output streams; a call's share ends at its nonce line."""
+class _Output:
+    """The tool's stdout and stderr, read by the calling thread whenever it waits.
 
-    def __init__(self, pipe: Any) -> None:
-        super().__init__(daemon=True, name="workbench-deno-output")
-        self.pipe, self.buf, self.cond = pipe, b"", threading.Condition()
-        self.closed = False
+    No reader threads: waking one per output line cost more than the rest of a warm call. A
+    call's share of each stream ends at its nonce line, written by the host after the tool
+    finished and before the host reports the result.
+    """
 
-    def run(self) -> None:
-        with self.pipe:  # EOF comes when the process is gone
-            while chunk := self.pipe.read1(1 << 16):
-                with self.cond:
-                    self.buf += chunk
-                    self.cond.notify_all()
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        self.bufs = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+        self.open = set(self.bufs)
+
+    def pump(self, fd: int) -> None:
+        chunk = os.read(fd, 1 << 16)
+        if chunk:
+            self.bufs[fd] += chunk
+        else:
+            self.open.discard(fd)  # EOF: the process is gone
 
     def take(self, nonce: str | None, timeout: float) -> str:
-        """Everything up to the nonce line (or all of it when the process is gone)."""
-        marker = (nonce + "\n").encode() if nonce else None
-        with self.cond:
-            self.cond.wait_for(lambda: self.closed or (marker is not None and marker in self.buf),
-                               timeout)
-            if marker is not None and marker in self.buf:
-                head, self.buf = self.buf.split(marker, 1)
-            else:
-                head, self.buf = self.buf, b""
-        return head.decode("utf-8", "replace")
+        """Each stream up to its nonce line (or to EOF when nonce is None / the process died)."""
+        deadline, marker, out = time.monotonic() + timeout, (nonce or "") .encode() + b"\n", []
+        for fd, buf in self.bufs.items():
+            while (nonce is None or marker not in buf) and fd in self.open:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    break
+                self.pump(fd)
+            cut = buf.find(marker) if nonce is not None else -1
+            head = bytes(buf[:cut]) if cut >= 0 else bytes(buf)
+            del buf[:cut + len(marker) if cut >= 0 else len(buf)]
+            out.append(head.decode("utf-8", "replace"))
+        return "".join(out)
 
 
 class Sandbox:
@@ -96,39 +103,43 @@ class Sandbox:
         if not blocker.is_file():
             shutil.rmtree(blocker, ignore_errors=True)
             blocker.touch()
-        to_host, host_in = os.pipe()
-        host_out, from_host = os.pipe()
+        sock_dir = tempfile.mkdtemp(prefix="wb-rpc-")  # 0700: only we can reach the socket
+        path = os.path.join(sock_dir, "rpc")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         readable = [str(self.gem_root), *map(str, self.options.readable)]
         cmd = [find_deno_bin(), "run", *DENO_FLAGS, "--unstable-worker-options", "--quiet",
                f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
-               f"--allow-read={','.join([*readable, str(HERE), f'/dev/fd/{to_host}'])}",
-               f"--allow-write=/dev/fd/{from_host}",
-               str(HERE / "host.ts"), f"/dev/fd/{to_host}", f"/dev/fd/{from_host}",
-               (HERE / "worker.ts").as_uri(), *readable]
+               f"--allow-read={','.join([*readable, str(HERE), path])}",
+               f"--allow-write={path}", f"--allow-net=unix:{path}",
+               str(HERE / "host.ts"), path, (HERE / "worker.ts").as_uri(), *readable]
         try:
+            listener.bind(path)
+            listener.listen(1)
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, env=_env(self.deno_dir),
-                                         pass_fds=(to_host, from_host), start_new_session=True)
-        finally:
-            os.close(to_host)
-            os.close(from_host)
-        self._w, self._r, self._rbuf = host_in, host_out, b""
-        self._out, self._err = _Stream(self.proc.stdout), _Stream(self.proc.stderr)
-        self._out.start()
-        self._err.start()
-        self._finalizer = weakref.finalize(self, _kill, self.proc, host_in, host_out)
+                                         start_new_session=True)
+            self._sock = _accept(listener, self.proc)
+        finally:  # one connection, then nobody else can connect: the path is gone
+            listener.close()
+            shutil.rmtree(sock_dir, ignore_errors=True)
+        self._r, self._rbuf = self._sock.fileno(), b""
+        self._output = _Output(self.proc)
+        self._finalizer = weakref.finalize(self, _kill, self.proc, self._sock)
         self._mtimes.clear()
         msg = self._recv(time.monotonic() + 30)
         if not msg or msg.get("t") != "ready":
-            err = self._err.take(None, 1)
-            self.stop()
+            err = self.stop()
             raise WorkbenchError("E_SANDBOX", f"the Deno sandbox did not start: {err.strip()[-500:]}")
 
-    def stop(self) -> None:
-        """Kill the process (if any); the next call starts a fresh one."""
-        if self._finalizer is not None:
+    def stop(self) -> str:
+        """Kill the process (if any) and return what it printed last; the next call starts anew."""
+        left = ""
+        if self.proc is not None and self._finalizer is not None:
+            _terminate(self.proc)
+            left = self._output.take(None, 2)
             self._finalizer()
         self.proc, self._finalizer = None, None
+        return left
 
     @property
     def pid(self) -> int | None:
@@ -137,20 +148,26 @@ class Sandbox:
     # -- channel ---------------------------------------------------------------------------
     def _send(self, msg: dict[str, Any]) -> None:
         data = (json.dumps(msg, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._w, view):]
+        self._sock.sendall(data)
 
     def _recv(self, deadline: float) -> dict[str, Any] | None:
         """The next message, or None on timeout or when the process is gone."""
         while b"\n" not in self._rbuf:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._r], [], [], left)[0]:
+            ready = select.select([self._r, *self._output.open], [], [], max(left, 0))[0]
+            if not ready:
                 return None
-            chunk = os.read(self._r, 1 << 20)
-            if not chunk:
-                return None
-            self._rbuf += chunk
+            for fd in ready:
+                if fd != self._r:
+                    self._output.pump(fd)  # keep the tool's output flowing while we wait
+                    continue
+                try:
+                    chunk = os.read(self._r, 1 << 20)
+                except ConnectionResetError:
+                    chunk = b""
+                if not chunk:
+                    return None
+                self._rbuf += chunk
         line, self._rbuf = self._rbuf.split(b"\n", 1)
         return json.loads(line)
 
@@ -177,15 +194,14 @@ class Sandbox:
                     self._send({"t": "reply", "id": call_id, "seq": msg["seq"],
                                 **_serve(caps, msg["method"], msg.get("args") or [])})
                 elif msg.get("t") == "done" and msg.get("id") == call_id:
-                    logs = self._out.take(nonce, 5) + self._err.take(nonce, 5)
+                    logs = self._output.take(nonce, 5)
                     return self._outcome(msg, logs)
-        except BrokenPipeError:  # it died while we wrote to it, e.g. a ctx reply: same as above
+        except (BrokenPipeError, ConnectionResetError):  # it died while we wrote to it
             return self._died(deadline)
 
     def _died(self, deadline: float) -> Outcome:
         timed_out = time.monotonic() >= deadline and self.proc is not None and self.proc.poll() is None
-        self.stop()
-        logs = self._out.take(None, 2) + self._err.take(None, 2)
+        logs = self.stop()
         if timed_out:
             err = WorkbenchError("E_TIMEOUT", f"the call ran over {self.options.timeout:g} s and "
                                  "the sandbox was killed; the next call gets a fresh one",
@@ -280,15 +296,30 @@ def _tool_stack(stack: str, root: Path) -> str:
                      if prefix in line)
 
 
-def _kill(proc: subprocess.Popen[bytes], *fds: int) -> None:
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         proc.wait()
-    for fd in fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+
+
+def _accept(listener: socket.socket, proc: subprocess.Popen[bytes]) -> socket.socket:
+    """The host's connection; if Deno dies first, a socket that reads EOF (so start fails)."""
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline:
+        if select.select([listener], [], [], 0.05)[0]:
+            return listener.accept()[0]
+    a, b = socket.socketpair()
+    b.close()
+    return a
+
+
+def _kill(proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
+    """Kill the process and close every channel to it (also run when a Sandbox is collected)."""
+    _terminate(proc)
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    sock.close()
