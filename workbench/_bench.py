@@ -8,14 +8,16 @@ import random
 import secrets
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from ._errors import UsageError, WorkbenchError
 from ._result import CallResult, to_json, why_not_json
 from .ctx import Capabilities, CallSession, desktop_has_trash, prepare
 from .ctx import history as _history
 from .gem import load_manifest
-from .providers import default_state_dir, make_providers
+from ._email import BenchEmail
+from .providers import default_state_dir, make_mailbox, make_providers
+from .providers.mailmock import MockMailbox
 from .runners.deno import Sandbox, SandboxOptions
 
 if TYPE_CHECKING:
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
     from .gem import Manifest, ToolSpec
     from .inspect.snapshot import Snapshot
-    from .providers import Providers
+    from .providers import Mailbox, Providers
 
 
 def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "mock",
@@ -31,7 +33,9 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
          state_dir: str | os.PathLike[str] | None = None, conversation: bool = True,
          strict: bool = False, headless: bool | None = None,
          reuse: Literal["always", "never", "random"] = "always", timeout: float = 30.0,
-         memory_mb: int = 512) -> "Bench":
+         memory_mb: int = 512,
+         mailbox: "str | os.PathLike[str] | Mailbox | Mapping[str, str | os.PathLike[str]] | None"
+         = None) -> "Bench":
     """Open the gem folder at `path` on mock or real providers.
 
     providers: "mock", "real", or per capability, e.g. {"files": "real", "storage": "mock"}.
@@ -46,10 +50,17 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         "always" (fast; the default), "never", or "random" (flushes out tools that keep state
         in memory, which the platform does not promise to keep).
     timeout, memory_mb: per-call wall clock (seconds) and V8 heap limit of the Deno sandbox.
+    mailbox: what ctx.email reads. Default: the mock, from the gem's fixtures/mailbox.json if
+        present, else empty. A path to a `.json` list of messages or a folder of `.eml` files
+        (mock, in memory), a Maildir folder or an mbox file (read in place), {account id:
+        path}, or a Mailbox object (e.g. an IMAP mailbox). No account is allowed until
+        `bench.email.allow(...)` (E2).
     """
     manifest = load_manifest(path)
+    mail = make_mailbox(mailbox, gem_root=manifest.root)
     provs = make_providers(manifest.id, providers, workspace=Path(workspace) if workspace else None,
                            state_dir=Path(state_dir) if state_dir else None)
+    provs.mailbox = mail
     if reuse not in ("always", "never", "random"):
         raise UsageError(f"reuse={reuse!r}: use 'always', 'never' or 'random'")
     try:
@@ -61,6 +72,20 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         provs.data_db.close()
         provs.sql_db.close()
         raise
+
+
+def _explain_missing_email(err: WorkbenchError, tool: "ToolSpec",
+                           manifest: "Manifest") -> WorkbenchError:
+    """A JS tool without email permission has no ctx.email: say why its TypeError happened."""
+    if (err.code == "E_TOOL_ERROR" and tool.language != "python" and "undefined" in err.message
+            and any(f"'{m}'" in err.message for m in ("listSince", "getMessage"))
+            and not manifest.email_allowed(tool)):
+        from .ctx.email import permission_error
+
+        hint = permission_error(manifest, tool)
+        return WorkbenchError(err.code, f"{err.message} — ctx.email is undefined: {hint.message}",
+                              **err.details, missing=hint.details["missing"])
+    return err
 
 
 def _seed_memory(store: Any, folder: Path) -> None:
@@ -93,6 +118,9 @@ class Bench:
         prepare(providers, manifest)
         if providers.kind["files"] == "mock" and seed is not None and seed.is_dir():
             _seed_memory(providers.files, seed)
+        if providers.mailbox is None:
+            providers.mailbox = MockMailbox()
+        self.email = BenchEmail(self)  # allowed accounts, mock mail, new-mail events
 
     def __repr__(self) -> str:
         kinds = ", ".join(f"{k}={v}" for k, v in self.providers.kind.items())
@@ -182,7 +210,8 @@ class Bench:
     def _run(self, tool: "ToolSpec", args: Any, res: CallResult) -> None:
         session = CallSession(call_id=res.call_id, tool=tool, manifest=self.manifest,
                               providers=self.providers, conversation=self.conversation,
-                              strict=self.strict, trash=not self.headless)
+                              strict=self.strict, trash=not self.headless,
+                              email_grant=self.email.grant)
         caps = Capabilities(session)
         fresh = self.reuse == "never" or (self.reuse == "random" and self._rng.random() < 0.5)
         caps.begin()
@@ -192,7 +221,9 @@ class Bench:
 
                 outcome = python.run(tool, args, caps, fresh=fresh)
             elif tool.language in ("javascript", "typescript"):
-                outcome = self.sandbox.call(tool.file, args, caps, fresh=fresh, meta={})
+                # E1: a JS tool without email permission gets no ctx.email at all
+                meta = {"email": True} if self.manifest.email_allowed(tool) else {}
+                outcome = self.sandbox.call(tool.file, args, caps, fresh=fresh, meta=meta)
             else:
                 outcome = None
                 res.error = WorkbenchError("E_UNSUPPORTED", f"{tool.rel_file}: .wasm tools are "
@@ -205,7 +236,7 @@ class Bench:
         if outcome is not None:
             res.logs = outcome.logs
             if outcome.error is not None:
-                res.error = outcome.error
+                res.error = _explain_missing_email(outcome.error, tool, self.manifest)
             else:
                 res.value, res.error = to_json(outcome.value)
 
@@ -264,6 +295,13 @@ class Bench:
         from .inspect import frames
 
         return frames.query(self.providers.sql_db, query, params)
+
+    def mailbox(self) -> "pd.DataFrame":
+        """Every message's envelope, all accounts (allowed or not), ordered by (date, accountId,
+        id): accountId, id, subject, fromAddr, toAddrs, date (datetime, UTC), date_ms."""
+        from .inspect import frames
+
+        return frames.mailbox(self.email.envelopes())
 
     def calls(self) -> "pd.DataFrame":
         from .inspect import frames

@@ -1,8 +1,9 @@
 """The ctx layer: every platform rule, once, above the providers.
 
-`Capabilities` holds one call's ctx.files / ctx.data / ctx.storage; `call("files.read", …)` is
-the single entry both runners use (Python in-process via `python_ctx`, Deno over RPC), so the
-trace, the rules and the errors are identical whichever language the tool is written in.
+`Capabilities` holds one call's ctx.files / ctx.data / ctx.storage / ctx.email;
+`call("files.read", …)` is the single entry both runners use (Python in-process via
+`python_ctx`, Deno over RPC), so the trace, the rules and the errors are identical whichever
+language the tool is written in.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from . import history as _history
 from . import storage as _storage
 from ._session import CallSession
 from .data import Data
+from .email import METHODS as EMAIL_METHODS
+from .email import Email, Grant
 from .files import Files, desktop_has_trash
 from .storage import KV, SQL
 
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
     from ..gem import Manifest
     from ..providers import Providers
 
-__all__ = ["Capabilities", "CallSession", "PythonCtx", "desktop_has_trash", "prepare"]
+__all__ = ["Capabilities", "CallSession", "Grant", "PythonCtx", "desktop_has_trash", "prepare"]
 
 FILES = ("list", "stat", "read", "write", "mkdir", "move", "delete")
 COLLECTION = ("insert", "get", "update", "delete", "find", "count")
@@ -44,16 +47,18 @@ ROUTES: dict[str, tuple[str, str]] = {
     **{f"data.{m}": ("data", m) for m in COLLECTION},
     **{f"storage.kv.{m}": ("kv", m) for m in KV_METHODS},
     **{f"storage.sql.{m}": ("sql", m) for m in SQL_METHODS},
+    **{f"email.{m}": ("email", m) for m in EMAIL_METHODS},
 }
 
 
 class Capabilities:
-    """The ctx methods of one call, addressed by name ("files.read", "data.insert", …)."""
+    """The ctx methods of one call, addressed by name ("files.read", "email.listSince", …)."""
 
     def __init__(self, session: CallSession) -> None:
         self.session = session
         self.files, self.data = Files(session), Data(session)
         self.kv, self.sql = KV(session), SQL(session)
+        self.email = Email(session)
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run a ctx method by name, traced; the one door into the ctx layer."""
@@ -139,3 +144,9 @@ class PythonCtx:
     def storage(self) -> SimpleNamespace:
         return SimpleNamespace(kv=self._ns("storage.kv", KV_METHODS),
                                sql=self._ns("storage.sql", SQL_METHODS))
+
+    @functools.cached_property
+    def email(self) -> _Methods:
+        """ctx.email (E1–E6). Present for every Python tool; without the manifest's email
+        permission each call raises E_PERM_DENIED naming the missing fields."""
+        return self._ns("email", EMAIL_METHODS)

@@ -17,6 +17,7 @@ from .._errors import WorkbenchError
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
     from ..providers import Providers
+    from .email import Grant
 
 _ARG_PREVIEW = 160
 
@@ -67,6 +68,7 @@ class CallSession:
     trace: list[dict[str, Any]] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     _flushers: list[Callable[[], None]] = field(default_factory=list)
+    email_grant: "Grant | None" = None   # E2: the accounts the user allowed (bench.email.allow)
 
     @property
     def run_root(self) -> str:

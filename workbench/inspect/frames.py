@@ -15,6 +15,7 @@ from ..ctx.data import table
 if TYPE_CHECKING:
     from .._result import CallResult
     from ..gem import Manifest
+    from ..providers.mail import Envelope
     from ..providers.base import FileStore
 
 FILE_COLUMNS = ["area", "path", "type", "size", "modified", "call_id", "hidden"]
@@ -86,4 +87,17 @@ def calls(results: "list[CallResult]") -> pd.DataFrame:
     df = pd.DataFrame(rows, columns=["call_id", "tool", "ok", "error", "message", "duration_ms",
                                      "ctx_calls", "violations", "started"])
     df["started"] = pd.to_datetime(df["started"], unit="s")
+    return df
+
+
+MAILBOX_COLUMNS = ["accountId", "id", "subject", "fromAddr", "toAddrs", "date", "date_ms"]
+
+
+def mailbox(envelopes: "list[Envelope]") -> pd.DataFrame:
+    """One row per message envelope; `date` as a UTC datetime, `date_ms` as ctx.email gives it."""
+    rows = [{"accountId": e.accountId, "id": e.id, "subject": e.subject, "fromAddr": e.fromAddr,
+             "toAddrs": list(e.toAddrs), "date": e.date, "date_ms": e.date} for e in envelopes]
+    df = pd.DataFrame(rows, columns=MAILBOX_COLUMNS)
+    df["date_ms"] = df["date_ms"].astype("int64")
+    df["date"] = pd.to_datetime(df["date_ms"], unit="ms").astype("datetime64[ns]")
     return df

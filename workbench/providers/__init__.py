@@ -6,13 +6,16 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
+
 from .base import Entry, FileStore
 from .folder import FolderFileStore
+from .mail import Mailbox
 from .memory import MemoryFileStore
 from .sqlite import open_database
 
-__all__ = ["Entry", "FileStore", "FolderFileStore", "MemoryFileStore", "Providers",
-           "default_state_dir", "make_providers", "open_database"]
+__all__ = ["Entry", "FileStore", "FolderFileStore", "Mailbox", "MemoryFileStore", "Providers",
+           "default_state_dir", "make_mailbox", "make_providers", "open_database"]
 
 
 def default_state_dir(gem_id: str) -> Path:
@@ -31,6 +34,7 @@ class Providers:
     data_db: sqlite3.Connection   # ctx.data, ctx.storage.kv, file history
     sql_db: sqlite3.Connection    # ctx.storage.sql: the gem's private database
     state_dir: Path | None
+    mailbox: Mailbox | None = None   # ctx.email's mail (see make_mailbox)
 
 
 def make_providers(gem_id: str, spec: str | dict[str, str], *, workspace: Path | None,
@@ -59,3 +63,55 @@ def make_providers(gem_id: str, spec: str | dict[str, str], *, workspace: Path |
         data_db=open_database(db_dir / "data.sqlite" if db_dir else None),
         sql_db=open_database(db_dir / "sql.sqlite" if db_dir else None),
         state_dir=state)
+
+
+def make_mailbox(spec: Any, *, gem_root: Path) -> Mailbox:
+    """The mailbox ctx.email reads, from `workbench.open(..., mailbox=spec)`.
+
+    None: the mock, from the gem's fixtures/mailbox.json if present, else empty.
+    A path: a `.json` file or a folder of `.eml` files -> mock (in memory; `bench.email.add`
+    works); a Maildir folder (or a folder of Maildirs) or an mbox file -> read in place.
+    {account id: Maildir folder or mbox file}: several real accounts. Any other object with
+    the Mailbox methods (an IMAP mailbox, …) is used as given.
+    """
+    from .._errors import GemLoadError, UsageError
+    from .maillocal import MaildirMailbox, MboxMailbox, is_maildir, local_mailbox
+    from .mailmock import MockMailbox
+
+    if spec is None:
+        fixture = gem_root / "fixtures" / "mailbox.json"
+        if not fixture.is_file():
+            return MockMailbox()
+        try:
+            return MockMailbox.from_json(fixture)
+        except ValueError as exc:  # also json.JSONDecodeError
+            raise GemLoadError(f"fixtures/mailbox.json: {exc}", file=str(fixture)) from None
+    if all(callable(getattr(spec, m, None)) for m in ("accounts", "envelopes_since", "message")):
+        return spec
+    if isinstance(spec, Mapping):
+        missing = [str(p) for p in spec.values() if not Path(p).exists()]
+        if missing:
+            raise UsageError(f"mailbox: {missing[0]} does not exist")
+        return local_mailbox(spec)
+    if not isinstance(spec, (str, os.PathLike)):
+        raise UsageError(f"mailbox={spec!r}: give a path (mailbox.json, a folder of .eml files, a "
+                         "Maildir, an mbox file), {account: path}, or a Mailbox object")
+    path = Path(spec)
+    try:
+        if path.is_file() and path.suffix.lower() == ".json":
+            return MockMailbox.from_json(path)
+        if path.is_file():
+            with path.open("rb") as fp:
+                head = fp.read(5)
+            if head and head != b"From ":
+                raise UsageError(f"mailbox: {path} is not an mbox file (it does not start with a "
+                                 "'From ' line)")
+            return MboxMailbox(path)
+        if path.is_dir():
+            subs = [p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")]
+            if is_maildir(path) or (subs and all(is_maildir(p) for p in subs)):
+                return MaildirMailbox(path)
+            return MockMailbox.from_eml(path)
+    except ValueError as exc:
+        raise UsageError(f"mailbox: {path}: {exc}", file=str(path)) from None
+    raise UsageError(f"mailbox: {path} does not exist")

@@ -52,8 +52,12 @@ function makeCtx(callId: string, meta: Record<string, unknown>) {
   const ns = (prefix: string, names: string[], ...bound: unknown[]) =>
     Object.freeze(Object.fromEntries(names.map((m) => [m, (...args: unknown[]) =>
       call(`${prefix}.${m}`, [...bound, ...args])])));
+  // meta.email (set by the bench from the manifest, E1) is the only way ctx.email exists:
+  // a tool without the permission finds it undefined, as on the platform
+  const { email, ...rest } = meta;
   return Object.freeze({
-    ...meta,
+    ...rest,
+    ...(email === true ? { email: ns("email", ["listSince", "getMessage"]) } : {}),
     files: ns("files", ["list", "stat", "read", "write", "mkdir", "move", "delete"]),
     // collection() is synchronous on the platform: the ctx layer checks the name (D1) on use
     data: Object.freeze({

@@ -1,0 +1,125 @@
+"""bench.email: the user's side of ctx.email — allowed accounts, mock mail, new-mail events."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from ._errors import UsageError
+from .ctx import Grant
+from .providers.mailmock import MockClock, MockMailbox
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ._bench import Bench
+    from ._result import CallResult
+    from .jupyter.replay import ReplayView
+    from .providers.mail import Envelope, Mailbox
+
+NEW_MESSAGE = "email.onNewMessage"
+
+
+class BenchEmail:
+    """`bench.email`: what the user decides and what the world does, outside any tool call.
+
+    allow("all" | [ids]) picks the accounts the gem may read (E2; none at open);
+    add(msgs) puts mail into the mock mailbox; arrive(msgs) adds it and fires the manifest's
+    `email.onNewMessage` triggers (E6); clock dates mail added without a date.
+    """
+
+    def __init__(self, bench: "Bench") -> None:
+        self._bench = bench
+        self.grant = Grant()
+        mailbox = bench.providers.mailbox
+        self._clock = mailbox.clock if isinstance(mailbox, MockMailbox) else MockClock()
+
+    def __repr__(self) -> str:
+        return f"<bench.email {self.mailbox!r}, allowed={self.allowed!r}>"
+
+    @property
+    def mailbox(self) -> "Mailbox":
+        """The provider ctx.email reads (mock, Maildir, mbox, IMAP, …)."""
+        mailbox = self._bench.providers.mailbox
+        assert mailbox is not None
+        return mailbox
+
+    @property
+    def accounts(self) -> list[str]:
+        """Every account of the mailbox, allowed or not."""
+        return list(self.mailbox.accounts())
+
+    def allow(self, accounts: "str | Iterable[str]") -> None:
+        """Choose the accounts the gem may read, as the user does on the gem's page (E2).
+
+        "all": every account, including ones added later; a list of ids: exactly those (it
+        replaces the previous choice; `allow([])` allows none). A single id may be given as a
+        string (an account named "all" must then be given in a list).
+        """
+        self.grant.set(accounts)
+
+    @property
+    def allowed(self) -> "str | list[str]":
+        """"all" or the list of allowed account ids (empty at open)."""
+        return self.grant.allowed
+
+    @property
+    def clock(self) -> MockClock:
+        """The mock clock: `now()`, `advance(ms=1000)`, `set(ms)` (ms since the epoch)."""
+        return self._clock
+
+    def add(self, messages: "dict[str, Any] | list[dict[str, Any]]") -> list[dict[str, Any]]:
+        """Put mail into the mock mailbox; returns the envelopes added.
+
+        Each message is shaped as getMessage returns it ({accountId, id, subject, fromAddr,
+        toAddrs, date, body, attachments}); missing `id` → a new one; missing `accountId` →
+        the only account, if there is one; missing `date` → the clock advanced by one second
+        (so it is the newest mail). Give `date` to choose it, e.g. equal dates.
+        """
+        mailbox = self.mailbox
+        if not isinstance(mailbox, MockMailbox):
+            raise UsageError(f"bench.email.add needs the mock mailbox; this bench reads {mailbox!r}")
+        try:
+            return [e.to_json() for e in mailbox.add_dicts(messages)]
+        except ValueError as exc:
+            raise UsageError(f"bench.email.add: {exc}") from None
+
+    def triggers(self) -> list[str]:
+        """The tools the manifest runs on `email.onNewMessage`, in manifest order."""
+        return [t["tool"] for t in self._bench.manifest.raw.get("triggers", ())
+                if t.get("event") == NEW_MESSAGE]
+
+    def arrive(self, messages: "dict[str, Any] | list[dict[str, Any]]") -> "list[CallResult]":
+        """add(), then E6: each trigger tool is called with each new message's envelope only.
+
+        Only mail of allowed accounts fires events (the gem cannot learn of other mail). Each
+        event is a normal `bench.call`, so it is in `bench.calls()`; returns their results.
+        """
+        added = self.add(messages)
+        tools = self.triggers()
+        return [self._bench.call(tool, envelope) for envelope in added
+                if self.grant.allows(envelope["accountId"]) for tool in tools]
+
+    def envelopes(self) -> "list[Envelope]":
+        """Every envelope of every account, ordered by (date, accountId, id)."""
+        mailbox = self.mailbox
+        out = [e for a in mailbox.accounts() for e in mailbox.envelopes_since(a, -1, 2**62)]
+        return sorted(out, key=lambda e: (e.date, e.accountId, e.id))
+
+    def replay_run(self, tool: str, *, steps: int | None = None,
+                   arrivals: "dict[int, Any] | None" = None,
+                   rewinds: "dict[int, Any] | None" = None, cursor_key: str = "cursor",
+                   events: bool = False, input: Any = None) -> "pd.DataFrame":
+        """Call `tool` repeatedly; one row per message: processed once / twice+ / never, lost
+        (see `workbench.inspect.replay.replay_run`); warnings in `df.attrs["warnings"]`."""
+        from .inspect.replay import replay_run
+
+        return replay_run(self._bench, tool, steps=steps, arrivals=arrivals, rewinds=rewinds,
+                          cursor_key=cursor_key, events=events, input=input)
+
+    def replay(self, tool: str, *, cursor_key: str = "cursor", input: Any = None,
+               events: bool = False) -> "ReplayView":
+        """The replay widget: the mailbox as a timeline with the stored cursor; Step, Run to
+        end, Rewind, Arrive (see `workbench.jupyter.replay`)."""
+        from .jupyter.replay import replay
+
+        return replay(self._bench, tool, cursor_key=cursor_key, input=input, events=events)

@@ -1,0 +1,191 @@
+"""ctx.email (E1–E6): the rules, once, over any Mailbox provider and for both runners.
+
+E1 the tool may read email only with `"email": {"read": true}` at the manifest's top level
+   (or the draft shorthand `"email": true`) and in its own permissions; otherwise every call
+   is E_PERM_DENIED naming both fields (JS tools get no `ctx.email` at all).
+E2 only accounts the user allowed (`bench.email.allow(...)`): none at open; "all" also covers
+   accounts added later; any other account is E_PERM_DENIED naming it.
+E3 read-only: there is no method that sends, moves or deletes.
+E4 `listSince({accountId?, since=0, limit=20})`: envelopes with date > since, oldest first,
+   ordered by (date, accountId, id); `cursor` = the latest date returned (= `since` when none);
+   no accountId = every allowed account, merged. `limit` is an integer >= 1; over 200 it is
+   capped at 200 (the workbench's reading of "max 200": it does not fail).
+E5 `getMessage({accountId, id})`: envelope + `body` (plain text) + `attachments`
+   [{filename, mimeType, sizeBytes}] without content; an unknown id is E_NOT_FOUND.
+E6 `email.onNewMessage` triggers get the envelope only (`bench.email.arrive`, in `_email.py`).
+
+Options may be given as one object (as in JS) or as Python keywords; `null` means absent;
+an unknown option is E_INVALID_ARGUMENT (a typo would otherwise widen the query silently).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import TYPE_CHECKING, Any, Iterable
+
+from .._errors import UsageError, WorkbenchError
+
+if TYPE_CHECKING:
+    from ..gem import Manifest, ToolSpec
+    from ..providers.mail import Envelope, Mailbox
+    from ._session import CallSession
+
+DEFAULT_LIMIT, MAX_LIMIT = 20, 200
+METHODS = ("listSince", "getMessage")
+
+
+class Grant:
+    """E2: the accounts the user allowed on the gem's page. None at install."""
+
+    def __init__(self) -> None:
+        self.all = False
+        self.ids: tuple[str, ...] = ()
+
+    def set(self, accounts: "str | Iterable[str] | None") -> None:
+        if accounts == "all":
+            self.all, self.ids = True, ()
+            return
+        if accounts is None:
+            accounts = ()
+        elif isinstance(accounts, str):
+            accounts = (accounts,)
+        ids = tuple(accounts)
+        if not all(isinstance(a, str) and a for a in ids):
+            raise UsageError(f"allow({accounts!r}): give 'all' or a list of account ids (strings)")
+        self.all, self.ids = False, tuple(dict.fromkeys(ids))
+
+    @property
+    def allowed(self) -> "str | list[str]":
+        return "all" if self.all else list(self.ids)
+
+    def allows(self, account: str) -> bool:
+        return self.all or account in self.ids
+
+    def accounts(self, mailbox: "Mailbox") -> list[str]:
+        """The allowed accounts the mailbox holds now, in the mailbox's order."""
+        return [a for a in mailbox.accounts() if self.allows(a)]
+
+    def __repr__(self) -> str:
+        return f"<Grant {self.allowed!r}>"
+
+
+def _grants_read(perms: Any) -> bool:
+    email = perms.get("email") if isinstance(perms, dict) else None
+    return email is True or (isinstance(email, dict) and email.get("read") is True)
+
+
+def permission_error(manifest: "Manifest", tool: "ToolSpec") -> WorkbenchError:
+    """E1's error, naming the manifest fields that are missing."""
+    index = next((i for i, t in enumerate(manifest.raw.get("tools", ())) if t.get("name") == tool.name), 0)
+    missing = []
+    if not (manifest.raw.get("email") is True or _grants_read(manifest.permissions)):
+        missing.append('/permissions/email (top level: {"read": true}, or the Gem Studio draft '
+                       'shorthand "email": true)')
+    if not _grants_read(tool.permissions):
+        missing.append(f'/tools/{index}/permissions/email ({{"read": true}} on tool {tool.name!r})')
+    return WorkbenchError("E_PERM_DENIED", f"tool {tool.name!r} has no email permission (E1): "
+                          f"manifest.json needs {' and '.join(missing)}",
+                          field="permissions.email", missing=[m.split(" ", 1)[0] for m in missing])
+
+
+def _options(method: str, options: Any, kwargs: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise WorkbenchError("E_INVALID_ARGUMENT", f"email.{method} takes one options object "
+                             f"{{{', '.join(names)}}}, got {type(options).__name__}", field="options")
+    merged = {k: v for k, v in {**options, **kwargs}.items() if v is not None}
+    unknown = sorted(set(merged) - set(names))
+    if unknown:
+        raise WorkbenchError("E_INVALID_ARGUMENT", f"email.{method} has no option {unknown[0]!r} "
+                             f"(options: {', '.join(names)})", field=unknown[0])
+    return merged
+
+
+def _account(value: Any, *, required: bool) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise WorkbenchError("E_INVALID_ARGUMENT", "accountId must be a string (an account id from "
+                             f"listSince), got {'nothing' if value is None else type(value).__name__}",
+                             field="accountId")
+    return value
+
+
+def _since(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise WorkbenchError("E_INVALID_ARGUMENT", "since must be a number: a date in ms since the "
+                             f"epoch, as listSince's cursor, got {value!r}", field="since")
+    return value
+
+
+def _limit(value: Any) -> int:
+    integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not integral or value < 1:
+        raise WorkbenchError("E_INVALID_ARGUMENT", f"limit must be an integer >= 1 (at most "
+                             f"{MAX_LIMIT} are returned), got {value!r}", field="limit")
+    return min(int(value), MAX_LIMIT)
+
+
+class Email:
+    """ctx.email for one call."""
+
+    def __init__(self, session: "CallSession") -> None:
+        self.s = session
+
+    def _mailbox(self) -> "tuple[Mailbox, Grant]":
+        s = self.s
+        if not s.manifest.email_allowed(s.tool):
+            raise permission_error(s.manifest, s.tool)
+        mailbox, grant = s.providers.mailbox, s.email_grant
+        if mailbox is None or grant is None:  # a session made without a bench: nothing allowed
+            from ..providers.mailmock import MockMailbox
+
+            mailbox, grant = mailbox or MockMailbox(), grant or Grant()
+        return mailbox, grant
+
+    def _check(self, grant: Grant, account: str) -> None:
+        if not grant.allows(account):
+            allowed = "none" if not grant.ids else ", ".join(grant.ids)
+            raise WorkbenchError("E_PERM_DENIED", f"account {account!r} is not allowed for this "
+                                 f"gem (E2; allowed: {allowed}); the user chooses accounts on the "
+                                 "gem's page: bench.email.allow([...]) or allow('all')",
+                                 field="accountId", accountId=account)
+
+    def listSince(self, options: Any = None, /, **kwargs: Any) -> dict[str, Any]:
+        """{messages: [envelope], cursor}: envelopes with date > since, oldest first (E4)."""
+        mailbox, grant = self._mailbox()
+        opts = _options("listSince", options, kwargs, ("accountId", "since", "limit"))
+        account = _account(opts.get("accountId"), required=False)
+        since = _since(opts.get("since", 0))
+        limit = _limit(opts.get("limit", DEFAULT_LIMIT))
+        if account is not None:
+            self._check(grant, account)
+            accounts = [account] if account in mailbox.accounts() else []
+        else:
+            accounts = grant.accounts(mailbox)
+        floor = math.floor(since)  # dates are whole ms: date > since <=> date > floor(since)
+        pages: list[list["Envelope"]] = [mailbox.envelopes_since(a, floor, limit) for a in accounts]
+        merged = heapq.merge(*pages, key=lambda e: (e.date, e.accountId, e.id))
+        messages = [e.to_json() for _, e in zip(range(limit), merged)]
+        cursor = messages[-1]["date"] if messages else since
+        return {"messages": messages, "cursor": cursor}
+
+    def getMessage(self, options: Any = None, /, **kwargs: Any) -> dict[str, Any]:
+        """The envelope plus `body` (plain text) and `attachments` metadata, no content (E5)."""
+        mailbox, grant = self._mailbox()
+        opts = _options("getMessage", options, kwargs, ("accountId", "id"))
+        account = _account(opts.get("accountId"), required=True)
+        assert account is not None
+        id_ = opts.get("id")
+        if not isinstance(id_, str):
+            raise WorkbenchError("E_INVALID_ARGUMENT", "id must be a string (a message id from "
+                                 f"listSince), got {'nothing' if id_ is None else type(id_).__name__}",
+                                 field="id")
+        self._check(grant, account)
+        msg = mailbox.message(account, id_) if account in mailbox.accounts() else None
+        if msg is None:
+            raise WorkbenchError("E_NOT_FOUND", f"no message {id_!r} in account {account!r}",
+                                 field="id", accountId=account, id=id_)
+        return msg.to_json()
