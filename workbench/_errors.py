@@ -34,6 +34,7 @@ CODES: dict[str, str] = {
     "E_USAGE": "the workbench API was used wrongly",
     "E_INTERNAL": "the workbench itself failed (a bug or a broken provider): please report it",
     "E_UNSUPPORTED": "the workbench does not run this kind of tool (.wasm)",
+    "E_MAILBOX": "the mail server cannot be reached, refused the login, or broke off",
 }
 
 

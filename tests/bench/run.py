@@ -18,6 +18,8 @@ from collections.abc import Callable
 from deno import find_deno_bin
 
 import bench_deno as bd
+import bench_email as be
+import bench_imap as bi
 import bench_kernel as bk
 import benchmarks as b
 from benchlib import FULL, QUICK, Figures, Sizes
@@ -92,6 +94,24 @@ def kernel_start(f: Figures) -> Report:
             f["ratio"] <= 1.2)
 
 
+def imap_page(f: Figures) -> Report:
+    return (f"IMAP page of 200 envelopes from Dovecot on loopback ({_docs(f['messages'])} "
+            f"messages, IMAPS): cold {f['cold_ms']:.1f} ms (new connection; raw imaplib connect + "
+            f"login + UID FETCH 1:200 {f['cold_raw_ms']:.1f} ms) {f['cold_ratio']:.2f}×; warm "
+            f"{f['warm_ms']:.2f} ms, cache emptied {f['uncached_ms']:.2f} ms (raw UID FETCH 1:200 "
+            f"on an open connection {f['raw_ms']:.2f} ms) {f['warm_ratio']:.2f}×, "
+            f"{f['uncached_ratio']:.2f}×  target: none, reported", True)
+
+
+def list_since(f: Figures) -> Report:
+    return (f"email.listSince page on a {_docs(f['messages'])}-message mock mailbox (2 accounts), "
+            f"median/call: limit 20 {f['l20_ms']:.3f} ms (ctx layer per trace "
+            f"{f['l20_trace_ms']:.3f} ms; raw bisect + slice + dicts on one sorted list "
+            f"{f['l20_raw_ms']:.3f} ms) {f['l20_ratio']:.1f}×; limit 200 {f['l200_ms']:.3f} ms "
+            f"(trace {f['l200_trace_ms']:.3f} ms; raw {f['l200_raw_ms']:.3f} ms) "
+            f"{f['l200_ratio']:.1f}×  target <= 1 ms", max(f["l20_ms"], f["l200_ms"]) <= 1)
+
+
 Benchmark = tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]
 BENCHMARKS: dict[str, Benchmark] = {
     "call_overhead": (b.bench_call_overhead, call_overhead),
@@ -103,6 +123,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "deno_cold_start": (bd.bench_cold_start, cold_start),
     "deno_warm_call": (bd.bench_warm_call, warm_call),
     "deno_ctx_round_trip": (bd.bench_ctx_round_trip, ctx_round_trip),
+    "email_list_since": (be.bench_list_since, list_since),
+    "imap_page": (bi.bench_imap_page, imap_page),
     "kernel_start": (bk.bench_kernel_start, kernel_start),
 }
 

@@ -11,7 +11,8 @@ from run import BENCHMARKS, Benchmark
 
 
 @pytest.mark.parametrize("benchmark", [
-    pytest.param(b, id=name, marks=[pytest.mark.deno] if name.startswith("deno_") else [])
+    pytest.param(b, id=name, marks=[pytest.mark.deno] if name.startswith("deno_") else
+                 [pytest.mark.imap] if name.startswith("imap_") else [])
     for name, b in BENCHMARKS.items()])
 def test_benchmark_reports_positive_figures(benchmark: Benchmark) -> None:
     bench, report = benchmark

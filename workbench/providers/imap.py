@@ -1,0 +1,380 @@
+"""The IMAP mailbox provider: one folder of one IMAP account, read-only (stdlib imaplib).
+
+    box = ImapMailbox("imap.example.com", user="ann@example.com")  # password from env/keyring
+    box.envelopes_since("ann@example.com", 0, 20)
+
+Ids are UIDs as strings. They are valid for one UIDVALIDITY of the folder: if the server changes
+it (the folder was recreated), old ids may name other messages or none, and the envelope cache is
+dropped (checked at each connect: Dovecot keeps serving a folder deleted under an open session).
+Dates are INTERNALDATEs (arrival, whole seconds) in ms, not the Date header mailparse reads for
+Maildir and mbox: SEARCH SINCE and SORT (ARRIVAL) work on INTERNALDATE, and cursors must agree
+with them. Addresses and bodies follow mailparse's readings (bare addresses; its text decoding).
+
+Reading never changes the mailbox: the folder is opened with EXAMINE and bodies are fetched with
+BODY.PEEK, so \\Seen is never set. Attachment content is never fetched: sizes come from
+BINARY.SIZE (or an estimate from BODYSTRUCTURE when the server lacks BINARY).
+"""
+
+from __future__ import annotations
+
+import heapq
+import imaplib
+import os
+import re
+import ssl as _ssl
+import threading
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
+from .._errors import WorkbenchError
+from . import _imap_wire as wire
+from .mail import Attachment, Envelope, Message
+
+T = TypeVar("T")
+DAY_MS = 86_400_000
+ENV_VAR = "GEM_WORKBENCH_IMAP_PASSWORD"
+KEYRING_SERVICE = "gem-workbench-imap"
+ENVELOPE_ITEMS = "(UID INTERNALDATE ENVELOPE RFC822.SIZE)"
+MAX_TEXT_BYTES = 5_000_000    # a text part bigger than this is cut: it is a body, not a file
+MAX_CACHED_ENVELOPES = 50_000  # dates are kept for every UID seen; envelopes up to this many
+
+
+class _Secret:
+    """Holds the password so that repr, str, vars() dumps and pickle never show it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<hidden>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a password is not pickled")
+
+
+class ImapMailbox:
+    """One IMAP folder as a Mailbox; `ssl`: True (IMAPS, port 993), "starttls" or False (143).
+
+    `password=None` reads GEM_WORKBENCH_IMAP_PASSWORD_<ACCOUNT> (account id upper-cased, other
+    characters as "_"), then GEM_WORKBENCH_IMAP_PASSWORD, then keyring (service
+    "gem-workbench-imap", username "user@host") if installed, at each connect, so nothing needs
+    to be written in a notebook. `ssl_context` defaults to a verifying one.
+    """
+
+    use_sort = True  # SORT (ARRIVAL) when the server offers it; False: SEARCH + all dates
+
+    def __init__(self, host: str, port: int | None = None, *, user: str,
+                 password: str | None = None, account_id: str | None = None,
+                 ssl: bool | Literal["starttls"] = True, ssl_context: _ssl.SSLContext | None = None,
+                 folder: str = "INBOX", timeout: float = 30.0) -> None:
+        if ssl not in (True, False, "starttls"):
+            raise WorkbenchError("E_INVALID_ARGUMENT",
+                                 f"ssl={ssl!r}: use True, 'starttls' or False")
+        self.host, self.user, self.folder, self.ssl, self.timeout = host, user, folder, ssl, timeout
+        self.port = port if port is not None else (993 if ssl is True else 143)
+        self.account_id = account_id or user
+        self.ssl_context = ssl_context
+        self._secret = _Secret(password) if password is not None else None
+        self._init_state()
+
+    def _init_state(self) -> None:
+        self._conn: imaplib.IMAP4 | None = None
+        self._lock = threading.RLock()
+        self._uidvalidity: bytes | None = None
+        self._dates: dict[int, int] = {}          # uid -> INTERNALDATE ms (never changes)
+        self._envelopes: dict[int, Envelope] = {}
+        self._binary = False                      # server has BINARY (RFC 3516)
+        self._sort = False                        # server has SORT (RFC 5256)
+
+    def __repr__(self) -> str:
+        return (f"ImapMailbox(host={self.host!r}, port={self.port}, user={self.user!r}, "
+                f"account_id={self.account_id!r}, ssl={self.ssl!r}, folder={self.folder!r})")
+
+    def __getstate__(self) -> dict[str, Any]:
+        # no password, no socket: an unpickled mailbox gets its password from env/keyring
+        keep = ("host", "port", "user", "folder", "ssl", "timeout", "account_id")
+        return {k: self.__dict__[k] for k in keep}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.ssl_context, self._secret = None, None
+        self._init_state()
+
+    def __enter__(self) -> ImapMailbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Log out and close the connection (the next call opens a new one)."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                try:
+                    conn.logout()
+                except (imaplib.IMAP4.error, OSError):
+                    _discard(conn)
+
+    # -- the Mailbox interface -------------------------------------------------------------
+
+    def accounts(self) -> list[str]:
+        return [self.account_id]
+
+    def envelopes_since(self, account: str, since: int, limit: int) -> list[Envelope]:
+        """Envelopes with INTERNALDATE > since (ms), ordered by (date, numeric UID), at most limit.
+
+        SINCE is day-granular (and in the server's time zone), so the search starts the day
+        before `since` and exact dates filter the rest. With SORT (RFC 5256) the server orders
+        the UIDs; without it the date of every UID found is fetched once and cached. Envelopes
+        are fetched for the page only, and cached by UID.
+        """
+        if account != self.account_id or limit <= 0:
+            return []
+        return self._run(lambda conn: self._page(conn, since, limit))
+
+    def message(self, account: str, id: str) -> Message | None:
+        """Envelope, plain-text body (only text parts are fetched) and attachment metadata."""
+        if account != self.account_id or not id.isdigit():
+            return None
+        return self._run(lambda conn: self._message(conn, int(id)))
+
+    # -- pages and messages ----------------------------------------------------------------
+
+    def _page(self, conn: imaplib.IMAP4, since: int, limit: int) -> list[Envelope]:
+        # mail that arrived meanwhile is announced only in reply to a command, and Dovecot's
+        # SEARCH does not see it before it was announced: NOOP first
+        self._check(conn.noop(), "NOOP")
+        self._note_uidvalidity(conn)
+        criteria = ["ALL"] if since < 2 * DAY_MS else ["SINCE", wire.imap_day(since - DAY_MS)]
+        for _ in range(3):  # a message expunged between SEARCH and FETCH: search again
+            page = self._page_uids(conn, since, limit, criteria)
+            self._fetch_envelopes(conn, [u for u in page if u not in self._envelopes])
+            gone = [u for u in page if u not in self._envelopes]
+            if not gone:
+                break
+            for u in gone:
+                self._dates.pop(u, None)
+        return [self._envelopes[u] for u in page if u in self._envelopes]
+
+    def _page_uids(self, conn: imaplib.IMAP4, since: int, limit: int,
+                   criteria: list[str]) -> list[int]:
+        """The page's UIDs in (date, uid) order: from SORT if the server has it, else from the
+        dates of every UID SEARCH found (each fetched once, then cached)."""
+        if self._sort:
+            # RFC 5256: ARRIVAL is the INTERNALDATE, ties in mailbox order, i.e. by UID
+            found = conn.uid("SORT", "(ARRIVAL)", "UTF-8", *criteria)
+            ordered = wire.numbers(self._check(found, "UID SORT"))
+            start = self._first_after(conn, ordered, since, limit)
+            return ordered[start:start + limit]
+        # imaplib skips a None argument: no CHARSET
+        found = conn.uid("SEARCH", None, *criteria)  # type: ignore[arg-type]
+        uids = wire.numbers(self._check(found, "UID SEARCH"))
+        self._fetch_dates(conn, [u for u in uids if u not in self._dates])
+        return [u for _, u in heapq.nsmallest(limit, ((self._dates[u], u) for u in uids
+                                                      if self._dates.get(u, -1) > since))]
+
+    def _first_after(self, conn: imaplib.IMAP4, ordered: list[int], since: int, step: int) -> int:
+        """Index of the first UID dated after `since` in a date-ordered list; dates are fetched
+        in chunks doubling from `step`, so a long run of older mail costs few round trips."""
+        start = 0
+        while start < len(ordered):
+            chunk = ordered[start:start + max(step, 1)]
+            self._fetch_dates(conn, [u for u in chunk if u not in self._dates])
+            for i, u in enumerate(chunk):
+                if self._dates.get(u, -1) > since:
+                    return start + i
+            start, step = start + len(chunk), step * 2
+        return len(ordered)
+
+    def _fetch_dates(self, conn: imaplib.IMAP4, uids: list[int]) -> None:
+        for uid_set in wire.uid_sets(uids):
+            data = self._check(conn.uid("FETCH", uid_set, "(UID INTERNALDATE)"), "UID FETCH")
+            self._dates.update(wire.fetch_dates(data))
+
+    def _fetch_envelopes(self, conn: imaplib.IMAP4, uids: list[int]) -> None:
+        for uid_set in wire.uid_sets(uids):
+            for item in self._fetch(conn, uid_set, ENVELOPE_ITEMS):
+                if "UID" in item and "ENVELOPE" in item and "INTERNALDATE" in item:
+                    self._remember(self._envelope(item))
+        while len(self._envelopes) > MAX_CACHED_ENVELOPES:  # oldest cached first
+            del self._envelopes[next(iter(self._envelopes))]
+
+    def _envelope(self, item: wire.Fetched) -> Envelope:
+        env = item["ENVELOPE"] if isinstance(item["ENVELOPE"], list) else []
+        env = env + [None] * (10 - len(env))
+        from_ = wire.addresses(env[2])
+        return Envelope(accountId=self.account_id, id=item["UID"].decode("ascii"),
+                        subject=" ".join(wire.text(env[1]).split()),
+                        fromAddr=from_[0] if from_ else "",
+                        toAddrs=wire.addresses(env[5]),
+                        date=wire.internaldate_ms(item["INTERNALDATE"]))
+
+    def _remember(self, envelope: Envelope) -> None:
+        uid = int(envelope.id)
+        self._envelopes[uid] = envelope
+        self._dates[uid] = envelope.date
+
+    def _message(self, conn: imaplib.IMAP4, uid: int) -> Message | None:
+        items = [i for i in self._fetch(conn, str(uid), "(UID INTERNALDATE ENVELOPE BODYSTRUCTURE)")
+                 if i.get("UID") == str(uid).encode() and "BODYSTRUCTURE" in i]
+        if not items:
+            return None
+        envelope = self._envelope(items[0])
+        self._remember(envelope)
+        texts, files = wire.leaves(items[0]["BODYSTRUCTURE"])
+        # only the text parts, and at most MAX_TEXT_BYTES of each; attachments: their size only
+        wanted = [f"BODY.PEEK[{p.section}]<0.{MAX_TEXT_BYTES}>" for p in texts]
+        encoded = [p for p in files if p.encoding in ("base64", "quoted-printable")]
+        if self._binary:
+            wanted += [f"BINARY.SIZE[{p.section}]" for p in encoded]
+        got: wire.Fetched = {}
+        if wanted:
+            for item in self._fetch(conn, str(uid), f"({' '.join(wanted)})"):
+                got.update(item)
+        bodies = [wire.part_text(p, wire.as_bytes(got.get(f"BODY[{p.section}]<0>",
+                                                          got.get(f"BODY[{p.section}]"))))
+                  for p in texts]
+        return Message(envelope=envelope, body="\n".join(b for b in bodies if b.strip()),
+                       attachments=tuple(Attachment(p.filename, p.mime, wire.decoded_size(p, got))
+                                         for p in files))
+
+    # -- connection ------------------------------------------------------------------------
+
+    def _where(self) -> str:
+        return f"{self.user}@{self.host}:{self.port}"
+
+    def _error(self, message: str) -> WorkbenchError:
+        return WorkbenchError("E_MAILBOX", message, host=self.host, port=self.port, user=self.user)
+
+    def _run(self, op: Callable[[imaplib.IMAP4], T]) -> T:
+        """Run op on the connection; if the connection dropped, reconnect and run it once more."""
+        with self._lock:
+            for attempt in (1, 2):
+                conn = self._conn or self._open()
+                try:
+                    return op(conn)
+                except (imaplib.IMAP4.abort, OSError) as e:
+                    self._conn = None
+                    _discard(conn)
+                    if attempt == 2:
+                        raise self._error(
+                            f"the connection to {self._where()} dropped twice ({e}): check the "
+                            "server and the network, then retry") from e
+                except imaplib.IMAP4.error as e:
+                    raise self._error(f"{self._where()} refused a command ({e})") from e
+                finally:
+                    if self._conn is not None:  # untagged responses pile up otherwise
+                        self._conn.untagged_responses.clear()
+            raise AssertionError("unreachable")
+
+    def _password(self) -> str:
+        if self._secret is not None:
+            return self._secret.value
+        specific = f"{ENV_VAR}_{re.sub(r'[^A-Za-z0-9]', '_', self.account_id).upper()}"
+        for var in (specific, ENV_VAR):
+            if os.environ.get(var):
+                return os.environ[var]
+        try:
+            import keyring  # optional: only when installed
+            found = keyring.get_password(KEYRING_SERVICE, f"{self.user}@{self.host}")
+        except Exception:  # not installed, or no usable keyring backend
+            found = None
+        if found:
+            return str(found)
+        raise self._error(
+            f"no password for {self._where()}: pass password=, set {specific} or {ENV_VAR}, or "
+            f"store it with keyring (service {KEYRING_SERVICE!r}, username "
+            f"'{self.user}@{self.host}')")
+
+    def _open(self) -> imaplib.IMAP4:
+        """Connect, log in, EXAMINE the folder; every failure is an E_MAILBOX naming what to do."""
+        password = self._password()
+        conn = self._connect()
+        try:
+            try:
+                conn.login(self.user, password)
+            except imaplib.IMAP4.error as e:
+                said = str(e).replace(password, "***") if password else str(e)
+                raise self._error(
+                    f"login as {self.user!r} on {self.host}:{self.port} failed ({said}): check "
+                    "the user name and the password (or the app password your provider "
+                    "wants)") from None
+            finally:
+                getattr(conn, "_cmd_log", {}).clear()  # imaplib keeps the LOGIN line for debugging
+            # the capabilities after login come with its reply (Dovecot adds BINARY then)
+            listed = b" ".join(c for c in conn.untagged_responses.pop("CAPABILITY", [])
+                             if isinstance(c, bytes)).decode("ascii", "replace").upper().split()
+            caps = set(listed) | set(conn.capabilities)
+            self._binary, self._sort = "BINARY" in caps, "SORT" in caps and self.use_sort
+            typ, data = conn.select(wire.quote(self.folder), readonly=True)
+            if typ != "OK":
+                raise self._error(
+                    f"cannot open folder {self.folder!r} of {self._where()} ({wire.said(data)}): "
+                    "check folder=")
+            self._note_uidvalidity(conn)
+        except BaseException:
+            _discard(conn)
+            raise
+        self._conn = conn
+        return conn
+
+    def _connect(self) -> imaplib.IMAP4:
+        where = f"{self.host}:{self.port}"
+        context = self.ssl_context or _ssl.create_default_context()
+        conn: imaplib.IMAP4 | None = None
+        try:
+            if self.ssl is True:
+                return imaplib.IMAP4_SSL(self.host, self.port, ssl_context=context,
+                                         timeout=self.timeout)
+            conn = imaplib.IMAP4(self.host, self.port, timeout=self.timeout)
+            if self.ssl == "starttls":
+                conn.starttls(context)
+            return conn
+        except _ssl.SSLCertVerificationError as e:
+            hint = (f"TLS certificate of {where} not trusted ({e.verify_message}): pass "
+                    "ssl_context= with its CA (ssl.create_default_context(cafile=...))")
+        except _ssl.SSLError as e:
+            hint = (f"TLS with {where} failed ({e.reason or e}): is {self.port} "
+                    f"{'an IMAPS' if self.ssl is True else 'a STARTTLS'} port? Try ssl=True "
+                    "(port 993) or ssl='starttls' (port 143)")
+        except ConnectionRefusedError:
+            hint = f"connection to {where} refused: is the IMAP server running, and the port right?"
+        except TimeoutError:
+            hint = (f"no IMAP greeting from {where} within {self.timeout:g} s: wrong port, or "
+                    "an IMAPS port opened without TLS (ssl=True)?")
+        except OSError as e:
+            hint = f"cannot reach {where} ({e}): check the host name and the network"
+        except imaplib.IMAP4.error as e:
+            hint = f"{where} did not start TLS ({e}): use ssl=True (IMAPS) or ask for STARTTLS"
+        if conn is not None:
+            _discard(conn)
+        raise self._error(f"{hint} [user {self.user!r}]")
+
+    def _note_uidvalidity(self, conn: imaplib.IMAP4) -> None:
+        _, data = conn.response("UIDVALIDITY")
+        value = data[-1] if data and data[-1] else None
+        if value is not None and value != self._uidvalidity:
+            if self._uidvalidity is not None:  # a recreated folder: cached UIDs mean nothing
+                self._dates.clear()
+                self._envelopes.clear()
+            self._uidvalidity = value
+
+    def _fetch(self, conn: imaplib.IMAP4, uid_set: str, items: str) -> list[wire.Fetched]:
+        return wire.parse_fetch(self._check(conn.uid("FETCH", uid_set, items), "UID FETCH"))
+
+    def _check(self, reply: tuple[str, list[Any]], what: str) -> list[Any]:
+        typ, data = reply
+        if typ != "OK":
+            raise self._error(f"{self._where()} answered {typ} to {what} ({wire.said(data)})")
+        return data
+
+
+def _discard(conn: imaplib.IMAP4) -> None:
+    """Close a connection that is broken or unwanted, whatever state its socket is in."""
+    try:
+        conn.shutdown()
+    except OSError:
+        pass
