@@ -59,6 +59,13 @@ def gem(tmp_path: Path) -> GemBuilder:
     return GemBuilder(tmp_path / "gem")
 
 
+@pytest.fixture
+def notes() -> Any:
+    """The example gem `notebooks/gems/notes` on mock providers."""
+    with workbench.open(EXAMPLE_GEM) as b:
+        yield b
+
+
 @pytest.fixture(params=["mock", "real"])
 def kind(request: pytest.FixtureRequest) -> str:
     """Every rule is tested against both providers: they must be indistinguishable."""

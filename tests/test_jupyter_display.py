@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import EXAMPLE_GEM
 
 import workbench
 from workbench.jupyter.display import MAX_HTML, bench_html, json_html, result_html
@@ -21,12 +20,6 @@ def handle(input, ctx):
         raise ValueError("bad <thing> & more")
     return input.get("value")
 """
-
-
-@pytest.fixture
-def notes():
-    with workbench.open(EXAMPLE_GEM) as b:
-        yield b
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import pytest
-from conftest import EXAMPLE_GEM
 
 import workbench
 from workbench.jupyter.forms import ToolForm
@@ -32,12 +31,6 @@ SCHEMA = {
     "required": ["name", "flag"],
     "additionalProperties": False,
 }
-
-
-@pytest.fixture
-def notes():
-    with workbench.open(EXAMPLE_GEM) as b:
-        yield b
 
 
 @pytest.fixture
