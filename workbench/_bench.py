@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from ._errors import UsageError, WorkbenchError
 from ._result import CallResult, to_json, why_not_json
-from .ctx import Capabilities, CallSession, desktop_has_trash, prepare
+from .ctx import Capabilities, CallSession, CtxCrash, desktop_has_trash, prepare
 from .ctx import history as _history
 from .gem import load_manifest
 from ._email import BenchEmail
@@ -35,7 +36,11 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
          reuse: Literal["always", "never", "random"] = "always", timeout: float = 30.0,
          memory_mb: int = 512,
          mailbox: "str | os.PathLike[str] | Mailbox | Mapping[str, str | os.PathLike[str]] | None"
-         = None) -> "Bench":
+         = None,
+         resources: "Mapping[str, bytes | str | os.PathLike[str]] | None" = None,
+         http: Any = "mock",
+         credentials: "Mapping[str, Mapping[str, str]] | str | os.PathLike[str] | None" = None,
+         http_timeout: float = 10.0) -> "Bench":
     """Open the gem folder at `path` on mock or real providers.
 
     providers: "mock", "real", or per capability, e.g. {"files": "real", "storage": "mock"}.
@@ -55,15 +60,41 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         (mock, in memory), a Maildir folder or an mbox file (read in place), {account id:
         path}, or a Mailbox object (e.g. an IMAP mailbox). No account is allowed until
         `bench.email.allow(...)` (E2).
+    resources: mock ctx.resources files, {id: bytes or path} (default: the gem's
+        fixtures/resources/<id>). With providers="real" or {"resources": "real"} they are
+        downloaded with httpx from `url`, then each mirror (R1–R5, ctx/resources.py).
+    http: what ctx.http.fetch reaches (N10): "mock" (no handlers: every request is E_HTTP),
+        a list of mock handlers [{"match": url prefix or predicate, "method"?, "respond"}],
+        "real" (httpx), or a transport object. http_timeout: seconds per request.
+    credentials: {connection name: {header: value}}, or the path of a JSON secrets file of
+        that shape, injected for `connection: name` when the grant allows; default: env
+        GEM_WORKBENCH_CONN_<NAME>_TOKEN as a Bearer token.
     """
     manifest = load_manifest(path)
+    # ctx.resources' source: mock (fixtures/resources/<id>, `resources=`) or real (httpx)
+    res_kind = providers if isinstance(providers, str) else dict(providers).get("resources", "mock")
+    if isinstance(providers, dict) and "resources" in providers:
+        providers = {k: v for k, v in providers.items() if k != "resources"} or "mock"
+    if not isinstance(providers, str) and res_kind not in ("mock", "real"):
+        raise UsageError(f"providers['resources']={res_kind!r}: use 'mock' or 'real'")
+    from .ctx.http import HttpState
+    from .providers.http import make_transport
+
+    if isinstance(http_timeout, bool) or not isinstance(http_timeout, (int, float)) or http_timeout <= 0:
+        raise UsageError(f"http_timeout={http_timeout!r}: give seconds (> 0)")
+    http_state = HttpState(make_transport(http), credentials, timeout=float(http_timeout))
     mail = make_mailbox(mailbox, gem_root=manifest.root)
     provs = make_providers(manifest.id, providers, workspace=Path(workspace) if workspace else None,
                            state_dir=Path(state_dir) if state_dir else None)
     provs.mailbox = mail
+    provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
     if reuse not in ("always", "never", "random"):
         raise UsageError(f"reuse={reuse!r}: use 'always', 'never' or 'random'")
     try:
+        from .ctx.resources import make_cache
+
+        provs.resources = make_cache(manifest, source=res_kind, mapping=resources,
+                                     state_dir=provs.state_dir or default_state_dir(manifest.id))
         return Bench(manifest, provs, conversation=conversation, strict=strict,
                      headless=(not desktop_has_trash()) if headless is None else headless,
                      seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace",
@@ -121,6 +152,8 @@ class Bench:
         if providers.mailbox is None:
             providers.mailbox = MockMailbox()
         self.email = BenchEmail(self)  # allowed accounts, mock mail, new-mail events
+        if providers.resources is not None:  # R2: "required": true starts downloading now
+            providers.resources.start_required()
 
     def __repr__(self) -> str:
         kinds = ", ".join(f"{k}={v}" for k, v in self.providers.kind.items())
@@ -150,6 +183,9 @@ class Bench:
             self._sandbox.stop()
         self.providers.data_db.close()
         self.providers.sql_db.close()
+        transport: Any = getattr(getattr(self.providers, "http", None), "transport", None)
+        if hasattr(transport, "close"):
+            transport.close()
         self.closed = True
 
     def _check_open(self) -> None:
@@ -183,17 +219,39 @@ class Bench:
                                         field=problems[0]["path"], violations=problems)
         return args, None
 
-    def call(self, name: str, input: Any = None) -> CallResult:
+    def call(self, name: str, input: Any = None, *,
+             crash: "int | Literal['random'] | None" = None) -> CallResult:
         """Call a tool as the platform would; errors come back in the result, never raised.
 
         Only misuse of the bench itself raises (UsageError: it is closed).
+        crash (N7): N or "random" aborts the run after the tool's N-th ctx call (the sandbox is
+            killed; a Python tool gets a BaseException from ctx), then reruns the call once
+            with the same ctx.idempotencyKey. The result is the rerun's; `res.crash` has the
+            crashed run, each run's state diff and the side effects the rerun duplicated.
         """
         self._check_open()
+        if crash is not None:
+            from ._crash import crash_call
+
+            return crash_call(self, name, input, crash)
+        return self._call(name, input)
+
+    def crash_matrix(self, name: str, input: Any = None) -> "pd.DataFrame":
+        """N7: crash the tool at every point (0..its ctx calls in a clean run), rerun it with
+        the same idempotencyKey, one row per point; the bench's state is restored after."""
+        self._check_open()
+        from ._crash import crash_matrix
+
+        return crash_matrix(self, name, input)
+
+    def _call(self, name: str, input: Any = None, *, key: str | None = None,
+              crash_after: int | None = None, fresh: bool | None = None) -> CallResult:
         started = time.time()
         t0 = time.perf_counter()
         call_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
         args = {} if input is None else input
-        res = CallResult(call_id=call_id, tool=name, input=args, started=started)
+        res = CallResult(call_id=call_id, tool=name, input=args, started=started,
+                         idempotency_key=key or secrets.token_hex(16))
         tool = self.manifest.tools.get(name)
         if tool is None:
             res.error = WorkbenchError("E_UNKNOWN_TOOL", f"no tool {name!r} in gem "
@@ -202,18 +260,22 @@ class Bench:
         else:
             args, res.error = self._check_input(tool, args)
             if res.error is None:
-                self._run(tool, args, res)
+                self._run(tool, args, res, crash_after=crash_after, fresh=fresh)
         res.duration_ms = (time.perf_counter() - t0) * 1000
         self.results.append(res)
         return res
 
-    def _run(self, tool: "ToolSpec", args: Any, res: CallResult) -> None:
+    def _run(self, tool: "ToolSpec", args: Any, res: CallResult, *,
+             crash_after: int | None = None, fresh: bool | None = None) -> None:
         session = CallSession(call_id=res.call_id, tool=tool, manifest=self.manifest,
                               providers=self.providers, conversation=self.conversation,
                               strict=self.strict, trash=not self.headless,
-                              email_grant=self.email.grant)
+                              email_grant=self.email.grant,
+                              http=getattr(self.providers, "http", None),
+                              idempotency_key=res.idempotency_key, crash_after=crash_after)
         caps = Capabilities(session)
-        fresh = self.reuse == "never" or (self.reuse == "random" and self._rng.random() < 0.5)
+        if fresh is None:
+            fresh = self.reuse == "never" or (self.reuse == "random" and self._rng.random() < 0.5)
         caps.begin()
         try:
             if tool.language == "python":
@@ -222,13 +284,20 @@ class Bench:
                 outcome = python.run(tool, args, caps, fresh=fresh)
             elif tool.language in ("javascript", "typescript"):
                 # E1: a JS tool without email permission gets no ctx.email at all
-                meta = {"email": True} if self.manifest.email_allowed(tool) else {}
+                meta: dict[str, Any] = {"email": True} if self.manifest.email_allowed(tool) else {}
+                if self.providers.resources is not None:  # R1: ctx.resources only if declared
+                    meta["resources"] = True
+                meta["idempotencyKey"] = res.idempotency_key  # N7
                 outcome = self.sandbox.call(tool.file, args, caps, fresh=fresh, meta=meta)
             else:
                 outcome = None
                 res.error = WorkbenchError("E_UNSUPPORTED", f"{tool.rel_file}: .wasm tools are "
                                            "not run by this version of the workbench",
                                            file=tool.rel_file)
+        except CtxCrash as exc:  # N7: the simulated crash of call(crash=N)
+            from ._crash import crashed_outcome
+
+            outcome = crashed_outcome(self, tool, exc)
         finally:
             caps.end()
             res.trace_rows = session.trace
@@ -245,8 +314,11 @@ class Bench:
         """This gem's Deno sandbox (N3: one process per gem, started on first use)."""
         if self._sandbox is None:
             base = self.providers.state_dir or default_state_dir(self.manifest.id)
-            self._sandbox = Sandbox(self.manifest.root, deno_dir=base / "deno",
-                                    options=self._sandbox_options)
+            options = self._sandbox_options
+            if self.providers.resources is not None:  # R4: the gem's cache, read-only
+                options = dataclasses.replace(
+                    options, readable=(*options.readable, self.providers.resources.root))
+            self._sandbox = Sandbox(self.manifest.root, deno_dir=base / "deno", options=options)
         return self._sandbox
 
     # -- file history -----------------------------------------------------------------------
@@ -302,6 +374,17 @@ class Bench:
         from .inspect import frames
 
         return frames.mailbox(self.email.envelopes())
+
+    def http(self) -> "pd.DataFrame":
+        """Every ctx.http.fetch request (N10): call_id, tool, method, url, status, duration_ms,
+        connection, credential ("injected", "denied", "dropped"), reason, redirects, error.
+        Credentials never appear here."""
+        import pandas as pd
+
+        cols = ["call_id", "tool", "method", "url", "status", "duration_ms", "connection",
+                "credential", "reason", "redirects", "error"]
+        state = getattr(self.providers, "http", None)
+        return pd.DataFrame(list(state.log) if state else [], columns=cols)
 
     def calls(self) -> "pd.DataFrame":
         from .inspect import frames

@@ -35,6 +35,8 @@ CODES: dict[str, str] = {
     "E_INTERNAL": "the workbench itself failed (a bug or a broken provider): please report it",
     "E_UNSUPPORTED": "the workbench does not run this kind of tool (.wasm)",
     "E_MAILBOX": "the mail server cannot be reached, refused the login, or broke off",
+    "E_HTTP": "ctx.http.fetch got no answer: timeout, connection failure, or no mock handler matched",
+    "E_RESOURCE": "a declared resource could not be downloaded and verified from any address",
 }
 
 

@@ -30,10 +30,19 @@ class CallResult:
     duration_ms: float = 0.0
     started: float = 0.0  # seconds since the epoch
     trace_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    idempotency_key: str = ""  # N7: ctx.idempotencyKey of this call (kept on a crash rerun)
+    crash: "CrashReport | None" = field(default=None, repr=False)  # set by call(crash=...)
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def runs(self) -> list["CallResult"]:
+        """N7: the crashed run then this one (the rerun) after call(crash=...); else [self]."""
+        if self.crash is not None and self.crash.crashed is not None:
+            return [self.crash.crashed, self]
+        return [self]
 
     @property
     def trace(self) -> "pd.DataFrame":
@@ -63,6 +72,30 @@ class CallResult:
         extra = f", violations={len(self.violations)}" if self.violations else ""
         return (f"<CallResult {self.tool} {'ok' if self.ok else 'failed'} {state} "
                 f"({self.duration_ms:.2f} ms, {len(self.trace_rows)} ctx calls{extra})>")
+
+
+@dataclass(eq=False)
+class CrashReport:
+    """N7: what `bench.call(tool, input, crash=N)` did: the crashed run, then the rerun.
+
+    `crashed` is the aborted run (None when the tool made fewer than N ctx calls, so nothing
+    crashed); `diffs` the state change of each run (bench.diff rows); `duplicates` the
+    entries the rerun added where the crashed run had already added some — a side effect done
+    twice.
+    """
+
+    point: int
+    crashed: "CallResult | None"
+    diffs: list["pd.DataFrame"]
+    duplicates: list[str]
+
+    @property
+    def crashed_run_diff(self) -> "pd.DataFrame":
+        return self.diffs[0]
+
+    @property
+    def rerun_diff(self) -> "pd.DataFrame":
+        return self.diffs[-1]
 
 
 def why_not_json(value: Any, where: str = "result", seen: set[int] | None = None) -> str | None:

@@ -16,18 +16,23 @@ from .._errors import WorkbenchError
 from . import data as _data
 from . import history as _history
 from . import storage as _storage
-from ._session import CallSession
+from ._session import CallSession, CtxCrash
 from .data import Data
 from .email import METHODS as EMAIL_METHODS
 from .email import Email, Grant
+from .extract import Extract
 from .files import Files, desktop_has_trash
+from .http import METHODS as HTTP_METHODS
+from .http import FetchResponse, Http
+from .resources import METHODS as RESOURCE_METHODS
+from .resources import Resources
 from .storage import KV, SQL
 
 if TYPE_CHECKING:
     from ..gem import Manifest
     from ..providers import Providers
 
-__all__ = ["Capabilities", "CallSession", "Grant", "PythonCtx", "desktop_has_trash", "prepare"]
+__all__ = ["Capabilities", "CallSession", "CtxCrash", "Grant", "PythonCtx", "desktop_has_trash", "prepare"]
 
 FILES = ("list", "stat", "read", "write", "mkdir", "move", "delete")
 COLLECTION = ("insert", "get", "update", "delete", "find", "count")
@@ -48,6 +53,9 @@ ROUTES: dict[str, tuple[str, str]] = {
     **{f"storage.kv.{m}": ("kv", m) for m in KV_METHODS},
     **{f"storage.sql.{m}": ("sql", m) for m in SQL_METHODS},
     **{f"email.{m}": ("email", m) for m in EMAIL_METHODS},
+    **{f"http.{m}": ("http", m) for m in HTTP_METHODS},
+    "extract": ("extractor", "extract"),
+    **{f"resources.{m}": ("resources", m) for m in RESOURCE_METHODS},
 }
 
 
@@ -59,6 +67,9 @@ class Capabilities:
         self.files, self.data = Files(session), Data(session)
         self.kv, self.sql = KV(session), SQL(session)
         self.email = Email(session)
+        self.http = Http(session)
+        self.extractor = Extract(session)
+        self.resources = Resources(session)
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run a ctx method by name, traced; the one door into the ctx layer."""
@@ -145,8 +156,57 @@ class PythonCtx:
         return SimpleNamespace(kv=self._ns("storage.kv", KV_METHODS),
                                sql=self._ns("storage.sql", SQL_METHODS))
 
+    @property
+    def idempotencyKey(self) -> str:  # noqa: N802 (the platform's name)
+        """N7: the key of this call; a crash rerun gets the same one. Deduplicate on it."""
+        return self._caps.session.idempotency_key
+
+    idempotency_key = idempotencyKey
+
+    @functools.cached_property
+    def extract(self) -> Callable[..., Any]:
+        """ctx.extract(path, options=None) -> {text, mimeType, pages?} (see ctx/extract.py)."""
+        caps = self._caps
+        if self._async:
+            async def extract(path: str, options: dict | None = None) -> Any:
+                return caps.call("extract", path, options)
+
+            return extract
+
+        def extract_sync(path: str, options: dict | None = None) -> Any:
+            return caps.call("extract", path, options)
+
+        extract_sync.__name__ = extract_sync.__qualname__ = "extract"
+        return extract_sync
+
     @functools.cached_property
     def email(self) -> _Methods:
         """ctx.email (E1–E6). Present for every Python tool; without the manifest's email
         permission each call raises E_PERM_DENIED naming the missing fields."""
         return self._ns("email", EMAIL_METHODS)
+
+    @functools.cached_property
+    def http(self) -> SimpleNamespace:
+        """ctx.http.fetch(url, init=None, **init) -> a Response-like FetchResponse (N10):
+        .status .ok .headers .text() .json() .bytes() and .credentialDenied when set."""
+        caps = self._caps
+
+        def fetch(url: Any, init: Any = None, /, **kw: Any) -> FetchResponse:
+            return FetchResponse(caps.call("http.fetch", url, init, **kw))
+
+        if self._async:
+            async def afetch(url: Any, init: Any = None, /, **kw: Any) -> FetchResponse:
+                return fetch(url, init, **kw)
+
+            afetch.__name__ = afetch.__qualname__ = "fetch"
+            return SimpleNamespace(fetch=afetch)
+        return SimpleNamespace(fetch=fetch)
+
+    @functools.cached_property
+    def resources(self) -> _Methods:
+        """ctx.resources (R1): only when the manifest declares `resources`."""
+        if not self._caps.session.manifest.resources:
+            raise AttributeError(f"ctx has no attribute 'resources': gem "
+                                 f"{self._caps.session.manifest.id!r} declares no resources in "
+                                 "manifest.json (R1)")
+        return self._ns("resources", RESOURCE_METHODS)

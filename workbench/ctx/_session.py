@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
     from ..providers import Providers
     from .email import Grant
+    from .http import HttpState
 
 _ARG_PREVIEW = 160
 
@@ -54,6 +55,16 @@ def _internal(method: str, exc: Exception) -> WorkbenchError:
                           f"{type(exc).__name__}: {exc}", method=method)
 
 
+class CtxCrash(BaseException):
+    """A simulated crash (N7, `bench.call(..., crash=N)`): raised by the ctx layer after the
+    tool's N-th ctx call. A BaseException, so a tool's `except Exception` cannot swallow it."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__(f"simulated crash after ctx call {after}")
+        self.after = after
+        self.logs = ""
+
+
 @dataclass
 class CallSession:
     """State of one tool call as seen by the ctx layer."""
@@ -69,6 +80,9 @@ class CallSession:
     violations: list[str] = field(default_factory=list)
     _flushers: list[Callable[[], None]] = field(default_factory=list)
     email_grant: "Grant | None" = None   # E2: the accounts the user allowed (bench.email.allow)
+    http: "HttpState | None" = None      # N10: the bench's transport, credentials and log
+    idempotency_key: str = ""            # N7: ctx.idempotencyKey; the same on a crash rerun
+    crash_after: int | None = None       # N7: abort after this many ctx calls (None: never)
 
     @property
     def run_root(self) -> str:
@@ -76,6 +90,17 @@ class CallSession:
 
     def invoke(self, method: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run one ctx method, recording it in the trace; errors stay WorkbenchErrors."""
+        if self.crash_after is None:
+            return self._invoke(method, fn, *args, **kwargs)
+        if self.crash_after <= len(self.trace):  # crash=0: before the first ctx call runs
+            raise CtxCrash(len(self.trace))
+        try:
+            return self._invoke(method, fn, *args, **kwargs)
+        finally:  # the N-th call had its effect; the tool never sees its result
+            if len(self.trace) >= self.crash_after:
+                raise CtxCrash(len(self.trace))
+
+    def _invoke(self, method: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
         row: dict[str, Any] = {"seq": len(self.trace) + 1, "method": method,
                                "args": _preview(args, kwargs), "ok": True, "error": None}

@@ -247,6 +247,11 @@ def result_text(res: "CallResult") -> str:
              f"call{'' if n == 1 else 's'}, call {res.call_id})"]
     for v in res.violations[:20]:
         lines.append(f"  ⚠ {clip(v, 500)[0]}")
+    if res.crash is not None:  # N7: call(crash=N)
+        c = res.crash
+        lines.append(f"  crash after ctx call {c.point}: " + (
+            "rerun with the same idempotencyKey" if c.crashed else "not reached, no rerun"))
+        lines += [f"  ⚠ duplicated: {clip(d, 500)[0]}" for d in c.duplicates[:20]]
     if res.error is not None:
         lines.append(f"  error {res.error.code}: {clip(res.error.message, 2_000)[0]}")
         for k, v in res.error.details.items():

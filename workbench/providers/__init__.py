@@ -35,6 +35,7 @@ class Providers:
     sql_db: sqlite3.Connection    # ctx.storage.sql: the gem's private database
     state_dir: Path | None
     mailbox: Mailbox | None = None   # ctx.email's mail (see make_mailbox)
+    resources: Any = None   # ctx.resources' ResourceCache (ctx/resources.py); None: none declared
 
 
 def make_providers(gem_id: str, spec: str | dict[str, str], *, workspace: Path | None,

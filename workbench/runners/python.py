@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
-from ..ctx import PythonCtx
+from ..ctx import CtxCrash, PythonCtx
 
 if TYPE_CHECKING:
     from ..ctx import Capabilities
@@ -102,6 +102,9 @@ def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, fresh: bool = Fals
             if inspect.isawaitable(value):  # a sync def returning a coroutine: await it too
                 value = _run_coroutine(value)
         return Outcome(value=value, logs=out.getvalue())
+    except CtxCrash as exc:  # N7: a simulated crash; the bench reruns the call
+        exc.logs = out.getvalue()
+        raise
     except WorkbenchError as exc:  # a ctx error the tool did not catch keeps its code
         sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
         return Outcome(error=WorkbenchError(exc.code, exc.message, **exc.details,

@@ -33,6 +33,87 @@ const NativePromise = Promise;
 const NativeURL = URL;
 const stringify = JSON.stringify;
 
+// ctx.http.fetch (N10): the request crosses as plain JSON (bytes as base64), the reply comes
+// back as {status, statusText, ok, url, redirected, headers: [[k, v]], body: base64,
+// credentialDenied?} and is turned into a Response-like object here.
+const NativeHeaders = Headers;
+const NativeTextDecoder = TextDecoder;
+const NativeUint8Array = Uint8Array;
+const NativeArrayBuffer = ArrayBuffer;
+const b64encode = btoa;
+const b64decode = atob;
+const parseJSON = JSON.parse;
+const fromCharCode = String.fromCharCode;
+// Fetch API init options that mean nothing through ctx: accepted and ignored
+const FETCH_IGNORED = new Set(["signal", "mode", "credentials", "cache", "integrity", "keepalive",
+  "priority", "referrer", "referrerPolicy", "window", "duplex"]);
+
+function toBase64(bytes: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    s += fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return b64encode(s);
+}
+
+function fromBase64(text: string): Uint8Array {
+  const bin = b64decode(text);
+  const out = new NativeUint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+function fetchArgs(input: unknown, init: unknown): [unknown, Record<string, unknown>] {
+  let url: unknown = input;
+  if (input instanceof NativeURL) url = input.href;
+  else if (input !== null && typeof input === "object" && typeof (input as { url?: unknown }).url === "string") {
+    url = (input as { url: string }).url;
+  }
+  const req: Record<string, unknown> = {};
+  const given = (init ?? {}) as Record<string, unknown>;
+  for (const key of Object.keys(given)) {
+    const v = given[key];
+    if (FETCH_IGNORED.has(key) || v === undefined) continue;
+    if (key === "headers") {
+      req.headers = v instanceof NativeHeaders ? [...v.entries()] : v;
+    } else if (key === "body") {
+      if (v === null || typeof v === "string") req.body = v;
+      else if (v instanceof NativeUint8Array) { req.body = toBase64(v); req.bodyEncoding = "base64"; }
+      else if (v instanceof NativeArrayBuffer) { req.body = toBase64(new NativeUint8Array(v)); req.bodyEncoding = "base64"; }
+      else if (ArrayBuffer.isView(v)) {
+        req.body = toBase64(new NativeUint8Array(v.buffer, v.byteOffset, v.byteLength));
+        req.bodyEncoding = "base64";
+      } else if (v instanceof URLSearchParams) req.body = v.toString();
+      else throw new TypeError("ctx.http.fetch: body must be a string, Uint8Array, ArrayBuffer or URLSearchParams");
+    } else req[key] = v;
+  }
+  return [url, req];
+}
+
+type FetchReply = { status: number; statusText: string; ok: boolean; url: string;
+  redirected: boolean; headers: [string, string][]; body: string;
+  credentialDenied?: { reason: string; host: string } };
+
+function makeResponse(r: FetchReply) {
+  const bytes = fromBase64(r.body);
+  let used = false;
+  const take = () => {
+    if (used) throw new TypeError("Body has already been consumed");
+    used = true;
+    return bytes;
+  };
+  return Object.freeze({
+    status: r.status, statusText: r.statusText, ok: r.ok, url: r.url, redirected: r.redirected,
+    headers: new NativeHeaders(r.headers),
+    get bodyUsed() { return used; },
+    text: async () => new NativeTextDecoder().decode(take()),
+    json: async () => parseJSON(new NativeTextDecoder().decode(take())),
+    arrayBuffer: async () => take().slice().buffer,
+    bytes: async () => take().slice(),
+    ...(r.credentialDenied ? { credentialDenied: r.credentialDenied } : {}),
+  });
+}
+
 function ctxError(error: { code: string; message: string; details?: unknown }, origin: Error): Error {
   const e = new Error(error.message) as Error & { code: string; details?: unknown };
   e.name = "CtxError";
@@ -54,11 +135,20 @@ function makeCtx(callId: string, meta: Record<string, unknown>) {
       call(`${prefix}.${m}`, [...bound, ...args])])));
   // meta.email (set by the bench from the manifest, E1) is the only way ctx.email exists:
   // a tool without the permission finds it undefined, as on the platform
-  const { email, ...rest } = meta;
+  // meta.resources likewise (R1): ctx.resources exists only when the manifest declares resources
+  const { email, resources, ...rest } = meta;
   return Object.freeze({
     ...rest,
     ...(email === true ? { email: ns("email", ["listSince", "getMessage"]) } : {}),
+    ...(resources === true ? { resources: ns("resources", ["path"]) } : {}),
     files: ns("files", ["list", "stat", "read", "write", "mkdir", "move", "delete"]),
+    // ctx.http.fetch(url, init) -> Response-like (+ credentialDenied); permission checked in Python
+    http: Object.freeze({
+      fetch: async (input: unknown, init?: unknown) =>
+        makeResponse(await call("http.fetch", fetchArgs(input, init)) as FetchReply),
+    }),
+    // ctx.extract(path, options?) -> { text, mimeType, pages? } (the workbench's reading)
+    extract: (path: unknown, options?: unknown) => call("extract", [path, options]),
     // collection() is synchronous on the platform: the ctx layer checks the name (D1) on use
     data: Object.freeze({
       collection: (name: string) =>

@@ -1,0 +1,261 @@
+"""Transports of ctx.http.fetch (N10): send one request, never follow redirects.
+
+The rules (permission, credentials, redirects, the log) live in `workbench.ctx.http`; a
+transport only moves bytes:
+
+    MockTransport   handlers matched in order by URL prefix (or predicate) and method, each
+                    returning a response; an unmatched request is E_HTTP listing the handlers.
+    RealTransport   httpx with a timeout; a timeout or connection failure is E_HTTP.
+    Cassette        record (through another transport) to a JSON file, or replay from it.
+
+    workbench.open(gem, http=[
+        {"match": "https://api.acme.example/", "respond": {"json": {"temperature": 12.4}}},
+        {"match": "https://api.acme.example/v2/", "method": "POST",
+         "respond": lambda req: {"status": 201, "text": req.text}},
+        {"match": lambda req: "flaky" in req.url, "respond": {"status": 503}},
+    ])
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Protocol
+
+from .._errors import UsageError, WorkbenchError
+
+__all__ = ["Cassette", "HttpRequest", "HttpResponse", "MockHandler", "MockTransport", "RealTransport",
+           "Transport", "make_transport"]
+
+DEFAULT_TIMEOUT = 10.0
+
+
+@dataclass
+class HttpRequest:
+    """What goes on the wire (credentials included: never log this object as is)."""
+
+    method: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def __repr__(self) -> str:  # headers may carry credentials
+        return f"<HttpRequest {self.method} {self.url}>"
+
+
+@dataclass
+class HttpResponse:
+    status: int = 200
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    reason: str = ""
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        return next((v for k, v in self.headers if k.lower() == name), None)
+
+
+class Transport(Protocol):
+    kind: str
+
+    def send(self, request: HttpRequest, timeout: float) -> HttpResponse: ...
+
+
+def _as_response(value: Any) -> HttpResponse:
+    """A handler's answer: HttpResponse, {status, headers, json | text | body}, str, bytes."""
+    if isinstance(value, HttpResponse):
+        return value
+    if isinstance(value, (str, bytes)):
+        return _as_response({"body": value})
+    if isinstance(value, int) and not isinstance(value, bool):
+        return HttpResponse(status=value)
+    if not isinstance(value, dict):
+        raise UsageError(f"an http mock handler returned {type(value).__name__}: return a dict "
+                         "{status, headers, json | text | body}, a str, bytes or an HttpResponse")
+    headers = value.get("headers") or {}
+    pairs = list(headers.items()) if isinstance(headers, dict) else [tuple(p) for p in headers]
+    names = {k.lower() for k, _ in pairs}
+    if "json" in value:
+        body = json.dumps(value["json"]).encode()
+        if "content-type" not in names:
+            pairs.append(("content-type", "application/json"))
+    else:
+        raw = value.get("text", value.get("body")) or b""
+        body = raw.encode() if isinstance(raw, str) else bytes(raw)
+        if isinstance(raw, str) and "content-type" not in names:
+            pairs.append(("content-type", "text/plain; charset=utf-8"))
+    return HttpResponse(status=int(value.get("status", 200)), headers=[(str(k), str(v)) for k, v in pairs],
+                        body=body, reason=str(value.get("statusText", "")))
+
+
+@dataclass
+class MockHandler:
+    """`match`: a URL prefix or a predicate(request); `method`: None = any; `respond`: a
+    response (see `_as_response`) or a function(request) returning one."""
+
+    match: str | Callable[[HttpRequest], bool]
+    respond: Any = None
+    method: str | None = None
+
+    def matches(self, request: HttpRequest) -> bool:
+        if self.method is not None and self.method.upper() != request.method:
+            return False
+        if callable(self.match):
+            return bool(self.match(request))
+        return request.url.startswith(self.match)
+
+    def describe(self) -> str:
+        what = getattr(self.match, "__name__", "predicate") + "()" if callable(self.match) else repr(self.match)
+        return f"{self.method.upper() if self.method else 'any'} {what}"
+
+
+class MockTransport:
+    """Answers from handlers, first match wins; no network."""
+
+    kind = "mock"
+
+    def __init__(self, handlers: Iterable[Any] = ()) -> None:
+        self.handlers: list[MockHandler] = []
+        for h in handlers:
+            self.add(h)
+
+    def add(self, handler: Any = None, /, **kw: Any) -> MockHandler:
+        """Add a handler: a MockHandler, a dict {match, respond, method?}, or keywords."""
+        h = handler if handler is not None else kw
+        if isinstance(h, dict):
+            unknown = set(h) - {"match", "respond", "method"}
+            if "match" not in h or unknown:
+                raise UsageError(f"http mock handler {h!r}: give {{match, respond, method?}}")
+            h = MockHandler(h["match"], h.get("respond"), h.get("method"))
+        if not isinstance(h, MockHandler):
+            raise UsageError(f"http mock handler {h!r}: give a dict {{match, respond, method?}}")
+        self.handlers.append(h)
+        return h
+
+    def send(self, request: HttpRequest, timeout: float) -> HttpResponse:
+        for h in self.handlers:
+            if h.matches(request):
+                r = h.respond(request) if callable(h.respond) else h.respond
+                return _as_response(r)
+        listed = "; ".join(h.describe() for h in self.handlers) or "none"
+        raise WorkbenchError("E_HTTP", f"no mock http handler matches {request.method} "
+                             f"{request.url} (handlers: {listed}); add one with "
+                             "workbench.open(..., http=[{'match': url_prefix, 'respond': …}])",
+                             url=request.url, method=request.method,
+                             handlers=[h.describe() for h in self.handlers])
+
+
+class RealTransport:
+    """httpx, one client per bench; redirects are never followed here (ctx.http does it)."""
+
+    kind = "real"
+
+    def __init__(self, verify: Any = True) -> None:
+        self.verify = verify
+        self._client: Any = None
+
+    def send(self, request: HttpRequest, timeout: float) -> HttpResponse:
+        import httpx
+
+        if self._client is None:
+            self._client = httpx.Client(follow_redirects=False, verify=self.verify, trust_env=False)
+        try:
+            r = self._client.request(request.method, request.url, headers=request.headers,
+                                     content=request.body or None, timeout=timeout)
+        except httpx.TimeoutException as exc:
+            raise WorkbenchError("E_HTTP", f"{request.method} {request.url}: no answer within "
+                                 f"{timeout:g} s ({type(exc).__name__})", url=request.url,
+                                 reason="timeout", timeout=timeout) from None
+        except httpx.HTTPError as exc:
+            raise WorkbenchError("E_HTTP", f"{request.method} {request.url}: "
+                                 f"{type(exc).__name__}: {exc}", url=request.url,
+                                 reason="connection") from None
+        return HttpResponse(status=r.status_code, headers=list(r.headers.multi_items()),
+                            body=r.content, reason=r.reason_phrase)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+class Cassette:
+    """Record/replay: `Cassette(path, "record")` sends through `inner` (default: real httpx) and
+    writes every exchange to a JSON file; `Cassette(path, "replay")` answers from the file only,
+    in order per (method, url, body), and a request not in it is E_HTTP. Request headers are
+    never written (credentials live there); responses are written as received."""
+
+    kind = "cassette"
+
+    def __init__(self, path: Any, mode: str = "replay", inner: "Transport | None" = None) -> None:
+        from pathlib import Path
+
+        if mode not in ("record", "replay"):
+            raise UsageError(f"Cassette mode {mode!r}: use 'record' or 'replay'")
+        self.path, self.mode = Path(path), mode
+        self.inner = inner if inner is not None else RealTransport()
+        self.exchanges: list[dict[str, Any]] = []
+        if mode == "replay":
+            if not self.path.is_file():
+                raise UsageError(f"cassette {self.path} does not exist: record it first with "
+                                 "Cassette(path, 'record')")
+            self.exchanges = json.loads(self.path.read_text("utf-8"))["exchanges"]
+        self._used: set[int] = set()
+
+    @staticmethod
+    def _key(request: HttpRequest) -> dict[str, Any]:
+        import hashlib
+
+        return {"method": request.method, "url": request.url,
+                "body_sha256": hashlib.sha256(request.body).hexdigest()}
+
+    def send(self, request: HttpRequest, timeout: float) -> HttpResponse:
+        import base64
+
+        key = self._key(request)
+        if self.mode == "replay":
+            for i, ex in enumerate(self.exchanges):
+                if i not in self._used and ex["request"] == key:
+                    self._used.add(i)
+                    r = ex["response"]
+                    return HttpResponse(r["status"], [(h[0], h[1]) for h in r["headers"]],
+                                        base64.b64decode(r["body"]), r.get("reason", ""))
+            raise WorkbenchError("E_HTTP", f"{request.method} {request.url} is not in cassette "
+                                 f"{self.path} (replay; {len(self.exchanges)} recorded, "
+                                 f"{len(self._used)} used): record it again", url=request.url,
+                                 reason="not in cassette")
+        resp = self.inner.send(request, timeout)
+        self.exchanges.append({"request": key, "response": {
+            "status": resp.status, "reason": resp.reason, "headers": [list(h) for h in resp.headers],
+            "body": base64.b64encode(resp.body).decode("ascii")}})
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps({"version": 1, "exchanges": self.exchanges}, indent=1), "utf-8")
+        return resp
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
+
+def make_transport(spec: Any) -> "Transport":
+    """`workbench.open(..., http=spec)`: "mock" (no handlers), "real", a list of handlers, or a
+    transport object with `send(request, timeout)`."""
+    if spec is None or spec == "mock":
+        return MockTransport()
+    if spec == "real":
+        return RealTransport()
+    if isinstance(spec, str):
+        raise UsageError(f"http={spec!r}: use 'mock', 'real', or a list of mock handlers")
+    if hasattr(spec, "send"):
+        return spec
+    if isinstance(spec, (list, tuple, dict)):
+        return MockTransport([spec] if isinstance(spec, dict) else spec)
+    raise UsageError(f"http={spec!r}: use 'mock', 'real', or a list of mock handlers")
