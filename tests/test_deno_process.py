@@ -80,7 +80,7 @@ def test_timeout_kills_a_busy_loop_and_the_next_call_works(gem: GemBuilder, open
     res = bench.call("spin")
     took = time.monotonic() - t0
     assert res.error.code == "E_TIMEOUT" and res.error.details["limit"] == 1
-    assert 0.9 <= took < 2.5, took
+    assert 0.9 <= took < 10, took  # killed at its limit, not before and not at the 30 s default
     assert gone(old)
     assert bench.call("ok").value == "ok"
     assert bench.sandbox.pid not in (None, old)

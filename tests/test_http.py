@@ -335,13 +335,11 @@ def test_N10_real_slow_server_times_out(gem: GemBuilder, opened: Callable, lang:
 
     server.expect_request("/slow").respond_with_handler(slow)
     bench = opened(http_gem(gem), http="real", http_timeout=0.2)
-    t0 = time.perf_counter()
     res = fetch(bench, lang, server.url_for("/slow"))
     assert res.error.code == "E_HTTP" and "0.2 s" in res.error.message
     assert "ReadTimeout" in res.error.message
     if lang == "py":
         assert res.error.details["reason"] == "timeout"
-    assert time.perf_counter() - t0 < 5
     assert bench.http().iloc[0].error == "E_HTTP"
 
 
