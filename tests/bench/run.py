@@ -20,6 +20,7 @@ from deno import find_deno_bin
 import bench_deno as bd
 import bench_email as be
 import bench_imap as bi
+import bench_issue6 as b6
 import bench_kernel as bk
 import benchmarks as b
 from benchlib import FULL, QUICK, Figures, Sizes
@@ -112,6 +113,16 @@ def list_since(f: Figures) -> Report:
             f"{f['l200_ratio']:.1f}×  target <= 1 ms", max(f["l20_ms"], f["l200_ms"]) <= 1)
 
 
+def fetch_vs_files(f: Figures) -> Report:
+    return (f"mock ctx.http.fetch round trip from JS: {f['fetch_us']:.0f} µs/call (ctx.files.read "
+            f"round trip {f['files_us']:.0f} µs) {f['ratio']:.2f}×  target: reported", True)
+
+
+def resource_path(f: Figures) -> Report:
+    return (f"ctx.resources.path() on a cached resource: {f['path_ms']:.4f} ms median  "
+            "target <= 0.5 ms", f["path_ms"] <= 0.5)
+
+
 Benchmark = tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]
 BENCHMARKS: dict[str, Benchmark] = {
     "call_overhead": (b.bench_call_overhead, call_overhead),
@@ -126,6 +137,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "email_list_since": (be.bench_list_since, list_since),
     "imap_page": (bi.bench_imap_page, imap_page),
     "kernel_start": (bk.bench_kernel_start, kernel_start),
+    "fetch_vs_files": (b6.bench_fetch_vs_files, fetch_vs_files),
+    "resource_path": (b6.bench_resource_path, resource_path),
 }
 
 
