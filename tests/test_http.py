@@ -434,3 +434,21 @@ def test_N10_redirect_to_plain_http_on_the_same_host_drops_credentials(gem: GemB
     assert hop.auth == [f"Bearer {SECRET}"] and rec.auth == [None]
     assert res.value["denied"] == {"reason": "not https", "host": "api.acme.example"}
     assert bench.http().iloc[0].credential == "dropped"
+
+
+def test_N10_credentials_from_the_keyring(gem: GemBuilder, monkeypatch: Any) -> None:
+    """No open(credentials=…) and no env var: the keyring's 'connection:<name>' entry is used."""
+    import sys
+    import types
+
+    fake = types.ModuleType("keyring")
+    fake.get_password = lambda service, user: (  # type: ignore[attr-defined]
+        "kr-token-123" if (service, user) == ("gem-workbench", "connection:acme") else None)
+    monkeypatch.setitem(sys.modules, "keyring", fake)
+    from workbench.ctx.http import HttpState
+    from workbench.providers.http import MockTransport
+
+    state = HttpState(MockTransport(), env={})
+    assert state.headers_for("acme") == {"Authorization": "Bearer kr-token-123"}
+    assert state.headers_for("other") is None
+    assert "kr-token-123" not in state.mask("token kr-token-123")

@@ -193,7 +193,7 @@ def test_password_from_environment_or_keyring(open_box: Open,
     class Keyring:
         @staticmethod
         def get_password(service: str, username: str) -> str | None:
-            wanted = ("gem-workbench-imap", f"{USER}@127.0.0.1")
+            wanted = ("gem-workbench", f"{USER}@127.0.0.1")
             return PASSWORD if (service, username) == wanted else None
 
     monkeypatch.setitem(sys.modules, "keyring", Keyring)

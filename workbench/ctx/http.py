@@ -26,6 +26,7 @@ import time
 from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urljoin, urlsplit
 
+from ..providers.secrets import from_keyring
 from .._errors import WorkbenchError
 
 if TYPE_CHECKING:
@@ -67,11 +68,12 @@ class HttpState:
                     self._secrets.add(v.split(" ", 1)[1])
 
     def headers_for(self, connection: str) -> dict[str, str] | None:
-        """The connection's credential headers: open(credentials=…) first, then the env."""
+        """The connection's credential headers: open(credentials=…), then the env, then the
+        keyring (service 'gem-workbench', username 'connection:<name>')."""
         if connection in self.credentials:
             return {str(k): str(v) for k, v in self.credentials[connection].items()}
         var = f"GEM_WORKBENCH_CONN_{re.sub(r'[^A-Z0-9]', '_', connection.upper())}_TOKEN"
-        token = self.env.get(var)
+        token = self.env.get(var) or from_keyring(f"connection:{connection}")
         if not token:
             return None
         headers = {"Authorization": f"Bearer {token}"}

@@ -29,11 +29,11 @@ from typing import Any, Literal, TypeVar
 from .._errors import WorkbenchError
 from . import _imap_wire as wire
 from .mail import Attachment, Envelope, Message
+from .secrets import KEYRING_SERVICE, from_keyring
 
 T = TypeVar("T")
 DAY_MS = 86_400_000
 ENV_VAR = "GEM_WORKBENCH_IMAP_PASSWORD"
-KEYRING_SERVICE = "gem-workbench-imap"
 ENVELOPE_ITEMS = "(UID INTERNALDATE ENVELOPE RFC822.SIZE)"
 MAX_TEXT_BYTES = 5_000_000    # a text part bigger than this is cut: it is a body, not a file
 MAX_CACHED_ENVELOPES = 50_000  # dates are kept for every UID seen; envelopes up to this many
@@ -59,7 +59,7 @@ class ImapMailbox:
 
     `password=None` reads GEM_WORKBENCH_IMAP_PASSWORD_<ACCOUNT> (account id upper-cased, other
     characters as "_"), then GEM_WORKBENCH_IMAP_PASSWORD, then keyring (service
-    "gem-workbench-imap", username "user@host") if installed, at each connect, so nothing needs
+    "gem-workbench", username "user@host") if installed, at each connect, so nothing needs
     to be written in a notebook. `ssl_context` defaults to a verifying one.
     """
 
@@ -277,13 +277,9 @@ class ImapMailbox:
         for var in (specific, ENV_VAR):
             if os.environ.get(var):
                 return os.environ[var]
-        try:
-            import keyring  # optional: only when installed
-            found = keyring.get_password(KEYRING_SERVICE, f"{self.user}@{self.host}")
-        except Exception:  # not installed, or no usable keyring backend
-            found = None
+        found = from_keyring(f"{self.user}@{self.host}")
         if found:
-            return str(found)
+            return found
         raise self._error(
             f"no password for {self._where()}: pass password=, set {specific} or {ENV_VAR}, or "
             f"store it with keyring (service {KEYRING_SERVICE!r}, username "
