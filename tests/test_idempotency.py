@@ -158,3 +158,13 @@ def test_N7_result_text_names_the_duplicate(gem, opened):  # noqa: F811
     b = opened(_gem(gem, "py"))
     text = result_text(b.call("naive", {"title": "milk"}, crash=2))
     assert "crash after ctx call 2" in text and "duplicated: sql orders" in text
+
+
+def test_N7_calls_frame_shows_keys_and_crashes(gem, open_bench) -> None:
+    gem.tool("w", "def handle(input, ctx):\n    ctx.storage.kv.set('k', ctx.idempotencyKey)\n    return 1\n")
+    b = open_bench(gem)
+    plain, crashed = b.call("w"), b.call("w", crash=1)
+    df = b.calls()
+    assert df["idempotency_key"].tolist()[0] == plain.idempotency_key
+    assert df["idempotency_key"].tolist()[-1] == crashed.idempotency_key != plain.idempotency_key
+    assert df["crashed"].tolist()[0] is False and df["crashed"].tolist()[-1] is True

@@ -83,9 +83,11 @@ def calls(results: "list[CallResult]") -> pd.DataFrame:
              "error": r.error.code if r.error else None,
              "message": r.error.message if r.error else None,
              "duration_ms": round(r.duration_ms, 3), "ctx_calls": len(r.trace_rows),
-             "violations": len(r.violations), "started": r.started} for r in results]
+             "violations": len(r.violations), "started": r.started,
+             "idempotency_key": r.idempotency_key, "crashed": r.crash is not None} for r in results]
     df = pd.DataFrame(rows, columns=["call_id", "tool", "ok", "error", "message", "duration_ms",
-                                     "ctx_calls", "violations", "started"])
+                                     "ctx_calls", "violations", "started", "idempotency_key",
+                                     "crashed"])
     df["started"] = pd.to_datetime(df["started"], unit="s")
     return df
 
