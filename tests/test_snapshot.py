@@ -168,7 +168,7 @@ def test_calls_frame(bench):
     r5 = bench.call("ops", {"steps": "not a list"})
     df = bench.calls()
     assert list(df.columns) == ["call_id", "tool", "ok", "error", "message", "duration_ms",
-                                "ctx_calls", "violations", "started"]
+                                "ctx_calls", "violations", "started", "idempotency_key", "crashed"]
     assert df["call_id"].tolist() == [r.call_id for r in (r1, r2, r3, r4, r5)]
     assert df["tool"].tolist() == ["ops", "ops", "look", "nope", "ops"]
     assert df["ok"].tolist() == [True, False, True, False, False]
