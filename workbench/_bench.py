@@ -307,7 +307,7 @@ class Bench:
             if outcome.error is not None:
                 res.error = _explain_missing_email(outcome.error, tool, self.manifest)
             else:
-                res.value, res.error = to_json(outcome.value)
+                res.value, res.error = to_json(outcome.value, text=outcome.json)
 
     @property
     def sandbox(self) -> Sandbox:

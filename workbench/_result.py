@@ -121,13 +121,18 @@ def why_not_json(value: Any, where: str = "result", seen: set[int] | None = None
     return f"{where} is a {type(value).__name__}, which is not JSON"
 
 
-def to_json(value: Any) -> tuple[Any, WorkbenchError | None]:
-    """The value as the caller would receive it (JSON round trip), or E_RESULT_* (N9)."""
-    why = why_not_json(value)
-    if why:
-        return None, WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value that is not "
-                                    f"JSON: {why}", field=why.split(" ", 1)[0])
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def to_json(value: Any, *, text: str | None = None) -> tuple[Any, WorkbenchError | None]:
+    """The value as the caller would receive it (JSON round trip), or E_RESULT_* (N9).
+
+    `text`: the value as the tool's runtime already serialised it (JS); else it is serialised
+    here, after checking it is JSON at all.
+    """
+    if text is None:
+        why = why_not_json(value)
+        if why:
+            return None, WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value that is "
+                                        f"not JSON: {why}", field=why.split(" ", 1)[0])
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     size = len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
     if size > MAX_RESULT_CHARS:
         return None, WorkbenchError(

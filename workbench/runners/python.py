@@ -29,11 +29,16 @@ if TYPE_CHECKING:
 
 @dataclass
 class Outcome:
-    """What running a tool produced: a value, or an error; plus its console output."""
+    """What running a tool produced: a value, or an error; plus its console output.
+
+    `json` is the value already serialised by the tool's own runtime (JS: JSON.stringify),
+    which is what the caller receives and what N9 measures.
+    """
 
     value: Any = None
     error: WorkbenchError | None = None
     logs: str = ""
+    json: str | None = None
 
 
 _modules: dict[Path, tuple[int, ModuleType]] = {}

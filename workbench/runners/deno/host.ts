@@ -69,7 +69,7 @@ function onWorkerMessage(msg: any): void {
   if (msg.t === "ctx" && typeof msg.method === "string" && Number.isInteger(msg.seq)) {
     send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, args: msg.args ?? [] });
   } else if (msg.t === "done") {
-    finish({ ok: msg.ok, json: msg.json, size: msg.size, error: msg.error });
+    finish({ ok: msg.ok, json: msg.json, error: msg.error });
   }
 }
 

@@ -216,14 +216,8 @@ class Sandbox:
         return Outcome(error=err, logs=logs)
 
     def _outcome(self, msg: dict[str, Any], logs: str) -> Outcome:
-        if msg.get("ok"):
-            size = msg.get("size", 0)
-            if size > 1_048_576:
-                return Outcome(error=WorkbenchError(
-                    "E_RESULT_TOO_LARGE", f"the result is {size:,} JSON characters; at most "
-                    "1,048,576. Write large output to ctx.files or storage and return a summary",
-                    size=size, limit=1_048_576), logs=logs)
-            return Outcome(value=json.loads(msg["json"]), logs=logs)
+        if msg.get("ok"):  # N9 is checked on this text by the call pipeline, as for Python
+            return Outcome(json=msg["json"], logs=logs)
         return Outcome(error=self._error(msg.get("error") or {}), logs=logs)
 
     def _error(self, e: dict[str, Any]) -> WorkbenchError:

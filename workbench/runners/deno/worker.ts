@@ -185,7 +185,7 @@ async function run(msg: { id: string; file: string; input: unknown; meta?: Recor
       return;
     }
     json ??= "null"; // undefined (or a function) serialises to nothing: the caller sees null
-    post({ t: "done", id: msg.id, ok: true, json, size: json.length });
+    post({ t: "done", id: msg.id, ok: true, json });
   } catch (err) {
     post({ t: "done", id: msg.id, ok: false, error: describe(err) });
   }
