@@ -32,6 +32,17 @@ def apply_schema(db: sqlite3.Connection, schema_sql: str | None) -> None:
         db.execute("PRAGMA user_version = 1")
 
 
+def kv_put(db: sqlite3.Connection, key: str, value: str) -> None:
+    """Store one kv entry (the SQL every kv writer shares; rules are the caller's)."""
+    db.execute("INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+               "value = excluded.value", (key, value))
+
+
+def kv_remove(db: sqlite3.Connection, key: str) -> bool:
+    """Remove one kv entry; whether it existed."""
+    return db.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
+
+
 def _str(v: Any, what: str) -> str:
     if not isinstance(v, str):
         raise WorkbenchError("E_INVALID_ARGUMENT", f"kv {what} must be a string, got "
@@ -57,14 +68,13 @@ class KV:
         _str(value, "value")
         self.s.writing("storage.kv.set")
         self.s.flush()
-        self.db.execute("INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                        "value = excluded.value", (key, value))
+        kv_put(self.db, key, value)
 
     def delete(self, key: str) -> bool:
         _str(key, "key")
         self.s.writing("storage.kv.delete")
         self.s.flush()
-        return self.db.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
+        return kv_remove(self.db, key)
 
     def list(self, prefix: str = "") -> list[str]:
         """Keys starting with prefix, sorted."""

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .._errors import UsageError, WorkbenchError
+from ..ctx.storage import kv_put, kv_remove
 
 if TYPE_CHECKING:
     from .._bench import Bench
@@ -577,12 +578,10 @@ def set_kv(bench: "Bench", key: str, value: str | None) -> None:
     """Write (None: delete) one kv entry of the gem's storage directly, outside any call."""
     if not isinstance(key, str) or (value is not None and not isinstance(value, str)):
         raise UsageError(f"kv keys and values are strings (D2), got {key!r} = {value!r}")
-    db = bench.providers.data_db
     if value is None:
-        db.execute("DELETE FROM kv WHERE key = ?", (key,))
+        kv_remove(bench.providers.data_db, key)
     else:
-        db.execute("INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                   "value = excluded.value", (key, value))
+        kv_put(bench.providers.data_db, key, value)
 
 
 def replay_run(bench: "Bench", tool: str, *, steps: int | None = None,
