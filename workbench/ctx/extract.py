@@ -18,7 +18,7 @@ from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
-from .files import MAX_BYTES, Files
+from .files import Files
 from .paths import resolve
 
 if TYPE_CHECKING:
@@ -106,9 +106,7 @@ class Extract:
             raise WorkbenchError("E_INVALID_ARGUMENT", "options.maxChars must be a non-negative "
                                  "integer", path=path)
         p = resolve(self.s, path)
-        e = self.files._need(p)
-        if e.type == "folder":
-            raise WorkbenchError("E_IS_A_FOLDER", f"{p.raw!r} is a folder", path=p.raw)
+        e = self.files.existing_file(p)
         name = p.rel.rsplit("/", 1)[-1]
         ext = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
         mime = TYPES.get(ext)
@@ -116,11 +114,7 @@ class Extract:
             raise WorkbenchError("E_UNSUPPORTED", f"ctx.extract cannot read {p.raw!r}: type "
                                  f"{ext or '(no extension)'!r} is not supported (supported: "
                                  f"{', '.join(sorted(TYPES))})", path=p.raw, type=ext or None)
-        if e.size > MAX_BYTES:
-            raise WorkbenchError("E_TOO_LARGE", f"{p.raw!r} is {e.size:,} bytes; at most "
-                                 f"{MAX_BYTES:,} bytes (20 MB) per read", path=p.raw,
-                                 limit=MAX_BYTES)
-        data = self.files.store.read(p.root, p.rel)
+        data = self.files.read_checked(p, e)
         out: dict[str, Any] = {"mimeType": mime}
         if mime == "application/pdf":
             pages = pdf_pages(data, p.raw)

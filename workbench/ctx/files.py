@@ -66,6 +66,20 @@ class Files:
             raise WorkbenchError("E_NOT_FOUND", f"{p.raw!r} does not exist", path=p.raw)
         return e
 
+    def existing_file(self, p: GemPath) -> "Entry":
+        """The entry of an existing file, else E_NOT_FOUND / E_IS_A_FOLDER."""
+        e = self._need(p)
+        if e.type == "folder":
+            raise WorkbenchError("E_IS_A_FOLDER", f"{p.raw!r} is a folder; use list()", path=p.raw)
+        return e
+
+    def read_checked(self, p: GemPath, e: "Entry") -> bytes:
+        """The file's bytes, within the 20 MB per read (F12); `e` from existing_file."""
+        if e.size > MAX_BYTES:
+            raise WorkbenchError("E_TOO_LARGE", f"{p.raw!r} is {e.size:,} bytes; at most "
+                                 f"{MAX_BYTES:,} bytes (20 MB) per read", path=p.raw, limit=MAX_BYTES)
+        return self.store.read(p.root, p.rel)
+
     def _writable(self, p: GemPath) -> None:
         if p.hidden:
             raise WorkbenchError("E_PERM_DENIED", f"{p.raw!r}: files and folders starting with "
@@ -113,13 +127,7 @@ class Files:
     def read(self, path: str, options: dict | None = None, *, encoding: str | None = None) -> str:
         enc = _encoding(options, encoding)
         p = resolve(self.s, path)
-        e = self._need(p)
-        if e.type == "folder":
-            raise WorkbenchError("E_IS_A_FOLDER", f"{p.raw!r} is a folder; use list()", path=p.raw)
-        if e.size > MAX_BYTES:
-            raise WorkbenchError("E_TOO_LARGE", f"{p.raw!r} is {e.size:,} bytes; at most "
-                                 f"{MAX_BYTES:,} bytes (20 MB) per read", path=p.raw, limit=MAX_BYTES)
-        data = self.store.read(p.root, p.rel)
+        data = self.read_checked(p, self.existing_file(p))
         if enc == "base64":
             return base64.b64encode(data).decode("ascii")
         try:
