@@ -15,6 +15,7 @@ from ._errors import UsageError, WorkbenchError
 from ._result import CallResult, to_json, why_not_json
 from .ctx import Capabilities, CallSession, CtxCrash, desktop_has_trash, prepare
 from .ctx import history as _history
+from .ctx.limits import deadline_after
 from .gem import load_manifest
 from ._email import BenchEmail
 from .providers import default_state_dir, make_mailbox, make_providers
@@ -55,6 +56,8 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         "always" (fast; the default), "never", or "random" (flushes out tools that keep state
         in memory, which the platform does not promise to keep).
     timeout, memory_mb: per-call wall clock (seconds) and V8 heap limit of the Deno sandbox.
+        The timeout also bounds every ctx call a tool makes, Python tools included: a ctx call
+        still running at the deadline is stopped with E_TIMEOUT, none starts after it (SEC5).
     mailbox: what ctx.email reads. Default: the mock, from the gem's fixtures/mailbox.json if
         present, else empty. A path to a `.json` list of messages or a folder of `.eml` files
         (mock, in memory), a Maildir folder or an mbox file (read in place), {account id:
@@ -272,7 +275,8 @@ class Bench:
                               strict=self.strict, trash=not self.headless,
                               email_grant=self.email.grant,
                               http=getattr(self.providers, "http", None),
-                              idempotency_key=res.idempotency_key, crash_after=crash_after)
+                              idempotency_key=res.idempotency_key, crash_after=crash_after,
+                              deadline=deadline_after(self._sandbox_options.timeout))
         caps = Capabilities(session)
         if fresh is None:
             fresh = self.reuse == "never" or (self.reuse == "random" and self._rng.random() < 0.5)

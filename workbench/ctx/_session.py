@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .._errors import WorkbenchError
+from . import limits as _limits
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -83,6 +84,12 @@ class CallSession:
     http: "HttpState | None" = None      # N10: the bench's transport, credentials and log
     idempotency_key: str = ""            # N7: ctx.idempotencyKey; the same on a crash rerun
     crash_after: int | None = None       # N7: abort after this many ctx calls (None: never)
+    limits: _limits.Limits = _limits.DEFAULT  # SEC5: size bounds every capability reads
+    deadline: float | None = None        # SEC5: time.monotonic() at which the call times out
+
+    def remaining(self, what: str) -> float | None:
+        """Seconds this call has left (None: unbounded); E_TIMEOUT when none are left."""
+        return _limits.remaining(self.deadline, what)
 
     @property
     def run_root(self) -> str:
@@ -105,6 +112,7 @@ class CallSession:
         row: dict[str, Any] = {"seq": len(self.trace) + 1, "method": method,
                                "args": _preview(args, kwargs), "ok": True, "error": None}
         try:
+            self.remaining(method)  # SEC5: no ctx call starts after the call's timeout
             return fn(*args, **kwargs)
         except WorkbenchError as exc:
             row.update(ok=False, error=exc.code)

@@ -182,7 +182,7 @@ class Sandbox:
         fresh = fresh or self._mtimes.get(file, mtime) != mtime  # an edited tool: re-import
         self._mtimes[file] = mtime
         call_id, nonce = caps.session.call_id, f"--wb-end-{secrets.token_hex(16)}--"
-        deadline = time.monotonic() + self.options.timeout
+        deadline = caps.session.deadline or time.monotonic() + self.options.timeout
         try:
             self._send({"t": "call", "id": call_id, "file": str(file), "input": args,
                         "fresh": fresh, "nonce": nonce, "meta": meta})
