@@ -7,6 +7,7 @@ import json
 import os
 import random
 import secrets
+import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping
@@ -15,7 +16,7 @@ from ._errors import UsageError, WorkbenchError
 from ._result import CallResult, to_json, why_not_json
 from .ctx import Capabilities, CallSession, CtxCrash, desktop_has_trash, prepare
 from .ctx import history as _history
-from .ctx.limits import deadline_after
+from .ctx.limits import DEFAULT, Limits, deadline_after
 from .gem import load_manifest
 from ._email import BenchEmail
 from .providers import default_state_dir, make_mailbox, make_providers
@@ -41,7 +42,7 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
          resources: "Mapping[str, bytes | str | os.PathLike[str]] | None" = None,
          http: Any = "mock",
          credentials: "Mapping[str, Mapping[str, str]] | str | os.PathLike[str] | None" = None,
-         http_timeout: float = 10.0) -> "Bench":
+         http_timeout: float = 10.0, limits: Limits | None = None) -> "Bench":
     """Open the gem folder at `path` on mock or real providers.
 
     providers: "mock", "real", or per capability, e.g. {"files": "real", "storage": "mock"}.
@@ -69,6 +70,8 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
     http: what ctx.http.fetch reaches (N10): "mock" (no handlers: every request is E_HTTP),
         a list of mock handlers [{"match": url prefix or predicate, "method"?, "respond"}],
         "real" (httpx), or a transport object. http_timeout: seconds per request.
+    limits: the bounds of every call (ctx/limits.py: file and result sizes, SQL rows, HTTP
+        bodies, captured output…); default: the platform's and the workbench's (SEC5).
     credentials: {connection name: {header: value}}, or the path of a JSON secrets file of
         that shape, injected for `connection: name` when the grant allows; default: env
         GEM_WORKBENCH_CONN_<NAME>_TOKEN as a Bearer token.
@@ -87,8 +90,12 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         raise UsageError(f"http_timeout={http_timeout!r}: give seconds (> 0)")
     http_state = HttpState(make_transport(http), credentials, timeout=float(http_timeout))
     mail = make_mailbox(mailbox, gem_root=manifest.root)
-    provs = make_providers(manifest.id, providers, workspace=Path(workspace) if workspace else None,
-                           state_dir=Path(state_dir) if state_dir else None)
+    try:
+        provs = make_providers(manifest.id, providers,
+                               workspace=Path(workspace) if workspace else None,
+                               state_dir=Path(state_dir) if state_dir else None)
+    except sqlite3.DatabaseError as exc:
+        raise _state_error(exc, state_dir or default_state_dir(manifest.id)) from None
     provs.mailbox = mail
     provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
     if reuse not in ("always", "never", "random"):
@@ -101,11 +108,20 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         return Bench(manifest, provs, conversation=conversation, strict=strict,
                      headless=(not desktop_has_trash()) if headless is None else headless,
                      seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace",
-                     reuse=reuse, sandbox=SandboxOptions(timeout=timeout, memory_mb=memory_mb))
-    except BaseException:  # e.g. db/schema.sql fails: leave no connection open
+                     reuse=reuse, sandbox=SandboxOptions(timeout=timeout, memory_mb=memory_mb),
+                     limits=limits or DEFAULT)
+    except BaseException as exc:  # e.g. db/schema.sql fails: leave no connection open
         provs.data_db.close()
         provs.sql_db.close()
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise _state_error(exc, provs.state_dir) from None
         raise
+
+
+def _state_error(exc: sqlite3.DatabaseError, state_dir: Any) -> WorkbenchError:
+    return WorkbenchError("E_STATE", f"the bench's state database in {state_dir} cannot be "
+                          f"used: {exc}. Move data.sqlite/sql.sqlite away (the gem starts empty) "
+                          "or open with another state_dir=", path=str(state_dir))
 
 
 def _explain_missing_email(err: WorkbenchError, tool: "ToolSpec",
@@ -136,7 +152,8 @@ class Bench:
 
     def __init__(self, manifest: "Manifest", providers: "Providers", *, conversation: bool,
                  strict: bool, headless: bool, seed: Path | None = None,
-                 reuse: str = "always", sandbox: SandboxOptions | None = None) -> None:
+                 reuse: str = "always", sandbox: SandboxOptions | None = None,
+                 limits: Limits = DEFAULT) -> None:
         self.manifest = manifest
         self.providers = providers
         self.conversation = conversation
@@ -149,7 +166,8 @@ class Bench:
         self._rng = random.Random()
         self._sandbox_options = sandbox or SandboxOptions()
         self._sandbox: Sandbox | None = None
-        prepare(providers, manifest)
+        self.limits = limits
+        prepare(providers, manifest, limits)
         if providers.kind["files"] == "mock" and seed is not None and seed.is_dir():
             _seed_memory(providers.files, seed)
         if providers.mailbox is None:
@@ -276,11 +294,16 @@ class Bench:
                               email_grant=self.email.grant,
                               http=getattr(self.providers, "http", None),
                               idempotency_key=res.idempotency_key, crash_after=crash_after,
-                              deadline=deadline_after(self._sandbox_options.timeout))
+                              deadline=deadline_after(self._sandbox_options.timeout),
+                              limits=self.limits)
         caps = Capabilities(session)
         if fresh is None:
             fresh = self.reuse == "never" or (self.reuse == "random" and self._rng.random() < 0.5)
-        caps.begin()
+        try:
+            caps.begin()
+        except WorkbenchError as exc:  # E_BUSY: another process kept the state folder
+            res.error = exc
+            return
         try:
             if tool.language == "python":
                 from .runners import python
@@ -338,7 +361,8 @@ class Bench:
 
     def restore_file(self, path: str, version: int | None = None) -> int:
         """Roll one conversation file back to a saved version (default: the latest)."""
-        return _history.restore(self.providers.data_db, self.providers.files, path, version)
+        return _history.restore(self.providers.data_db, self.providers.files, path, version,
+                                limit=self.limits.history_bytes)
 
     # -- inspection -------------------------------------------------------------------------
     def tools(self) -> "pd.DataFrame":

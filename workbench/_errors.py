@@ -36,6 +36,8 @@ CODES: dict[str, str] = {
     "E_UNSUPPORTED": "the workbench does not run this kind of tool (.wasm)",
     "E_MAILBOX": "the mail server cannot be reached, refused the login, or broke off",
     "E_HTTP": "ctx.http.fetch got no answer: timeout, connection failure, or no mock handler matched",
+    "E_BUSY": "the state folder's database stayed locked by another process past the call's time",
+    "E_STATE": "the bench's state database is unreadable (corrupt, or not a database)",
     "E_RESOURCE": "a declared resource could not be downloaded and verified from any address",
 }
 

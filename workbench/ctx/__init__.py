@@ -9,6 +9,7 @@ language the tool is written in.
 from __future__ import annotations
 
 import functools
+import sqlite3
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -24,9 +25,10 @@ from .extract import Extract
 from .files import Files, desktop_has_trash
 from .http import METHODS as HTTP_METHODS
 from .http import FetchResponse, Http
+from .limits import DEFAULT, Limits
 from .resources import METHODS as RESOURCE_METHODS
 from .resources import Resources
-from .storage import KV, SQL
+from .storage import KV, SQL, busy_error
 
 if TYPE_CHECKING:
     from ..gem import Manifest
@@ -40,10 +42,13 @@ KV_METHODS = ("get", "set", "delete", "list")
 SQL_METHODS = ("query", "execute")
 
 
-def prepare(providers: "Providers", manifest: "Manifest") -> None:
-    """Create the workbench's tables and the manifest's collections; apply db/schema.sql (D3)."""
+def prepare(providers: "Providers", manifest: "Manifest", limits: Limits = DEFAULT) -> None:
+    """Create the workbench's tables and the manifest's collections; apply db/schema.sql (D3);
+    confine both databases (SEC1)."""
+    for db in (providers.data_db, providers.sql_db):
+        _storage.confine(db, limits)
     providers.data_db.executescript(_history.DDL + _storage.KV_DDL + _data.ddl(manifest))
-    _storage.apply_schema(providers.sql_db, manifest.schema_sql)
+    _storage.apply_schema(providers.sql_db, manifest.schema_sql, limits)
 
 
 # "files.read" -> ("files", "read"): which capability object and method serve a ctx method
@@ -79,7 +84,16 @@ class Capabilities:
         return self.session.invoke(method, getattr(getattr(self, route[0]), route[1]), *args, **kwargs)
 
     def begin(self) -> None:
-        self.session.providers.data_db.execute("BEGIN")
+        """Open the call's storage transaction, waiting (up to the call's time) for another
+        process on the same state folder to finish its call: writes take turns, none is lost."""
+        db, left = self.session.providers.data_db, self.session.remaining("storage")
+        db.execute(f"PRAGMA busy_timeout = {int((left if left is not None else 60) * 1000)}")
+        try:
+            # IMMEDIATE: a DEFERRED transaction that read first cannot take the write lock once
+            # another process committed, and SQLite refuses it at once instead of waiting
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise busy_error(exc) from None
 
     def end(self) -> None:
         """Write buffered inserts and commit the call's storage writes, success or not."""

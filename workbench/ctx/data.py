@@ -67,7 +67,7 @@ def dumps_doc(doc: Any, what: str) -> str:
 
 
 def _field(field: Any) -> str:
-    if not isinstance(field, str) or not _FIELD.match(field):
+    if not isinstance(field, str) or not _FIELD.fullmatch(field):
         raise WorkbenchError("E_INVALID_ARGUMENT", f"{field!r} is not a field name (letters, "
                              "digits, '_', dotted for nested fields)", field=str(field))
     return field

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import TYPE_CHECKING, Any
 
-from .._errors import WorkbenchError
+from .._errors import GemLoadError, WorkbenchError
 
 if TYPE_CHECKING:
     from ._session import CallSession
+    from .limits import Limits
 
 KV_DDL = "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
 
@@ -17,17 +19,53 @@ _WRITES = {getattr(sqlite3, n) for n in dir(sqlite3) if n.startswith(
     ("SQLITE_INSERT", "SQLITE_UPDATE", "SQLITE_DELETE", "SQLITE_CREATE_", "SQLITE_DROP_",
      "SQLITE_ALTER_TABLE", "SQLITE_REINDEX", "SQLITE_ANALYZE"))} - {sqlite3.SQLITE_DROP_TEMP_TABLE}
 
+# SEC1: PRAGMAs a tool may use, all read-only introspection of its own database. A name here
+# may take an argument (table_info(t)) because its argument selects, never sets. `user_version`
+# is the one setting a tool may change (schema migrations); a write to it counts for D4.
+READ_PRAGMAS = frozenset({
+    "table_info", "table_xinfo", "table_list", "index_info", "index_xinfo", "index_list",
+    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check", "collation_list",
+    "function_list", "module_list", "pragma_list", "compile_options", "encoding", "page_count",
+    "page_size", "freelist_count", "schema_version", "data_version", "application_id",
+    "foreign_keys"})
+_SETTINGS_READ_ONLY = frozenset({"encoding", "page_size", "schema_version", "application_id",
+                                 "foreign_keys"})  # settings: reading them is fine, setting not
+# SEC1: functions that reach outside the database (loadable extensions, FTS3 tokenizer pointers)
+_DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
 
-def apply_schema(db: sqlite3.Connection, schema_sql: str | None) -> None:
-    """D3: run db/schema.sql once, on the first open of the gem's database (user_version 0)."""
+
+def busy_error(exc: sqlite3.Error) -> WorkbenchError:
+    """A locked state database (another process's call) as a coded error, not E_INTERNAL."""
+    return WorkbenchError("E_BUSY", f"the state database stayed locked by another process "
+                          f"until the call ran out of time ({exc}); try again, or give each "
+                          "process its own state_dir")
+
+
+def confine(db: sqlite3.Connection, limits: "Limits") -> None:
+    """SEC1/SEC5 limits on a connection a tool's SQL can reach: no attached database (so no
+    ATTACH and no VACUUM, which attaches one), bounded strings and statements."""
+    db.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.sql_value_bytes)
+    db.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, limits.sql_statement_bytes)
+
+
+def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: "Limits") -> None:
+    """D3: run db/schema.sql once, on the first open of the gem's database (user_version 0).
+
+    The gem wrote it, so it runs under the same SEC1/SEC5 guard as a tool's SQL."""
     if not schema_sql or db.execute("PRAGMA user_version").fetchone()[0] != 0:
         return
+    guard = _Guard(time.monotonic() + limits.schema_seconds, read_only=False).install(db)
     try:
         db.executescript(f"BEGIN;\n{schema_sql}\n;COMMIT;")
     except sqlite3.Error as exc:
         if db.in_transaction:
             db.execute("ROLLBACK")
-        raise WorkbenchError("E_MANIFEST", f"db/schema.sql failed: {exc}", file="db/schema.sql") from None
+        why = (f"it ran over {limits.schema_seconds:g} s" if guard.timed_out else
+               f"{guard.denied} (SEC1)" if guard.denied else str(exc))
+        raise GemLoadError(f"db/schema.sql failed: {why}", file="db/schema.sql") from None
+    finally:
+        guard.remove(db)
     if db.execute("PRAGMA user_version").fetchone()[0] == 0:
         db.execute("PRAGMA user_version = 1")
 
@@ -85,8 +123,69 @@ class KV:
         return [r[0] for r in rows]
 
 
+class _Guard:
+    """The authorizer and progress handler of one ctx.storage.sql statement (SEC1, SEC5, D4)."""
+
+    def __init__(self, deadline: float | None, *, read_only: bool) -> None:
+        self.deadline, self.read_only = deadline, read_only
+        self.wrote, self.timed_out, self.denied = False, False, ""
+
+    def install(self, db: sqlite3.Connection) -> "_Guard":
+        db.set_authorizer(self.authorize)
+        db.set_progress_handler(self.progress, 2000)
+        return self
+
+    @staticmethod
+    def remove(db: sqlite3.Connection) -> None:
+        db.set_authorizer(None)
+        db.set_progress_handler(None, 0)
+
+    def authorize(self, action: int, arg1: Any, arg2: Any, db_name: Any, _src: Any) -> int:
+        if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+            return self._deny("ATTACH/DETACH: the gem's SQL reaches only its own database")
+        if action == sqlite3.SQLITE_PRAGMA:
+            name = str(arg1).lower()
+            if name == "user_version" and arg2 is not None:
+                return self._write()
+            if name == "user_version" or (name in READ_PRAGMAS and not (
+                    arg2 is not None and name in _SETTINGS_READ_ONLY)):
+                return sqlite3.SQLITE_OK
+            return self._deny(f"PRAGMA {name}{'' if arg2 is None else ' = …'}: only read-only "
+                              f"PRAGMAs ({', '.join(sorted(READ_PRAGMAS))}) and user_version "
+                              "are available")
+        if action == sqlite3.SQLITE_FUNCTION and str(arg2).lower() in _DENIED_FUNCTIONS:
+            return self._deny(f"{arg2}(): not available to gems")
+        if action in _WRITES and db_name != "temp":  # temp tables are scratch, not storage
+            return self._write()
+        return sqlite3.SQLITE_OK
+
+    def _write(self) -> int:
+        self.wrote = True
+        return sqlite3.SQLITE_DENY if self.read_only else sqlite3.SQLITE_OK
+
+    def _deny(self, why: str) -> int:
+        self.denied = self.denied or why
+        return sqlite3.SQLITE_DENY
+
+    def progress(self) -> int:
+        """Nonzero stops the statement: the call's time is up (SEC5)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.timed_out = True
+            return 1
+        return 0
+
+
+def _row_bytes(row: tuple[Any, ...]) -> int:
+    return sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row) + 8
+
+
 class SQL:
-    """ctx.storage.sql: the gem's own database, with db/schema.sql applied (D3)."""
+    """ctx.storage.sql: the gem's own database, with db/schema.sql applied (D3).
+
+    SEC1: it reaches nothing else (no ATTACH, VACUUM INTO, extension, or setting PRAGMA).
+    SEC5: a statement stops at the call's deadline, and returns at most
+    `limits.sql_result_bytes` of rows.
+    """
 
     def __init__(self, session: "CallSession") -> None:
         self.s = session
@@ -100,25 +199,50 @@ class SQL:
         if not isinstance(params, (list, tuple, dict)):
             raise WorkbenchError("E_INVALID_ARGUMENT", "params must be a list (for ?) or an object "
                                  "(for :name)", field="params")
-        wrote: list[int] = []
-
-        def authorizer(action: int, _1: Any, _2: Any, db_name: Any, _4: Any) -> int:
-            if action in _WRITES and db_name != "temp":  # temp tables are scratch, not storage
-                wrote.append(action)
-                if self.s.strict and self.s.tool.side_effect == "read":
-                    return sqlite3.SQLITE_DENY
-            return sqlite3.SQLITE_OK
-
-        self.db.set_authorizer(authorizer)
+        left = self.s.remaining("storage.sql")
+        if left is not None:  # waiting for another process's lock counts against the call too
+            self.db.execute(f"PRAGMA busy_timeout = {int(min(left, 10) * 1000)}")
+        guard = _Guard(self.s.deadline, read_only=self.s.strict and
+                       self.s.tool.side_effect == "read").install(self.db)
         try:
             cur = self.db.execute(sql, params)
-            return cur, cur.fetchall()  # a row can fail too (e.g. malformed JSON): still E_SQL
+            return cur, self._fetch(cur, sql)  # a row can fail too (e.g. malformed JSON): E_SQL
         except sqlite3.Error as exc:
-            raise WorkbenchError("E_SQL", f"SQLite: {exc}", sql=sql) from None
+            raise self._error(exc, guard, sql) from None
         finally:
-            self.db.set_authorizer(None)
-            if wrote:  # D4; in strict mode this raises E_SIDE_EFFECT instead of SQLite's refusal
+            guard.remove(self.db)
+            if guard.wrote:  # D4; in strict mode this raises E_SIDE_EFFECT instead of SQLite's refusal
                 self.s.writing("storage.sql")
+
+    def _fetch(self, cur: sqlite3.Cursor, sql: str) -> list[Any]:
+        cap, size, rows = self.s.limits.sql_result_bytes, 0, []
+        while batch := cur.fetchmany(256):
+            size += sum(map(_row_bytes, batch))
+            if size > cap:
+                cur.close()
+                raise WorkbenchError("E_TOO_LARGE", f"the query returns over {cap:,} bytes of "
+                                     "rows; select fewer columns or add LIMIT/OFFSET (SEC5)",
+                                     sql=sql, limit=cap)
+            rows += batch
+        return rows
+
+    def _error(self, exc: sqlite3.Error, guard: _Guard, sql: str) -> WorkbenchError:
+        if guard.timed_out:
+            return WorkbenchError("E_TIMEOUT", "the SQL statement was stopped: the call ran out "
+                                  "of time (its timeout covers the ctx calls it makes)", sql=sql)
+        if guard.denied:
+            return WorkbenchError("E_PERM_DENIED", f"SQLite: {guard.denied} (SEC1)", sql=sql)
+        msg = str(exc)
+        if "database is locked" in msg:
+            return busy_error(exc)
+        if "too many attached databases" in msg:
+            return WorkbenchError("E_PERM_DENIED", "ATTACH and VACUUM are not available: the "
+                                  "gem's SQL reaches only its own database (SEC1)", sql=sql)
+        if "too big" in msg or "too long" in msg or "too large" in msg:
+            return WorkbenchError("E_TOO_LARGE", f"SQLite: {msg} (strings and blobs up to "
+                                  f"{self.s.limits.sql_value_bytes:,} bytes, statements up to "
+                                  f"{self.s.limits.sql_statement_bytes:,})", sql=sql)
+        return WorkbenchError("E_SQL", f"SQLite: {msg}", sql=sql)
 
     def query(self, sql: str, params: Any = None) -> list[dict[str, Any]]:
         """Rows as objects (column name -> value)."""

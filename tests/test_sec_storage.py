@@ -1,0 +1,248 @@
+"""Adversarial tools against ctx.storage: SEC1 (only the gem's own database), SEC5 (time and
+size bounds on every SQL call), D4 (PRAGMA writes), E_BUSY/E_STATE (never E_INTERNAL).
+
+Each attack runs as a Python tool and as a JS tool in the real Deno sandbox, on mock and real
+providers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import workbench
+from workbench.ctx.limits import Limits
+
+from conftest import GemBuilder
+
+PY_SQL = """
+from workbench import WorkbenchError
+
+def handle(input, ctx):
+    out = []
+    for method, sql, params in input["ops"]:
+        try:
+            out.append({"ok": getattr(ctx.storage.sql, method)(sql, params)})
+        except WorkbenchError as e:
+            out.append({"error": e.code, "message": e.message})
+    return out
+"""
+
+JS_SQL = """
+export default async function (input, ctx) {
+  const out = [];
+  for (const [method, sql, params] of input.ops) {
+    try {
+      out.push({ ok: await ctx.storage.sql[method](sql, params) });
+    } catch (e) {
+      out.push({ error: e.code, message: e.message });
+    }
+  }
+  return out;
+}
+"""
+
+LANGS = {"py": PY_SQL, "js": JS_SQL}
+
+
+@pytest.fixture(params=["py", "js"])
+def lang(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def sql_bench(gem: GemBuilder, open_bench: Callable[..., workbench.Bench], lang: str):
+    """sql_bench(**open options) -> run(*ops) -> [{ok}|{error, message}] from one call."""
+    gem.schema_sql("CREATE TABLE t(x);")
+    gem.tool("sql", LANGS[lang], ext=lang)
+    gem.tool("peek", LANGS[lang], ext=lang, side_effect="read")
+
+    def make(**kw: Any) -> Callable[..., list[dict[str, Any]]]:
+        bench = open_bench(gem, **kw)
+
+        def run(*ops: tuple[str, str, list[Any]], tool: str = "sql") -> list[dict[str, Any]]:
+            res = bench.call(tool, {"ops": [list(o) for o in ops]})
+            assert res.ok, res.error
+            run.last = res  # type: ignore[attr-defined]
+            return res.value
+
+        run.bench = bench  # type: ignore[attr-defined]
+        return run
+
+    return make
+
+
+def test_SEC1_attach_another_database_is_denied(sql_bench, tmp_path: Path) -> None:
+    run = sql_bench()
+    victim = tmp_path / "other-gem.sqlite"
+    sqlite3.connect(victim).executescript("CREATE TABLE secrets(v); INSERT INTO secrets VALUES ('s3cret');")
+    new = tmp_path / "anywhere" / "new.db"
+    state_data = tmp_path / "state" / "data.sqlite"  # the bench's own history and kv (real)
+    out = run(("execute", "ATTACH DATABASE ? AS p", [str(victim)]),
+              ("query", "SELECT v FROM p.secrets", []),
+              ("execute", f"ATTACH '{new}' AS n", []),
+              ("execute", "ATTACH DATABASE ? AS s", [str(state_data)]),
+              ("execute", "ATTACH 'file::memory:?cache=shared' AS m", []),
+              ("execute", "DETACH DATABASE main", []))
+    assert [o.get("error") for o in out] == ["E_PERM_DENIED", "E_SQL", "E_PERM_DENIED",
+                                             "E_PERM_DENIED", "E_PERM_DENIED", "E_PERM_DENIED"]
+    assert "SEC1" in out[0]["message"]
+    assert not new.parent.exists()
+
+
+def test_SEC1_vacuum_into_a_file_is_denied(sql_bench, tmp_path: Path) -> None:
+    run = sql_bench()
+    target = tmp_path / "copy.db"
+    out = run(("execute", f"VACUUM INTO '{target}'", []), ("execute", "VACUUM", []))
+    assert [o["error"] for o in out] == ["E_PERM_DENIED", "E_PERM_DENIED"]
+    assert not target.exists()
+
+
+def test_SEC1_trigger_cannot_reach_the_benchs_history(sql_bench, tmp_path: Path,
+                                                     kind: str) -> None:
+    """The attack chain of the issue: plant a trigger in the bench's own database."""
+    run = sql_bench()
+    out = run(("execute", "ATTACH ? AS wb", [str(tmp_path / "state" / "data.sqlite")]),
+              ("execute", "CREATE TRIGGER wb.wipe AFTER INSERT ON wb._wb_history BEGIN "
+                          "DELETE FROM wb._wb_history; END", []),
+              ("execute", "CREATE TEMP TRIGGER wipe AFTER INSERT ON main._wb_history BEGIN "
+                          "DELETE FROM _wb_history; END", []))
+    assert [o.get("error") for o in out] == ["E_PERM_DENIED", "E_SQL", "E_SQL"]
+    if kind == "real":
+        db = sqlite3.connect(tmp_path / "state" / "data.sqlite")
+        assert db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("pragma", ["PRAGMA writable_schema = 1", "PRAGMA database_list",
+                                    "PRAGMA journal_mode = DELETE", "PRAGMA foreign_keys = OFF",
+                                    "PRAGMA temp_store_directory = '/tmp'", "PRAGMA mmap_size = 1",
+                                    "PRAGMA main.application_id = 7", "PRAGMA cache_size = -2000000",
+                                    "PRAGMA trusted_schema = 1", "SELECT * FROM pragma_database_list"])
+def test_SEC1_pragmas_outside_the_read_only_allowlist_are_denied(sql_bench, pragma: str) -> None:
+    run = sql_bench()
+    out = run(("query", pragma, []))
+    assert out[0].get("error") == "E_PERM_DENIED", out
+    assert "PRAGMA" in out[0]["message"]
+
+
+def test_SEC1_read_only_pragmas_work(sql_bench) -> None:
+    run = sql_bench()
+    out = run(("query", "PRAGMA table_info(t)", []),
+              ("query", "SELECT name FROM pragma_table_info('t')", []),
+              ("query", "PRAGMA user_version", []),
+              ("query", "PRAGMA integrity_check", []))
+    assert [o.get("error") for o in out] == [None] * 4, out
+    assert out[0]["ok"][0]["name"] == "x" and out[1]["ok"] == [{"name": "x"}]
+    assert out[2]["ok"] == [{"user_version": 1}] and out[3]["ok"] == [{"integrity_check": "ok"}]
+
+
+def test_SEC1_extension_loading_is_denied(sql_bench) -> None:
+    run = sql_bench()
+    out = run(("query", "SELECT load_extension('/usr/lib/x86_64-linux-gnu/libm.so.6')", []),
+              ("query", "SELECT fts3_tokenizer('simple')", []))
+    assert out[0]["error"] == "E_PERM_DENIED"
+    assert out[1]["error"] in ("E_PERM_DENIED", "E_SQL")
+
+
+def test_SEC1_schema_sql_is_confined_too(gem: GemBuilder, open_bench, tmp_path: Path) -> None:
+    target = tmp_path / "planted.db"
+    gem.schema_sql(f"ATTACH '{target}' AS p; CREATE TABLE p.t(x);")
+    gem.tool("t", "def handle(i, ctx): return 1")
+    with pytest.raises(workbench.GemLoadError) as exc:
+        open_bench(gem)
+    assert "SEC1" in exc.value.message and exc.value.details["file"] == "db/schema.sql"
+    assert not target.exists()
+
+
+def test_D4_user_version_write_by_a_read_tool_is_reported(sql_bench) -> None:
+    run = sql_bench()
+    assert run(("execute", "PRAGMA user_version = 5", []), tool="peek")[0].get("error") is None
+    assert any("D4" in v for v in run.last.violations)  # type: ignore[attr-defined]
+    assert run(("query", "PRAGMA user_version", []), tool="peek")[0]["ok"] == [{"user_version": 5}]
+    assert not run.last.violations  # type: ignore[attr-defined]  # reading is not a write
+    strict = sql_bench(strict=True)
+    res = strict.bench.call("peek", {"ops": [["execute", "PRAGMA user_version = 6", []]]})
+    assert res.value[0]["error"] == "E_SIDE_EFFECT"
+
+
+def test_SEC5_runaway_query_stops_at_the_call_timeout(sql_bench, lang: str) -> None:
+    run = sql_bench(timeout=2)
+    forever = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT max(i) FROM r"
+    t0 = time.monotonic()
+    res = run.bench.call("sql", {"ops": [["query", forever, []]]})
+    took = time.monotonic() - t0
+    # the statement is interrupted at the deadline: the tool sees E_TIMEOUT (the JS call then
+    # returns it; nothing runs on past the deadline)
+    outcome = res.value[0]["error"] if res.ok else res.error.code
+    assert outcome == "E_TIMEOUT", res
+    assert took < 15  # the issue's case ran 40 s past a 3 s timeout
+    # the bench is still usable afterwards
+    assert run(("query", "SELECT 1 AS one", []))[0]["ok"] == [{"one": 1}]
+
+
+def test_SEC5_no_ctx_call_starts_after_the_deadline(gem: GemBuilder, open_bench) -> None:
+    gem.tool("late", """
+        import time
+        from workbench import WorkbenchError
+
+        def handle(input, ctx):
+            time.sleep(1.2)
+            try:
+                ctx.storage.kv.set("k", "v")
+            except WorkbenchError as e:
+                return e.code
+            return "wrote"
+        """)
+    bench = open_bench(gem, timeout=1)
+    res = bench.call("late")
+    assert res.value == "E_TIMEOUT"
+    assert res.trace["error"].tolist() == ["E_TIMEOUT"]
+    assert bench.kv().empty
+
+
+def test_SEC5_huge_result_is_capped(sql_bench) -> None:
+    run = sql_bench(limits=Limits(sql_result_bytes=200_000))
+    rows = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r LIMIT 100000) "
+    out = run(("query", rows + "SELECT i, hex(zeroblob(50)) AS pad FROM r", []),
+              ("query", rows + "SELECT i FROM r WHERE i <= 1000", []))
+    assert out[0]["error"] == "E_TOO_LARGE" and "200,000" in out[0]["message"]
+    assert len(out[1]["ok"]) == 1000
+
+
+def test_SEC5_giant_string_is_bounded(sql_bench) -> None:
+    run = sql_bench(limits=Limits(sql_value_bytes=1_000_000, sql_statement_bytes=10_000))
+    out = run(("query", "SELECT length(zeroblob(2000000)) AS n", []),
+              ("query", "SELECT " + " + ".join(["1"] * 5000) + " AS n", []),
+              ("query", "SELECT length(zeroblob(900000)) AS n", []))
+    assert [o.get("error") for o in out] == ["E_TOO_LARGE", "E_TOO_LARGE", None], out
+    assert out[2]["ok"] == [{"n": 900000}]
+
+
+def test_SEC7_corrupt_state_database_is_a_coded_error(gem: GemBuilder, tmp_path: Path) -> None:
+    gem.tool("t", "def handle(i, ctx): return 1")
+    state = tmp_path / "state"
+    workbench.open(gem.write(), providers="real", state_dir=state).close()
+    (state / "sql.sqlite").write_bytes(b"this is not a database" * 100)
+    for name in ("sql.sqlite-wal", "sql.sqlite-shm"):
+        (state / name).unlink(missing_ok=True)
+    with pytest.raises(workbench.WorkbenchError) as exc:
+        workbench.open(gem.root, providers="real", state_dir=state)
+    assert exc.value.code == "E_STATE" and str(state) in exc.value.message
+
+
+def test_SEC7_locked_state_folder_is_E_BUSY_not_E_INTERNAL(gem: GemBuilder, tmp_path: Path) -> None:
+    gem.tool("t", "def handle(i, ctx):\n    ctx.storage.kv.set('k', 'v')\n    return 1")
+    state = tmp_path / "state"
+    with workbench.open(gem.write(), providers="real", state_dir=state, timeout=0.5) as bench:
+        other = sqlite3.connect(state / "data.sqlite", isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another process's call holds the write lock
+            res = bench.call("t")
+            assert res.error is not None and res.error.code == "E_BUSY", res
+        finally:
+            other.close()
+        assert bench.call("t").ok  # once the other call is done, this one goes through
