@@ -18,6 +18,7 @@ import pytest
 import workbench
 from workbench.ctx import history
 from workbench.ctx.files import MAX_BYTES
+from workbench.ctx.limits import Limits
 
 from conftest import OPS_TOOL
 
@@ -609,9 +610,9 @@ def test_F8_desktop_delete_goes_to_the_trash(ops_bench, kind, monkeypatch, tmp_p
         assert list(trash.iterdir()) == []  # a mock has no trash
 
 
-def test_F8_history_copy_only_up_to_the_cap(ops_bench, monkeypatch):
-    monkeypatch.setattr(history, "MAX_HISTORY_BYTES", 10)
-    fs = ops_bench(seed={"small.txt": "0123456789", "big.txt": "0123456789X"})
+def test_F8_history_copy_only_up_to_the_cap(ops_bench):
+    fs = ops_bench(seed={"small.txt": "0123456789", "big.txt": "0123456789X"},
+                   limits=Limits(history_bytes=10))
     fs.ok(["delete", "workspace:small.txt"], ["delete", "workspace:big.txt"])
     h = fs.bench.history()
     assert list(zip(h["path"], h["size"], h["kept"])) == [("small.txt", 10, True), ("big.txt", 11, False)]
@@ -841,11 +842,11 @@ def test_F10_moving_a_folder_cannot_carry_dot_entries_across(ops_bench, kind):
     failed(out[2], "E_PERM_DENIED")
     assert "pkg/.npmrc" in out[2]["message"]
     assert not fs.store_has("pkg")
-    # inside one folder the dot-entries move along, still hidden
-    fs.ok(["move", "workspace:sub", "workspace:sub2"])
-    assert fs.store_read("sub2/.hidden") == b"h"
+    # SEC3: not within the conversation folder either: the gem never moves what it cannot see
+    failed(fs(["move", "workspace:sub", "workspace:sub2"])[0], "E_PERM_DENIED")
+    assert fs.store_read("sub/.hidden") == b"h" and not fs.store_has("sub2")
     if kind == "real":
-        assert (fs.workspace / "sub2" / ".hidden").read_text() == "h"
+        assert (fs.workspace / "sub" / ".hidden").read_text() == "h"
 
 
 def test_F10_dot_names_in_the_run_folder_are_ordinary(ops_bench):

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from . import history
+from .limits import DEFAULT
 from .paths import GemPath, resolve
 
 if TYPE_CHECKING:
     from ..providers.base import Entry
     from ._session import CallSession
 
-MAX_BYTES = 20 * 1024 * 1024  # F12: 20 MB (MiB) per read or write
+MAX_BYTES = DEFAULT.file_bytes  # F12: 20 MB (MiB) per read or write; a bench's own: limits
 ENCODINGS = ("utf8", "base64")
 
 
@@ -27,6 +28,10 @@ def desktop_has_trash() -> bool:
     if sys.platform.startswith("linux"):
         return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     return True
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):g} MB"
 
 
 def _info(e: "Entry") -> dict[str, Any]:
@@ -75,9 +80,10 @@ class Files:
 
     def read_checked(self, p: GemPath, e: "Entry") -> bytes:
         """The file's bytes, within the 20 MB per read (F12); `e` from existing_file."""
-        if e.size > MAX_BYTES:
+        cap = self.s.limits.file_bytes
+        if e.size > cap:
             raise WorkbenchError("E_TOO_LARGE", f"{p.raw!r} is {e.size:,} bytes; at most "
-                                 f"{MAX_BYTES:,} bytes (20 MB) per read", path=p.raw, limit=MAX_BYTES)
+                                 f"{cap:,} bytes ({_mb(cap)}) per read", path=p.raw, limit=cap)
         return self.store.read(p.root, p.rel)
 
     def _writable(self, p: GemPath) -> None:
@@ -156,10 +162,11 @@ class Files:
         else:  # like JS TextEncoder: surrogate pairs joined, a lone half becomes U+FFFD
             data = (content.encode("utf-16-le", "surrogatepass")
                     .decode("utf-16-le", "replace").encode("utf-8"))
-        if len(data) > MAX_BYTES:
+        cap = self.s.limits.file_bytes
+        if len(data) > cap:
             raise WorkbenchError("E_TOO_LARGE", f"writing {len(data):,} bytes to {p.raw!r}: at "
-                                 f"most {MAX_BYTES:,} bytes (20 MB) per write", path=p.raw,
-                                 limit=MAX_BYTES)
+                                 f"most {cap:,} bytes ({_mb(cap)}) per write", path=p.raw,
+                                 limit=cap)
         self._writable(p)
         if not p.rel:
             raise WorkbenchError("E_IS_A_FOLDER", f"{p.raw!r} is a folder", path=p.raw)
@@ -190,13 +197,14 @@ class Files:
         if a.root == b.root and (b.rel + "/").startswith(a.rel + "/"):
             raise WorkbenchError("E_PATH", f"cannot move {a.raw!r} into itself ({b.raw!r})",
                                  path=b.raw)
-        if a.root != b.root and entry.type == "folder" and (dot := self._dot_entry_under(a)):
-            # F10: moving the folder that holds a dot-entry would make it readable in the run
-            # folder, or write it into the conversation folder; a hidden one is not named
+        if ((a.is_workspace or b.is_workspace) and entry.type == "folder"
+                and (dot := self._dot_entry_under(a))):
+            # F10/SEC3: the gem may not move what it cannot see (out of, or within, the
+            # conversation folder), nor write a dot-entry into it; a hidden one is not named
             held = "entries that are not available to gems" if a.is_workspace else \
                 f"the dot-entry '{dot}', which gems cannot write into the conversation folder"
             raise WorkbenchError("E_PERM_DENIED", f"cannot move {a.raw!r} to {b.raw!r}: it holds "
-                                 f"{held} (F10)", path=a.raw)
+                                 f"{held} (F10, SEC3)", path=a.raw)
         try:
             self.store.move(a.root, a.rel, b.root, b.rel)
         except FileExistsError:  # created by someone else between the check and the move
@@ -205,9 +213,14 @@ class Files:
 
     def delete(self, path: str) -> None:
         p = resolve(self.s, path)
-        self._need(p)
+        e = self._need(p)
         if not p.rel:
             raise WorkbenchError("E_PATH", f"cannot delete the folder {p.raw!r} itself", path=p.raw)
+        if p.is_workspace and e.type == "folder" and self._dot_entry_under(p):
+            # F10/SEC3: deleting the folder would destroy entries the gem cannot see (.git, .env)
+            raise WorkbenchError("E_PERM_DENIED", f"cannot delete {p.raw!r}: it holds entries "
+                                 "that are not available to gems (F10, SEC3); delete what "
+                                 "list() shows instead", path=p.raw)
         if p.is_workspace:
             history.save(self.s, p, reason="delete")  # F8: a copy first, up to 100 MB
         self.store.remove(p.root, p.rel, trash=self.s.trash and p.is_workspace)

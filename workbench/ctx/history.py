@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from .limits import DEFAULT
 
 if TYPE_CHECKING:
     import sqlite3
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from ._session import CallSession
     from .paths import GemPath
 
-MAX_HISTORY_BYTES = 100 * 1024 * 1024
+MAX_HISTORY_BYTES = DEFAULT.history_bytes
 
 DDL = """
 CREATE TABLE IF NOT EXISTS _wb_history (
@@ -35,9 +36,10 @@ CREATE INDEX IF NOT EXISTS _wb_history_path ON _wb_history(path);
 
 
 def _files_under(store: "FileStore", root: str, rel: str) -> list[tuple[str, int]]:
-    """(path, size) of every file at or below rel; symlinks are not followed."""
+    """(path, size) of every file at or below rel; symlinks are not followed, and dot-entries
+    (which do not exist for the gem, F10) are never copied into history (SEC3)."""
     e = store.entry(root, rel)
-    if e is None or e.type == "link":
+    if e is None or e.type == "link" or rel.rsplit("/", 1)[-1].startswith("."):
         return []
     if e.type == "file":
         return [(rel, e.size)]
@@ -46,10 +48,10 @@ def _files_under(store: "FileStore", root: str, rel: str) -> list[tuple[str, int
 
 
 def record(db: "sqlite3.Connection", store: "FileStore", rel: str, *, reason: str,
-           call_id: str | None) -> None:
+           call_id: str | None, limit: int = MAX_HISTORY_BYTES) -> None:
     """Save the current version(s) of a workspace path (file or folder) into history."""
     files = _files_under(store, "workspace", rel)
-    keep = sum(size for _, size in files) <= MAX_HISTORY_BYTES
+    keep = sum(size for _, size in files) <= limit
     now = time.time_ns() // 1_000_000
     db.executemany(
         "INSERT INTO _wb_history(path, reason, call_id, saved_at, size, content) VALUES (?,?,?,?,?,?)",
@@ -60,7 +62,7 @@ def record(db: "sqlite3.Connection", store: "FileStore", rel: str, *, reason: st
 def save(session: "CallSession", p: "GemPath", *, reason: str) -> None:
     session.flush()
     record(session.providers.data_db, session.providers.files, p.rel, reason=reason,
-           call_id=session.call_id)
+           call_id=session.call_id, limit=session.limits.history_bytes)
 
 
 def versions(db: "sqlite3.Connection", path: str | None = None) -> list[dict[str, Any]]:
@@ -71,7 +73,8 @@ def versions(db: "sqlite3.Connection", path: str | None = None) -> list[dict[str
     return [dict(zip(cols, r)) for r in rows]
 
 
-def restore(db: "sqlite3.Connection", store: "FileStore", path: str, version: int | None) -> int:
+def restore(db: "sqlite3.Connection", store: "FileStore", path: str, version: int | None, *,
+            limit: int = MAX_HISTORY_BYTES) -> int:
     """Put a saved version back (the current one goes to history first); returns its version."""
     path = path.removeprefix("workspace:")
     q = "SELECT version, content FROM _wb_history WHERE path = ?"
@@ -83,12 +86,12 @@ def restore(db: "sqlite3.Connection", store: "FileStore", path: str, version: in
                              + (f" with version {version}" if version is not None else ""), path=path)
     if row[1] is None:
         raise WorkbenchError("E_TOO_LARGE", f"version {row[0]} of workspace:{path} was over "
-                             f"{MAX_HISTORY_BYTES:,} bytes and was not kept", path=path)
+                             f"the history cap ({limit:,} bytes) and was not kept", path=path)
     current = store.entry("workspace", path)
     if current is not None and current.type == "folder":
         raise WorkbenchError("E_IS_A_FOLDER", f"workspace:{path} is now a folder; move it away "
                              "before restoring the file", path=path)
     if current is not None and current.type == "file":
-        record(db, store, path, reason="restore", call_id=None)
+        record(db, store, path, reason="restore", call_id=None, limit=limit)
     store.write("workspace", path, row[1])
     return row[0]

@@ -1,0 +1,112 @@
+"""Adversarial tools against ctx.files: SEC3 (what a gem cannot see is never deleted, moved,
+copied or read on its behalf), as Python and JS tools, on mock and real providers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import workbench
+from workbench.ctx import history
+
+from conftest import GemBuilder
+
+JS_OPS = """
+export default async function (input, ctx) {
+  const out = [];
+  for (const [op, ...args] of input.ops) {
+    try {
+      out.push({ ok: (await ctx.files[op](...args)) ?? null });
+    } catch (e) {
+      out.push({ error: e.code, message: e.message });
+    }
+  }
+  return out;
+}
+"""
+
+PY_OPS = """
+from workbench import WorkbenchError
+
+def handle(input, ctx):
+    out = []
+    for op, *args in input["ops"]:
+        try:
+            out.append({"ok": getattr(ctx.files, op)(*args)})
+        except WorkbenchError as e:
+            out.append({"error": e.code, "message": e.message})
+    return out
+"""
+
+
+@pytest.fixture(params=["py", "js"])
+def ops(request: pytest.FixtureRequest, gem: GemBuilder,
+        open_bench: Callable[..., workbench.Bench]) -> Callable[..., list[dict[str, Any]]]:
+    """ops(*[op, args…]) -> one result per op, from one call of a Python or JS tool."""
+    ws: Path = open_bench.workspace  # type: ignore[attr-defined]
+    (ws / "proj" / ".git").mkdir(parents=True)
+    (ws / "proj" / ".git" / "config").write_text("[core]")
+    (ws / "proj" / ".env").write_text("TOKEN=user-secret")
+    (ws / "proj" / "notes.md").write_text("# notes")
+    (ws / "proj" / "sub").mkdir()
+    (ws / "proj" / "sub" / ".keep").write_text("")
+    (ws / "open").mkdir()
+    (ws / "open" / "a.txt").write_text("a")
+    gem.tool("ops", PY_OPS if request.param == "py" else JS_OPS, ext=request.param)
+    bench = open_bench(gem)
+
+    def run(*o: list[Any]) -> list[dict[str, Any]]:
+        res = bench.call("ops", {"ops": [list(x) for x in o]})
+        assert res.ok, res.error
+        return res.value
+
+    run.bench = bench  # type: ignore[attr-defined]
+    return run
+
+
+def _names(entries: list[dict[str, Any]]) -> list[str]:
+    return sorted(e["name"] for e in entries)
+
+
+def test_SEC3_delete_of_a_folder_holding_hidden_entries_is_refused(ops, kind: str,
+                                                                   open_bench) -> None:
+    listed, deleted, again = ops(["list", "workspace:proj"], ["delete", "workspace:proj"],
+                                 ["list", "workspace:proj"])
+    assert _names(listed["ok"]) == ["notes.md", "sub"]  # the gem sees no dot-entry
+    assert deleted["error"] == "E_PERM_DENIED" and "SEC3" in deleted["message"]
+    assert ".git" not in deleted["message"] and ".env" not in deleted["message"]
+    assert _names(again["ok"]) == ["notes.md", "sub"]
+    # a nested hidden entry protects its ancestors too
+    assert ops(["delete", "workspace:proj/sub"])[0]["error"] == "E_PERM_DENIED"
+    # what the gem can see, it can delete
+    assert ops(["delete", "workspace:proj/notes.md"], ["delete", "workspace:open"]) == \
+        [{"ok": None}, {"ok": None}]
+    assert ops.bench.history()["path"].tolist() == ["proj/notes.md", "open/a.txt"]
+    if kind == "real":
+        ws = open_bench.workspace
+        assert (ws / "proj" / ".git" / "config").read_text() == "[core]"
+        assert (ws / "proj" / ".env").read_text() == "TOKEN=user-secret"
+
+
+def test_SEC3_move_of_a_folder_holding_hidden_entries_is_refused_within_the_workspace(ops) -> None:
+    out = ops(["move", "workspace:proj", "workspace:elsewhere"],
+              ["move", "workspace:proj", "stolen"],
+              ["list", "workspace:"])
+    assert [o.get("error") for o in out] == ["E_PERM_DENIED", "E_PERM_DENIED", None]
+    assert _names(out[2]["ok"]) == ["open", "proj"]
+    assert ops(["move", "workspace:open", "workspace:moved"])[0] == {"ok": None}
+
+
+def test_SEC3_history_never_copies_hidden_entries(ops) -> None:
+    bench = ops.bench
+    # the unit under the rule: a folder's history copy skips what the gem cannot see
+    history.record(bench.providers.data_db, bench.providers.files, "proj", reason="delete",
+                   call_id=None)
+    assert sorted(bench.history()["path"]) == ["proj/notes.md"]
+    assert ops(["write", "workspace:proj/notes.md", "new"])[0] == {"ok": None}
+    saved = bench.history()
+    assert sorted(saved["path"]) == ["proj/notes.md", "proj/notes.md"]
+    contents = [r[0] for r in bench.providers.data_db.execute("SELECT content FROM _wb_history")]
+    assert all(b"user-secret" not in c and b"[core]" not in c for c in contents)
