@@ -246,3 +246,72 @@ def test_SEC7_locked_state_folder_is_E_BUSY_not_E_INTERNAL(gem: GemBuilder, tmp_
         finally:
             other.close()
         assert bench.call("t").ok  # once the other call is done, this one goes through
+
+
+KV_JS = """
+export default async function (input, ctx) {
+  const lone = "a\\ud800b";
+  await ctx.storage.kv.set("k" + lone, lone);
+  const col = ctx.data.collection("docs");
+  const { id } = await col.insert({ title: lone });
+  const found = await col.find({ where: { title: lone } });
+  return { kv: await ctx.storage.kv.get("k" + lone), doc: (await col.get(id)).title,
+           found: found.items.length,
+           sql: (await ctx.storage.sql.query("SELECT ? AS v", [lone]))[0].v };
+}
+"""
+
+KV_PY = """
+def handle(input, ctx):
+    lone = "a\\ud800b"
+    ctx.storage.kv.set("k" + lone, lone)
+    col = ctx.data.collection("docs")
+    id = col.insert({"title": lone})["id"]
+    found = col.find({"where": {"title": lone}})
+    return {"kv": ctx.storage.kv.get("k" + lone), "doc": col.get(id)["title"],
+            "found": len(found["items"]),
+            "sql": ctx.storage.sql.query("SELECT ? AS v", [lone])[0]["v"]}
+"""
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_SEC7_lone_surrogates_are_stored_like_the_platform_stores_them(
+        gem: GemBuilder, open_bench, lang: str) -> None:
+    gem.collections(docs=["title"]).tool("t", KV_JS if lang == "js" else KV_PY, ext=lang)
+    bench = open_bench(gem)
+    res = bench.call("t")
+    assert res.ok, res.error
+    # like TextEncoder: a lone surrogate becomes U+FFFD; what was written is what is read
+    assert res.value == {"kv": "a\ufffdb", "doc": "a\ufffdb", "found": 1, "sql": "a\ufffdb"}
+    assert bench.kv()["value"].tolist() == ["a\ufffdb"]
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_SEC5_storage_values_are_bounded(gem: GemBuilder, open_bench, lang: str) -> None:
+    src = {"js": """
+        export default async function (input, ctx) {
+          const big = "x".repeat(input.n), out = [];
+          for (const f of [() => ctx.storage.kv.set("k", big),
+                           () => ctx.data.collection("docs").insert({ big })]) {
+            try { await f(); out.push("ok"); } catch (e) { out.push(e.code); }
+          }
+          return out;
+        }""", "py": """
+        from workbench import WorkbenchError
+
+        def handle(input, ctx):
+            big, out = "x" * input["n"], []
+            for f in (lambda: ctx.storage.kv.set("k", big),
+                      lambda: ctx.data.collection("docs").insert({"big": big})):
+                try:
+                    f()
+                    out.append("ok")
+                except WorkbenchError as e:
+                    out.append(e.code)
+            return out
+        """}[lang]
+    gem.collections(docs=[]).tool("t", src, ext=lang)
+    bench = open_bench(gem, limits=Limits(sql_value_bytes=100_000))
+    assert bench.call("t", {"n": 200_000}).value == ["E_TOO_LARGE", "E_TOO_LARGE"]
+    assert bench.call("t", {"n": 1_000}).value == ["ok", "ok"]
+    assert len(bench.data("docs")) == 1

@@ -326,9 +326,12 @@ class Bench:
 
             outcome = crashed_outcome(self, tool, exc)
         finally:
-            caps.end()
+            failed = caps.end()
             res.trace_rows = session.trace
             res.violations = session.violations
+        if failed is not None:
+            res.logs, res.error = outcome.logs if outcome else "", failed
+            return
         if outcome is not None:
             res.logs = outcome.logs
             if outcome.error is not None:

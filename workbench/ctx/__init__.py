@@ -95,11 +95,18 @@ class Capabilities:
         except sqlite3.OperationalError as exc:
             raise busy_error(exc) from None
 
-    def end(self) -> None:
-        """Write buffered inserts and commit the call's storage writes, success or not."""
-        db = self.session.providers.data_db
+    def end(self) -> WorkbenchError | None:
+        """Write buffered inserts and commit the call's storage writes, success or not; if the
+        writes themselves fail, roll them all back and return why (never raise: SEC7)."""
+        db, failed = self.session.providers.data_db, None
         try:
             self.session.flush()
+        except Exception as exc:
+            failed = exc if isinstance(exc, WorkbenchError) else WorkbenchError(
+                "E_INTERNAL", f"the call's storage writes failed and were rolled back: "
+                f"{type(exc).__name__}: {exc}")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
         finally:
             if db.in_transaction:
                 db.execute("COMMIT")
@@ -108,6 +115,7 @@ class Capabilities:
                 sql.execute("ROLLBACK")
                 self.session.violations.append("storage.sql: the tool left a transaction open; "
                                                "it was rolled back")
+        return failed
 
 
 class _Methods:

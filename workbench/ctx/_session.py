@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import inspect
 import json
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .._errors import WorkbenchError
 from . import limits as _limits
+from .storage import sqlite_error
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -124,6 +126,13 @@ class CallSession:
             row.update(ok=False, error="E_INVALID_ARGUMENT")
             raise WorkbenchError("E_INVALID_ARGUMENT", f"{method}{_signature(fn)}: {exc}",
                                  method=method) from None
+        except (sqlite3.Error, UnicodeEncodeError) as exc:  # what the tool's data made fail
+            err = (sqlite_error(exc, self.limits, method=method) if isinstance(exc, sqlite3.Error)
+                   else WorkbenchError("E_INVALID_ARGUMENT", f"{method}: a string argument is "
+                                       f"not valid Unicode (a lone surrogate at {exc.start})",
+                                       method=method))
+            row.update(ok=False, error=err.code)
+            raise err from None
         except Exception as exc:  # a provider failure is still the ctx layer's to explain
             row.update(ok=False, error="E_INTERNAL")
             raise _internal(method, exc) from exc

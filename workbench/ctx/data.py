@@ -14,6 +14,7 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from ._text import well_formed
 from .._result import why_not_json
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ def new_id() -> str:
     return secrets.token_hex(8)
 
 
-def dumps_doc(doc: Any, what: str) -> str:
+def dumps_doc(doc: Any, what: str, limit: int) -> str:
+    """The document as stored: JSON text, well-formed UTF-8, at most `limit` characters."""
     if not isinstance(doc, dict):
         raise WorkbenchError("E_INVALID_ARGUMENT", f"{what} must be an object, got "
                              f"{type(doc).__name__}", field=what)
@@ -61,9 +63,13 @@ def dumps_doc(doc: Any, what: str) -> str:
     if why:
         raise WorkbenchError("E_INVALID_ARGUMENT", why, field=why.split(" ", 1)[0])
     try:
-        return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
         raise WorkbenchError("E_INVALID_ARGUMENT", f"{what} is not JSON: {exc}", field=what) from None
+    if len(text) > limit:
+        raise WorkbenchError("E_TOO_LARGE", f"{what} is {len(text):,} JSON characters; at most "
+                             f"{limit:,} per document", field=what, limit=limit)
+    return well_formed(text)
 
 
 def _field(field: Any) -> str:
@@ -74,7 +80,9 @@ def _field(field: Any) -> str:
 
 
 def _scalar(v: Any, field: str) -> Any:
-    if v is None or isinstance(v, (str, int, float)):
+    if isinstance(v, str):
+        return well_formed(v)
+    if v is None or isinstance(v, (int, float)):
         return v
     raise WorkbenchError("E_INVALID_ARGUMENT", f"filter on '{field}' compares with "
                          f"{type(v).__name__}; use a string, number, boolean or null", field=field)
@@ -124,7 +132,7 @@ def _id(id_: Any) -> str:
     if not isinstance(id_, str):
         raise WorkbenchError("E_INVALID_ARGUMENT", f"document id must be a string as insert "
                              f"returned it, got {type(id_).__name__}", field="id")
-    return id_
+    return well_formed(id_)
 
 
 def _row(id_: str, doc: str) -> dict[str, Any]:
@@ -155,7 +163,7 @@ class Data:
 
     def insert(self, name: str, doc: Any) -> dict[str, str]:
         t = table(self.check(name))
-        text = dumps_doc(doc, "document")
+        text = dumps_doc(doc, "document", self.s.limits.sql_value_bytes)
         self.s.writing(f"data.{name}.insert")
         if t not in self._pending:
             self._pending[t] = []
@@ -172,8 +180,8 @@ class Data:
 
     def update(self, name: str, id: str, patch: Any) -> dict[str, str]:
         t = table(self.check(name))
-        _id(id)
-        text = dumps_doc(patch, "patch")
+        id = _id(id)
+        text = dumps_doc(patch, "patch", self.s.limits.sql_value_bytes)
         self.s.writing(f"data.{name}.update")
         self.s.flush()
         # RFC 7396 merge patch: fields given replace, null removes
@@ -185,7 +193,7 @@ class Data:
 
     def delete(self, name: str, id: str) -> dict[str, bool]:
         t = table(self.check(name))
-        _id(id)
+        id = _id(id)
         self.s.writing(f"data.{name}.delete")
         self.s.flush()
         return {"deleted": self.db.execute(f"DELETE FROM {t} WHERE id = ?", (id,)).rowcount > 0}

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from . import history
+from ._text import well_formed
 from .limits import DEFAULT
 from .paths import GemPath, resolve
 
@@ -160,8 +161,7 @@ class Files:
                 raise WorkbenchError("E_INVALID_ARGUMENT", f"content for {p.raw!r} is not valid "
                                      "base64", path=p.raw, field="content") from None
         else:  # like JS TextEncoder: surrogate pairs joined, a lone half becomes U+FFFD
-            data = (content.encode("utf-16-le", "surrogatepass")
-                    .decode("utf-16-le", "replace").encode("utf-8"))
+            data = well_formed(content).encode("utf-8")
         cap = self.s.limits.file_bytes
         if len(data) > cap:
             raise WorkbenchError("E_TOO_LARGE", f"writing {len(data):,} bytes to {p.raw!r}: at "

@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError, WorkbenchError
+from ._text import well_formed, well_formed_params
 
 if TYPE_CHECKING:
     from ._session import CallSession
@@ -32,6 +33,18 @@ _SETTINGS_READ_ONLY = frozenset({"encoding", "page_size", "schema_version", "app
                                  "foreign_keys"})  # settings: reading them is fine, setting not
 # SEC1: functions that reach outside the database (loadable extensions, FTS3 tokenizer pointers)
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
+
+
+def sqlite_error(exc: sqlite3.Error, limits: "Limits", **details: Any) -> WorkbenchError:
+    """A SQLite failure on a tool's behalf as a coded error (translated once, here)."""
+    msg = str(exc)
+    if "database is locked" in msg or "database is busy" in msg:
+        return busy_error(exc)
+    if "too big" in msg or "too long" in msg or "too large" in msg:
+        return WorkbenchError("E_TOO_LARGE", f"SQLite: {msg} (strings and blobs up to "
+                              f"{limits.sql_value_bytes:,} bytes, statements up to "
+                              f"{limits.sql_statement_bytes:,})", **details)
+    return WorkbenchError("E_SQL", f"SQLite: {msg}", **details)
 
 
 def busy_error(exc: sqlite3.Error) -> WorkbenchError:
@@ -86,7 +99,7 @@ def _str(v: Any, what: str) -> str:
         raise WorkbenchError("E_INVALID_ARGUMENT", f"kv {what} must be a string, got "
                              f"{type(v).__name__} ({v!r:.40}); convert it with String(…) or "
                              "JSON.stringify(…)", field=what)
-    return v
+    return well_formed(v)
 
 
 class KV:
@@ -102,14 +115,16 @@ class KV:
         return row[0] if row else None
 
     def set(self, key: str, value: str) -> None:
-        _str(key, "key")
-        _str(value, "value")
+        key, value = _str(key, "key"), _str(value, "value")
+        if len(key) + len(value) > (cap := self.s.limits.sql_value_bytes):
+            raise WorkbenchError("E_TOO_LARGE", f"kv entry {key[:40]!r}: over {cap:,} characters",
+                                 field="value", limit=cap)
         self.s.writing("storage.kv.set")
         self.s.flush()
         kv_put(self.db, key, value)
 
     def delete(self, key: str) -> bool:
-        _str(key, "key")
+        key = _str(key, "key")
         self.s.writing("storage.kv.delete")
         self.s.flush()
         return kv_remove(self.db, key)
@@ -117,7 +132,7 @@ class KV:
     def list(self, prefix: str = "") -> list[str]:
         """Keys starting with prefix, sorted."""
         self.s.flush()
-        _str(prefix, "prefix")
+        prefix = _str(prefix, "prefix")
         rows = self.db.execute("SELECT key FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key",
                                (len(prefix), prefix))
         return [r[0] for r in rows]
@@ -205,7 +220,7 @@ class SQL:
         guard = _Guard(self.s.deadline, read_only=self.s.strict and
                        self.s.tool.side_effect == "read").install(self.db)
         try:
-            cur = self.db.execute(sql, params)
+            cur = self.db.execute(well_formed(sql), well_formed_params(params))
             return cur, self._fetch(cur, sql)  # a row can fail too (e.g. malformed JSON): E_SQL
         except sqlite3.Error as exc:
             raise self._error(exc, guard, sql) from None
@@ -232,17 +247,10 @@ class SQL:
                                   "of time (its timeout covers the ctx calls it makes)", sql=sql)
         if guard.denied:
             return WorkbenchError("E_PERM_DENIED", f"SQLite: {guard.denied} (SEC1)", sql=sql)
-        msg = str(exc)
-        if "database is locked" in msg:
-            return busy_error(exc)
-        if "too many attached databases" in msg:
+        if "too many attached databases" in str(exc):
             return WorkbenchError("E_PERM_DENIED", "ATTACH and VACUUM are not available: the "
                                   "gem's SQL reaches only its own database (SEC1)", sql=sql)
-        if "too big" in msg or "too long" in msg or "too large" in msg:
-            return WorkbenchError("E_TOO_LARGE", f"SQLite: {msg} (strings and blobs up to "
-                                  f"{self.s.limits.sql_value_bytes:,} bytes, statements up to "
-                                  f"{self.s.limits.sql_statement_bytes:,})", sql=sql)
-        return WorkbenchError("E_SQL", f"SQLite: {msg}", sql=sql)
+        return sqlite_error(exc, self.s.limits, sql=sql)
 
     def query(self, sql: str, params: Any = None) -> list[dict[str, Any]]:
         """Rows as objects (column name -> value)."""
