@@ -30,6 +30,20 @@ GRANT = {"http": {"connections": {
     "open": {"hosts": ["*.open.example"]},
 }}}
 
+# the user's side (SEC4): what to send and where it may go; the manifest can only narrow it
+CREDS = {"acme": {"headers": {"Authorization": f"Bearer {SECRET}"},
+                  "hosts": ["api.acme.example"], "paths": ["/v1/"]}}
+
+
+def local_creds(port: int) -> dict[str, Any]:
+    """CREDS for the local test server, reached as https://localhost:<port> through _TlsShim."""
+    return {"acme": {**CREDS["acme"], "hosts": [f"localhost:{port}"]}}
+
+
+def local_grant(port: int) -> dict[str, Any]:
+    return {"http": {"connections": {"acme": {"hosts": [f"localhost:{port}"], "paths": ["/v1/"]}}}}
+
+
 PY_FETCH = """
 def handle(input, ctx):
     r = ctx.http.fetch(input["url"], input.get("init"))
@@ -89,7 +103,8 @@ def http_gem(gem: GemBuilder, *, top: Any = GRANT, tool_perms: Any = None) -> Ge
 
 @pytest.fixture
 def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., workbench.Bench]]:
-    monkeypatch.delenv("GEM_WORKBENCH_CONN_ACME_TOKEN", raising=False)
+    for var in ("TOKEN", "HOSTS", "PATHS"):
+        monkeypatch.delenv(f"GEM_WORKBENCH_CONN_ACME_{var}", raising=False)
     benches: list[workbench.Bench] = []
 
     def opener(gem: GemBuilder, **kw: Any) -> workbench.Bench:
@@ -210,7 +225,7 @@ def test_N10_credentials_denied_with_reason(gem: GemBuilder, opened: Callable, l
                                             connection: str, reason: str) -> None:
     rec = Recorder(status=401)
     bench = opened(http_gem(gem), http=[{"match": lambda r: True, "respond": rec}],
-                   credentials={"acme": {"Authorization": f"Bearer {SECRET}"}})
+                   credentials=CREDS)
     res = fetch(bench, lang, url, connection=connection)
     res.raise_for_error()
     host = url.split("/")[2]
@@ -224,7 +239,7 @@ def test_N10_credentials_injected_on_https_granted_host_and_path(gem: GemBuilder
                                                                  lang: str) -> None:
     rec = Recorder()
     bench = opened(http_gem(gem), http=[{"match": "https://api.acme.example/", "respond": rec}],
-                   credentials={"acme": {"Authorization": f"Bearer {SECRET}"}})
+                   credentials=CREDS)
     res = fetch(bench, lang, "https://api.acme.example/v1/items", connection="acme")
     res.raise_for_error()
     assert res.value["denied"] is None and rec.auth == [f"Bearer {SECRET}"]
@@ -237,6 +252,7 @@ def test_N10_credentials_from_the_environment(gem: GemBuilder, opened: Callable,
     rec = Recorder()
     bench = opened(http_gem(gem), http=[{"match": "https://", "respond": rec}])
     monkeypatch.setenv("GEM_WORKBENCH_CONN_ACME_TOKEN", SECRET)
+    monkeypatch.setenv("GEM_WORKBENCH_CONN_ACME_HOSTS", "api.acme.example")
     fetch(bench, "py", "https://api.acme.example/v1/x", connection="acme").raise_for_error()
     assert rec.auth == [f"Bearer {SECRET}"]
     assert SECRET not in bench.http().to_string()
@@ -245,7 +261,7 @@ def test_N10_credentials_from_the_environment(gem: GemBuilder, opened: Callable,
 def test_N10_wildcard_host_grant(gem: GemBuilder, opened: Callable) -> None:
     rec = Recorder()
     bench = opened(http_gem(gem), http=[{"match": "https://", "respond": rec}],
-                   credentials={"open": {"X-Key": SECRET}})
+                   credentials={"open": {"headers": {"X-Key": SECRET}, "hosts": ["*.open.example"]}})
     assert fetch(bench, "py", "https://a.open.example/x", connection="open").value["denied"] is None
     assert rec.seen[0].headers["X-Key"] == SECRET
 
@@ -255,7 +271,7 @@ def test_N10_redirect_to_another_host_drops_credentials(gem: GemBuilder, opened:
     first, second = Recorder(302, headers={"Location": "https://evil.example/steal"}), Recorder()
     bench = opened(http_gem(gem), http=[{"match": "https://api.acme.example/", "respond": first},
                                         {"match": "https://evil.example/", "respond": second}],
-                   credentials={"acme": {"Authorization": f"Bearer {SECRET}"}})
+                   credentials=CREDS)
     res = fetch(bench, lang, "https://api.acme.example/v1/go", connection="acme")
     res.raise_for_error()
     assert first.auth == [f"Bearer {SECRET}"] and second.auth == [None]
@@ -270,7 +286,7 @@ def test_N10_redirect_on_the_same_granted_host_keeps_credentials(gem: GemBuilder
     rec = Recorder()
     bench = opened(http_gem(gem), http=[{"match": "https://api.acme.example/v1/start", "respond": hop},
                                         {"match": "https://api.acme.example/v1/next", "respond": rec}],
-                   credentials={"acme": {"Authorization": f"Bearer {SECRET}"}})
+                   credentials=CREDS)
     res = fetch(bench, "py", "https://api.acme.example/v1/start", connection="acme")
     assert res.value["denied"] is None and rec.auth == [f"Bearer {SECRET}"]
 
@@ -293,7 +309,7 @@ def handle(input, ctx):
         raise
 """)
     bench = opened(http_gem(gem), http=[{"match": "https://", "respond": leaky}],
-                   credentials={"acme": {"Authorization": f"Bearer {SECRET}"}})
+                   credentials=CREDS)
     res = bench.call("log_py")
     assert res.error.code == "E_HTTP" and "***" in res.error.message
     everything = " ".join([repr(res.error), str(res.error.details), res.logs, str(res.trace_rows),
@@ -337,7 +353,7 @@ def test_N10_real_slow_server_times_out(gem: GemBuilder, opened: Callable, lang:
     bench = opened(http_gem(gem), http="real", http_timeout=0.2)
     res = fetch(bench, lang, server.url_for("/slow"))
     assert res.error.code == "E_HTTP" and "0.2 s" in res.error.message
-    assert "ReadTimeout" in res.error.message
+    assert "ReadTimeout" in res.error.message or "total deadline" in res.error.message
     if lang == "py":
         assert res.error.details["reason"] == "timeout"
     assert bench.http().iloc[0].error == "E_HTTP"
@@ -359,8 +375,8 @@ def test_N10_real_redirect_to_non_granted_host_drops_credentials(gem: GemBuilder
 
     server.expect_request("/v1/start").respond_with_handler(start)
     server.expect_request("/v1/land").respond_with_handler(land)
-    bench = opened(http_gem(gem), http=_TlsShim(),
-                   credentials={"acme": {"Authorization": f"Bearer {SECRET}"}})
+    bench = opened(http_gem(gem, top=local_grant(server.port)), http=_TlsShim(),
+                   credentials=local_creds(server.port))
     res = fetch(bench, lang, f"https://localhost:{server.port}/v1/start", connection="acme")
     res.raise_for_error()
     assert auth == {"start": f"Bearer {SECRET}", "land": None}
@@ -372,7 +388,7 @@ def test_N10_real_redirect_to_non_granted_host_drops_credentials(gem: GemBuilder
 def test_N10_real_plain_http_never_gets_credentials(gem: GemBuilder, opened: Callable, server: Any) -> None:
     server.expect_request("/v1/x").respond_with_handler(
         lambda req: Response(str(req.headers.get("Authorization")), status=401))
-    bench = opened(http_gem(gem), http="real", credentials={"acme": {"Authorization": f"Bearer {SECRET}"}})
+    bench = opened(http_gem(gem), http="real", credentials=CREDS)
     res = fetch(bench, "py", f"http://localhost:{server.port}/v1/x", connection="acme")
     assert res.value["text"] == "None" and res.value["status"] == 401
     assert res.value["denied"] == {"reason": "not https", "host": "localhost"}
@@ -387,7 +403,7 @@ def test_N10_cassette_records_then_replays_without_the_server(gem: GemBuilder, o
     server.expect_request("/v1/data").respond_with_json({"n": 7})
     path = tmp_path / "cassette.json"
     rec = opened(http_gem(gem), http=Cassette(path, "record", inner=_TlsShim()),
-                 credentials={"acme": {"Authorization": f"Bearer {SECRET}"}})
+                 credentials=CREDS)
     url = f"https://localhost:{server.port}/v1/data"
     assert rec.call(f"json_{lang}", {"url": url}).value == {"n": 7}
     assert SECRET not in path.read_text()
@@ -405,14 +421,14 @@ def test_N10_cassette_does_not_store_injected_credentials(gem: GemBuilder, opene
     rec = Recorder()
     path = tmp_path / "c.json"
     bench = opened(http_gem(gem), http=Cassette(path, "record", inner=MockTransport([{"match": "https://", "respond": rec}])),
-                   credentials={"acme": {"Authorization": f"Bearer {SECRET}"}})
+                   credentials=CREDS)
     fetch(bench, "py", "https://api.acme.example/v1/x", connection="acme").raise_for_error()
     assert rec.auth == [f"Bearer {SECRET}"] and SECRET not in path.read_text()
 
 
 def test_N10_credentials_from_a_secrets_file(gem: GemBuilder, opened: Callable, tmp_path: Path) -> None:
     secrets = tmp_path / "secrets.json"
-    secrets.write_text(json.dumps({"acme": {"Authorization": f"Bearer {SECRET}"}}))
+    secrets.write_text(json.dumps(CREDS))
     rec = Recorder()
     bench = opened(http_gem(gem), http=[{"match": "https://", "respond": rec}], credentials=secrets)
     fetch(bench, "py", "https://api.acme.example/v1/x", connection="acme").raise_for_error()
@@ -421,6 +437,10 @@ def test_N10_credentials_from_a_secrets_file(gem: GemBuilder, opened: Callable, 
     with pytest.raises(workbench.WorkbenchError) as info:
         opened(gem, credentials=secrets)
     assert SECRET not in str(info.value)
+    secrets.write_text(json.dumps({"acme": {"Authorization": f"Bearer {SECRET}"}}))  # no hosts
+    with pytest.raises(workbench.UsageError) as info:
+        opened(gem, credentials=secrets)
+    assert "'hosts'" in str(info.value) and SECRET not in str(info.value)
 
 
 def test_N10_redirect_to_plain_http_on_the_same_host_drops_credentials(gem: GemBuilder,
@@ -429,7 +449,7 @@ def test_N10_redirect_to_plain_http_on_the_same_host_drops_credentials(gem: GemB
     rec = Recorder()
     bench = opened(http_gem(gem), http=[{"match": "https://api.acme.example/", "respond": hop},
                                         {"match": "http://api.acme.example/", "respond": rec}],
-                   credentials={"acme": {"Authorization": f"Bearer {SECRET}"}})
+                   credentials=CREDS)
     res = fetch(bench, "py", "https://api.acme.example/v1/start", connection="acme")
     assert hop.auth == [f"Bearer {SECRET}"] and rec.auth == [None]
     assert res.value["denied"] == {"reason": "not https", "host": "api.acme.example"}
@@ -451,4 +471,6 @@ def test_N10_credentials_from_the_keyring(gem: GemBuilder, monkeypatch: Any) -> 
     state = HttpState(MockTransport(), env={})
     assert state.headers_for("acme") == {"Authorization": "Bearer kr-token-123"}
     assert state.headers_for("other") is None
+    cred = state.credential("acme")  # no hosts for it anywhere: it goes nowhere (SEC4)
+    assert cred is not None and cred.hosts == () and "connection:acme:hosts" in (cred.problem or "")
     assert "kr-token-123" not in state.mask("token kr-token-123")

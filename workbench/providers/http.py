@@ -5,8 +5,16 @@ transport only moves bytes:
 
     MockTransport   handlers matched in order by URL prefix (or predicate) and method, each
                     returning a response; an unmatched request is E_HTTP listing the handlers.
-    RealTransport   httpx with a timeout; a timeout or connection failure is E_HTTP.
+    RealTransport   httpx, bounded (SEC5): one TOTAL deadline over connect, headers and body
+                    (a watchdog shuts the socket down when it passes, so a server dripping
+                    bytes cannot hold a call), the body streamed and cut at `max_bytes`
+                    (E_TOO_LARGE); no cookie jar and no kept-alive connection, so nothing
+                    carries over from one request to the next (SEC4).
     Cassette        record (through another transport) to a JSON file, or replay from it.
+
+`send(request, timeout, max_bytes=None)`: `timeout` is the total seconds the request may take.
+A transport of your own may take just `(request, timeout)`; the ctx layer then checks the body
+size and the time once the response is back.
 
     workbench.open(gem, http=[
         {"match": "https://api.acme.example/", "respond": {"json": {"temperature": 12.4}}},
@@ -19,15 +27,19 @@ transport only moves bytes:
 from __future__ import annotations
 
 import json
+import socket
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from http.cookiejar import CookieJar, DefaultCookiePolicy
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from .._errors import UsageError, WorkbenchError
 
 __all__ = ["Cassette", "HttpRequest", "HttpResponse", "MockHandler", "MockTransport", "RealTransport",
-           "Transport", "make_transport"]
+           "Transport", "Watchdog", "make_transport", "too_large"]
 
 DEFAULT_TIMEOUT = 10.0
+_CHUNK = 64 * 1024
 
 
 @dataclass
@@ -66,6 +78,93 @@ class Transport(Protocol):
     kind: str
 
     def send(self, request: HttpRequest, timeout: float) -> HttpResponse: ...
+
+
+def too_large(request: HttpRequest, max_bytes: int, declared: int | None = None) -> WorkbenchError:
+    """E_TOO_LARGE for a response body over the cap, naming the limit (Limits.http_body_bytes)."""
+    said = f" (Content-Length {declared:,})" if declared is not None else ""
+    return WorkbenchError("E_TOO_LARGE", f"{request.method} {request.url}: the response body is "
+                          f"over {max_bytes:,} bytes{said}, the limit of one ctx.http.fetch "
+                          "(Limits.http_body_bytes)", url=request.url, limit="http_body_bytes",
+                          max_bytes=max_bytes)
+
+
+class Watchdog:
+    """Bounds a blocking httpx exchange by a total deadline (SEC5).
+
+    httpx's timeouts are per phase and per read: a server sending one byte per second never
+    trips them. The watchdog records every socket httpx connects (httpcore's `trace`
+    extension) and shuts them down when the deadline passes, which wakes a blocked read; the
+    caller then sees `fired` and reports a timeout. Use one per exchange, with `trace` passed
+    as `extensions={"trace": dog.trace}` and connections not kept alive (a reused connection
+    would not be traced)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = max(0.0, seconds)
+        self.fired = False
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(self.seconds, self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> "Watchdog":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._timer.cancel()
+
+    def trace(self, name: str, info: dict[str, Any]) -> None:
+        if not name.endswith("connect_tcp.complete"):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            with self._lock:
+                self._socks.append(sock)
+                if self.fired:  # connected after the deadline: stop at once
+                    self._shutdown(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            for sock in self._socks:
+                self._shutdown(sock)
+
+    @staticmethod
+    def _shutdown(sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already closed
+            pass
+
+
+class _NoCookies(DefaultCookiePolicy):
+    """A cookie policy that neither stores nor sends cookies: no state between requests."""
+
+    def set_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+    def return_ok(self, cookie: Any, request: Any) -> bool:
+        return False
+
+
+def no_cookie_jar() -> CookieJar:
+    """An httpx `cookies=` jar that stays empty (SEC4: nothing carried between calls)."""
+    return CookieJar(policy=_NoCookies())
+
+
+def stream_body(chunks: Iterator[bytes], max_bytes: int | None,
+                on_too_large: Callable[[], Exception]) -> bytes:
+    """Join streamed chunks, stopping as soon as they pass `max_bytes` (never all in memory)."""
+    parts: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if max_bytes is not None and size > max_bytes:
+            raise on_too_large()
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _as_response(value: Any) -> HttpResponse:
@@ -139,11 +238,11 @@ class MockTransport:
         self.handlers.append(h)
         return h
 
-    def send(self, request: HttpRequest, timeout: float) -> HttpResponse:
+    def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
         for h in self.handlers:
             if h.matches(request):
                 r = h.respond(request) if callable(h.respond) else h.respond
-                return _as_response(r)
+                return _as_response(r)  # size and time: the ctx layer checks them
         listed = "; ".join(h.describe() for h in self.handlers) or "none"
         raise WorkbenchError("E_HTTP", f"no mock http handler matches {request.method} "
                              f"{request.url} (handlers: {listed}); add one with "
@@ -152,8 +251,17 @@ class MockTransport:
                              handlers=[h.describe() for h in self.handlers])
 
 
+def http_timeout_error(request: HttpRequest, timeout: float, why: str) -> WorkbenchError:
+    """E_HTTP reason "timeout"; `why` names what ran out (httpx's ReadTimeout, the deadline)."""
+    return WorkbenchError("E_HTTP", f"{request.method} {request.url}: no complete answer within "
+                          f"{timeout:g} s ({why}; the timeout covers connecting, redirects and "
+                          "the whole body)", url=request.url, reason="timeout", timeout=timeout,
+                          why=why)
+
+
 class RealTransport:
-    """httpx, one client per bench; redirects are never followed here (ctx.http does it)."""
+    """httpx, one client per bench (its TLS setup is costly), but no state in it: no cookie
+    jar, no kept-alive connection; redirects are never followed here (ctx.http does it)."""
 
     kind = "real"
 
@@ -161,24 +269,44 @@ class RealTransport:
         self.verify = verify
         self._client: Any = None
 
-    def send(self, request: HttpRequest, timeout: float) -> HttpResponse:
+    def _http(self) -> Any:
         import httpx
 
         if self._client is None:
-            self._client = httpx.Client(follow_redirects=False, verify=self.verify, trust_env=False)
-        try:
-            r = self._client.request(request.method, request.url, headers=request.headers,
-                                     content=request.body or None, timeout=timeout)
-        except httpx.TimeoutException as exc:
-            raise WorkbenchError("E_HTTP", f"{request.method} {request.url}: no answer within "
-                                 f"{timeout:g} s ({type(exc).__name__})", url=request.url,
-                                 reason="timeout", timeout=timeout) from None
-        except httpx.HTTPError as exc:
-            raise WorkbenchError("E_HTTP", f"{request.method} {request.url}: "
-                                 f"{type(exc).__name__}: {exc}", url=request.url,
-                                 reason="connection") from None
-        return HttpResponse(status=r.status_code, headers=list(r.headers.multi_items()),
-                            body=r.content, reason=r.reason_phrase)
+            self._client = httpx.Client(
+                follow_redirects=False, verify=self.verify, trust_env=False,
+                cookies=no_cookie_jar(),  # SEC4: a Set-Cookie never reaches the next call
+                # a fresh connection per request: the watchdog sees (and can cut) every socket
+                limits=httpx.Limits(max_keepalive_connections=0))
+        return self._client
+
+    def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
+        """One exchange within `timeout` seconds in total, its body at most `max_bytes`."""
+        import httpx
+
+        client = self._http()
+        with Watchdog(timeout) as dog:
+            try:
+                with client.stream(request.method, request.url, headers=request.headers,
+                                   content=request.body or None, timeout=httpx.Timeout(timeout),
+                                   extensions={"trace": dog.trace}) as r:
+                    declared = _content_length(r.headers)
+                    if max_bytes is not None and declared is not None and declared > max_bytes:
+                        raise too_large(request, max_bytes, declared)  # not read at all
+                    body = stream_body(r.iter_bytes(_CHUNK), max_bytes,
+                                       lambda: too_large(request, max_bytes or 0))
+                    status, headers, reason = r.status_code, list(r.headers.multi_items()), r.reason_phrase
+            except httpx.TimeoutException as exc:
+                raise http_timeout_error(request, timeout, type(exc).__name__) from None
+            except httpx.HTTPError as exc:
+                if dog.fired:  # the watchdog cut the socket: that is the timeout, not the server
+                    raise http_timeout_error(request, timeout, "total deadline") from None
+                raise WorkbenchError("E_HTTP", f"{request.method} {request.url}: "
+                                     f"{type(exc).__name__}: {exc}", url=request.url,
+                                     reason="connection") from None
+        if dog.fired:  # a body read to "end of stream" after the cut is a truncated body
+            raise http_timeout_error(request, timeout, "total deadline")
+        return HttpResponse(status=status, headers=headers, body=body, reason=reason)
 
     def close(self) -> None:
         if self._client is not None:
@@ -216,7 +344,7 @@ class Cassette:
         return {"method": request.method, "url": request.url,
                 "body_sha256": hashlib.sha256(request.body).hexdigest()}
 
-    def send(self, request: HttpRequest, timeout: float) -> HttpResponse:
+    def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
         import base64
 
         key = self._key(request)
@@ -231,7 +359,7 @@ class Cassette:
                                  f"{self.path} (replay; {len(self.exchanges)} recorded, "
                                  f"{len(self._used)} used): record it again", url=request.url,
                                  reason="not in cassette")
-        resp = self.inner.send(request, timeout)
+        resp = send(self.inner, request, timeout, max_bytes)
         self.exchanges.append({"request": key, "response": {
             "status": resp.status, "reason": resp.reason, "headers": [list(h) for h in resp.headers],
             "body": base64.b64encode(resp.body).decode("ascii")}})
@@ -243,6 +371,27 @@ class Cassette:
         close = getattr(self.inner, "close", None)
         if close is not None:
             close()
+
+
+def _content_length(headers: Any) -> int | None:
+    value = headers.get("content-length")
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def send(transport: Any, request: HttpRequest, timeout: float, max_bytes: int | None) -> HttpResponse:
+    """`transport.send`, passing `max_bytes` when it takes it (a transport of your own may not)."""
+    import inspect
+
+    try:
+        params = inspect.signature(transport.send).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if "max_bytes" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return transport.send(request, timeout, max_bytes=max_bytes)
+    return transport.send(request, timeout)
 
 
 def make_transport(spec: Any) -> "Transport":
