@@ -100,12 +100,16 @@ class Files:
                                      "file, not a folder", path=p.raw)
 
     def _dot_entry_under(self, p: GemPath) -> str | None:
-        """The first dot-entry inside a folder (symlinks not followed), or None."""
-        for child in self.store.list(p.root, p.rel):
-            if child.name.startswith("."):
-                return f"{p.rel}/{child.name}"
-            if child.type == "folder" and (found := self._dot_entry_under(p.child(child.name))):
-                return found
+        """The first dot-entry inside a folder (symlinks not followed), or None; iterative, so
+        a deep tree cannot exhaust the stack."""
+        todo = [p.rel]
+        while todo:
+            rel = todo.pop()
+            for child in self.store.list(p.root, rel):
+                if child.name.startswith("."):
+                    return f"{rel}/{child.name}"
+                if child.type == "folder":
+                    todo.append(f"{rel}/{child.name}")
         return None
 
     # -- ctx.files -------------------------------------------------------------------------

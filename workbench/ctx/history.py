@@ -38,13 +38,17 @@ CREATE INDEX IF NOT EXISTS _wb_history_path ON _wb_history(path);
 def _files_under(store: "FileStore", root: str, rel: str) -> list[tuple[str, int]]:
     """(path, size) of every file at or below rel; symlinks are not followed, and dot-entries
     (which do not exist for the gem, F10) are never copied into history (SEC3)."""
-    e = store.entry(root, rel)
-    if e is None or e.type == "link" or rel.rsplit("/", 1)[-1].startswith("."):
-        return []
-    if e.type == "file":
-        return [(rel, e.size)]
-    return [f for child in store.list(root, rel)
-            for f in _files_under(store, root, f"{rel}/{child.name}" if rel else child.name)]
+    out, todo = [], [(rel, store.entry(root, rel))]
+    while todo:  # iterative: a deep tree cannot exhaust the stack
+        path, e = todo.pop()
+        if e is None or e.type == "link" or path.rsplit("/", 1)[-1].startswith("."):
+            continue
+        if e.type == "file":
+            out.append((path, e.size))
+        else:
+            todo += [(f"{path}/{c.name}" if path else c.name, c)
+                     for c in reversed(store.list(root, path))]
+    return out
 
 
 def record(db: "sqlite3.Connection", store: "FileStore", rel: str, *, reason: str,
