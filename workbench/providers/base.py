@@ -7,6 +7,11 @@ so a mock and a real provider cannot drift apart.
 Paths given to a FileStore are already checked: POSIX, relative to a *root*, no '..', no
 leading '/', '' meaning the root itself. Roots are 'workspace' (the conversation folder) and
 'run/<call id>' (one run folder per call).
+
+What a gem cannot name does not exist here either: FIFOs, sockets and device files are never
+reported (`entry` gives None, `list` and `walk` skip them, `read` refuses them without
+blocking), nor are names that are not valid UTF-8 on disk. Symlinks are followed only by
+`resolve`, at most 40 per path: a loop is a path that cannot be resolved (None).
 """
 
 from __future__ import annotations
@@ -28,15 +33,19 @@ class Entry:
 
 class FileStore(Protocol):
     def entry(self, root: str, path: str) -> Entry | None:
-        """The entry at path, or None. The root itself is always a folder."""
+        """The entry at path, or None (also for a FIFO, socket or device). The root itself is
+        always a folder."""
 
     def resolve(self, root: str, path: str) -> str | None:
-        """The canonical path after following symlinks, or None if it leaves the root."""
+        """The canonical path after following symlinks, or None if it leaves the root or does
+        not resolve (a symlink loop, a chain of over 40 links). Never raises."""
 
     def list(self, root: str, path: str) -> builtins.list[Entry]:
         """Entries of a folder (raises NotADirectoryError / FileNotFoundError)."""
 
-    def read(self, root: str, path: str) -> bytes: ...
+    def read(self, root: str, path: str) -> bytes:
+        """The bytes of a regular file; FileNotFoundError for anything else, at once (no wait
+        on a FIFO swapped in after the caller's check)."""
 
     def write(self, root: str, path: str, data: bytes) -> None:
         """Atomically replace the file, creating parent folders."""

@@ -14,6 +14,15 @@ def _now() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _decodable(path: str) -> bool:
+    """False for a name seeded from a non-UTF-8 name on disk: the folder store skips those."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class MemoryFileStore:
     """Keeps (root, path) -> bytes and a set of folders; nothing touches the disk."""
 
@@ -40,7 +49,7 @@ class MemoryFileStore:
         if here.type != "folder":
             raise NotADirectoryError(path)
         names = {p for r, p in [*self._files, *self._dirs] if r == root and p
-                 and posixpath.dirname(p) == path}
+                 and posixpath.dirname(p) == path and _decodable(p)}
         return [e for e in (self.entry(root, n) for n in sorted(names)) if e]
 
     def read(self, root: str, path: str) -> bytes:
@@ -79,7 +88,7 @@ class MemoryFileStore:
 
     def walk(self, root: str) -> Iterator[tuple[str, Entry]]:
         for r, p in sorted({*self._files, *self._dirs}):
-            if r == root and (e := self.entry(r, p)):
+            if r == root and _decodable(p) and (e := self.entry(r, p)):
                 yield p, e
 
     def roots(self) -> builtins.list[str]:
