@@ -9,13 +9,22 @@ does (F9–F12: no `..`, no dot-entries in the conversation folder, 20 MB at mos
 plain text, Markdown and CSV (decoded as UTF-8), HTML (the text, scripts and styles dropped;
 Python's html.parser) and PDF (pypdf; `pages` is a list with the text of each page). Any other
 type fails with E_UNSUPPORTED naming it. `options` may carry `{"maxChars": n}` to cut the text.
+
+Bounds (SEC5): extraction stops at the call's deadline (E_TIMEOUT) and never yields more than
+`limits.file_bytes` characters of text (E_TOO_LARGE naming the limit; with `maxChars` it stops
+early instead, and `pages` then holds the pages read so far). PDFs are parsed by pypdf in a
+child process that is killed at the deadline and capped in memory (a decompression bomb or a
+deeply nested object tree cannot stall or exhaust the host); whatever pypdf cannot read is
+E_INVALID_ARGUMENT "not a readable PDF", a pypdf limit or the memory cap is E_TOO_LARGE.
 """
 
 from __future__ import annotations
 
-import io
+import json
+import subprocess
+import sys
 from html.parser import HTMLParser
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .._errors import WorkbenchError
 from .files import Files
@@ -62,23 +71,102 @@ class _Text(HTMLParser):
         return "\n".join(out).strip()
 
 
-def html_text(html: str) -> str:
+_HTML_CHUNK = 1 << 18  # html.parser is pure Python: check the deadline every 256 KiB
+PDF_MEMORY_BYTES = 1 << 30  # address space of the PDF child process
+PDF_SECONDS = 60.0  # a PDF's time when the call has no deadline
+
+
+def html_text(html: str, check: Callable[[], Any] | None = None) -> str:
+    """The text of an HTML document; `check()` runs between chunks (it raises to stop)."""
     parser = _Text()
-    parser.feed(html)
+    for i in range(0, len(html), _HTML_CHUNK):
+        if check is not None:
+            check()
+        parser.feed(html[i:i + _HTML_CHUNK])
     parser.close()
     return parser.text()
 
 
-def pdf_pages(data: bytes, raw: str) -> list[str]:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+# The PDF child: reads the PDF on stdin, writes {"pages", "cut"} or {"error", "message"} as
+# JSON. argv: the parent's sys.path (so pypdf imports as it does here), the character cap,
+# the address-space cap.
+_PDF_CHILD = r"""
+import io, json, sys
+sys.path[:] = json.loads(sys.argv[1])
+cap, mem = int(sys.argv[2]), int(sys.argv[3])
+try:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+except (ImportError, ValueError, OSError):
+    pass
 
+def done(obj):
+    sys.stdout.buffer.write(json.dumps(obj, ensure_ascii=False).encode("utf-8"))
+    sys.stdout.flush()
+
+try:
+    from pypdf import PdfReader
+    from pypdf.errors import LimitReachedError
+    reader = PdfReader(io.BytesIO(sys.stdin.buffer.read()))
+    pages, total, cut = [], 0, False
+    for page in reader.pages:
+        text = page.extract_text() or ""
+        # lone surrogates (broken font maps) become U+FFFD, as JS's TextDecoder would
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        text = text[:cap + 1]  # one page alone may be over the cap: send no more than needed
+        total += len(text) + (2 if pages else 0)  # the blank line that joins pages
+        pages.append(text)
+        if total > cap:
+            cut = True
+            break
+    done({"pages": pages, "cut": cut})
+except MemoryError:
+    pages = reader = None  # free what can be freed to answer at all
+    done({"error": "memory", "message": "it needs more memory than the extraction may use"})
+except RecursionError:
+    done({"error": "invalid", "message": "its objects are nested too deeply"})
+except LimitReachedError as exc:
+    done({"error": "limit", "message": str(exc)})
+except Exception as exc:
+    done({"error": "invalid", "message": f"{type(exc).__name__}: {exc}"})
+"""
+
+
+def pdf_pages(data: bytes, raw: str, *, cap: int, seconds: float | None,
+              memory: int = PDF_MEMORY_BYTES) -> tuple[list[str], bool]:
+    """(pages, cut): the text of each page, stopping once over `cap` characters in all.
+
+    Runs pypdf in a child process bounded by `seconds` (E_TIMEOUT) and `memory` bytes.
+    """
+    seconds = PDF_SECONDS if seconds is None else seconds
+    cmd = [sys.executable, "-I", "-c", _PDF_CHILD, json.dumps(sys.path), str(cap), str(memory)]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)  # pypdf warns per broken object
     try:
-        reader = PdfReader(io.BytesIO(data))
-        return [(page.extract_text() or "") for page in reader.pages]
-    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"{raw!r} is not a readable PDF: {exc}",
-                             path=raw) from None
+        out, _ = proc.communicate(data, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        raise WorkbenchError("E_TIMEOUT", f"ctx.extract({raw!r}): reading the PDF ran out of "
+                             f"the call's time ({seconds:.1f} s were left)", path=raw,
+                             method="extract") from None
+    finally:
+        if proc.poll() is None:  # timed out, or interrupted (KeyboardInterrupt in a notebook)
+            proc.kill()
+            proc.wait()
+    try:
+        got = json.loads(out)
+    except ValueError:  # killed without a word: the kernel's OOM killer, or a crash
+        raise WorkbenchError("E_TOO_LARGE" if proc.returncode and proc.returncode < 0 else
+                             "E_INVALID_ARGUMENT", f"{raw!r} is not a readable PDF: the reader "
+                             f"stopped (exit status {proc.returncode})", path=raw) from None
+    if "error" not in got:
+        return got["pages"], got["cut"]
+    if got["error"] == "invalid":
+        raise WorkbenchError("E_INVALID_ARGUMENT", f"{raw!r} is not a readable PDF: "
+                             f"{got['message']}", path=raw)
+    limit = memory if got["error"] == "memory" else "pypdf"
+    raise WorkbenchError("E_TOO_LARGE", f"{raw!r}: the PDF is over an extraction limit: "
+                         f"{got['message']}" + (f" ({memory:,} bytes)" if limit == memory else ""),
+                         path=raw, limit=limit)
 
 
 def _decode(data: bytes, raw: str) -> str:
@@ -115,16 +203,22 @@ class Extract:
                                  f"{ext or '(no extension)'!r} is not supported (supported: "
                                  f"{', '.join(sorted(TYPES))})", path=p.raw, type=ext or None)
         data = self.files.read_checked(p, e)
+        limit = self.s.limits.file_bytes  # as many characters as one read may give bytes
+        # with maxChars the work stops there; otherwise past the limit is an error, not a cut
+        over_is_error = max_chars is None or max_chars > limit
+        cap = limit if over_is_error else max_chars
         out: dict[str, Any] = {"mimeType": mime}
         if mime == "application/pdf":
-            pages = pdf_pages(data, p.raw)
+            pages, cut = pdf_pages(data, p.raw, cap=cap, seconds=self.s.remaining("extract"))
             out["pages"] = pages
             text = "\n\n".join(pages)
         elif mime == "text/html":
-            text = html_text(_decode(data, p.raw))
+            text = html_text(_decode(data, p.raw), lambda: self.s.remaining("extract"))
         else:
             text = _decode(data, p.raw)
-        if max_chars is not None:
-            text = text[:max_chars]
-        out["text"] = text
+        if over_is_error and len(text) > limit:
+            raise WorkbenchError("E_TOO_LARGE", f"ctx.extract({p.raw!r}): the text is over "
+                                 f"{limit:,} characters, the most one extract gives; pass "
+                                 "options.maxChars to get its beginning", path=p.raw, limit=limit)
+        out["text"] = text[:cap]
         return out
