@@ -42,7 +42,8 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
          resources: "Mapping[str, bytes | str | os.PathLike[str]] | None" = None,
          http: Any = "mock",
          credentials: "Mapping[str, Mapping[str, str]] | str | os.PathLike[str] | None" = None,
-         http_timeout: float = 10.0, limits: Limits | None = None) -> "Bench":
+         http_timeout: float = 10.0, limits: Limits | None = None,
+         keep_runs: int | None = 50, keep_run_days: float = 7.0) -> "Bench":
     """Open the gem folder at `path` on mock or real providers.
 
     providers: "mock", "real", or per capability, e.g. {"files": "real", "storage": "mock"}.
@@ -75,6 +76,11 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
     credentials: {connection name: {header: value}}, or the path of a JSON secrets file of
         that shape, injected for `connection: name` when the grant allows; default: env
         GEM_WORKBENCH_CONN_<NAME>_TOKEN as a Bearer token.
+    keep_runs, keep_run_days: run folders retention, applied when a bench on real files
+        opens: a run folder is deleted once it is neither among the `keep_runs` most recently
+        modified nor modified within `keep_run_days` days (default: the last 50 calls, and
+        anything from the last 7 days); keep_runs=None keeps them all. The same open removes
+        temp files left by a write that was killed (kill -9) before it finished.
     """
     manifest = load_manifest(path)
     # ctx.resources' source: mock (fixtures/resources/<id>, `resources=`) or real (httpx)
@@ -90,6 +96,12 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         raise UsageError(f"http_timeout={http_timeout!r}: give seconds (> 0)")
     http_state = HttpState(make_transport(http), credentials, timeout=float(http_timeout))
     mail = make_mailbox(mailbox, gem_root=manifest.root)
+    if keep_runs is not None and (isinstance(keep_runs, bool) or not isinstance(keep_runs, int)
+                                  or keep_runs < 0):
+        raise UsageError(f"keep_runs={keep_runs!r}: give a number of run folders (>= 0) or None")
+    if isinstance(keep_run_days, bool) or not isinstance(keep_run_days, (int, float)) \
+            or not keep_run_days >= 0:
+        raise UsageError(f"keep_run_days={keep_run_days!r}: give days (>= 0)")
     try:
         provs = make_providers(manifest.id, providers,
                                workspace=Path(workspace) if workspace else None,
@@ -98,6 +110,8 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         raise _state_error(exc, state_dir or default_state_dir(manifest.id)) from None
     provs.mailbox = mail
     provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
+    if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
+        housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs
     if reuse not in ("always", "never", "random"):
         raise UsageError(f"reuse={reuse!r}: use 'always', 'never' or 'random'")
     try:

@@ -306,13 +306,14 @@ class FolderFileStore:
         return ["workspace", *runs]
 
     # -- housekeeping at open ----------------------------------------------------------------
-    def housekeep(self, *, keep_runs: int | None = 50, keep_days: float | None = 7.0) -> None:
-        """Remove temps of writers that died, then run folders outside the retention policy.
+    def housekeep(self, *, keep_runs: int | None = 50, keep_days: float = 7.0) -> None:
+        """Remove temps of writers that died, then run folders outside the retention policy
+        (keep_runs=None: keep every run folder).
 
         Never raises: a file another process removes first, or one we may not remove, is left.
         """
         self.clean_temps()
-        if keep_runs is not None and keep_days is not None:
+        if keep_runs is not None:
             self.prune_runs(keep_runs=keep_runs, keep_days=keep_days)
 
     def clean_temps(self) -> None:
