@@ -140,18 +140,17 @@ def pdf_pages(data: bytes, raw: str, *, cap: int, seconds: float | None,
     """
     seconds = PDF_SECONDS if seconds is None else seconds
     cmd = [sys.executable, "-I", "-c", _PDF_CHILD, json.dumps(sys.path), str(cap), str(memory)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)  # pypdf warns per broken object
-    try:
-        out, _ = proc.communicate(data, timeout=seconds)
-    except subprocess.TimeoutExpired:
-        raise WorkbenchError("E_TIMEOUT", f"ctx.extract({raw!r}): reading the PDF ran out of "
-                             f"the call's time ({seconds:.1f} s were left)", path=raw,
-                             method="extract") from None
-    finally:
-        if proc.poll() is None:  # timed out, or interrupted (KeyboardInterrupt in a notebook)
-            proc.kill()
-            proc.wait()
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL) as proc:  # pypdf warns per broken object
+        try:
+            out, _ = proc.communicate(data, timeout=seconds)
+        except subprocess.TimeoutExpired:
+            raise WorkbenchError("E_TIMEOUT", f"ctx.extract({raw!r}): reading the PDF ran out "
+                                 f"of the call's time ({seconds:.1f} s were left)", path=raw,
+                                 method="extract") from None
+        finally:
+            if proc.poll() is None:  # timed out, or interrupted (KeyboardInterrupt)
+                proc.kill()  # the with block then waits for it and closes the pipes
     try:
         got = json.loads(out)
     except ValueError:  # killed without a word: the kernel's OOM killer, or a crash
@@ -206,7 +205,7 @@ class Extract:
         limit = self.s.limits.file_bytes  # as many characters as one read may give bytes
         # with maxChars the work stops there; otherwise past the limit is an error, not a cut
         over_is_error = max_chars is None or max_chars > limit
-        cap = limit if over_is_error else max_chars
+        cap: int = limit if max_chars is None or over_is_error else max_chars
         out: dict[str, Any] = {"mimeType": mime}
         if mime == "application/pdf":
             pages, cut = pdf_pages(data, p.raw, cap=cap, seconds=self.s.remaining("extract"))
