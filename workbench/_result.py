@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MAX_RESULT_CHARS = 1_048_576  # N9, counted like JavaScript's string length (UTF-16 units)
+# SEC7: nesting of results and arguments; limits.DEFAULT.json_depth (a literal: importing
+# workbench.ctx here would be circular, ctx.data imports this module)
+MAX_JSON_DEPTH = 200
 TRACE_COLUMNS = ["seq", "method", "args", "ok", "error", "duration_us"]
 
 
@@ -98,40 +101,73 @@ class CrashReport:
         return self.diffs[-1]
 
 
-def why_not_json(value: Any, where: str = "result", seen: set[int] | None = None) -> str | None:
-    """Where the first value JSON cannot carry is, and why; None if it is all JSON."""
-    seen = set() if seen is None else seen
-    if value is None or isinstance(value, (str, bool, int)):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{where} is {value} (JSON has no NaN/Infinity)"
-    if isinstance(value, (list, tuple, dict)):
-        if id(value) in seen:
-            return f"{where} contains itself (a cycle)"
-        seen.add(id(value))
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for k, v in items:
-            if isinstance(value, dict) and not isinstance(k, str):
-                return f"{where} has a non-string key {k!r}"
-            sub = f"{where}.{k}" if isinstance(value, dict) else f"{where}[{k}]"
-            if (why := why_not_json(v, sub, seen)):
-                return why
-        seen.discard(id(value))
-        return None
-    return f"{where} is a {type(value).__name__}, which is not JSON"
+def why_not_json(value: Any, where: str = "result", seen: set[int] | None = None, *,
+                 max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Where the first value JSON cannot carry is, and why; None if it is all JSON.
+
+    Iterative (SEC7): a value nested 100,000 levels deep, or one that contains itself, is an
+    answer here, not a RecursionError. Nesting beyond `max_depth` (limits.json_depth) is one.
+    """
+    path = set() if seen is None else seen  # the containers on the way down: a cycle's mark
+    stack: list[tuple[Any, str, int, bool]] = [(value, where, 0, False)]
+    while stack:
+        v, at, depth, leaving = stack.pop()
+        if leaving:
+            path.discard(id(v))
+        elif v is None or isinstance(v, (str, bool, int)):
+            continue
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                return f"{at} is {v} (JSON has no NaN/Infinity)"
+        elif isinstance(v, (list, tuple, dict)):
+            if id(v) in path:
+                return f"{at} contains itself (a cycle)"
+            if depth >= max_depth:
+                short = at if len(at) <= 80 else f"{at[:40]}…{at[-30:]}"
+                return f"{short} is nested deeper than {max_depth} levels"
+            path.add(id(v))
+            stack.append((v, at, depth, True))
+            if isinstance(v, dict):
+                for k in v:
+                    if not isinstance(k, str):
+                        return f"{at} has a non-string key {k!r}"
+                items = [(f"{at}.{k}", c) for k, c in v.items()]
+            else:
+                items = [(f"{at}[{i}]", c) for i, c in enumerate(v)]
+            for sub, c in reversed(items):  # reversed: the first item is looked at first
+                stack.append((c, sub, depth + 1, False))
+        else:
+            return f"{at} is a {type(v).__name__}, which is not JSON"
+    return None
 
 
-def to_json(value: Any, *, text: str | None = None) -> tuple[Any, WorkbenchError | None]:
-    """The value as the caller would receive it (JSON round trip), or E_RESULT_* (N9).
+def deeper_than(value: Any, max_depth: int) -> bool:
+    """Whether parsed JSON nests lists/objects deeper than `max_depth` (iteratively)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > max_depth:
+            return True
+        for c in (v.values() if isinstance(v, dict) else v):
+            if isinstance(c, (list, dict)):
+                stack.append((c, depth + 1))
+    return False
+
+
+def to_json(value: Any, *, text: str | None = None,
+            max_depth: int = MAX_JSON_DEPTH) -> tuple[Any, WorkbenchError | None]:
+    """The value as the caller would receive it (JSON round trip), or E_RESULT_* (N9, SEC7).
 
     `text`: the value as the tool's runtime already serialised it (JS); else it is serialised
-    here, after checking it is JSON at all.
+    here, after checking it is JSON at all. Never raises: a cycle or a value nested past
+    `max_depth` (limits.json_depth) is E_RESULT_NOT_JSON naming the limit.
     """
     if text is None:
-        why = why_not_json(value)
+        why = why_not_json(value, max_depth=max_depth)
         if why:
+            extra = {"limit": max_depth} if "nested deeper" in why else {}
             return None, WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value that is "
-                                        f"not JSON: {why}", field=why.split(" ", 1)[0])
+                                        f"not JSON: {why}", field=why.split(" ", 1)[0], **extra)
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     size = len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
     if size > MAX_RESULT_CHARS:
@@ -139,4 +175,12 @@ def to_json(value: Any, *, text: str | None = None) -> tuple[Any, WorkbenchError
             "E_RESULT_TOO_LARGE", f"the result is {size:,} JSON characters; at most "
             f"{MAX_RESULT_CHARS:,}. Write large output to ctx.files or storage and return a "
             "summary", size=size, limit=MAX_RESULT_CHARS)
-    return json.loads(text), None
+    try:
+        parsed = json.loads(text)
+        too_deep = isinstance(parsed, (list, dict)) and deeper_than(parsed, max_depth)
+    except RecursionError:
+        too_deep = True
+    if too_deep:
+        return None, WorkbenchError("E_RESULT_NOT_JSON", f"the result is nested deeper than "
+                                    f"{max_depth} levels (limit json_depth)", limit=max_depth)
+    return parsed, None

@@ -41,6 +41,109 @@ class Outcome:
     json: str | None = None
 
 
+class CappedLog:
+    """One stream's output, bounded (SEC5): its first and last bytes within `limit`, and how
+    many bytes between them were dropped. Memory stays under 2 x limit, whatever is written."""
+
+    __slots__ = ("limit", "head", "tail", "total")
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.head, self.tail, self.total = limit, bytearray(), bytearray(), 0
+
+    def write(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.limit // 2 - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            if len(data) <= room:
+                return
+            data = data[room:]
+        keep = self.limit - self.limit // 2
+        if len(data) >= keep:
+            self.tail[:] = data[len(data) - keep:]
+        else:
+            self.tail += data
+            if len(self.tail) > 2 * keep:  # trimmed now and then, not on every write
+                del self.tail[:len(self.tail) - keep]
+
+    def kept(self) -> tuple[bytes, bytes, int]:
+        """(head, tail, bytes dropped between them)."""
+        keep = self.limit - self.limit // 2
+        tail = bytes(self.tail[-keep:]) if len(self.tail) > keep else bytes(self.tail)
+        return bytes(self.head), tail, self.total - len(self.head) - len(tail)
+
+
+def render_logs(parts: list[tuple[str, CappedLog]], limit: int) -> str:
+    """The streams' text, one after the other, within `limit` bytes in all: when they are
+    over, the smaller keeps up to half, and each says how much of it was dropped."""
+    kept = [(name, *log.kept()) for name, log in parts]
+    sizes = [len(h) + len(t) for _, h, t, _ in kept]
+    budgets = sizes
+    if sum(sizes) > limit and len(sizes) == 2:
+        small = 0 if sizes[0] <= sizes[1] else 1
+        budgets = [0, 0]
+        budgets[small] = min(sizes[small], limit // 2)
+        budgets[1 - small] = limit - budgets[small]
+    elif sum(sizes) > limit:
+        budgets = [limit]
+    out = []
+    for (name, head, tail, dropped), budget in zip(kept, budgets):
+        if len(head) + len(tail) > budget:  # trim to the budget: from the tail first, then head
+            t = min(len(tail), budget - budget // 2)
+            h = budget - t
+            dropped += len(head) - h + len(tail) - t
+            head, tail = head[:h], tail[len(tail) - t:]
+        if not dropped:
+            out.append((head + tail).decode("utf-8", "replace"))
+            continue
+        head, tail = _utf8_head(head), _utf8_tail(tail)  # no character cut in two
+        out.append(f"{head.decode('utf-8', 'replace')}\n… [workbench: {dropped:,} bytes of {name} "
+                   f"dropped; the logs keep its first {len(head):,} and last {len(tail):,} bytes "
+                   f"(log_bytes = {limit:,})] …\n{tail.decode('utf-8', 'replace')}")
+    return "".join(out)
+
+
+def _utf8_head(b: bytes) -> bytes:
+    """`b` without a character cut in two at its end."""
+    for i in range(1, min(4, len(b)) + 1):
+        c = b[-i]
+        if c & 0xC0 != 0x80:  # a lead byte (or ASCII): is its sequence complete?
+            need = 1 if c < 0x80 else 2 if c >> 5 == 6 else 3 if c >> 4 == 14 else 4
+            return b if need <= i else b[:-i]
+    return b
+
+
+def _utf8_tail(b: bytes) -> bytes:
+    """`b` without the continuation bytes of a character cut in two at its start."""
+    i = 0
+    while i < min(3, len(b)) and b[i] & 0xC0 == 0x80:
+        i += 1
+    return b[i:]
+
+
+class CappedWriter(io.TextIOBase):
+    """sys.stdout / sys.stderr of a Python tool: text into a CappedLog (SEC5), so a tool that
+    prints 500 MB keeps at most log_bytes of it in memory and in res.logs."""
+
+    encoding = "utf-8"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.log = CappedLog(limit)
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        self.log.write(s.encode("utf-8", "surrogatepass"))
+        return len(s)
+
+    def getvalue(self) -> str:
+        return render_logs([("output", self.log)], self.log.limit)
+
+
 _modules: dict[Path, tuple[int, ModuleType]] = {}
 
 
@@ -92,7 +195,7 @@ def _run_coroutine(coro: Any) -> Any:
 
 def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, fresh: bool = False) -> Outcome:
     """Run one call of a Python tool; `fresh` gives it a new module instance (N5)."""
-    out, root = io.StringIO(), tool.file.parent.parent
+    out, root = CappedWriter(caps.session.limits.log_bytes), tool.file.parent.parent
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             module = _load(tool, fresh)

@@ -6,45 +6,79 @@
 // (A socket, not pipes: Deno serves pipes on helper threads, ~10x slower per round trip.)
 // Tool output on stdout/stderr is only ever captured as logs, never parsed as protocol.
 //
-// Protocol, one JSON object per line:
-//   python -> host  {t:"call", id, file, input, fresh, nonce, meta}   {t:"reply", seq, ok, value|error}
-//   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, args}   {t:"done", id, ok, ...}
+// Protocol: a message is one JSON header line; a header with `n` is followed by exactly n bytes
+// of payload (JSON text), which the host never parses: it moves between the socket and the
+// worker as bytes. So a big input or file costs one copy, not a scan per chunk (SEC5).
+//   python -> host  {t:"call", id, file (URL), fresh, nonce, meta, limit, resultChars, n} + input
+//                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
+//   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, n} + the arguments (a list)
+//                   {t:"done", id, ok, n} + the result (ok) or {name, message, stack, code}
+// `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
+// results over `resultChars` (N9) before they are carried; Python checks what it sends.
 
 const [socketPath, workerUrl, ...readable] = Deno.args;
 const channel = await Deno.connect({ transport: "unix", path: socketPath });
-const input = channel;
-const output = channel;
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const HEADER_LIMIT = 1 << 20; // headers are small; a longer line is a broken stream
+let limit = 64 * 1024 * 1024; // bridge_message_bytes, as the current call's limits say
 
-async function send(msg: unknown): Promise<void> {
-  const bytes = encoder.encode(JSON.stringify(msg) + "\n");
+// Writes are queued: two messages written concurrently would interleave their chunks
+let writing: Promise<void> = Promise.resolve();
+
+async function writeAll(bytes: Uint8Array): Promise<void> {
   let written = 0;
-  while (written < bytes.length) written += await output.write(bytes.subarray(written));
+  while (written < bytes.length) written += await channel.write(bytes.subarray(written));
+}
+
+function send(header: Record<string, unknown>, payload?: Uint8Array): void {
+  const head = encoder.encode(JSON.stringify(header) + "\n");
+  let bytes = head;
+  if (payload && payload.length <= 1 << 16) { // one write for the usual small message
+    bytes = new Uint8Array(head.length + payload.length);
+    bytes.set(head);
+    bytes.set(payload, head.length);
+    payload = undefined;
+  }
+  const rest = payload;
+  writing = writing.then(async () => {
+    await writeAll(bytes);
+    if (rest) await writeAll(rest);
+  }).catch(() => Deno.exit(0)); // the Python side is gone
 }
 
 const workerPermissions = {
   read: readable, write: false, net: false, env: false, run: false, ffi: false, sys: false,
   import: false,
 };
-let worker: { w: Worker; port: MessagePort } | null = null;
+type Sandboxed = { w: Worker; port: MessagePort; capacity: number; ctrl: Int32Array;
+  data: Uint8Array; gen: number; queue: [Uint8Array, Uint8Array][]; busy: boolean };
+let worker: Sandboxed | null = null;
 let current: { id: string; nonce: string } | null = null;
+// SharedArrayBuffer layout (see worker.ts): [generation, ack, header bytes, payload bytes], data
+const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, DATA = 16;
 
-function startWorker(): { w: Worker; port: MessagePort } {
+function startWorker(): Sandboxed {
   const w = new Worker(workerUrl, { type: "module", deno: { permissions: workerPermissions } });
   // The worker's global port is the tool's too (self.postMessage, self.onmessage): a tool that
-  // listened there saw the next call's id and could post its "done". Calls and ctx messages go
-  // over a MessageChannel whose port is sent first, before any tool code runs, and is then held
-  // only inside worker.ts; what arrives on the global port is dropped.
+  // listened there saw the next call's id and could post its "done". The worker posts ctx
+  // messages over a MessageChannel port sent first, before any tool code runs, and then held
+  // only inside worker.ts; what arrives on the global port is dropped. Messages to the worker
+  // go through a SharedArrayBuffer sent with it (pages are committed only when written): the
+  // worker receives no MessageEvent, whose prototype tool code could have patched.
   const { port1, port2 } = new MessageChannel();
-  w.postMessage({ t: "port" }, [port2]);
+  const capacity = limit + HEADER_LIMIT;
+  const sab = new SharedArrayBuffer(DATA + capacity);
+  w.postMessage({ t: "port", sab }, [port2]);
   port1.onmessage = (e: MessageEvent) => onWorkerMessage(e.data);
   w.onmessage = () => {};
   w.onerror = (e: ErrorEvent) => {
     e.preventDefault();
-    finish({ ok: false, error: { name: "Error", message: e.message, stack: "" } });
+    finish(false, encoder.encode(JSON.stringify({ name: "Error", message: e.message, stack: "" })));
     stopWorker();
   };
-  return { w, port: port1 };
+  return { w, port: port1, capacity, ctrl: new Int32Array(sab, 0, 4), data: new Uint8Array(sab),
+           gen: 0, queue: [], busy: false };
 }
 
 function stopWorker(): void {
@@ -53,47 +87,131 @@ function stopWorker(): void {
   worker = null;
 }
 
-function finish(result: Record<string, unknown>): void {
+function toWorker(header: Record<string, unknown>, payload: Uint8Array): void {
+  if (!worker) return;
+  worker.queue.push([encoder.encode(JSON.stringify(header)), payload]);
+  if (!worker.busy) pump(worker);
+}
+
+// One message at a time in the buffer: the next waits until the worker has copied it out
+async function pump(sb: Sandboxed): Promise<void> {
+  sb.busy = true;
+  while (sb.queue.length && worker === sb) {
+    for (let ack; (ack = Atomics.load(sb.ctrl, ACK)) !== sb.gen;) {
+      const r = Atomics.waitAsync(sb.ctrl, ACK, ack, 1000);
+      if (r.async) await r.value;
+      if (worker !== sb) return; // stopped meanwhile: a new worker has its own buffer
+    }
+    const [head, payload] = sb.queue.shift()!;
+    sb.data.set(head, DATA);
+    sb.data.set(payload, DATA + head.length);
+    Atomics.store(sb.ctrl, HLEN, head.length);
+    Atomics.store(sb.ctrl, PLEN, payload.length);
+    Atomics.store(sb.ctrl, GEN, ++sb.gen);
+    Atomics.notify(sb.ctrl, GEN);
+  }
+  sb.busy = false;
+}
+
+function finish(ok: boolean, payload: Uint8Array): void {
   if (!current) return;
   const { id, nonce } = current;
   current = null;
   // the markers close this call's logs on both streams, after everything the tool wrote
   console.log(nonce);
   console.error(nonce);
-  send({ t: "done", id, ...result });
+  send({ t: "done", id, ok, n: payload.length }, payload);
 }
 
 function onWorkerMessage(msg: any): void {
   // only worker.ts holds this port; still, accept only what ctx itself may do
   if (!current || typeof msg !== "object" || msg === null || msg.id !== current.id) return;
-  if (msg.t === "ctx" && typeof msg.method === "string" && Number.isInteger(msg.seq)) {
-    send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, args: msg.args ?? [] });
-  } else if (msg.t === "done") {
-    finish({ ok: msg.ok, json: msg.json, error: msg.error });
+  if (msg.t === "ctx" && typeof msg.method === "string" && Number.isInteger(msg.seq) &&
+      msg.args instanceof Uint8Array && msg.args.length <= limit) {
+    send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, n: msg.args.length }, msg.args);
+  } else if (msg.t === "done" && msg.payload instanceof Uint8Array) {
+    finish(msg.ok === true && msg.payload.length <= limit, msg.payload.length <= limit ? msg.payload
+      : encoder.encode(JSON.stringify({ name: "ResultTooLarge", size: msg.payload.length })));
   }
 }
 
-const decoder = new TextDecoder();
-let buffered = "";
-const chunk = new Uint8Array(1 << 16);
-await send({ t: "ready" });
-for (;;) {
-  const n = await input.read(chunk);
-  if (n === null) break;
-  buffered += decoder.decode(chunk.subarray(0, n), { stream: true });
-  let nl: number;
-  while ((nl = buffered.indexOf("\n")) >= 0) {
-    const msg = JSON.parse(buffered.slice(0, nl));
-    buffered = buffered.slice(nl + 1);
-    if (msg.t === "call") {
-      if (msg.fresh) stopWorker();
-      worker ??= startWorker();
-      current = { id: msg.id, nonce: msg.nonce };
-      worker.port.postMessage({ t: "call", id: msg.id, file: msg.file, input: msg.input,
-                                meta: msg.meta ?? {} });
-    } else if (msg.t === "reply") {
-      worker?.port.postMessage(msg);
-    }
+const EMPTY = new Uint8Array(0);
+
+function onMessage(msg: any, payload: Uint8Array | null): void {
+  if (msg.t === "call") {
+    if (Number.isInteger(msg.limit)) limit = msg.limit;
+    if (msg.fresh || (worker && worker.capacity < limit + HEADER_LIMIT)) stopWorker();
+    worker ??= startWorker();
+    current = { id: msg.id, nonce: msg.nonce };
+    toWorker({ t: "call", id: msg.id, file: msg.file, meta: msg.meta ?? {}, limit,
+               resultChars: msg.resultChars ?? limit }, payload ?? encoder.encode("null"));
+  } else if (msg.t === "reply") {
+    toWorker({ t: "reply", seq: msg.seq, ok: msg.ok === true }, payload ?? EMPTY);
   }
+}
+
+// Reading: a header is found by scanning only the bytes that just arrived for "\n" (linear in
+// the message, however it is chunked); a payload is read straight into its own buffer.
+await send({ t: "ready" });
+const chunk = new Uint8Array(1 << 16);
+let parts: Uint8Array[] = [];
+let partsLength = 0;
+let rest: Uint8Array = new Uint8Array(0); // bytes read past the last complete piece
+
+async function more(): Promise<boolean> {
+  const n = await channel.read(chunk);
+  if (n === null) return false;
+  rest = chunk.slice(0, n);
+  return true;
+}
+
+async function readHeader(): Promise<any | null> {
+  for (;;) {
+    const nl = rest.indexOf(10);
+    if (nl >= 0) {
+      parts.push(rest.subarray(0, nl));
+      rest = rest.subarray(nl + 1);
+      let line: Uint8Array;
+      if (parts.length === 1) line = parts[0];
+      else {
+        line = new Uint8Array(partsLength + nl);
+        let at = 0;
+        for (const p of parts) { line.set(p, at); at += p.length; }
+      }
+      parts = [];
+      partsLength = 0;
+      return JSON.parse(decoder.decode(line));
+    }
+    parts.push(rest);
+    partsLength += rest.length;
+    if (partsLength > HEADER_LIMIT) throw new Error("bridge: header line too long");
+    if (!(await more())) return null;
+  }
+}
+
+async function readPayload(n: number): Promise<Uint8Array | null> {
+  const out = new Uint8Array(n);
+  let have = Math.min(n, rest.length);
+  out.set(rest.subarray(0, have));
+  rest = rest.subarray(have);
+  while (have < n) {
+    const got = await channel.read(out.subarray(have));
+    if (got === null) return null;
+    have += got;
+  }
+  return out;
+}
+
+for (;;) {
+  const msg = await readHeader();
+  if (msg === null) break;
+  let payload: Uint8Array | null = null;
+  if (Number.isInteger(msg.n) && msg.n > 0) {
+    // the Python side checks sizes before sending; this only guards the host's own memory
+    if (msg.n > Math.max(limit, msg.limit ?? 0)) throw new Error("bridge: message over the limit");
+    payload = await readPayload(msg.n);
+    if (payload === null) break;
+  }
+  onMessage(msg, payload);
 }
 Deno.exit(0);

@@ -1,57 +1,345 @@
 // Runs inside the sandboxed Worker: imports the tool, builds `ctx`, runs one call at a time.
 // ctx methods post {t:"ctx"} to the host, which forwards them to the Python ctx layer.
+//
+// Tool code shares this realm and may patch any global or prototype, in one call, for the next
+// ones (reuse, N5). So the bridge (this file) takes every built-in it uses before any tool runs
+// and never reaches a tool-patchable prototype while it carries a call (SEC, issue 9 item 11):
+// - nothing arrives as a MessageEvent: an accessor planted on MessageEvent.prototype (or any
+//   setter the event's constructor assigns through) saw the event, whose target is the port.
+//   The host writes calls and replies into a SharedArrayBuffer that only this module holds; the
+//   worker waits with Atomics.waitAsync. It only posts (a bound postMessage, no transfer list).
+// - no method calls on arrays, strings, promises or typed arrays (`args.map`, `.then`, spreads
+//   and iterators, `.subarray`'s species lookup): captured functions called with ReflectApply;
+// - objects the bridge makes and passes to built-ins (property descriptors) have no prototype;
+// - values are resolved without a `then` lookup reaching a built-in prototype, promises awaited
+//   without a `constructor` lookup, and JSON.stringify runs with toJSON planted on built-in
+//   prototypes (Object, Array, ...) set aside: it would see and replace another call's data.
+
+// -- primordials -----------------------------------------------------------------------------
+const ObjectCtor = Object;
+const { freeze, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, keys: objectKeys,
+        create: objectCreate } = ObjectCtor;
+const hasOwn = ObjectCtor.hasOwn;
+const ReflectApply = Reflect.apply;
+const ReflectDelete = Reflect.deleteProperty;
+const NativePromise = Promise;
+const PromiseProto = Promise.prototype;
+const promiseThen = PromiseProto.then;
+const NativeError = Error;
+const NativeTypeError = TypeError;
+const NativeUint8Array = Uint8Array;
+const NativeInt32Array = Int32Array;
+const NativeArrayBuffer = ArrayBuffer;
+const NativeHeaders = Headers;
+const NativeURL = URL;
+const NativeURLSearchParams = URLSearchParams;
+const stringify = JSON.stringify;
+const parseJSON = JSON.parse;
+const fromCharCode = String.fromCharCode;
+const b64encode = btoa;
+const b64decode = atob;
+const isView = ArrayBuffer.isView;
+const { load: atomicsLoad, store: atomicsStore, notify: atomicsNotify } = Atomics;
+const waitAsync = (Atomics as unknown as { waitAsync: (...a: unknown[]) => { async: boolean; value: unknown } }).waitAsync;
+const encoder = new TextEncoder();
+const encode = encoder.encode.bind(encoder);
+const decoder = new TextDecoder();
+const decode = decoder.decode.bind(decoder);
+const TypedArrayProto = getPrototypeOf(NativeUint8Array.prototype);
+const getter = (proto: object, key: PropertyKey) =>
+  (getOwnPropertyDescriptor(proto, key) as PropertyDescriptor).get as (this: unknown) => unknown;
+const taBuffer = getter(TypedArrayProto, "buffer");
+const taByteOffset = getter(TypedArrayProto, "byteOffset");
+const taByteLength = getter(TypedArrayProto, "byteLength");
+const abByteLength = getter(NativeArrayBuffer.prototype, "byteLength");
+const urlHref = getter(NativeURL.prototype, "href");
+const searchToString = NativeURLSearchParams.prototype.toString;
+const headersEntries = NativeHeaders.prototype.entries;
+const headersAppend = NativeHeaders.prototype.append;
+const headersIterNext = getPrototypeOf(new NativeHeaders().entries()).next;
+const charCodeAt = String.prototype.charCodeAt;
+const strIndexOf = String.prototype.indexOf;
+const strSlice = String.prototype.slice;
+const call0 = (fn: unknown, self: unknown) => ReflectApply(fn as () => unknown, self, []);
+// descriptors without a prototype: defineProperty reads get/set/value... from its argument
+const data = (value: unknown, enumerable = false) =>
+  ({ __proto__: null, value, writable: true, enumerable, configurable: true }) as PropertyDescriptor;
+
+// The built-in prototypes a JSON value's objects can inherit from, and what toJSON each had
+// before any tool ran. BigInt.prototype.toJSON and Date.prototype.toJSON are left to tools: a
+// BigInt serialiser is a common idiom, and a tool may format its own dates.
+const JSON_PROTOS: object[] = [
+  ObjectCtor.prototype, Array.prototype, Function.prototype, String.prototype, Number.prototype,
+  Boolean.prototype, Symbol.prototype, RegExp.prototype, NativeError.prototype, Map.prototype,
+  Set.prototype, WeakMap.prototype, WeakSet.prototype, PromiseProto, NativeArrayBuffer.prototype,
+  SharedArrayBuffer.prototype, DataView.prototype, TypedArrayProto, NativeUint8Array.prototype,
+  NativeURL.prototype, NativeURLSearchParams.prototype, NativeHeaders.prototype,
+];
+const JSON_TOJSON: unknown[] = [];
+for (let i = 0; i < JSON_PROTOS.length; i++) {
+  JSON_TOJSON[i] = getOwnPropertyDescriptor(JSON_PROTOS[i], "toJSON")?.value;
+}
+// every prototype whose properties the bridge must not trust (then, name, message, ...)
+const INTRINSICS: object[] = [...JSON_PROTOS, Date.prototype, BigInt.prototype,
+  NativeTypeError.prototype, RangeError.prototype, SyntaxError.prototype, ReferenceError.prototype,
+  EvalError.prototype, URIError.prototype, AggregateError.prototype];
+const INTRINSIC_NAMES: unknown[] = [];
+for (let i = 0; i < INTRINSICS.length; i++) {
+  INTRINSIC_NAMES[i] = getOwnPropertyDescriptor(INTRINSICS[i], "name")?.value;
+}
+
+function intrinsicIndex(o: object): number {
+  for (let i = 0; i < INTRINSICS.length; i++) if (INTRINSICS[i] === o) return i;
+  return -1;
+}
+
+// A property as the tool's own objects define it; on a built-in prototype, the value it had
+// before any tool ran (name) or nothing: a getter planted there would see the object.
+function safeGet(o: unknown, key: string): unknown {
+  for (let p = o as object | null; p !== null && (typeof p === "object" || typeof p === "function");
+    p = getPrototypeOf(p)) {
+    const d = getOwnPropertyDescriptor(p, key);
+    if (d === undefined) continue;
+    const i = intrinsicIndex(p);
+    if (i >= 0) return key === "name" ? INTRINSIC_NAMES[i] : undefined;
+    if (hasOwn(d, "value")) return d.value;
+    return hasOwn(d, "get") && d.get ? call0(d.get, o) : undefined;
+  }
+  return undefined;
+}
+
+// JSON.stringify with toJSON planted on built-in prototypes set aside while it runs
+function safeStringify(value: unknown): string | undefined {
+  const planted: number[] = [];
+  const saved: PropertyDescriptor[] = [];
+  for (let i = 0; i < JSON_PROTOS.length; i++) {
+    const d = getOwnPropertyDescriptor(JSON_PROTOS[i], "toJSON");
+    if (d === undefined || (hasOwn(d, "value") && d.value === JSON_TOJSON[i])) continue;
+    if (!ReflectDelete(JSON_PROTOS[i], "toJSON")) {
+      throw new NativeTypeError("a tool made a built-in prototype's toJSON unremovable");
+    }
+    append(planted, i);
+    append(saved, d);
+  }
+  try {
+    return stringify(value);
+  } finally {
+    for (let k = 0; k < planted.length; k++) defineProperty(JSON_PROTOS[planted[k]], "toJSON", saved[k]);
+  }
+}
+
+// Give a native promise its own `then` and `constructor`: awaiting it (or resolving with it)
+// then looks up neither on Promise.prototype, where a tool may have planted its own.
+function own<T>(p: T): T {
+  if (p !== null && typeof p === "object" && getPrototypeOf(p) === PromiseProto) {
+    defineProperty(p, "constructor", data(NativePromise));
+    defineProperty(p, "then", data(promiseThen));
+  }
+  return p;
+}
+
+// Resolve with a value without the `then` lookup reaching a built-in prototype
+function resolveWith(resolve: (v: unknown) => void, value: unknown): void {
+  if (value !== null && typeof value === "object") {
+    defineProperty(value, "then", data(undefined));
+    resolve(value);
+    ReflectDelete(value, "then");
+  } else resolve(value);
+}
+
+// Continue with a native promise's outcome: a captured `then` on a promise that has its own
+// `constructor`, so nothing is looked up on Promise.prototype
+function whenSettled(p: unknown, ok: (v: unknown) => void, err: (e: unknown) => void): void {
+  ReflectApply(promiseThen, own(p), [ok, err]);
+}
+
+// A promise for a value, resolved without a `then` lookup reaching a built-in prototype
+function promiseOf(make: () => unknown): Promise<unknown> {
+  return own(new NativePromise((resolve, reject) => {
+    try { resolveWith(resolve, make()); } catch (e) { reject(e); }
+  }));
+}
+
+// What the tool returned, settled: its own promise or thenable awaited, not a `then` that a
+// tool planted on Object.prototype. Never through an async function's return (a `then` lookup).
+function settle(value: unknown, ok: (v: unknown) => void, err: (e: unknown) => void): void {
+  if (value === null || (typeof value !== "object" && typeof value !== "function")) return ok(value);
+  if (getPrototypeOf(value) === PromiseProto) return whenSettled(value, ok, err);
+  for (let p = value as object | null; p !== null; p = getPrototypeOf(p)) {
+    const d = getOwnPropertyDescriptor(p, "then");
+    if (d === undefined) continue;
+    if (intrinsicIndex(p) >= 0) break; // planted on a built-in: not a thenable of the tool's
+    return whenSettled(new NativePromise((resolve) => resolve(value)), ok, err); // the tool's own
+  }
+  ok(value);
+}
+
+function append(list: unknown[], value: unknown): void {
+  defineProperty(list, list.length, data(value, true)); // no setter on Array.prototype[i] runs
+}
+
+function cut(text: unknown, max: number): string {
+  const s = typeof text === "string" ? text : "";
+  return s.length > max ? ReflectApply(strSlice, s, [0, max]) as string + "…" : s;
+}
+
+// -- Deno.exit / self.close -------------------------------------------------------------------
 
 // Deno.exit in a worker silently ends the worker, so the call would only end at its timeout:
 // make it an error the tool sees at once (reported as E_SANDBOX, capability "exit").
-Object.defineProperty(Deno, "exit", {
-  value: (code?: number) => {
-    const e = new Error(`Deno.exit(${code ?? ""}) is not available to tools`);
-    e.name = "NotCapable";
-    throw e;
-  },
-});
+defineProperty(Deno, "exit", { __proto__: null, value: (code?: number) => {
+  const e = new NativeError(`Deno.exit(${code ?? ""}) is not available to tools`);
+  defineProperty(e, "name", data("NotCapable"));
+  throw e;
+} } as PropertyDescriptor);
 
 // self.close() ends the worker just as silently: the same treatment.
-Object.defineProperty(self, "close", {
-  value: () => {
-    const e = new Error("self.close() is not available to tools");
-    e.name = "NotCapable";
-    throw e;
-  },
-});
+defineProperty(self, "close", { __proto__: null, value: () => {
+  const e = new NativeError("self.close() is not available to tools");
+  defineProperty(e, "name", data("NotCapable"));
+  throw e;
+} } as PropertyDescriptor);
 
-// The RPC port (see host.ts) and the resolvers of pending ctx calls are the channel. Tool code
-// shares this realm and may patch globals, so what reaches them is taken before any tool runs —
-// a bound post, a null-prototype table (no Map.prototype.set to hook), the real Promise, URL
-// and JSON.stringify — and the port itself never leaves this module.
-// `origin` is made where the tool calls ctx, so a ctx error carries the tool's own frames
+// -- the channel ------------------------------------------------------------------------------
+
+// Pending ctx calls, in a table without a prototype (no Map.prototype.set to hook).
+// `origin` is made where the tool calls ctx, so a ctx error carries the tool's own frames.
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; origin: Error };
-const pending: Record<number, Pending> = Object.create(null);
+const pending: Record<number, Pending> = objectCreate(null);
 let seq = 0;
 let post: (msg: unknown) => void = () => {};
-const NativePromise = Promise;
-const NativeURL = URL;
-const stringify = JSON.stringify;
+let limit = 64 * 1024 * 1024; // bridge_message_bytes of the current call
 
-// ctx.http.fetch (N10): the request crosses as plain JSON (bytes as base64), the reply comes
-// back as {status, statusText, ok, url, redirected, headers: [[k, v]], body: base64,
-// credentialDenied?} and is turned into a Response-like object here.
-const NativeHeaders = Headers;
-const NativeTextDecoder = TextDecoder;
-const NativeUint8Array = Uint8Array;
-const NativeArrayBuffer = ArrayBuffer;
-const b64encode = btoa;
-const b64decode = atob;
-const parseJSON = JSON.parse;
-const fromCharCode = String.fromCharCode;
+// SharedArrayBuffer layout, written by the host: [generation, ack, header bytes, payload bytes]
+// then the header (JSON) and the payload
+const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, DATA = 16;
+
+async function receive(sab: SharedArrayBuffer): Promise<void> {
+  const ctrl = new NativeInt32Array(sab, 0, 4);
+  let seen = 0;
+  for (;;) {
+    const w = waitAsync(ctrl, GEN, seen);
+    if (w.async) await own(w.value);
+    seen = atomicsLoad(ctrl, GEN);
+    const hlen = atomicsLoad(ctrl, HLEN), plen = atomicsLoad(ctrl, PLEN);
+    // copies (not shared): decode refuses shared memory, and the host reuses the buffer
+    const head = new NativeUint8Array(new NativeUint8Array(sab, DATA, hlen));
+    const payload = new NativeUint8Array(new NativeUint8Array(sab, DATA + hlen, plen));
+    atomicsStore(ctrl, ACK, seen);
+    atomicsNotify(ctrl, ACK);
+    try {
+      dispatch(parseJSON(decode(head)), payload);
+    } catch {
+      // a malformed message from the host: nothing to answer
+    }
+  }
+}
+
+function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
+  if (msg.t === "call") {
+    limit = msg.limit as number;
+    run(msg.id as string, msg.file as string, payload, msg.meta as Record<string, unknown>,
+        msg.resultChars as number);
+  } else if (msg.t === "reply") {
+    const n = msg.seq as number;
+    const p = pending[n];
+    ReflectDelete(pending, n);
+    if (!p) return;
+    let value: unknown;
+    try {
+      value = parseJSON(decode(payload));
+    } catch (err) {
+      p.reject(ctxError({ code: "E_INTERNAL", message: `the reply cannot be read: ${describe(err).message}`,
+                          details: null }, p.origin));
+      return;
+    }
+    if (msg.ok === true) resolveWith(p.resolve, value);
+    else p.reject(ctxError(value as CtxErrorData, p.origin));
+  }
+}
+
+type CtxErrorData = { code: string; message: string; details?: unknown };
+
+function ctxError(error: CtxErrorData, origin: Error): Error {
+  const e = new NativeError(error.message);
+  defineProperty(e, "name", data("CtxError"));
+  defineProperty(e, "code", data(error.code, true));
+  defineProperty(e, "details", data(error.details, true));
+  const frames = errorStack(origin);
+  const nl = ReflectApply(strIndexOf, frames, ["\n"]) as number;
+  defineProperty(e, "stack", data(`CtxError: ${error.message}\n${nl < 0 ? "" : ReflectApply(strSlice, frames, [nl + 1])}`));
+  return e;
+}
+
+function rejected(code: string, message: string, origin: Error, details: Record<string, unknown>): Promise<never> {
+  return own(new NativePromise<never>((_, reject) => reject(ctxError({ code, message, details }, origin))));
+}
+
+// Parameter names, for errors that name an argument
+const PARAMS: Record<string, string[]> = {
+  __proto__: null as unknown as string[],
+  "files.read": ["path", "options"], "files.write": ["path", "content", "options"],
+  "files.move": ["from", "to"], "storage.kv.set": ["key", "value"],
+  "storage.sql.query": ["sql", "params"], "storage.sql.execute": ["sql", "params"],
+  "data.insert": ["collection", "doc"], "data.update": ["collection", "id", "patch"],
+  "data.find": ["collection", "query"], "data.count": ["collection", "query"],
+  "http.fetch": ["url", "init"], "extract": ["path", "options"],
+};
+
+function argName(method: string, i: number): string {
+  const names = PARAMS[method];
+  const name = names !== undefined && i < names.length ? names[i] : undefined;
+  return name === undefined ? `argument ${i + 1}` : `argument ${i + 1} (${name})`;
+}
+
+// One ctx call: the arguments become JSON text here, in the tool's call, so a BigInt, a cycle
+// or an oversized value is an error the tool can catch, not a message the host cannot send.
+function ctxCall(callId: string, method: string, args: unknown[]): Promise<unknown> {
+  const origin = new NativeError();
+  let text: string;
+  try {
+    text = safeStringify(args) as string;
+  } catch (err) {
+    let i = 0;
+    for (; i < args.length; i++) {
+      try { safeStringify(args[i]); } catch { break; }
+    }
+    const which = i < args.length ? argName(method, i) : "its arguments";
+    return rejected("E_INVALID_ARGUMENT", `${method}: ${which} cannot be sent as JSON: ` +
+                    `${describe(err).message}`, origin, { method, argument: i + 1 });
+  }
+  const bytes = encode(text);
+  const size = call0(taByteLength, bytes) as number;
+  if (size > limit) {
+    return rejected("E_TOO_LARGE", `${method}: the arguments are ${size} bytes as JSON; one ` +
+                    `message to the workbench holds at most ${limit} bytes`, origin,
+                    { method, size, limit });
+  }
+  return own(new NativePromise((resolve, reject) => {
+    const n = ++seq;
+    pending[n] = { __proto__: null, resolve, reject, origin } as unknown as Pending;
+    post({ t: "ctx", id: callId, seq: n, method, args: bytes });
+  }));
+}
+
+// -- ctx.http.fetch (N10) ------------------------------------------------------------------------
+// The request crosses as plain JSON (bytes as base64), the reply comes back as {status,
+// statusText, ok, url, redirected, headers: [[k, v]], body: base64, credentialDenied?} and is
+// turned into a Response-like object here.
 // Fetch API init options that mean nothing through ctx: accepted and ignored
-const FETCH_IGNORED = new Set(["signal", "mode", "credentials", "cache", "integrity", "keepalive",
-  "priority", "referrer", "referrerPolicy", "window", "duplex"]);
+const FETCH_IGNORED: Record<string, true> = {
+  __proto__: null as unknown as true, signal: true, mode: true, credentials: true, cache: true,
+  integrity: true, keepalive: true, priority: true, referrer: true, referrerPolicy: true,
+  window: true, duplex: true,
+};
 
-function toBase64(bytes: Uint8Array): string {
+function toBase64(view: Uint8Array): string {
   let s = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    s += fromCharCode(...bytes.subarray(i, i + 0x8000));
+  const buf = call0(taBuffer, view), off = call0(taByteOffset, view) as number;
+  const len = call0(taByteLength, view) as number;
+  for (let i = 0; i < len; i += 0x8000) {
+    const part = new NativeUint8Array(buf as ArrayBuffer, off + i, len - i < 0x8000 ? len - i : 0x8000);
+    s += ReflectApply(fromCharCode, null, part as unknown as number[]);
   }
   return b64encode(s);
 }
@@ -59,33 +347,42 @@ function toBase64(bytes: Uint8Array): string {
 function fromBase64(text: string): Uint8Array {
   const bin = b64decode(text);
   const out = new NativeUint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  for (let i = 0; i < bin.length; i++) out[i] = ReflectApply(charCodeAt, bin, [i]) as number;
   return out;
 }
 
-function fetchArgs(input: unknown, init: unknown): [unknown, Record<string, unknown>] {
+function fetchArgs(input: unknown, init: unknown): unknown[] {
   let url: unknown = input;
-  if (input instanceof NativeURL) url = input.href;
-  else if (input !== null && typeof input === "object" && typeof (input as { url?: unknown }).url === "string") {
-    url = (input as { url: string }).url;
+  if (input instanceof NativeURL) url = call0(urlHref, input);
+  else if (input !== null && typeof input === "object" && typeof safeGet(input, "url") === "string") {
+    url = safeGet(input, "url");
   }
   const req: Record<string, unknown> = {};
   const given = (init ?? {}) as Record<string, unknown>;
-  for (const key of Object.keys(given)) {
+  const names = objectKeys(given);
+  for (let k = 0; k < names.length; k++) {
+    const key = names[k];
     const v = given[key];
-    if (FETCH_IGNORED.has(key) || v === undefined) continue;
+    if (FETCH_IGNORED[key] || v === undefined) continue;
     if (key === "headers") {
-      req.headers = v instanceof NativeHeaders ? [...v.entries()] : v;
+      if (v instanceof NativeHeaders) {
+        const list: unknown[] = [];
+        const it = call0(headersEntries, v);
+        for (let r = call0(headersIterNext, it) as { done: boolean; value: unknown };
+          !r.done; r = call0(headersIterNext, it) as { done: boolean; value: unknown }) append(list, r.value);
+        defineProperty(req, "headers", data(list, true));
+      } else defineProperty(req, "headers", data(v, true));
     } else if (key === "body") {
-      if (v === null || typeof v === "string") req.body = v;
-      else if (v instanceof NativeUint8Array) { req.body = toBase64(v); req.bodyEncoding = "base64"; }
-      else if (v instanceof NativeArrayBuffer) { req.body = toBase64(new NativeUint8Array(v)); req.bodyEncoding = "base64"; }
-      else if (ArrayBuffer.isView(v)) {
-        req.body = toBase64(new NativeUint8Array(v.buffer, v.byteOffset, v.byteLength));
-        req.bodyEncoding = "base64";
-      } else if (v instanceof URLSearchParams) req.body = v.toString();
-      else throw new TypeError("ctx.http.fetch: body must be a string, Uint8Array, ArrayBuffer or URLSearchParams");
-    } else req[key] = v;
+      let body: unknown, base64 = true;
+      if (v === null || typeof v === "string") { body = v; base64 = false; }
+      else if (v instanceof NativeUint8Array) body = toBase64(v);
+      else if (v instanceof NativeArrayBuffer) body = toBase64(new NativeUint8Array(v, 0, call0(abByteLength, v) as number));
+      else if (isView(v)) body = toBase64(new NativeUint8Array(call0(taBuffer, v) as ArrayBuffer, call0(taByteOffset, v) as number, call0(taByteLength, v) as number));
+      else if (v instanceof NativeURLSearchParams) { body = call0(searchToString, v); base64 = false; }
+      else throw new NativeTypeError("ctx.http.fetch: body must be a string, Uint8Array, ArrayBuffer or URLSearchParams");
+      defineProperty(req, "body", data(body, true));
+      if (base64) defineProperty(req, "bodyEncoding", data("base64", true));
+    } else defineProperty(req, key, data(v, true));
   }
   return [url, req];
 }
@@ -96,118 +393,182 @@ type FetchReply = { status: number; statusText: string; ok: boolean; url: string
 
 function makeResponse(r: FetchReply) {
   const bytes = fromBase64(r.body);
+  const headers = new NativeHeaders();
+  for (let i = 0; i < r.headers.length; i++) {
+    ReflectApply(headersAppend, headers, [r.headers[i][0], r.headers[i][1]]);
+  }
   let used = false;
   const take = () => {
-    if (used) throw new TypeError("Body has already been consumed");
+    if (used) throw new NativeTypeError("Body has already been consumed");
     used = true;
-    return bytes;
+    return new NativeUint8Array(bytes); // a copy: the tool owns it
   };
-  return Object.freeze({
+  const res = {
     status: r.status, statusText: r.statusText, ok: r.ok, url: r.url, redirected: r.redirected,
-    headers: new NativeHeaders(r.headers),
+    headers,
     get bodyUsed() { return used; },
-    text: async () => new NativeTextDecoder().decode(take()),
-    json: async () => parseJSON(new NativeTextDecoder().decode(take())),
-    arrayBuffer: async () => take().slice().buffer,
-    bytes: async () => take().slice(),
-    ...(r.credentialDenied ? { credentialDenied: r.credentialDenied } : {}),
-  });
+    text: () => promiseOf(() => decode(take())),
+    json: () => promiseOf(() => parseJSON(decode(take()))),
+    arrayBuffer: () => promiseOf(() => call0(taBuffer, take())),
+    bytes: () => promiseOf(take),
+  };
+  if (hasOwn(r, "credentialDenied")) defineProperty(res, "credentialDenied", data(r.credentialDenied, true));
+  return freeze(res);
 }
 
-function ctxError(error: { code: string; message: string; details?: unknown }, origin: Error): Error {
-  const e = new Error(error.message) as Error & { code: string; details?: unknown };
-  e.name = "CtxError";
-  e.code = error.code;
-  e.details = error.details;
-  e.stack = `CtxError: ${error.message}\n${(origin.stack ?? "").split("\n").slice(1).join("\n")}`;
-  return e;
-}
+// -- ctx ------------------------------------------------------------------------------------------
 
 function makeCtx(callId: string, meta: Record<string, unknown>) {
-  const call = (method: string, args: unknown[]) =>
-    new NativePromise((resolve, reject) => {
-      const n = ++seq;
-      pending[n] = { resolve, reject, origin: new Error() };
-      post({ t: "ctx", id: callId, seq: n, method, args: args.map((a) => a === undefined ? null : a) });
-    });
-  const ns = (prefix: string, names: string[], ...bound: unknown[]) =>
-    Object.freeze(Object.fromEntries(names.map((m) => [m, (...args: unknown[]) =>
-      call(`${prefix}.${m}`, [...bound, ...args])])));
-  // meta.email (set by the bench from the manifest, E1) is the only way ctx.email exists:
-  // a tool without the permission finds it undefined, as on the platform
-  // meta.resources likewise (R1): ctx.resources exists only when the manifest declares resources
-  const { email, resources, ...rest } = meta;
-  return Object.freeze({
-    ...rest,
-    ...(email === true ? { email: ns("email", ["listSince", "getMessage"]) } : {}),
-    ...(resources === true ? { resources: ns("resources", ["path"]) } : {}),
-    files: ns("files", ["list", "stat", "read", "write", "mkdir", "move", "delete"]),
-    // ctx.http.fetch(url, init) -> Response-like (+ credentialDenied); permission checked in Python
-    http: Object.freeze({
-      fetch: async (input: unknown, init?: unknown) =>
-        makeResponse(await call("http.fetch", fetchArgs(input, init)) as FetchReply),
-    }),
-    // ctx.extract(path, options?) -> { text, mimeType, pages? } (the workbench's reading)
-    extract: (path: unknown, options?: unknown) => call("extract", [path, options]),
-    // collection() is synchronous on the platform: the ctx layer checks the name (D1) on use
-    data: Object.freeze({
-      collection: (name: string) =>
-        ns("data", ["insert", "get", "update", "delete", "find", "count"], name),
-    }),
-    storage: Object.freeze({
-      kv: ns("storage.kv", ["get", "set", "delete", "list"]),
-      sql: ns("storage.sql", ["query", "execute"]),
-    }),
-  });
-}
-
-function describe(err: unknown) {
-  if (err instanceof Error) {
-    return { name: err.name, message: err.message, stack: err.stack ?? "",
-             code: (err as { code?: unknown }).code ?? null };
-  }
-  return { name: typeof err, message: String(err), stack: "", code: null };
-}
-
-async function run(msg: { id: string; file: string; input: unknown; meta?: Record<string, unknown> }) {
-  try {
-    const mod = await import(new NativeURL(`file://${msg.file}`).href);
-    const fn = mod.default ?? mod.handle;
-    if (typeof fn !== "function") {
-      throw new TypeError("the tool module has no default export function (export default async function (input, ctx) {...})");
+  const method = (name: string, bound: unknown[]) => (...args: unknown[]) => {
+    let all = args;
+    if (bound.length) {
+      all = [];
+      for (let i = 0; i < bound.length; i++) append(all, bound[i]);
+      for (let i = 0; i < args.length; i++) append(all, args[i]);
     }
-    const value = await fn(msg.input, makeCtx(msg.id, msg.meta ?? {}));
+    return ctxCall(callId, name, all);
+  };
+  const ns = (prefix: string, names: string[], ...bound: unknown[]) => {
+    const o = {};
+    for (let i = 0; i < names.length; i++) {
+      defineProperty(o, names[i], data(method(`${prefix}.${names[i]}`, bound), true));
+    }
+    return freeze(o);
+  };
+  const ctx: Record<string, unknown> = {};
+  // meta: idempotencyKey and the like, plus flags. meta.email (set by the bench from the
+  // manifest, E1) is the only way ctx.email exists: a tool without the permission finds it
+  // undefined, as on the platform; meta.resources likewise (R1)
+  const given = objectKeys(meta);
+  for (let i = 0; i < given.length; i++) {
+    if (given[i] !== "email" && given[i] !== "resources") defineProperty(ctx, given[i], data(meta[given[i]], true));
+  }
+  if (hasOwn(meta, "email") && meta.email === true) {
+    defineProperty(ctx, "email", data(ns("email", ["listSince", "getMessage"]), true));
+  }
+  if (hasOwn(meta, "resources") && meta.resources === true) {
+    defineProperty(ctx, "resources", data(ns("resources", ["path"]), true));
+  }
+  defineProperty(ctx, "files", data(ns("files", ["list", "stat", "read", "write", "mkdir", "move", "delete"]), true));
+  // ctx.http.fetch(url, init) -> Response-like (+ credentialDenied); permission checked in Python
+  const fetch = (input: unknown, init?: unknown) => {
+    let args: unknown[];
+    try {
+      args = fetchArgs(input, init);
+    } catch (err) {
+      return own(new NativePromise((_, reject) => reject(err)));
+    }
+    return own(new NativePromise((resolve, reject) => {
+      ReflectApply(promiseThen, ctxCall(callId, "http.fetch", args), [
+        (r: unknown) => {
+          try { resolveWith(resolve, makeResponse(r as FetchReply)); } catch (err) { reject(err); }
+        }, reject]);
+    }));
+  };
+  defineProperty(ctx, "http", data(freeze({ fetch }), true));
+  // ctx.extract(path, options?) -> { text, mimeType, pages? } (the workbench's reading)
+  defineProperty(ctx, "extract", data((path: unknown, options?: unknown) =>
+    ctxCall(callId, "extract", [path, options]), true));
+  // collection() is synchronous on the platform: the ctx layer checks the name (D1) on use
+  defineProperty(ctx, "data", data(freeze({
+    collection: (name: string) => ns("data", ["insert", "get", "update", "delete", "find", "count"], name),
+  }), true));
+  defineProperty(ctx, "storage", data(freeze({
+    kv: ns("storage.kv", ["get", "set", "delete", "list"]),
+    sql: ns("storage.sql", ["query", "execute"]),
+  }), true));
+  return freeze(ctx);
+}
+
+const TEXT_MAX = 64 * 1024; // of an error's message and stack: both are the tool's to make long
+// V8 makes an error's stack text on first read, looking up the error's name and
+// Symbol.toStringTag (so through Error.prototype and Object.prototype) and calling
+// Error.prepareStackTrace: all places where a tool can plant code that would see the error.
+const STACK_KEYS: PropertyKey[] = ["name", "message", Symbol.toStringTag];
+
+function errorStack(err: object): string {
+  const added: PropertyKey[] = [];
+  const prepare = getOwnPropertyDescriptor(NativeError, "prepareStackTrace");
+  try {
+    for (let i = 0; i < STACK_KEYS.length; i++) {
+      const key = STACK_KEYS[i];
+      if (hasOwn(err, key)) continue;
+      defineProperty(err, key, data(typeof key === "string" ? safeGet(err, key) : undefined));
+      append(added, key);
+    }
+    if (prepare !== undefined) ReflectDelete(NativeError, "prepareStackTrace");
+    return cut(safeGet(err, "stack"), TEXT_MAX);
+  } catch {
+    return ""; // a frozen error, or one whose stack throws: no frames
+  } finally {
+    for (let i = 0; i < added.length; i++) ReflectDelete(err, added[i]);
+    if (prepare !== undefined) defineProperty(NativeError, "prepareStackTrace", prepare);
+  }
+}
+
+function describe(err: unknown): { name: string; message: string; stack: string; code: unknown } {
+  if (err instanceof NativeError) {
+    const code = safeGet(err, "code");
+    return { name: cut(safeGet(err, "name"), 200) || "Error", message: cut(safeGet(err, "message"), TEXT_MAX),
+             stack: errorStack(err), code: typeof code === "string" ? cut(code, 200) : null };
+  }
+  const kind = typeof err;
+  const message = err === null || (kind !== "object" && kind !== "function")
+    ? cut(`${String(err)}`, TEXT_MAX) : `a thrown ${kind}`;
+  return { name: kind, message, stack: "", code: null };
+}
+
+function done(id: string, ok: boolean, text: string): void {
+  post({ t: "done", id, ok, payload: encode(text) });
+}
+
+function fail(id: string, error: Record<string, unknown>): void {
+  done(id, false, safeStringify(error) as string);
+}
+
+function run(id: string, url: string, input: Uint8Array, meta: Record<string, unknown>,
+             resultChars: number): void {
+  const onError = (err: unknown) => fail(id, describe(err));
+  const onValue = (value: unknown) => {
     let json: string | undefined;
     try {
-      json = stringify(value);
+      json = safeStringify(value);
     } catch (err) {
-      post({ t: "done", id: msg.id, ok: false, error: { ...describe(err), name: "ResultError" } });
+      const d = describe(err);
+      fail(id, { name: "ResultError", message: d.message, stack: d.stack, code: null });
       return;
     }
     json ??= "null"; // undefined (or a function) serialises to nothing: the caller sees null
-    post({ t: "done", id: msg.id, ok: true, json });
+    if (json.length > resultChars) { // N9 fails anyway: don't carry megabytes to say so
+      fail(id, { name: "ResultTooLarge", message: "", stack: "", code: null, size: json.length });
+      return;
+    }
+    done(id, true, json);
+  };
+  let loading: Promise<unknown>;
+  try {
+    loading = import(url);
   } catch (err) {
-    post({ t: "done", id: msg.id, ok: false, error: describe(err) });
+    return onError(err);
   }
+  whenSettled(loading, (mod: any) => {
+    try {
+      const fn = mod.default ?? mod.handle;
+      if (typeof fn !== "function") {
+        throw new NativeTypeError("the tool module has no default export function (export default async function (input, ctx) {...})");
+      }
+      settle(fn(parseJSON(decode(input)), makeCtx(id, meta)), onValue, onError);
+    } catch (err) {
+      onError(err);
+    }
+  }, onError);
 }
 
-function onRpc(e: MessageEvent) {
-  const msg = e.data;
-  if (msg.t === "call") {
-    run(msg);
-  } else if (msg.t === "reply") {
-    const p = pending[msg.seq];
-    delete pending[msg.seq];
-    if (!p) return;
-    if (msg.ok) p.resolve(msg.value);
-    else p.reject(ctxError(msg.error, p.origin));
-  }
-}
-
-// The first message on the global port carries the RPC port; nothing else is read there.
+// The first message on the global port carries the RPC port and the shared buffer, before any
+// tool code runs; nothing else is read there.
 self.onmessage = (e: MessageEvent) => {
   const port = e.ports[0];
   self.onmessage = null;
   post = port.postMessage.bind(port);
-  port.onmessage = onRpc;
+  receive(e.data.sab);
 };

@@ -1,0 +1,517 @@
+"""Issue 9, the sandbox bridge and output capture: adversarial tools against the bounds (SEC5),
+hostile values (SEC7), the private channel from inside the Worker, and the gem folder (N1).
+
+Each attack runs as a tool; the victim in the prototype attacks is a second tool of the same
+gem, run after the attacker in the same Worker (reuse="always"), and a third call reads back
+what the attacker captured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+import workbench
+from _deno import deno_home, opened  # noqa: F401  (fixtures)
+from conftest import GemBuilder
+from workbench.ctx._session import CallSession
+from workbench.runners.deno import sandbox as sandbox_module
+
+pytestmark = pytest.mark.deno
+
+MiB = 1024 * 1024
+
+
+@pytest.fixture
+def limits(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """limits(**fields): every call's session gets these Limits (small ones keep tests cheap)."""
+    def use(**fields: Any) -> None:
+        init = CallSession.__init__
+
+        def patched(self: CallSession, *args: Any, **kw: Any) -> None:
+            init(self, *args, **kw)
+            self.limits = dataclasses.replace(self.limits, **fields)
+
+        monkeypatch.setattr(CallSession, "__init__", patched)
+    return use
+
+
+def bounded_call(bench: workbench.Bench, tool: str, input: Any = None, *,
+                 within: float = 30) -> workbench.CallResult:
+    """bench.call in a thread; a call still running after `within` s (the bug these tests look
+    for: a call that never ends) is failed and its sandbox killed, so the test ends."""
+    box: dict[str, Any] = {}
+    t = threading.Thread(target=lambda: box.update(res=bench.call(tool, input)), daemon=True)
+    t.start()
+    t.join(within)
+    if t.is_alive():
+        bench.sandbox.stop()
+        t.join(10)
+        pytest.fail(f"{tool}: the call was still running after {within} s")
+    return box["res"]
+
+
+def peak_python_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
+    tracemalloc.start()
+    try:
+        value = fn()
+        return value, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+# --- item 6: captured output is bounded (SEC5) ---------------------------------------------------
+
+FLOOD_JS = """
+export default async (input) => {
+  console.log("FIRST");
+  const s = "x".repeat(1 << 20);
+  for (let i = 0; i < input.mb; i++) (input.err ? console.error : console.log)(s);
+  console.log("LAST");
+  return "done";
+}"""
+FLOOD_PY = """
+def handle(input, ctx):
+    print("FIRST")
+    s = "y" * (1 << 20)
+    for _ in range(input["mb"]):
+        print(s)
+    print("LAST")
+    return "done"
+"""
+
+
+def _assert_capped(res: workbench.CallResult, mb: int, stream: str, limit: int = MiB) -> None:
+    assert res.ok, res.error
+    assert len(res.logs.encode()) <= limit + 500
+    assert res.logs.startswith("FIRST\n") and res.logs.endswith("LAST\n")
+    note = [line for line in res.logs.splitlines() if line.startswith("… [workbench:")]
+    assert len(note) == 1, note
+    dropped = int(note[0].split()[2].replace(",", ""))
+    assert dropped > mb * MiB - limit - 100 and f"bytes of {stream} dropped" in note[0]
+
+
+def test_SEC5_js_stdout_flood_is_capped_head_and_tail(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("flood", FLOOD_JS, ext="js")
+    gem.tool("quiet", "export default async () => { console.log('just me'); return 1 }", ext="js")
+    bench = opened(gem)
+    res, peak = peak_python_bytes(lambda: bench.call("flood", {"mb": 64}))
+    _assert_capped(res, 64, "stdout")
+    assert peak < 16 * MiB, f"{peak / MiB:.0f} MiB held in Python while the tool printed 64 MiB"
+    # the marker was still found: the next call's logs are its own
+    assert bench.call("quiet").logs == "just me\n"
+
+
+def test_SEC5_js_stdout_and_stderr_floods_share_the_cap(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("flood", """
+        export default async () => {
+          const s = "o".repeat(1 << 20), e = "e".repeat(1 << 20);
+          for (let i = 0; i < 8; i++) { console.log(s); console.error(e); }
+          return 1;
+        }""", ext="js")
+    res = opened(gem).call("flood")
+    assert res.ok, res.error
+    assert len(res.logs.encode()) <= MiB + 1000
+    assert "bytes of stdout dropped" in res.logs and "bytes of stderr dropped" in res.logs
+
+
+def test_SEC5_js_small_log_limit(gem: GemBuilder, opened: Callable, limits: Callable) -> None:
+    limits(log_bytes=1000)
+    gem.tool("flood", FLOOD_JS, ext="js")
+    _assert_capped(opened(gem).call("flood", {"mb": 2, "err": False}), 2, "stdout", 1000)
+
+
+def test_SEC5_python_print_flood_is_capped(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("flood", FLOOD_PY)
+    res, peak = peak_python_bytes(lambda: opened(gem).call("flood", {"mb": 64}))
+    _assert_capped(res, 64, "output")
+    assert peak < 16 * MiB, f"{peak / MiB:.0f} MiB held while the tool printed 64 MiB"
+
+
+def test_SEC5_python_logs_under_the_cap_are_whole(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("chatty", """
+        import sys
+        def handle(input, ctx):
+            print("é" * 10, "\\ud800")   # a lone surrogate is printable in Python
+            sys.stderr.write("err\\n")
+            return 1
+        """)
+    res = opened(gem).call("chatty")
+    assert res.ok, res.error
+    assert res.logs.startswith("é" * 10) and res.logs.endswith("err\n")
+
+
+def test_SEC5_endless_output_still_times_out(gem: GemBuilder, opened: Callable) -> None:
+    # output that never pauses kept the wait loop busy past the deadline: the call never ended
+    gem.tool("spew", "export default async () => { const s = 'z'.repeat(4096); for (;;) console.log(s); }",
+             ext="js")
+    bench = opened(gem, timeout=1.5)
+    t0 = time.monotonic()
+    res = bounded_call(bench, "spew", within=20)
+    assert res.error.code == "E_TIMEOUT"
+    assert time.monotonic() - t0 < 15
+    assert len(res.logs.encode()) <= MiB + 500
+
+
+def test_SEC5_ctx_call_served_past_the_deadline_ends_as_timeout(
+        gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Python serves a ctx call until after the call's deadline; the tool then prints without
+    # pause. The call must end at once as E_TIMEOUT (the sandbox killed), not wait for it.
+    gem.tool("slow", """
+        export default async (input, ctx) => {
+          await ctx.storage.kv.get("k");
+          const s = "w".repeat(4096);
+          for (;;) console.log(s);
+        }""", ext="js")
+    serve = sandbox_module._serve
+
+    def slow_serve(caps: Any, *args: Any) -> Any:
+        time.sleep(max(0.0, caps.session.deadline - time.monotonic()) + 0.2)
+        return serve(caps, *args)
+
+    monkeypatch.setattr(sandbox_module, "_serve", slow_serve)
+    bench = opened(gem, timeout=1)
+    res = bounded_call(bench, "slow", within=20)
+    assert res.error.code == "E_TIMEOUT"
+    assert bench.sandbox.pid is None  # killed; the next call gets a fresh one
+
+
+# --- item 9: hostile values from JS to ctx (SEC7) ---------------------------------------------------
+
+PROBE = """
+export default async (input, ctx) => {
+  const out = {};
+  const probe = async (name, fn) => {
+    try { await fn(); out[name] = "no error"; }
+    catch (e) { out[name] = { code: e.code ?? null, message: String(e.message), details: e.details ?? null }; }
+  };
+  const cyclic = { a: 1 }; cyclic.self = cyclic;
+  let deep = []; for (let i = 0; i < 100000; i++) deep = [deep];
+  let d300 = []; for (let i = 0; i < 300; i++) d300 = [d300];
+  await probe("bigint", () => ctx.storage.kv.set("k", 10n));
+  await probe("cyclic", () => ctx.files.write("a.txt", cyclic));
+  await probe("deep", () => ctx.storage.kv.set("k", deep));
+  await probe("d300", () => ctx.data.collection("c").insert({ v: d300 }));
+  out.after = await ctx.storage.kv.set("k", "v") ?? "set";
+  return out;
+}"""
+
+
+def test_SEC7_bigint_cyclic_deep_ctx_arguments_are_coded_errors(
+        gem: GemBuilder, opened: Callable) -> None:
+    gem.collections(c=[])
+    gem.tool("probe", PROBE, ext="js")
+    gem.tool("uncaught", "export default async (i, ctx) => ctx.storage.kv.set('k', 10n)", ext="js")
+    bench = opened(gem)
+    res = bench.call("probe")
+    assert res.ok, res.error
+    v = res.value
+    assert v["bigint"]["code"] == "E_INVALID_ARGUMENT"
+    assert "storage.kv.set" in v["bigint"]["message"] and "argument 2 (value)" in v["bigint"]["message"]
+    assert "BigInt" in v["bigint"]["message"]
+    assert v["cyclic"]["code"] == "E_INVALID_ARGUMENT" and "argument 2 (content)" in v["cyclic"]["message"]
+    assert v["deep"]["code"] == "E_INVALID_ARGUMENT" and v["deep"]["details"]["limit"] == 200
+    assert v["d300"]["code"] == "E_INVALID_ARGUMENT" and v["d300"]["details"]["limit"] == 200
+    assert v["after"] == "set"  # the host is alive and the channel in step
+    pid = bench.sandbox.pid
+    res = bench.call("uncaught")
+    assert res.error.code == "E_INVALID_ARGUMENT" and "argument 2 (value)" in res.error.message
+    assert bench.sandbox.pid == pid
+
+
+def test_SEC7_deep_js_results_are_coded_errors(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("deep", """
+        export default async (input) => {
+          let v = []; for (let i = 0; i < input.n; i++) v = [v];
+          return v;
+        }""", ext="js")
+    bench = opened(gem)
+    for n in (100_000, 300):
+        res = bench.call("deep", {"n": n})
+        assert res.error.code == "E_RESULT_NOT_JSON", (n, res.error)
+        assert res.error.details["limit"] == 200 and "200" in res.error.message
+    assert bench.call("deep", {"n": 150}).ok
+
+
+def test_SEC7_deep_and_cyclic_python_results_are_coded_errors(
+        gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("deep", """
+        def handle(input, ctx):
+            v = []
+            for _ in range(input["n"]):
+                v = [v]
+            if input.get("cycle"):
+                v.append(v)
+            return {"v": v}
+        """)
+    bench = opened(gem)
+    res = bench.call("deep", {"n": 100_000})
+    assert res.error.code == "E_RESULT_NOT_JSON" and res.error.details["limit"] == 200
+    res = bench.call("deep", {"n": 3, "cycle": True})
+    assert res.error.code == "E_RESULT_NOT_JSON" and "cycle" in res.error.message
+    assert bench.call("deep", {"n": 100}).ok
+
+
+# --- item 10: the bridge is linear and bounded ----------------------------------------------------
+
+def test_SEC5_big_input_costs_linear_time(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("len", "export default async (input) => input.s.length", ext="js")
+    bench = opened(gem, timeout=60)
+    assert bench.call("len", {"s": "x"}).ok
+
+    def timed(n: int) -> float:
+        t0 = time.perf_counter()
+        res = bench.call("len", {"s": "x" * n})
+        assert res.ok and res.value == n, res.error
+        return time.perf_counter() - t0
+
+    small, big = min(timed(2 * MiB) for _ in range(2)), timed(32 * MiB)
+    # 16 x the bytes: linear is ~16 x the time; re-scanning the buffer per chunk was ~250 x
+    assert big < max(small, 0.02) * 60, (small, big)
+
+
+def test_SEC5_oversized_input_is_too_large_not_a_hang(gem: GemBuilder, opened: Callable,
+                                                      limits: Callable) -> None:
+    limits(bridge_message_bytes=MiB)
+    gem.tool("len", "export default async (input) => input.s.length", ext="js")
+    bench = opened(gem)
+    res = bounded_call(bench, "len", {"s": "x" * (2 * MiB)}, within=20)
+    assert res.error.code == "E_TOO_LARGE" and res.error.details["limit"] == MiB
+    assert bench.call("len", {"s": "x" * 1000}).value == 1000
+
+
+def test_SEC5_oversized_ctx_request_and_reply_throw_too_large(
+        gem: GemBuilder, opened: Callable, limits: Callable) -> None:
+    limits(bridge_message_bytes=MiB)
+    gem.tool("big", """
+        export default async (input, ctx) => {
+          const out = {};
+          try { await ctx.files.write("big.txt", "x".repeat(2 << 20)); out.write = "no error"; }
+          catch (e) { out.write = [e.code, e.details?.limit, e.message]; }
+          await ctx.files.write("mid.txt", "y".repeat(900 * 1024));
+          try { await ctx.files.read("mid.txt", { encoding: "base64" }); out.read = "no error"; }
+          catch (e) { out.read = [e.code, e.details?.limit, e.message]; }
+          out.ok = (await ctx.files.read("mid.txt")).length;
+          return out;
+        }""", ext="js")
+    res = opened(gem).call("big")
+    assert res.ok, res.error
+    assert res.value["write"][:2] == ["E_TOO_LARGE", MiB], res.value
+    assert res.value["read"][:2] == ["E_TOO_LARGE", MiB], res.value  # 900 KiB as base64 > 1 MiB
+    assert res.value["ok"] == 900 * 1024
+
+
+# --- item 11: the private channel, from inside the Worker -------------------------------------------
+
+VICTIM = """
+export default async (input, ctx) => {
+  await ctx.storage.kv.set("victim", input.secret);
+  const back = await ctx.storage.kv.get("victim");
+  return { secret: input.secret, back, n: [1, 2, 3] };
+}"""
+REPORT = """
+export default async () => {
+  const got = globalThis.__stolen ?? [];
+  return got.map(String);
+}"""
+SECRET = "s3cr3t-victim-data"
+
+
+def _attack(gem: GemBuilder, opened: Callable, attacker: str, victim: str = VICTIM,
+            cleanup: str = "") -> tuple[workbench.CallResult, list[str], workbench.Bench]:
+    gem.tool("attack", attacker, ext="js")
+    gem.tool("victim", victim, ext="js")
+    gem.tool("report", REPORT.replace("const got", f"{cleanup}\n  const got"), ext="js")
+    bench = opened(gem, reuse="always", timeout=10)
+    assert bench.call("attack").ok
+    res = bounded_call(bench, "victim", {"secret": SECRET}, within=20)
+    report = bench.call("report")
+    assert report.ok, report.error
+    return res, report.value, bench
+
+
+def _assert_victim_untouched(res: workbench.CallResult, stolen: list[str],
+                             bench: workbench.Bench) -> None:
+    assert res.ok, res.error
+    assert res.value == {"secret": SECRET, "back": SECRET, "n": [1, 2, 3]}
+    kv = bench.kv()
+    assert dict(zip(kv["key"], kv["value"]))["victim"] == SECRET
+    assert not any(SECRET in s for s in stolen), stolen
+
+
+def test_SEC_bridge_MessageEvent_data_accessor_cannot_take_the_port(
+        gem: GemBuilder, opened: Callable) -> None:
+    res, stolen, bench = _attack(gem, opened, """
+        export default async () => {
+          globalThis.__stolen = [];
+          const grab = (ev, v) => {
+            globalThis.__stolen.push(JSON.stringify(v));
+            const port = ev.target ?? ev.currentTarget;
+            if (port && v && v.t === "call") {  // answer the victim's call ourselves
+              port.postMessage({ t: "done", id: v.id, ok: true, json: '"forged"' });
+            }
+          };
+          for (const proto of [MessageEvent.prototype, Event.prototype, Object.prototype]) {
+            Object.defineProperty(proto, "data", { configurable: true,
+              set(v) { Object.defineProperty(this, "__d", { value: v, configurable: true }); },
+              get() { const v = this.__d; grab(this, v); return v; } });
+          }
+          return "planted";
+        }""", cleanup="delete MessageEvent.prototype.data; delete Event.prototype.data; delete Object.prototype.data;")
+    _assert_victim_untouched(res, stolen, bench)
+
+
+def test_SEC_bridge_Array_map_and_iterator_poisoning(gem: GemBuilder, opened: Callable) -> None:
+    res, stolen, bench = _attack(gem, opened, """
+        export default async () => {
+          globalThis.__stolen = [];
+          const map = Array.prototype.map, iter = Array.prototype[Symbol.iterator];
+          Array.prototype.map = function (f) {
+            globalThis.__stolen.push(JSON.stringify(this));
+            return map.call(this, (x, i, a) => (typeof x === "string" && x.startsWith("s3") ? "pwned" : f(x, i, a)));
+          };
+          Array.prototype[Symbol.iterator] = function () {
+            globalThis.__stolen.push(JSON.stringify(this));
+            return iter.call(this);
+          };
+          return "planted";
+        }""", cleanup="")
+    _assert_victim_untouched(res, stolen, bench)
+
+
+def test_SEC_bridge_Object_prototype_toJSON_poisoning(gem: GemBuilder, opened: Callable) -> None:
+    res, stolen, bench = _attack(gem, opened, """
+        export default async () => {
+          globalThis.__stolen = [];
+          Object.prototype.toJSON = function () {
+            const own = {};
+            for (const k of Object.keys(this)) own[k] = this[k];
+            globalThis.__stolen.push(Object.values(own).join(","));
+            return "pwned";
+          };
+          return "planted";
+        }""", cleanup="delete Object.prototype.toJSON;")
+    _assert_victim_untouched(res, stolen, bench)
+
+
+def test_SEC_bridge_Promise_prototype_then_poisoning(gem: GemBuilder, opened: Callable) -> None:
+    # the victim returns a ctx promise from an async function: resolving with it looks up `then`
+    res, stolen, bench = _attack(gem, opened, """
+        export default async () => {
+          globalThis.__stolen = [];
+          const then = Promise.prototype.then;
+          Promise.prototype.then = function (ok, err) {
+            return then.call(this, (v) => {
+              globalThis.__stolen.push(typeof v === "object" ? JSON.stringify(v) : String(v));
+              return ok ? ok(v === "s3cr3t-victim-data" ? "pwned" : v) : v;
+            }, err);
+          };
+          return "planted";
+        }""", victim="""
+        export default async (input, ctx) => {
+          await ctx.storage.kv.set("victim", input.secret);
+          await ctx.storage.kv.set("n", "[1,2,3]");
+          const back = await ctx.storage.kv.get("victim");
+          if (input.direct) return ctx.storage.kv.get("victim");
+          return { secret: input.secret, back, n: JSON.parse(await ctx.storage.kv.get("n")) };
+        }""", cleanup="")
+    _assert_victim_untouched(res, stolen, bench)
+    direct = bench.call("victim", {"secret": SECRET, "direct": True})
+    assert direct.ok and direct.value == SECRET
+    assert not any(SECRET in s for s in bench.call("report").value)
+
+
+def test_SEC_bridge_Object_prototype_then_poisoning(gem: GemBuilder, opened: Callable) -> None:
+    # a `then` on Object.prototype made every ctx reply object a thenable of the attacker's
+    # (planted from a timer, after the attacker's call ended)
+    res, stolen, bench = _attack(gem, opened, """
+        export default async () => {
+          globalThis.__stolen = [];
+          setTimeout(() => {
+            Object.defineProperty(Object.prototype, "then", { configurable: true, writable: true,
+              value: function (ok) { globalThis.__stolen.push(JSON.stringify(this)); ok(["pwned"]); } });
+          }, 0);
+          return "planted";
+        }""", victim="""
+        export default (input, ctx) => {
+          // strings only out of its own async function: an object returned from one would meet
+          // the planted `then` in the tool's own code, which no bridge can guard
+          const run = async () => {
+            await ctx.storage.kv.set("victim", input.secret);
+            await ctx.storage.kv.set(input.secret, "key");
+            const listed = await ctx.storage.kv.list();
+            return `${listed.join("|")}/${await ctx.storage.kv.get("victim")}`;
+          };
+          return run();  // a sync tool handing back a promise: the bridge awaits it
+        }""", cleanup="delete Object.prototype.then;")
+    assert res.ok, res.error
+    assert res.value == f"{SECRET}|victim/{SECRET}"
+    assert not any(SECRET in s for s in stolen), stolen
+
+
+def test_SEC_bridge_Error_prototype_getters_see_no_error(gem: GemBuilder, opened: Callable) -> None:
+    res, stolen, bench = _attack(gem, opened, """
+        export default async () => {
+          globalThis.__stolen = [];
+          for (const key of ["name", "code", "stack"]) {
+            const d = Object.getOwnPropertyDescriptor(Error.prototype, key);
+            Object.defineProperty(Error.prototype, key, { configurable: true,
+              get() { globalThis.__stolen.push(String(this.message)); return d?.value; } });
+          }
+          Error.prepareStackTrace = (e) => { globalThis.__stolen.push(String(e.message)); return "forged"; };
+          return "planted";
+        }""", victim="""
+        export default async (input) => { throw new Error(input.secret); }""",
+        cleanup="")
+    assert res.error.code == "E_TOOL_ERROR" and SECRET in res.error.message
+    assert "tools/victim.js:2" in res.error.details["stack"]
+    assert not any(SECRET in s for s in stolen), stolen
+
+
+# --- item 12: a symlink added to the gem folder after open (N1) ------------------------------------
+
+READ_LINK = """
+export default async () => Deno.readTextFileSync(new URL("./link", import.meta.url)).slice(0, 20);
+"""
+
+
+def test_N1_symlink_added_after_open_is_refused(gem: GemBuilder, opened: Callable,
+                                                tmp_path: Path) -> None:
+    gem.tool("rd", READ_LINK, ext="js")
+    gem.tool("ok", "export default async () => 'fine'", ext="js")
+    bench = opened(gem)
+    assert bench.call("ok").ok
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret outside the gem")
+    link = gem.root / "tools" / "link"
+    for target in (outside, Path("/etc/passwd")):
+        link.unlink(missing_ok=True)
+        os.symlink(target, link)
+        for tool in ("rd", "ok"):  # every call: the tool could read it any time
+            res = bench.call(tool)
+            assert res.error is not None and res.error.code == "E_SANDBOX", res.value
+            assert res.error.details["path"] == "tools/link" and "tools/link" in res.error.message
+    link.unlink()
+    assert bench.call("ok").value == "fine"
+    # a deeper folder, created after open, holding a link to a folder outside
+    (gem.root / "data" / "sub").mkdir(parents=True)
+    os.symlink(tmp_path, gem.root / "data" / "sub" / "out")
+    res = bench.call("ok")
+    assert res.error.code == "E_SANDBOX" and res.error.details["path"] == "data/sub/out"
+
+
+def test_N1_symlink_inside_the_gem_is_fine(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("rd", READ_LINK, ext="js")
+    bench = opened(gem)
+    (gem.root / "tools" / "real.txt").write_text("inside text")
+    os.symlink(gem.root / "tools" / "real.txt", gem.root / "tools" / "link")
+    res = bench.call("rd")
+    assert res.ok and res.value == "inside text", res.error
