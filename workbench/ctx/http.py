@@ -312,15 +312,18 @@ def _entry(name: Any, value: Any, where: str, source: str) -> Credential:
                          f"['api.example.com:8443']", connection=name)
     try:
         rules = tuple(HostRule.parse(h) for h in hosts)
-        paths = value.get("paths")
+    except ValueError as exc:
+        raise UsageError(f"{where}[{name!r}]['hosts']: {exc}", connection=name) from None
+    paths = value.get("paths")
+    try:
         if paths is not None:
             if not isinstance(paths, (list, tuple)) or not paths:
-                raise ValueError("'paths' must be a non-empty list (or left out: every path)")
+                raise ValueError("give a non-empty list (or leave it out: every path)")
             for p in paths:
                 _path_rule(p)
             paths = tuple(paths)
     except ValueError as exc:
-        raise UsageError(f"{where}[{name!r}]: {exc}", connection=name) from None
+        raise UsageError(f"{where}[{name!r}]['paths']: {exc}", connection=name) from None
     return Credential(name, headers, rules, paths, source)
 
 

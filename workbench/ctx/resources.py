@@ -1,11 +1,12 @@
-"""ctx.resources (R1–R5): the rules, once, over a mock or real source and for both runners.
+"""ctx.resources (R1–R5, SEC2, SEC5): the rules, once, over a mock or real source and for both
+runners.
 
 R1 `ctx.resources` exists only when the manifest declares `resources` (Python: reading the
    attribute raises AttributeError saying so; JS: `ctx.resources` is undefined).
 R2 `path(id)` returns an absolute local path, downloading first when needed, into a content-
    addressed cache `<state dir>/resources/<sha256>/<id>` written atomically (temp + rename).
-   Concurrent calls for one id download once (a lock per resource); `"required": true`
-   starts the download when the bench opens (a background thread; `path` waits for it).
+   Concurrent calls for one id download once (one attempt at a time per resource, run in a
+   background thread); `"required": true` starts the download when the bench opens.
 R3 the sha256 is verified: a mismatch fails that address, naming both hashes; a new sha256 in
    the manifest is a new path, so the old file is never served for it.
 R4 the cache is readable by that gem's sandbox (added to its --allow-read), never writable:
@@ -15,15 +16,25 @@ R5 a failure is E_RESOURCE listing every address tried and why (HTTP status, has
    with both hashes, connection error); nothing is remembered, the next call tries again
    (calls waiting on the same attempt share its error). An undeclared id is E_NOT_FOUND
    naming the declared ids.
+SEC2 every path built from manifest data stays in its folder, whatever the loader let through:
+   the id must be a safe file name and the sha256 64 lowercase hex digits (else E_MANIFEST),
+   the resolved target must lie inside the cache, and a mock fixture inside the gem's
+   `fixtures/resources/` (symlinks resolved).
+SEC5 a download is streamed to a temp file next to its target (never whole in memory), cut at
+   `DOWNLOAD_BYTES` (2 GiB) and `DOWNLOAD_SECONDS` (30 min) per attempt over all addresses. A
+   tool's `path()` waits at most for the call's remaining time (E_TIMEOUT); the download then
+   goes on in the background and a later call gets the file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -36,20 +47,38 @@ if TYPE_CHECKING:
 METHODS = ("path",)
 
 
+#: safe file names for ids (the manifest schema's rule, repeated here: defence in depth)
+SAFE_ID = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+GiB = 1024 ** 3
+#: bounds of one download attempt (all its addresses): size of the file, seconds in total
+DOWNLOAD_BYTES = 2 * GiB
+DOWNLOAD_SECONDS = 1800.0
+
+
+class _Attempt:
+    """One download attempt; every caller that waits on it gets its outcome (R5)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: WorkbenchError | None = None
+        self.received = 0
+
+
 class _Slot:
-    """One resource's lock and the outcome of its latest attempt."""
+    """One resource's running attempt, if any."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.attempts = 0
-        self.error: WorkbenchError | None = None
+        self.current: _Attempt | None = None
 
 
 class ResourceCache:
     """The bench's resource files: one per (sha256, id), fetched once from `source`."""
 
     def __init__(self, specs: tuple[Mapping[str, Any], ...], root: Path, source: "Source") -> None:
-        self.specs = {s["id"]: dict(s) for s in specs}
+        self.specs = {s["id"]: dict(s) for s in specs
+                      if isinstance(s, Mapping) and isinstance(s.get("id"), str)}
         self.root = root          # <state dir>/resources: the sandbox may read it (R4)
         self.source = source
         self._slots: dict[str, _Slot] = {}
@@ -57,8 +86,23 @@ class ResourceCache:
         self._background: list[threading.Thread] = []
 
     def target(self, rid: str) -> Path:
+        """Where resource `rid` lives; E_MANIFEST / E_PATH when manifest data would lead
+        outside the cache (SEC2)."""
         spec = self.spec(rid)
-        return self.root / spec["sha256"] / rid
+        index = list(self.specs).index(rid)
+        if not SAFE_ID.fullmatch(rid):
+            raise WorkbenchError("E_MANIFEST", f"resource id {rid!r} is not a safe file name: a "
+                                 "letter or digit, then letters, digits, '.', '_' or '-', at most "
+                                 "128 characters, no '..' (SEC2)", id=rid, field=f"/resources/{index}/id")
+        sha = spec.get("sha256")
+        if not isinstance(sha, str) or not SHA256.fullmatch(sha):
+            raise WorkbenchError("E_MANIFEST", f"resource {rid!r}: sha256 must be 64 lowercase hex "
+                                 "digits", id=rid, field=f"/resources/{index}/sha256")
+        target = self.root / sha / rid
+        if not target.resolve().is_relative_to(self.root.resolve()):  # e.g. a planted symlink
+            raise WorkbenchError("E_PATH", f"resource {rid!r}: its cache path leads outside "
+                                 f"{self.root} (SEC2)", id=rid)
+        return target
 
     def spec(self, rid: Any) -> dict[str, Any]:
         if not isinstance(rid, str):
@@ -67,29 +111,26 @@ class ResourceCache:
         spec = self.specs.get(rid)
         if spec is None:
             declared = ", ".join(repr(i) for i in self.specs) or "none"
-            raise WorkbenchError("E_NOT_FOUND", f"resource {rid!r} is not declared in "
-                                 f"manifest.json (declared: {declared})", id=rid,
+            raise WorkbenchError("E_NOT_FOUND", f"resource {rid[:200]!r} is not declared in "
+                                 f"manifest.json (declared: {declared})", id=rid[:200],
                                  declared=list(self.specs))
         return spec
 
     def start_required(self) -> None:
         """R2: `"required": true` resources start downloading now, in the background."""
         for rid, spec in self.specs.items():
-            if spec.get("required") is True and not self.target(rid).is_file():
-                t = threading.Thread(target=self._quietly, args=(rid,), daemon=True,
-                                     name=f"resource-{rid}")
-                self._background.append(t)
-                t.start()
-
-    def _quietly(self, rid: str) -> None:
-        try:
-            self.path(rid)
-        except WorkbenchError:
-            pass  # kept in the slot: a path() waiting on this attempt reports it
+            if spec.get("required") is not True:
+                continue
+            try:
+                target = self.target(rid)
+            except WorkbenchError:
+                continue  # unsafe manifest data: nothing is written; path() reports it
+            if not target.is_file():
+                self._start(rid, target)
 
     def wait(self, timeout: float | None = None) -> None:
-        """Wait for the downloads started at open (tests, notebooks)."""
-        for t in self._background:
+        """Wait for the downloads running now (tests, notebooks)."""
+        for t in list(self._background):
             t.join(timeout)
 
     def _slot(self, rid: str) -> _Slot:
@@ -97,44 +138,80 @@ class ResourceCache:
         with self._slots_lock:
             return self._slots.setdefault(key, _Slot())
 
-    def path(self, rid: Any) -> str:
+    def path(self, rid: Any, timeout: float | None = None) -> str:
+        """The resource's local path, downloading it first; waits at most `timeout` seconds
+        (None: until the attempt ends, itself bounded by DOWNLOAD_SECONDS)."""
         target = self.target(rid)
         if target.is_file():  # R2: already here, return at once
             return str(target)
-        slot = self._slot(rid)
-        seen = slot.attempts
-        with slot.lock:
-            if target.is_file():
-                return str(target)
-            if slot.attempts != seen and slot.error is not None:
-                raise slot.error  # the attempt we waited on failed: share its error (R5)
-            try:
-                self._download(rid, target)
-            except WorkbenchError as exc:
-                slot.error = exc
-                raise
-            finally:  # counted when done: a waiter that saw it running shares its outcome
-                slot.attempts += 1
-            slot.error = None
-            return str(target)
+        attempt = self._start(rid, target)
+        if not attempt.done.wait(timeout):
+            raise WorkbenchError("E_TIMEOUT", f"resources.path({rid!r}): the call ran out of time "
+                                 f"waiting for the download ({attempt.received:,} bytes so far); it "
+                                 "goes on in the background and a later call gets the file",
+                                 id=rid, method="resources.path")
+        if attempt.error is not None:
+            raise attempt.error  # the attempt we waited on failed: share its error (R5)
+        return str(target)
 
-    def _download(self, rid: str, target: Path) -> None:
+    def _start(self, rid: str, target: Path) -> _Attempt:
+        """The running attempt for `rid`, or a new one in a background thread."""
+        slot = self._slot(rid)
+        with slot.lock:
+            if slot.current is not None:
+                return slot.current
+            attempt = slot.current = _Attempt()
+        thread = threading.Thread(target=self._run, args=(rid, target, slot, attempt),
+                                  daemon=True, name=f"resource-{rid}")
+        self._background = [t for t in self._background if t.is_alive()] + [thread]
+        thread.start()
+        return attempt
+
+    def _run(self, rid: str, target: Path, slot: _Slot, attempt: _Attempt) -> None:
+        try:
+            if not target.is_file():
+                self._download(rid, target, attempt)
+        except WorkbenchError as exc:
+            attempt.error = exc
+        except Exception as exc:  # a broken source: still the tool's error to read, not a hang
+            attempt.error = WorkbenchError("E_RESOURCE", f"resource {rid!r} could not be "
+                                           f"downloaded: {type(exc).__name__}: {exc}", id=rid)
+        finally:  # the file (if any) is in place first: a new caller sees it or starts afresh
+            with slot.lock:
+                slot.current = None
+            attempt.done.set()
+
+    def _download(self, rid: str, target: Path, attempt: _Attempt) -> None:
         from ..providers.resources import FetchError
 
         spec = self.specs[rid]
         want = spec["sha256"]
         failures: list[dict[str, str]] = []
         target.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + DOWNLOAD_SECONDS
         for address in self.source.addresses(spec):
+            if time.monotonic() >= deadline:
+                failures.append({"address": address, "reason": f"not tried: the attempt's "
+                                 f"{DOWNLOAD_SECONDS:g} s (DOWNLOAD_SECONDS) were used up"})
+                continue
             fd, tmp = tempfile.mkstemp(prefix=f".{rid}.", suffix=".part", dir=target.parent)
             digest = hashlib.sha256()
+            attempt.received = 0
             try:
                 with os.fdopen(fd, "wb") as f:
                     def write(chunk: bytes) -> None:
+                        attempt.received += len(chunk)
+                        if attempt.received > DOWNLOAD_BYTES:
+                            raise FetchError(f"larger than {DOWNLOAD_BYTES:,} bytes, the cap of one "
+                                             "resource (DOWNLOAD_BYTES)")
+                        if time.monotonic() > deadline:
+                            raise FetchError(f"timed out after {DOWNLOAD_SECONDS:g} s "
+                                             "(DOWNLOAD_SECONDS, the bound of one attempt)")
                         digest.update(chunk)
                         f.write(chunk)
 
-                    self.source.fetch(address, spec, write)
+                    self.source.fetch(address, spec, write, deadline=deadline,
+                                      max_bytes=DOWNLOAD_BYTES)
                 got = digest.hexdigest()
                 if got != want:
                     raise FetchError(f"sha256 mismatch: expected {want}, got {got}")
@@ -165,7 +242,7 @@ class Resources:
         if cache is None or not self.session.manifest.resources:
             raise WorkbenchError("E_NOT_FOUND", f"resource {id!r} is not declared in "
                                  "manifest.json (declared: none)", id=id, declared=[])
-        return cache.path(id)
+        return cache.path(id, timeout=self.session.remaining("resources.path"))
 
 
 def make_cache(manifest: Any, *, state_dir: Path, source: str,

@@ -1,20 +1,27 @@
 """Where ctx.resources gets bytes from: plain fetching, no rules (those are in ctx/resources.py).
 
-A source turns one address into bytes or raises `FetchError` with a one-line reason:
+A source turns one address into bytes, handed to `write` chunk by chunk (never whole in
+memory), or raises `FetchError` with a one-line reason:
 
-    MockSource   the gem's `fixtures/resources/<id>`, or a mapping given to
-                 `workbench.open(..., resources={id: bytes | path})`; one address per resource
-    HttpSource   an httpx GET with timeouts: `url`, then each of `mirrors`, in that order
+    MockSource   the gem's `fixtures/resources/<id>` (which must resolve inside that folder:
+                 SEC2), or a mapping given to `workbench.open(..., resources={id: bytes | path})`;
+                 one address per resource
+    HttpSource   an httpx GET: `url`, then each of `mirrors`, in that order; bounded by the
+                 attempt's `deadline` in total (a watchdog cuts a server that drips bytes) and
+                 by `max_bytes` (a larger Content-Length is refused before reading)
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 #: seconds: connecting, and waiting for each chunk of the body
 CONNECT_TIMEOUT, READ_TIMEOUT = 10.0, 60.0
+#: the total bound of a fetch given no deadline (the cache always gives one)
+UNBOUNDED = 24 * 3600.0
 _CHUNK = 1 << 20
 
 
@@ -27,8 +34,8 @@ class Source(Protocol):
 
     def addresses(self, spec: Mapping[str, Any]) -> list[str]: ...
 
-    def fetch(self, address: str, spec: Mapping[str, Any],
-              write: Callable[[bytes], None]) -> None: ...
+    def fetch(self, address: str, spec: Mapping[str, Any], write: Callable[[bytes], None], *,
+              deadline: float | None = None, max_bytes: int | None = None) -> None: ...
 
 
 class MockSource:
@@ -48,13 +55,20 @@ class MockSource:
             return [f"mock:{rid}" if isinstance(given, (bytes, bytearray)) else str(Path(given))]
         return [str(self.gem_root / "fixtures" / "resources" / rid)]
 
-    def fetch(self, address: str, spec: Mapping[str, Any], write: Callable[[bytes], None]) -> None:
+    def fetch(self, address: str, spec: Mapping[str, Any], write: Callable[[bytes], None], *,
+              deadline: float | None = None, max_bytes: int | None = None) -> None:
         rid = spec["id"]
         given = self.mapping.get(rid)
         if isinstance(given, (bytes, bytearray)):
-            write(bytes(given))
+            for i in range(0, len(given), _CHUNK):
+                write(bytes(given[i:i + _CHUNK]))
             return
         path = Path(address)
+        if given is None:  # the gem's own fixture: inside fixtures/resources/, links resolved
+            folder = (self.gem_root / "fixtures" / "resources").resolve()
+            if not path.resolve().is_relative_to(folder):
+                raise FetchError(f"mock file {path} is outside the gem's fixtures/resources/ "
+                                 "(SEC2)")
         if not path.is_file():
             where = ("the path given in resources=" if given is not None else
                      "no fixtures/resources/ file and no resources= entry for it")
@@ -65,7 +79,8 @@ class MockSource:
 
 
 class HttpSource:
-    """Real downloads: httpx GET, redirects followed, timeouts on connect and on each read."""
+    """Real downloads: httpx GET, redirects followed, no cookies; timeouts on connect, on each
+    read, and in total (`deadline`)."""
 
     kind = "real"
 
@@ -76,19 +91,39 @@ class HttpSource:
     def addresses(self, spec: Mapping[str, Any]) -> list[str]:
         return [spec["url"], *spec.get("mirrors", ())]
 
-    def fetch(self, address: str, spec: Mapping[str, Any], write: Callable[[bytes], None]) -> None:
+    def fetch(self, address: str, spec: Mapping[str, Any], write: Callable[[bytes], None], *,
+              deadline: float | None = None, max_bytes: int | None = None) -> None:
         import httpx
 
-        timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
+        from .http import Watchdog, no_cookie_jar
+
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise FetchError("timed out before it started")
+        read = self.read_timeout if left is None else min(self.read_timeout, left)
+        timeout = httpx.Timeout(read, connect=min(self.connect_timeout, read))
+        dog = Watchdog(left if left is not None else UNBOUNDED)
+        # no kept-alive connection: every socket (redirects too) is one the watchdog saw
+        client = httpx.Client(follow_redirects=True, trust_env=False, cookies=no_cookie_jar(),
+                              limits=httpx.Limits(max_keepalive_connections=0))
         try:
-            with httpx.stream("GET", address, timeout=timeout, follow_redirects=True) as resp:
+            with dog, client, client.stream("GET", address, timeout=timeout,
+                                            extensions={"trace": dog.trace}) as resp:
                 if resp.status_code != 200:
                     raise FetchError(f"HTTP {resp.status_code} {resp.reason_phrase}".rstrip())
-                total = int(resp.headers.get("content-length") or 0) or None
+                try:
+                    total = int(resp.headers.get("content-length") or 0) or None
+                except ValueError:
+                    total = None
+                if total is not None and max_bytes is not None and total > max_bytes:
+                    raise FetchError(f"Content-Length {total:,} is over {max_bytes:,} bytes, the "
+                                     "cap of one resource (DOWNLOAD_BYTES)")
                 with _progress(total, f"{spec['id']} ← {resp.url.host}") as bar:
                     for chunk in resp.iter_bytes(_CHUNK):
                         write(chunk)
                         bar.update(len(chunk))
+            if dog.fired:  # the body "ended" because the watchdog cut it
+                raise FetchError("timed out (the attempt's total deadline)")
         except httpx.TimeoutException as exc:
             raise FetchError(f"timed out ({type(exc).__name__}: {exc or 'no detail'})") from None
         except httpx.ConnectError as exc:
@@ -96,6 +131,8 @@ class HttpSource:
         except httpx.UnsupportedProtocol as exc:
             raise FetchError(f"unsupported address ({exc})") from None
         except httpx.HTTPError as exc:
+            if dog.fired:
+                raise FetchError("timed out (the attempt's total deadline)") from None
             raise FetchError(f"{type(exc).__name__}: {exc}") from None
 
 

@@ -1,0 +1,277 @@
+"""Adversarial tests of ctx.resources (SEC2, SEC5, R2, R5): manifest data that would lead
+outside the cache, downloads that never end or never stop growing, and a tool's wait bounded
+by its call's time. Manifests with unsafe ids are built past the loader's own check (the
+loader refuses them; the cache must hold on its own). Real downloads come from servers on
+127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+import workbench
+import workbench._bench as bench_module
+import workbench.ctx.resources as resources_rules
+from _deno import deno_home  # noqa: F401  (fixture)
+from conftest import GemBuilder
+from workbench.gem import load_manifest
+
+DATA = b"resource bytes " * 500
+DATA_SHA = hashlib.sha256(DATA).hexdigest()
+MiB = 1024 * 1024
+
+PY_PATH = """
+def handle(input, ctx):
+    return ctx.resources.path(input["id"])
+"""
+JS_PATH = "export default async (input, ctx) => await ctx.resources.path(input.id);\n"
+
+
+@pytest.fixture(params=["py", pytest.param("js", marks=pytest.mark.deno)])
+def lang(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def httpserver() -> Iterator[HTTPServer]:
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.clear()
+        if server.is_running():
+            server.stop()
+
+
+@pytest.fixture
+def opened(tmp_path: Path) -> Iterator[Callable[..., workbench.Bench]]:
+    benches: list[workbench.Bench] = []
+
+    def opener(g: GemBuilder, **kw: Any) -> workbench.Bench:
+        kw.setdefault("state_dir", tmp_path / "state")
+        b = workbench.open(g.write(), **kw)
+        benches.append(b)
+        return b
+
+    try:
+        yield opener
+    finally:
+        for b in benches:
+            if b.providers.resources is not None:
+                b.providers.resources.wait(15)
+            b.close()
+
+
+def res_gem(gem: GemBuilder, *resources: dict[str, Any]) -> GemBuilder:
+    gem.manifest["resources"] = list(resources)
+    gem.tool("py_path", PY_PATH).tool("js_path", JS_PATH, ext="js")
+    return gem
+
+
+def past_the_loader(monkeypatch: pytest.MonkeyPatch, gem: GemBuilder,
+                    *resources: dict[str, Any]) -> None:
+    """open() gets a manifest whose resources the loader never saw (as if its check had a hole)."""
+    res_gem(gem, {"id": "placeholder", "url": "https://x.invalid/", "sha256": DATA_SHA})
+    real = load_manifest(gem.write())
+    monkeypatch.setattr(bench_module, "load_manifest",
+                        lambda path: dataclasses.replace(real, resources=tuple(resources)))
+
+
+def files_under(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+ESCAPES = ["./../../../escape.txt", "../../../escape.txt", "sub/../../../../escape.txt"]
+
+
+@pytest.mark.parametrize("rid", ESCAPES)
+def test_SEC2_resource_id_never_writes_outside_the_cache_mock(gem: GemBuilder, opened: Callable,
+                                                              tmp_path: Path, rid: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    past_the_loader(monkeypatch, gem, {"id": rid, "url": "https://x.invalid/r", "sha256": DATA_SHA,
+                                       "required": True})
+    before = files_under(tmp_path)
+    b = opened(gem, resources={rid: DATA})  # "required": the download would start at open
+    b.providers.resources.wait(10)
+    err = b.call("py_path", {"id": rid}).error
+    assert err is not None and err.code == "E_MANIFEST" and "safe file name" in err.message
+    b.providers.resources.wait(10)
+    new = files_under(tmp_path) - before
+    cache = (tmp_path / "state" / "resources").resolve()
+    outside = [p for p in new if not p.resolve().is_relative_to(tmp_path / "state")]
+    assert outside == [] and not any(p.resolve().is_relative_to(cache) for p in new)
+    assert not list(tmp_path.parent.glob("escape.txt*")) and not list(tmp_path.glob("escape.txt*"))
+
+
+def test_SEC2_resource_id_never_writes_outside_the_cache_real(gem: GemBuilder, opened: Callable,
+                                                              tmp_path: Path, lang: str,
+                                                              httpserver: HTTPServer,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    httpserver.expect_request("/r").respond_with_data(DATA)
+    rid = ESCAPES[0]
+    past_the_loader(monkeypatch, gem, {"id": rid, "url": httpserver.url_for("/r"), "sha256": DATA_SHA,
+                                       "required": True})
+    b = opened(gem, providers="real")
+    b.providers.resources.wait(10)
+    res = b.call(f"{lang}_path", {"id": rid})
+    assert res.error is not None and res.error.code == "E_MANIFEST"
+    assert len(httpserver.log) == 0  # nothing was even downloaded
+    assert not list(tmp_path.parent.glob("escape.txt*")) and not list(tmp_path.glob("escape.txt*"))
+
+
+@pytest.mark.parametrize("sha", ["../../sha-escape", DATA_SHA.upper(), DATA_SHA + "\n", "/tmp/x"])
+def test_SEC2_sha256_must_be_64_hex_digits(gem: GemBuilder, opened: Callable, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch, sha: str) -> None:
+    past_the_loader(monkeypatch, gem, {"id": "model", "url": "https://x.invalid/r", "sha256": sha,
+                                       "required": True})
+    before = files_under(tmp_path)
+    b = opened(gem, resources={"model": DATA})
+    b.providers.resources.wait(10)
+    err = b.call("py_path", {"id": "model"}).error
+    assert err.code == "E_MANIFEST" and "sha256" in err.message
+    assert files_under(tmp_path) - before == set() or all(
+        "state" in p.relative_to(tmp_path).parts[0] for p in files_under(tmp_path) - before)
+    assert not (tmp_path / "sha-escape").exists()
+    assert [p.name for p in (tmp_path / "state" / "resources").iterdir()] == []
+
+
+def test_SEC2_fixture_symlink_out_of_the_gem_is_not_followed(gem: GemBuilder, opened: Callable,
+                                                             tmp_path: Path, lang: str) -> None:
+    """A gem's fixture link to a user file would copy it into the cache its sandbox reads."""
+    secret = tmp_path / "user-secret.txt"
+    secret.write_bytes(DATA)
+    res_gem(gem, {"id": "model", "url": "https://x.invalid/r", "sha256": DATA_SHA})
+    b = opened(gem)
+    folder = gem.root / "fixtures" / "resources"  # planted after open: the loader never saw it
+    folder.mkdir(parents=True)
+    (folder / "model").symlink_to(secret)
+    res = b.call(f"{lang}_path", {"id": "model"})
+    assert res.error is not None and res.error.code == "E_RESOURCE"
+    assert "outside the gem's fixtures/resources/" in res.error.message
+    assert not list((tmp_path / "state" / "resources").rglob("model"))
+
+
+def test_SEC2_planted_symlink_in_the_cache_is_not_followed(gem: GemBuilder, opened: Callable,
+                                                           tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root = tmp_path / "state" / "resources"
+    root.mkdir(parents=True)
+    (root / DATA_SHA).symlink_to(elsewhere)
+    b = opened(res_gem(gem, {"id": "model", "url": "https://x.invalid/r", "sha256": DATA_SHA}),
+               resources={"model": DATA})
+    err = b.call("py_path", {"id": "model"}).error
+    assert err.code == "E_PATH" and "outside" in err.message
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_SEC2_fixture_with_a_trailing_newline_id_is_refused(gem: GemBuilder, opened: Callable,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`$` would let "model\\n" through; the rule is anchored with fullmatch."""
+    past_the_loader(monkeypatch, gem, {"id": "model\n", "url": "https://x.invalid/r", "sha256": DATA_SHA})
+    b = opened(gem, resources={"model\n": DATA})
+    assert b.call("py_path", {"id": "model\n"}).error.code == "E_MANIFEST"
+
+
+# == SEC5: downloads bounded in time and size, streamed to a temp file in the cache ==============
+def _drip(data: bytes, seconds: float) -> Callable[[Request], Response]:
+    """Send `data` in 20 pieces spread over `seconds`."""
+    def handler(req: Request) -> Response:
+        step = max(1, len(data) // 20)
+
+        def body() -> Iterator[bytes]:
+            for i in range(0, len(data), step):
+                yield data[i:i + step]
+                time.sleep(seconds / 20)
+        return Response(body(), content_type="application/octet-stream")
+    return handler
+
+
+def test_SEC5_resource_download_has_a_total_deadline(gem: GemBuilder, opened: Callable,
+                                                     httpserver: HTTPServer,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resources_rules, "DOWNLOAD_SECONDS", 1.0)
+    httpserver.expect_request("/slow").respond_with_handler(_drip(DATA, 8.0))
+    httpserver.expect_request("/mirror").respond_with_data(DATA)
+    b = opened(res_gem(gem, {"id": "model", "url": httpserver.url_for("/slow"), "sha256": DATA_SHA,
+                             "mirrors": [httpserver.url_for("/mirror")]}), providers="real")
+    t0 = time.monotonic()
+    err = b.call("py_path", {"id": "model"}).error
+    took = time.monotonic() - t0
+    assert err is not None and err.code == "E_RESOURCE" and took < 3.0, (err, took)
+    assert "timed out" in err.message and "DOWNLOAD_SECONDS" in err.message
+    assert not [p for p in b.providers.resources.root.rglob("*") if p.is_file()]
+
+
+def test_SEC5_resource_download_size_cap(gem: GemBuilder, opened: Callable, httpserver: HTTPServer,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resources_rules, "DOWNLOAD_BYTES", 1 * MiB)
+
+    def endless(req: Request) -> Response:
+        chunk = b"q" * (256 * 1024)
+        return Response((chunk for _ in range(1200)), content_type="application/octet-stream")
+
+    httpserver.expect_request("/big").respond_with_handler(endless)  # 300 MB, chunked
+    httpserver.expect_request("/declared").respond_with_handler(
+        lambda req: Response((b"q" for _ in range(1)), headers={"Content-Length": str(300 * MiB)}))
+    b = opened(res_gem(gem, {"id": "model", "url": httpserver.url_for("/big"), "sha256": DATA_SHA,
+                             "mirrors": [httpserver.url_for("/declared")]}), providers="real")
+    tracemalloc.start()
+    try:
+        t0 = time.monotonic()
+        err = b.call("py_path", {"id": "model"}).error
+        took = time.monotonic() - t0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert err.code == "E_RESOURCE" and took < 10
+    assert f"larger than {MiB:,} bytes" in err.message and "DOWNLOAD_BYTES" in err.message
+    assert "Content-Length 314,572,800" in err.message
+    assert peak < 30 * MiB, peak / MiB
+    assert not [p for p in b.providers.resources.root.rglob("*") if p.is_file()]
+
+
+def test_SEC5_resources_path_waits_only_for_the_calls_time(gem: GemBuilder, opened: Callable,
+                                                           lang: str, httpserver: HTTPServer) -> None:
+    """The call has 2 s; the download takes ~4 s: E_TIMEOUT at 2 s, the file arrives later."""
+    httpserver.expect_request("/slow").respond_with_handler(_drip(DATA, 4.0))
+    b = opened(res_gem(gem, {"id": "model", "url": httpserver.url_for("/slow"), "sha256": DATA_SHA}),
+               providers="real", timeout=2.0)
+    if lang == "js":
+        b.call("js_path", {"id": "nope"})  # start the sandbox outside the timed call
+    t0 = time.monotonic()
+    res = b.call(f"{lang}_path", {"id": "model"})
+    took = time.monotonic() - t0
+    assert res.error is not None and res.error.code == "E_TIMEOUT" and took < 3.5, (res.error, took)
+    # the download went on in the background; with it done, the next call answers at once
+    b.providers.resources.wait(10)
+    p = b.call(f"{lang}_path", {"id": "model"}).raise_for_error().value
+    assert Path(p).read_bytes() == DATA and len(httpserver.log) == 1
+
+
+def test_R2_download_streams_into_a_temp_file_inside_the_cache(gem: GemBuilder, opened: Callable,
+                                                               httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/slow").respond_with_handler(_drip(DATA, 2.0))
+    b = opened(res_gem(gem, {"id": "model", "url": httpserver.url_for("/slow"), "sha256": DATA_SHA,
+                             "required": True}), providers="real")
+    folder = b.providers.resources.root / DATA_SHA
+    seen: set[str] = set()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not (folder / "model").exists():
+        seen |= {p.name for p in folder.glob(".model.*.part")} if folder.is_dir() else set()
+        time.sleep(0.05)
+    assert seen, "no partial file seen in the cache while downloading"
+    b.providers.resources.wait(10)
+    assert (folder / "model").read_bytes() == DATA
+    assert sorted(os.listdir(folder)) == ["model"]  # the temp file became the file
