@@ -33,12 +33,15 @@ class Sizes:
     trip_reps: int     # repetitions of the round-trip measurements
     mails: int = 1_000_000  # messages in the mock mailbox of the listSince benchmark
     pages: int = 1000       # listSince calls per limit whose median is taken
+    procs: int = 4          # processes sharing one real state folder (reliability)
+    proc_calls: int = 150   # calls each of them makes
 
 
 FULL = Sizes(docs=100_000, calls=200, batches=25, finds=1000, bulk_reps=3, frame_reps=7, imports=7,
              spawns=15, warm_calls=1000, trips=2000, trip_reps=5)
 QUICK = Sizes(docs=10_000, calls=50, batches=5, finds=200, bulk_reps=2, frame_reps=3, imports=3,
-              spawns=3, warm_calls=100, trips=300, trip_reps=2, mails=100_000, pages=200)
+              spawns=3, warm_calls=100, trips=300, trip_reps=2, mails=100_000, pages=200,
+              procs=2, proc_calls=20)
 
 
 @contextmanager

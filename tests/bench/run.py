@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from deno import find_deno_bin
 
+import bench_concurrency as bc
 import bench_deno as bd
 import bench_email as be
 import bench_imap as bi
@@ -123,6 +124,18 @@ def resource_path(f: Figures) -> Report:
             "target <= 0.5 ms", f["path_ms"] <= 0.5)
 
 
+def concurrency(f: Figures) -> Report:
+    """N processes on one state folder: errors, lost writes, throughput vs one process."""
+    errors, lost = f["calls"] - f["ok_calls"], f["ok_calls"] - f["final_counter"]
+    lost_docs = f["ok_calls"] - f["docs"]
+    return (f"{f['procs']} processes × {f['calls_per_proc']} calls on one real state folder "
+            f"(kv read-modify-write + insert): {errors} errors, {lost} lost writes "
+            f"({f['final_counter']}/{f['ok_calls']} increments kept, {f['docs']} docs); "
+            f"{f['conc_cps']:.0f} calls/s (one process doing all {f['calls']}: "
+            f"{f['serial_cps']:.0f} calls/s) {f['ratio']:.2f}×  target: 0 errors, 0 lost",
+            errors == 0 and lost == 0 and lost_docs == 0)
+
+
 Benchmark = tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]
 BENCHMARKS: dict[str, Benchmark] = {
     "call_overhead": (b.bench_call_overhead, call_overhead),
@@ -139,6 +152,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "kernel_start": (bk.bench_kernel_start, kernel_start),
     "fetch_vs_files": (b6.bench_fetch_vs_files, fetch_vs_files),
     "resource_path": (b6.bench_resource_path, resource_path),
+    "concurrency": (bc.bench_concurrency, concurrency),
 }
 
 
