@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import random
 import secrets
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from ._errors import UsageError, WorkbenchError
-from ._result import CallResult, to_json, why_not_json
+from ._result import CallResult, to_json
 from .ctx import Capabilities, CallSession, CtxCrash, desktop_has_trash, prepare
 from .ctx import history as _history
 from .ctx.limits import DEFAULT, Limits, deadline_after
@@ -237,22 +236,12 @@ class Bench:
         return self._validators[tool.name]
 
     def _check_input(self, tool: "ToolSpec", args: Any) -> tuple[Any, WorkbenchError | None]:
-        try:  # a JSON round trip: what the platform's caller can send, and a copy the tool owns
-            args = json.loads(json.dumps(args, allow_nan=False))
-        except (TypeError, ValueError, RecursionError):
-            why = why_not_json(args, "input") or "it cannot be serialised"
-            return None, WorkbenchError("E_SCHEMA", f"input for '{tool.name}' is not JSON: {why}",
-                                        violations=[{"path": "/", "message": why}])
-        v = self._validator(tool)
-        args = v.normalise(args)
-        problems = v.violations(args)
-        if problems:
-            listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
-            return None, WorkbenchError("E_SCHEMA", f"input for '{tool.name}' does not match its "
-                                        f"inputSchema ({len(problems)} problem"
-                                        f"{'s' if len(problems) > 1 else ''}): {listed}",
-                                        field=problems[0]["path"], violations=problems)
-        return args, None
+        """The input as the tool receives it, or E_SCHEMA naming the field (N8): any value,
+        however deep, cyclic or costly to check, is a coded error, never an exception (SEC7)."""
+        from .gem.schema import check_input
+
+        return check_input(self._validator(tool), args, tool=tool.name,
+                           max_depth=self.limits.json_depth)
 
     def call(self, name: str, input: Any = None, *,
              crash: "int | Literal['random'] | None" = None) -> CallResult:

@@ -17,9 +17,10 @@ def _fail(err: dict[str, Any]) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from ._errors import WorkbenchError
     from .gem import lint
 
-    problems = lint(args.gem)
+    problems = lint(args.gem)  # the same checks as workbench.open: never raises for bad data
     for p in problems:
         where = f"{p['file']}#{p['pointer']}" if p.get("pointer") else p["file"]
         print(f"{where}: {p['message']}", file=sys.stderr)
@@ -31,7 +32,10 @@ def _check(args: argparse.Namespace) -> int:
         from .providers import default_state_dir
         from .runners.deno import typecheck
 
-        m = load_manifest(args.gem)
+        try:
+            m = load_manifest(args.gem)
+        except WorkbenchError as exc:  # the folder changed since lint
+            return _fail(exc.to_dict())
         ts = [t.file for t in m.tools.values() if t.language == "typescript"]
         report = typecheck(ts, deno_dir=default_state_dir(m.id) / "deno") if ts else None
         if report:

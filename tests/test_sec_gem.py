@@ -1,0 +1,639 @@
+"""Red team of gem loading and input checking: SEC6 ($ref stays inside the schema, N8 wherever
+a ref reaches), SEC7 (open() and call() never raise for hostile data), SEC2 (manifest values
+that become paths stay inside their folder).
+
+Cases that hang, recurse without bound or block on today's code run in a child process with a
+timeout and a memory cap, so a regression fails quickly instead of stalling the suite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import workbench
+from workbench.cli import main as cli_main
+from workbench.gem import lint, manifest_schema
+from workbench.gem.manifest import MAX_MANIFEST_BYTES
+from workbench.gem.schema import MAX_VIOLATIONS, InputValidator, check_input_schema
+
+from conftest import GemBuilder
+
+ECHO = "def handle(input, ctx):\n    return {'got': input}\n"
+EVIL = "^(a+)+$"            # catastrophic backtracking on "aaaa…!"
+EVIL_INPUT = "a" * 40 + "!"  # ~2^40 steps for re; seconds for nothing
+
+
+def isolated(code: str, *, timeout: float = 30, memory_mb: int = 1500) -> str:
+    """Run `code` in a child Python (address space capped), return its stdout; fail the test
+    if it runs over `timeout` (today's tree: a hang) or dies."""
+    import resource
+
+    def cap() -> None:
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    try:
+        out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                             text=True, timeout=timeout, preexec_fn=cap,
+                             cwd=Path(__file__).parent)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running after {timeout} s (a hang)")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def unblocking(fifo: Path, fn: Any, timeout: float = 10) -> Any:
+    """fn() in a thread; if it is still blocked on `fifo` after `timeout` (today's tree: a
+    blocking open), open the FIFO's other end so the thread ends, then fail the test."""
+    import threading
+
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 — handed to the test thread
+            out["error"] = exc
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(timeout)
+    if th.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # EOF for the blocked reader
+        th.join(5)
+        pytest.fail(f"blocked on the FIFO {fifo.name} for {timeout} s")
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def load_error(root: Path) -> workbench.GemLoadError:
+    """The GemLoadError workbench.open raises for `root` (any other outcome fails)."""
+    with pytest.raises(workbench.GemLoadError) as ei:
+        workbench.open(root).close()
+    assert ei.value.code == "E_MANIFEST"
+    return ei.value
+
+
+def pointers(err: workbench.GemLoadError) -> list[str]:
+    return [p["pointer"] for p in err.details.get("problems", [err.details])]
+
+
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEM_WORKBENCH_HOME", str(tmp_path / "home"))
+
+
+# -- SEC6: refs resolve inside the schema; N8 wherever a ref reaches ------------------------
+
+REF_BYPASSES = {
+    "$defs": ({"properties": {"a": {"$ref": "#/$defs/x"}},
+               "$defs": {"x": {"type": "string", "pattern": EVIL}}}, "/$defs/x/pattern"),
+    "nested $defs": ({"properties": {"a": {"$ref": "#/$defs/o/$defs/i"}},
+                      "$defs": {"o": {"$defs": {"i": {"pattern": EVIL}}}}},
+                     "/$defs/o/$defs/i/pattern"),
+    "definitions": ({"properties": {"a": {"$ref": "#/definitions/i"}},
+                     "definitions": {"i": {"pattern": EVIL}}}, "/definitions/i/pattern"),
+    "inside not": ({"properties": {"a": {"not": {"type": "null", "pattern": EVIL}},
+                                   "b": {"$ref": "#/properties/a/not"}}},
+                   "/properties/a/not/pattern"),
+    "unknown keyword": ({"properties": {"a": {"$ref": "#/x-anything/deep"}},
+                         "x-anything": {"deep": {"type": "string", "pattern": EVIL}}},
+                        "/x-anything/deep/pattern"),
+    "next to description": ({"description": "d", "x-doc": {"pattern": EVIL},
+                             "properties": {"a": {"$ref": "#/x-doc"}}}, "/x-doc/pattern"),
+    "a data keyword": ({"const": None, "default": {"uniqueItems": True},
+                        "properties": {"a": {"$ref": "#/default"}}}, "/default/uniqueItems"),
+    "the properties map": ({"properties": {"uniqueItems": True, "a": {"$ref": "#/properties"}}},
+                           "/properties/uniqueItems"),
+    "patternProperties": ({"properties": {"a": {"$ref": "#/x"}},
+                           "x": {"patternProperties": {EVIL: {}}}}, "/x/patternProperties"),
+    "escaped pointer": ({"properties": {"a": {"$ref": "#/x~1y/a%20b"}},
+                         "x/y": {"a b": {"pattern": EVIL}}}, "/x~1y/a b/pattern"),
+    "$dynamicRef": ({"properties": {"a": {"$dynamicRef": "#m"}},
+                     "x": {"$dynamicAnchor": "m", "pattern": EVIL}}, "/x/pattern"),
+    "$anchor": ({"properties": {"a": {"$ref": "#h"}},
+                 "$defs": {"h": {"$anchor": "h", "uniqueItems": True}}}, "/$defs/h/uniqueItems"),
+    "$id": ({"$id": "https://gem.example/s", "properties": {"a": {"$ref": "inner.json"}},
+             "$defs": {"i": {"$id": "inner.json", "pattern": EVIL}}}, "/$defs/i/pattern"),
+}
+
+
+@pytest.mark.parametrize("name", list(REF_BYPASSES))
+def test_SEC6_pattern_through_ref_rejected_at_load(gem: GemBuilder, name: str) -> None:
+    schema, where = REF_BYPASSES[name]
+    gem.tool("t", ECHO, schema={"type": "object", **schema})
+    err = load_error(gem.write())
+    assert f"/tools/0/inputSchema{where}" in pointers(err), err.message
+    assert "not supported by the platform" in err.message
+
+
+def test_SEC6_property_named_like_a_keyword_is_fine_without_a_ref(gem: GemBuilder) -> None:
+    gem.tool("t", ECHO, schema={"type": "object", "properties": {
+        "pattern": {"type": "string"}, "uniqueItems": True},
+        "default": {"pattern": "x"}, "x-doc": {"uniqueItems": True}})
+    with workbench.open(gem.write()) as bench:
+        assert bench.call("t", {"pattern": "(a+)+"}).ok
+
+
+@pytest.mark.parametrize("ref", [
+    "https://127.0.0.1:9/schema.json", "http://json-schema.org/draft-07/schema#",
+    "https://json-schema.org/draft/2020-12/schema", "urn:example:evil", "FILE", "other.json",
+    "#/properties/missing", "#nowhere", "#/description", "http://[::1",
+])
+def test_SEC6_ref_outside_the_schema_is_a_load_error(gem: GemBuilder, tmp_path: Path,
+                                                     ref: str) -> None:
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"type": "integer"}))
+    ref = outside.as_uri() if ref == "FILE" else ref
+    gem.tool("t", ECHO, schema={"type": "object", "description": "d",
+                                "properties": {"a": {"$ref": ref}}})
+    err = load_error(gem.write())
+    assert pointers(err) == ["/tools/0/inputSchema/properties/a/$ref"], err.message
+
+
+def test_SEC6_file_ref_is_never_fetched_at_call(tmp_path: Path) -> None:
+    # The validator itself (defence in depth, whatever the load check says) fetches nothing
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"type": "integer"}))
+    problems = InputValidator({"$ref": outside.as_uri()}).violations("not an integer")
+    assert problems and all("not of type" not in p["message"] for p in problems)
+
+
+def test_SEC6_validator_never_runs_a_forbidden_regex() -> None:
+    # Even on a schema that skipped the load check: pattern/patternProperties/uniqueItems are
+    # inert. Today this is a ReDoS (minutes) in a child process capped at 20 s.
+    out = isolated(f"""
+        import time
+        from workbench.gem.schema import InputValidator
+        v = InputValidator({{"$ref": "#/$defs/x", "$defs": {{"x": {{"pattern": {EVIL!r}}}}}}})
+        t = time.monotonic()
+        v.violations({EVIL_INPUT!r})
+        v.violations({{"{EVIL_INPUT}": 1}})
+        print(round(time.monotonic() - t, 3))
+    """, timeout=20)
+    assert float(out) < 2
+
+
+@pytest.mark.parametrize("schema,where", [
+    ({"$ref": "#"}, "/$ref"),
+    ({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
+      "$ref": "#/$defs/a"}, "/$defs/b/allOf/0/$ref"),
+    ({"anyOf": [{"not": {"$ref": "#"}}]}, "/anyOf/0/not/$ref"),
+    ({"$defs": {"x": {"$dynamicAnchor": "m", "$dynamicRef": "#m"}}, "$ref": "#/$defs/x"},
+     "/$defs/x/$dynamicRef"),
+])
+def test_SEC6_ref_cycle_without_progress_is_a_load_error(gem: GemBuilder, schema: dict,
+                                                        where: str) -> None:
+    gem.tool("t", ECHO, schema={"type": "object", **schema})
+    err = load_error(gem.write())
+    assert f"/tools/0/inputSchema{where}" in pointers(err) and "cycle" in err.message
+
+
+def test_SEC6_recursive_schema_through_properties_loads_and_checks_deep_input(
+        gem: GemBuilder) -> None:
+    tree = {"type": "object", "properties": {"name": {"type": "string"},
+                                             "kids": {"type": "array", "items": {"$ref": "#"}}}}
+    gem.tool("t", ECHO, schema=tree)
+    value: dict[str, Any] = {"name": "leaf"}
+    for _ in range(60):
+        value = {"name": "n", "kids": [value]}
+    with workbench.open(gem.write()) as bench:
+        assert bench.call("t", value).ok
+        bad = bench.call("t", {"kids": [{"kids": [{"name": 3}]}]})
+        assert bad.error.code == "E_SCHEMA" and bad.error.details["field"] == "/kids/0/kids/0/name"
+
+
+@pytest.mark.parametrize("where,dialect", [
+    ("/properties/a", "http://json-schema.org/draft-07/schema#"),
+    ("/properties/a", "https://json-schema.org/draft/2020-12/schema"),
+    ("", "http://json-schema.org/draft-04/schema#"),
+    ("/default", "http://json-schema.org/draft-07/schema#"),
+])
+def test_SEC6_other_dialects_are_a_load_error(gem: GemBuilder, where: str, dialect: str) -> None:
+    # jsonschema swaps in another draft's keyword set (and thus N8's regexes) wherever a
+    # `$schema` sits, a `$ref` target included
+    schema: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "string"}},
+                              "default": {"type": "string"}}
+    node = schema
+    for part in where.split("/")[1:]:
+        node = node[part]
+    node["$schema"] = dialect
+    gem.tool("t", ECHO, schema=schema)
+    assert f"/tools/0/inputSchema{where}/$schema" in pointers(load_error(gem.write()))
+
+
+def test_SEC6_root_dialect_2020_12_is_fine(gem: GemBuilder) -> None:
+    gem.tool("t", ECHO, schema={"$schema": "https://json-schema.org/draft/2020-12/schema",
+                                "type": "object", "properties": {"a": {"type": "integer"}}})
+    with workbench.open(gem.write()) as bench:
+        assert bench.call("t", {"a": 1}).ok
+        assert bench.call("t", {"a": "x"}).error.code == "E_SCHEMA"
+
+
+def test_SEC6_schema_nested_100000_levels_is_E_MANIFEST(gem: GemBuilder) -> None:
+    gem.tool("t", ECHO, schema="@@DEEP@@")  # type: ignore[arg-type]
+    root = gem.write()
+    deep = '{"not":' * 100_000 + "{}" + "}" * 100_000
+    text = (root / "manifest.json").read_text().replace('"@@DEEP@@"', deep)
+    (root / "manifest.json").write_text(text)
+    err = load_error(root)
+    assert "nested deeper than" in err.message
+
+
+def test_SEC6_schema_nested_within_the_bound_still_checks(gem: GemBuilder) -> None:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(58):
+        schema = {"type": "array", "items": schema}
+    gem.tool("t", ECHO, schema={"type": "object", "properties": {"a": schema}})
+    value: Any = "x"
+    for _ in range(58):
+        value = [value]
+    with workbench.open(gem.write()) as bench:
+        assert bench.call("t", {"a": value}).ok
+
+
+# -- SEC7: calls: every hostile input is a coded error ---------------------------------------
+
+@pytest.fixture
+def echo(gem: GemBuilder):
+    gem.tool("echo", ECHO, schema={"type": "object"})
+    with workbench.open(gem.write()) as bench:
+        yield bench
+
+
+def test_SEC7_input_nested_100000_deep_is_E_SCHEMA_naming_the_depth_limit(echo) -> None:
+    value: Any = {}
+    for _ in range(100_000):
+        value = {"a": value}
+    res = echo.call("echo", value)
+    assert res.error.code == "E_SCHEMA"
+    assert res.error.details["limit"] == 200 and "200 levels" in res.error.message
+    assert res.error.details["field"].startswith("/a/a/a")
+
+
+def test_SEC7_input_depth_limit_is_exact(gem: GemBuilder) -> None:
+    gem.tool("t", "def handle(input, ctx):\n    return 'ran'\n")
+    value: Any = "x"
+    for _ in range(200):
+        value = [value]
+    with workbench.open(gem.write()) as bench:
+        assert bench.call("t", {"v": value[0]}).value == "ran"   # 200 levels in all
+        res = bench.call("t", {"v": value})                       # 201
+    assert res.error.code == "E_SCHEMA" and res.error.details["limit"] == 200
+
+
+def test_SEC7_input_cycle_is_E_SCHEMA(echo) -> None:
+    loop: list[Any] = []
+    loop.append({"again": loop})
+    res = echo.call("echo", {"x": loop})
+    assert res.error.code == "E_SCHEMA" and "cycle" in res.error.message
+
+
+@pytest.mark.parametrize("value,field", [
+    ({"title": "ok \ud800"}, "/title"),
+    ({"list": ["fine", "\udfff"]}, "/list/1"),
+    ({"k\udc00": 1}, "/k\\udc00"),
+])
+def test_SEC7_lone_surrogate_in_input_is_E_SCHEMA_naming_the_field(echo, value: Any,
+                                                                  field: str) -> None:
+    # Decision: not Unicode text, so not an input (UTF-8 everywhere downstream: the bridge,
+    # SQLite, files); the error names the field, escaped so it prints.
+    res = echo.call("echo", value)
+    assert res.error.code == "E_SCHEMA" and res.error.details["field"] == field
+    assert "surrogate" in res.error.message
+    res.error.message.encode("utf-8")  # printable
+
+
+def test_SEC7_paired_surrogates_are_fine(echo) -> None:
+    assert echo.call("echo", {"t": "emoji 😀 \U0001F600"}).ok
+
+
+def test_SEC7_number_the_validator_cannot_handle_is_E_SCHEMA(gem: GemBuilder) -> None:
+    gem.tool("t", ECHO, schema={"type": "object", "properties": {"n": {"multipleOf": 0.5}}})
+    with workbench.open(gem.write()) as bench:
+        res = bench.call("t", {"n": 10 ** 400})
+    assert res.error.code == "E_SCHEMA" and "could not be checked" in res.error.message
+
+
+def test_SEC7_10000_missing_required_fields_listed_bounded(tmp_path: Path) -> None:
+    # Today: every `required` error lists every missing name (10,000²), 2.5 GB
+    out = isolated(f"""
+        import json, time, tracemalloc
+        import workbench
+        from conftest import GemBuilder
+        from pathlib import Path
+        gem = GemBuilder(Path({str(tmp_path / 'g')!r}))
+        names = [f"f{{i}}" for i in range(10_000)]
+        gem.tool("t", "def handle(i, c): return 1", schema={{"type": "object", "required": names}})
+        bench = workbench.open(gem.write())
+        tracemalloc.start()
+        t = time.monotonic()
+        err = bench.call("t", {{}}).error
+        print(json.dumps({{"s": time.monotonic() - t, "mb": tracemalloc.get_traced_memory()[1] / 1e6,
+                          "n": len(err.details["violations"]), "msg": err.message,
+                          "code": err.code, "first": err.details["violations"][0]}}))
+    """, timeout=60, memory_mb=1200)
+    got = json.loads(out)
+    assert got["code"] == "E_SCHEMA" and got["n"] == MAX_VIOLATIONS
+    assert got["first"] == {"path": "/f0", "message": "missing required field 'f0'"}
+    assert got["s"] < 10 and got["mb"] < 100, got
+    assert "(10,000 problems)" in got["msg"] and "and 9,950 more" in got["msg"]
+    assert len(got["msg"]) < 10_000
+
+
+def test_SEC7_many_unexpected_fields_counted_and_listed_bounded(gem: GemBuilder) -> None:
+    gem.tool("t", ECHO, schema={"type": "object", "additionalProperties": False})
+    with workbench.open(gem.write()) as bench:
+        res = bench.call("t", {f"k{i}": i for i in range(20_000)})
+    assert len(res.error.details["violations"]) == MAX_VIOLATIONS
+    assert "(20,000 problems)" in res.error.message
+
+
+def test_SEC7_exponential_schema_is_stopped_in_bounded_time(tmp_path: Path) -> None:
+    # allOf of two refs to the same recursive definition: 2^depth subschema applications. Legal
+    # at load (each step consumes an item); the check stops on its step budget.
+    out = isolated(f"""
+        import json, time
+        import workbench
+        from conftest import GemBuilder
+        from pathlib import Path
+        gem = GemBuilder(Path({str(tmp_path / 'g')!r}))
+        n = {{"type": "array", "allOf": [{{"items": {{"$ref": "#/$defs/n"}}}},
+                                          {{"items": {{"$ref": "#/$defs/n"}}}}]}}
+        gem.tool("t", "def handle(i, c): return 1", schema={{"type": "object", "$defs": {{"n": n}},
+                 "properties": {{"a": {{"$ref": "#/$defs/n"}}}}}})
+        value = []
+        for _ in range(40):
+            value = [value]
+        bench = workbench.open(gem.write())
+        t = time.monotonic()
+        err = bench.call("t", {{"a": value}}).error
+        print(json.dumps({{"s": time.monotonic() - t, "code": err.code, "msg": err.message,
+                          "complete": err.details.get("complete")}}))
+    """, timeout=30)
+    got = json.loads(out)
+    assert got["code"] == "E_SCHEMA" and "stopped after" in got["msg"], got
+    assert got["complete"] is False and got["s"] < 12
+
+
+def test_SEC7_large_valid_input_checks_in_linear_time(echo, gem: GemBuilder) -> None:
+    gem.tool("list", ECHO, schema={"type": "object", "properties": {"xs": {
+        "type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}},
+                                   "required": ["n"], "additionalProperties": False}}}})
+    with workbench.open(gem.write()) as bench:
+        t = time.monotonic()
+        assert bench.call("list", {"xs": [{"n": i} for i in range(2_000)]}).ok
+        small = time.monotonic() - t
+        t = time.monotonic()
+        assert bench.call("list", {"xs": [{"n": i} for i in range(20_000)]}).ok
+        big = time.monotonic() - t
+    assert big < max(25 * small, 1.0)  # 10× the input, not 100×
+
+
+# -- SEC7: open() never raises anything but E_MANIFEST for hostile gem data -------------------
+
+def test_SEC7_manifest_nested_100000_levels_is_E_MANIFEST(gem: GemBuilder) -> None:
+    root = gem.write()
+    (root / "manifest.json").write_text('{"id": "a", "name": "A", "version": "0.1.0", '
+                                        '"tools": [], "agent": ' + "[" * 100_000
+                                        + "]" * 100_000 + "}")
+    err = load_error(root)
+    assert "nested deeper than" in err.message and err.details["file"].endswith("manifest.json")
+
+
+def test_SEC7_manifest_depth_over_the_bound_names_the_pointer(gem: GemBuilder) -> None:
+    gem.manifest["agent"] = {"id": "a", "name": "n", "x": json.loads("[" * 70 + "]" * 70)}
+    err = load_error(gem.write())
+    assert err.details["pointer"].startswith("/agent/x/0/0") and err.details["limit"] == 64
+
+
+@pytest.mark.parametrize("field", ["name", "id", "description", "tool name", "tool description",
+                                   "schema key"])
+def test_SEC7_lone_surrogate_in_manifest_is_E_MANIFEST(gem: GemBuilder, field: str) -> None:
+    gem.tool("t", ECHO)
+    root = gem.write()
+    m = gem.manifest
+    target = {"name": (m, "name"), "id": (m, "id"), "description": (m, "description"),
+              "tool name": (m["tools"][0], "name"),
+              "tool description": (m["tools"][0], "description")}.get(field)
+    if target:
+        target[0][target[1]] = "x\ud800"
+    else:
+        m["tools"][0]["inputSchema"] = {"type": "object", "properties": {"k\udfff": {}}}
+    # json.dumps writes the escape "\ud800", as a hostile manifest would
+    (root / "manifest.json").write_text(json.dumps(m))
+    err = load_error(root)
+    assert "surrogate" in err.message or "does not match" in err.message
+    err.message.encode("utf-8")  # printable
+    out = subprocess.run([sys.executable, "-m", "workbench.cli", "check", str(root)],
+                         capture_output=True, timeout=60)
+    assert out.returncode == 1 and b"Traceback" not in out.stderr
+
+
+def test_SEC7_manifest_larger_than_the_bound_is_E_MANIFEST(gem: GemBuilder) -> None:
+    gem.manifest["description"] = "x" * MAX_MANIFEST_BYTES
+    err = load_error(gem.write())
+    assert "larger than 4,194,304 bytes" in err.message
+
+
+@pytest.mark.parametrize("text", ["[]", '"gem"', "null", "1", "1e999", "-" + "9" * 5000, "",
+                                  "\ufeff{}", '{"id": "a"' + ', "x": 1' * 10 + "}", "\x00"])
+def test_SEC7_manifest_not_an_object_is_E_MANIFEST(gem: GemBuilder, text: str) -> None:
+    root = gem.write()
+    (root / "manifest.json").write_text(text, encoding="utf-8")
+    load_error(root)
+    assert lint(root)
+
+
+def test_SEC7_manifest_not_utf8_is_E_MANIFEST(gem: GemBuilder) -> None:
+    root = gem.write()
+    (root / "manifest.json").write_bytes(b'{"id": "\xff"}')
+    assert "not UTF-8" in load_error(root).message
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "loop", "dangling"])
+def test_SEC7_manifest_that_is_not_a_regular_file_is_E_MANIFEST(tmp_path: Path, kind: str) -> None:
+    root = tmp_path / "g"
+    root.mkdir()
+    m = root / "manifest.json"
+    if kind == "fifo":  # today: open() blocks forever
+        os.mkfifo(m)
+    elif kind == "dir":
+        m.mkdir()
+    elif kind == "loop":
+        m.symlink_to(root / "manifest.json")
+    else:
+        m.symlink_to(root / "gone.json")
+    err = unblocking(m, lambda: load_error(root))
+    assert err.message.startswith("manifest.json") and err.details["file"] == str(m)
+    assert len(unblocking(m, lambda: lint(root))) == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "loop", "device", "other extension"])
+def test_SEC7_tool_file_that_is_not_a_regular_file_is_E_MANIFEST(gem: GemBuilder,
+                                                                 kind: str) -> None:
+    gem.tool("t", ECHO)
+    root = gem.write()
+    tool = root / "tools" / "t.py"
+    tool.unlink()
+    if kind == "fifo":
+        os.mkfifo(tool)
+    elif kind == "dir":
+        tool.mkdir()
+    elif kind == "loop":
+        tool.symlink_to(root / "tools" / "u.py")
+        (root / "tools" / "u.py").symlink_to(tool)
+    elif kind == "device":
+        tool.symlink_to("/dev/null")
+    else:
+        (root / "tools" / "t.txt").write_text(ECHO)
+        tool.symlink_to(root / "tools" / "t.txt")
+    err = load_error(root)
+    assert "/tools/0/file" in pointers(err) or "symbolic link" in err.message, err.message
+
+
+@pytest.mark.parametrize("kind", ["fifo", "not utf-8", "too large", "dir", "link outside"])
+def test_SEC7_db_schema_sql_hostile_is_E_MANIFEST(gem: GemBuilder, tmp_path: Path,
+                                                  kind: str) -> None:
+    gem.tool("t", ECHO)
+    root = gem.write()
+    sql = root / "db" / "schema.sql"
+    sql.parent.mkdir()
+    if kind == "fifo":  # today: open() blocks forever
+        os.mkfifo(sql)
+    elif kind == "not utf-8":  # today: a raw UnicodeDecodeError
+        sql.write_bytes(b"CREATE TABLE t(x); -- \xff\xfe")
+    elif kind == "too large":
+        sql.write_bytes(b"-- " + b"x" * (4 * 1024 * 1024))
+    elif kind == "dir":
+        sql.mkdir()
+    else:
+        (tmp_path / "elsewhere.sql").write_text("CREATE TABLE t(x);")
+        sql.symlink_to(tmp_path / "elsewhere.sql")
+    err = unblocking(sql, lambda: load_error(root))
+    assert any(p["file"] == str(sql) for p in err.details["problems"]), err.message
+
+
+@pytest.mark.parametrize("where,value", [
+    (("tools", 0, "name"), "add\n"), (("id",), "acme.notes\n"), (("version",), "0.1.0\n"),
+    (("name",), "Notes\n"), (("tools", 0, "file"), "tools/t.py\n"),
+    (("resources", 0, "id"), "model\n"), (("resources", 0, "sha256"), "0" * 64 + "\n"),
+])
+def test_SEC7_trailing_newline_in_names_is_rejected(gem: GemBuilder, where: tuple,
+                                                    value: str) -> None:
+    gem.tool("t", ECHO)
+    gem.manifest["resources"] = [{"id": "model", "url": "https://x.example/m", "sha256": "0" * 64}]
+    node: Any = gem.manifest
+    for part in where[:-1]:
+        node = node[part]
+    node[where[-1]] = value
+    err = load_error(gem.write())
+    assert "/" + "/".join(map(str, where)) in pointers(err)
+
+
+def test_SEC7_trailing_newline_in_collection_names_is_rejected(gem: GemBuilder) -> None:
+    gem.tool("t", ECHO).collections(**{"notes\n": ["status"]})
+    assert "/data/collections" in pointers(load_error(gem.write()))[0]
+
+
+def test_SEC7_every_regex_of_the_gem_package_anchors_the_end_with_Z() -> None:
+    # Python's `$` also matches before a final newline: "add\n" would pass `^[a-z]+$`
+    patterns: list[str] = []
+    stack: list[Any] = [manifest_schema()]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            patterns += [v for k, v in node.items() if k == "pattern" and isinstance(v, str)]
+            stack += list(node.values())
+        elif isinstance(node, list):
+            stack += node
+    assert patterns and all(p.endswith("\\Z") and "$" not in p for p in patterns), patterns
+    source = "".join(p.read_text() for p in Path(workbench.gem.__file__).parent.glob("*.py"))
+    for m in re.finditer(r"re\.(compile|match|search)\(r?[\"'](.*?)[\"']", source):
+        assert "$" not in m.group(2), m.group(0)
+
+
+# -- SEC2: manifest values that become paths --------------------------------------------------
+
+def test_SEC2_resource_id_escaping_the_cache_is_rejected_at_load(gem: GemBuilder,
+                                                                 tmp_path: Path) -> None:
+    # Today: open() downloads the required resource to <state>/resources/<sha>/../../../x
+    payload = b"export PATH=/evil:$PATH\n"
+    sha = hashlib.sha256(payload).hexdigest()
+    rid = "../../../escaped.bashrc"
+    gem.tool("t", ECHO)
+    gem.manifest["resources"] = [{"id": rid, "url": "https://x.example/r", "sha256": sha,
+                                  "required": True}]
+    root = gem.write()
+    state = tmp_path / "state"
+    with pytest.raises(workbench.GemLoadError) as ei:
+        workbench.open(root, state_dir=state, resources={rid: payload}).close()
+    time.sleep(0.2)  # a background download would have landed by now
+    assert "/resources/0/id" in pointers(ei.value)
+    assert not (tmp_path / "escaped.bashrc").exists()
+    assert not any(p.name == "escaped.bashrc" for p in tmp_path.rglob("*"))
+
+
+@pytest.mark.parametrize("rid", ["../x", "a/../../x", "/etc/passwd", "..", ".hidden", "a..b",
+                                 "a/b", "a\\b", "x" * 129, "", "a\x00b", "-rf"])
+def test_SEC2_unsafe_resource_ids_are_rejected_by_open_and_check(gem: GemBuilder, rid: str,
+                                                                capsys: Any) -> None:
+    gem.tool("t", ECHO)
+    gem.manifest["resources"] = [{"id": rid, "url": "https://x.example/r", "sha256": "0" * 64}]
+    root = gem.write()
+    assert "/resources/0/id" in pointers(load_error(root))
+    assert cli_main(["check", str(root)]) == 1
+    assert "#/resources/0/id" in capsys.readouterr().err
+
+
+def test_SEC2_safe_resource_ids_load(gem: GemBuilder) -> None:
+    gem.tool("t", ECHO)
+    gem.manifest["resources"] = [{"id": rid, "url": "https://x.example/r", "sha256": "0" * 64}
+                                 for rid in ("ocr-model", "model.v2.onnx", "A_1", "x" * 128)]
+    assert lint(gem.write()) == []
+
+
+def test_SEC2_duplicate_resource_ids_are_rejected(gem: GemBuilder) -> None:
+    gem.tool("t", ECHO)
+    gem.manifest["resources"] = [{"id": "m", "url": "https://x.example/r", "sha256": "0" * 64},
+                                 {"id": "m", "url": "https://x.example/s", "sha256": "1" * 64}]
+    assert pointers(load_error(gem.write())) == ["/resources/1/id"]
+
+
+@pytest.mark.parametrize("gid", ["../../x", "..", "a/b", "a..b", ".state", "x" * 129, "a\n"])
+def test_SEC2_gem_id_used_as_state_folder_must_be_a_safe_name(gem: GemBuilder, tmp_path: Path,
+                                                              gid: str) -> None:
+    gem.tool("t", ECHO)
+    gem.manifest["id"] = gid
+    assert pointers(load_error(gem.write())) == ["/id"]
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("file", ["tools/../manifest.py", "tools/./t.py", "tools//t.py",
+                                  "tools/a\\..\\t.py", "tools/t\x00.py", "/etc/t.py",
+                                  "tools/sub/../../t.py"])
+def test_SEC2_tool_file_paths_stay_in_the_tools_folder(gem: GemBuilder, file: str) -> None:
+    gem.tool("t", ECHO)
+    gem.manifest["tools"][0]["file"] = file
+    assert "/tools/0/file" in pointers(load_error(gem.write()))
+
+
+def test_SEC2_tool_file_linked_elsewhere_in_the_gem_is_rejected(gem: GemBuilder) -> None:
+    gem.tool("t", ECHO)
+    root = gem.write()
+    (root / "other.py").write_text(ECHO)
+    (root / "tools" / "t.py").unlink()
+    (root / "tools" / "t.py").symlink_to(root / "other.py")
+    assert "/tools/0/file" in pointers(load_error(root))
