@@ -480,3 +480,31 @@ def test_SEC5_extract_text_cap_names_the_limit(real):
     out = run(["extract", "workspace:t.pdf"])[0]
     assert out["error"] == "E_TOO_LARGE" and "100,000" in out["message"]
     assert out["details"] == {"path": "workspace:t.pdf", "limit": 100_000}
+
+
+# -- SEC3: what list() hides is still known to the store ---------------------------------
+@pytest.mark.parametrize("kind", ["memory", "folder"])
+def test_SEC3_store_names_entries_that_list_does_not_report(kind, tmp_path):
+    """A folder holding a FIFO or a file whose name is not UTF-8 (e.g. a Latin-1 'résumé')
+    must not be deleted or moved whole on a gem's behalf: the store says what it holds."""
+    latin1 = os.fsdecode(b"r\xe9sum\xe9.pdf")
+    if kind == "folder":
+        ws = tmp_path / "ws"
+        (ws / "docs" / "sub").mkdir(parents=True)
+        store: Any = FolderFileStore(workspace=ws, runs=tmp_path / "runs")
+        (ws / "docs" / "sub" / latin1).write_text("cv")
+        os.mkfifo(ws / "pipes")
+        (ws / "pipes-in").mkdir()
+        os.mkfifo(ws / "pipes-in" / "p")
+    else:
+        from workbench.providers.memory import MemoryFileStore
+
+        store = MemoryFileStore()
+        store.write("workspace", f"docs/sub/{latin1}", b"cv")
+    store.write("workspace", "docs/ok.txt", b"ok")
+    store.write("workspace", "clean/ok.txt", b"ok")
+    assert store.unlisted_under("workspace", "docs") == "docs/sub/r\\xe9sum\\xe9.pdf"
+    assert [e.name for e in store.list("workspace", "docs/sub")] == []
+    assert store.unlisted_under("workspace", "clean") is None
+    if kind == "folder":
+        assert store.unlisted_under("workspace", "pipes-in") == "pipes-in/p"

@@ -59,6 +59,11 @@ class FileStore(Protocol):
     def remove(self, root: str, path: str, *, trash: bool) -> None:
         """Delete a file or folder tree; to the user's trash when `trash` and one exists."""
 
+    def unlisted_under(self, root: str, path: str) -> str | None:
+        """The first entry in a folder's tree that `list` does not report (FIFO, socket,
+        device, a name that is not UTF-8), printable for a message; None if there is none.
+        What `list` hides must still stop a folder delete or move (SEC3)."""
+
     def walk(self, root: str) -> Iterator[tuple[str, Entry]]:
         """Every (path, entry) under the root, parents before children."""
 

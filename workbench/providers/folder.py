@@ -300,6 +300,31 @@ class FolderFileStore:
                 if (e := _entry(os.path.join(dirpath, n), n)):
                     yield path, e
 
+    def unlisted_under(self, root: str, path: str) -> str | None:
+        """The first entry in the folder's tree that `list` does not report (a FIFO, socket,
+        device, or a name that is not UTF-8), printable; None if there is none. Symlinks are
+        not followed; iterative, so a deep tree cannot exhaust the stack."""
+        todo = [os.fspath(self._abs(root, path))]
+        base = os.fspath(self._base(root))
+        while todo:
+            folder = todo.pop()
+            try:
+                with os.scandir(folder) as it:
+                    children = list(it)
+            except OSError:
+                continue
+            for child in children:
+                try:
+                    kind = _kind(child.stat(follow_symlinks=False).st_mode)
+                except OSError:
+                    continue
+                if kind is None or not _decodable(child.name):
+                    rel = os.path.relpath(child.path, base)
+                    return os.fsencode(rel).decode("utf-8", "backslashreplace").replace(os.sep, "/")
+                if kind == "folder":
+                    todo.append(child.path)
+        return None
+
     def roots(self) -> builtins.list[str]:
         runs = sorted(f"run/{p.name}" for p in self.runs.iterdir()
                       if not p.name.startswith(".")) if self.runs.is_dir() else []

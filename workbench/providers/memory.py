@@ -91,5 +91,13 @@ class MemoryFileStore:
             if r == root and _decodable(p) and (e := self.entry(r, p)):
                 yield p, e
 
+    def unlisted_under(self, root: str, path: str) -> str | None:
+        """A seeded name that is not UTF-8 inside the folder's tree, printable; else None."""
+        for r, p in sorted({*self._files, *self._dirs}):
+            inside = r == root and p != path and (not path or p.startswith(path + "/"))
+            if inside and not _decodable(p):
+                return p.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        return None
+
     def roots(self) -> builtins.list[str]:
         return sorted({r for r, _ in [*self._files, *self._dirs]})
