@@ -293,6 +293,7 @@ def _entry(name: Any, value: Any, where: str, source: str) -> Credential:
     if unknown or ("headers" in value) == ("token" in value):
         raise UsageError(f"{where}[{name!r}]: {'unknown key ' + repr(unknown[0]) if unknown else 'give headers or token, not both'}; "
                          f"the shape is {shape}", connection=name)
+    headers: tuple[tuple[str, str], ...]
     if "token" in value:
         if not isinstance(value["token"], str) or not value["token"]:
             raise UsageError(f"{where}[{name!r}]['token'] must be a non-empty string", connection=name)

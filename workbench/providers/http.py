@@ -31,7 +31,7 @@ import socket
 import threading
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 from .._errors import UsageError, WorkbenchError
 
@@ -385,6 +385,7 @@ def send(transport: Any, request: HttpRequest, timeout: float, max_bytes: int | 
     """`transport.send`, passing `max_bytes` when it takes it (a transport of your own may not)."""
     import inspect
 
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(transport.send).parameters
     except (TypeError, ValueError):
