@@ -110,3 +110,24 @@ def test_SEC3_history_never_copies_hidden_entries(ops) -> None:
     assert sorted(saved["path"]) == ["proj/notes.md", "proj/notes.md"]
     contents = [r[0] for r in bench.providers.data_db.execute("SELECT content FROM _wb_history")]
     assert all(b"user-secret" not in c and b"[core]" not in c for c in contents)
+
+
+def test_SEC3_folders_holding_unlisted_entries_are_not_deleted(gem: GemBuilder, tmp_path: Path) -> None:
+    """A FIFO or a file whose name is not UTF-8 is not listed, so it is not the gem's to destroy."""
+    import os
+
+    ws = tmp_path / "ws"
+    (ws / "pipes").mkdir(parents=True)
+    os.mkfifo(ws / "pipes" / "p")
+    (ws / "pipes" / "a.txt").write_text("a")
+    (ws / "latin").mkdir()
+    (ws / "latin" / os.fsdecode(b"r\xe9sum\xe9.txt")).write_text("cv")
+    gem.tool("ops", PY_OPS)
+    with workbench.open(gem.write(), providers="real", workspace=ws, state_dir=tmp_path / "st",
+                        headless=True) as bench:
+        out = bench.call("ops", {"ops": [["list", "workspace:pipes"], ["delete", "workspace:pipes"],
+                                         ["delete", "workspace:latin"],
+                                         ["move", "workspace:latin", "stolen"]]}).value
+    assert [e["name"] for e in out[0]["ok"]] == ["a.txt"]
+    assert [o.get("error") for o in out[1:]] == ["E_PERM_DENIED"] * 3
+    assert (ws / "pipes" / "p").exists() and (ws / "latin").is_dir()

@@ -112,6 +112,11 @@ class Files:
                     todo.append(f"{rel}/{child.name}")
         return None
 
+    def _unseen_under(self, p: GemPath) -> str | None:
+        """The first entry inside a folder that the gem cannot see: a dot-entry (F10), or one
+        the store does not list (a FIFO, socket, device, a name that is not UTF-8)."""
+        return self._dot_entry_under(p) or self.store.unlisted_under(p.root, p.rel)
+
     # -- ctx.files -------------------------------------------------------------------------
     def list(self, path: str | None = None) -> list[dict[str, Any]]:
         p = resolve(self.s, "" if path is None else path)
@@ -202,7 +207,7 @@ class Files:
             raise WorkbenchError("E_PATH", f"cannot move {a.raw!r} into itself ({b.raw!r})",
                                  path=b.raw)
         if ((a.is_workspace or b.is_workspace) and entry.type == "folder"
-                and (dot := self._dot_entry_under(a))):
+                and (dot := self._unseen_under(a))):
             # F10/SEC3: the gem may not move what it cannot see (out of, or within, the
             # conversation folder), nor write a dot-entry into it; a hidden one is not named
             held = "entries that are not available to gems" if a.is_workspace else \
@@ -220,7 +225,7 @@ class Files:
         e = self._need(p)
         if not p.rel:
             raise WorkbenchError("E_PATH", f"cannot delete the folder {p.raw!r} itself", path=p.raw)
-        if p.is_workspace and e.type == "folder" and self._dot_entry_under(p):
+        if p.is_workspace and e.type == "folder" and self._unseen_under(p):
             # F10/SEC3: deleting the folder would destroy entries the gem cannot see (.git, .env)
             raise WorkbenchError("E_PERM_DENIED", f"cannot delete {p.raw!r}: it holds entries "
                                  "that are not available to gems (F10, SEC3); delete what "
