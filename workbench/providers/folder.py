@@ -89,8 +89,8 @@ def _tmp_pid(name: str) -> int | None:
     return int(head) if head.isascii() and head.isdigit() else None
 
 
-def read_regular(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a regular file; FileNotFoundError for anything else, without blocking.
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only fd of a regular file; FileNotFoundError for anything else, without blocking.
 
     O_NONBLOCK: a FIFO swapped in after the caller's check opens at once instead of waiting
     for a writer; O_NOFOLLOW: a final symlink swapped in is not followed; then fstat of the
@@ -104,11 +104,21 @@ def read_regular(path: str | os.PathLike[str]) -> bytes:
             raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path)) from None
         raise
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path))
-        parts, left = [], st.st_size
-        while left > 0:  # at most the size it had when opened: a growing file does not run on
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file (see open_regular), at most the size it had when opened:
+    a file growing meanwhile does not make the read run on."""
+    fd = open_regular(path)
+    try:
+        parts, left = [], os.fstat(fd).st_size
+        while left > 0:
             chunk = os.read(fd, min(left, _CHUNK))
             if not chunk:
                 break
@@ -274,9 +284,8 @@ class FolderFileStore:
         except FileExistsError:
             raise
         except OSError:  # another filesystem, or links unsupported: copy exclusively
-            data = read_regular(a)  # never blocks on a FIFO swapped in
-            with open(b, "xb") as fb:
-                fb.write(data)
+            with open(open_regular(a), "rb") as fa, open(b, "xb") as fb:  # no FIFO wait
+                shutil.copyfileobj(fa, fb)
         os.unlink(a)
 
     def remove(self, root: str, path: str, *, trash: bool) -> None:
