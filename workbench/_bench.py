@@ -40,7 +40,7 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
          = None,
          resources: "Mapping[str, bytes | str | os.PathLike[str]] | None" = None,
          http: Any = "mock",
-         credentials: "Mapping[str, Mapping[str, str]] | str | os.PathLike[str] | None" = None,
+         credentials: "Mapping[str, Mapping[str, Any]] | str | os.PathLike[str] | None" = None,
          http_timeout: float = 10.0, limits: Limits | None = None,
          keep_runs: int | None = 50, keep_run_days: float = 7.0) -> "Bench":
     """Open the gem folder at `path` on mock or real providers.
@@ -69,12 +69,16 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         downloaded with httpx from `url`, then each mirror (R1–R5, ctx/resources.py).
     http: what ctx.http.fetch reaches (N10): "mock" (no handlers: every request is E_HTTP),
         a list of mock handlers [{"match": url prefix or predicate, "method"?, "respond"}],
-        "real" (httpx), or a transport object. http_timeout: seconds per request.
+        "real" (httpx), or a transport object. http_timeout: seconds per fetch in total
+        (connecting, redirects, the whole body), and never past the call's own timeout (SEC5).
     limits: the bounds of every call (ctx/limits.py: file and result sizes, SQL rows, HTTP
         bodies, captured output…); default: the platform's and the workbench's (SEC5).
-    credentials: {connection name: {header: value}}, or the path of a JSON secrets file of
-        that shape, injected for `connection: name` when the grant allows; default: env
-        GEM_WORKBENCH_CONN_<NAME>_TOKEN as a Bearer token.
+    credentials: {connection name: {"headers": {name: value}} (or "token": "…"), "hosts":
+        [host or host:port, …], "paths"?: [...]}, or the path of a JSON secrets file of that
+        shape; default: env GEM_WORKBENCH_CONN_<NAME>_TOKEN (a Bearer token) with
+        GEM_WORKBENCH_CONN_<NAME>_HOSTS (and _PATHS), then the keyring. Injected for
+        `connection: name` only where both these hosts/paths and the manifest's grant allow
+        (SEC4, ctx/http.py); a {name: {header: value}} without hosts is refused.
     keep_runs, keep_run_days: run folders retention, applied when a bench on real files
         opens: a run folder is deleted once it is neither among the `keep_runs` most recently
         modified nor modified within `keep_run_days` days (default: the last 50 calls, and
