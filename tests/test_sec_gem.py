@@ -448,6 +448,18 @@ def test_SEC7_manifest_larger_than_the_bound_is_E_MANIFEST(gem: GemBuilder) -> N
     assert "larger than 4,194,304 bytes" in err.message
 
 
+def test_SEC7_schemas_too_big_to_check_quickly_are_E_MANIFEST(gem: GemBuilder) -> None:
+    # jsonschema's metaschema check costs ~1 ms per object: 40,000 of them took minutes
+    gem.tool("small", ECHO)
+    for k in range(2):
+        gem.tool(f"t{k}", ECHO, schema={"type": "object", "properties": {
+            f"p{i}": {"type": "object"} for i in range(6_000)}})
+    t = time.monotonic()
+    err = load_error(gem.write())
+    assert pointers(err) == ["/tools/1/inputSchema"] and "5,000 objects" in err.message
+    assert time.monotonic() - t < 10
+
+
 @pytest.mark.parametrize("text", ["[]", '"gem"', "null", "1", "1e999", "-" + "9" * 5000, "",
                                   "\ufeff{}", '{"id": "a"' + ', "x": 1' * 10 + "}", "\x00"])
 def test_SEC7_manifest_not_an_object_is_E_MANIFEST(gem: GemBuilder, text: str) -> None:

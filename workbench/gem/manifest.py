@@ -25,6 +25,8 @@ MiB = 1024 * 1024
 MAX_MANIFEST_BYTES = 4 * MiB     # manifest.json: far above any real one (tens of KB)
 MAX_MANIFEST_DEPTH = 64          # nesting of manifest.json, inputSchemas included
 MAX_SCHEMA_SQL_BYTES = 4 * MiB   # db/schema.sql
+MAX_SCHEMA_OBJECTS = 5_000       # objects in all inputSchemas together: jsonschema's metaschema
+                                 # check costs ~1 ms each (real gems: a few hundred)
 MAX_PROBLEMS = 200               # problems one lint reports
 
 Language = Literal["python", "javascript", "typescript", "wasm"]
@@ -183,6 +185,19 @@ def _hostile_value(value: Any) -> tuple[str, str]:
     return "", ""
 
 
+def _objects(value: Any) -> int:
+    """How many JSON objects `value` holds (iteratively)."""
+    n, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            n += 1
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return n
+
+
 def _is_text(s: str) -> bool:
     try:
         s.encode("utf-8")
@@ -265,6 +280,7 @@ def lint(root: "str | os.PathLike[str]") -> list[dict[str, str]]:
         problems.append({"file": str(mpath), "pointer": ptr, "message": msg})
 
     seen: dict[str, int] = {}
+    objects = 0
     for i, tool in enumerate(raw["tools"]):
         name = tool["name"]
         if name in seen:
@@ -273,7 +289,14 @@ def lint(root: "str | os.PathLike[str]") -> list[dict[str, str]]:
         why = _tool_file_problem(root, tool["file"])
         if why:
             bad(f"/tools/{i}/file", why)
-        for ptr, msg in check_input_schema(tool.get("inputSchema", {"type": "object"})):
+        schema = tool.get("inputSchema", {"type": "object"})
+        objects += _objects(schema)
+        if objects > MAX_SCHEMA_OBJECTS:
+            bad(f"/tools/{i}/inputSchema", f"the inputSchemas hold more than "
+                f"{MAX_SCHEMA_OBJECTS:,} objects in all (up to this tool); checking them would "
+                "take too long")
+            break
+        for ptr, msg in check_input_schema(schema):
             bad(f"/tools/{i}/inputSchema{ptr}", msg)
     ids: dict[str, int] = {}
     for i, res in enumerate(raw.get("resources", ())):
