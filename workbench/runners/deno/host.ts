@@ -51,12 +51,15 @@ const workerPermissions = {
   read: readable, write: false, net: false, env: false, run: false, ffi: false, sys: false,
   import: false,
 };
-type Sandboxed = { w: Worker; port: MessagePort; capacity: number; ctrl: Int32Array;
-  data: Uint8Array; gen: number; queue: [Uint8Array, Uint8Array][]; busy: boolean };
+type Sandboxed = { w: Worker; port: MessagePort; ctrl: Int32Array; data: Uint8Array; gen: number;
+  queue: [Uint8Array, Uint8Array][]; busy: boolean };
 let worker: Sandboxed | null = null;
 let current: { id: string; nonce: string } | null = null;
-// SharedArrayBuffer layout (see worker.ts): [generation, ack, header bytes, payload bytes], data
-const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, DATA = 16;
+// SharedArrayBuffer layout (see worker.ts): [generation, ack, header bytes (-1: a continuation),
+// payload bytes in all, chunk bytes] then the header and a chunk of the payload. A payload
+// travels in chunks of at most CHUNK bytes, so the buffer stays small whatever the message.
+const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, CLEN = 4, DATA = 32;
+const CHUNK = 1 << 20;
 
 function startWorker(): Sandboxed {
   const w = new Worker(workerUrl, { type: "module", deno: { permissions: workerPermissions } });
@@ -64,11 +67,10 @@ function startWorker(): Sandboxed {
   // listened there saw the next call's id and could post its "done". The worker posts ctx
   // messages over a MessageChannel port sent first, before any tool code runs, and then held
   // only inside worker.ts; what arrives on the global port is dropped. Messages to the worker
-  // go through a SharedArrayBuffer sent with it (pages are committed only when written): the
-  // worker receives no MessageEvent, whose prototype tool code could have patched.
+  // go through a SharedArrayBuffer sent with it: the worker receives no MessageEvent, whose
+  // prototype tool code could have patched to see the event (and its target, the port).
   const { port1, port2 } = new MessageChannel();
-  const capacity = limit + HEADER_LIMIT;
-  const sab = new SharedArrayBuffer(DATA + capacity);
+  const sab = new SharedArrayBuffer(DATA + HEADER_LIMIT + CHUNK);
   w.postMessage({ t: "port", sab }, [port2]);
   port1.onmessage = (e: MessageEvent) => onWorkerMessage(e.data);
   w.onmessage = () => {};
@@ -77,7 +79,7 @@ function startWorker(): Sandboxed {
     finish(false, encoder.encode(JSON.stringify({ name: "Error", message: e.message, stack: "" })));
     stopWorker();
   };
-  return { w, port: port1, capacity, ctrl: new Int32Array(sab, 0, 4), data: new Uint8Array(sab),
+  return { w, port: port1, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab),
            gen: 0, queue: [], busy: false };
 }
 
@@ -93,22 +95,29 @@ function toWorker(header: Record<string, unknown>, payload: Uint8Array): void {
   if (!worker.busy) pump(worker);
 }
 
-// One message at a time in the buffer: the next waits until the worker has copied it out
+// One chunk at a time in the buffer: the next waits until the worker has copied it out
 async function pump(sb: Sandboxed): Promise<void> {
   sb.busy = true;
   while (sb.queue.length && worker === sb) {
-    for (let ack; (ack = Atomics.load(sb.ctrl, ACK)) !== sb.gen;) {
-      const r = Atomics.waitAsync(sb.ctrl, ACK, ack, 1000);
-      if (r.async) await r.value;
-      if (worker !== sb) return; // stopped meanwhile: a new worker has its own buffer
-    }
     const [head, payload] = sb.queue.shift()!;
-    sb.data.set(head, DATA);
-    sb.data.set(payload, DATA + head.length);
-    Atomics.store(sb.ctrl, HLEN, head.length);
-    Atomics.store(sb.ctrl, PLEN, payload.length);
-    Atomics.store(sb.ctrl, GEN, ++sb.gen);
-    Atomics.notify(sb.ctrl, GEN);
+    let off = 0;
+    do {
+      for (let ack; (ack = Atomics.load(sb.ctrl, ACK)) !== sb.gen;) {
+        const r = Atomics.waitAsync(sb.ctrl, ACK, ack, 1000);
+        if (r.async) await r.value;
+        if (worker !== sb) return; // stopped meanwhile: a new worker has its own buffer
+      }
+      const hlen = off === 0 ? head.length : 0;
+      if (off === 0) sb.data.set(head, DATA);
+      const n = Math.min(payload.length - off, CHUNK);
+      sb.data.set(payload.subarray(off, off + n), DATA + hlen);
+      Atomics.store(sb.ctrl, HLEN, off === 0 ? hlen : -1);
+      Atomics.store(sb.ctrl, PLEN, payload.length);
+      Atomics.store(sb.ctrl, CLEN, n);
+      Atomics.store(sb.ctrl, GEN, ++sb.gen);
+      Atomics.notify(sb.ctrl, GEN);
+      off += n;
+    } while (off < payload.length);
   }
   sb.busy = false;
 }
@@ -140,7 +149,7 @@ const EMPTY = new Uint8Array(0);
 function onMessage(msg: any, payload: Uint8Array | null): void {
   if (msg.t === "call") {
     if (Number.isInteger(msg.limit)) limit = msg.limit;
-    if (msg.fresh || (worker && worker.capacity < limit + HEADER_LIMIT)) stopWorker();
+    if (msg.fresh) stopWorker();
     worker ??= startWorker();
     current = { id: msg.id, nonce: msg.nonce };
     toWorker({ t: "call", id: msg.id, file: msg.file, meta: msg.meta ?? {}, limit,

@@ -173,15 +173,17 @@ class _GemLinks:
             try:
                 st = os.stat(d)
                 entries = list(os.scandir(d))
-            except OSError:
+            except OSError:  # gone: so are the links in it
                 self.mtimes.pop(d, None)
+                for k in [k for k in self.bad if k.startswith(prefix)]:
+                    del self.bad[k]
                 continue
             # a folder changed within the last second may change again within the same tick
             self.mtimes[d] = -1 if now - st.st_mtime_ns < self.RECENT_NS else st.st_mtime_ns
             for e in entries:
-                if e.is_symlink():
+                if e.is_symlink():  # resolved all the way (a loop stays inside: Deno fails it)
                     target = os.path.realpath(e.path)
-                    if not Path(target).is_relative_to(self.root) or not os.path.exists(target):
+                    if not Path(target).is_relative_to(self.root):
                         self.bad[e.path] = target
                 elif e.is_dir(follow_symlinks=False) and e.path not in self.mtimes:
                     todo.append(e.path)

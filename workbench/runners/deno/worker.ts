@@ -18,7 +18,7 @@
 // -- primordials -----------------------------------------------------------------------------
 const ObjectCtor = Object;
 const { freeze, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, keys: objectKeys,
-        create: objectCreate } = ObjectCtor;
+        create: objectCreate, isExtensible } = ObjectCtor;
 const hasOwn = ObjectCtor.hasOwn;
 const ReflectApply = Reflect.apply;
 const ReflectDelete = Reflect.deleteProperty;
@@ -131,7 +131,8 @@ function safeStringify(value: unknown): string | undefined {
 // Give a native promise its own `then` and `constructor`: awaiting it (or resolving with it)
 // then looks up neither on Promise.prototype, where a tool may have planted its own.
 function own<T>(p: T): T {
-  if (p !== null && typeof p === "object" && getPrototypeOf(p) === PromiseProto) {
+  // (a promise the tool froze keeps the lookups: rare, and its own doing)
+  if (p !== null && typeof p === "object" && getPrototypeOf(p) === PromiseProto && isExtensible(p)) {
     defineProperty(p, "constructor", data(NativePromise));
     defineProperty(p, "then", data(promiseThen));
   }
@@ -168,6 +169,14 @@ function settle(value: unknown, ok: (v: unknown) => void, err: (e: unknown) => v
   for (let p = value as object | null; p !== null; p = getPrototypeOf(p)) {
     const d = getOwnPropertyDescriptor(p, "then");
     if (d === undefined) continue;
+    if (p === PromiseProto) { // a promise of a subclass (its constructor is the tool's own)
+      try {
+        ReflectApply(promiseThen, value, [ok, err]);
+      } catch {
+        ok(value); // not a promise, only inheriting from Promise.prototype
+      }
+      return;
+    }
     if (intrinsicIndex(p) >= 0) break; // planted on a built-in: not a thenable of the tool's
     return whenSettled(new NativePromise((resolve) => resolve(value)), ok, err); // the tool's own
   }
@@ -210,25 +219,35 @@ let seq = 0;
 let post: (msg: unknown) => void = () => {};
 let limit = 64 * 1024 * 1024; // bridge_message_bytes of the current call
 
-// SharedArrayBuffer layout, written by the host: [generation, ack, header bytes, payload bytes]
-// then the header (JSON) and the payload
-const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, DATA = 16;
+// SharedArrayBuffer layout, written by the host: [generation, ack, header bytes (-1: this chunk
+// continues the payload), payload bytes in all, chunk bytes], then the header and the chunk
+const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, CLEN = 4, DATA = 32;
+const taSet = TypedArrayProto.set;
 
 async function receive(sab: SharedArrayBuffer): Promise<void> {
-  const ctrl = new NativeInt32Array(sab, 0, 4);
-  let seen = 0;
+  const ctrl = new NativeInt32Array(sab, 0, DATA / 4);
+  let seen = 0, filled = 0;
+  let head: Uint8Array | null = null, payload = new NativeUint8Array(0);
   for (;;) {
     const w = waitAsync(ctrl, GEN, seen);
     if (w.async) await own(w.value);
     seen = atomicsLoad(ctrl, GEN);
     const hlen = atomicsLoad(ctrl, HLEN), plen = atomicsLoad(ctrl, PLEN);
-    // copies (not shared): decode refuses shared memory, and the host reuses the buffer
-    const head = new NativeUint8Array(new NativeUint8Array(sab, DATA, hlen));
-    const payload = new NativeUint8Array(new NativeUint8Array(sab, DATA + hlen, plen));
+    const clen = atomicsLoad(ctrl, CLEN);
+    if (hlen >= 0) { // a new message; copies (not shared): decode refuses shared memory
+      head = new NativeUint8Array(new NativeUint8Array(sab, DATA, hlen));
+      payload = new NativeUint8Array(plen);
+      filled = 0;
+    }
+    ReflectApply(taSet, payload, [new NativeUint8Array(sab, DATA + (hlen > 0 ? hlen : 0), clen), filled]);
+    filled += clen;
     atomicsStore(ctrl, ACK, seen);
     atomicsNotify(ctrl, ACK);
+    if (filled < plen || head === null) continue;
+    const header = head;
+    head = null;
     try {
-      dispatch(parseJSON(decode(head)), payload);
+      dispatch(parseJSON(decode(header)), payload);
     } catch {
       // a malformed message from the host: nothing to answer
     }
