@@ -10,19 +10,38 @@ keys it — stable while mail is only appended).
 
 Dates: the `Date:` header; missing or unparsable, a Maildir message's file mtime (what
 Dovecot uses as INTERNALDATE), an mbox message's `From ` line date, else 0.
+
+Hostile files (SEC5/SEC7): only regular files are read (a FIFO, device or a symlink to one is
+skipped, and opened without blocking), messages are parsed as a stream within mailparse's
+bounds, so a 200 MB message or a 1 GB line costs time in proportion to its size and never its
+size in memory; nothing in a mailbox file makes a call fail other than with a coded error.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
-from typing import Any, Mapping
+from typing import IO, Any, Mapping
 
 from .mail import Envelope, Message
 from .mailmock import DateIndex
 from .mailparse import from_line_date, parse_envelope, parse_message, read_headers, split_mbox
 
 __all__ = ["LocalMailbox", "MaildirMailbox", "MboxMailbox", "is_maildir", "local_mailbox"]
+
+
+def _open_regular(path: "str | os.PathLike[str]") -> IO[bytes]:
+    """A regular file opened for reading; FileNotFoundError for anything else (a FIFO or device
+    is never read: opening without blocking, then checking what was opened, has no race)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileNotFoundError(f"{path} is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def is_maildir(path: Path) -> bool:
@@ -55,16 +74,22 @@ class _Maildir:
                 if e.name.startswith(".") or not e.is_file():
                     continue
                 key = e.name.split(":", 1)[0]
-                mtime = e.stat().st_mtime_ns // 1_000_000
+                try:
+                    mtime = e.stat().st_mtime_ns // 1_000_000
+                except OSError:  # gone since the listing: next scan
+                    self._stamp = None
+                    continue
                 old = known.get(key)
                 if old is not None and old[1] == mtime:
                     self._known[key] = (e.path, mtime, old[2])
                     continue
                 try:
-                    with open(e.path, "rb") as fp:
+                    with _open_regular(e.path) as fp:
                         headers = read_headers(fp)
                 except FileNotFoundError:  # moved between listing and reading: next scan
                     self._stamp = None
+                    continue
+                except OSError:  # unreadable: skipped, as a FIFO or a device is
                     continue
                 env = parse_envelope(headers, account=account, id=key, fallback_date=mtime)
                 self._known[key] = (e.path, mtime, env)
@@ -74,9 +99,8 @@ class _Maildir:
         self._stamp = None
 
     def read(self, account: str, id: str, where: Any) -> Message:
-        with open(where, "rb") as fp:
-            raw = fp.read()
-        return parse_message(raw, account=account, id=id, fallback_date=self._known[id][1])
+        with _open_regular(where) as fp:  # streamed: a huge message is never all in memory
+            return parse_message(fp, account=account, id=id, fallback_date=self._known[id][1])
 
 
 class _Mbox:
@@ -96,9 +120,14 @@ class _Mbox:
             return None
         self._stamp = stamp
         out: dict[str, tuple[Envelope, Any]] = {}
-        if stamp[1] < 0:
+        if stamp[1] < 0 or not stat.S_ISREG(st.st_mode):
             return out
-        with open(self.path, "rb") as fp:
+        try:
+            fp = _open_regular(self.path)
+        except OSError:  # gone or replaced since the stat: empty until it changes again
+            self._stamp = None
+            return out
+        with fp:
             for key, (from_line, headers, start, stop) in enumerate(split_mbox(fp)):
                 fallback = from_line_date(from_line) or 0
                 env = parse_envelope(headers, account=account, id=str(key), fallback_date=fallback)
@@ -110,10 +139,10 @@ class _Mbox:
 
     def read(self, account: str, id: str, where: Any) -> Message:
         start, stop, fallback = where
-        with open(self.path, "rb") as fp:
+        with _open_regular(self.path) as fp:
             fp.seek(start)
-            raw = fp.read(stop - start)
-        return parse_message(raw, account=account, id=id, fallback_date=fallback)
+            return parse_message(fp, account=account, id=id, fallback_date=fallback,
+                                 limit=stop - start)
 
 
 class LocalMailbox:

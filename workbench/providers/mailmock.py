@@ -4,11 +4,18 @@ A page of `envelopes_since` is one `bisect` and a slice — O(log n + limit) —
 1,000,000-message mailbox answers as fast as a small one. Loaded from a gem's
 `fixtures/mailbox.json` (a list of messages shaped as getMessage returns them), a folder of
 `.eml` files, or an mbox file; `add` puts more in, dating undated mail by a `MockClock`.
+
+Hostile fixtures (SEC7): a `mailbox.json` over MAILBOX_JSON_MAX_BYTES, nested too deeply, not
+JSON or of the wrong shape is a ValueError naming the place (`workbench.open` turns it into an
+E_MANIFEST error); lone surrogates in its strings are stored as U+FFFD (as ctx.storage does).
+`.eml` and mbox files are parsed as streams within mailparse's bounds; what is not a regular
+file is skipped. Sizes of what getMessage returns are bounded at the ctx door (SEC5).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from array import array
 from bisect import bisect_left, bisect_right
 from datetime import datetime, timezone
@@ -23,6 +30,24 @@ DEFAULT_START = 1_704_067_200_000  # 2024-01-01T00:00:00Z: an empty mock mailbox
 TICK = 1000                         # undated mail is stamped one second apart (Date: resolution)
 MAX_DATE = 2**53 - 1                # JavaScript's largest safe integer
 _FIELDS = ("accountId", "id", "subject", "fromAddr", "toAddrs", "date", "body", "attachments")
+MAILBOX_JSON_MAX_BYTES = 256 * 1024 * 1024  # a fixtures/mailbox.json larger than this is refused
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode(v: str) -> str:
+    """A string valid as UTF-8: lone surrogates (JSON allows "\\ud800") become U+FFFD."""
+    try:
+        v.encode("utf-8")
+        return v
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", v)
+
+
+def _short(v: object) -> str:
+    if isinstance(v, (list, dict)):
+        return type(v).__name__
+    text = repr(v)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 class DateIndex:
@@ -76,7 +101,7 @@ def _int(v: Any, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         if isinstance(v, float) and v.is_integer():
             return int(v)
-        raise ValueError(f"{what}: expected an integer (ms since the epoch), got {v!r}")
+        raise ValueError(f"{what}: expected an integer (ms since the epoch), got {_short(v)}")
     return v
 
 
@@ -95,7 +120,7 @@ def _date(v: Any, what: str) -> int:
         try:
             v = datetime.fromisoformat(v.replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"{what}: {v!r} is not ms since the epoch or an ISO 8601 date") from None
+            raise ValueError(f"{what}: {_short(v)} is not ms since the epoch or an ISO 8601 date") from None
     if isinstance(v, datetime):
         v = date_ms(v)
     return _ms(v, what)
@@ -105,7 +130,7 @@ def _str(d: dict[str, Any], key: str, where: str, default: str = "") -> str:
     v = d.get(key, default)
     if not isinstance(v, str):
         raise ValueError(f"{where}/{key}: expected a string, got {type(v).__name__}")
-    return v
+    return _unicode(v)
 
 
 def _attachments(v: Any, where: str) -> tuple[Attachment, ...]:
@@ -118,7 +143,7 @@ def _attachments(v: Any, where: str) -> tuple[Attachment, ...]:
             raise ValueError(f"{w}: expected {{filename, mimeType, sizeBytes}} only (no content)")
         size = a.get("sizeBytes", 0)
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise ValueError(f"{w}/sizeBytes: expected an integer >= 0, got {size!r}")
+            raise ValueError(f"{w}/sizeBytes: expected an integer >= 0, got {_short(size)}")
         out.append(Attachment(_str(a, "filename", w), _str(a, "mimeType", w,
                                                            "application/octet-stream"), size))
     return tuple(out)
@@ -218,17 +243,20 @@ class MockMailbox:
                                      f"{len(known)} accounts{': ' + ', '.join(known) if known else ''})")
                 account = known[0]
             if not isinstance(account, str) or not account:
-                raise ValueError(f"{w}/accountId: expected a non-empty string, got {account!r}")
+                raise ValueError(f"{w}/accountId: expected a non-empty string, got {_short(account)}")
+            account = _unicode(account)
             id = d.get("id")
             if id is not None and (not isinstance(id, str) or not id):
-                raise ValueError(f"{w}/id: expected a non-empty string, got {id!r}")
+                raise ValueError(f"{w}/id: expected a non-empty string, got {_short(id)}")
+            id = None if id is None else _unicode(id)
             if id is not None and (id in self._records.get(account, {}) or (account, id) in taken):
                 raise ValueError(f"{w}/id: account {account!r} already has a message {id!r}")
             to = d.get("toAddrs", [])
             if not isinstance(to, list) or not all(isinstance(a, str) for a in to):
                 raise ValueError(f"{w}/toAddrs: expected a list of strings")
             staged.append({"accountId": account, "id": id, "subject": _str(d, "subject", w),
-                           "fromAddr": _str(d, "fromAddr", w), "toAddrs": tuple(to),
+                           "fromAddr": _str(d, "fromAddr", w),
+                           "toAddrs": tuple(_unicode(a) for a in to),
                            "date": None if d.get("date") is None else _date(d["date"], f"{w}/date"),
                            "body": _str(d, "body", w),
                            "attachments": _attachments(d.get("attachments", []), w)})
@@ -251,7 +279,20 @@ class MockMailbox:
         """A list of getMessage-shaped objects; undated ones are dated after the dated ones."""
         import json
 
-        items = json.loads(Path(path).read_text("utf-8"))
+        from .maillocal import _open_regular
+
+        try:
+            with _open_regular(path) as fp:
+                size = os.fstat(fp.fileno()).st_size
+                if size > MAILBOX_JSON_MAX_BYTES:
+                    raise ValueError(f"{size:,} bytes, over the {MAILBOX_JSON_MAX_BYTES:,} a mailbox "
+                                     "fixture may hold (MAILBOX_JSON_MAX_BYTES)")
+                text = fp.read(MAILBOX_JSON_MAX_BYTES + 1).decode("utf-8")
+            items = json.loads(text)
+        except OSError as exc:
+            raise ValueError(f"cannot be read ({exc.strerror or exc})") from None
+        except RecursionError:
+            raise ValueError("nested too deeply to be a list of messages") from None
         if not isinstance(items, list):
             raise ValueError("/: expected a list of messages")
         latest = None
@@ -271,13 +312,20 @@ class MockMailbox:
         files is an account of its own); id = the file name without `.eml`."""
         from .mailparse import parse_message
 
+        from .maillocal import _open_regular
+
         root = Path(folder)
         messages = []
         for sub in [root, *sorted(p for p in root.iterdir() if p.is_dir())]:
             for f in sorted(sub.glob("*.eml")):
-                mtime = f.stat().st_mtime_ns // 1_000_000
-                messages.append(parse_message(f.read_bytes(), account=sub.name, id=f.stem,
-                                              fallback_date=mtime))
+                try:
+                    fp = _open_regular(f)
+                except OSError:  # a FIFO, device, folder or broken link named *.eml: skipped
+                    continue
+                with fp:  # streamed within mailparse's bounds
+                    mtime = os.fstat(fp.fileno()).st_mtime_ns // 1_000_000
+                    messages.append(parse_message(fp, account=sub.name, id=f.stem,
+                                                  fallback_date=mtime))
         return cls(messages)
 
     @classmethod
@@ -288,10 +336,12 @@ class MockMailbox:
         p = Path(path)
         account = account or (p.stem if p.suffix == ".mbox" else p.name)
         messages = []
-        with p.open("rb") as fp:
+        from .maillocal import _open_regular
+
+        with _open_regular(p) as fp:
             parts = list(split_mbox(fp))
             for key, (from_line, _headers, start, stop) in enumerate(parts):
                 fp.seek(start)
-                messages.append(parse_message(fp.read(stop - start), account=account, id=str(key),
+                messages.append(parse_message(fp, account=account, id=str(key), limit=stop - start,
                                               fallback_date=from_line_date(from_line) or 0))
         return cls(messages, accounts=[account])
