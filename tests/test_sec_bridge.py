@@ -515,3 +515,71 @@ def test_N1_symlink_inside_the_gem_is_fine(gem: GemBuilder, opened: Callable) ->
     os.symlink(gem.root / "tools" / "real.txt", gem.root / "tools" / "link")
     res = bench.call("rd")
     assert res.ok and res.value == "inside text", res.error
+
+
+def test_SEC_bridge_replaced_builtins_do_not_reach_the_channel(
+        gem: GemBuilder, opened: Callable) -> None:
+    # every global the bridge uses, replaced by spies that record what they see
+    res, stolen, bench = _attack(gem, opened, """
+        export default async () => {
+          const seen = globalThis.__stolen = [];
+          // the spies' own tools, taken first; a flag keeps them from spying on themselves
+          const apply = Reflect.apply, stringify = JSON.stringify, dec = new TextDecoder();
+          const decode = dec.decode.bind(dec);
+          let busy = false;
+          const record = (key, self, args) => {
+            const parts = [String(key)];
+            for (const a of [self, ...args]) {
+              try { parts[parts.length] = a instanceof Uint8Array ? decode(a) : stringify(a); } catch {}
+            }
+            seen[seen.length] = parts.join(" ");
+          };
+          const spy = (obj, key) => {
+            const orig = obj[key];
+            if (typeof orig !== "function") return;
+            obj[key] = function (...args) {
+              if (!busy) { busy = true; try { record(key, this, args); } finally { busy = false; } }
+              return apply(orig, this, args);
+            };
+          };
+          const FP = Function.prototype, AP = Array.prototype, OP = Object;
+          for (const k of ["call", "apply", "bind"]) spy(FP, k);
+          for (const k of ["map", "push", "slice", "join", "concat", "forEach"]) spy(AP, k);
+          for (const k of ["freeze", "defineProperty", "keys", "fromEntries", "create", "getPrototypeOf",
+                           "getOwnPropertyDescriptor", "hasOwn"]) spy(OP, k);
+          for (const k of ["stringify", "parse"]) spy(JSON, k);
+          for (const k of ["apply", "deleteProperty"]) spy(Reflect, k);
+          for (const k of ["waitAsync", "load", "store", "notify"]) spy(Atomics, k);
+          spy(TextEncoder.prototype, "encode"); spy(TextDecoder.prototype, "decode");
+          for (const k of ["set", "subarray", "slice"]) spy(Object.getPrototypeOf(Uint8Array.prototype), k);
+          for (const k of ["split", "slice", "indexOf"]) spy(String.prototype, k);
+          spy(Promise.prototype, "then"); spy(Promise, "resolve");
+          spy(MessagePort.prototype, "postMessage");
+          return "planted";
+        }""", cleanup="")
+    _assert_victim_untouched(res, stolen, bench)
+
+
+def test_SEC5_huge_error_message_and_result_stay_small(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("throws", "export default async () => { throw new Error('e'.repeat(50e6)); }", ext="js")
+    gem.tool("huge", "export default async () => 'r'.repeat(100e6)", ext="js")
+    bench = opened(gem, timeout=30)
+    res = bench.call("throws")
+    assert res.error.code == "E_TOOL_ERROR" and len(res.error.message) < 70_000
+    res = bench.call("huge")
+    assert res.error.code == "E_RESULT_TOO_LARGE"
+    assert res.error.details["size"] == 100_000_002 and res.error.details["limit"] == 1_048_576
+
+
+def test_SEC5_concurrent_large_ctx_calls_stay_in_step(gem: GemBuilder, opened: Callable) -> None:
+    # many big messages in flight at once, both ways: each arrives whole and in its own frame
+    gem.tool("burst", """
+        export default async (input, ctx) => {
+          const body = (i) => String(i).padStart(6, "0") + "é".repeat(300_000);
+          await Promise.all(Array.from({ length: 24 }, (_, i) => ctx.files.write(`f${i}.txt`, body(i))));
+          const back = await Promise.all(Array.from({ length: 24 }, (_, i) => ctx.files.read(`f${i}.txt`)));
+          return back.map((t, i) => t === body(i));
+        }""", ext="js")
+    res = opened(gem, timeout=60).call("burst")
+    assert res.ok, res.error
+    assert res.value == [True] * 24
