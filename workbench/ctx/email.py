@@ -16,15 +16,24 @@ E6 `email.onNewMessage` triggers get the envelope only (`bench.email.arrive`, in
 
 Options may be given as one object (as in JS) or as Python keywords; `null` means absent;
 an unknown option is E_INVALID_ARGUMENT (a typo would otherwise widen the query silently).
+
+Hostile arguments and mail (SEC5, SEC7): every bad argument (wrong type, NaN, infinity, a
+string `since`, lone surrogates in an id) is E_INVALID_ARGUMENT, never E_INTERNAL; a `since`
+beyond ±2**62 ms reads as the far future or past; values are echoed in messages cut short.
+What getMessage and listSince return is bounded (`providers.mail`: BODY_MAX_CHARS of body text,
+then a note saying it was truncated; ATTACHMENTS_MAX attachments, then a note in the body;
+subjects and addresses cut with "…"), and a provider reading mail stops at the call's deadline.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterable
 
 from .._errors import UsageError, WorkbenchError
+from ..providers import mail as _mail
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -33,6 +42,27 @@ if TYPE_CHECKING:
 
 DEFAULT_LIMIT, MAX_LIMIT = 20, 200
 METHODS = ("listSince", "getMessage")
+_FAR = 2**62  # ms: a `since` beyond ±this reads as the far future / past
+
+
+def _show(value: Any) -> str:
+    """A value as echoed in an error message: its repr, cut short (it may be megabytes)."""
+    if isinstance(value, (list, dict, tuple, set)):
+        return f"a {'list' if isinstance(value, (list, tuple)) else 'object'}"
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _unicode(value: str, field: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise WorkbenchError("E_INVALID_ARGUMENT", f"{field} is not valid Unicode (a lone "
+                             f"surrogate at {exc.start})", field=field) from None
+    return value
 
 
 class Grant:
@@ -96,10 +126,11 @@ def _options(method: str, options: Any, kwargs: dict[str, Any], names: tuple[str
         raise WorkbenchError("E_INVALID_ARGUMENT", f"email.{method} takes one options object "
                              f"{{{', '.join(names)}}}, got {type(options).__name__}", field="options")
     merged = {k: v for k, v in {**options, **kwargs}.items() if v is not None}
-    unknown = sorted(set(merged) - set(names))
+    unknown = sorted((k for k in merged if k not in names), key=str)
     if unknown:
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"email.{method} has no option {unknown[0]!r} "
-                             f"(options: {', '.join(names)})", field=unknown[0])
+        raise WorkbenchError("E_INVALID_ARGUMENT", f"email.{method} has no option "
+                             f"{_show(unknown[0])} (options: {', '.join(names)})",
+                             field=_mail.cut(str(unknown[0]), 80))
     return merged
 
 
@@ -110,13 +141,15 @@ def _account(value: Any, *, required: bool) -> str | None:
         raise WorkbenchError("E_INVALID_ARGUMENT", "accountId must be a string (an account id from "
                              f"listSince), got {'nothing' if value is None else type(value).__name__}",
                              field="accountId")
-    return value
+    return _unicode(value, "accountId")
 
 
-def _since(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise WorkbenchError("E_INVALID_ARGUMENT", "since must be a number: a date in ms since the "
-                             f"epoch, as listSince's cursor, got {value!r}", field="since")
+def _since(value: Any) -> "int | float":
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not math.isfinite(value)):
+        raise WorkbenchError("E_INVALID_ARGUMENT", "since must be a finite number: a date in ms "
+                             f"since the epoch, as listSince's cursor, got {_show(value)}",
+                             field="since")
     return value
 
 
@@ -124,7 +157,7 @@ def _limit(value: Any) -> int:
     integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     if isinstance(value, bool) or not integral or value < 1:
         raise WorkbenchError("E_INVALID_ARGUMENT", f"limit must be an integer >= 1 (at most "
-                             f"{MAX_LIMIT} are returned), got {value!r}", field="limit")
+                             f"{MAX_LIMIT} are returned), got {_show(value)}", field="limit")
     return min(int(value), MAX_LIMIT)
 
 
@@ -145,13 +178,22 @@ class Email:
             mailbox, grant = mailbox or MockMailbox(), grant or Grant()
         return mailbox, grant
 
+    @contextmanager
+    def _reading(self) -> Any:
+        """Providers read mail until the call's deadline (`providers.mail.check_deadline`)."""
+        token = _mail.DEADLINE.set(self.s.deadline)
+        try:
+            yield
+        finally:
+            _mail.DEADLINE.reset(token)
+
     def _check(self, grant: Grant, account: str) -> None:
         if not grant.allows(account):
             allowed = "none" if not grant.ids else ", ".join(grant.ids)
-            raise WorkbenchError("E_PERM_DENIED", f"account {account!r} is not allowed for this "
+            raise WorkbenchError("E_PERM_DENIED", f"account {_show(account)} is not allowed for this "
                                  f"gem (E2; allowed: {allowed}); the user chooses accounts on the "
                                  "gem's page: bench.email.allow([...]) or allow('all')",
-                                 field="accountId", accountId=account)
+                                 field="accountId", accountId=_mail.cut(account, 200))
 
     def listSince(self, options: Any = None, /, **kwargs: Any) -> dict[str, Any]:
         """{messages: [envelope], cursor}: envelopes with date > since, oldest first (E4)."""
@@ -165,8 +207,11 @@ class Email:
             accounts = [account] if account in mailbox.accounts() else []
         else:
             accounts = grant.accounts(mailbox)
-        floor = math.floor(since)  # dates are whole ms: date > since <=> date > floor(since)
-        pages: list[list["Envelope"]] = [mailbox.envelopes_since(a, floor, limit) for a in accounts]
+        # dates are whole ms: date > since <=> date > floor(since)
+        floor = max(-_FAR, min(_FAR, math.floor(since)))
+        with self._reading():
+            pages: list[list["Envelope"]] = [mailbox.envelopes_since(a, floor, limit)
+                                             for a in accounts]
         merged = heapq.merge(*pages, key=lambda e: (e.date, e.accountId, e.id))
         messages = [e.to_json() for _, e in zip(range(limit), merged)]
         cursor = messages[-1]["date"] if messages else since
@@ -183,9 +228,12 @@ class Email:
             raise WorkbenchError("E_INVALID_ARGUMENT", "id must be a string (a message id from "
                                  f"listSince), got {'nothing' if id_ is None else type(id_).__name__}",
                                  field="id")
+        _unicode(id_, "id")
         self._check(grant, account)
-        msg = mailbox.message(account, id_) if account in mailbox.accounts() else None
+        with self._reading():
+            msg = mailbox.message(account, id_) if account in mailbox.accounts() else None
         if msg is None:
-            raise WorkbenchError("E_NOT_FOUND", f"no message {id_!r} in account {account!r}",
-                                 field="id", accountId=account, id=id_)
-        return msg.to_json()
+            raise WorkbenchError("E_NOT_FOUND", f"no message {_show(id_)} in account "
+                                 f"{_show(account)}", field="id", accountId=_mail.cut(account, 200),
+                                 id=_mail.cut(id_, 200))
+        return msg.to_json()  # bounded: body, attachments, subject, addresses (SEC5)

@@ -216,40 +216,55 @@ def _leaf(bs: list[Any], section: str) -> Part:
                 text(disp[0]).lower() if disp else "")
 
 
-def leaves(bs: Value, section: str = "") -> tuple[list[Part], list[Part]]:
+def leaves(bs: Value, section: str = "", *, count: list[int] | None = None,
+           depth: int = 0) -> tuple[list[Part], list[Part]]:
     """BODYSTRUCTURE -> (text parts that make the body, attachment parts), as mailparse walks
     a message: in multipart/alternative one branch (plain, else html, else a multipart) plus
-    its siblings marked as attachments; a message/rfc822 part is one attachment."""
+    its siblings marked as attachments; a message/rfc822 part is one attachment.
+
+    Bounded as mailparse is (SEC5): MIME_MAX_DEPTH nested multiparts (a deeper one is one
+    attachment), MIME_MAX_PARTS leaves (`count[0]` counts them all)."""
+    from .mailparse import MIME_MAX_DEPTH, MIME_MAX_PARTS
+
+    count = [0] if count is None else count
     if not isinstance(bs, list) or not bs:
         return [], []
-    if not isinstance(bs[0], list):
+    if not isinstance(bs[0], list) or depth >= MIME_MAX_DEPTH:
+        count[0] += 1
+        if count[0] > MIME_MAX_PARTS:
+            return [], []
+        if isinstance(bs[0], list):  # nested too deep: one opaque part
+            return [], [Part(section or "1", "multipart/mixed", {}, "", 0, "", "")]
         part = _leaf(bs, section)
         return ([], [part]) if part.attachment else ([part], [])
     kids = list(takewhile(lambda k: isinstance(k, list), bs))  # then subtype, extensions
     subtype = text(bs[len(kids)]).lower() if len(bs) > len(kids) else "mixed"
     numbered = [(f"{section}.{n}" if section else str(n), k) for n, k in enumerate(kids, 1)]
     if subtype != "alternative":
-        done = [leaves(k, sec) for sec, k in numbered]
+        done = [leaves(k, sec, count=count, depth=depth + 1) for sec, k in numbered]
         return [t for ts, _ in done for t in ts], [a for _, atts in done for a in atts]
     single = {sec: _leaf(k, sec) for sec, k in numbered if k and not isinstance(k[0], list)}
     best = next((sec for wanted in ("text/plain", "text/html") for sec, p in single.items()
                  if p.mime == wanted and not p.attachment), None)
     best = best or next((sec for sec, _ in numbered if sec not in single),
                         numbered[-1][0] if numbered else None)
-    texts, atts = leaves(dict(numbered)[best], best) if best else ([], [])
+    texts, atts = (leaves(dict(numbered)[best], best, count=count, depth=depth + 1)
+                   if best else ([], []))
     return texts, atts + [p for sec, p in single.items()
                           if sec != best and p.disposition == "attachment"]
 
 
-def part_text(part: Part, raw: bytes) -> str:
-    """A text part's bytes as fetched -> its text, decoded by mailparse like any other mail."""
+def part_text(part: Part, raw: bytes, *, cut: bool = False) -> Any:
+    """A text part's bytes as fetched -> its text, decoded by mailparse like any other mail
+    (with `cut=True`: (text, whether mailparse cut it))."""
     from .mailparse import parse_message
 
     params = "".join(f'; {k}="{v}"' for k, v in part.params.items()
-                     if k == "charset" and '"' not in v and "\n" not in v)
+                     if k == "charset" and '"' not in v and "\n" not in v and "\r" not in v)
     head = (f"Content-Type: {part.mime}{params}\r\nContent-Transfer-Encoding: "
             f"{part.encoding or '7bit'}\r\n\r\n").encode("ascii", "replace")
-    return parse_message(head + raw, account="", id="").body
+    msg = parse_message(head + raw, account="", id="")
+    return (msg.body, msg.cut) if cut else msg.body
 
 
 def quote(folder: str) -> str:

@@ -13,6 +13,12 @@ with them. Addresses and bodies follow mailparse's readings (bare addresses; its
 Reading never changes the mailbox: the folder is opened with EXAMINE and bodies are fetched with
 BODY.PEEK, so \\Seen is never set. Attachment content is never fetched: sizes come from
 BINARY.SIZE (or an estimate from BODYSTRUCTURE when the server lacks BINARY).
+
+Hostile mail (SEC5): text parts are fetched partially (`BODY.PEEK[n]<0.N>`) within one budget
+of mailparse.TEXT_MAX_BYTES per message (the message is then marked `cut`), BODYSTRUCTURE is
+followed MIME_MAX_DEPTH deep and MIME_MAX_PARTS wide, subjects and addresses are cut to the
+`providers.mail` bounds, and every exchange with the server stops at the ctx call's deadline
+(E_TIMEOUT) as well as at `timeout`.
 """
 
 from __future__ import annotations
@@ -23,11 +29,14 @@ import os
 import re
 import ssl as _ssl
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from .._errors import WorkbenchError
 from . import _imap_wire as wire
+from . import mail as _mail
+from . import mailparse as _parse
 from .mail import Attachment, Envelope, Message
 from .secrets import KEYRING_SERVICE, from_keyring
 
@@ -35,7 +44,7 @@ T = TypeVar("T")
 DAY_MS = 86_400_000
 ENV_VAR = "GEM_WORKBENCH_IMAP_PASSWORD"
 ENVELOPE_ITEMS = "(UID INTERNALDATE ENVELOPE RFC822.SIZE)"
-MAX_TEXT_BYTES = 5_000_000    # a text part bigger than this is cut: it is a body, not a file
+FETCH_ITEMS_PER_COMMAND = 100  # BODY.PEEK / BINARY.SIZE items per UID FETCH of one message
 MAX_CACHED_ENVELOPES = 50_000  # dates are kept for every UID seen; envelopes up to this many
 
 
@@ -206,10 +215,12 @@ class ImapMailbox:
         env = item["ENVELOPE"] if isinstance(item["ENVELOPE"], list) else []
         env = env + [None] * (10 - len(env))
         from_ = wire.addresses(env[2])
+        to = wire.addresses(env[5])[:_mail.ADDRESSES_MAX]
         return Envelope(accountId=self.account_id, id=item["UID"].decode("ascii"),
-                        subject=" ".join(wire.text(env[1]).split()),
-                        fromAddr=from_[0] if from_ else "",
-                        toAddrs=wire.addresses(env[5]),
+                        subject=_mail.cut(" ".join(wire.text(env[1]).split()),
+                                          _mail.SUBJECT_MAX_CHARS),
+                        fromAddr=_mail.cut(from_[0], _mail.ADDRESS_MAX_CHARS) if from_ else "",
+                        toAddrs=tuple(_mail.cut(a, _mail.ADDRESS_MAX_CHARS) for a in to),
                         date=wire.internaldate_ms(item["INTERNALDATE"]))
 
     def _remember(self, envelope: Envelope) -> None:
@@ -224,22 +235,40 @@ class ImapMailbox:
             return None
         envelope = self._envelope(items[0])
         self._remember(envelope)
-        texts, files = wire.leaves(items[0]["BODYSTRUCTURE"])
-        # only the text parts, and at most MAX_TEXT_BYTES of each; attachments: their size only
-        wanted = [f"BODY.PEEK[{p.section}]<0.{MAX_TEXT_BYTES}>" for p in texts]
+        count = [0]
+        texts, files = wire.leaves(items[0]["BODYSTRUCTURE"], count=count)
+        more = max(0, count[0] - _parse.MIME_MAX_PARTS)
+        # only the text parts, within one budget for the message; attachments: their size only
+        budget, cut, wanted = _parse.TEXT_MAX_BYTES, False, []
+        fetched = []
+        for p in texts:
+            n = min(budget, p.size + 2 if p.size > 0 else budget)
+            if n <= 0:
+                cut = True
+                continue
+            cut = cut or p.size > n
+            budget -= n
+            fetched.append(p)
+            wanted.append(f"BODY.PEEK[{p.section}]<0.{n}>")
         encoded = [p for p in files if p.encoding in ("base64", "quoted-printable")]
         if self._binary:
             wanted += [f"BINARY.SIZE[{p.section}]" for p in encoded]
         got: wire.Fetched = {}
-        if wanted:
-            for item in self._fetch(conn, str(uid), f"({' '.join(wanted)})"):
+        for at in range(0, len(wanted), FETCH_ITEMS_PER_COMMAND):
+            chunk = wanted[at:at + FETCH_ITEMS_PER_COMMAND]
+            for item in self._fetch(conn, str(uid), f"({' '.join(chunk)})"):
                 got.update(item)
-        bodies = [wire.part_text(p, wire.as_bytes(got.get(f"BODY[{p.section}]<0>",
-                                                          got.get(f"BODY[{p.section}]"))))
-                  for p in texts]
+        bodies = []
+        for p in fetched:
+            text, part_cut = wire.part_text(p, wire.as_bytes(got.get(f"BODY[{p.section}]<0>",
+                                                                  got.get(f"BODY[{p.section}]"))),
+                                            cut=True)
+            bodies.append(text)
+            cut = cut or part_cut
         return Message(envelope=envelope, body="\n".join(b for b in bodies if b.strip()),
-                       attachments=tuple(Attachment(p.filename, p.mime, wire.decoded_size(p, got))
-                                         for p in files))
+                       attachments=tuple(Attachment(_mail.cut(p.filename, 1000), p.mime,
+                                                    wire.decoded_size(p, got)) for p in files),
+                       cut=cut, more_attachments=more)
 
     # -- connection ------------------------------------------------------------------------
 
@@ -253,12 +282,15 @@ class ImapMailbox:
         """Run op on the connection; if the connection dropped, reconnect and run it once more."""
         with self._lock:
             for attempt in (1, 2):
+                self._bound_time(None)
                 conn = self._conn or self._open()
                 try:
+                    self._bound_time(conn)
                     return op(conn)
                 except (imaplib.IMAP4.abort, OSError) as e:
                     self._conn = None
                     _discard(conn)
+                    self._bound_time(None)  # out of the call's time: E_TIMEOUT, no retry
                     if attempt == 2:
                         raise self._error(
                             f"the connection to {self._where()} dropped twice ({e}): check the "
@@ -269,6 +301,22 @@ class ImapMailbox:
                     if self._conn is not None:  # untagged responses pile up otherwise
                         self._conn.untagged_responses.clear()
             raise AssertionError("unreachable")
+
+    def _bound_time(self, conn: imaplib.IMAP4 | None) -> None:
+        """SEC5: E_TIMEOUT once the ctx call's deadline has passed; else each socket wait on
+        `conn` is bounded by the time the call has left (and by `timeout`)."""
+        deadline = _mail.DEADLINE.get()
+        if deadline is None:
+            if conn is not None and getattr(conn, "sock", None) is not None:
+                conn.sock.settimeout(self.timeout)
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise WorkbenchError("E_TIMEOUT", f"reading mail from {self._where()}: the call ran "
+                                 "out of time (its timeout covers the ctx calls it makes)",
+                                 host=self.host, port=self.port)
+        if conn is not None and getattr(conn, "sock", None) is not None:
+            conn.sock.settimeout(min(self.timeout, left))
 
     def _password(self) -> str:
         if self._secret is not None:

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from .mail import Attachment, Envelope, Message
+from .mail import ADDRESS_MAX_CHARS, Attachment, Envelope, Message, cut
 
 __all__ = ["DEFAULT_START", "DateIndex", "MockClock", "MockMailbox"]
 
@@ -256,7 +256,7 @@ class MockMailbox:
                 raise ValueError(f"{w}/toAddrs: expected a list of strings")
             staged.append({"accountId": account, "id": id, "subject": _str(d, "subject", w),
                            "fromAddr": _str(d, "fromAddr", w),
-                           "toAddrs": tuple(_unicode(a) for a in to),
+                           "toAddrs": tuple(cut(_unicode(a), ADDRESS_MAX_CHARS) for a in to),
                            "date": None if d.get("date") is None else _date(d["date"], f"{w}/date"),
                            "body": _str(d, "body", w),
                            "attachments": _attachments(d.get("attachments", []), w)})
