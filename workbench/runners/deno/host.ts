@@ -8,7 +8,8 @@
 //
 // Protocol: a message is one JSON header line; a header with `n` is followed by exactly n bytes
 // of payload (JSON text), which the host never parses: it moves between the socket and the
-// worker as bytes. So a big input or file costs one copy, not a scan per chunk (SEC5).
+// worker as bytes (to the worker through a shared buffer, see startWorker). So a big input or
+// file costs a few copies, not a scan of everything buffered per chunk read (SEC5).
 //   python -> host  {t:"call", id, file (URL), fresh, nonce, meta, limit, resultChars, n} + input
 //                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
 //   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, n} + the arguments (a list)

@@ -231,7 +231,9 @@ async function receive(sab: SharedArrayBuffer): Promise<void> {
   for (;;) {
     const w = waitAsync(ctrl, GEN, seen);
     if (w.async) await own(w.value);
-    seen = atomicsLoad(ctrl, GEN);
+    const gen = atomicsLoad(ctrl, GEN);
+    if (gen === seen) continue; // woken with nothing new (a timeout, a spurious wake): no replay
+    seen = gen;
     const hlen = atomicsLoad(ctrl, HLEN), plen = atomicsLoad(ctrl, PLEN);
     const clen = atomicsLoad(ctrl, CLEN);
     if (hlen >= 0) { // a new message; copies (not shared): decode refuses shared memory
