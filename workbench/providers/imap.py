@@ -41,6 +41,7 @@ from .mail import Attachment, Envelope, Message
 from .secrets import KEYRING_SERVICE, from_keyring
 
 T = TypeVar("T")
+_UID = re.compile(r"[0-9]{1,10}")
 DAY_MS = 86_400_000
 ENV_VAR = "GEM_WORKBENCH_IMAP_PASSWORD"
 ENVELOPE_ITEMS = "(UID INTERNALDATE ENVELOPE RFC822.SIZE)"
@@ -146,7 +147,7 @@ class ImapMailbox:
 
     def message(self, account: str, id: str) -> Message | None:
         """Envelope, plain-text body (only text parts are fetched) and attachment metadata."""
-        if account != self.account_id or not id.isdigit():
+        if account != self.account_id or not _UID.fullmatch(id):  # ASCII digits, 32 bits
             return None
         return self._run(lambda conn: self._message(conn, int(id)))
 
@@ -217,7 +218,7 @@ class ImapMailbox:
         from_ = wire.addresses(env[2])
         to = wire.addresses(env[5])[:_mail.ADDRESSES_MAX]
         return Envelope(accountId=self.account_id, id=item["UID"].decode("ascii"),
-                        subject=_mail.cut(" ".join(wire.text(env[1]).split()),
+                        subject=_mail.cut(" ".join(_parse.clean(wire.text(env[1])).split()),
                                           _mail.SUBJECT_MAX_CHARS),
                         fromAddr=_mail.cut(from_[0], _mail.ADDRESS_MAX_CHARS) if from_ else "",
                         toAddrs=tuple(_mail.cut(a, _mail.ADDRESS_MAX_CHARS) for a in to),
@@ -296,6 +297,12 @@ class ImapMailbox:
                             f"the connection to {self._where()} dropped twice ({e}): check the "
                             "server and the network, then retry") from e
                 except imaplib.IMAP4.error as e:
+                    if "got more than" in str(e):  # imaplib's line bound: the rest is unread
+                        self._conn = None
+                        _discard(conn)
+                        raise self._error(f"{self._where()} sent a response line over imaplib's "
+                                          f"bound ({e}); the message is too large to describe "
+                                          "(SEC5)") from e
                     raise self._error(f"{self._where()} refused a command ({e})") from e
                 finally:
                     if self._conn is not None:  # untagged responses pile up otherwise

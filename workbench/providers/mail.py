@@ -21,7 +21,7 @@ ATTACHMENTS_MAX = 1_000        # getMessage `attachments`: more are counted in a
 SUBJECT_MAX_CHARS = 1_000      # an envelope's subject (cut with "…")
 ADDRESS_MAX_CHARS = 320        # one address of fromAddr / toAddrs (cut with "…")
 ADDRESSES_MAX = 500            # toAddrs entries kept
-BODY_CUT = "\n[… gem-workbench: body truncated at {limit:,} characters (SEC5)]"
+BODY_CUT = "\n[… gem-workbench: body truncated (SEC5: at most {limit:,} characters are read)]"
 MORE_ATTACHMENTS = "\n[… gem-workbench: {more:,} more attachments or MIME parts not listed (SEC5)]"
 
 #: the current ctx call's deadline (time.monotonic()), set by ctx.email around provider calls,

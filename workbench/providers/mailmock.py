@@ -149,12 +149,20 @@ def _attachments(v: Any, where: str) -> tuple[Attachment, ...]:
     return tuple(out)
 
 
+def _record(m: Message) -> tuple[Any, ...]:
+    e = m.envelope
+    if m.cut or m.more_attachments:  # parsed from a huge or hostile .eml / mbox (SEC5)
+        return (e.date, e.subject, e.fromAddr, e.toAddrs, m.body, m.attachments, m.cut,
+                m.more_attachments)
+    return (e.date, e.subject, e.fromAddr, e.toAddrs, m.body, m.attachments)
+
+
 class MockMailbox:
     """Messages in memory. Providers are plain storage: no permission or paging rule here."""
 
     def __init__(self, messages: Iterable[Message] = (), *, accounts: Iterable[str] = (),
                  clock: MockClock | None = None) -> None:
-        # per account: id -> (date, subject, fromAddr, toAddrs, body, attachments)
+        # per account: id -> (date, subject, fromAddr, toAddrs, body, attachments[, cut, more])
         self._records: dict[str, dict[str, tuple[Any, ...]]] = {a: {} for a in accounts}
         pairs: dict[str, list[tuple[int, str]]] = {a: [] for a in self._records}
         latest = None
@@ -163,7 +171,7 @@ class MockMailbox:
             records = self._records.setdefault(e.accountId, {})
             if e.id in records:
                 raise ValueError(f"account {e.accountId!r} has two messages with id {e.id!r}")
-            records[e.id] = (e.date, e.subject, e.fromAddr, e.toAddrs, m.body, m.attachments)
+            records[e.id] = _record(m)
             pairs.setdefault(e.accountId, []).append((e.date, e.id))
             latest = e.date if latest is None else max(latest, e.date)
         self._index = {a: DateIndex(p) for a, p in pairs.items()}
@@ -191,7 +199,7 @@ class MockMailbox:
         rec = self._records.get(account, {}).get(id)
         if rec is None:
             return None
-        return Message(self._envelope(account, id, rec), body=rec[4], attachments=rec[5])
+        return Message(self._envelope(account, id, rec), rec[4], rec[5], *rec[6:])
 
     @staticmethod
     def _envelope(account: str, id: str, rec: tuple[Any, ...]) -> Envelope:
@@ -203,7 +211,7 @@ class MockMailbox:
         records = self._records.setdefault(e.accountId, {})
         if e.id in records:
             raise ValueError(f"account {e.accountId!r} already has a message with id {e.id!r}")
-        records[e.id] = (e.date, e.subject, e.fromAddr, e.toAddrs, message.body, message.attachments)
+        records[e.id] = _record(message)
         self._index.setdefault(e.accountId, DateIndex()).insert(e.date, e.id)
         if e.date > self.clock.now():  # the clock never runs behind the newest mail
             self.clock.set(e.date)
