@@ -583,3 +583,34 @@ def test_SEC5_concurrent_large_ctx_calls_stay_in_step(gem: GemBuilder, opened: C
     res = opened(gem, timeout=60).call("burst")
     assert res.ok, res.error
     assert res.value == [True] * 24
+
+
+def test_SEC_bridge_fetch_response_and_body_do_not_meet_a_planted_then(
+        gem: GemBuilder, opened: Callable) -> None:
+    # the Response object and res.json()'s value are resolved by the bridge: a `then` planted on
+    # Object.prototype must see neither (the attacker's timer plants it between calls)
+    gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
+    gem.tool("attack", """
+        export default async () => {
+          globalThis.__stolen = [];
+          setTimeout(() => {
+            Object.defineProperty(Object.prototype, "then", { configurable: true, writable: true,
+              value: function (ok) { globalThis.__stolen.push(JSON.stringify(this)); ok(["pwned"]); } });
+          }, 0);
+          return "planted";
+        }""", ext="js")
+    gem.tool("victim", """
+        export default (input, ctx) => (async () => {
+          const res = await ctx.http.fetch("https://api.acme.example/v1/secret");
+          const body = await res.json();
+          return `${res.status}/${body.secret}/${Object.isFrozen(res)}`;
+        })()""", ext="js")
+    gem.tool("report", REPORT.replace("const got", "delete Object.prototype.then;\n  const got"), ext="js")
+    bench = opened(gem, reuse="always", timeout=10,
+                   http=[{"match": "https://api.acme.example/", "respond": {"json": {"secret": SECRET}}}])
+    assert bench.call("attack").ok
+    res = bounded_call(bench, "victim", within=20)
+    stolen = bench.call("report").value
+    assert res.ok, res.error
+    assert res.value == f"200/{SECRET}/true"
+    assert not any(SECRET in s for s in stolen), stolen

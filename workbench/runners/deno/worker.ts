@@ -140,8 +140,9 @@ function own<T>(p: T): T {
 }
 
 // Resolve with a value without the `then` lookup reaching a built-in prototype
+// (a frozen value cannot be given one: it is resolved as it is; the bridge freezes after)
 function resolveWith(resolve: (v: unknown) => void, value: unknown): void {
-  if (value !== null && typeof value === "object") {
+  if (value !== null && typeof value === "object" && isExtensible(value)) {
     defineProperty(value, "then", data(undefined));
     resolve(value);
     ReflectDelete(value, "then");
@@ -434,7 +435,7 @@ function makeResponse(r: FetchReply) {
     bytes: () => promiseOf(take),
   };
   if (hasOwn(r, "credentialDenied")) defineProperty(res, "credentialDenied", data(r.credentialDenied, true));
-  return freeze(res);
+  return res; // frozen once resolved (resolveWith shadows `then` on it meanwhile)
 }
 
 // -- ctx ------------------------------------------------------------------------------------------
@@ -482,7 +483,11 @@ function makeCtx(callId: string, meta: Record<string, unknown>) {
     return own(new NativePromise((resolve, reject) => {
       ReflectApply(promiseThen, ctxCall(callId, "http.fetch", args), [
         (r: unknown) => {
-          try { resolveWith(resolve, makeResponse(r as FetchReply)); } catch (err) { reject(err); }
+          try {
+            const res = makeResponse(r as FetchReply);
+            resolveWith(resolve, res);
+            freeze(res);
+          } catch (err) { reject(err); }
         }, reject]);
     }));
   };
