@@ -131,3 +131,22 @@ def test_SEC3_folders_holding_unlisted_entries_are_not_deleted(gem: GemBuilder, 
     assert [e["name"] for e in out[0]["ok"]] == ["a.txt"]
     assert [o.get("error") for o in out[1:]] == ["E_PERM_DENIED"] * 3
     assert (ws / "pipes" / "p").exists() and (ws / "latin").is_dir()
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_SEC3_a_fifo_in_the_way_is_never_replaced(gem: GemBuilder, tmp_path: Path, lang: str) -> None:
+    import os
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.mkfifo(ws / "fifo")
+    gem.tool("ops", PY_OPS if lang == "py" else JS_OPS, ext=lang)
+    with workbench.open(gem.write(), providers="real", workspace=ws, state_dir=tmp_path / "st",
+                        headless=True) as bench:
+        out = bench.call("ops", {"ops": [["write", "workspace:fifo", "x"],
+                                         ["mkdir", "workspace:fifo"],
+                                         ["write", "workspace:fifo/x", "x"]]}).value
+    assert [o.get("error") for o in out] == ["E_EXISTS"] * 3, out
+    import stat
+
+    assert stat.S_ISFIFO(os.lstat(ws / "fifo").st_mode)

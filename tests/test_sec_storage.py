@@ -315,3 +315,195 @@ def test_SEC5_storage_values_are_bounded(gem: GemBuilder, open_bench, lang: str)
     assert bench.call("t", {"n": 200_000}).value == ["E_TOO_LARGE", "E_TOO_LARGE"]
     assert bench.call("t", {"n": 1_000}).value == ["ok", "ok"]
     assert len(bench.data("docs")) == 1
+
+
+# -- found by red-teaming the first fixes --------------------------------------------------
+def test_SEC5_expensive_sql_functions_stop_at_the_deadline(sql_bench) -> None:
+    """A few costly VM instructions (30 MB randomblobs) run far past a progress handler's
+    reach; the watchdog interrupts them at the deadline. The built-in instr() is quadratic and
+    uninterruptible inside one call: the workbench's instr() is linear and gives the same answers."""
+    run = sql_bench(timeout=2)
+    blobs = ("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 400) "
+             "SELECT sum(length(randomblob(30000000))) AS n FROM c")
+    t0 = time.monotonic()
+    res = run.bench.call("sql", {"ops": [["query", blobs, []]]})
+    assert (res.value[0]["error"] if res.ok else res.error.code) == "E_TIMEOUT", res
+    assert time.monotonic() - t0 < 10  # 28 s on a 5 s timeout before
+    slow = ("SELECT instr(h, n) AS r, instr(h, 'ab') AS s, instr(x'0061', x'61') AS t, "
+            "instr(1.5, '.') AS u FROM (SELECT replace(zeroblob(?), x'00', 'a') AS h, "
+            "replace(zeroblob(? / 2), x'00', 'a') || 'b' AS n)")
+    t0 = time.monotonic()
+    out = run(("query", slow, [1_600_000, 1_600_000]))
+    assert out[0]["ok"] == [{"r": 0, "s": 0, "t": 2, "u": 2}]
+    assert time.monotonic() - t0 < 5  # 39 s before
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_SEC5_data_queries_stop_at_the_deadline(gem: GemBuilder, open_bench, lang: str) -> None:
+    fill = """
+        def handle(input, ctx):
+            col, doc = ctx.data.collection("docs"), {f"k{j}": j for j in range(input["keys"])}
+            for i in range(input["docs"]):
+                col.insert(doc)
+            return True
+        """
+    count = {"py": """
+        from workbench import WorkbenchError
+
+        def handle(input, ctx):
+            try:
+                return ctx.data.collection("docs").count({f"z{i}": {"ne": 1} for i in range(900)})
+            except WorkbenchError as e:
+                return e.code
+        """, "js": """
+        export default async function (input, ctx) {
+          const where = {};
+          for (let i = 0; i < 900; i++) where["z" + i] = { ne: 1 };
+          try { return await ctx.data.collection("docs").count(where); } catch (e) { return e.code; }
+        }"""}[lang]
+    gem.collections(docs=[]).tool("fill", fill).tool("count", count, ext=lang)
+    bench = open_bench(gem, timeout=2)
+    for _ in range(6):  # one document per call: each call has its own 2 s
+        assert bench.call("fill", {"docs": 1, "keys": 60_000}).ok
+    t0 = time.monotonic()
+    res = bench.call("count")
+    assert (res.value if res.ok else res.error.code) == "E_TIMEOUT", res
+    assert time.monotonic() - t0 < 10
+
+
+def test_SEC5_result_caps_count_row_by_row(sql_bench) -> None:
+    run = sql_bench(limits=Limits(sql_result_bytes=1_000_000))
+    wide = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 60) "
+    out = run(("query", wide + "SELECT zeroblob(3000000) AS b FROM c", []))
+    assert out[0]["error"] == "E_TOO_LARGE"
+
+
+def test_SEC5_one_row_cannot_make_sqlite_hold_gigabytes(sql_bench) -> None:
+    try:
+        run = sql_bench(limits=Limits(sqlite_heap_bytes=256 * 1024 * 1024))
+        cols = ", ".join(f"randomblob(30000000) AS c{i}" for i in range(40))  # 1.2 GB in one row
+        out = run(("query", f"SELECT {cols}", []))
+        assert out[0]["error"] == "E_TOO_LARGE" and "268,435,456" in out[0]["message"], out
+        assert run(("query", "SELECT length(randomblob(1000)) AS n", []))[0]["ok"] == [{"n": 1000}]
+    finally:  # the heap limit is process-wide: give the next tests the default back
+        sqlite3.connect(":memory:").execute(
+            f"PRAGMA hard_heap_limit = {Limits().sqlite_heap_bytes}")
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_SEC5_kv_list_and_find_results_are_capped(gem: GemBuilder, open_bench, lang: str) -> None:
+    src = {"py": """
+        from workbench import WorkbenchError
+
+        def handle(input, ctx):
+            col, out = ctx.data.collection("docs"), []
+            for i in range(100):
+                ctx.storage.kv.set(f"key{i:03}" + "x" * 200, "v")
+                col.insert({"pad": "y" * 200})
+            for f in (lambda: ctx.storage.kv.list(), lambda: col.find({"limit": 1000}),
+                      lambda: len(ctx.storage.kv.list("key001")), lambda: len(col.find({"limit": 5})["items"])):
+                try:
+                    out.append(f())
+                except WorkbenchError as e:
+                    out.append(e.code)
+            return out
+        """, "js": """
+        export default async function (input, ctx) {
+          const col = ctx.data.collection("docs"), out = [];
+          for (let i = 0; i < 100; i++) {
+            await ctx.storage.kv.set("key" + String(i).padStart(3, "0") + "x".repeat(200), "v");
+            await col.insert({ pad: "y".repeat(200) });
+          }
+          for (const f of [() => ctx.storage.kv.list(), () => col.find({ limit: 1000 }),
+                           async () => (await ctx.storage.kv.list("key001")).length,
+                           async () => (await col.find({ limit: 5 })).items.length]) {
+            try { out.push(await f()); } catch (e) { out.push(e.code); }
+          }
+          return out;
+        }"""}[lang]
+    gem.collections(docs=[]).tool("t", src, ext=lang)
+    bench = open_bench(gem, limits=Limits(sql_result_bytes=10_000))
+    assert bench.call("t").value == ["E_TOO_LARGE", "E_TOO_LARGE", 1, 5]
+
+
+def test_SEC5_storage_size_is_bounded(sql_bench) -> None:
+    run = sql_bench(limits=Limits(storage_bytes=1024 * 1024))
+    out = run(("execute", "INSERT INTO t VALUES (randomblob(400000))", []),
+              ("execute", "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c "
+                          "WHERE i < 3) INSERT INTO t SELECT randomblob(400000) FROM c", []),
+              ("query", "SELECT count(*) AS n FROM t", []))
+    assert out[0]["ok"]["changes"] == 1
+    assert out[1]["error"] == "E_TOO_LARGE" and "1,048,576" in out[1]["message"]
+    assert out[2]["ok"] == [{"n": 1}]
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_SEC7_odd_storage_arguments_are_coded_not_internal(gem: GemBuilder, open_bench,
+                                                          lang: str) -> None:
+    src = {"js": """
+        export default async function (input, ctx) {
+          const out = [];
+          for (const f of [() => ctx.data.collection("docs").count({ a: 12345678901234567890 }),
+                           () => ctx.storage.sql.query("SELECT ? AS v", [1e20]),
+                           () => ctx.data.collection(["docs"]).find(),
+                           () => ctx.data.collection({ a: 1 }).count(),
+                           () => ctx.data.collection("docs").find({ cursor: "o:" + "9".repeat(30) })]) {
+            try { await f(); out.push("ok"); } catch (e) { out.push(e.code); }
+          }
+          return out;
+        }""", "py": """
+        from workbench import WorkbenchError
+
+        def handle(input, ctx):
+            out = []
+            for f in (lambda: ctx.data.collection("docs").count({"a": 12345678901234567890}),
+                      lambda: ctx.storage.sql.query("SELECT ? AS v", [10**20]),
+                      lambda: ctx.data.collection(["docs"]).find(),
+                      lambda: ctx.data.collection({"a": 1}).count(),
+                      lambda: ctx.data.collection("docs").find({"cursor": "o:" + "9" * 30})):
+                try:
+                    f()
+                    out.append("ok")
+                except WorkbenchError as e:
+                    out.append(e.code)
+            return out
+        """}[lang]
+    gem.collections(docs=["a"]).tool("t", src, ext=lang)
+    out = open_bench(gem).call("t").value
+    assert out == ["E_INVALID_ARGUMENT"] * 5, out
+
+
+def test_D4_temp_tables_do_not_outlive_the_call(sql_bench) -> None:
+    """A read tool's TEMP table named like a main table would swallow a later call's writes."""
+    run = sql_bench(strict=True)
+    assert run(("execute", "CREATE TEMP TABLE t(x)", []), tool="peek")[0].get("error") is None
+    out = run(("execute", "INSERT INTO t VALUES (1)", []), ("query", "SELECT count(*) AS n FROM main.t", []))
+    assert out[1]["ok"] == [{"n": 1}]
+    assert run.bench.sql("SELECT count(*) AS n FROM t")["n"].tolist() == [1]
+    assert run.bench.sql("SELECT count(*) AS n FROM temp.sqlite_master")["n"].tolist() == [0]
+
+
+def test_D3_a_tool_resetting_user_version_does_not_reapply_the_schema(gem: GemBuilder,
+                                                                     tmp_path: Path) -> None:
+    gem.schema_sql("CREATE TABLE closed(note_id); INSERT INTO closed VALUES ('seed');")
+    gem.tool("t", LANGS["js"], ext="js")
+    state = tmp_path / "state"
+    with workbench.open(gem.write(), providers="real", state_dir=state) as bench:
+        assert bench.call("t", {"ops": [["execute", "PRAGMA user_version = 0", []]]}).ok
+    with workbench.open(gem.root, providers="real", state_dir=state) as bench:
+        assert bench.sql("SELECT note_id FROM closed")["note_id"].tolist() == ["seed"]
+
+
+def test_SEC7_gem_chosen_table_names_do_not_break_diff_or_crash_reports(sql_bench) -> None:
+    run = sql_bench()
+    snap = run.bench.snapshot()
+    run(("execute", 'CREATE TABLE "a""b"(x)', []), ("execute", 'INSERT INTO "a""b" VALUES (1)', []),
+        ("execute", "CREATE TABLE sneaky(rowid, v)", []),
+        *[("execute", "INSERT INTO sneaky VALUES ('k', 'charge card')", [])] * 3)
+    diff = run.bench.diff(snap)
+    assert diff["where"].tolist().count('a"b') == 1
+    sneaky = diff[diff["where"] == "sneaky"]
+    assert sneaky["change"].tolist() == ["inserted"] * 3  # not 1 "updated" row
+    res = run.bench.call("sql", {"ops": [["execute", "INSERT INTO sneaky VALUES ('k', 'charge card')", []]]},
+                         crash=1)
+    assert res.ok and res.crash is not None and res.crash.duplicates

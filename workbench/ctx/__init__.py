@@ -100,7 +100,11 @@ class Capabilities:
         writes themselves fail, roll them all back and return why (never raise: SEC7)."""
         db, failed = self.session.providers.data_db, None
         try:
-            self.session.flush()
+            if not db.in_transaction:  # interrupted at the deadline: SQLite rolled it all back
+                failed = WorkbenchError("E_TIMEOUT", "the call ran out of time during a storage "
+                                        "operation; its storage writes were rolled back")
+            else:
+                self.session.flush()
         except Exception as exc:
             failed = exc if isinstance(exc, WorkbenchError) else WorkbenchError(
                 "E_INTERNAL", f"the call's storage writes failed and were rolled back: "
@@ -115,6 +119,8 @@ class Capabilities:
                 sql.execute("ROLLBACK")
                 self.session.violations.append("storage.sql: the tool left a transaction open; "
                                                "it was rolled back")
+            if self.session.used_sql:
+                _storage.drop_temp(sql)
         return failed
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .._errors import WorkbenchError
+from . import _watchdog
 from . import limits as _limits
 from .storage import sqlite_error
 
@@ -26,17 +27,59 @@ if TYPE_CHECKING:
 _ARG_PREVIEW = 160
 
 
+def _short(v: Any, out: list[str], budget: int) -> int:
+    """Append a JSON-like rendering of v to out until about `budget` characters are spent:
+    a preview costs the same for a 60,000-key document and cannot recurse without end."""
+    if budget <= 0:
+        return budget
+    if isinstance(v, dict):
+        out.append("{")
+        budget -= 1
+        for i, (k, x) in enumerate(v.items()):
+            if budget <= 0:
+                break
+            text = ("," if i else "") + json.dumps(str(k), ensure_ascii=False)[:60] + ":"
+            out.append(text)
+            budget = _short(x, out, budget - len(text))
+        out.append("}")
+        return budget - 1
+    if isinstance(v, (list, tuple)):
+        out.append("[")
+        budget -= 1
+        for i, x in enumerate(v):
+            if budget <= 0:
+                break
+            if i:
+                out.append(",")
+            budget = _short(x, out, budget - (1 if i else 0))
+        out.append("]")
+        return budget - 1
+    if isinstance(v, (str, bytes)) and len(v) > 60:
+        text = f"<{len(v)} chars>"
+    elif v is None or isinstance(v, (str, bool, int, float)):
+        try:
+            text = json.dumps(v, ensure_ascii=False)
+        except ValueError:
+            text = repr(v)
+    else:
+        text = f"<{type(v).__name__}>"
+    out.append(text)
+    return budget - len(text)
+
+
 def _preview(args: tuple, kwargs: dict) -> str:
-    parts = []
-    for a in (*args, *(f"{k}={v!r}" for k, v in kwargs.items())):
-        if isinstance(a, (str, bytes)) and len(a) > 60:
-            parts.append(f"<{len(a)} chars>")
-        else:
-            try:
-                parts.append(json.dumps(a, ensure_ascii=False, default=repr))
-            except ValueError:
-                parts.append(repr(a))
-    text = ", ".join(parts)
+    out: list[str] = []
+    budget = _ARG_PREVIEW + 1
+    for i, a in enumerate((*args, *kwargs.items())):
+        if budget <= 0:
+            break
+        if i:
+            out.append(", ")
+        if i >= len(args):
+            out.append(f"{a[0]}=")
+            a = a[1]
+        budget = _short(a, out, budget)
+    text = "".join(out)
     return text if len(text) <= _ARG_PREVIEW else text[: _ARG_PREVIEW - 1] + "…"
 
 
@@ -56,6 +99,10 @@ def _binds(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bool:
 def _internal(method: str, exc: Exception) -> WorkbenchError:
     return WorkbenchError("E_INTERNAL", f"{method} failed in the workbench: "
                           f"{type(exc).__name__}: {exc}", method=method)
+
+
+_OS_CODES = {FileNotFoundError: "E_NOT_FOUND", FileExistsError: "E_EXISTS",
+             NotADirectoryError: "E_NOT_A_FOLDER", IsADirectoryError: "E_IS_A_FOLDER"}
 
 
 class CtxCrash(BaseException):
@@ -88,6 +135,7 @@ class CallSession:
     crash_after: int | None = None       # N7: abort after this many ctx calls (None: never)
     limits: _limits.Limits = _limits.DEFAULT  # SEC5: size bounds every capability reads
     deadline: float | None = None        # SEC5: time.monotonic() at which the call times out
+    used_sql: bool = False               # ctx.storage.sql ran: its TEMP objects go at the end
 
     def remaining(self, what: str) -> float | None:
         """Seconds this call has left (None: unbounded); E_TIMEOUT when none are left."""
@@ -113,8 +161,11 @@ class CallSession:
         t0 = time.perf_counter()
         row: dict[str, Any] = {"seq": len(self.trace) + 1, "method": method,
                                "args": _preview(args, kwargs), "ok": True, "error": None}
+        token = None
         try:
-            self.remaining(method)  # SEC5: no ctx call starts after the call's timeout
+            if self.deadline is not None:  # SEC5: none starts after the deadline, none runs past it
+                self.remaining(method)
+                token = _watchdog.arm(self.deadline, self._interrupt)
             return fn(*args, **kwargs)
         except WorkbenchError as exc:
             row.update(ok=False, error=exc.code)
@@ -126,19 +177,36 @@ class CallSession:
             row.update(ok=False, error="E_INVALID_ARGUMENT")
             raise WorkbenchError("E_INVALID_ARGUMENT", f"{method}{_signature(fn)}: {exc}",
                                  method=method) from None
-        except (sqlite3.Error, UnicodeEncodeError) as exc:  # what the tool's data made fail
+        except (sqlite3.Error, UnicodeEncodeError, OverflowError) as exc:  # the tool's data
             err = (sqlite_error(exc, self.limits, method=method) if isinstance(exc, sqlite3.Error)
                    else WorkbenchError("E_INVALID_ARGUMENT", f"{method}: a string argument is "
                                        f"not valid Unicode (a lone surrogate at {exc.start})",
-                                       method=method))
+                                       method=method) if isinstance(exc, UnicodeEncodeError)
+                   else WorkbenchError("E_INVALID_ARGUMENT", f"{method}: a number is too large "
+                                       "for storage (integers are 64-bit)", method=method))
             row.update(ok=False, error=err.code)
             raise err from None
+        except (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError) as exc:
+            # the folder changed under the call (another process), or holds what the gem
+            # cannot see (a FIFO where it writes): the platform's codes, not E_INTERNAL
+            code = _OS_CODES[type(exc)]
+            row.update(ok=False, error=code)
+            raise WorkbenchError(code, f"{method}: {exc.strerror or exc}: an entry the gem "
+                                 "cannot see, or one changed meanwhile, is in the way",
+                                 method=method) from None
         except Exception as exc:  # a provider failure is still the ctx layer's to explain
             row.update(ok=False, error="E_INTERNAL")
             raise _internal(method, exc) from exc
         finally:
+            if token is not None:
+                _watchdog.disarm(token)
             row["duration_us"] = round((time.perf_counter() - t0) * 1e6, 1)
             self.trace.append(row)
+
+    def _interrupt(self) -> None:
+        """Stop whatever SQLite work this call is doing (the watchdog calls it at the deadline)."""
+        self.providers.data_db.interrupt()
+        self.providers.sql_db.interrupt()
 
     def writing(self, what: str) -> None:
         """Called before any storage write: D4 says a read tool must not write storage."""

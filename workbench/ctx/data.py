@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from ._text import well_formed
+from .storage import bounded_rows
 from .._result import why_not_json
 
 if TYPE_CHECKING:
@@ -148,6 +149,9 @@ class Data:
         self._pending: dict[str, list[tuple[str, str]]] = {}
 
     def check(self, name: Any) -> str:
+        if not isinstance(name, str):
+            raise WorkbenchError("E_INVALID_ARGUMENT", f"a collection name is a string, got "
+                                 f"{type(name).__name__}", field="name")
         if name not in self.s.manifest.collections:
             declared = ", ".join(self.s.manifest.collections) or "none"
             raise WorkbenchError("E_UNKNOWN_COLLECTION", f"collection {name!r} is not declared in "
@@ -229,13 +233,15 @@ class Data:
         cursor = q.get("cursor")
         try:
             offset = int(cursor.removeprefix("o:")) if cursor else 0
-            if offset < 0:
+            if not 0 <= offset < 2**63 - limit:
                 raise ValueError(cursor)
         except (AttributeError, ValueError):
             raise WorkbenchError("E_INVALID_ARGUMENT", f"cursor {cursor!r} was not returned by "
                                  "find", field="cursor") from None
-        rows = self.db.execute(f"SELECT id, doc FROM {t} WHERE {cond} ORDER BY {by} "
-                               f"LIMIT ? OFFSET ?", [*params, limit + 1, offset]).fetchall()
+        cur = self.db.execute(f"SELECT id, doc FROM {t} WHERE {cond} ORDER BY {by} "
+                              f"LIMIT ? OFFSET ?", [*params, limit + 1, offset])
+        rows = bounded_rows(cur, self.s.limits.sql_result_bytes, "find; use a smaller limit:",
+                            field="limit")
         more = len(rows) > limit
         return {"items": [_row(*r) for r in rows[:limit]],
                 "cursor": f"o:{offset + limit}" if more else None}

@@ -30,6 +30,8 @@ class Limits:
     sql_value_bytes: int = 32 * MiB          # SQLITE_LIMIT_LENGTH: one string or blob
     sql_statement_bytes: int = 1 * MiB       # SQLITE_LIMIT_SQL_LENGTH: one statement's text
     schema_seconds: float = 30.0             # db/schema.sql at open (it is the gem's SQL too)
+    storage_bytes: int = 1024 * MiB          # each database (the gem's SQL; data + kv + history)
+    sqlite_heap_bytes: int = 1024 * MiB      # SQLite's memory, process-wide (hard_heap_limit)
     http_body_bytes: int = 20 * MiB          # one ctx.http.fetch response body
     log_bytes: int = 1 * MiB                 # captured console output per call (head + tail)
     bridge_message_bytes: int = 64 * MiB     # one message between Python and the sandbox

@@ -83,7 +83,7 @@ def resolve(session: "CallSession", raw: object) -> GemPath:
     real = session.providers.files.resolve(root, rel)
     if real is None:
         raise WorkbenchError("E_PATH", f"path {raw!r} leads outside the "
-                             f"{'conversation' if ws else 'run'} folder through a symbolic link",
-                             path=raw)
+                             f"{'conversation' if ws else 'run'} folder through a symbolic link, "
+                             "or through a loop or a chain of over 40 links", path=raw)
     hidden = any(_is_dot(s, root) for s in segs + real.split("/"))
     return GemPath(root, real, raw, hidden)

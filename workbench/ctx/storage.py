@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError, WorkbenchError
+from . import _watchdog
 from ._text import well_formed, well_formed_params
 
 if TYPE_CHECKING:
@@ -38,8 +39,19 @@ _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
 def sqlite_error(exc: sqlite3.Error, limits: "Limits", **details: Any) -> WorkbenchError:
     """A SQLite failure on a tool's behalf as a coded error (translated once, here)."""
     msg = str(exc)
+    if msg == "interrupted":  # by the watchdog (_watchdog.py) at the call's deadline
+        return WorkbenchError("E_TIMEOUT", "the storage operation was stopped: the call ran out "
+                              "of time (its timeout covers the ctx calls it makes)", **details)
     if "database is locked" in msg or "database is busy" in msg:
         return busy_error(exc)
+    if "database or disk is full" in msg:
+        return WorkbenchError("E_TOO_LARGE", f"storage is full: each database holds at most "
+                              f"{limits.storage_bytes:,} bytes", limit=limits.storage_bytes,
+                              **details)
+    if msg == "out of memory":
+        return WorkbenchError("E_TOO_LARGE", f"SQLite ran out of memory: it may hold at most "
+                              f"{limits.sqlite_heap_bytes:,} bytes at once",
+                              limit=limits.sqlite_heap_bytes, **details)
     if "too big" in msg or "too long" in msg or "too large" in msg:
         return WorkbenchError("E_TOO_LARGE", f"SQLite: {msg} (strings and blobs up to "
                               f"{limits.sql_value_bytes:,} bytes, statements up to "
@@ -54,30 +66,72 @@ def busy_error(exc: sqlite3.Error) -> WorkbenchError:
                           "process its own state_dir")
 
 
+def drop_temp(db: sqlite3.Connection) -> None:
+    """Drop the TEMP tables, views and triggers a call made. They are scratch (not storage, so
+    not D4), and must not outlive the call: a TEMP table named like a main one would take a
+    later call's writes (N5: no memory survives between calls)."""
+    rows = db.execute("SELECT type, name FROM temp.sqlite_master WHERE type IN "
+                      "('table', 'view', 'trigger')").fetchall()
+    for kind, name in sorted(rows, key=lambda r: r[0] != "trigger"):  # triggers first
+        quoted = name.replace('"', '""')
+        db.execute(f'DROP {kind.upper()} IF EXISTS temp."{quoted}"')
+
+
+_text_of = sqlite3.connect(":memory:", check_same_thread=False)  # SQLite's own CAST AS TEXT
+
+
+def _as_text(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return _text_of.execute("SELECT CAST(? AS TEXT)", (v,)).fetchone()[0]
+
+
+def _instr(haystack: Any, needle: Any) -> int | None:
+    """SQLite's instr(X, Y) in linear time. The built-in is quadratic (0.5 s at 200 kB, minutes
+    at the length limit) and cannot be interrupted inside one call; Python's find is linear."""
+    if haystack is None or needle is None:
+        return None
+    if isinstance(haystack, bytes) and isinstance(needle, bytes):
+        return haystack.find(needle) + 1
+    return _as_text(haystack).find(_as_text(needle)) + 1
+
+
 def confine(db: sqlite3.Connection, limits: "Limits") -> None:
     """SEC1/SEC5 limits on a connection a tool's SQL can reach: no attached database (so no
     ATTACH and no VACUUM, which attaches one), bounded strings and statements."""
     db.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    db.create_function("instr", 2, _instr, deterministic=True)
     db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.sql_value_bytes)
     db.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, limits.sql_statement_bytes)
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {max(limits.storage_bytes // page, 1)}")
+    # SQLite's heap is the process's: a statement may not make SQLite hold more than this at
+    # once (a row of 2,000 × 30 MB blobs, a mock database grown without end). Process-wide:
+    # the bench opened last sets it.
+    db.execute(f"PRAGMA hard_heap_limit = {limits.sqlite_heap_bytes}")
 
 
 def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: "Limits") -> None:
-    """D3: run db/schema.sql once, on the first open of the gem's database (user_version 0).
+    """D3: run db/schema.sql once, on the first open of the gem's database: while it holds no
+    table, view, index or trigger (not `user_version`, which a tool may set back to 0).
 
     The gem wrote it, so it runs under the same SEC1/SEC5 guard as a tool's SQL."""
-    if not schema_sql or db.execute("PRAGMA user_version").fetchone()[0] != 0:
+    if not schema_sql or db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
         return
-    guard = _Guard(time.monotonic() + limits.schema_seconds, read_only=False).install(db)
+    guard = _Guard(read_only=False).install(db)
+    token = _watchdog.arm(time.monotonic() + limits.schema_seconds, db.interrupt)
     try:
         db.executescript(f"BEGIN;\n{schema_sql}\n;COMMIT;")
     except sqlite3.Error as exc:
         if db.in_transaction:
             db.execute("ROLLBACK")
-        why = (f"it ran over {limits.schema_seconds:g} s" if guard.timed_out else
+        why = (f"it ran over {limits.schema_seconds:g} s" if str(exc) == "interrupted" else
                f"{guard.denied} (SEC1)" if guard.denied else str(exc))
         raise GemLoadError(f"db/schema.sql failed: {why}", file="db/schema.sql") from None
     finally:
+        _watchdog.disarm(token)
         guard.remove(db)
     if db.execute("PRAGMA user_version").fetchone()[0] == 0:
         db.execute("PRAGMA user_version = 1")
@@ -133,27 +187,26 @@ class KV:
         """Keys starting with prefix, sorted."""
         self.s.flush()
         prefix = _str(prefix, "prefix")
-        rows = self.db.execute("SELECT key FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key",
-                               (len(prefix), prefix))
+        cur = self.db.execute("SELECT key FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key",
+                              (len(prefix), prefix))
+        rows = bounded_rows(cur, self.s.limits.sql_result_bytes, "kv.list; use a longer prefix:",
+                            field="prefix")
         return [r[0] for r in rows]
 
 
 class _Guard:
     """The authorizer and progress handler of one ctx.storage.sql statement (SEC1, SEC5, D4)."""
 
-    def __init__(self, deadline: float | None, *, read_only: bool) -> None:
-        self.deadline, self.read_only = deadline, read_only
-        self.wrote, self.timed_out, self.denied = False, False, ""
+    def __init__(self, *, read_only: bool) -> None:
+        self.read_only, self.wrote, self.denied = read_only, False, ""
 
     def install(self, db: sqlite3.Connection) -> "_Guard":
         db.set_authorizer(self.authorize)
-        db.set_progress_handler(self.progress, 2000)
         return self
 
     @staticmethod
     def remove(db: sqlite3.Connection) -> None:
         db.set_authorizer(None)
-        db.set_progress_handler(None, 0)
 
     def authorize(self, action: int, arg1: Any, arg2: Any, db_name: Any, _src: Any) -> int:
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
@@ -182,16 +235,22 @@ class _Guard:
         self.denied = self.denied or why
         return sqlite3.SQLITE_DENY
 
-    def progress(self) -> int:
-        """Nonzero stops the statement: the call's time is up (SEC5)."""
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            self.timed_out = True
-            return 1
-        return 0
-
-
 def _row_bytes(row: tuple[Any, ...]) -> int:
     return sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row) + 8
+
+
+def bounded_rows(cur: sqlite3.Cursor, cap: int, what: str, **details: Any) -> list[Any]:
+    """All rows of `cur`, or E_TOO_LARGE as soon as they pass `cap` bytes (SEC5): row by row,
+    so no more than one row is read past the cap."""
+    size, rows = 0, []
+    for row in cur:
+        size += _row_bytes(row)
+        if size > cap:
+            cur.close()
+            raise WorkbenchError("E_TOO_LARGE", f"{what} returns over {cap:,} bytes (SEC5)",
+                                 limit=cap, **details)
+        rows.append(row)
+    return rows
 
 
 class SQL:
@@ -214,37 +273,30 @@ class SQL:
         if not isinstance(params, (list, tuple, dict)):
             raise WorkbenchError("E_INVALID_ARGUMENT", "params must be a list (for ?) or an object "
                                  "(for :name)", field="params")
+        self.s.used_sql = True
         left = self.s.remaining("storage.sql")
         if left is not None:  # waiting for another process's lock counts against the call too
             self.db.execute(f"PRAGMA busy_timeout = {int(min(left, 10) * 1000)}")
-        guard = _Guard(self.s.deadline, read_only=self.s.strict and
-                       self.s.tool.side_effect == "read").install(self.db)
+        guard = _Guard(read_only=self.s.strict and self.s.tool.side_effect == "read").install(self.db)
         try:
             cur = self.db.execute(well_formed(sql), well_formed_params(params))
             return cur, self._fetch(cur, sql)  # a row can fail too (e.g. malformed JSON): E_SQL
         except sqlite3.Error as exc:
             raise self._error(exc, guard, sql) from None
+        except MemoryError:  # SQLITE_NOMEM: the statement hit the heap limit set by confine()
+            cap = self.s.limits.sqlite_heap_bytes
+            raise WorkbenchError("E_TOO_LARGE", f"the statement needs more memory than SQLite "
+                                 f"may hold ({cap:,} bytes)", sql=sql, limit=cap) from None
         finally:
             guard.remove(self.db)
             if guard.wrote:  # D4; in strict mode this raises E_SIDE_EFFECT instead of SQLite's refusal
                 self.s.writing("storage.sql")
 
     def _fetch(self, cur: sqlite3.Cursor, sql: str) -> list[Any]:
-        cap, size, rows = self.s.limits.sql_result_bytes, 0, []
-        while batch := cur.fetchmany(256):
-            size += sum(map(_row_bytes, batch))
-            if size > cap:
-                cur.close()
-                raise WorkbenchError("E_TOO_LARGE", f"the query returns over {cap:,} bytes of "
-                                     "rows; select fewer columns or add LIMIT/OFFSET (SEC5)",
-                                     sql=sql, limit=cap)
-            rows += batch
-        return rows
+        return bounded_rows(cur, self.s.limits.sql_result_bytes, "the query; select fewer "
+                            "columns or add LIMIT/OFFSET:", sql=sql)
 
     def _error(self, exc: sqlite3.Error, guard: _Guard, sql: str) -> WorkbenchError:
-        if guard.timed_out:
-            return WorkbenchError("E_TIMEOUT", "the SQL statement was stopped: the call ran out "
-                                  "of time (its timeout covers the ctx calls it makes)", sql=sql)
         if guard.denied:
             return WorkbenchError("E_PERM_DENIED", f"SQLite: {guard.denied} (SEC1)", sql=sql)
         if "too many attached databases" in str(exc):

@@ -63,16 +63,30 @@ def _tables(db: sqlite3.Connection, prefix: str | None) -> list[str]:
 
 
 def _rows(db: sqlite3.Connection, name: str) -> dict[Any, Any]:
+    """Rows keyed by rowid; by their whole content when the table has no rowid, or when the
+    gem named columns rowid, _rowid_ and oid so that none of them means the rowid."""
     if name not in _tables(db, None):
         return {}
+    table = '"' + name.replace('"', '""') + '"'  # the gem chose the name: quote it whole
+    cols = {r[1].lower() for r in db.execute("SELECT * FROM pragma_table_info(?)", (name,))}
+    alias = next((a for a in ("rowid", "_rowid_", "oid") if a not in cols), None)
     try:
-        cur = db.execute(f'SELECT rowid AS _rowid, * FROM "{name}"')
+        if alias is None:
+            raise sqlite3.OperationalError("every rowid alias is a column")
+        cur = db.execute(f"SELECT {alias} AS _rowid, * FROM {table}")
     except sqlite3.OperationalError:  # WITHOUT ROWID: rows are their own keys
-        cur = db.execute(f'SELECT * FROM "{name}"')
-        cols = [d[0] for d in cur.description]
-        return {json.dumps(r, default=str): dict(zip(cols, r)) for r in cur}
-    cols = [d[0] for d in cur.description][1:]
-    return {r[0]: dict(zip(cols, r[1:])) for r in cur}
+        cur = db.execute(f"SELECT * FROM {table}")
+        names, out = [d[0] for d in cur.description], {}
+        for r in cur:  # identical rows stay apart: the second is "…#2"
+            key = base = json.dumps(r, default=str)
+            n = 1
+            while key in out:
+                n += 1
+                key = f"{base}#{n}"
+            out[key] = dict(zip(names, r))
+        return out
+    names = [d[0] for d in cur.description][1:]
+    return {r[0]: dict(zip(names, r[1:])) for r in cur}
 
 
 def diff(snap: Snapshot, p: "Providers") -> pd.DataFrame:

@@ -217,6 +217,12 @@ class FolderFileStore:
     def write(self, root: str, path: str, data: bytes) -> None:
         target = self._abs(root, path)
         target.parent.mkdir(parents=True, exist_ok=True)
+        try:  # never replace what the store does not show (a FIFO, socket, device)
+            if _kind(os.lstat(target).st_mode) is None:
+                raise FileExistsError(errno.EEXIST, "an entry that is not a file is in the way",
+                                      str(target))
+        except FileNotFoundError:
+            pass
         staging = self._staging(target.parent)
         if staging is not None:
             try:

@@ -1,0 +1,75 @@
+"""One thread that interrupts SQLite work still running at a call's deadline (SEC5).
+
+SQLite's progress handler runs between VM instructions, so one expensive instruction (`instr`
+on megabyte strings, `randomblob` of 30 MB, a sort) can run for minutes without reaching it.
+`Connection.interrupt()` is safe from another thread and stops the statement wherever it is:
+the watchdog calls it at the deadline. Arming and disarming cost a lock and a dict operation;
+the thread wakes only at the nearest armed deadline, never once per statement.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import threading
+import time
+from typing import Callable
+
+_lock = threading.Condition()
+_armed: dict[int, tuple[float, Callable[[], None]]] = {}  # token -> (deadline, what to call)
+_queue: list[tuple[float, int]] = []         # (deadline, token), lazily pruned
+_tokens = itertools.count(1)
+_thread: threading.Thread | None = None
+
+
+def arm(deadline: float, interrupt: Callable[[], None]) -> int:
+    """Call `interrupt()` at `deadline` (time.monotonic()) unless disarmed first."""
+    global _thread
+    with _lock:
+        if len(_queue) > 2 * len(_armed) + 64:  # mostly disarmed entries: rebuild from the armed
+            _queue[:] = [(d, t) for t, (d, _) in _armed.items()]
+            heapq.heapify(_queue)
+        token = next(_tokens)
+        _armed[token] = (deadline, interrupt)
+        wake = not _queue or deadline < _queue[0][0]
+        heapq.heappush(_queue, (deadline, token))
+        if _thread is None:
+            _thread = threading.Thread(target=_run, name="workbench-watchdog", daemon=True)
+            _thread.start()
+        elif wake:
+            _lock.notify()
+    return token
+
+
+def disarm(token: int) -> None:
+    """The work finished in time: do not interrupt it."""
+    with _lock:
+        _armed.pop(token, None)
+
+
+def _run() -> None:
+    with _lock:
+        while True:
+            while _queue and _queue[0][1] not in _armed:  # disarmed: drop without waking
+                heapq.heappop(_queue)
+            if not _queue:
+                _lock.wait()
+                continue
+            deadline, token = _queue[0]
+            left = deadline - time.monotonic()
+            if left > 0:
+                _lock.wait(left)
+                continue
+            heapq.heappop(_queue)
+            fire = _armed.pop(token, None)
+            if fire is not None:
+                fire[1]()  # under the lock: a disarm that raced it has not returned yet
+
+
+def _forget_thread() -> None:
+    global _thread
+    _thread = None  # a forked child has no watchdog thread: the next arm starts one
+
+
+os.register_at_fork(after_in_child=_forget_thread)
