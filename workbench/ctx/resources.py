@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .._errors import WorkbenchError
+from .limits import DEFAULT
 
 if TYPE_CHECKING:
     from ..providers.resources import Source
@@ -50,10 +51,9 @@ METHODS = ("path",)
 #: safe file names for ids (the manifest schema's rule, repeated here: defence in depth)
 SAFE_ID = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SHA256 = re.compile(r"[0-9a-f]{64}")
-GiB = 1024 ** 3
 #: bounds of one download attempt (all its addresses): size of the file, seconds in total
-DOWNLOAD_BYTES = 2 * GiB
-DOWNLOAD_SECONDS = 1800.0
+DOWNLOAD_BYTES = DEFAULT.resource_bytes      # the cache is the bench's, made before its calls
+DOWNLOAD_SECONDS = DEFAULT.resource_seconds
 
 
 class _Attempt:
