@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import reprlib
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -67,6 +68,10 @@ def _short(v: Any, out: list[str], budget: int) -> int:
     return budget - len(text)
 
 
+_REPR = reprlib.Repr()  # bounded in depth and length, safe on cycles
+_REPR.maxstring = _REPR.maxother = 60
+
+
 def _preview(args: tuple, kwargs: dict) -> str:
     out: list[str] = []
     budget = _ARG_PREVIEW + 1
@@ -75,9 +80,11 @@ def _preview(args: tuple, kwargs: dict) -> str:
             break
         if i:
             out.append(", ")
-        if i >= len(args):
-            out.append(f"{a[0]}=")
-            a = a[1]
+        if i >= len(args):  # a keyword (Python tools): "name=repr(value)", as replay reads it
+            text = json.dumps(f"{a[0]}={_REPR.repr(a[1])}", ensure_ascii=False)
+            out.append(text)
+            budget -= len(text)
+            continue
         budget = _short(a, out, budget)
     text = "".join(out)
     return text if len(text) <= _ARG_PREVIEW else text[: _ARG_PREVIEW - 1] + "…"
