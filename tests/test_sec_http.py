@@ -9,6 +9,8 @@ plain-http test server through `_TlsShim` (TLS terminated in the test, as in tes
 
 from __future__ import annotations
 
+import copy
+
 import dataclasses
 import socket
 import threading
@@ -84,7 +86,8 @@ def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
 def http_gem(gem: GemBuilder, connections: dict[str, Any]) -> GemBuilder:
     gem.tool("fetch_py", PY_FETCH)
     gem.tool("fetch_js", JS_FETCH, ext="js")
-    gem.manifest["permissions"] = {"http": {"connections": connections}}
+    # a copy: tests change the grant in place, and ACME is shared by every test
+    gem.manifest["permissions"] = {"http": {"connections": copy.deepcopy(connections)}}
     return gem
 
 

@@ -39,7 +39,7 @@ def _short(v: Any, out: list[str], budget: int) -> int:
         for i, (k, x) in enumerate(v.items()):
             if budget <= 0:
                 break
-            text = ("," if i else "") + json.dumps(str(k), ensure_ascii=False)[:60] + ":"
+            text = (", " if i else "") + json.dumps(str(k), ensure_ascii=False)[:60] + ": "
             out.append(text)
             budget = _short(x, out, budget - len(text))
         out.append("}")
@@ -51,8 +51,8 @@ def _short(v: Any, out: list[str], budget: int) -> int:
             if budget <= 0:
                 break
             if i:
-                out.append(",")
-            budget = _short(x, out, budget - (1 if i else 0))
+                out.append(", ")
+            budget = _short(x, out, budget - (2 if i else 0))
         out.append("]")
         return budget - 1
     if isinstance(v, (str, bytes)) and len(v) > 60:
