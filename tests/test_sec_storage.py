@@ -470,7 +470,10 @@ def test_SEC7_odd_storage_arguments_are_coded_not_internal(gem: GemBuilder, open
         """}[lang]
     gem.collections(docs=["a"]).tool("t", src, ext=lang)
     out = open_bench(gem).call("t").value
-    assert out == ["E_INVALID_ARGUMENT"] * 5, out
+    # a JS number is a double: 12345678901234567890 and 1e20 bind as REAL, as on the platform;
+    # a Python int over 64 bits has no SQLite type
+    assert out[2:] == ["E_INVALID_ARGUMENT"] * 3, out
+    assert out[:2] == (["ok", "ok"] if lang == "js" else ["E_INVALID_ARGUMENT"] * 2), out
 
 
 def test_D4_temp_tables_do_not_outlive_the_call(sql_bench) -> None:

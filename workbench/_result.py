@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +102,9 @@ class CrashReport:
         return self.diffs[-1]
 
 
+_FLOATY = re.compile(r"[0-9][.e]")  # a float may be in the text (or a string: then harmless)
+
+
 def why_not_json(value: Any, where: str = "result", seen: set[int] | None = None, *,
                  max_depth: int = MAX_JSON_DEPTH) -> str | None:
     """Where the first value JSON cannot carry is, and why; None if it is all JSON.
@@ -141,6 +145,61 @@ def why_not_json(value: Any, where: str = "result", seen: set[int] | None = None
     return None
 
 
+def js_number(f: float) -> str:
+    """A finite float as JavaScript's `String(n)` / `JSON.stringify` writes it (the same
+    shortest digits as Python's repr, placed by ECMA-262 Number::toString's rules)."""
+    if f == 0:
+        return "0"
+    r = repr(f)
+    sign, r = ("-", r[1:]) if r.startswith("-") else ("", r)
+    mant, _, exp = r.partition("e")
+    ip, _, fp = mant.partition(".")
+    fp = "" if fp == "0" else fp
+    lead = ip.lstrip("0")
+    n = len(lead) + int(exp or 0) if lead else int(exp or 0) - (len(fp) - len(fp.lstrip("0")))
+    digits = (lead + fp).lstrip("0").rstrip("0") or "0"
+    k = len(digits)
+    if k <= n <= 21:
+        out = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        out = f"{digits[:n]}.{digits[n:]}"
+    elif -6 < n <= 0:
+        out = "0." + "0" * -n + digits
+    else:
+        e = n - 1
+        out = (digits if k == 1 else f"{digits[0]}.{digits[1:]}") + f"e{'+' if e >= 0 else '-'}{abs(e)}"
+    return sign + out
+
+
+def _as_js(value: Any) -> tuple[Any, int]:
+    """(value with integral floats as ints, extra characters JS needs for the other floats):
+    what `JSON.stringify` would write for a Python result, without a slow pure-Python encoder."""
+    extra = 0
+
+    def conv(v: Any) -> Any:
+        nonlocal extra
+        if isinstance(v, float) and not isinstance(v, bool):
+            if v.is_integer() and abs(v) < 1e21:
+                return int(v)
+            extra += len(js_number(v)) - len(repr(v))
+        return v
+
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:  # iterative: why_not_json already bounded the depth, and found no cycle
+        parent, key = stack.pop()
+        v = parent[key]
+        if isinstance(v, dict):
+            v = parent[key] = dict(v)
+            stack.extend((v, k) for k in v)
+        elif isinstance(v, (list, tuple)):
+            v = parent[key] = list(v)
+            stack.extend((v, i) for i in range(len(v)))
+        else:
+            parent[key] = conv(v)
+    return root[0], extra
+
+
 def deeper_than(value: Any, max_depth: int) -> bool:
     """Whether parsed JSON nests lists/objects deeper than `max_depth` (iteratively)."""
     stack = [(value, 1)]
@@ -169,7 +228,14 @@ def to_json(value: Any, *, text: str | None = None,
             return None, WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value that is "
                                         f"not JSON: {why}", field=why.split(" ", 1)[0], **extra)
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        extra = 0
+        if _FLOATY.search(text):  # N9 counts what JSON.stringify writes: 1.0 is "1", 1e-5 "0.00001"
+            value, extra = _as_js(value)
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    else:
+        extra = 0
     size = len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
+    size += extra
     if size > MAX_RESULT_CHARS:
         return None, WorkbenchError(
             "E_RESULT_TOO_LARGE", f"the result is {size:,} JSON characters; at most "

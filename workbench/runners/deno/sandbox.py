@@ -506,7 +506,7 @@ def _serve(caps: "Capabilities", method: str, payload: bytes | None,
         return _error_body("E_TOO_LARGE", f"{method}: the arguments are over {limit:,} bytes "
                            "(limit bridge_message_bytes)", method=method, limit=limit)
     try:
-        args = json.loads(payload)
+        args = json.loads(payload, parse_int=_js_int)
         too_deep = deeper_than(args, limits.json_depth + 1)  # + 1: the argument list itself
     except RecursionError:
         too_deep = True
@@ -536,6 +536,13 @@ def _serve(caps: "Capabilities", method: str, payload: bytes | None,
                            "(limit bridge_message_bytes)", method=method, size=len(body),
                            limit=limit)
     return True, body
+
+
+def _js_int(text: str) -> int | float:
+    """An integer literal from JavaScript: a number is a double there, so one past 2**53 is a
+    float here too (12345678901234567890 binds to SQLite as a REAL, as the platform's would)."""
+    n = int(text)
+    return n if -(2**53) <= n <= 2**53 else float(n)
 
 
 def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
