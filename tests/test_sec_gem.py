@@ -301,19 +301,26 @@ def test_SEC7_input_cycle_is_E_SCHEMA(echo) -> None:
     assert res.error.code == "E_SCHEMA" and "cycle" in res.error.message
 
 
-@pytest.mark.parametrize("value,field", [
-    ({"title": "ok \ud800"}, "/title"),
-    ({"list": ["fine", "\udfff"]}, "/list/1"),
-    ({"k\udc00": 1}, "/k\\udc00"),
-])
-def test_SEC7_lone_surrogate_in_input_is_E_SCHEMA_naming_the_field(echo, value: Any,
-                                                                  field: str) -> None:
-    # Decision: not Unicode text, so not an input (UTF-8 everywhere downstream: the bridge,
-    # SQLite, files); the error names the field, escaped so it prints.
+@pytest.mark.parametrize("value", [{"title": "ok \ud800"}, {"list": ["fine", "\udfff"]},
+                                   {"k\udc00": 1}])
+def test_SEC7_lone_surrogate_in_input_reaches_the_tool(echo, value: Any) -> None:
+    # Decision: the platform's JSON carries "\ud800" escapes into JS strings, so the tool gets
+    # them (ctx decides what a file name or text may hold: test_files' F4/F9 tests)
     res = echo.call("echo", value)
-    assert res.error.code == "E_SCHEMA" and res.error.details["field"] == field
-    assert "surrogate" in res.error.message
-    res.error.message.encode("utf-8")  # printable
+    assert res.ok and res.value == {"got": value}
+
+
+@pytest.mark.parametrize("value,field", [({"n": "\ud800"}, "/n"),
+                                         ({"n": 1, "k\udc00": 1}, "/k\\udc00")])
+def test_SEC7_lone_surrogate_in_a_violation_is_named_printably(gem: GemBuilder, value: Any,
+                                                              field: str) -> None:
+    gem.tool("t", ECHO, schema={"type": "object", "properties": {"n": {"type": "integer"}},
+                                "additionalProperties": False})
+    with workbench.open(gem.write()) as bench:
+        err = bench.call("t", value).error
+    assert err.code == "E_SCHEMA" and err.details["field"] == field
+    err.message.encode("utf-8")  # printable: a traceback in print() is not an error report
+    json.dumps(err.to_dict(), ensure_ascii=False).encode("utf-8")
 
 
 def test_SEC7_paired_surrogates_are_fine(echo) -> None:

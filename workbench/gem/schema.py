@@ -516,8 +516,11 @@ def _size(value: Any) -> int:
 
 def scan_input(value: Any, max_depth: int) -> tuple[int, dict[str, Any] | None]:
     """(number of values, first problem as {path, message[, limit]}) of a tool input, found
-    iteratively: nesting deeper than `max_depth`, a container that contains itself, a lone
-    surrogate in a string or key."""
+    iteratively: nesting deeper than `max_depth`, or a container that contains itself.
+
+    Lone surrogates ("\\ud800") are not a problem: the platform's JSON carries them as escapes
+    into JS strings, so they reach the tool (ctx decides what a file name or a file's text
+    may hold); messages and pointers that quote them escape them."""
     exit_mark = object()
     on_path: set[int] = set()
     parents: list[tuple[int, Any]] = []  # container -> (its parent container, its key there)
@@ -533,17 +536,12 @@ def scan_input(value: Any, max_depth: int) -> tuple[int, dict[str, Any] | None]:
                 parts.append(k)
         return pointer(reversed(parts)) or "/"
 
-    surrogate = "lone surrogate (\\ud800–\\udfff without its pair), which is not Unicode text"
     while stack:
         v, depth, parent, key = stack.pop()
         if v is exit_mark:
             on_path.discard(depth)
             continue
         count += 1
-        if isinstance(v, str):
-            if not v.isascii() and _has_surrogate(v):
-                return count, {"path": path_of(parent, key), "message": f"contains a {surrogate}"}
-            continue
         if not isinstance(v, (dict, list, tuple)):
             continue
         if depth + 1 > max_depth:
@@ -557,21 +555,10 @@ def scan_input(value: Any, max_depth: int) -> tuple[int, dict[str, Any] | None]:
         me = len(parents) - 1
         stack.append((exit_mark, id(v), -1, None))
         if isinstance(v, dict):
-            for k, item in v.items():
-                if isinstance(k, str) and not k.isascii() and _has_surrogate(k):
-                    return count, {"path": path_of(me, k), "message": f"has a key with a {surrogate}"}
-                stack.append((item, depth + 1, me, k))
+            stack.extend((item, depth + 1, me, k) for k, item in v.items())
         else:
             stack.extend((item, depth + 1, me, i) for i, item in enumerate(v))
     return count, None
-
-
-def _has_surrogate(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def check_input(validator: InputValidator, args: Any, *, tool: str,
