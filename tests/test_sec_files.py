@@ -150,3 +150,15 @@ def test_SEC3_a_fifo_in_the_way_is_never_replaced(gem: GemBuilder, tmp_path: Pat
     import stat
 
     assert stat.S_ISFIFO(os.lstat(ws / "fifo").st_mode)
+
+
+def test_SEC7_a_fifo_in_the_fixtures_does_not_block_open(gem: GemBuilder, tmp_path: Path) -> None:
+    import os
+
+    gem.tool("ops", PY_OPS)
+    root = gem.write()
+    (root / "fixtures" / "workspace").mkdir(parents=True)
+    (root / "fixtures" / "workspace" / "a.txt").write_text("a")
+    os.mkfifo(root / "fixtures" / "workspace" / "pipe")
+    with workbench.open(root, state_dir=tmp_path / "st") as bench:  # used to block forever
+        assert bench.call("ops", {"ops": [["list", "workspace:"]]}).value[0]["ok"][0]["name"] == "a.txt"

@@ -363,12 +363,12 @@ def test_SEC5_data_queries_stop_at_the_deadline(gem: GemBuilder, open_bench, lan
         }"""}[lang]
     gem.collections(docs=[]).tool("fill", fill).tool("count", count, ext=lang)
     bench = open_bench(gem, timeout=2)
-    for _ in range(6):  # one document per call: each call has its own 2 s
-        assert bench.call("fill", {"docs": 1, "keys": 60_000}).ok
+    for _ in range(8):  # one document per call: each call has its own 2 s
+        assert bench.call("fill", {"docs": 1, "keys": 100_000}).ok
     t0 = time.monotonic()
     res = bench.call("count")
     assert (res.value if res.ok else res.error.code) == "E_TIMEOUT", res
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 6  # unbounded, this count takes ~9 s here
 
 
 def test_SEC5_result_caps_count_row_by_row(sql_bench) -> None:

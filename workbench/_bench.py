@@ -156,12 +156,20 @@ def _explain_missing_email(err: WorkbenchError, tool: "ToolSpec",
 
 
 def _seed_memory(store: Any, folder: Path) -> None:
+    """Copy a folder into the mock conversation folder: regular files only (a FIFO would block
+    the copy, and the gem could not see it anyway; links are not followed)."""
+    from .providers.folder import read_regular
+
     for dirpath, dirs, files in os.walk(folder):
         for name in dirs:
             store.mkdir("workspace", (Path(dirpath) / name).relative_to(folder).as_posix())
         for name in files:
             p = Path(dirpath) / name
-            store.write("workspace", p.relative_to(folder).as_posix(), p.read_bytes())
+            try:
+                data = read_regular(p)
+            except OSError:  # not a regular file, a link, or gone meanwhile
+                continue
+            store.write("workspace", p.relative_to(folder).as_posix(), data)
 
 
 class Bench:

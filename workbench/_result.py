@@ -221,19 +221,17 @@ def to_json(value: Any, *, text: str | None = None,
     here, after checking it is JSON at all. Never raises: a cycle or a value nested past
     `max_depth` (limits.json_depth) is E_RESULT_NOT_JSON naming the limit.
     """
+    extra = 0  # characters JS would write beyond Python's text (tiny floats)
     if text is None:
         why = why_not_json(value, max_depth=max_depth)
         if why:
-            extra = {"limit": max_depth} if "nested deeper" in why else {}
+            limit = {"limit": max_depth} if "nested deeper" in why else {}
             return None, WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value that is "
-                                        f"not JSON: {why}", field=why.split(" ", 1)[0], **extra)
+                                        f"not JSON: {why}", field=why.split(" ", 1)[0], **limit)
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        extra = 0
         if _FLOATY.search(text):  # N9 counts what JSON.stringify writes: 1.0 is "1", 1e-5 "0.00001"
             value, extra = _as_js(value)
             text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    else:
-        extra = 0
     size = len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
     size += extra
     if size > MAX_RESULT_CHARS:
