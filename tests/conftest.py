@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -52,6 +52,28 @@ class GemBuilder:
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / "manifest.json").write_text(json.dumps(self.manifest, indent=2))
         return self.root
+
+
+@pytest.fixture(params=["py", pytest.param("js", marks=pytest.mark.deno)])
+def lang(request: pytest.FixtureRequest) -> str:
+    """A tool's language: Python (in-process) or JS (the real Deno sandbox)."""
+    return request.param
+
+
+@pytest.fixture
+def httpserver() -> Iterator[Any]:
+    """A fresh pytest-httpserver on 127.0.0.1 per test (a free port; threaded, so a dripping
+    handler holds up no other request), stopped after it."""
+    from pytest_httpserver import HTTPServer
+
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.clear()
+        if server.is_running():
+            server.stop()
 
 
 @pytest.fixture

@@ -71,10 +71,6 @@ def mail_kind(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture(params=["py", pytest.param("js", marks=pytest.mark.deno)])
-def lang(request: pytest.FixtureRequest) -> str:
-    return request.param
-
 
 @pytest.fixture
 def opened(tmp_path: Path) -> Iterator[Callable[..., workbench.Bench]]:

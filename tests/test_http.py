@@ -83,10 +83,6 @@ export default async function (input, ctx) {
 """
 
 
-@pytest.fixture(params=["py", pytest.param("js", marks=pytest.mark.deno)])
-def lang(request: pytest.FixtureRequest) -> str:
-    return request.param
-
 
 def http_gem(gem: GemBuilder, *, top: Any = GRANT, tool_perms: Any = None) -> GemBuilder:
     extra = {"permissions": tool_perms} if tool_perms is not None else {}

@@ -42,18 +42,6 @@ export default async function (input, ctx) {
 """
 
 
-@pytest.fixture
-def httpserver() -> Iterator[HTTPServer]:
-    """A fresh server on 127.0.0.1 per test (a free port)."""
-    server = HTTPServer(host="127.0.0.1", port=0)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.clear()
-        if server.is_running():
-            server.stop()
-
 
 @pytest.fixture
 def opened(tmp_path: Path) -> Iterator[Callable[..., workbench.Bench]]:

@@ -46,22 +46,6 @@ export default async function (input, ctx) {
 """
 
 
-@pytest.fixture(params=["py", pytest.param("js", marks=pytest.mark.deno)])
-def lang(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture
-def httpserver() -> Iterator[HTTPServer]:
-    """A fresh server on 127.0.0.1 per test: a dripping handler never holds up another test."""
-    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.clear()
-        if server.is_running():
-            server.stop()
 
 
 @pytest.fixture

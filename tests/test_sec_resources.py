@@ -37,21 +37,6 @@ def handle(input, ctx):
 JS_PATH = "export default async (input, ctx) => await ctx.resources.path(input.id);\n"
 
 
-@pytest.fixture(params=["py", pytest.param("js", marks=pytest.mark.deno)])
-def lang(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture
-def httpserver() -> Iterator[HTTPServer]:
-    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.clear()
-        if server.is_running():
-            server.stop()
 
 
 @pytest.fixture

@@ -49,10 +49,6 @@ export default async function (input, ctx) {
 LANGS = {"py": PY_SQL, "js": JS_SQL}
 
 
-@pytest.fixture(params=["py", "js"])
-def lang(request: pytest.FixtureRequest) -> str:
-    return request.param
-
 
 @pytest.fixture
 def sql_bench(gem: GemBuilder, open_bench: Callable[..., workbench.Bench], lang: str):
