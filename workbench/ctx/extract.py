@@ -6,8 +6,8 @@ The seed names `ctx.extract` but gives no signature. The workbench's reading:
 
 `path` is a gem path (run folder or `workspace:`), resolved and checked exactly as ctx.files
 does (F9–F12: no `..`, no dot-entries in the conversation folder, 20 MB at most). Supported:
-plain text, Markdown and CSV (decoded as UTF-8), HTML (the text, scripts and styles dropped;
-Python's html.parser) and PDF (pypdf; `pages` is a list with the text of each page). Any other
+plain text, Markdown and CSV (decoded as UTF-8), HTML (the text, scripts and styles dropped,
+by the same linear converter as mail bodies: providers/mailparse.html_to_text) and PDF (pypdf; `pages` is a list with the text of each page). Any other
 type fails with E_UNSUPPORTED naming it. `options` may carry `{"maxChars": n}` to cut the text.
 
 Bounds (SEC5): extraction stops at the call's deadline (E_TIMEOUT) and never yields more than
@@ -23,10 +23,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from html.parser import HTMLParser
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from ..providers.mailparse import html_to_text
 from .files import Files
 from .paths import resolve
 
@@ -36,55 +36,9 @@ if TYPE_CHECKING:
 TYPES = {".txt": "text/plain", ".text": "text/plain", ".md": "text/markdown",
          ".markdown": "text/markdown", ".csv": "text/csv", ".html": "text/html",
          ".htm": "text/html", ".pdf": "application/pdf"}
-_BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section",
-          "article", "header", "footer", "table", "ul", "ol", "pre", "blockquote", "title"}
 
-
-class _Text(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._skip = 0
-
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag in ("script", "style", "noscript", "template"):
-            self._skip += 1
-        elif tag in _BLOCK:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style", "noscript", "template"):
-            self._skip = max(0, self._skip - 1)
-        elif tag in _BLOCK:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skip:
-            self.parts.append(data)
-
-    def text(self) -> str:
-        lines = (" ".join(line.split()) for line in "".join(self.parts).splitlines())
-        out: list[str] = []
-        for line in lines:
-            if line or (out and out[-1]):
-                out.append(line)
-        return "\n".join(out).strip()
-
-
-_HTML_CHUNK = 1 << 18  # html.parser is pure Python: check the deadline every 256 KiB
 PDF_MEMORY_BYTES = 1 << 30  # address space of the PDF child process
 PDF_SECONDS = 60.0  # a PDF's time when the call has no deadline
-
-
-def html_text(html: str, check: Callable[[], Any] | None = None) -> str:
-    """The text of an HTML document; `check()` runs between chunks (it raises to stop)."""
-    parser = _Text()
-    for i in range(0, len(html), _HTML_CHUNK):
-        if check is not None:
-            check()
-        parser.feed(html[i:i + _HTML_CHUNK])
-    parser.close()
-    return parser.text()
 
 
 # The PDF child: reads the PDF on stdin, writes {"pages", "cut"} or {"error", "message"} as
@@ -212,7 +166,8 @@ class Extract:
             out["pages"] = pages
             text = "\n\n".join(pages)
         elif mime == "text/html":
-            text = html_text(_decode(data, p.raw), lambda: self.s.remaining("extract"))
+            # the mail reader's linear converter: html.parser is quadratic on hostile markup
+            text = html_to_text(_decode(data, p.raw), lambda: self.s.remaining("extract"))
         else:
             text = _decode(data, p.raw)
         if over_is_error and len(text) > limit:

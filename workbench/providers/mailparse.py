@@ -43,7 +43,7 @@ import re
 import time
 from datetime import datetime, timezone
 from email.parser import BytesHeaderParser
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from . import mail as _mail
 from .mail import Attachment, Envelope, Message
@@ -267,11 +267,14 @@ _SKIP_END = {t: re.compile(rf"</{t}\b", re.I) for t in _SKIP}
 _SPACE = re.compile(r"[ \t\r\n\f]+")
 
 
-def html_to_text(source: str) -> str:
+def html_to_text(source: str, check: Callable[[], Any] | None = None) -> str:
     """Readable plain text from HTML: blocks on their own lines, no tags, entities decoded.
 
     A linear scanner (str.find and anchored matches only): hostile nesting or unclosed
-    comments and tags cost no more than the length of the text."""
+    comments and tags cost no more than the length of the text (Python's html.parser is
+    quadratic on some of them). `check()` runs every 65,536 steps and raises to stop: the
+    default checks a mail read's deadline. Used for mail bodies and by ctx.extract."""
+    check = check or (lambda: _mail.check_deadline("email.getMessage"))
     out: list[str] = []
     pre = 0
     pos, n = 0, len(source)
@@ -291,7 +294,7 @@ def html_to_text(source: str) -> str:
     while pos < n:
         steps += 1
         if steps % 65536 == 0:
-            _mail.check_deadline("email.getMessage")
+            check()
         start = _MARKUP.search(source, pos)
         if start is None:
             data(source[pos:])
