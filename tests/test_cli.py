@@ -64,7 +64,8 @@ def test_call_real_persists_between_runs(tmp_path):
                    env_home=tmp_path).returncode == 0
     out = cli("call", str(EXAMPLE_GEM), "list_notes", "--real", env_home=tmp_path)
     assert json.loads(out.stdout)["total"] == 2
-    assert (tmp_path / "acme.notes" / "data.sqlite").is_file()
+    [state] = tmp_path.glob("acme.notes-*")  # one folder per gem folder: <id>-<path hash>
+    assert (state / "data.sqlite").is_file()
 
 
 def test_check_typecheck_reports_ts_errors(gem, tmp_path):

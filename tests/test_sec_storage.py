@@ -506,3 +506,19 @@ def test_SEC7_gem_chosen_table_names_do_not_break_diff_or_crash_reports(sql_benc
     res = run.bench.call("sql", {"ops": [["execute", "INSERT INTO sneaky VALUES ('k', 'charge card')", []]]},
                          crash=1)
     assert res.ok and res.crash is not None and res.crash.duplicates
+
+
+def test_D3_a_gem_copying_another_gems_id_gets_none_of_its_state(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEM_WORKBENCH_HOME", str(tmp_path / "home"))
+    victim, thief = GemBuilder(tmp_path / "victim"), GemBuilder(tmp_path / "thief")
+    for g in (victim, thief):
+        g.manifest["id"] = "acme.notes"
+        g.tool("kv", "def handle(i, ctx):\n    if 'v' in i: ctx.storage.kv.set('api_token', i['v'])\n"
+                     "    return ctx.storage.kv.get('api_token')")
+    with workbench.open(victim.write(), providers="real") as b:
+        assert b.call("kv", {"v": "VICTIM-SECRET"}).value == "VICTIM-SECRET"
+    with workbench.open(thief.write(), providers="real") as b:
+        assert b.call("kv").value is None
+    with workbench.open(victim.root, providers="real") as b:  # the victim's own state stays
+        assert b.call("kv").value == "VICTIM-SECRET"

@@ -47,8 +47,9 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
 
     providers: "mock", "real", or per capability, e.g. {"files": "real", "storage": "mock"}.
     workspace: the conversation folder (real files: used in place; mock: copied into memory).
-    state_dir: where real SQLite state and run folders live (default: per gem, under
-        $GEM_WORKBENCH_HOME or ~/.local/state/gem-workbench).
+    state_dir: where real SQLite state and run folders live (default: per gem folder,
+        `<gem id>-<hash of the folder's path>` under $GEM_WORKBENCH_HOME or
+        ~/.local/state/gem-workbench, so a gem copying another's id gets none of its state).
     conversation: False makes every `workspace:` path fail with E_PERM_DENIED (F11).
     strict: platform rules the platform itself does not check (D4) become errors.
     headless: True deletes permanently (the headless build); default: no trash under CI or
@@ -106,11 +107,11 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
             or not keep_run_days >= 0:
         raise UsageError(f"keep_run_days={keep_run_days!r}: give days (>= 0)")
     try:
-        provs = make_providers(manifest.id, providers,
+        provs = make_providers(manifest.id, providers, gem_root=manifest.root,
                                workspace=Path(workspace) if workspace else None,
                                state_dir=Path(state_dir) if state_dir else None)
     except sqlite3.DatabaseError as exc:
-        raise _state_error(exc, state_dir or default_state_dir(manifest.id)) from None
+        raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
     provs.mailbox = mail
     provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
@@ -121,7 +122,7 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         from .ctx.resources import make_cache
 
         provs.resources = make_cache(manifest, source=res_kind, mapping=resources,
-                                     state_dir=provs.state_dir or default_state_dir(manifest.id))
+                                     state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root))
         return Bench(manifest, provs, conversation=conversation, strict=strict,
                      headless=(not desktop_has_trash()) if headless is None else headless,
                      seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace",
@@ -358,7 +359,7 @@ class Bench:
     def sandbox(self) -> Sandbox:
         """This gem's Deno sandbox (N3: one process per gem, started on first use)."""
         if self._sandbox is None:
-            base = self.providers.state_dir or default_state_dir(self.manifest.id)
+            base = self.providers.state_dir or default_state_dir(self.manifest.id, self.manifest.root)
             options = self._sandbox_options
             if self.providers.resources is not None:  # R4: the gem's cache, read-only
                 options = dataclasses.replace(

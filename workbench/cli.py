@@ -37,7 +37,7 @@ def _check(args: argparse.Namespace) -> int:
         except WorkbenchError as exc:  # the folder changed since lint
             return _fail(exc.to_dict())
         ts = [t.file for t in m.tools.values() if t.language == "typescript"]
-        report = typecheck(ts, deno_dir=default_state_dir(m.id) / "deno") if ts else None
+        report = typecheck(ts, deno_dir=default_state_dir(m.id, m.root) / "deno") if ts else None
         if report:
             print(report, file=sys.stderr)
             return 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -18,11 +19,14 @@ __all__ = ["Entry", "FileStore", "FolderFileStore", "Mailbox", "MemoryFileStore"
            "default_state_dir", "make_mailbox", "make_providers", "open_database"]
 
 
-def default_state_dir(gem_id: str) -> Path:
-    """Where real state of a gem lives unless `state_dir=` says otherwise."""
+def default_state_dir(gem_id: str, gem_root: Path) -> Path:
+    """Where real state of a gem lives unless `state_dir=` says otherwise: one folder per gem
+    *folder*, `<id>-<hash of its real path>`, so another gem that copies this one's id does not
+    open its private storage (D3)."""
     base = os.environ.get("GEM_WORKBENCH_HOME") or os.path.join(
         os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "gem-workbench")
-    return Path(base) / gem_id
+    tag = hashlib.sha256(os.fsencode(Path(gem_root).resolve())).hexdigest()[:12]
+    return Path(base) / f"{gem_id}-{tag}"
 
 
 @dataclass
@@ -38,8 +42,8 @@ class Providers:
     resources: Any = None   # ctx.resources' ResourceCache (ctx/resources.py); None: none declared
 
 
-def make_providers(gem_id: str, spec: str | dict[str, str], *, workspace: Path | None,
-                   state_dir: Path | None) -> Providers:
+def make_providers(gem_id: str, spec: str | dict[str, str], *, gem_root: Path,
+                   workspace: Path | None, state_dir: Path | None) -> Providers:
     """Build providers from "mock", "real", or a mix like {"files": "real", "storage": "mock"}."""
     from .._errors import UsageError
 
@@ -51,7 +55,7 @@ def make_providers(gem_id: str, spec: str | dict[str, str], *, workspace: Path |
     # mock providers keep nothing there, but caches (the sandbox's DENO_DIR) use it when given
     state: Path | None = Path(state_dir) if state_dir else None
     if "real" in kinds.values():
-        state = state or default_state_dir(gem_id)
+        state = state or default_state_dir(gem_id, gem_root)
         state.mkdir(parents=True, exist_ok=True)
     files: FileStore = MemoryFileStore()
     if kinds["files"] == "real" and state is not None:
