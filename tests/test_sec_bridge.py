@@ -614,3 +614,217 @@ def test_SEC_bridge_fetch_response_and_body_do_not_meet_a_planted_then(
     assert res.ok, res.error
     assert res.value == f"200/{SECRET}/true"
     assert not any(SECRET in s for s in stolen), stolen
+
+
+# --- the bridge's own checks cannot be hooked, its errors cannot be forged ------------------------
+
+def test_SEC7_hasInstance_planted_on_builtins_sees_no_fetch_arguments(
+        gem: GemBuilder, opened: Callable) -> None:
+    # instanceof looked up Symbol.hasInstance on URL, Headers, Uint8Array... at call time: the
+    # attacker saw the victim's URL and headers, and added a header of its own
+    gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
+    gem.tool("attack", """
+        export default async () => {
+          globalThis.__stolen = [];
+          for (const C of [URL, Headers, Uint8Array, ArrayBuffer, URLSearchParams, Error]) {
+            Object.defineProperty(C, Symbol.hasInstance, { configurable: true, value(x) {
+              try { globalThis.__stolen.push(String(x) + JSON.stringify(x)); } catch {}
+              if (C === Headers && x && typeof x === "object") x["X-Evil"] = "1";
+              return Function.prototype[Symbol.hasInstance].call(C, x);
+            } });
+          }
+          return "planted";
+        }""", ext="js")
+    gem.tool("victim", """
+        export default async (input, ctx) => {
+          const res = await ctx.http.fetch(new URL("https://api.acme.example/v1/" + input.secret),
+            { method: "POST", headers: { "X-Token": input.secret }, body: new TextEncoder().encode(input.secret) });
+          const echo = await res.json();
+          try { await ctx.files.read("../nope"); } catch (e) { echo.code = e.code; }
+          return echo;
+        }""", ext="js")
+    gem.tool("report", REPORT, ext="js")
+    seen: list[Any] = []
+
+    def handler(req: Any) -> dict[str, Any]:
+        seen.append((req.url, dict(req.headers), req.body))
+        return {"json": {"evil": any(k.lower() == "x-evil" for k in req.headers)}}
+
+    bench = opened(gem, reuse="always", timeout=10,
+                   http=[{"match": "https://api.acme.example/", "respond": handler}])
+    assert bench.call("attack").ok
+    res = bounded_call(bench, "victim", {"secret": SECRET}, within=20)
+    stolen = bench.call("report").value
+    assert res.ok, res.error
+    assert res.value == {"evil": False, "code": "E_PATH"}, res.value
+    assert seen and seen[0][0] == f"https://api.acme.example/v1/{SECRET}" and seen[0][2] == SECRET.encode()
+    assert not any(SECRET in s for s in stolen), stolen
+
+
+def test_SEC7_descriptor_poisoning_does_not_break_result_handling(
+        gem: GemBuilder, opened: Callable) -> None:
+    # descriptors the bridge read back into defineProperty inherited a planted `get`/`value`
+    res, stolen, bench = _attack(gem, opened, """
+        export default async () => {
+          globalThis.__stolen = [];
+          Object.prototype.toJSON = function () { return this; };
+          Error.prepareStackTrace = (e, s) => String(e);
+          Object.defineProperty(Object.prototype, "get", { configurable: true, writable: true,
+            value: function () { globalThis.__stolen.push("get"); return 1; } });
+          return "planted";
+        }""", victim=VICTIM.replace("return {", "if (input.throw) throw new Error('boom');\n  return {"),
+        cleanup="delete Object.prototype.get; delete Object.prototype.toJSON;")
+    _assert_victim_untouched(res, stolen, bench)
+
+
+def test_SEC7_forged_bridge_error_names_are_tool_errors(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("big", """
+        export default async () => { const e = new Error("x"); e.name = "ResultTooLarge"; e.size = "many"; throw e; }""",
+             ext="js")
+    gem.tool("code", """
+        export default async () => { const e = new Error("x"); e.name = "CtxError"; e.code = "E_TIMEOUT"; throw e; }""",
+             ext="js")
+    gem.tool("recode", """
+        export default async (input, ctx) => {
+          try { await ctx.files.read("../x"); } catch (e) { if (input.change) e.code = "E_TIMEOUT"; throw e; }
+        }""", ext="js")
+    gem.tool("odd", """
+        export default async () => { const e = new Error("x"); e.name = "ResultError"; e.code = 5; throw e; }""",
+             ext="js")
+    bench = opened(gem)
+    for tool in ("big", "code", "odd"):
+        res = bench.call(tool)
+        assert res.error is not None and res.error.code == "E_TOOL_ERROR", (tool, res.error)
+    real = bench.call("recode")
+    assert real.error.code == "E_PATH", real.error  # a real ctx error rethrown keeps its code
+    changed = bench.call("recode", {"change": True})
+    assert changed.error.code == "E_PATH", changed.error
+
+
+def test_SEC7_odd_error_messages_from_the_host_never_raise(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("ok", "export default async () => 1", ext="js")
+    bench = opened(gem)
+    assert bench.call("ok").ok
+    sb = bench.sandbox
+    for e in [{}, {"name": None}, {"name": "ResultTooLarge"}, {"name": "ResultTooLarge", "size": "x"},
+              {"bridge": "result_too_large", "size": None}, {"bridge": "ctx", "code": ["E_X"]},
+              {"name": 1, "message": {"a": 1}, "stack": 5}, {"bridge": "ctx", "code": "E_\n"}]:
+        err = sb._error(e)
+        assert err.code == "E_TOOL_ERROR", (e, err)
+
+
+def test_SEC5_unawaited_ctx_calls_stay_within_a_memory_bound(
+        gem: GemBuilder, opened: Callable, limits: Callable) -> None:
+    from _deno import deno_pids
+    limits(bridge_message_bytes=32 * MiB)
+    gem.tool("fire", """
+        export default async (input, ctx) => {
+          const big = "x".repeat(20e6);
+          let refused = 0;
+          for (let i = 0; i < 200; i++) {
+            ctx.storage.kv.set("k" + i, big).catch((e) => { if (e.code === "E_TOO_LARGE") refused++; });
+          }
+          await new Promise((r) => setTimeout(r, 0));
+          return refused;
+        }""", ext="js")
+    gem.tool("ok", "export default async () => 'ok'", ext="js")
+    bench = opened(gem, timeout=60)
+    assert bench.call("ok").ok
+    res = bounded_call(bench, "fire", within=60)
+    assert res.ok, res.error
+    assert res.value >= 190  # at most 4 x 32 MiB of arguments in flight
+    pids = deno_pids(gem.root)
+    assert pids
+    for pid in pids:
+        status = Path(f"/proc/{pid}/status").read_text()
+        hwm_kb = int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
+        assert hwm_kb < 1_200_000, f"deno peak RSS {hwm_kb / 1024:.0f} MiB"
+    assert bench.call("ok").ok
+
+
+# --- Python tools: whatever they raise or return, a coded result ---------------------------------
+
+PY_HOSTILE = '''
+from workbench._errors import WorkbenchError
+
+class Custom(BaseException):
+    pass
+
+class BadStr(Exception):
+    def __str__(self):
+        raise RuntimeError("no str")
+
+class Meta(type):
+    @property
+    def __name__(cls):
+        raise RuntimeError("no name")
+
+class BadName(Exception, metaclass=Meta):
+    pass
+
+class BadCode(WorkbenchError):
+    @property
+    def code(self):
+        raise RuntimeError("no code")
+    @code.setter
+    def code(self, v):
+        pass
+
+class BadIter(dict):
+    def __iter__(self):
+        raise RuntimeError("no iter")
+    def items(self):
+        raise RuntimeError("no items")
+
+class BadList(list):
+    def __iter__(self):
+        raise RuntimeError("no iter")
+
+class BadFloat(float):
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+def handle(input, ctx):
+    k = input["k"]
+    if k == "exit": raise SystemExit(3)
+    if k == "genexit": raise GeneratorExit()
+    if k == "custom": raise Custom("c")
+    if k == "badstr": raise BadStr()
+    if k == "badname": raise BadName("n")
+    if k == "stack": raise WorkbenchError("E_X", "m", stack="s")
+    if k == "badcode": raise BadCode("E_X", "m")
+    if k == "syntax":
+        e = SyntaxError("bad"); e.filename = 5; raise e
+    if k == "huge": raise ValueError("x" * 30_000_000)
+    if k == "bigint": return 10 ** 5000
+    if k == "baditer": return BadIter(a=1)
+    if k == "badlist": return BadList([1])
+    if k == "badfloat": return BadFloat(1.5)
+    return "ok"
+'''
+
+
+@pytest.mark.parametrize("k,codes", [
+    ("exit", {"E_TOOL_ERROR"}), ("genexit", {"E_TOOL_ERROR"}), ("custom", {"E_TOOL_ERROR"}),
+    ("badstr", {"E_TOOL_ERROR"}), ("badname", {"E_TOOL_ERROR"}), ("stack", {"E_X"}),
+    ("badcode", {"E_TOOL_ERROR"}), ("syntax", {"E_TOOL_ERROR"}), ("huge", {"E_TOOL_ERROR"}),
+    ("bigint", {"E_RESULT_NOT_JSON", "E_RESULT_TOO_LARGE"}), ("baditer", {"E_RESULT_NOT_JSON"}),
+    ("badlist", {"E_RESULT_NOT_JSON"}), ("badfloat", {"E_RESULT_NOT_JSON", None}),
+])
+def test_SEC7_python_hostile_exceptions_and_results_are_coded(
+        gem: GemBuilder, opened: Callable, k: str, codes: set) -> None:
+    gem.tool("hostile", PY_HOSTILE)
+    bench = opened(gem)
+    res = bench.call("hostile", {"k": k})
+    assert (res.error.code if res.error else None) in codes, (k, res.error, res.value)
+    if res.error:
+        assert len(res.error.message) <= 70_000
+    if k == "badfloat" and res.error is None:
+        assert res.value == 1.5
+    assert bench.call("hostile", {"k": "fine"}).value == "ok"
+
+
+def test_SEC7_python_KeyboardInterrupt_still_propagates(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("stop", "def handle(input, ctx):\n    raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        opened(gem).call("stop")

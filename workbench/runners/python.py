@@ -163,12 +163,74 @@ def _load(tool: "ToolSpec", fresh: bool) -> ModuleType:
 
 
 def _tool_frames(exc: BaseException, root: Path) -> str:
-    """The traceback restricted to frames in the gem's own files."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if Path(f.filename).is_relative_to(root)]
-    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).is_relative_to(root):
-        return "".join(traceback.format_exception_only(exc))
-    return "".join(traceback.format_list(frames))
+    """The traceback restricted to frames in the gem's own files ("" if it cannot be read:
+    a tool's exception may carry any attribute, e.g. an int as a SyntaxError's filename)."""
+    try:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if isinstance(f.filename, str) and Path(f.filename).is_relative_to(root)]
+        if (isinstance(exc, SyntaxError) and isinstance(exc.filename, str) and exc.filename
+                and Path(exc.filename).is_relative_to(root)):
+            return _cut("".join(traceback.format_exception_only(exc)))
+        return _cut("".join(traceback.format_list(frames)))
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+TEXT_MAX = 64 * 1024  # of an error's message and stack, as on the JS side
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= TEXT_MAX else text[:TEXT_MAX] + "…"
+
+
+def _describe(exc: BaseException) -> str:
+    """`Name: message` of a tool's exception, bounded; never raises (a tool's __str__ or its
+    class's __name__ may)."""
+    try:
+        name = type(exc).__name__
+        name = name if isinstance(name, str) else "Exception"
+    except Exception:  # noqa: BLE001
+        name = "Exception"
+    try:
+        message = str(exc)
+        if not isinstance(message, str):
+            raise TypeError
+    except Exception:  # noqa: BLE001
+        message = "(its message cannot be read: str() of the exception failed)"
+    return _cut(f"{name[:200]}: {message[:TEXT_MAX + 1]}")
+
+
+def _tool_error(exc: BaseException, root: Path, rel_file: str) -> WorkbenchError:
+    """The coded error for what the tool raised: a WorkbenchError (a ctx error it did not catch)
+    keeps its code when that is a plain E_ code; anything else, or anything unreadable, is
+    E_TOOL_ERROR. Never raises."""
+    stack = _tool_frames(exc, root)
+    if isinstance(exc, WorkbenchError):
+        try:
+            code, message = exc.code, exc.message
+            details = exc.details
+            if (type(code) is str and code.startswith("E_") and len(code) <= 64
+                    and type(message) is str and type(details) is dict):
+                extra = {k: v for k, v in details.items() if type(k) is str and k != "stack"}
+                return WorkbenchError(code, _cut(message), **extra, stack=stack)
+        except Exception:  # noqa: BLE001
+            pass
+    return WorkbenchError("E_TOOL_ERROR", _describe(exc), stack=stack, file=rel_file)
+
+
+def _checked(value: Any) -> Outcome:
+    """The tool's value as plain JSON data, or E_RESULT_NOT_JSON when reading it fails (an int
+    past Python's digit limit, a dict subclass whose __iter__ raises, a float whose __repr__
+    does...): checked here, where the tool's own code may run, so nothing raises later."""
+    from .._result import to_json
+
+    try:
+        parsed, err = to_json(value)
+    except Exception as exc:  # noqa: BLE001
+        return Outcome(error=WorkbenchError(
+            "E_RESULT_NOT_JSON", f"the tool returned a value that cannot be serialised as "
+            f"JSON: {_describe(exc)}"))
+    return Outcome(error=err) if err is not None else Outcome(value=parsed)
 
 
 def _run_coroutine(coro: Any) -> Any:
@@ -209,16 +271,15 @@ def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, fresh: bool = Fals
             value = _run_coroutine(handle(args, ctx)) if is_async else handle(args, ctx)
             if inspect.isawaitable(value):  # a sync def returning a coroutine: await it too
                 value = _run_coroutine(value)
-        return Outcome(value=value, logs=out.getvalue())
+            outcome = _checked(value)
+        outcome.logs = out.getvalue()
+        return outcome
     except CtxCrash as exc:  # N7: a simulated crash; the bench reruns the call
         exc.logs = out.getvalue()
         raise
-    except WorkbenchError as exc:  # a ctx error the tool did not catch keeps its code
+    except KeyboardInterrupt:  # the user pressed stop (which cannot be told from a tool's own)
+        raise
+    except BaseException as exc:  # noqa: BLE001  SystemExit, GeneratorExit, a tool's own
+        # BaseException subclass, a ctx error it did not catch (keeps its code): all coded
         sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
-        return Outcome(error=WorkbenchError(exc.code, exc.message, **exc.details,
-                                            stack=_tool_frames(exc, root)), logs=out.getvalue())
-    except Exception as exc:
-        sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
-        return Outcome(error=WorkbenchError("E_TOOL_ERROR", f"{type(exc).__name__}: {exc}",
-                                            stack=_tool_frames(exc, root), file=tool.rel_file),
-                       logs=out.getvalue())
+        return Outcome(error=_tool_error(exc, root, tool.rel_file), logs=out.getvalue())

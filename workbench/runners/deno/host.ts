@@ -141,7 +141,8 @@ function onWorkerMessage(msg: any): void {
     send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, n: msg.args.length }, msg.args);
   } else if (msg.t === "done" && msg.payload instanceof Uint8Array) {
     finish(msg.ok === true && msg.payload.length <= limit, msg.payload.length <= limit ? msg.payload
-      : encoder.encode(JSON.stringify({ name: "ResultTooLarge", size: msg.payload.length })));
+      : encoder.encode(JSON.stringify({ name: "ResultTooLarge", size: msg.payload.length,
+                                                    bridge: "result_too_large" })));
   }
 }
 

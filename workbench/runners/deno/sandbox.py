@@ -434,17 +434,35 @@ class Sandbox:
                        logs=logs)
 
     def _error(self, e: dict[str, Any], limits: Any = DEFAULT_LIMITS) -> WorkbenchError:
-        name, message = str(e.get("name", "Error")), str(e.get("message", ""))
-        stack = _tool_stack(str(e.get("stack", "")), self.gem_root)
-        if name == "CtxError" and isinstance(e.get("code"), str) and e["code"]:
-            return WorkbenchError(e["code"], message, stack=stack)
-        if name == "ResultTooLarge":  # N9, found by the worker before carrying the text here
-            size = e.get("size")
+        """The tool's error as a coded one. Never raises, whatever the message holds (missing or
+        odd fields are E_TOOL_ERROR). A platform code or a result-size verdict is taken only
+        from `bridge`, which worker.ts sets on what it made itself (a ctx error it created, a
+        result too large or not JSON): a tool naming its error "CtxError" or "ResultTooLarge"
+        is an ordinary tool error."""
+        try:
+            return self._coded(e, limits)
+        except Exception:  # noqa: BLE001  (never out of bench.call)
+            return WorkbenchError("E_TOOL_ERROR", "the tool failed with an error the workbench "
+                                  "cannot read")
+
+    def _coded(self, e: dict[str, Any], limits: Any) -> WorkbenchError:
+        def text(key: str, default: str = "") -> str:
+            v = e.get(key, default)
+            return v if isinstance(v, str) else default
+
+        name, message = text("name", "Error") or "Error", text("message")
+        stack = _tool_stack(text("stack"), self.gem_root)
+        bridge = e.get("bridge")
+        code = e.get("code")
+        if (bridge == "ctx" and isinstance(code, str) and re.fullmatch(r"E_[A-Z0-9_]{1,60}", code)):
+            return WorkbenchError(code, message, stack=stack)
+        size = e.get("size")
+        if bridge == "result_too_large" and type(size) is int:  # N9, found by the worker
             return WorkbenchError(
                 "E_RESULT_TOO_LARGE", f"the result is {size:,} JSON characters; at most "
                 f"{limits.result_chars:,}. Write large output to ctx.files or storage and "
                 "return a summary", size=size, limit=limits.result_chars)
-        if name == "ResultError":
+        if bridge == "result_error":
             return WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value JSON.stringify "
                                   f"cannot serialise: {message}", stack=stack)
         if "cache storage directory" in message:  # the Cache API, blocked in _start

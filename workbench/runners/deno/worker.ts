@@ -39,6 +39,15 @@ const fromCharCode = String.fromCharCode;
 const b64encode = btoa;
 const b64decode = atob;
 const isView = ArrayBuffer.isView;
+// Brand checks without `instanceof`: a tool may plant Symbol.hasInstance on URL, Headers,
+// Uint8Array... and would then see (and alter) the next call's fetch arguments or errors.
+// OrdinaryHasInstance, captured (Function.prototype[@@hasInstance] is non-writable), applied to
+// the captured constructor, whose `prototype` is non-writable: no lookup a tool can reach.
+const ordinaryHasInstance = Function.prototype[Symbol.hasInstance];
+const isA = (x: unknown, C: unknown): boolean => ReflectApply(ordinaryHasInstance, C, [x]) as boolean;
+const NativeWeakMap = WeakMap;
+const weakMapGet = WeakMap.prototype.get, weakMapSet = WeakMap.prototype.set,
+  weakMapHas = WeakMap.prototype.has;
 const { load: atomicsLoad, store: atomicsStore, notify: atomicsNotify } = Atomics;
 const waitAsync = (Atomics as unknown as { waitAsync: (...a: unknown[]) => { async: boolean; value: unknown } }).waitAsync;
 const encoder = new TextEncoder();
@@ -64,6 +73,18 @@ const call0 = (fn: unknown, self: unknown) => ReflectApply(fn as () => unknown, 
 // descriptors without a prototype: defineProperty reads get/set/value... from its argument
 const data = (value: unknown, enumerable = false) =>
   ({ __proto__: null, value, writable: true, enumerable, configurable: true }) as PropertyDescriptor;
+// A descriptor from getOwnPropertyDescriptor inherits from Object.prototype: handed back to
+// defineProperty, a `get` or `value` a tool planted there would be read. Copied without one.
+const DESC_FIELDS = ["value", "writable", "get", "set", "enumerable", "configurable"];
+function nullDesc(d: PropertyDescriptor | undefined): PropertyDescriptor | undefined {
+  if (d === undefined) return undefined;
+  const out = { __proto__: null } as unknown as Record<string, unknown>;
+  for (let i = 0; i < DESC_FIELDS.length; i++) {
+    const k = DESC_FIELDS[i];
+    if (hasOwn(d, k)) out[k] = (d as unknown as Record<string, unknown>)[k];
+  }
+  return out as PropertyDescriptor;
+}
 
 // The built-in prototypes a JSON value's objects can inherit from, and what toJSON each had
 // before any tool ran. BigInt.prototype.toJSON and Date.prototype.toJSON are left to tools: a
@@ -119,7 +140,7 @@ function safeStringify(value: unknown): string | undefined {
       throw new NativeTypeError("a tool made a built-in prototype's toJSON unremovable");
     }
     append(planted, i);
-    append(saved, d);
+    append(saved, nullDesc(d));
   }
   try {
     return stringify(value);
@@ -214,9 +235,19 @@ defineProperty(self, "close", { __proto__: null, value: () => {
 
 // Pending ctx calls, in a table without a prototype (no Map.prototype.set to hook).
 // `origin` is made where the tool calls ctx, so a ctx error carries the tool's own frames.
-type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; origin: Error };
+type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; origin: Error;
+  bytes: number; gen: number };
 const pending: Record<number, Pending> = objectCreate(null);
 let seq = 0;
+// What one call may have in flight (SEC5): ctx calls fired without awaiting them each keep
+// their arguments in the host's write queue until Python has read them, outside the V8 heap
+// that memory_mb bounds. So at most MAX_INFLIGHT requests and INFLIGHT_FACTOR x
+// bridge_message_bytes of arguments are outstanding per call; a ctx call beyond either rejects
+// at once with E_TOO_LARGE (details: inflight, inflightBytes, limit), and the tool may retry
+// once earlier ones settled. Counted per call: a new call starts from zero.
+const MAX_INFLIGHT = 1024;
+const INFLIGHT_FACTOR = 4;
+let inflight = 0, inflightBytes = 0, callGen = 0;
 let post: (msg: unknown) => void = () => {};
 let limit = 64 * 1024 * 1024; // bridge_message_bytes of the current call
 
@@ -260,6 +291,9 @@ async function receive(sab: SharedArrayBuffer): Promise<void> {
 function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
   if (msg.t === "call") {
     limit = msg.limit as number;
+    callGen++;
+    inflight = 0;
+    inflightBytes = 0;
     run(msg.id as string, msg.file as string, payload, msg.meta as Record<string, unknown>,
         msg.resultChars as number);
   } else if (msg.t === "reply") {
@@ -267,6 +301,10 @@ function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
     const p = pending[n];
     ReflectDelete(pending, n);
     if (!p) return;
+    if (p.gen === callGen) {
+      inflight--;
+      inflightBytes -= p.bytes;
+    }
     let value: unknown;
     try {
       value = parseJSON(decode(payload));
@@ -282,8 +320,14 @@ function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
 
 type CtxErrorData = { code: string; message: string; details?: unknown };
 
+// The errors the bridge made for ctx failures, with their codes: only these carry a platform
+// code out of the call. A tool's own `e.name = "CtxError"; e.code = "E_TIMEOUT"` (or a code
+// rewritten on a real ctx error) is not one of them; rethrowing a real one keeps its code.
+const CTX_ERRORS = new NativeWeakMap<object, string>();
+
 function ctxError(error: CtxErrorData, origin: Error): Error {
   const e = new NativeError(error.message);
+  ReflectApply(weakMapSet, CTX_ERRORS, [e, typeof error.code === "string" ? error.code : "E_INTERNAL"]);
   defineProperty(e, "name", data("CtxError"));
   defineProperty(e, "code", data(error.code, true));
   defineProperty(e, "details", data(error.details, true));
@@ -337,9 +381,19 @@ function ctxCall(callId: string, method: string, args: unknown[]): Promise<unkno
                     `message to the workbench holds at most ${limit} bytes`, origin,
                     { method, size, limit });
   }
+  if (inflight >= MAX_INFLIGHT || inflightBytes + size > INFLIGHT_FACTOR * limit) {
+    return rejected("E_TOO_LARGE", `${method}: ${inflight} ctx calls (${inflightBytes} bytes of ` +
+                    `arguments) are still in flight in this call; at most ${MAX_INFLIGHT} calls and ` +
+                    `${INFLIGHT_FACTOR * limit} bytes (${INFLIGHT_FACTOR} x bridge_message_bytes) ` +
+                    "may be: await some before sending more", origin,
+                    { method, inflight, inflightBytes, size, limit: INFLIGHT_FACTOR * limit });
+  }
+  inflight++;
+  inflightBytes += size;
+  const gen = callGen;
   return own(new NativePromise((resolve, reject) => {
     const n = ++seq;
-    pending[n] = { __proto__: null, resolve, reject, origin } as unknown as Pending;
+    pending[n] = { __proto__: null, resolve, reject, origin, bytes: size, gen } as unknown as Pending;
     post({ t: "ctx", id: callId, seq: n, method, args: bytes });
   }));
 }
@@ -375,7 +429,7 @@ function fromBase64(text: string): Uint8Array {
 
 function fetchArgs(input: unknown, init: unknown): unknown[] {
   let url: unknown = input;
-  if (input instanceof NativeURL) url = call0(urlHref, input);
+  if (isA(input, NativeURL)) url = call0(urlHref, input);
   else if (input !== null && typeof input === "object" && typeof safeGet(input, "url") === "string") {
     url = safeGet(input, "url");
   }
@@ -387,7 +441,7 @@ function fetchArgs(input: unknown, init: unknown): unknown[] {
     const v = given[key];
     if (FETCH_IGNORED[key] || v === undefined) continue;
     if (key === "headers") {
-      if (v instanceof NativeHeaders) {
+      if (isA(v, NativeHeaders)) {
         const list: unknown[] = [];
         const it = call0(headersEntries, v);
         for (let r = call0(headersIterNext, it) as { done: boolean; value: unknown };
@@ -397,10 +451,10 @@ function fetchArgs(input: unknown, init: unknown): unknown[] {
     } else if (key === "body") {
       let body: unknown, base64 = true;
       if (v === null || typeof v === "string") { body = v; base64 = false; }
-      else if (v instanceof NativeUint8Array) body = toBase64(v);
-      else if (v instanceof NativeArrayBuffer) body = toBase64(new NativeUint8Array(v, 0, call0(abByteLength, v) as number));
+      else if (isA(v, NativeUint8Array)) body = toBase64(v);
+      else if (isA(v, NativeArrayBuffer)) body = toBase64(new NativeUint8Array(v, 0, call0(abByteLength, v) as number));
       else if (isView(v)) body = toBase64(new NativeUint8Array(call0(taBuffer, v) as ArrayBuffer, call0(taByteOffset, v) as number, call0(taByteLength, v) as number));
-      else if (v instanceof NativeURLSearchParams) { body = call0(searchToString, v); base64 = false; }
+      else if (isA(v, NativeURLSearchParams)) { body = call0(searchToString, v); base64 = false; }
       else throw new NativeTypeError("ctx.http.fetch: body must be a string, Uint8Array, ArrayBuffer or URLSearchParams");
       defineProperty(req, "body", data(body, true));
       if (base64) defineProperty(req, "bodyEncoding", data("base64", true));
@@ -514,7 +568,7 @@ const STACK_KEYS: PropertyKey[] = ["name", "message", Symbol.toStringTag];
 
 function errorStack(err: object): string {
   const added: PropertyKey[] = [];
-  const prepare = getOwnPropertyDescriptor(NativeError, "prepareStackTrace");
+  const prepare = nullDesc(getOwnPropertyDescriptor(NativeError, "prepareStackTrace"));
   try {
     for (let i = 0; i < STACK_KEYS.length; i++) {
       const key = STACK_KEYS[i];
@@ -532,11 +586,20 @@ function errorStack(err: object): string {
   }
 }
 
-function describe(err: unknown): { name: string; message: string; stack: string; code: unknown } {
-  if (err instanceof NativeError) {
-    const code = safeGet(err, "code");
-    return { name: cut(safeGet(err, "name"), 200) || "Error", message: cut(safeGet(err, "message"), TEXT_MAX),
-             stack: errorStack(err), code: typeof code === "string" ? cut(code, 200) : null };
+// `bridge` says what the bridge itself made (a ctx error and its code, a result too large or
+// not JSON); the tool's own errors never have it, whatever their name and fields.
+type Described = { name: string; message: string; stack: string; code: unknown; bridge?: string };
+
+function describe(err: unknown): Described {
+  if (isA(err, NativeError)) {
+    const e = err as object;
+    const d: Described = { name: cut(safeGet(e, "name"), 200) || "Error", message: cut(safeGet(e, "message"), TEXT_MAX),
+             stack: errorStack(e), code: null };
+    if (ReflectApply(weakMapHas, CTX_ERRORS, [e])) {
+      d.code = ReflectApply(weakMapGet, CTX_ERRORS, [e]);
+      defineProperty(d, "bridge", data("ctx", true)); // no setter planted on Object.prototype runs
+    }
+    return d;
   }
   const kind = typeof err;
   const message = err === null || (kind !== "object" && kind !== "function")
@@ -561,12 +624,13 @@ function run(id: string, url: string, input: Uint8Array, meta: Record<string, un
       json = safeStringify(value);
     } catch (err) {
       const d = describe(err);
-      fail(id, { name: "ResultError", message: d.message, stack: d.stack, code: null });
+      fail(id, { name: "ResultError", message: d.message, stack: d.stack, code: null, bridge: "result_error" });
       return;
     }
     json ??= "null"; // undefined (or a function) serialises to nothing: the caller sees null
     if (json.length > resultChars) { // N9 fails anyway: don't carry megabytes to say so
-      fail(id, { name: "ResultTooLarge", message: "", stack: "", code: null, size: json.length });
+      fail(id, { name: "ResultTooLarge", message: "", stack: "", code: null, size: json.length,
+                 bridge: "result_too_large" });
       return;
     }
     done(id, true, json);
