@@ -100,7 +100,8 @@ def _instr(haystack: Any, needle: Any) -> int | None:
 
 def confine(db: sqlite3.Connection, limits: "Limits") -> None:
     """SEC1/SEC5 limits on a connection a tool's SQL can reach: no attached database (so no
-    ATTACH and no VACUUM, which attaches one), bounded strings and statements."""
+    ATTACH and no VACUUM, which attaches one), a linear instr(), bounded strings, statements,
+    database size and SQLite heap."""
     db.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     db.create_function("instr", 2, _instr, deterministic=True)
     db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.sql_value_bytes)
