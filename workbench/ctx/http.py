@@ -43,13 +43,36 @@ manifest can only narrow that, never widen it.
   "host not granted" / "path not granted" (the manifest), "no credentials", "credential has no
   hosts: …" (how to configure it), "host not allowed by the credential" / "path not allowed
   by the credential" (the user's configuration), "redirected to another host" / "... port".
+- `..;` counts as `..` for the check: a segment whose part before `;` is `.`/`..` once
+  percent-decoded (`/v1/..;/admin`, `/v1/%2e%2e;/admin`) is a dot-segment, as Tomcat, Jetty and
+  Spring resolve it, so the path is checked as `/admin` (the URL is sent as given, bare). A
+  path with a control character once percent-decoded (`%00`, `%0a`, …) is refused
+  (E_INVALID_ARGUMENT; a redirect there is E_HTTP "bad redirect").
 - Nothing is carried between calls: no cookie jar, no kept-alive connection.
+
+What a tool may send (as Fetch): the methods CONNECT, TRACE and TRACK are refused for every
+request (E_INVALID_ARGUMENT naming the method; TRACE would echo the injected credential back).
+A header name must be an HTTP token and a value a Latin-1 string without NUL, CR or LF (outer
+spaces and tabs are trimmed), else E_INVALID_ARGUMENT naming the header. The Fetch standard's
+forbidden request headers are DROPPED silently, as browsers do: Accept-Charset,
+Accept-Encoding, Access-Control-Request-Headers/-Method, Connection, Content-Length, Date, DNT,
+Expect, Host, Keep-Alive, Origin, Referer, Set-Cookie, TE, Trailer, Transfer-Encoding, Upgrade,
+Via, every `Proxy-*` and `Sec-*`, and X-HTTP-Method(-Override)/X-Method-Override naming a
+refused method; the transport sets Host, Content-Length and Accept-Encoding itself. `Cookie` is
+kept (the platform's fetch runs server-side, where a tool's own cookie is legitimate); like
+`Authorization` it is dropped on a redirect to another origin, so it never follows the
+credential anywhere the credential itself may not go.
 - Credentials never reach traces, logs, `bench.http()`, reprs or errors: they are masked.
 
 Bounds (SEC5): a fetch has ONE deadline, min(`timeout` option, `http_timeout` of open, the
 call's remaining time), over connecting, every redirect and the whole body; running out is
 E_HTTP (reason "timeout"), or E_TIMEOUT when the call's own time is what ran out. The body is
-streamed and cut at `Limits.http_body_bytes` (20 MiB): E_TOO_LARGE naming the limit.
+streamed and cut at `Limits.http_body_bytes` (20 MiB): E_TOO_LARGE naming the limit. The
+limit counts DECODED bytes: the real transport asks for `Accept-Encoding: gzip, deflate`, reads
+the raw bytes and inflates each Content-Encoding layer itself in bounded steps (64 KiB of output
+at a time, the deadline checked between steps), so a gzip bomb, even gzip inside gzip, stops at
+the cap in milliseconds. A coding it does not know (br, zstd, …) leaves the body as received
+(headers unchanged, the raw bytes counted against the cap).
 """
 
 from __future__ import annotations
@@ -83,6 +106,16 @@ _IGNORED = {"signal", "mode", "credentials", "cache", "integrity", "keepalive", 
 # what fetch drops on a cross-origin redirect; and what a tool may not add next to a credential
 _SENSITIVE = {"authorization", "cookie", "proxy-authorization"}
 _DEFAULT_PORT = {"http": 80, "https": 443}
+# the Fetch standard's forbidden methods and request headers (see the module docstring)
+FORBIDDEN_METHODS = frozenset({"CONNECT", "TRACE", "TRACK"})
+FORBIDDEN_HEADERS = frozenset({
+    "accept-charset", "accept-encoding", "access-control-request-headers",
+    "access-control-request-method", "access-control-request-private-network", "connection",
+    "content-length", "date", "dnt", "expect", "host", "keep-alive", "origin", "referer",
+    "set-cookie", "te", "trailer", "transfer-encoding", "upgrade", "via"})
+_FORBIDDEN_PREFIXES = ("proxy-", "sec-")
+_METHOD_OVERRIDES = frozenset({"x-http-method", "x-http-method-override", "x-method-override"})
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _ENTRY_KEYS = {"headers", "token", "hosts", "paths"}
 
 
@@ -115,12 +148,16 @@ def normal_host(host: str) -> str:
     return host
 
 
-def _remove_dots(path: str) -> str:
-    """RFC 3986 dot-segment removal, `%2e` read as `.` as the URL standard does."""
+def _remove_dots(path: str, matrix: bool = False) -> str:
+    """RFC 3986 dot-segment removal, `%2e` read as `.` as the URL standard does; with `matrix`,
+    a segment whose part before `;` is a dot-segment counts as one (`..;x` is `..`, as Java
+    servers read path parameters)."""
     parts = path.split("/")[1:]
     out: list[str] = []
     for i, seg in enumerate(parts):
         low = seg.lower()
+        if matrix:
+            low = low.split(";", 1)[0]
         if low in _DOTDOT or low in _DOT:
             if low in _DOTDOT and out:
                 out.pop()
@@ -161,7 +198,7 @@ class Url:
             if again == decoded:
                 break
             decoded = again
-        decoded = _remove_dots(decoded.replace("\\", "/"))
+        decoded = _remove_dots(decoded.replace("\\", "/"), matrix=True)
         return [[unquote(s) for s in self.path.split("/")[1:]], decoded.split("/")[1:]]
 
 
@@ -183,6 +220,12 @@ def parse_url(text: str) -> Url:
     host = normal_host(parts.hostname)
     port = parts.port or _DEFAULT_PORT[scheme]  # ValueError when not a port
     path = _remove_dots(quote(parts.path or "/", safe=_PATH_SAFE))
+    decoded = path
+    for _ in range(4):  # as Url.segments decodes it
+        decoded = unquote(decoded)
+        if _CONTROL.search(decoded):
+            raise ValueError("its path contains a control character once percent-decoded "
+                             "(%00-%1f, %7f)")
     return Url(scheme, host, port, path, quote(parts.query, safe=_QUERY_SAFE))
 
 
@@ -487,7 +530,19 @@ def _headers(value: Any) -> dict[str, str]:
         if len(pair) != 2 or not isinstance(pair[0], str) or not isinstance(pair[1], (str, int, float)):
             raise WorkbenchError("E_INVALID_ARGUMENT", "each header is a name and a string value",
                                  field="headers")
-        out[pair[0]] = str(pair[1])
+        name, value = pair[0], str(pair[1]).strip(" \t\r\n")
+        if not _TOKEN.fullmatch(name):
+            raise WorkbenchError("E_INVALID_ARGUMENT", f"header name {name[:100]!r} is not a valid "
+                                 "HTTP header name", field="headers")
+        if any(c in value for c in "\0\r\n") or not all(ord(c) < 256 for c in value):
+            raise WorkbenchError("E_INVALID_ARGUMENT", f"header {name!r}: the value must be a "
+                                 "Latin-1 string without NUL, CR or LF", field="headers", header=name)
+        low = name.lower()
+        if low in FORBIDDEN_HEADERS or low.startswith(_FORBIDDEN_PREFIXES) or (
+                low in _METHOD_OVERRIDES and any(m.strip().upper() in FORBIDDEN_METHODS
+                                                 for m in value.split(","))):
+            continue  # a forbidden request header: dropped, as browsers do
+        out[name] = value
     return out
 
 
@@ -573,6 +628,10 @@ class Http:
             raise WorkbenchError("E_INVALID_ARGUMENT", f"method {method!r} is not an HTTP method",
                                  field="method")
         method = method.upper()
+        if method in FORBIDDEN_METHODS:  # TRACE would echo an injected credential back
+            raise WorkbenchError("E_INVALID_ARGUMENT", f"method {method!r} is forbidden, as in "
+                                 "fetch (CONNECT, TRACE and TRACK are refused)", field="method",
+                                 method=method)
         headers = _headers(opts.get("headers"))
         body = _body(opts.get("body"), opts.get("bodyEncoding"))
         connection = opts.get("connection")

@@ -9,7 +9,13 @@ transport only moves bytes:
                     (a watchdog shuts the socket down when it passes, so a server dripping
                     bytes cannot hold a call), the body streamed and cut at `max_bytes`
                     (E_TOO_LARGE); no cookie jar and no kept-alive connection, so nothing
-                    carries over from one request to the next (SEC4).
+                    carries over from one request to the next (SEC4). httpx never decodes:
+                    the raw bytes are inflated here, layer by layer, at most 64 KiB of output
+                    per zlib step (`max_length`), the cap counted on decoded bytes and the
+                    deadline checked between steps, so a gzip(gzip(2 GB)) bomb costs
+                    milliseconds and no memory (httpx inflates a whole layer in one call).
+                    `Accept-Encoding: gzip, deflate` is sent; another coding (br, zstd, …) is
+                    returned as received.
     Cassette        record (through another transport) to a JSON file, or replay from it.
 
 `send(request, timeout, max_bytes=None)`: `timeout` is the total seconds the request may take.
@@ -167,6 +173,85 @@ def stream_body(chunks: Iterator[bytes], max_bytes: int | None,
     return b"".join(parts)
 
 
+ACCEPT_ENCODING = "gzip, deflate"
+
+
+class _Inflate:
+    """One Content-Encoding layer (gzip, x-gzip, deflate), inflated in bounded steps."""
+
+    def __init__(self, coding: str) -> None:
+        import zlib
+
+        self.coding = coding
+        self.gzip = coding in ("gzip", "x-gzip")
+        self.first = True
+        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS if self.gzip else zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The output for `data`, in pieces of at most _CHUNK bytes (zlib.error on bad data);
+        it goes on while zlib fills the whole piece, so nothing waits for a later call."""
+        import zlib
+
+        while True:
+            if self.z.eof:
+                rest = self.z.unused_data + data
+                if not (self.gzip and rest[:2] == b"\x1f\x8b"):
+                    return  # nothing, or trailing bytes after the stream: ignored
+                self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)  # the next gzip member
+                data = rest
+            try:
+                out = self.z.decompress(data, _CHUNK)
+            except zlib.error:
+                if not (self.first and not self.gzip):
+                    raise
+                # "deflate" sent as a raw deflate stream (no zlib header), as httpx accepts
+                self.z = zlib.decompressobj(-zlib.MAX_WBITS)
+                out = self.z.decompress(data, _CHUNK)
+            self.first = False
+            data = self.z.unconsumed_tail
+            if out:
+                yield out
+            if not data and len(out) < _CHUNK:
+                return
+
+    def flush(self) -> Iterator[bytes]:
+        yield from self.feed(b"")
+        tail = self.z.flush()  # at most what one step left pending (a match, < 64 KiB)
+        if tail:
+            yield tail
+
+
+def decoded_body(chunks: Iterator[bytes], content_encoding: str | None,
+                 check: Callable[[], None] = lambda: None) -> Iterator[bytes]:
+    """`chunks` (raw bytes) with every Content-Encoding layer undone, in pieces of at most
+    _CHUNK bytes; `check()` runs between steps (it raises to stop). An unknown coding (or
+    none) leaves the bytes as they are."""
+    codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    if not codings or any(c not in ("gzip", "x-gzip", "deflate") for c in codings):
+        for chunk in chunks:
+            check()
+            yield chunk
+        return
+    layers = [_Inflate(c) for c in reversed(codings)]  # the last applied is undone first
+
+    def through(i: int, data: bytes) -> Iterator[bytes]:
+        if i == len(layers):
+            check()
+            yield data
+            return
+        for out in layers[i].feed(data):
+            check()
+            yield from through(i + 1, out)
+
+    for chunk in chunks:
+        check()
+        yield from through(0, chunk)
+    for i, layer in enumerate(layers):
+        for out in layer.flush():
+            yield from through(i + 1, out)
+
+
 def _as_response(value: Any) -> HttpResponse:
     """A handler's answer: HttpResponse, {status, headers, json | text | body}, str, bytes."""
     if isinstance(value, HttpResponse):
@@ -284,17 +369,33 @@ class RealTransport:
         """One exchange within `timeout` seconds in total, its body at most `max_bytes`."""
         import httpx
 
+        import zlib
+
         client = self._http()
+        # the coding is ours to decode (boundedly): what the tool asked for was dropped upstream
+        sent = {k: v for k, v in request.headers.items() if k.lower() != "accept-encoding"}
+        sent["Accept-Encoding"] = ACCEPT_ENCODING
         with Watchdog(timeout) as dog:
+            def check() -> None:
+                if dog.fired:  # inflating is CPU work the socket cut cannot stop
+                    raise http_timeout_error(request, timeout, "total deadline")
             try:
-                with client.stream(request.method, request.url, headers=request.headers,
+                with client.stream(request.method, request.url,
+                                   headers={k: v.encode("latin-1") for k, v in sent.items()},
                                    content=request.body or None, timeout=httpx.Timeout(timeout),
                                    extensions={"trace": dog.trace}) as r:
                     declared = _content_length(r.headers)
                     if max_bytes is not None and declared is not None and declared > max_bytes:
                         raise too_large(request, max_bytes, declared)  # not read at all
-                    body = stream_body(r.iter_bytes(_CHUNK), max_bytes,
-                                       lambda: too_large(request, max_bytes or 0))
+                    chunks = decoded_body(r.iter_raw(_CHUNK), r.headers.get("content-encoding"), check)
+                    try:
+                        body = stream_body(chunks, max_bytes,
+                                           lambda: too_large(request, max_bytes or 0))
+                    except zlib.error as exc:
+                        raise WorkbenchError("E_HTTP", f"{request.method} {request.url}: the "
+                                             f"response body is not valid "
+                                             f"{r.headers.get('content-encoding')} ({exc})",
+                                             url=request.url, reason="decoding") from None
                     status, headers, reason = r.status_code, list(r.headers.multi_items()), r.reason_phrase
             except httpx.TimeoutException as exc:
                 raise http_timeout_error(request, timeout, type(exc).__name__) from None
