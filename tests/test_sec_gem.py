@@ -395,6 +395,115 @@ def test_SEC7_exponential_schema_is_stopped_in_bounded_time(tmp_path: Path) -> N
     assert got["complete"] is False and got["s"] < 12
 
 
+def _unevaluated_chain(depth: int, form: str) -> dict:
+    """Each level reaches the next twice without a keyword jsonschema counts: through
+    `$ref` and `$dynamicRef`, or through two dependentSchemas; unevaluatedProperties at the
+    root walks all 2^depth paths."""
+    defs: dict[str, Any] = {}
+    for i in range(depth):
+        nxt = f"#/$defs/n{i + 1}"
+        defs[f"n{i}"] = ({"$ref": nxt, "$dynamicRef": nxt} if form == "dynamicRef" else
+                         {"dependentSchemas": {"a": {"$ref": nxt}, "b": {"$ref": nxt}}})
+    defs[f"n{depth}"] = {}
+    return {"type": "object", "unevaluatedProperties": False, "properties": {"a": {}, "b": {}},
+            "$ref": "#/$defs/n0", "$defs": defs}
+
+
+@pytest.mark.parametrize("form", ["dynamicRef", "dependentSchemas"])
+@pytest.mark.parametrize("depth", [20, 30])
+def test_SEC7_unevaluated_properties_through_doubling_refs_is_stopped(
+        tmp_path: Path, form: str, depth: int) -> None:
+    # Today: jsonschema's unevaluatedProperties follows refs outside any counted keyword:
+    # 42 s at depth 20, doubling per level, past CHECK_SECONDS and the tool's timeout
+    out = isolated(f"""
+        import json, time
+        import workbench
+        from conftest import GemBuilder
+        from pathlib import Path
+        from test_sec_gem import _unevaluated_chain
+        gem = GemBuilder(Path({str(tmp_path / 'g')!r}))
+        gem.tool("t", "def handle(i, c): return 1",
+                 schema=_unevaluated_chain({depth}, {form!r}))
+        bench = workbench.open(gem.write())
+        t = time.monotonic()
+        err = bench.call("t", {{"a": 1, "b": 2}}).error
+        print(json.dumps({{"s": time.monotonic() - t, "code": err and err.code,
+                          "msg": err and err.message,
+                          "complete": err and err.details.get("complete")}}))
+    """, timeout=40)
+    got = json.loads(out)
+    assert got["code"] == "E_SCHEMA" and "stopped after" in got["msg"], got
+    assert got["complete"] is False and got["s"] < 6, got
+
+
+@pytest.mark.parametrize("form", ["dynamicRef", "dependentSchemas"])
+def test_SEC7_unevaluated_properties_through_short_ref_chains_still_checks(
+        gem: GemBuilder, form: str) -> None:
+    gem.tool("t", ECHO, schema=_unevaluated_chain(4, form))
+    with workbench.open(gem.write()) as bench:
+        assert bench.call("t", {"a": 1, "b": 2}).value == {"got": {"a": 1, "b": 2}}
+        err = bench.call("t", {"a": 1, "c": 3}).error
+    assert err.code == "E_SCHEMA" and "'c' was unexpected" in err.message
+
+
+UNEVALUATED_CASES = [  # (schema, input): the bounded check must agree with jsonschema's
+    ({"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False}, {"a": 1}),
+    ({"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False},
+     {"a": 1, "b": 2, "c": 3}),
+    ({"allOf": [{"properties": {"a": {"type": "integer"}}}], "unevaluatedProperties": False},
+     {"a": 1}),
+    ({"allOf": [{"properties": {"a": {"type": "integer"}}}], "unevaluatedProperties": False},
+     {"a": "x"}),
+    ({"anyOf": [{"properties": {"a": {}}, "required": ["a"]},
+                {"properties": {"b": {}}, "required": ["b"]}],
+      "unevaluatedProperties": False}, {"a": 1, "b": 2}),
+    ({"oneOf": [{"properties": {"a": {}}, "required": ["a"]},
+                {"properties": {"b": {}}, "required": ["b"]}],
+      "unevaluatedProperties": False}, {"b": 1, "c": 2}),
+    ({"if": {"properties": {"k": {"const": 1}}, "required": ["k"]},
+      "then": {"properties": {"x": {}}}, "else": {"properties": {"y": {}}},
+      "properties": {"k": {}}, "unevaluatedProperties": False}, {"k": 1, "x": 1}),
+    ({"if": {"properties": {"k": {"const": 1}}, "required": ["k"]},
+      "then": {"properties": {"x": {}}}, "else": {"properties": {"y": {}}},
+      "properties": {"k": {}}, "unevaluatedProperties": False}, {"k": 2, "x": 1}),
+    ({"dependentSchemas": {"a": {"properties": {"b": {}}}}, "properties": {"a": {}},
+      "unevaluatedProperties": False}, {"a": 1, "b": 2}),
+    ({"dependentSchemas": {"a": {"properties": {"b": {}}}}, "properties": {"a": {}},
+      "unevaluatedProperties": False}, {"b": 2}),
+    ({"$ref": "#/$defs/base", "$defs": {"base": {"properties": {"a": {}}}},
+      "unevaluatedProperties": False}, {"a": 1, "z": 0}),
+    ({"$ref": "#/$defs/base", "$defs": {"base": {"properties": {"a": {}}}},
+      "unevaluatedProperties": {"type": "string"}}, {"a": 1, "z": "s"}),
+    ({"$ref": "#/$defs/base", "$defs": {"base": {"properties": {"a": {}}}},
+      "unevaluatedProperties": {"type": "string"}}, {"a": 1, "z": 0}),
+    ({"additionalProperties": {"type": "integer"}, "unevaluatedProperties": False},
+     {"a": 1, "b": "x"}),
+    ({"properties": {"o": {"properties": {"p": {}}, "unevaluatedProperties": False}}},
+     {"o": {"p": 1, "q": 2}}),
+    ({"prefixItems": [{}, {}], "unevaluatedItems": False}, [1, 2]),
+    ({"prefixItems": [{}, {}], "unevaluatedItems": False}, [1, 2, 3]),
+    ({"prefixItems": [{}], "unevaluatedItems": False}, []),
+    ({"allOf": [{"prefixItems": [{}]}], "unevaluatedItems": {"type": "string"}}, [1, "a"]),
+    ({"allOf": [{"prefixItems": [{}]}], "unevaluatedItems": {"type": "string"}}, [1, 2]),
+    ({"contains": {"type": "string"}, "unevaluatedItems": False}, ["a", "b"]),
+    ({"contains": {"type": "string"}, "unevaluatedItems": False}, ["a", 1]),
+    ({"$ref": "#/$defs/l", "$defs": {"l": {"items": {}}}, "unevaluatedItems": False}, [1, 2]),
+    ({"if": {"prefixItems": [{"const": 1}]}, "then": {"prefixItems": [{}, {}]},
+      "unevaluatedItems": False}, [1, 2, 3]),
+]
+
+
+@pytest.mark.parametrize("schema,value", UNEVALUATED_CASES)
+def test_SEC7_unevaluated_keywords_agree_with_jsonschema(schema: dict, value: Any) -> None:
+    from jsonschema import Draft202012Validator
+
+    assert check_input_schema(schema) == []
+    expected = sorted(e.message for e in Draft202012Validator(schema).iter_errors(value))
+    got = InputValidator(schema).check(value, size=3)
+    assert got.complete
+    assert sorted(v["message"] for v in got.violations) == expected
+
+
 def test_SEC7_large_valid_input_checks_in_linear_time(echo, gem: GemBuilder) -> None:
     gem.tool("list", ECHO, schema={"type": "object", "properties": {"xs": {
         "type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}},

@@ -333,6 +333,16 @@ class _Budget:
             self.why = f"{self.seconds:g} s"
             raise _Exhausted
 
+    def take(self, n: int) -> None:
+        """`n` steps at once (work done in bulk, e.g. once per field of the input)."""
+        self.steps += n
+        if self.steps > self.max_steps:
+            self.why = f"{self.max_steps:,} steps"
+            raise _Exhausted
+        if time.monotonic() > self.deadline:
+            self.why = f"{self.seconds:g} s"
+            raise _Exhausted
+
 
 _local = threading.local()  # the budget of the check running on this thread
 
@@ -345,6 +355,147 @@ def _counted(fn: Callable[..., Any]) -> Callable[..., Any]:
             budget.tick()
         return fn(validator, value, instance, schema)
     return keyword
+
+
+def _take(n: int = 1) -> None:
+    budget = getattr(_local, "budget", None)
+    if budget is not None:
+        if n == 1:
+            budget.tick()
+        else:
+            budget.take(n)
+
+
+# unevaluatedProperties/unevaluatedItems: jsonschema's helpers (find_evaluated_*_by_schema)
+# follow $ref, $dynamicRef, dependentSchemas, allOf/anyOf/oneOf and if/then/else by plain
+# recursion, not through a keyword, so no step of the budget was taken there: a chain of
+# `{"$ref": next, "$dynamicRef": next}` (or dependentSchemas to `next` twice) doubles the work
+# per level, unbounded (42 s at depth 20). These are the same walks, with the same results,
+# taking one step per subschema visited and one per field or item looked at; the evaluated
+# names are kept in sets (jsonschema's lists make `not in` quadratic in the input's size).
+
+def _evaluated_keys(validator: Any, instance: Any, schema: Any) -> set[Any]:
+    _take()
+    if validator.is_type(schema, "boolean") or not isinstance(schema, dict):
+        return set()
+    keys: set[Any] = set()
+    for kw in ("$ref", "$dynamicRef"):  # both looked up statically, as jsonschema does here
+        ref = schema.get(kw)
+        if ref is not None:
+            resolved = validator._resolver.lookup(ref)
+            keys |= _evaluated_keys(
+                validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
+                instance, resolved.contents)
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        _take(1 + min(len(properties), len(instance)))
+        keys |= properties.keys() & instance.keys()
+    for kw in ("additionalProperties", "unevaluatedProperties"):
+        sub = schema.get(kw)
+        if sub is None:
+            continue
+        for key, value in instance.items():
+            _take()
+            if next(iter(validator.descend(value, sub)), None) is None:
+                keys.add(key)
+    # patternProperties: rejected at load, and never run here (a gem's regex)
+    dependent = schema.get("dependentSchemas")
+    if isinstance(dependent, dict):
+        for name, sub in dependent.items():
+            _take()
+            if name in instance:
+                keys |= _evaluated_keys(validator, instance, sub)
+    for kw in ("allOf", "oneOf", "anyOf"):
+        for sub in schema.get(kw, ()):
+            if next(iter(validator.descend(instance, sub)), None) is None:
+                keys |= _evaluated_keys(validator, instance, sub)
+    if "if" in schema:
+        if validator.evolve(schema=schema["if"]).is_valid(instance):
+            keys |= _evaluated_keys(validator, instance, schema["if"])
+            if "then" in schema:
+                keys |= _evaluated_keys(validator, instance, schema["then"])
+        elif "else" in schema:
+            keys |= _evaluated_keys(validator, instance, schema["else"])
+    return keys
+
+
+def _evaluated_indexes(validator: Any, instance: Any, schema: Any) -> set[int]:
+    _take()
+    if validator.is_type(schema, "boolean") or not isinstance(schema, dict):
+        return set()
+    if "items" in schema:
+        _take(1 + len(instance))
+        return set(range(len(instance)))
+    indexes: set[int] = set()
+    for kw in ("$ref", "$dynamicRef"):
+        ref = schema.get(kw)
+        if ref is not None:
+            resolved = validator._resolver.lookup(ref)
+            indexes |= _evaluated_indexes(
+                validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
+                instance, resolved.contents)
+    if "prefixItems" in schema:
+        _take(1 + min(len(schema["prefixItems"]), len(instance)))
+        indexes |= set(range(min(len(schema["prefixItems"]), len(instance))))
+    if "if" in schema:
+        if validator.evolve(schema=schema["if"]).is_valid(instance):
+            indexes |= _evaluated_indexes(validator, instance, schema["if"])
+            if "then" in schema:
+                indexes |= _evaluated_indexes(validator, instance, schema["then"])
+        elif "else" in schema:
+            indexes |= _evaluated_indexes(validator, instance, schema["else"])
+    for kw in ("contains", "unevaluatedItems"):
+        if kw in schema:
+            checker = validator.evolve(schema=schema[kw])
+            for k, v in enumerate(instance):
+                _take()
+                if checker.is_valid(v):
+                    indexes.add(k)
+    for kw in ("allOf", "oneOf", "anyOf"):
+        for sub in schema.get(kw, ()):
+            if next(iter(validator.descend(instance, sub)), None) is None:
+                indexes |= _evaluated_indexes(validator, instance, sub)
+    return indexes
+
+
+def _unevaluated_items(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "array"):
+        return
+    evaluated = _evaluated_indexes(validator, instance, schema)
+    extra = [i for i in range(len(instance)) if i not in evaluated]
+    if extra:
+        listed = ", ".join(_short.repr(instance[i]) for i in extra[:5])
+        more = f" and {len(extra) - 5:,} more" if len(extra) > 5 else ""
+        yield ValidationError(f"Unevaluated items are not allowed ({listed}{more} "
+                              f"{'was' if len(extra) == 1 else 'were'} unexpected)")
+
+
+def _unevaluated_properties(validator: Any, value: Any, instance: Any,
+                            schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    evaluated = _evaluated_keys(validator, instance, schema)
+    bad = []
+    for name in instance:
+        _take()
+        if name not in evaluated and next(iter(validator.descend(
+                instance[name], value, path=name, schema_path=name)), None) is not None:
+            bad.append(name)
+    if bad:
+        if value is False:
+            bad.sort(key=str)
+        listed = ", ".join(_short.repr(n) for n in bad[:5])
+        more = f" and {len(bad) - 5:,} more" if len(bad) > 5 else ""
+        verb = "was" if len(bad) == 1 else "were"
+        yield ValidationError(
+            f"Unevaluated properties are not allowed ({listed}{more} {verb} unexpected)"
+            if value is False else
+            f"Unevaluated properties are not valid under the given schema ({listed}{more} "
+            f"{verb} unevaluated and invalid)")
 
 
 def _unsupported(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -397,14 +548,17 @@ _validator_class: Any = None
 
 def _bounded_validator_class() -> Any:
     """Draft 2020-12 whose every keyword counts against the check's budget, with N8's
-    keywords inert and anyOf/oneOf/required reporting without keeping whole subtrees."""
+    keywords inert, anyOf/oneOf/required reporting without keeping whole subtrees, and
+    unevaluatedProperties/unevaluatedItems taking steps for the subschemas they walk."""
     global _validator_class
     if _validator_class is None:
         from jsonschema import Draft202012Validator, validators
 
         table = dict(Draft202012Validator.VALIDATORS)
         table.update({kw: _unsupported for kw in UNSUPPORTED_KEYWORDS},
-                     anyOf=_any_of, oneOf=_one_of, required=_required)
+                     anyOf=_any_of, oneOf=_one_of, required=_required,
+                     unevaluatedProperties=_unevaluated_properties,
+                     unevaluatedItems=_unevaluated_items)
         _validator_class = validators.extend(
             Draft202012Validator, {k: _counted(fn) for k, fn in table.items()})
     return _validator_class
