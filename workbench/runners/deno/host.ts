@@ -13,7 +13,9 @@
 //   python -> host  {t:"call", id, file (URL), fresh, nonce, meta, limit, resultChars, n} + input
 //                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
 //   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, n} + the arguments (a list)
-//                   {t:"done", id, ok, n} + the result (ok) or {name, message, stack, code}
+//                   {t:"done", id, ok, n} + the result (ok) or {name, message, stack, code,
+//                   bridge?}: `bridge` ("ctx", "result_too_large", "result_error") is set only on
+//                   what worker.ts itself made; sandbox.py takes codes from it alone
 // `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
 // results over `resultChars` (N9) before they are carried; Python checks what it sends.
 

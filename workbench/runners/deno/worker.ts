@@ -451,8 +451,8 @@ function fetchArgs(input: unknown, init: unknown): unknown[] {
     } else if (key === "body") {
       let body: unknown, base64 = true;
       if (v === null || typeof v === "string") { body = v; base64 = false; }
-      else if (isA(v, NativeUint8Array)) body = toBase64(v);
-      else if (isA(v, NativeArrayBuffer)) body = toBase64(new NativeUint8Array(v, 0, call0(abByteLength, v) as number));
+      else if (isA(v, NativeUint8Array)) body = toBase64(v as Uint8Array);
+      else if (isA(v, NativeArrayBuffer)) body = toBase64(new NativeUint8Array(v as ArrayBuffer, 0, call0(abByteLength, v) as number));
       else if (isView(v)) body = toBase64(new NativeUint8Array(call0(taBuffer, v) as ArrayBuffer, call0(taByteOffset, v) as number, call0(taByteLength, v) as number));
       else if (isA(v, NativeURLSearchParams)) { body = call0(searchToString, v); base64 = false; }
       else throw new NativeTypeError("ctx.http.fetch: body must be a string, Uint8Array, ArrayBuffer or URLSearchParams");
