@@ -352,6 +352,8 @@ class Bench:
             res.logs = outcome.logs
             if outcome.error is not None:
                 res.error = _explain_missing_email(outcome.error, tool, self.manifest)
+            elif outcome.checked:
+                res.value = outcome.value
             else:
                 res.value, res.error = to_json(outcome.value, text=outcome.json)
 

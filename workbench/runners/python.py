@@ -32,13 +32,15 @@ class Outcome:
     """What running a tool produced: a value, or an error; plus its console output.
 
     `json` is the value already serialised by the tool's own runtime (JS: JSON.stringify),
-    which is what the caller receives and what N9 measures.
+    which is what the caller receives and what N9 measures. `checked`: `value` already went
+    through that check (Python tools: in the runner, where the tool's own code may run).
     """
 
     value: Any = None
     error: WorkbenchError | None = None
     logs: str = ""
     json: str | None = None
+    checked: bool = False
 
 
 class CappedLog:
@@ -230,7 +232,7 @@ def _checked(value: Any) -> Outcome:
         return Outcome(error=WorkbenchError(
             "E_RESULT_NOT_JSON", f"the tool returned a value that cannot be serialised as "
             f"JSON: {_describe(exc)}"))
-    return Outcome(error=err) if err is not None else Outcome(value=parsed)
+    return Outcome(error=err) if err is not None else Outcome(value=parsed, checked=True)
 
 
 def _run_coroutine(coro: Any) -> Any:
