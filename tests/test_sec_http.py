@@ -552,3 +552,231 @@ def test_SEC5_slow_mock_handler_is_bounded_too(gem: GemBuilder, opened: Callable
     bench = opened(http_gem(gem, {}), http=[{"match": "https://", "respond": slow}], http_timeout=0.3)
     res = fetch(bench, "py", "https://slow.example/")
     assert res.error.code == "E_HTTP" and res.error.details["reason"] == "timeout"
+
+
+# == Fetch's forbidden methods and headers, `..;`, encoded bodies (SEC4, SEC5, N10) ===============
+def _echo(seen: list[Request]) -> Callable[[Request], Response]:
+    """Records each request and answers with its headers, as a TRACE would echo them."""
+    def handler(req: Request) -> Response:
+        req.get_data()  # read the body while the request is open
+        seen.append(req)
+        return Response("\n".join(f"{k}: {v}" for k, v in req.headers.items()))
+    return handler
+
+
+def _local(gem: GemBuilder, opened: Callable, port: int, paths: list[str] | None = None) -> workbench.Bench:
+    grant: dict[str, Any] = {"hosts": [f"localhost:{port}"]}
+    if paths is not None:
+        grant["paths"] = paths
+    return opened(http_gem(gem, {"acme": grant}), http=_TlsShim(),
+                  credentials=creds(f"localhost:{port}", paths=paths))
+
+
+def test_SEC4_trace_connect_track_are_refused(gem: GemBuilder, opened: Callable, lang: str,
+                                              httpserver: HTTPServer) -> None:
+    """TRACE echoes the request: with a connection it handed the injected token to the tool."""
+    import re
+
+    seen: list[Request] = []
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(_echo(seen))
+    port = httpserver.port
+    bench = _local(gem, opened, port, paths=["/v1/"])
+    for method in ("TRACE", "trace", "CONNECT", "TRACK", "Track"):
+        for conn in ("acme", None):
+            init = {"method": method, **({"connection": conn} if conn else {})}
+            res = fetch(bench, lang, f"https://localhost:{port}/v1/x", **init)
+            assert res.error is not None and res.error.code == "E_INVALID_ARGUMENT", (method, res.value)
+            assert method.upper() in res.error.message and SECRET not in str(res.error)
+    assert seen == []
+    assert fetch(bench, lang, f"https://localhost:{port}/v1/x", method="GET",
+                 connection="acme").value["denied"] is None and len(seen) == 1
+
+
+def test_SEC4_forbidden_request_headers_are_dropped(gem: GemBuilder, opened: Callable, lang: str,
+                                                    httpserver: HTTPServer) -> None:
+    """Host routing, request smuggling and a wrong Content-Length next to the credential."""
+    seen: list[Request] = []
+    httpserver.expect_request("/v1/x").respond_with_handler(_echo(seen))
+    port = httpserver.port
+    bench = _local(gem, opened, port, paths=["/v1/"])
+    forbidden = {"Host": "evil.example", "Transfer-Encoding": "chunked", "Content-Length": "5",
+                 "Connection": "Upgrade", "Upgrade": "h2c", "Keep-Alive": "timeout=999",
+                 "TE": "trailers", "Trailer": "X-Late", "Expect": "100-continue",
+                 "Proxy-Authorization": "Basic eA==", "Proxy-Connection": "keep-alive",
+                 "Sec-Fetch-Site": "same-origin", "Origin": "https://evil.example",
+                 "Referer": "https://evil.example/", "Via": "1.1 evil", "Date": "x", "DNT": "1",
+                 "Accept-Charset": "utf-7", "Accept-Encoding": "br", "Set-Cookie": "a=b",
+                 "Access-Control-Request-Method": "PUT", "X-HTTP-Method-Override": "TRACE"}
+    headers = [[k, v] for k, v in forbidden.items()] + [["Cookie", "own=1"], ["X-Ok", "fine"],
+                                                        ["x-method-override", "PATCH"]]
+    res = fetch(bench, lang, f"https://localhost:{port}/v1/x", method="POST", body="hello world",
+                headers=headers, connection="acme")
+    res.raise_for_error()
+    assert res.value["denied"] is None and len(seen) == 1
+    got = seen[0]
+    assert got.get_data() == b"hello world"
+    assert got.headers["Host"] == f"localhost:{port}" and got.headers["Content-Length"] == "11"
+    assert got.headers["Authorization"] == f"Bearer {SECRET}"
+    assert got.headers["Accept-Encoding"] == "gzip, deflate"
+    assert got.headers.get("Cookie") == "own=1" and got.headers["X-Ok"] == "fine"
+    assert got.headers.get("X-Method-Override") == "PATCH"
+    names = {k.lower() for k in got.headers.keys()}
+    for name in forbidden:
+        if name.lower() not in ("host", "content-length", "accept-encoding", "connection"):
+            assert name.lower() not in names, name
+    assert got.headers.get("Connection", "close").lower() in ("close", "keep-alive")
+
+
+def test_N10_header_names_and_values_are_checked_never_E_INTERNAL(gem: GemBuilder, opened: Callable,
+                                                                  lang: str, httpserver: HTTPServer) -> None:
+    seen: list[Request] = []
+    httpserver.expect_request("/h").respond_with_handler(_echo(seen))
+    bench = opened(http_gem(gem, {}), http="real")
+    url = httpserver.url_for("/h")
+    bad = [[["X-A", "a\r\nX-Injected: 1"]], [["X-A", "a\nb"]], [["X-A", "nul\x00"]], [["X-A", "euro €"]],
+           [["bad name", "x"]], [["", "x"]], [["x:y", "x"]], [["naïve", "x"]], [["X-A\r\nX-B", "x"]]]
+    for headers in bad:
+        res = fetch(bench, lang, url, headers=headers)
+        assert res.error is not None and res.error.code == "E_INVALID_ARGUMENT", (headers, res.value)
+    assert seen == []
+    res = fetch(bench, lang, url, headers=[["X-Latin", "café"], ["X-Pad", " \tpadded\t "], ["X-Long", "v" * 6000]])
+    res.raise_for_error()
+    assert seen[0].headers["X-Latin"] == "café" and seen[0].headers["X-Pad"] == "padded"
+
+
+@pytest.mark.parametrize("path", ["/v1/..;/admin", "/v1/%2e%2e;/admin", "/v1/..;x=1/admin",
+                                  "/v1/.%2E;/admin", "/v1/..%3b/admin", "/v1/x/..;/..;/admin"])
+def test_SEC4_matrix_dot_segments_do_not_carry_the_credential(gem: GemBuilder, opened: Callable,
+                                                              lang: str, httpserver: HTTPServer,
+                                                              path: str) -> None:
+    """Tomcat, Jetty and Spring resolve `/v1/..;/admin` to `/admin`."""
+    import re
+
+    seen: list[Request] = []
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(_echo(seen))
+    port = httpserver.port
+    bench = _local(gem, opened, port, paths=["/v1/"])
+    res = fetch(bench, lang, f"https://localhost:{port}{path}", connection="acme")
+    res.raise_for_error()
+    assert res.value["denied"]["reason"] == "path not granted", path
+    assert [r.headers.get("Authorization") for r in seen] == [None]
+    # a path parameter that is not a dot-segment is an ordinary segment under /v1/
+    assert fetch(bench, lang, f"https://localhost:{port}/v1/x;v=1", connection="acme").value["denied"] is None
+    assert seen[-1].headers.get("Authorization") == f"Bearer {SECRET}"
+
+
+def test_SEC4_matrix_dot_segment_redirect_and_nul_in_paths(gem: GemBuilder, opened: Callable, lang: str,
+                                                           httpserver: HTTPServer) -> None:
+    import re
+
+    seen: list[Request] = []
+    echo = _echo(seen)
+
+    def route(req: Request) -> Response:
+        if req.path == "/v1/start":
+            seen.append(req)
+            return Response("", status=307, headers={"Location": "/v1/..;/admin"})
+        if req.path == "/v1/nul":
+            seen.append(req)
+            return Response("", status=307, headers={"Location": "/v1/..%00/admin"})
+        return echo(req)
+
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(route)
+    port = httpserver.port
+    bench = _local(gem, opened, port, paths=["/v1/"])
+    res = fetch(bench, lang, f"https://localhost:{port}/v1/start", connection="acme")
+    res.raise_for_error()
+    assert res.value["denied"]["reason"] == "path not granted"
+    assert [r.headers.get("Authorization") for r in seen] == [f"Bearer {SECRET}", None]
+    for path in ("/v1/..%00/admin", "/v1/%00/x", "/v1/a%0d%0ab", "/v1/%2500/x", "/v1/%7f"):
+        res = fetch(bench, lang, f"https://localhost:{port}{path}", connection="acme")
+        assert res.error is not None and res.error.code == "E_INVALID_ARGUMENT", path
+        assert "control character" in res.error.message
+    assert len(seen) == 2
+    res = fetch(bench, lang, f"https://localhost:{port}/v1/nul", connection="acme")
+    assert res.error is not None and res.error.code == "E_HTTP" and "invalid URL" in res.error.message
+    assert len(seen) == 3 and SECRET not in str(res.error)
+
+
+_BOMB: dict[int, bytes] = {}
+
+
+def _zeros_gzip(mib: int) -> bytes:
+    """gzip of `mib` MiB of zeros, built from one compressed block repeated (fast and small)."""
+    import struct
+    import zlib
+
+    zeros = b"\0" * MiB
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    first = c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH)  # the same bytes for every MiB
+    end = c.flush()[:-8]
+    crc = 0
+    for _ in range(mib):
+        crc = zlib.crc32(zeros, crc)
+    return b"".join([first, block * (mib - 1), end, struct.pack("<II", crc, (mib * MiB) & 0xFFFFFFFF)])
+
+
+def double_gzip_bomb(mib: int = 2048) -> bytes:
+    """gzip(gzip(2 GiB of zeros)): about 5 KB on the wire."""
+    import gzip
+
+    if mib not in _BOMB:
+        _BOMB[mib] = gzip.compress(_zeros_gzip(mib), 9)
+    return _BOMB[mib]
+
+
+def test_SEC5_double_gzip_bomb_is_cut_at_the_cap_quickly(gem: GemBuilder, opened: Callable, lang: str,
+                                                         httpserver: HTTPServer) -> None:
+    """httpx inflated a whole layer in one zlib call: 22 s and 6 GB before E_TOO_LARGE."""
+    bomb = double_gzip_bomb()
+    assert len(bomb) < 16 * 1024
+    httpserver.expect_request("/bomb").respond_with_handler(
+        lambda req: Response(bomb, content_type="application/json",
+                             headers={"Content-Encoding": "gzip, gzip"}))
+    bench = opened(http_gem(gem, {}), http="real", http_timeout=3.0)
+    bench.call(f"fetch_{lang}", {"url": httpserver.url_for("/none")})  # start the sandbox first
+    tracemalloc.start()
+    try:
+        t0 = time.monotonic()
+        res = fetch(bench, lang, httpserver.url_for("/bomb"))
+        took = time.monotonic() - t0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert res.error is not None and res.error.code == "E_TOO_LARGE", res.value if res.ok else res.error
+    assert "http_body_bytes" in res.error.message
+    assert took < 2.5 and peak < 96 * MiB, (took, peak / MiB)
+
+
+def test_N10_encoded_bodies_are_decoded_within_the_cap(gem: GemBuilder, opened: Callable, lang: str,
+                                                       httpserver: HTTPServer) -> None:
+    import gzip
+    import zlib
+
+    text = "résumé " * 3000
+    bodies = {"gzip": gzip.compress(text.encode()), "x-gzip": gzip.compress(text.encode()),
+              "deflate": zlib.compress(text.encode()), "gzip, gzip": gzip.compress(gzip.compress(text.encode())),
+              "deflate, gzip": gzip.compress(zlib.compress(text.encode())), "identity": text.encode()}
+    for enc, body in bodies.items():
+        httpserver.expect_request("/enc", query_string={"e": enc}).respond_with_data(
+            body, headers={"Content-Encoding": enc}, content_type="text/plain; charset=utf-8")
+    httpserver.expect_request("/enc", query_string={"e": "br"}).respond_with_data(
+        b"\x8b\x02\x80hi\x03", headers={"Content-Encoding": "br"})
+    httpserver.expect_request("/enc", query_string={"e": "bad"}).respond_with_data(
+        b"not gzip at all", headers={"Content-Encoding": "gzip"})
+    bench = opened(http_gem(gem, {}), http="real",
+                   limits=dataclasses.replace(DEFAULT, http_body_bytes=len(text.encode())))
+    from urllib.parse import quote as q
+    for enc in bodies:
+        res = fetch(bench, lang, httpserver.url_for("/enc") + "?e=" + q(enc))
+        res.raise_for_error()
+        assert res.value["text"] == text[:2000], enc
+    res = fetch(bench, lang, httpserver.url_for("/enc") + "?e=br")  # not known: as received
+    assert res.value["status"] == 200 and "hi" in res.value["text"]
+    res = fetch(bench, lang, httpserver.url_for("/enc") + "?e=bad")
+    assert res.error is not None and res.error.code == "E_HTTP", res.value
+    small = opened(gem, http="real", state_dir=gem.root.parent / "s2",
+                   limits=dataclasses.replace(DEFAULT, http_body_bytes=len(text.encode()) - 1))
+    res = fetch(small, lang, httpserver.url_for("/enc") + "?e=" + q("gzip, gzip"))
+    assert res.error is not None and res.error.code == "E_TOO_LARGE"
