@@ -9,13 +9,12 @@ what the attacker captured.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import threading
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
