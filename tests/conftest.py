@@ -77,6 +77,32 @@ def httpserver() -> Iterator[Any]:
 
 
 @pytest.fixture
+def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., workbench.Bench]]:
+    """opened(gem or path, **options): a bench (mock providers unless told otherwise) with its
+    state in tmp_path, headless; closed after the test, once background resource downloads
+    ended. No connection credentials leak in from the environment."""
+    for conn in ("ACME", "GITHUB"):
+        for var in ("TOKEN", "HOSTS", "PATHS"):
+            monkeypatch.delenv(f"GEM_WORKBENCH_CONN_{conn}_{var}", raising=False)
+    benches: list[workbench.Bench] = []
+
+    def opener(g: GemBuilder | Path, **kw: Any) -> workbench.Bench:
+        kw.setdefault("state_dir", tmp_path / "state")
+        kw.setdefault("headless", True)
+        b = workbench.open(g.write() if isinstance(g, GemBuilder) else g, **kw)
+        benches.append(b)
+        return b
+
+    try:
+        yield opener
+    finally:
+        for b in benches:
+            if b.providers.resources is not None:
+                b.providers.resources.wait(15)
+            b.close()
+
+
+@pytest.fixture
 def gem(tmp_path: Path) -> GemBuilder:
     return GemBuilder(tmp_path / "gem")
 

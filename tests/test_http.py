@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 
@@ -95,24 +95,6 @@ def http_gem(gem: GemBuilder, *, top: Any = GRANT, tool_perms: Any = None) -> Ge
     if top is not None:
         gem.manifest["permissions"] = top
     return gem
-
-
-@pytest.fixture
-def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., workbench.Bench]]:
-    for var in ("TOKEN", "HOSTS", "PATHS"):
-        monkeypatch.delenv(f"GEM_WORKBENCH_CONN_ACME_{var}", raising=False)
-    benches: list[workbench.Bench] = []
-
-    def opener(gem: GemBuilder, **kw: Any) -> workbench.Bench:
-        kw.setdefault("state_dir", tmp_path / "state")
-        kw.setdefault("headless", True)
-        b = workbench.open(gem.write(), **kw)
-        benches.append(b)
-        return b
-
-    yield opener
-    for b in benches:
-        b.close()
 
 
 class Recorder:

@@ -10,13 +10,12 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-import workbench
 from _deno import deno_home  # noqa: F401  (fixture)
 from conftest import GemBuilder
 
@@ -41,25 +40,6 @@ export default async function (input, ctx) {
 }
 """
 
-
-
-@pytest.fixture
-def opened(tmp_path: Path) -> Iterator[Callable[..., workbench.Bench]]:
-    benches: list[workbench.Bench] = []
-
-    def opener(g: GemBuilder | Path, **kw: Any) -> workbench.Bench:
-        kw.setdefault("state_dir", tmp_path / "state")
-        b = workbench.open(g.write() if isinstance(g, GemBuilder) else g, **kw)
-        benches.append(b)
-        return b
-
-    try:
-        yield opener
-    finally:
-        for b in benches:
-            if b.providers.resources is not None:
-                b.providers.resources.wait(10)
-            b.close()
 
 
 def res_gem(gem: GemBuilder, *resources: dict[str, Any], fixture: bytes | None = None) -> GemBuilder:

@@ -48,25 +48,6 @@ export default async function (input, ctx) {
 
 
 
-@pytest.fixture
-def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., workbench.Bench]]:
-    for conn in ("ACME", "GITHUB"):
-        for var in ("TOKEN", "HOSTS", "PATHS"):
-            monkeypatch.delenv(f"GEM_WORKBENCH_CONN_{conn}_{var}", raising=False)
-    benches: list[workbench.Bench] = []
-
-    def opener(gem: GemBuilder, **kw: Any) -> workbench.Bench:
-        kw.setdefault("state_dir", tmp_path / "state")
-        kw.setdefault("headless", True)
-        b = workbench.open(gem.write(), **kw)
-        benches.append(b)
-        return b
-
-    yield opener
-    for b in benches:
-        b.close()
-
-
 def http_gem(gem: GemBuilder, connections: dict[str, Any]) -> GemBuilder:
     gem.tool("fetch_py", PY_FETCH)
     gem.tool("fetch_js", JS_FETCH, ext="js")

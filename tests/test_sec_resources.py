@@ -19,7 +19,6 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-import workbench
 import workbench._bench as bench_module
 import workbench.ctx.resources as resources_rules
 from _deno import deno_home  # noqa: F401  (fixture)
@@ -37,25 +36,6 @@ def handle(input, ctx):
 JS_PATH = "export default async (input, ctx) => await ctx.resources.path(input.id);\n"
 
 
-
-
-@pytest.fixture
-def opened(tmp_path: Path) -> Iterator[Callable[..., workbench.Bench]]:
-    benches: list[workbench.Bench] = []
-
-    def opener(g: GemBuilder, **kw: Any) -> workbench.Bench:
-        kw.setdefault("state_dir", tmp_path / "state")
-        b = workbench.open(g.write(), **kw)
-        benches.append(b)
-        return b
-
-    try:
-        yield opener
-    finally:
-        for b in benches:
-            if b.providers.resources is not None:
-                b.providers.resources.wait(15)
-            b.close()
 
 
 def res_gem(gem: GemBuilder, *resources: dict[str, Any]) -> GemBuilder:
