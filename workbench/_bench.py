@@ -7,6 +7,7 @@ import os
 import random
 import secrets
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping
@@ -86,6 +87,8 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         anything from the last 7 days); keep_runs=None keeps them all. The same open removes
         temp files left by a write that was killed (kill -9) before it finished.
     """
+    _check_options(reuse=reuse, http_timeout=http_timeout, keep_runs=keep_runs,
+                   keep_run_days=keep_run_days)  # before anything is opened or started
     manifest = load_manifest(path)
     # ctx.resources' source: mock (fixtures/resources/<id>, `resources=`) or real (httpx)
     res_kind = providers if isinstance(providers, str) else dict(providers).get("resources", "mock")
@@ -96,16 +99,8 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
     from .ctx.http import HttpState
     from .providers.http import make_transport
 
-    if isinstance(http_timeout, bool) or not isinstance(http_timeout, (int, float)) or http_timeout <= 0:
-        raise UsageError(f"http_timeout={http_timeout!r}: give seconds (> 0)")
     http_state = HttpState(make_transport(http), credentials, timeout=float(http_timeout))
     mail = make_mailbox(mailbox, gem_root=manifest.root)
-    if keep_runs is not None and (isinstance(keep_runs, bool) or not isinstance(keep_runs, int)
-                                  or keep_runs < 0):
-        raise UsageError(f"keep_runs={keep_runs!r}: give a number of run folders (>= 0) or None")
-    if isinstance(keep_run_days, bool) or not isinstance(keep_run_days, (int, float)) \
-            or not keep_run_days >= 0:
-        raise UsageError(f"keep_run_days={keep_run_days!r}: give days (>= 0)")
     try:
         provs = make_providers(manifest.id, providers, gem_root=manifest.root,
                                workspace=Path(workspace) if workspace else None,
@@ -116,8 +111,6 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
     provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs
-    if reuse not in ("always", "never", "random"):
-        raise UsageError(f"reuse={reuse!r}: use 'always', 'never' or 'random'")
     try:
         from .ctx.resources import make_cache
 
@@ -134,6 +127,19 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         if isinstance(exc, sqlite3.DatabaseError):
             raise _state_error(exc, provs.state_dir) from None
         raise
+
+
+def _check_options(*, reuse: Any, http_timeout: Any, keep_runs: Any, keep_run_days: Any) -> None:
+    if reuse not in ("always", "never", "random"):
+        raise UsageError(f"reuse={reuse!r}: use 'always', 'never' or 'random'")
+    if isinstance(http_timeout, bool) or not isinstance(http_timeout, (int, float)) or http_timeout <= 0:
+        raise UsageError(f"http_timeout={http_timeout!r}: give seconds (> 0)")
+    if keep_runs is not None and (isinstance(keep_runs, bool) or not isinstance(keep_runs, int)
+                                  or keep_runs < 0):
+        raise UsageError(f"keep_runs={keep_runs!r}: give a number of run folders (>= 0) or None")
+    if isinstance(keep_run_days, bool) or not isinstance(keep_run_days, (int, float)) \
+            or not keep_run_days >= 0:
+        raise UsageError(f"keep_run_days={keep_run_days!r}: give days (>= 0)")
 
 
 def _state_error(exc: sqlite3.DatabaseError, state_dir: Any) -> WorkbenchError:
@@ -192,6 +198,9 @@ class Bench:
         self._rng = random.Random()
         self._sandbox_options = sandbox or SandboxOptions()
         self._sandbox: Sandbox | None = None
+        self._py_modules: dict[Path, Any] = {}  # this bench's imported Python tools (N5)
+        # one call at a time: a call is one storage transaction and one sandbox conversation
+        self._lock = threading.RLock()
         self.limits = limits
         prepare(providers, manifest, limits)
         if providers.kind["files"] == "mock" and seed is not None and seed.is_dir():
@@ -225,15 +234,17 @@ class Bench:
         self.close()
 
     def close(self) -> None:
-        """Stop the sandbox and close the databases (real state stays on disk)."""
-        if self._sandbox is not None:
-            self._sandbox.stop()
-        self.providers.data_db.close()
-        self.providers.sql_db.close()
-        transport: Any = getattr(getattr(self.providers, "http", None), "transport", None)
-        if hasattr(transport, "close"):
-            transport.close()
-        self.closed = True
+        """Stop the sandbox and close the databases (real state stays on disk); a call running
+        in another thread finishes first."""
+        with self._lock:
+            if self._sandbox is not None:
+                self._sandbox.stop()
+            self.providers.data_db.close()
+            self.providers.sql_db.close()
+            transport: Any = getattr(getattr(self.providers, "http", None), "transport", None)
+            if hasattr(transport, "close"):
+                transport.close()
+            self.closed = True
 
     def _check_open(self) -> None:
         if self.closed:
@@ -265,24 +276,34 @@ class Bench:
             killed; a Python tool gets a BaseException from ctx), then reruns the call once
             with the same ctx.idempotencyKey. The result is the rerun's; `res.crash` has the
             crashed run, each run's state diff and the side effects the rerun duplicated.
-        """
-        self._check_open()
-        if crash is not None:
-            from ._crash import crash_call
 
-            return crash_call(self, name, input, crash)
-        return self._call(name, input)
+        Safe to share between threads: calls on one bench run one at a time (each is one
+        storage transaction and one conversation with the gem's single sandbox, N3).
+        """
+        with self._lock:
+            self._check_open()
+            if crash is not None:
+                from ._crash import crash_call
+
+                return crash_call(self, name, input, crash)
+            return self._call(name, input)
 
     def crash_matrix(self, name: str, input: Any = None) -> "pd.DataFrame":
         """N7: crash the tool at every point (0..its ctx calls in a clean run), rerun it with
         the same idempotencyKey, one row per point; the bench's state is restored after."""
-        self._check_open()
-        from ._crash import crash_matrix
+        with self._lock:
+            self._check_open()
+            from ._crash import crash_matrix
 
-        return crash_matrix(self, name, input)
+            return crash_matrix(self, name, input)
 
     def _call(self, name: str, input: Any = None, *, key: str | None = None,
               crash_after: int | None = None, fresh: bool | None = None) -> CallResult:
+        with self._lock:  # also for the email triggers and the replay driver, which call here
+            return self._call_locked(name, input, key=key, crash_after=crash_after, fresh=fresh)
+
+    def _call_locked(self, name: str, input: Any, *, key: str | None,
+                     crash_after: int | None, fresh: bool | None) -> CallResult:
         started = time.time()
         t0 = time.perf_counter()
         call_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
@@ -324,7 +345,7 @@ class Bench:
             if tool.language == "python":
                 from .runners import python
 
-                outcome = python.run(tool, args, caps, fresh=fresh)
+                outcome = python.run(tool, args, caps, modules=self._py_modules, fresh=fresh)
             elif tool.language in ("javascript", "typescript"):
                 # E1: a JS tool without email permission gets no ctx.email at all
                 meta: dict[str, Any] = {"email": True} if self.manifest.email_allowed(tool) else {}

@@ -146,13 +146,15 @@ class CappedWriter(io.TextIOBase):
         return render_logs([("output", self.log)], self.log.limit)
 
 
-_modules: dict[Path, tuple[int, ModuleType]] = {}
+Modules = dict[Path, tuple[int, ModuleType]]  # a bench's imported tools: file -> (mtime, module)
 
 
-def _load(tool: "ToolSpec", fresh: bool) -> ModuleType:
-    """Import the tool's file; again when it changed on disk, or when `fresh` (reuse policy)."""
+def _load(tool: "ToolSpec", fresh: bool, modules: Modules) -> ModuleType:
+    """Import the tool's file; again when it changed on disk, or when `fresh` (reuse policy).
+
+    `modules` is the bench's own cache: two benches of one gem never share a module's state."""
     mtime = tool.file.stat().st_mtime_ns
-    cached = _modules.get(tool.file)
+    cached = modules.get(tool.file)
     if cached and cached[0] == mtime and not fresh:
         return cached[1]
     name = f"_workbench_tool_{abs(hash(str(tool.file)))}_{tool.name}"
@@ -160,7 +162,7 @@ def _load(tool: "ToolSpec", fresh: bool) -> ModuleType:
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    _modules[tool.file] = (mtime, module)
+    modules[tool.file] = (mtime, module)
     return module
 
 
@@ -257,12 +259,14 @@ def _run_coroutine(coro: Any) -> Any:
     return box["value"]
 
 
-def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, fresh: bool = False) -> Outcome:
-    """Run one call of a Python tool; `fresh` gives it a new module instance (N5)."""
+def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, modules: Modules,
+        fresh: bool = False) -> Outcome:
+    """Run one call of a Python tool; `fresh` gives it a new module instance (N5); `modules`
+    is the calling bench's cache of imported tools."""
     out, root = CappedWriter(caps.session.limits.log_bytes), tool.file.parent.parent
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            module = _load(tool, fresh)
+            module = _load(tool, fresh, modules)
             handle = getattr(module, "handle", None)
             if not callable(handle):
                 return Outcome(error=WorkbenchError(
