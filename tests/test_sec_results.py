@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import workbench
-from workbench._result import js_number
+from workbench._json import js_number
 
 from conftest import GemBuilder
 
@@ -40,3 +40,17 @@ def test_N9_python_and_js_count_floats_alike(gem: GemBuilder, tmp_path, n: int, 
         assert results[0].error.details["size"] == results[1].error.details["size"]
     else:
         assert results[0].value == results[1].value
+
+
+def test_N9_the_limit_is_the_benchs_and_can_be_shrunk_for_a_test(gem: GemBuilder, tmp_path) -> None:
+    from workbench.ctx.limits import Limits
+
+    gem.tool("py", "def handle(i, ctx): return 'x' * i['n']")
+    gem.tool("js", "export default (i) => 'x'.repeat(i.n)", ext="js")
+    with workbench.open(gem.write(), state_dir=tmp_path / "state",
+                        limits=Limits(result_chars=100)) as bench:
+        for tool in ("py", "js"):
+            assert bench.call(tool, {"n": 98}).ok  # 100 characters with the quotes
+            err = bench.call(tool, {"n": 99}).error
+            assert err is not None and err.code == "E_RESULT_TOO_LARGE"
+            assert err.details["limit"] == 100 and err.details["size"] == 101

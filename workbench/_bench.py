@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from ._errors import UsageError, WorkbenchError
-from ._result import CallResult, to_json
+from ._json import to_json
+from ._result import CallResult
 from .ctx import Capabilities, CallSession, CtxCrash, desktop_has_trash, prepare
 from .ctx import history as _history
 from .ctx.limits import DEFAULT, Limits, deadline_after
@@ -376,7 +377,9 @@ class Bench:
             elif outcome.checked:
                 res.value = outcome.value
             else:
-                res.value, res.error = to_json(outcome.value, text=outcome.json)
+                res.value, res.error = to_json(outcome.value, text=outcome.json,
+                                               max_chars=self.limits.result_chars,
+                                               max_depth=self.limits.json_depth)
 
     @property
     def sandbox(self) -> Sandbox:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from ._text import well_formed
 from .storage import bounded_rows
-from .._result import why_not_json
+from .._json import why_not_json
 
 if TYPE_CHECKING:
     import sqlite3

@@ -721,7 +721,7 @@ def check_input(validator: InputValidator, args: Any, *, tool: str,
     naming the field: never an exception for any value (N8, SEC7)."""
     import json
 
-    from .._result import why_not_json
+    from .._json import why_not_json
 
     size, problem = scan_input(args, max_depth)
     if problem is not None:

@@ -24,6 +24,7 @@ from ..ctx import CtxCrash, PythonCtx
 
 if TYPE_CHECKING:
     from ..ctx import Capabilities
+    from ..ctx.limits import Limits
     from ..gem import ToolSpec
 
 
@@ -222,14 +223,14 @@ def _tool_error(exc: BaseException, root: Path, rel_file: str) -> WorkbenchError
     return WorkbenchError("E_TOOL_ERROR", _describe(exc), stack=stack, file=rel_file)
 
 
-def _checked(value: Any) -> Outcome:
+def _checked(value: Any, limits: "Limits") -> Outcome:
     """The tool's value as plain JSON data, or E_RESULT_NOT_JSON when reading it fails (an int
     past Python's digit limit, a dict subclass whose __iter__ raises, a float whose __repr__
     does...): checked here, where the tool's own code may run, so nothing raises later."""
-    from .._result import to_json
+    from .._json import to_json
 
     try:
-        parsed, err = to_json(value)
+        parsed, err = to_json(value, max_chars=limits.result_chars, max_depth=limits.json_depth)
     except Exception as exc:  # noqa: BLE001
         return Outcome(error=WorkbenchError(
             "E_RESULT_NOT_JSON", f"the tool returned a value that cannot be serialised as "
@@ -277,7 +278,7 @@ def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, modules: Modules,
             value = _run_coroutine(handle(args, ctx)) if is_async else handle(args, ctx)
             if inspect.isawaitable(value):  # a sync def returning a coroutine: await it too
                 value = _run_coroutine(value)
-            outcome = _checked(value)
+            outcome = _checked(value, caps.session.limits)
         outcome.logs = out.getvalue()
         return outcome
     except CtxCrash as exc:  # N7: a simulated crash; the bench reruns the call

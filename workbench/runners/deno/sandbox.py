@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..._errors import WorkbenchError
-from ..._result import deeper_than
+from ..._json import deeper_than
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 from ..python import CappedLog, Outcome, render_logs
 

@@ -1,0 +1,166 @@
+"""JSON as the platform sees it: what a value may hold, how deep, how long (N9, SEC7).
+
+Neutral ground: the ctx layer (documents), both runners (results, ctx arguments) and the bench
+use these, and none of them owns them. The defaults are the platform's; callers pass their
+bench's `Limits` (ctx/limits.py, which this module cannot import: ctx imports it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from ._errors import WorkbenchError
+
+MAX_RESULT_CHARS = 1_048_576  # N9, counted like JavaScript's string length (UTF-16 units)
+MAX_JSON_DEPTH = 200  # SEC7: nesting of results and arguments (limits.DEFAULT.json_depth)
+
+_FLOATY = re.compile(r"[0-9][.e]")  # a float may be in the text (or a string: then harmless)
+
+
+def why_not_json(value: Any, where: str = "result", seen: set[int] | None = None, *,
+                 max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Where the first value JSON cannot carry is, and why; None if it is all JSON.
+
+    Iterative (SEC7): a value nested 100,000 levels deep, or one that contains itself, is an
+    answer here, not a RecursionError. Nesting beyond `max_depth` (limits.json_depth) is one.
+    """
+    path = set() if seen is None else seen  # the containers on the way down: a cycle's mark
+    stack: list[tuple[Any, str, int, bool]] = [(value, where, 0, False)]
+    while stack:
+        v, at, depth, leaving = stack.pop()
+        if leaving:
+            path.discard(id(v))
+        elif v is None or isinstance(v, (str, bool, int)):
+            continue
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                return f"{at} is {v} (JSON has no NaN/Infinity)"
+        elif isinstance(v, (list, tuple, dict)):
+            if id(v) in path:
+                return f"{at} contains itself (a cycle)"
+            if depth >= max_depth:
+                short = at if len(at) <= 80 else f"{at[:40]}…{at[-30:]}"
+                return f"{short} is nested deeper than {max_depth} levels"
+            path.add(id(v))
+            stack.append((v, at, depth, True))
+            if isinstance(v, dict):
+                for k in v:
+                    if not isinstance(k, str):
+                        return f"{at} has a non-string key {k!r}"
+                items = [(f"{at}.{k}", c) for k, c in v.items()]
+            else:
+                items = [(f"{at}[{i}]", c) for i, c in enumerate(v)]
+            for sub, c in reversed(items):  # reversed: the first item is looked at first
+                stack.append((c, sub, depth + 1, False))
+        else:
+            return f"{at} is a {type(v).__name__}, which is not JSON"
+    return None
+
+
+def js_number(f: float) -> str:
+    """A finite float as JavaScript's `String(n)` / `JSON.stringify` writes it (the same
+    shortest digits as Python's repr, placed by ECMA-262 Number::toString's rules)."""
+    if f == 0:
+        return "0"
+    r = repr(f)
+    sign, r = ("-", r[1:]) if r.startswith("-") else ("", r)
+    mant, _, exp = r.partition("e")
+    ip, _, fp = mant.partition(".")
+    fp = "" if fp == "0" else fp
+    lead = ip.lstrip("0")
+    n = len(lead) + int(exp or 0) if lead else int(exp or 0) - (len(fp) - len(fp.lstrip("0")))
+    digits = (lead + fp).lstrip("0").rstrip("0") or "0"
+    k = len(digits)
+    if k <= n <= 21:
+        out = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        out = f"{digits[:n]}.{digits[n:]}"
+    elif -6 < n <= 0:
+        out = "0." + "0" * -n + digits
+    else:
+        e = n - 1
+        out = (digits if k == 1 else f"{digits[0]}.{digits[1:]}") + f"e{'+' if e >= 0 else '-'}{abs(e)}"
+    return sign + out
+
+
+def _as_js(value: Any) -> tuple[Any, int]:
+    """(value with integral floats as ints, extra characters JS needs for the other floats):
+    what `JSON.stringify` would write for a Python result, without a slow pure-Python encoder."""
+    extra = 0
+
+    def conv(v: Any) -> Any:
+        nonlocal extra
+        if isinstance(v, float) and not isinstance(v, bool):
+            if v.is_integer() and abs(v) < 1e21:
+                return int(v)
+            extra += len(js_number(v)) - len(repr(v))
+        return v
+
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:  # iterative: why_not_json already bounded the depth, and found no cycle
+        parent, key = stack.pop()
+        v = parent[key]
+        if isinstance(v, dict):
+            v = parent[key] = dict(v)
+            stack.extend((v, k) for k in v)
+        elif isinstance(v, (list, tuple)):
+            v = parent[key] = list(v)
+            stack.extend((v, i) for i in range(len(v)))
+        else:
+            parent[key] = conv(v)
+    return root[0], extra
+
+
+def deeper_than(value: Any, max_depth: int) -> bool:
+    """Whether parsed JSON nests lists/objects deeper than `max_depth` (iteratively)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > max_depth:
+            return True
+        for c in (v.values() if isinstance(v, dict) else v):
+            if isinstance(c, (list, dict)):
+                stack.append((c, depth + 1))
+    return False
+
+
+def to_json(value: Any, *, text: str | None = None, max_chars: int = MAX_RESULT_CHARS,
+            max_depth: int = MAX_JSON_DEPTH) -> tuple[Any, WorkbenchError | None]:
+    """The value as the caller would receive it (JSON round trip), or E_RESULT_* (N9, SEC7).
+
+    `text`: the value as the tool's runtime already serialised it (JS); else it is serialised
+    here, after checking it is JSON at all. Never raises: a cycle or a value nested past
+    `max_depth` (limits.json_depth) is E_RESULT_NOT_JSON naming the limit; over `max_chars`
+    (limits.result_chars) is E_RESULT_TOO_LARGE.
+    """
+    extra = 0  # characters JS would write beyond Python's text (tiny floats)
+    if text is None:
+        why = why_not_json(value, max_depth=max_depth)
+        if why:
+            limit = {"limit": max_depth} if "nested deeper" in why else {}
+            return None, WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value that is "
+                                        f"not JSON: {why}", field=why.split(" ", 1)[0], **limit)
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        if _FLOATY.search(text):  # N9 counts what JSON.stringify writes: 1.0 is "1", 1e-5 "0.00001"
+            value, extra = _as_js(value)
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    size = len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
+    size += extra
+    if size > max_chars:
+        return None, WorkbenchError(
+            "E_RESULT_TOO_LARGE", f"the result is {size:,} JSON characters; at most "
+            f"{max_chars:,}. Write large output to ctx.files or storage and return a "
+            "summary", size=size, limit=max_chars)
+    try:
+        parsed = json.loads(text)
+        too_deep = isinstance(parsed, (list, dict)) and deeper_than(parsed, max_depth)
+    except RecursionError:
+        too_deep = True
+    if too_deep:
+        return None, WorkbenchError("E_RESULT_NOT_JSON", f"the result is nested deeper than "
+                                    f"{max_depth} levels (limit json_depth)", limit=max_depth)
+    return parsed, None
