@@ -112,6 +112,26 @@ _OS_CODES = {FileNotFoundError: "E_NOT_FOUND", FileExistsError: "E_EXISTS",
              NotADirectoryError: "E_NOT_A_FOLDER", IsADirectoryError: "E_IS_A_FOLDER"}
 
 
+def _coded(method: str, exc: Exception, limits: "_limits.Limits") -> WorkbenchError | None:
+    """A failure the tool's own data or a changing folder caused, with the platform's code;
+    None when it is the workbench's own (E_INTERNAL). Translated once, here."""
+    if isinstance(exc, sqlite3.Error):
+        return sqlite_error(exc, limits, method=method)
+    if isinstance(exc, UnicodeEncodeError):
+        return WorkbenchError("E_INVALID_ARGUMENT", f"{method}: a string argument is not valid "
+                              f"Unicode (a lone surrogate at {exc.start})", method=method)
+    if isinstance(exc, OverflowError):
+        return WorkbenchError("E_INVALID_ARGUMENT", f"{method}: a number is too large for "
+                              "storage (integers are 64-bit)", method=method)
+    for kind, code in _OS_CODES.items():
+        if isinstance(exc, kind):  # the folder changed under the call (another process), or
+            # holds what the gem cannot see (a FIFO where it writes)
+            return WorkbenchError(code, f"{method}: {exc.strerror or exc}: an entry the gem "
+                                  "cannot see, or one changed meanwhile, is in the way",
+                                  method=method)
+    return None
+
+
 class CtxCrash(BaseException):
     """A simulated crash (N7, `bench.call(..., crash=N)`): raised by the ctx layer after the
     tool's N-th ctx call. A BaseException, so a tool's `except Exception` cannot swallow it."""
@@ -184,25 +204,11 @@ class CallSession:
             row.update(ok=False, error="E_INVALID_ARGUMENT")
             raise WorkbenchError("E_INVALID_ARGUMENT", f"{method}{_signature(fn)}: {exc}",
                                  method=method) from None
-        except (sqlite3.Error, UnicodeEncodeError, OverflowError) as exc:  # the tool's data
-            err = (sqlite_error(exc, self.limits, method=method) if isinstance(exc, sqlite3.Error)
-                   else WorkbenchError("E_INVALID_ARGUMENT", f"{method}: a string argument is "
-                                       f"not valid Unicode (a lone surrogate at {exc.start})",
-                                       method=method) if isinstance(exc, UnicodeEncodeError)
-                   else WorkbenchError("E_INVALID_ARGUMENT", f"{method}: a number is too large "
-                                       "for storage (integers are 64-bit)", method=method))
-            row.update(ok=False, error=err.code)
-            raise err from None
-        except (FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError) as exc:
-            # the folder changed under the call (another process), or holds what the gem
-            # cannot see (a FIFO where it writes): the platform's codes, not E_INTERNAL
-            code = _OS_CODES[type(exc)]
-            row.update(ok=False, error=code)
-            raise WorkbenchError(code, f"{method}: {exc.strerror or exc}: an entry the gem "
-                                 "cannot see, or one changed meanwhile, is in the way",
-                                 method=method) from None
         except Exception as exc:  # a provider failure is still the ctx layer's to explain
-            row.update(ok=False, error="E_INTERNAL")
+            coded = _coded(method, exc, self.limits)
+            row.update(ok=False, error=coded.code if coded else "E_INTERNAL")
+            if coded is not None:
+                raise coded from None
             raise _internal(method, exc) from exc
         finally:
             if token is not None:
