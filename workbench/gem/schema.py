@@ -374,18 +374,37 @@ def _take(n: int = 1) -> None:
 # taking one step per subschema visited and one per field or item looked at; the evaluated
 # names are kept in sets (jsonschema's lists make `not in` quadratic in the input's size).
 
+def _through_applicators(walk: Callable[[Any, Any, Any], set[Any]], validator: Any,
+                         instance: Any, schema: dict[str, Any]) -> set[Any]:
+    """What `walk` (either walk below) finds through the keywords both share: $ref and
+    $dynamicRef (both looked up statically, as jsonschema does here), allOf/oneOf/anyOf
+    subschemas the instance passes, and if/then/else."""
+    found: set[Any] = set()
+    for kw in ("$ref", "$dynamicRef"):
+        ref = schema.get(kw)
+        if ref is not None:
+            resolved = validator._resolver.lookup(ref)
+            found |= walk(validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
+                          instance, resolved.contents)
+    for kw in ("allOf", "oneOf", "anyOf"):
+        for sub in schema.get(kw, ()):
+            if next(iter(validator.descend(instance, sub)), None) is None:
+                found |= walk(validator, instance, sub)
+    if "if" in schema:
+        if validator.evolve(schema=schema["if"]).is_valid(instance):
+            found |= walk(validator, instance, schema["if"])
+            if "then" in schema:
+                found |= walk(validator, instance, schema["then"])
+        elif "else" in schema:
+            found |= walk(validator, instance, schema["else"])
+    return found
+
+
 def _evaluated_keys(validator: Any, instance: Any, schema: Any) -> set[Any]:
     _take()
     if validator.is_type(schema, "boolean") or not isinstance(schema, dict):
         return set()
     keys: set[Any] = set()
-    for kw in ("$ref", "$dynamicRef"):  # both looked up statically, as jsonschema does here
-        ref = schema.get(kw)
-        if ref is not None:
-            resolved = validator._resolver.lookup(ref)
-            keys |= _evaluated_keys(
-                validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
-                instance, resolved.contents)
     properties = schema.get("properties")
     if isinstance(properties, dict):
         _take(1 + min(len(properties), len(instance)))
@@ -405,18 +424,7 @@ def _evaluated_keys(validator: Any, instance: Any, schema: Any) -> set[Any]:
             _take()
             if name in instance:
                 keys |= _evaluated_keys(validator, instance, sub)
-    for kw in ("allOf", "oneOf", "anyOf"):
-        for sub in schema.get(kw, ()):
-            if next(iter(validator.descend(instance, sub)), None) is None:
-                keys |= _evaluated_keys(validator, instance, sub)
-    if "if" in schema:
-        if validator.evolve(schema=schema["if"]).is_valid(instance):
-            keys |= _evaluated_keys(validator, instance, schema["if"])
-            if "then" in schema:
-                keys |= _evaluated_keys(validator, instance, schema["then"])
-        elif "else" in schema:
-            keys |= _evaluated_keys(validator, instance, schema["else"])
-    return keys
+    return keys | _through_applicators(_evaluated_keys, validator, instance, schema)
 
 
 def _evaluated_indexes(validator: Any, instance: Any, schema: Any) -> set[int]:
@@ -427,23 +435,9 @@ def _evaluated_indexes(validator: Any, instance: Any, schema: Any) -> set[int]:
         _take(1 + len(instance))
         return set(range(len(instance)))
     indexes: set[int] = set()
-    for kw in ("$ref", "$dynamicRef"):
-        ref = schema.get(kw)
-        if ref is not None:
-            resolved = validator._resolver.lookup(ref)
-            indexes |= _evaluated_indexes(
-                validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
-                instance, resolved.contents)
     if "prefixItems" in schema:
         _take(1 + min(len(schema["prefixItems"]), len(instance)))
         indexes |= set(range(min(len(schema["prefixItems"]), len(instance))))
-    if "if" in schema:
-        if validator.evolve(schema=schema["if"]).is_valid(instance):
-            indexes |= _evaluated_indexes(validator, instance, schema["if"])
-            if "then" in schema:
-                indexes |= _evaluated_indexes(validator, instance, schema["then"])
-        elif "else" in schema:
-            indexes |= _evaluated_indexes(validator, instance, schema["else"])
     for kw in ("contains", "unevaluatedItems"):
         if kw in schema:
             checker = validator.evolve(schema=schema[kw])
@@ -451,11 +445,7 @@ def _evaluated_indexes(validator: Any, instance: Any, schema: Any) -> set[int]:
                 _take()
                 if checker.is_valid(v):
                     indexes.add(k)
-    for kw in ("allOf", "oneOf", "anyOf"):
-        for sub in schema.get(kw, ()):
-            if next(iter(validator.descend(instance, sub)), None) is None:
-                indexes |= _evaluated_indexes(validator, instance, sub)
-    return indexes
+    return indexes | _through_applicators(_evaluated_indexes, validator, instance, schema)
 
 
 def _unevaluated_items(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
