@@ -11,7 +11,7 @@ import pytest
 import workbench
 from workbench.ctx import history
 
-from conftest import GemBuilder
+from conftest import OPS_TOOL, GemBuilder
 
 JS_OPS = """
 export default async function (input, ctx) {
@@ -25,19 +25,6 @@ export default async function (input, ctx) {
   }
   return out;
 }
-"""
-
-PY_OPS = """
-from workbench import WorkbenchError
-
-def handle(input, ctx):
-    out = []
-    for op, *args in input["ops"]:
-        try:
-            out.append({"ok": getattr(ctx.files, op)(*args)})
-        except WorkbenchError as e:
-            out.append({"error": e.code, "message": e.message})
-    return out
 """
 
 
@@ -54,7 +41,7 @@ def ops(request: pytest.FixtureRequest, gem: GemBuilder,
     (ws / "proj" / "sub" / ".keep").write_text("")
     (ws / "open").mkdir()
     (ws / "open" / "a.txt").write_text("a")
-    gem.tool("ops", PY_OPS if request.param == "py" else JS_OPS, ext=request.param)
+    gem.tool("ops", OPS_TOOL if request.param == "py" else JS_OPS, ext=request.param)
     bench = open_bench(gem)
 
     def run(*o: list[Any]) -> list[dict[str, Any]]:
@@ -122,7 +109,7 @@ def test_SEC3_folders_holding_unlisted_entries_are_not_deleted(gem: GemBuilder, 
     (ws / "pipes" / "a.txt").write_text("a")
     (ws / "latin").mkdir()
     (ws / "latin" / os.fsdecode(b"r\xe9sum\xe9.txt")).write_text("cv")
-    gem.tool("ops", PY_OPS)
+    gem.tool("ops", OPS_TOOL)
     with workbench.open(gem.write(), providers="real", workspace=ws, state_dir=tmp_path / "st",
                         headless=True) as bench:
         out = bench.call("ops", {"ops": [["list", "workspace:pipes"], ["delete", "workspace:pipes"],
@@ -140,7 +127,7 @@ def test_SEC3_a_fifo_in_the_way_is_never_replaced(gem: GemBuilder, tmp_path: Pat
     ws = tmp_path / "ws"
     ws.mkdir()
     os.mkfifo(ws / "fifo")
-    gem.tool("ops", PY_OPS if lang == "py" else JS_OPS, ext=lang)
+    gem.tool("ops", OPS_TOOL if lang == "py" else JS_OPS, ext=lang)
     with workbench.open(gem.write(), providers="real", workspace=ws, state_dir=tmp_path / "st",
                         headless=True) as bench:
         out = bench.call("ops", {"ops": [["write", "workspace:fifo", "x"],
@@ -155,7 +142,7 @@ def test_SEC3_a_fifo_in_the_way_is_never_replaced(gem: GemBuilder, tmp_path: Pat
 def test_SEC7_a_fifo_in_the_fixtures_does_not_block_open(gem: GemBuilder, tmp_path: Path) -> None:
     import os
 
-    gem.tool("ops", PY_OPS)
+    gem.tool("ops", OPS_TOOL)
     root = gem.write()
     (root / "fixtures" / "workspace").mkdir(parents=True)
     (root / "fixtures" / "workspace" / "a.txt").write_text("a")
