@@ -14,9 +14,9 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
-from ._text import well_formed
-from .storage import bounded_rows
 from .._json import why_not_json
+from .._text import well_formed
+from .storage import bounded_rows
 
 if TYPE_CHECKING:
     import sqlite3

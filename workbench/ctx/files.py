@@ -9,8 +9,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from .._text import well_formed
 from . import history
-from ._text import well_formed
 from .limits import DEFAULT
 from .paths import GemPath, resolve
 

@@ -7,8 +7,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError, WorkbenchError
+from .._text import well_formed, well_formed_params
 from . import _watchdog
-from ._text import well_formed, well_formed_params
 
 if TYPE_CHECKING:
     from ._session import CallSession

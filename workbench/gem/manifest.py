@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._errors import GemLoadError
+from .._text import is_unicode
 from .schema import check_input_schema, pointer
 
 MiB = 1024 * 1024
@@ -168,7 +169,7 @@ def _hostile_value(value: Any) -> tuple[str, str]:
     while stack:
         v, depth, parent, key = stack.pop()
         if isinstance(v, str):
-            if not v.isascii() and not _is_text(v):
+            if not v.isascii() and not is_unicode(v):
                 return at(parent, key), "a string holds a lone surrogate, which is not Unicode text"
         elif isinstance(v, (dict, list)):
             if depth >= MAX_MANIFEST_DEPTH:
@@ -177,7 +178,7 @@ def _hostile_value(value: Any) -> tuple[str, str]:
             me = len(up) - 1
             if isinstance(v, dict):
                 for k, item in v.items():
-                    if not k.isascii() and not _is_text(k):
+                    if not k.isascii() and not is_unicode(k):
                         return at(me, k), "a key holds a lone surrogate, which is not Unicode text"
                     stack.append((item, depth + 1, me, k))
             else:
@@ -196,14 +197,6 @@ def _objects(value: Any) -> int:
         elif isinstance(v, list):
             stack.extend(v)
     return n
-
-
-def _is_text(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _realpath(path: Path) -> Path | None:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Iterator, Literal
 
+from .._text import is_unicode
 from .base import Entry
 
 TMP_PREFIX = ".wb-tmp-"  # a dot-name: invisible to gems (F10) while a write is in flight
@@ -46,15 +47,6 @@ def _kind(mode: int) -> Literal["file", "folder", "link"] | None:
     if stat.S_ISLNK(mode):
         return "link"
     return None
-
-
-def _decodable(name: str) -> bool:
-    """False for a name that was not UTF-8 on disk (os.fsdecode gave it lone surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _entry(p: str, name: str) -> Entry | None:
@@ -196,7 +188,7 @@ class FolderFileStore:
         p = self._abs(root, path)
         if path == "" and not p.exists():
             return []  # a run folder is created on its first write
-        names = sorted(n for n in os.listdir(p) if _decodable(n))
+        names = sorted(n for n in os.listdir(p) if is_unicode(n))
         return [e for n in names if (e := _entry(os.path.join(p, n), n))]
 
     def read(self, root: str, path: str) -> bytes:
@@ -308,9 +300,9 @@ class FolderFileStore:
     def walk(self, root: str) -> Iterator[tuple[str, Entry]]:
         base = self._base(root)
         for dirpath, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if _decodable(d))  # not descended into either
+            dirs[:] = sorted(d for d in dirs if is_unicode(d))  # not descended into either
             rel = os.path.relpath(dirpath, base)
-            for n in dirs + sorted(f for f in files if _decodable(f)):
+            for n in dirs + sorted(f for f in files if is_unicode(f)):
                 path = n if rel == "." else f"{rel}/{n}".replace(os.sep, "/")
                 if (e := _entry(os.path.join(dirpath, n), n)):
                     yield path, e
@@ -333,7 +325,7 @@ class FolderFileStore:
                     kind = _kind(child.stat(follow_symlinks=False).st_mode)
                 except OSError:
                     continue
-                if kind is None or not _decodable(child.name):
+                if kind is None or not is_unicode(child.name):
                     rel = os.path.relpath(child.path, base)
                     return os.fsencode(rel).decode("utf-8", "backslashreplace").replace(os.sep, "/")
                 if kind == "folder":

@@ -15,13 +15,13 @@ file is skipped. Sizes of what getMessage returns are bounded at the ctx door (S
 from __future__ import annotations
 
 import os
-import re
 from array import array
 from bisect import bisect_left, bisect_right
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from .._text import well_formed
 from .mail import ADDRESS_MAX_CHARS, Attachment, Envelope, Message, cut
 
 __all__ = ["DEFAULT_START", "DateIndex", "MockClock", "MockMailbox"]
@@ -31,16 +31,6 @@ TICK = 1000                         # undated mail is stamped one second apart (
 MAX_DATE = 2**53 - 1                # JavaScript's largest safe integer
 _FIELDS = ("accountId", "id", "subject", "fromAddr", "toAddrs", "date", "body", "attachments")
 MAILBOX_JSON_MAX_BYTES = 256 * 1024 * 1024  # a fixtures/mailbox.json larger than this is refused
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _unicode(v: str) -> str:
-    """A string valid as UTF-8: lone surrogates (JSON allows "\\ud800") become U+FFFD."""
-    try:
-        v.encode("utf-8")
-        return v
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", v)
 
 
 def _short(v: object) -> str:
@@ -130,7 +120,7 @@ def _str(d: dict[str, Any], key: str, where: str, default: str = "") -> str:
     v = d.get(key, default)
     if not isinstance(v, str):
         raise ValueError(f"{where}/{key}: expected a string, got {type(v).__name__}")
-    return _unicode(v)
+    return well_formed(v)
 
 
 def _attachments(v: Any, where: str) -> tuple[Attachment, ...]:
@@ -252,11 +242,11 @@ class MockMailbox:
                 account = known[0]
             if not isinstance(account, str) or not account:
                 raise ValueError(f"{w}/accountId: expected a non-empty string, got {_short(account)}")
-            account = _unicode(account)
+            account = well_formed(account)
             id = d.get("id")
             if id is not None and (not isinstance(id, str) or not id):
                 raise ValueError(f"{w}/id: expected a non-empty string, got {_short(id)}")
-            id = None if id is None else _unicode(id)
+            id = None if id is None else well_formed(id)
             if id is not None and (id in self._records.get(account, {}) or (account, id) in taken):
                 raise ValueError(f"{w}/id: account {account!r} already has a message {id!r}")
             to = d.get("toAddrs", [])
@@ -264,7 +254,7 @@ class MockMailbox:
                 raise ValueError(f"{w}/toAddrs: expected a list of strings")
             staged.append({"accountId": account, "id": id, "subject": _str(d, "subject", w),
                            "fromAddr": _str(d, "fromAddr", w),
-                           "toAddrs": tuple(cut(_unicode(a), ADDRESS_MAX_CHARS) for a in to),
+                           "toAddrs": tuple(cut(well_formed(a), ADDRESS_MAX_CHARS) for a in to),
                            "date": None if d.get("date") is None else _date(d["date"], f"{w}/date"),
                            "body": _str(d, "body", w),
                            "attachments": _attachments(d.get("attachments", []), w)})
@@ -318,9 +308,8 @@ class MockMailbox:
     def from_eml(cls, folder: str | os.PathLike[str]) -> "MockMailbox":
         """`*.eml` files of a folder (account = the folder's name; each subfolder with `.eml`
         files is an account of its own); id = the file name without `.eml`."""
-        from .mailparse import parse_message
-
         from .maillocal import _open_regular
+        from .mailparse import parse_message
 
         root = Path(folder)
         messages = []

@@ -7,20 +7,12 @@ import posixpath
 import time
 from typing import Iterator
 
+from .._text import is_unicode
 from .base import Entry
 
 
 def _now() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _decodable(path: str) -> bool:
-    """False for a name seeded from a non-UTF-8 name on disk: the folder store skips those."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class MemoryFileStore:
@@ -49,7 +41,7 @@ class MemoryFileStore:
         if here.type != "folder":
             raise NotADirectoryError(path)
         names = {p for r, p in [*self._files, *self._dirs] if r == root and p
-                 and posixpath.dirname(p) == path and _decodable(p)}
+                 and posixpath.dirname(p) == path and is_unicode(p)}
         return [e for e in (self.entry(root, n) for n in sorted(names)) if e]
 
     def read(self, root: str, path: str) -> bytes:
@@ -88,14 +80,14 @@ class MemoryFileStore:
 
     def walk(self, root: str) -> Iterator[tuple[str, Entry]]:
         for r, p in sorted({*self._files, *self._dirs}):
-            if r == root and _decodable(p) and (e := self.entry(r, p)):
+            if r == root and is_unicode(p) and (e := self.entry(r, p)):
                 yield p, e
 
     def unlisted_under(self, root: str, path: str) -> str | None:
         """A seeded name that is not UTF-8 inside the folder's tree, printable; else None."""
         for r, p in sorted({*self._files, *self._dirs}):
             inside = r == root and p != path and (not path or p.startswith(path + "/"))
-            if inside and not _decodable(p):
+            if inside and not is_unicode(p):
                 return p.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         return None
 
