@@ -1,4 +1,5 @@
-"""Shared by the tests/test_deno_*.py files: a Deno home out of ~, mock benches, process checks."""
+"""Shared by the tests/test_deno_*.py files: a Deno home out of ~, process checks (benches come
+from conftest's `opened`)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,9 @@ import http.server
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
-
-import workbench
-from conftest import GemBuilder
 
 OK = "export default async () => 'ok'"
 
@@ -22,23 +20,6 @@ def deno_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GEM_WORKBENCH_HOME", str(tmp_path_factory.mktemp("home")))
         yield
-
-
-@pytest.fixture
-def opened(tmp_path: Path) -> Iterator[Callable[..., workbench.Bench]]:
-    """opened(gem, **options): a mock bench, closed after the test."""
-    benches: list[workbench.Bench] = []
-
-    def opener(g: GemBuilder, **kw: Any) -> workbench.Bench:
-        b = workbench.open(g.write(), providers="mock", state_dir=tmp_path / "state", **kw)
-        benches.append(b)
-        return b
-
-    try:
-        yield opener
-    finally:
-        for b in benches:
-            b.close()
 
 
 def gone(pid: int) -> bool:

@@ -8,7 +8,7 @@ from typing import Callable
 
 import pytest
 
-from _deno import deno_home, opened  # noqa: F401  (fixtures)
+from _deno import deno_home  # noqa: F401  (fixture)
 from conftest import GemBuilder
 
 pytestmark = pytest.mark.deno

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
-from _deno import OK, deno_home, deno_pids, gone, opened  # noqa: F401  (fixtures)
+from _deno import OK, deno_home, deno_pids, gone  # noqa: F401  (fixtures)
 from conftest import GemBuilder
 from workbench.runners.deno import sandbox as sandbox_mod
 

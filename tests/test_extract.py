@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from _deno import deno_home, opened  # noqa: F401  (fixtures)
+from _deno import deno_home  # noqa: F401  (fixture)
 
 PY = """
 def handle(input, ctx):

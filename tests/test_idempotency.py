@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import workbench
-from _deno import deno_home, opened  # noqa: F401  (fixtures)
+from _deno import deno_home  # noqa: F401  (fixture)
 
 SCHEMA_SQL = "CREATE TABLE orders (id INTEGER PRIMARY KEY, title TEXT, key TEXT);\n"
 

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import pytest
 
 import workbench
-from _deno import deno_home, opened  # noqa: F401  (fixtures)
+from _deno import deno_home  # noqa: F401  (fixture)
 from conftest import GemBuilder
 from workbench.ctx._session import CallSession
 from workbench.runners.deno import sandbox as sandbox_module
