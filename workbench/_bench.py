@@ -218,15 +218,15 @@ class Bench:
                 f"tools, {kinds}, {len(self.results)} calls>")
 
     def _repr_html_(self) -> str:
-        from .jupyter.display import bench_html
+        from ._present import presenter
 
-        return bench_html(self)
+        return presenter("bench_html")(self)
 
     def form(self, tool: str) -> Any:
         """An ipywidgets form generated from the tool's inputSchema; runs the tool on submit."""
-        from .jupyter.forms import form
+        from ._present import presenter
 
-        return form(self, tool)
+        return presenter("form")(self, tool)
 
     def __enter__(self) -> "Bench":
         return self

@@ -55,14 +55,14 @@ class CallResult:
         return self
 
     def _repr_html_(self) -> str:
-        from .jupyter.display import result_html
+        from ._present import presenter
 
-        return result_html(self)
+        return presenter("result_html")(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        from .jupyter.display import result_text
+        from ._present import presenter
 
-        p.text(result_text(self))
+        p.text(presenter("result_text")(self))
 
     def __repr__(self) -> str:
         state = f"value={self.value!r:.200}" if self.ok else f"error={self.error}"
