@@ -443,7 +443,7 @@ def test_N10_credentials_from_the_keyring(gem: GemBuilder, monkeypatch: Any) -> 
     fake.get_password = lambda service, user: (  # type: ignore[attr-defined]
         "kr-token-123" if (service, user) == ("gem-workbench", "connection:acme") else None)
     monkeypatch.setitem(sys.modules, "keyring", fake)
-    from workbench.ctx.http import HttpState
+    from workbench.ctx.http_credentials import HttpState
     from workbench.providers.http import MockTransport
 
     state = HttpState(MockTransport(), env={})

@@ -97,7 +97,7 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         providers = {k: v for k, v in providers.items() if k != "resources"} or "mock"
     if not isinstance(providers, str) and res_kind not in ("mock", "real"):
         raise UsageError(f"providers['resources']={res_kind!r}: use 'mock' or 'real'")
-    from .ctx.http import HttpState
+    from .ctx.http_credentials import HttpState
     from .providers.http import make_transport
 
     http_state = HttpState(make_transport(http), credentials, timeout=float(http_timeout))

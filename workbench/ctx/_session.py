@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
     from ..providers import Providers
     from .email import Grant
-    from .http import HttpState
+    from .http_credentials import HttpState
 
 _ARG_PREVIEW = 160
 
