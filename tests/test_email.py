@@ -209,9 +209,10 @@ def handle(input, ctx):
 
 
 def test_E3_no_route_sends_moves_or_deletes() -> None:
-    from workbench.ctx import ROUTES
+    from workbench.platforms import profile
 
-    assert sorted(m for m in ROUTES if m.startswith("email.")) == ["email.getMessage", "email.listSince"]
+    routes = profile("notochord").routes
+    assert sorted(m for m in routes if m.startswith("email.")) == ["email.getMessage", "email.listSince"]
 
 
 # --- E4: listSince -------------------------------------------------------------------------------

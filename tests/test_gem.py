@@ -7,7 +7,9 @@ import json
 import pytest
 
 import workbench
-from workbench.gem import lint, load_manifest
+from workbench.platforms import lint
+from workbench.platforms import load as load_manifest
+from workbench.platforms.notochord import PROFILE, manifest_schema
 
 from conftest import EXAMPLE_GEM
 
@@ -116,7 +118,7 @@ def test_unknown_top_level_field_is_reported(gem):
 
 
 def test_manifest_schema_ships_with_package():
-    schema = workbench.gem.manifest_schema()
+    schema = manifest_schema()
     assert schema["$schema"].endswith("2020-12/schema")
     assert "tools" in schema["required"]
 
@@ -126,11 +128,12 @@ def test_email_permission_needs_top_level_and_tool(gem):
     gem.tool("b", "def handle(i, c): return 1")
     gem.manifest["permissions"] = {"email": {"read": True}}
     m = load_manifest(gem.write())
-    assert m.email_allowed(m.tools["a"]) and not m.email_allowed(m.tools["b"])
+    assert PROFILE.grants(m, m.tools["a"]).has("email")
+    assert not PROFILE.grants(m, m.tools["b"]).has("email")
     gem.manifest.pop("permissions")
     gem.manifest["email"] = True  # Gem Studio draft shorthand
     m = load_manifest(gem.write())
-    assert m.email_allowed(m.tools["a"])
+    assert PROFILE.grants(m, m.tools["a"]).has("email")
 
 
 def test_manifest_json_roundtrip_of_example_is_valid():

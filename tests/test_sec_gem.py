@@ -23,8 +23,9 @@ import pytest
 
 import workbench
 from workbench.cli import main as cli_main
-from workbench.gem import lint, manifest_schema
-from workbench.gem.manifest import MAX_MANIFEST_BYTES
+from workbench.gem.folder import MAX_JSON_BYTES as MAX_MANIFEST_BYTES
+from workbench.platforms import lint
+from workbench.platforms.notochord import manifest_schema
 from workbench.gem.schema import MAX_VIOLATIONS, InputValidator, check_input_schema
 
 from conftest import GemBuilder
@@ -688,7 +689,8 @@ def test_SEC7_every_regex_of_the_gem_package_anchors_the_end_with_Z() -> None:
         elif isinstance(node, list):
             stack += node
     assert patterns and all(p.endswith("\\Z") and "$" not in p for p in patterns), patterns
-    source = "".join(p.read_text() for p in Path(workbench.gem.__file__).parent.glob("*.py"))
+    loaders = (Path(workbench.gem.__file__).parent, Path(workbench.platforms.__file__).parent)
+    source = "".join(p.read_text() for d in loaders for p in d.rglob("*.py"))
     for m in re.finditer(r"re\.(compile|match|search)\(r?[\"'](.*?)[\"']", source):
         assert "$" not in m.group(2), m.group(0)
 

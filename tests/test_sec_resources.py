@@ -19,11 +19,11 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-import workbench._bench as bench_module
 import workbench.ctx.resources as resources_rules
 from _deno import deno_home  # noqa: F401  (fixture)
 from conftest import GemBuilder
-from workbench.gem import load_manifest
+from workbench.platforms import load as load_manifest
+from workbench.platforms import notochord
 
 DATA = b"resource bytes " * 500
 DATA_SHA = hashlib.sha256(DATA).hexdigest()
@@ -49,8 +49,8 @@ def past_the_loader(monkeypatch: pytest.MonkeyPatch, gem: GemBuilder,
     """open() gets a manifest whose resources the loader never saw (as if its check had a hole)."""
     res_gem(gem, {"id": "placeholder", "url": "https://x.invalid/", "sha256": DATA_SHA})
     real = load_manifest(gem.write())
-    monkeypatch.setattr(bench_module, "load_manifest",
-                        lambda path: dataclasses.replace(real, resources=tuple(resources)))
+    monkeypatch.setattr(notochord, "PROFILE", dataclasses.replace(
+        notochord.PROFILE, load=lambda path: dataclasses.replace(real, resources=tuple(resources))))
 
 
 def files_under(root: Path) -> set[Path]:

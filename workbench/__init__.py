@@ -8,6 +8,7 @@
 from ._bench import Bench, open
 from ._errors import CODES, GemLoadError, UsageError, WorkbenchError
 from ._result import CallResult
+from .platforms.base import Limits
 
 __version__ = "0.1.0"
 
@@ -19,5 +20,5 @@ def load_ipython_extension(ipython: object) -> None:
     load(ipython)
 
 
-__all__ = ["Bench", "CODES", "CallResult", "GemLoadError", "UsageError", "WorkbenchError",
-           "__version__", "load_ipython_extension", "open"]
+__all__ = ["Bench", "CODES", "CallResult", "GemLoadError", "Limits", "UsageError",
+           "WorkbenchError", "__version__", "load_ipython_extension", "open"]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._errors import UsageError, WorkbenchError
 from ._result import CallResult, CrashReport
-from .runners.python import Outcome
+from .runners import RUNNER_FOR, Outcome
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,9 +31,8 @@ MATRIX_COLUMNS = ["crash_after", "at", "crashed", "rerun_ok", "rerun_error", "sa
 
 def crashed_outcome(bench: "Bench", tool: "ToolSpec", exc: "CtxCrash") -> Outcome:
     """The crashed run's outcome; a JS tool's sandbox process is killed at that point."""
-    logs = exc.logs
-    if tool.language != "python" and bench._sandbox is not None:
-        logs = bench._sandbox.stop()  # kill -9: the process dies with the call in flight
+    # a sandbox is killed with the call in flight; a Python tool's output is on the exception
+    logs = bench._runner(RUNNER_FOR[tool.language]).crash() or exc.logs
     return Outcome(error=WorkbenchError(
         "E_SANDBOX", f"simulated crash after ctx call {exc.after} (N7): the run was aborted "
         "and the call is rerun with the same idempotencyKey", capability="crash",

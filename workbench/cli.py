@@ -18,7 +18,7 @@ def _fail(err: dict[str, Any]) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from ._errors import WorkbenchError
-    from .gem import lint
+    from .platforms import lint
 
     problems = lint(args.gem)  # the same checks as workbench.open: never raises for bad data
     for p in problems:
@@ -28,12 +28,12 @@ def _check(args: argparse.Namespace) -> int:
         print(f"{len(problems)} problem{'s' if len(problems) > 1 else ''}", file=sys.stderr)
         return 1
     if args.typecheck:
-        from .gem import load_manifest
+        from .platforms import load
         from .providers import default_state_dir
         from .runners.deno import typecheck
 
         try:
-            m = load_manifest(args.gem)
+            m = load(args.gem)
         except WorkbenchError as exc:  # the folder changed since lint
             return _fail(exc.to_dict())
         ts = [t.file for t in m.tools.values() if t.language == "typescript"]

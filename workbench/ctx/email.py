@@ -100,25 +100,6 @@ class Grant:
         return f"<Grant {self.allowed!r}>"
 
 
-def _grants_read(perms: Any) -> bool:
-    email = perms.get("email") if isinstance(perms, dict) else None
-    return email is True or (isinstance(email, dict) and email.get("read") is True)
-
-
-def permission_error(manifest: "Manifest", tool: "ToolSpec") -> WorkbenchError:
-    """E1's error, naming the manifest fields that are missing."""
-    index = next((i for i, t in enumerate(manifest.raw.get("tools", ())) if t.get("name") == tool.name), 0)
-    missing = []
-    if not (manifest.raw.get("email") is True or _grants_read(manifest.permissions)):
-        missing.append('/permissions/email (top level: {"read": true}, or the Gem Studio draft '
-                       'shorthand "email": true)')
-    if not _grants_read(tool.permissions):
-        missing.append(f'/tools/{index}/permissions/email ({{"read": true}} on tool {tool.name!r})')
-    return WorkbenchError("E_PERM_DENIED", f"tool {tool.name!r} has no email permission (E1): "
-                          f"manifest.json needs {' and '.join(missing)}",
-                          field="permissions.email", missing=[m.split(" ", 1)[0] for m in missing])
-
-
 def _options(method: str, options: Any, kwargs: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     if options is None:
         options = {}
@@ -169,14 +150,12 @@ class Email:
 
     def _mailbox(self) -> "tuple[Mailbox, Grant]":
         s = self.s
-        if not s.manifest.email_allowed(s.tool):
-            raise permission_error(s.manifest, s.tool)
-        mailbox, grant = s.providers.mailbox, s.email_grant
-        if mailbox is None or grant is None:  # a session made without a bench: nothing allowed
-            from ..providers.mailmock import MockMailbox
-
-            mailbox, grant = mailbox or MockMailbox(), grant or Grant()
-        return mailbox, grant
+        s.grants.require("email")  # E1: decided once per tool by the platform profile
+        mailbox = s.providers.mailbox
+        if mailbox is None:
+            raise WorkbenchError("E_INTERNAL", "ctx.email: this call has no mailbox (a session "
+                                 "made outside workbench.open gets none)")
+        return mailbox, s.email_grant or Grant()  # no grant from the user: nothing is allowed
 
     @contextmanager
     def _reading(self) -> Any:

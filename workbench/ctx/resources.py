@@ -245,14 +245,11 @@ class Resources:
         return cache.path(id, timeout=self.session.remaining("resources.path"))
 
 
-def make_cache(manifest: Any, *, state_dir: Path, source: str,
-               mapping: Mapping[str, Any] | None) -> ResourceCache | None:
-    """The bench's cache, or None when the manifest declares no resources (R1)."""
-    from ..providers.resources import HttpSource, MockSource
-
+def make_cache(manifest: Any, *, state_dir: Path, source: Source) -> ResourceCache | None:
+    """The bench's cache over `source` (mock or real: the providers' choice), or None when
+    the manifest declares no resources (R1)."""
     if not manifest.resources:
         return None
     root = state_dir / "resources"
     root.mkdir(parents=True, exist_ok=True)
-    src: Source = MockSource(manifest.root, mapping) if source == "mock" else HttpSource()
-    return ResourceCache(manifest.resources, root, src)
+    return ResourceCache(manifest.resources, root, source)

@@ -1,5 +1,9 @@
-"""Gem folders: manifest, tools and schema checks."""
+"""Gem folders: the gem model, bounded reading of a folder, input-schema checks.
 
-from .manifest import CollectionSpec, Manifest, ToolSpec, lint, load_manifest, manifest_schema
+Loading a gem is its platform's (workbench.platforms): each profile turns a folder into
+this model with these tools.
+"""
 
-__all__ = ["CollectionSpec", "Manifest", "ToolSpec", "lint", "load_manifest", "manifest_schema"]
+from .model import CollectionSpec, Manifest, ToolSpec
+
+__all__ = ["CollectionSpec", "Manifest", "ToolSpec"]

@@ -268,10 +268,11 @@ def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, modules: Modules,
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             module = _load(tool, fresh, modules)
-            handle = getattr(module, "handle", None)
+            entry = caps.session.profile.entry.python
+            handle = getattr(module, entry, None)
             if not callable(handle):
                 return Outcome(error=WorkbenchError(
-                    "E_TOOL_ERROR", f"{tool.rel_file} defines no handle(input, ctx) function",
+                    "E_TOOL_ERROR", f"{tool.rel_file} defines no {entry}(input, ctx) function",
                     file=tool.rel_file), logs=out.getvalue())
             is_async = inspect.iscoroutinefunction(handle)
             ctx = PythonCtx(caps, asynchronous=is_async)
@@ -290,3 +291,19 @@ def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, modules: Modules,
         # BaseException subclass, a ctx error it did not catch (keeps its code): all coded
         sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
         return Outcome(error=_tool_error(exc, root, tool.rel_file), logs=out.getvalue())
+
+
+class PythonRunner:
+    """The Python runner of one bench: its own imported tool modules (N5)."""
+
+    def __init__(self) -> None:
+        self.modules: Modules = {}
+
+    def call(self, tool: "ToolSpec", args: Any, caps: "Capabilities", *, fresh: bool) -> Outcome:
+        return run(tool, args, caps, modules=self.modules, fresh=fresh)
+
+    def crash(self) -> str:
+        return ""  # in-process: the CtxCrash unwound the tool; its output is on the exception
+
+    def stop(self) -> None:
+        self.modules.clear()

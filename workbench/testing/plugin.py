@@ -24,7 +24,7 @@ import pytest
 from .notebook import DEFAULT_KERNEL, DEFAULT_TIMEOUT, NotebookFailure
 
 if TYPE_CHECKING:
-    from workbench import Bench
+    from .._bench import Bench
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -119,7 +119,7 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator["Bench"]:
     State (real providers, if asked for) lives under the test's tmp_path; deletes never go to
     the desktop trash; the bench is closed after the test.
     """
-    import workbench
+    from .. import _bench, _errors  # the Face (not the package root, which loads the magics)
 
     marker = request.node.get_closest_marker("gem")
     config = request.config
@@ -144,8 +144,8 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator["Bench"]:
     options.setdefault("state_dir", tmp_path / "gem-state")
     options.setdefault("headless", True)
     try:
-        opened = workbench.open(path, **options)
-    except workbench.WorkbenchError as exc:
+        opened = _bench.open(path, **options)
+    except _errors.WorkbenchError as exc:
         pytest.fail(f"the `bench` fixture could not open {path}: {exc}", pytrace=False)
     try:
         yield opened

@@ -1,5 +1,35 @@
 """JS/TS tools in a real Deno sandbox (N1–N5): one process per gem, ctx bridged to Python."""
 
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
 from .sandbox import Sandbox, SandboxOptions, typecheck
 
-__all__ = ["Sandbox", "SandboxOptions", "typecheck"]
+if TYPE_CHECKING:
+    from ...ctx import Capabilities
+    from ...gem import ToolSpec
+    from .. import Outcome, Setup
+
+
+class DenoRunner:
+    """The Deno runner of one bench: the gem's sandbox process, started on first use (N3)."""
+
+    def __init__(self, setup: "Setup") -> None:
+        options = setup.options or SandboxOptions()
+        if setup.readable:  # e.g. R4: the gem's resource cache, read-only
+            options = dataclasses.replace(options, readable=(*options.readable, *setup.readable))
+        self.sandbox = Sandbox(setup.gem_root, deno_dir=setup.state_dir / "deno", options=options)
+
+    def call(self, tool: "ToolSpec", args: Any, caps: "Capabilities", *, fresh: bool) -> "Outcome":
+        return self.sandbox.call(tool.file, args, caps, fresh=fresh)
+
+    def crash(self) -> str:
+        return self.sandbox.stop()  # kill -9: the process dies with the call in flight
+
+    def stop(self) -> None:
+        self.sandbox.stop()
+
+
+__all__ = ["DenoRunner", "Sandbox", "SandboxOptions", "typecheck"]

@@ -10,7 +10,7 @@
 // of payload (JSON text), which the host never parses: it moves between the socket and the
 // worker as bytes (to the worker through a shared buffer, see startWorker). So a big input or
 // file costs a few copies, not a scan of everything buffered per chunk read (SEC5).
-//   python -> host  {t:"call", id, file (URL), fresh, nonce, meta, limit, resultChars, n} + input
+//   python -> host  {t:"call", id, file (URL), fresh, nonce, ctx, limit, resultChars, n} + input
 //                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
 //   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, n} + the arguments (a list)
 //                   {t:"done", id, ok, n} + the result (ok) or {name, message, stack, code,
@@ -156,7 +156,7 @@ function onMessage(msg: any, payload: Uint8Array | null): void {
     if (msg.fresh) stopWorker();
     worker ??= startWorker();
     current = { id: msg.id, nonce: msg.nonce };
-    toWorker({ t: "call", id: msg.id, file: msg.file, meta: msg.meta ?? {}, limit,
+    toWorker({ t: "call", id: msg.id, file: msg.file, ctx: msg.ctx, limit,
                resultChars: msg.resultChars ?? limit }, payload ?? encoder.encode("null"));
   } else if (msg.t === "reply") {
     toWorker({ t: "reply", seq: msg.seq, ok: msg.ok === true }, payload ?? EMPTY);

@@ -352,10 +352,11 @@ class Sandbox:
         return True
 
     # -- calls -----------------------------------------------------------------------------
-    def call(self, file: Path, args: Any, caps: "Capabilities", *, fresh: bool,
-             meta: dict[str, Any]) -> Outcome:
-        """Run one call of a JS/TS tool; ctx calls are served by `caps` while it runs."""
-        limits = caps.session.limits
+    def call(self, file: Path, args: Any, caps: "Capabilities", *, fresh: bool) -> Outcome:
+        """Run one call of a JS/TS tool; ctx calls are served by `caps` while it runs. Its
+        ctx is the shape its profile's registry gives its grants (built in the Worker)."""
+        session = caps.session
+        limits, profile, grants = session.limits, session.profile, session.grants
         link = self._links.check()
         if link is not None:
             return Outcome(error=link)
@@ -377,7 +378,10 @@ class Sandbox:
         self._output.begin(nonce, limits.log_bytes)
         try:
             self._send({"t": "call", "id": call_id, "file": file.as_uri(), "fresh": fresh,
-                        "nonce": nonce, "meta": meta, "limit": limit,
+                        "nonce": nonce, "limit": limit,
+                        "ctx": {"shape": profile.js_shape(grants),
+                                "values": profile.values(grants, session),
+                                **profile.entry.message()},
                         "resultChars": limits.result_chars, "n": len(data)}, data,
                        deadline=deadline)
             while True:

@@ -1,0 +1,184 @@
+"""The platform seam (workbench.platforms): detection, the capability registry that both
+runners' ctx are generated from, grants decided once, limits read from the profile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from conftest import GemBuilder
+
+import workbench
+from workbench import GemLoadError
+from workbench.ctx import IMPLEMENTATIONS
+from workbench.platforms import KNOWN, Grants, Limits, detect, lint, profile
+from workbench.platforms.notochord import PROFILE as NOTOCHORD
+
+BUILT = ["notochord"]  # profiles built so far (agent, ekanos: their own issues)
+EXAMPLE = Path(__file__).parent.parent / "notebooks" / "gems" / "notes"
+
+# ctx names, walked the same way in both languages: an object's own keys, a collection's
+# methods through collection(name); a leaf is a function or a value
+PY_NAMES = """
+def walk(obj, prefix, out):
+    for name in dir(obj):
+        v = getattr(obj, name)
+        path = f"{prefix}.{name}" if prefix else name
+        if callable(v) and name == "collection":
+            walk(v("notes"), prefix, out)
+        elif callable(v) or not hasattr(v, "__dir__") or isinstance(v, (str, int, float)):
+            out.append(path)
+        else:
+            walk(v, path, out)
+    return out
+
+def handle(input, ctx):
+    return sorted(walk(ctx, "", []))
+"""
+JS_NAMES = """
+function walk(obj, prefix, out) {
+  for (const name of Object.keys(obj)) {
+    const v = obj[name], path = prefix ? `${prefix}.${name}` : name;
+    if (typeof v === "function" && name === "collection") walk(v("notes"), prefix, out);
+    else if (typeof v === "function" || v === null || typeof v !== "object") out.push(path);
+    else walk(v, path, out);
+  }
+  return out;
+}
+export default async function (input, ctx) { return walk(ctx, "", []).sort(); }
+"""
+
+
+def names_gem(gem: GemBuilder, *, granted: bool) -> Path:
+    perms = {"email": {"read": True}, "http": {}} if granted else {}
+    for name, src, ext in (("py", PY_NAMES, "py"), ("js", JS_NAMES, "js")):
+        gem.tool(name, src, ext=ext, **({"permissions": perms} if granted else {}))
+    gem.collections(notes=[])
+    if granted:
+        gem.manifest["permissions"] = perms
+        gem.manifest["resources"] = [{"id": "model", "url": "https://x.example/m",
+                                      "sha256": "0" * 64}]
+    return gem.write()
+
+
+def expected(prof: Any, grants: Grants) -> list[str]:
+    """Every leaf path the registry gives a tool with `grants`."""
+    out = []
+    for cap in prof.present(grants):
+        if cap.kind in ("value", "function"):
+            out.append(cap.path)
+        else:
+            top = cap.path.rsplit(".", 1)[0] if cap.kind == "collection" else cap.path
+            out.extend(f"{top}.{m}" if cap.kind == "namespace" else f"{cap.path}.{m}"
+                       for m in cap.method_names())
+    return sorted(out)
+
+
+@pytest.mark.deno
+@pytest.mark.parametrize("name", BUILT)
+@pytest.mark.parametrize("granted", [True, False], ids=["all-grants", "no-grants"])
+def test_python_and_js_tools_see_the_same_ctx_names(name: str, granted: bool, gem: GemBuilder,
+                                                    opened: Callable) -> None:
+    if name != "notochord":
+        gem.manifest["platform"] = name
+    bench = opened(names_gem(gem, granted=granted), resources={"model": b"x"} if granted else None)
+    py, js = bench.call("py").raise_for_error().value, bench.call("js").raise_for_error().value
+    assert py == js
+    tool = bench.manifest.tools["py"]
+    want = expected(bench.profile, bench.profile.grants(bench.manifest, tool))
+    assert py == want
+    assert ("email.listSince" in py) is granted and ("resources.path" in py) is granted
+
+
+@pytest.mark.parametrize("name", BUILT)
+def test_registry_rows_name_real_implementations(name: str) -> None:
+    for cap in profile(name).capabilities:
+        if cap.kind == "value":
+            assert cap.impl in {f.name for f in __import__("dataclasses").fields(
+                workbench.ctx.CallSession)}, cap
+            continue
+        impl = IMPLEMENTATIONS[cap.impl]
+        for m in cap.methods:
+            assert callable(getattr(impl, m.name, None)), (cap.path, m.name)
+
+
+def test_detect_picks_notochord_for_a_manifest_without_platform() -> None:
+    assert detect(EXAMPLE) is NOTOCHORD
+    assert workbench.open(EXAMPLE).profile is NOTOCHORD
+
+
+def test_unknown_platform_is_E_MANIFEST_listing_the_known_ones(gem: GemBuilder) -> None:
+    gem.tool("t", "def handle(i, c): return 1").manifest["platform"] = "gemini"
+    root = gem.write()
+    with pytest.raises(GemLoadError) as err:
+        workbench.open(root)
+    assert err.value.code == "E_MANIFEST" and err.value.details["pointer"] == "/platform"
+    assert all(repr(k) in err.value.message for k in KNOWN), err.value.message
+    assert [p["pointer"] for p in lint(root)] == ["/platform"]
+
+
+@pytest.mark.parametrize("name", ["agent", "ekanos"])
+def test_platforms_not_built_yet_say_so(name: str, gem: GemBuilder) -> None:
+    gem.tool("t", "def handle(i, c): return 1").manifest["platform"] = name
+    with pytest.raises(GemLoadError, match="not supported yet"):
+        workbench.open(gem.write())
+
+
+def test_an_integration_folder_is_detected_as_ekanos(tmp_path: Path) -> None:
+    (tmp_path / "integration.ts").write_text("export default {}\n")
+    with pytest.raises(GemLoadError, match="Ekanos integrations .* not supported yet"):
+        detect(tmp_path)
+
+
+def test_platform_of_another_type_is_E_MANIFEST(gem: GemBuilder) -> None:
+    gem.tool("t", "def handle(i, c): return 1").manifest["platform"] = ["notochord"]
+    with pytest.raises(GemLoadError, match="/platform"):
+        workbench.open(gem.write())
+
+
+def test_every_denial_names_the_manifest_field_to_add(gem: GemBuilder) -> None:
+    gem.tool("t", "def handle(i, c): return 1", permissions={"email": {"read": False}})
+    bench = workbench.open(gem.write())
+    grants = NOTOCHORD.grants(bench.manifest, bench.manifest.tools["t"])
+    assert grants.granted == frozenset()
+    for name in ("email", "http", "resources"):
+        err = grants.denial(name)
+        assert err.code == "E_PERM_DENIED" and "manifest.json" in err.message
+        assert err.details["missing"] and all(m.startswith("/") for m in err.details["missing"])
+        assert all(m in err.message for m in err.details["missing"])
+    # decided once per (gem, tool): the same value on every call
+    assert NOTOCHORD.grants(bench.manifest, bench.manifest.tools["t"]) is grants
+
+
+def test_limits_come_from_the_profile_and_one_can_be_made_small(gem: GemBuilder,
+                                                                 lang: str) -> None:
+    """Miniflare's MAX_VALUE_SIZE_TEST idea: shrink one limit to test it with 11 bytes."""
+    src = {"py": "def handle(i, ctx):\n    ctx.files.write('a.txt', 'x' * 11)\n",
+           "js": "export default async (i, ctx) => ctx.files.write('a.txt', 'x'.repeat(11));\n"}
+    gem.tool("w", src[lang], ext=lang)
+    root = gem.write()
+    with workbench.open(root) as bench:
+        assert bench.limits is bench.profile.limits and bench.call("w").ok
+    with workbench.open(root, limits=Limits(file_bytes=10)) as small:
+        res = small.call("w")
+        assert res.error.code == "E_TOO_LARGE" and "10" in res.error.message
+
+
+def test_the_entry_point_is_the_profiles(gem: GemBuilder) -> None:
+    gem.tool("py", "def run(i, c): return 1")
+    gem.tool("js", "export function run() { return 1 }", ext="js")
+    bench = workbench.open(gem.write())
+    assert "no handle(input, ctx)" in bench.call("py").error.message
+    js = bench.call("js").error
+    assert "default or handle" in js.message and js.code == "E_TOOL_ERROR"
+    bench.close()
+
+
+def test_the_manifest_schema_is_the_notochord_profiles() -> None:
+    from workbench.platforms.notochord import manifest_schema
+
+    schema = manifest_schema()
+    assert schema["properties"]["platform"]["enum"] == list(KNOWN)
+    assert json.dumps(schema)  # shipped as data, loadable

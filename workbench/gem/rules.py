@@ -1,0 +1,21 @@
+"""Schema rules as data: what a platform accepts in a tool's input schema and how it reads
+the arguments (a field of each platform profile, applied by `gem.schema`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SchemaRules:
+    """unsupported_keywords: rejected at load wherever a `$ref` can reach them (N8: Notochord
+    rejects `pattern`, `patternProperties`, `uniqueItems`); null_is_absent: a `null` for an
+    optional top-level parameter counts as absent (N8); root_keys: when set, the only keys
+    the schema's root may hold (None: any)."""
+
+    unsupported_keywords: tuple[str, ...] = ("pattern", "patternProperties", "uniqueItems")
+    null_is_absent: bool = True
+    root_keys: tuple[str, ...] | None = None
+
+
+NOTOCHORD = SchemaRules()

@@ -1,0 +1,210 @@
+"""What a platform profile is: its limits, schema rules, entry point, ctx shape and grants.
+
+A profile is data read by the one ctx layer and the two runners (Miniflare's plugin table and
+named `KVLimits`; pluggy's checked specs). A capability module never learns which platform it
+serves beyond what `Limits` and `Grants` tell it; adding a platform is one folder beside
+`notochord/` whose `PROFILE` fills these in.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+
+from .._errors import WorkbenchError
+from ..gem.rules import SchemaRules
+
+if TYPE_CHECKING:
+    from ..gem import Manifest, ToolSpec
+
+__all__ = ["Capability", "EntryPoint", "Grants", "Limits", "Method", "Profile", "SchemaRules"]
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds of one bench's calls (defaults: the Notochord platform + workbench bounds).
+
+    Rule modules read their numbers from here, never from literals, so a test can shrink a
+    limit to exercise it cheaply (`workbench.open(..., limits=Limits(file_bytes=10))`) and a
+    profile carries its own. The workbench's safety bounds (SEC5) are not stated by the seeds;
+    they are chosen well above what a legitimate tool needs (README, "Security model").
+    """
+
+    # the platform's own (seed 000)
+    file_bytes: int = 20 * MiB               # F12: per ctx.files read or write
+    result_chars: int = 1_048_576            # N9: the tool's result as JSON text
+    history_bytes: int = 100 * MiB           # F8: a history copy larger than this is not kept
+    # the workbench's (SEC5): every ctx call and every result bounded
+    sql_result_bytes: int = 16 * MiB         # rows one ctx.storage.sql call may return
+    sql_value_bytes: int = 32 * MiB          # SQLITE_LIMIT_LENGTH: one string or blob
+    sql_statement_bytes: int = 1 * MiB       # SQLITE_LIMIT_SQL_LENGTH: one statement's text
+    schema_seconds: float = 30.0             # db/schema.sql at open (it is the gem's SQL too)
+    storage_bytes: int = 1024 * MiB          # each database (the gem's SQL; data + kv + history)
+    sqlite_heap_bytes: int = 1024 * MiB      # SQLite's memory, process-wide (hard_heap_limit)
+    http_body_bytes: int = 20 * MiB          # one ctx.http.fetch response body
+    resource_bytes: int = 2048 * MiB         # one resource download, streamed to disk
+    resource_seconds: float = 1800.0         # one download attempt over all its addresses
+    log_bytes: int = 1 * MiB                 # captured console output per call (head + tail)
+    bridge_message_bytes: int = 64 * MiB     # one message between Python and the sandbox
+    json_depth: int = 200                    # nesting of inputs, results, ctx arguments
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """How a runner finds and calls a tool's function.
+
+    js_exports: the module's exports tried in order (the first that is a function is called);
+    python: the module-level function of a Python tool; both are called as (input, ctx).
+    """
+
+    js_exports: tuple[str, ...] = ("default", "handle")
+    python: str = "handle"
+    # shown when the tool defines none of them
+    js_hint: str = "export default async function (input, ctx) {...}"
+
+    def message(self) -> dict[str, Any]:
+        """What the sandbox needs to find the function (carried by each call message)."""
+        names = " or ".join(self.js_exports)
+        return {"exports": list(self.js_exports),
+                "missing": f"the tool module has no {names} export function ({self.js_hint})"}
+
+
+@dataclass(frozen=True)
+class Method:
+    """One ctx method: its name, its parameters' names (for errors that name an argument)
+    and, when its result is not plain JSON for the tool, the codec both runners apply."""
+
+    name: str
+    params: tuple[str, ...] = ()
+    codec: Literal["fetch"] | None = None   # "fetch": the reply becomes a Response
+
+
+Kind = Literal["namespace", "collection", "function", "value"]
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One row of a profile's ctx shape.
+
+    path: where the tool finds it ("files", "storage.kv", "extract", "idempotencyKey").
+    kind: "namespace" (ctx.files.read(...)), "collection" (ctx.data.collection(name).insert:
+        the name is the methods' first argument), "function" (ctx.extract(...): its one
+        method), "value" (a per-call value read from the call's session attribute `impl`).
+    impl: the ctx layer's implementation (a key of ctx.IMPLEMENTATIONS) or, for a value, the
+        CallSession attribute.
+    grant: the `Grants` name that makes it present (None: always). When absent, a JS tool
+        finds it undefined; a Python tool finds it missing (AttributeError) or, with
+        python_absent="deny", still calls it and gets the grant's E_PERM_DENIED (E1's
+        coded error, recorded in the trace).
+    """
+
+    path: str
+    kind: Kind
+    impl: str
+    methods: tuple[Method, ...] = ()
+    grant: str | None = None
+    python_absent: Literal["missing", "deny"] = "missing"
+    doc: str = ""
+
+    @property
+    def top(self) -> str:
+        return self.path.split(".", 1)[0]
+
+    def method_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.methods)
+
+
+@dataclass(frozen=True)
+class Grants:
+    """What one (gem, tool) may use, decided once by its profile from the manifest.
+
+    `granted` holds the grant names; `denials` the E_PERM_DENIED message and details of each
+    grant that is missing, naming the manifest field to add.
+    """
+
+    granted: frozenset[str] = frozenset()
+    denials: Mapping[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+
+    def has(self, name: str) -> bool:
+        return name in self.granted
+
+    def denial(self, name: str) -> WorkbenchError:
+        """The E_PERM_DENIED error of a missing grant (a fresh one: errors are raised)."""
+        message, details = self.denials.get(name, (f"this tool has no {name} permission", {}))
+        return WorkbenchError("E_PERM_DENIED", message, **dict(details))
+
+    def require(self, name: str) -> None:
+        """Raise the grant's E_PERM_DENIED unless it is granted."""
+        if name not in self.granted:
+            raise self.denial(name)
+
+
+@dataclass(frozen=True, eq=False)
+class Profile:
+    """One platform: how its gems load, what their tools' ctx holds and within which bounds."""
+
+    name: str
+    title: str
+    limits: Limits
+    schema_rules: SchemaRules
+    entry: EntryPoint
+    capabilities: tuple[Capability, ...]
+    load: Callable[[Path], "Manifest"]            # raises GemLoadError (file, JSON pointer)
+    lint: Callable[[Path], list[dict[str, str]]]  # every problem, [] when loadable
+    grants_for: Callable[["Manifest", "ToolSpec"], Grants]
+    marker: str = "manifest.json"                 # the file that makes a folder this platform's
+    supported: bool = True
+
+    def grants(self, manifest: "Manifest", tool: "ToolSpec") -> Grants:
+        """The tool's grants, decided once per (gem, tool) and cached on the manifest."""
+        cache: dict[str, Grants] = manifest.__dict__.setdefault("_grants", {})
+        if tool.name not in cache:
+            cache[tool.name] = self.grants_for(manifest, tool)
+        return cache[tool.name]
+
+    @functools.cached_property
+    def routes(self) -> dict[str, tuple[str, str]]:
+        """"files.read" -> ("files", "read"): which implementation and method serve a name."""
+        out: dict[str, tuple[str, str]] = {}
+        for cap in self.capabilities:
+            if cap.kind == "function":
+                out[cap.path] = (cap.impl, cap.methods[0].name)
+            elif cap.kind != "value":
+                out.update({f"{cap.path}.{m.name}": (cap.impl, m.name) for m in cap.methods})
+        return out
+
+    def present(self, grants: Grants) -> tuple[Capability, ...]:
+        """The rows a tool with `grants` sees."""
+        return tuple(c for c in self.capabilities if c.grant is None or grants.has(c.grant))
+
+    def names(self, grants: Grants) -> dict[str, list[str]]:
+        """{top-level ctx name: sorted method paths below it} for a tool with `grants`: what
+        both runners must expose (tested against each other per profile)."""
+        out: dict[str, list[str]] = {}
+        for cap in self.present(grants):
+            below = out.setdefault(cap.top, [])
+            if cap.kind in ("namespace", "collection"):
+                below.extend(f"{cap.path}.{m}" for m in cap.method_names())
+        return {k: sorted(v) for k, v in sorted(out.items())}
+
+    def js_shape(self, grants: Grants) -> str:
+        """The ctx shape of a tool with `grants` as JSON text for the sandbox (values are
+        filled per call); cached: a tool's grants do not change while its gem is open."""
+        cache: dict[frozenset[str], str] = self.__dict__.setdefault("_shapes", {})
+        if grants.granted not in cache:
+            cache[grants.granted] = json.dumps([
+                {"path": c.path, "kind": c.kind,
+                 "methods": [{"name": m.name, "params": list(m.params), "codec": m.codec}
+                             for m in c.methods]}
+                for c in self.present(grants)], separators=(",", ":"))
+        return cache[grants.granted]
+
+    def values(self, grants: Grants, session: Any) -> dict[str, Any]:
+        """The per-call values ({"idempotencyKey": ...}) a tool with `grants` sees."""
+        return {c.path: getattr(session, c.impl) for c in self.present(grants)
+                if c.kind == "value"}
