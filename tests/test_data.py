@@ -14,7 +14,8 @@ import pytest
 
 import workbench
 from conftest import GemBuilder
-from workbench.ctx.data import expr, table, where_sql
+from workbench.ctx.data import where_sql
+from workbench.providers.datastore import expr, table
 
 # One tool drives any storage method: steps are ["data", coll, method, *args],
 # ["kv", method, *args] or ["sql", method, *args]; "fail" raises after the steps ran.

@@ -89,7 +89,7 @@ def test_SEC3_move_of_a_folder_holding_hidden_entries_is_refused_within_the_work
 def test_SEC3_history_never_copies_hidden_entries(ops) -> None:
     bench = ops.bench
     # the unit under the rule: a folder's history copy skips what the gem cannot see
-    history.record(bench.providers.data_db, bench.providers.files, "proj", reason="delete",
+    history.record(bench.providers.store, bench.providers.files, "proj", reason="delete",
                    call_id=None)
     assert sorted(bench.history()["path"]) == ["proj/notes.md"]
     assert ops(["write", "workspace:proj/notes.md", "new"])[0] == {"ok": None}

@@ -398,15 +398,17 @@ class Bench:
         """Saved versions of conversation-folder files (overwrites, deletes, restores)."""
         import pandas as pd
 
-        rows = _history.versions(self.providers.data_db, path.removeprefix("workspace:") if path else None)
-        df = pd.DataFrame(rows, columns=["version", "path", "reason", "call_id", "saved_at", "size", "kept"])
+        from .providers.datastore import VERSION_COLUMNS
+
+        rows = self.providers.store.history_versions(path.removeprefix("workspace:") if path else None)
+        df = pd.DataFrame(rows, columns=VERSION_COLUMNS)
         df["saved_at"] = pd.to_datetime(df["saved_at"], unit="ms")
         df["kept"] = df["kept"].astype(bool)
         return df
 
     def restore_file(self, path: str, version: int | None = None) -> int:
         """Roll one conversation file back to a saved version (default: the latest)."""
-        return _history.restore(self.providers.data_db, self.providers.files, path, version,
+        return _history.restore(self.providers.store, self.providers.files, path, version,
                                 limit=self.limits.history_bytes)
 
     # -- inspection -------------------------------------------------------------------------
@@ -428,12 +430,12 @@ class Bench:
         if collection not in self.manifest.collections:
             raise UsageError(f"collection {collection!r} is not declared in manifest.json "
                              f"(declared: {', '.join(self.manifest.collections) or 'none'})")
-        return frames.collection(self.providers.data_db, collection)
+        return frames.collection(self.providers.store, collection)
 
     def kv(self) -> "pd.DataFrame":
         from .inspect import frames
 
-        return frames.query(self.providers.data_db, "SELECT key, value FROM kv ORDER BY key")
+        return frames.kv(self.providers.store)
 
     def sql(self, query: str, params: Any = ()) -> "pd.DataFrame":
         """Run a query on the gem's private database (ctx.storage.sql)."""

@@ -1,9 +1,9 @@
-"""ctx.data (D1): the manifest's collections as JSON documents in SQLite.
+"""ctx.data (D1): the manifest's collections as JSON documents in the data store.
 
-Each collection is a table `c_<name>(rid, id, doc)`; each manifest index becomes an index on
-`json_extract(doc, '$.<field>')`, and `find` writes its filters with that same expression so
-SQLite uses it. Inserts are buffered and written with one executemany before any other storage
-access and at the end of the call: same results, a fraction of the cost.
+Each manifest index is an index of the store (providers/datastore.py), and `find` writes its
+filters with the store's field expression (`expr`) so SQLite uses it. Inserts are buffered and
+written at once before any other storage access and at the end of the call: same results, a
+fraction of the cost.
 """
 
 from __future__ import annotations
@@ -16,36 +16,16 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from .._json import why_not_json
 from .._text import well_formed
+from ..providers.datastore import expr
 from .storage import bounded_rows
 
 if TYPE_CHECKING:
-    import sqlite3
-
-    from ..gem import Manifest
+    from ..providers.datastore import DataStore
     from ._session import CallSession
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _OPS = {"eq": "=", "ne": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
-
-
-def table(name: str) -> str:
-    return f'"c_{name}"'
-
-
-def expr(field: str) -> str:
-    """The SQL for a document field: identical in indexes and queries, or SQLite won't use them."""
-    return "id" if field == "id" else f"json_extract(doc, '$.{field}')"
-
-
-def ddl(manifest: "Manifest") -> str:
-    out = []
-    for c in manifest.collections.values():
-        out.append(f"CREATE TABLE IF NOT EXISTS {table(c.name)} (rid INTEGER PRIMARY KEY, "
-                   "id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL);")
-        out += [f'CREATE INDEX IF NOT EXISTS "ix_{c.name}_{f.replace(".", "_")}" ON '
-                f"{table(c.name)}({expr(f)});" for f in c.indexes]
-    return "\n".join(out)
 
 
 def new_id() -> str:
@@ -145,7 +125,7 @@ class Data:
 
     def __init__(self, session: "CallSession") -> None:
         self.s = session
-        self.db: "sqlite3.Connection" = session.providers.data_db
+        self.store: "DataStore" = session.providers.store
         self._pending: dict[str, list[tuple[str, str]]] = {}
 
     def check(self, name: Any) -> str:
@@ -160,57 +140,55 @@ class Data:
         return name
 
     def _flush(self) -> None:
-        for t, rows in self._pending.items():
-            if rows:
-                self.db.executemany(f"INSERT INTO {t}(id, doc) VALUES (?, ?)", rows)
-                rows.clear()
+        for name, docs in self._pending.items():
+            if docs:
+                self.store.insert_docs(name, docs)
+                docs.clear()
 
     def insert(self, name: str, doc: Any) -> dict[str, str]:
-        t = table(self.check(name))
+        self.check(name)
         text = dumps_doc(doc, "document", self.s.limits.sql_value_bytes)
         self.s.writing(f"data.{name}.insert")
-        if t not in self._pending:
-            self._pending[t] = []
+        if name not in self._pending:
+            self._pending[name] = []
             self.s.on_flush(self._flush)
         id_ = new_id()
-        self._pending[t].append((id_, text))
+        self._pending[name].append((id_, text))
         return {"id": id_}
 
     def get(self, name: str, id: str) -> dict[str, Any] | None:
         self.s.flush()
-        row = self.db.execute(f"SELECT id, doc FROM {table(self.check(name))} WHERE id = ?",
-                              (_id(id),)).fetchone()
-        return _row(*row) if row else None
+        self.check(name)
+        id = _id(id)
+        doc = self.store.get_doc(name, id)
+        return None if doc is None else _row(id, doc)
 
     def update(self, name: str, id: str, patch: Any) -> dict[str, str]:
-        t = table(self.check(name))
+        self.check(name)
         id = _id(id)
         text = dumps_doc(patch, "patch", self.s.limits.sql_value_bytes)
         self.s.writing(f"data.{name}.update")
         self.s.flush()
-        # RFC 7396 merge patch: fields given replace, null removes
-        cur = self.db.execute(f"UPDATE {t} SET doc = json_patch(doc, ?) WHERE id = ?", (text, id))
-        if cur.rowcount == 0:
+        if not self.store.update_doc(name, id, text):  # RFC 7396: given fields replace, null removes
             raise WorkbenchError("E_NOT_FOUND", f"no document {id!r} in collection {name!r}",
                                  collection=name, id=id)
         return {"id": id}
 
     def delete(self, name: str, id: str) -> dict[str, bool]:
-        t = table(self.check(name))
+        self.check(name)
         id = _id(id)
         self.s.writing(f"data.{name}.delete")
         self.s.flush()
-        return {"deleted": self.db.execute(f"DELETE FROM {t} WHERE id = ?", (id,)).rowcount > 0}
+        return {"deleted": self.store.delete_doc(name, id)}
 
     def count(self, name: str, where: Any = None) -> int:
-        t = table(self.check(name))
+        self.check(name)
         self.s.flush()
-        cond, params = where_sql(where)
-        return self.db.execute(f"SELECT count(*) FROM {t} WHERE {cond}", params).fetchone()[0]
+        return self.store.count_docs(name, where_sql(where))
 
     def find(self, name: str, query: Any = None) -> dict[str, Any]:
         """{where?, orderBy?, order?: 'asc'|'desc', limit?, cursor?} -> {items, cursor}."""
-        t = table(self.check(name))
+        self.check(name)
         self.s.flush()
         q = query or {}
         if not isinstance(q, dict):
@@ -220,7 +198,7 @@ class Data:
         if unknown:
             raise WorkbenchError("E_INVALID_ARGUMENT", f"find: unknown option(s) {sorted(unknown)}",
                                  field=sorted(unknown)[0])
-        cond, params = where_sql(q.get("where"))
+        where = where_sql(q.get("where"))
         limit = q.get("limit", DEFAULT_LIMIT)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise WorkbenchError("E_INVALID_ARGUMENT", f"limit must be an integer from 1 to "
@@ -229,7 +207,7 @@ class Data:
         if order not in ("asc", "desc"):
             raise WorkbenchError("E_INVALID_ARGUMENT", f"order must be 'asc' or 'desc', got "
                                  f"{order!r}", field="order")
-        by = f"{expr(_field(q['orderBy']))} {order}, rid {order}" if "orderBy" in q else f"rid {order}"
+        order_by = _field(q["orderBy"]) if "orderBy" in q else None
         cursor = q.get("cursor")
         try:
             offset = int(cursor.removeprefix("o:")) if cursor else 0
@@ -238,9 +216,10 @@ class Data:
         except (AttributeError, ValueError):
             raise WorkbenchError("E_INVALID_ARGUMENT", f"cursor {cursor!r} was not returned by "
                                  "find", field="cursor") from None
-        cur = self.db.execute(f"SELECT id, doc FROM {t} WHERE {cond} ORDER BY {by} "
-                              f"LIMIT ? OFFSET ?", [*params, limit + 1, offset])
-        rows = bounded_rows(cur, self.s.limits.sql_result_bytes, "find; use a smaller limit:",
+        # one row past the page says whether there is a next one
+        found = self.store.find_docs(name, where, order_by=order_by, descending=order == "desc",
+                                     limit=limit + 1, offset=offset)
+        rows = bounded_rows(found, self.s.limits.sql_result_bytes, "find; use a smaller limit:",
                             field="limit")
         more = len(rows) > limit
         return {"items": [_row(*r) for r in rows[:limit]],

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError, WorkbenchError
 from .._text import well_formed, well_formed_params
+from ..providers.datastore import SqliteDataStore
 from . import _watchdog
 
 if TYPE_CHECKING:
+    from ..providers.datastore import DataStore, Rows
     from ._session import CallSession
     from .limits import Limits
-
-KV_DDL = "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
 
 # authorizer action codes that change a database
 _WRITES = {getattr(sqlite3, n) for n in dir(sqlite3) if n.startswith(
@@ -139,14 +139,13 @@ def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: "Limits
 
 
 def kv_put(db: sqlite3.Connection, key: str, value: str) -> None:
-    """Store one kv entry (the SQL every kv writer shares; rules are the caller's)."""
-    db.execute("INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-               "value = excluded.value", (key, value))
+    """Store one kv entry outside a call (the replay driver's; rules are the caller's)."""
+    SqliteDataStore(db).kv_set(key, value)
 
 
 def kv_remove(db: sqlite3.Connection, key: str) -> bool:
-    """Remove one kv entry; whether it existed."""
-    return db.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
+    """Remove one kv entry outside a call; whether it existed."""
+    return SqliteDataStore(db).kv_delete(key)
 
 
 def _str(v: Any, what: str) -> str:
@@ -162,12 +161,11 @@ class KV:
 
     def __init__(self, session: "CallSession") -> None:
         self.s = session
-        self.db = session.providers.data_db
+        self.store: "DataStore" = session.providers.store
 
     def get(self, key: str) -> str | None:
         self.s.flush()
-        row = self.db.execute("SELECT value FROM kv WHERE key = ?", (_str(key, "key"),)).fetchone()
-        return row[0] if row else None
+        return self.store.kv_get(_str(key, "key"))
 
     def set(self, key: str, value: str) -> None:
         key, value = _str(key, "key"), _str(value, "value")
@@ -176,22 +174,20 @@ class KV:
                                  field="value", limit=cap)
         self.s.writing("storage.kv.set")
         self.s.flush()
-        kv_put(self.db, key, value)
+        self.store.kv_set(key, value)
 
     def delete(self, key: str) -> bool:
         key = _str(key, "key")
         self.s.writing("storage.kv.delete")
         self.s.flush()
-        return kv_remove(self.db, key)
+        return self.store.kv_delete(key)
 
     def list(self, prefix: str = "") -> list[str]:
         """Keys starting with prefix, sorted."""
         self.s.flush()
         prefix = _str(prefix, "prefix")
-        cur = self.db.execute("SELECT key FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key",
-                              (len(prefix), prefix))
-        rows = bounded_rows(cur, self.s.limits.sql_result_bytes, "kv.list; use a longer prefix:",
-                            field="prefix")
+        rows = bounded_rows(self.store.kv_keys(prefix), self.s.limits.sql_result_bytes,
+                            "kv.list; use a longer prefix:", field="prefix")
         return [r[0] for r in rows]
 
 
@@ -240,7 +236,7 @@ def _row_bytes(row: tuple[Any, ...]) -> int:
     return sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row) + 8
 
 
-def bounded_rows(cur: sqlite3.Cursor, cap: int, what: str, **details: Any) -> list[Any]:
+def bounded_rows(cur: "Rows", cap: int, what: str, **details: Any) -> list[Any]:
     """All rows of `cur`, or E_TOO_LARGE as soon as they pass `cap` bytes (SEC5): row by row,
     so no more than one row is read past the cap."""
     size, rows = 0, []

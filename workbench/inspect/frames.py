@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .._errors import WorkbenchError
-from ..ctx.data import table
 
 if TYPE_CHECKING:
     from .._result import CallResult
     from ..gem import Manifest
-    from ..providers.mail import Envelope
     from ..providers.base import FileStore
+    from ..providers.datastore import DataStore
+    from ..providers.mail import Envelope
 
 FILE_COLUMNS = ["area", "path", "type", "size", "modified", "call_id", "hidden"]
 
@@ -49,8 +49,9 @@ def files(store: "FileStore") -> pd.DataFrame:
     return df
 
 
-def collection(db: sqlite3.Connection, name: str) -> pd.DataFrame:
-    rows = db.execute(f"SELECT id, doc FROM {table(name)} ORDER BY rid").fetchall()
+def collection(store: "DataStore", name: str) -> pd.DataFrame:
+    """A collection's documents in insertion order: `id`, then one column per top-level field."""
+    rows = store.docs(name)
     if not rows:
         return pd.DataFrame(columns=["id"])
     ids = [r[0] for r in rows]
@@ -66,6 +67,10 @@ def collection(db: sqlite3.Connection, name: str) -> pd.DataFrame:
             gc.enable()
     df.insert(0, "id", ids)
     return df
+
+
+def kv(store: "DataStore") -> pd.DataFrame:
+    return pd.DataFrame(store.kv_items(), columns=["key", "value"])
 
 
 def query(db: sqlite3.Connection, sql: str, params: Any = ()) -> pd.DataFrame:

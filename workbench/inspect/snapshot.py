@@ -1,4 +1,5 @@
-"""Snapshots of a bench's state: files (bytes) and both SQLite databases (backup copies)."""
+"""Snapshots of a bench's state: files (bytes), the data store (its dump) and the gem's SQLite
+database (a backup copy)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import pandas as pd
 
 if TYPE_CHECKING:
-    from ..providers import Providers
+    from ..providers import DataStore, Providers
 
 DIFF_COLUMNS = ["kind", "where", "key", "change", "before", "after"]
 
@@ -22,7 +23,7 @@ class Snapshot:
 
     taken_at: float
     files: dict[tuple[str, str], tuple[str, bytes | None]]
-    data_db: sqlite3.Connection
+    data: "DataStore"
     sql_db: sqlite3.Connection
 
     def __repr__(self) -> str:
@@ -45,7 +46,7 @@ def _files(p: "Providers") -> dict[tuple[str, str], tuple[str, bytes | None]]:
 
 
 def take(p: "Providers") -> Snapshot:
-    return Snapshot(time.time(), _files(p), _copy(p.data_db), _copy(p.sql_db))
+    return Snapshot(time.time(), _files(p), p.store.dump(), _copy(p.sql_db))
 
 
 def _changes(before: dict, after: dict) -> Iterator[tuple[Any, str, Any, Any]]:
@@ -56,16 +57,15 @@ def _changes(before: dict, after: dict) -> Iterator[tuple[Any, str, Any, Any]]:
         yield k, "added" if a is None else "deleted" if b is None else "changed", a, b
 
 
-def _tables(db: sqlite3.Connection, prefix: str | None) -> list[str]:
-    names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND "
-                                      "name NOT LIKE 'sqlite_%' ORDER BY name")]
-    return [n for n in names if n.startswith(prefix)] if prefix else names
+def _tables(db: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                                     "name NOT LIKE 'sqlite_%' ORDER BY name")]
 
 
 def _rows(db: sqlite3.Connection, name: str) -> dict[Any, Any]:
     """Rows keyed by rowid; by their whole content when the table has no rowid, or when the
     gem named columns rowid, _rowid_ and oid so that none of them means the rowid."""
-    if name not in _tables(db, None):
+    if name not in _tables(db):
         return {}
     table = '"' + name.replace('"', '""') + '"'  # the gem chose the name: quote it whole
     cols = {r[1].lower() for r in db.execute("SELECT * FROM pragma_table_info(?)", (name,))}
@@ -102,17 +102,14 @@ def diff(snap: Snapshot, p: "Providers") -> pd.DataFrame:
         add(kind, "workspace" if ws else root, f"workspace:{path}" if ws else path, ch,
             len(a[1]) if a and a[1] is not None else None, len(b[1]) if b and b[1] is not None else None)
     words = {"added": "inserted", "changed": "updated", "deleted": "deleted"}
-    cur_data = p.data_db
-    for t in sorted(set(_tables(snap.data_db, "c_")) | set(_tables(cur_data, "c_"))):
-        before = {r["id"]: json.loads(r["doc"]) for r in _rows(snap.data_db, t).values()}
-        after = {r["id"]: json.loads(r["doc"]) for r in _rows(cur_data, t).values()}
+    for name in sorted(set(snap.data.collections()) | set(p.store.collections())):
+        before = {i: json.loads(doc) for i, doc in snap.data.docs(name)}
+        after = {i: json.loads(doc) for i, doc in p.store.docs(name)}
         for k, ch, a, b in _changes(before, after):
-            add("document", t[2:], k, words[ch], a, b)
-    kv_before = {r["key"]: r["value"] for r in _rows(snap.data_db, "kv").values()}
-    kv_after = {r["key"]: r["value"] for r in _rows(cur_data, "kv").values()}
-    for k, ch, a, b in _changes(kv_before, kv_after):
+            add("document", name, k, words[ch], a, b)
+    for k, ch, a, b in _changes(dict(snap.data.kv_items()), dict(p.store.kv_items())):
         add("kv", "kv", k, words[ch], a, b)
-    for t in sorted(set(_tables(snap.sql_db, None)) | set(_tables(p.sql_db, None))):
+    for t in sorted(set(_tables(snap.sql_db)) | set(_tables(p.sql_db))):
         for k, ch, a, b in _changes(_rows(snap.sql_db, t), _rows(p.sql_db, t)):
             add("sql", t, k, words[ch], a, b)
     # object columns: sizes, documents, values and rows share them; no int -> float/NaN casts
@@ -133,5 +130,5 @@ def restore(snap: Snapshot, p: "Providers") -> None:
             p.files.mkdir(root, path)
         elif data is not None:
             p.files.write(root, path, data)
-    snap.data_db.backup(p.data_db)
+    p.store.restore(snap.data)
     snap.sql_db.backup(p.sql_db)

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .base import Entry, FileStore
+from .datastore import DataStore, SqliteDataStore
 from .folder import FolderFileStore
 from .mail import Mailbox
 from .memory import MemoryFileStore
 from .sqlite import open_database
 
-__all__ = ["Entry", "FileStore", "FolderFileStore", "Mailbox", "MemoryFileStore", "Providers",
-           "default_state_dir", "make_mailbox", "make_providers", "open_database"]
+__all__ = ["DataStore", "Entry", "FileStore", "FolderFileStore", "Mailbox", "MemoryFileStore",
+           "Providers", "default_state_dir", "make_mailbox", "make_providers", "open_database"]
 
 
 def default_state_dir(gem_id: str, gem_root: Path) -> Path:
@@ -31,11 +32,12 @@ def default_state_dir(gem_id: str, gem_root: Path) -> Path:
 
 @dataclass
 class Providers:
-    """The storage a bench sits on: one file store and two SQLite databases."""
+    """The storage a bench sits on: one file store, a data store and two SQLite databases."""
 
     kind: dict[str, str]   # capability -> "mock" | "real"
     files: FileStore
-    data_db: sqlite3.Connection   # ctx.data, ctx.storage.kv, file history
+    data_db: sqlite3.Connection   # the data store's database (the ctx layer's transactions)
+    store: DataStore              # ctx.data, ctx.storage.kv, file history: all over data_db
     sql_db: sqlite3.Connection    # ctx.storage.sql: the gem's private database
     state_dir: Path | None
     mailbox: Mailbox | None = None   # ctx.email's mail (see make_mailbox)
@@ -63,9 +65,9 @@ def make_providers(gem_id: str, spec: str | dict[str, str], *, gem_root: Path,
         ws.mkdir(parents=True, exist_ok=True)
         files = FolderFileStore(workspace=ws, runs=state / "runs")
     db_dir = state if kinds["storage"] == "real" else None
+    data_db = open_database(db_dir / "data.sqlite" if db_dir else None)
     return Providers(
-        kind=kinds, files=files,
-        data_db=open_database(db_dir / "data.sqlite" if db_dir else None),
+        kind=kinds, files=files, data_db=data_db, store=SqliteDataStore(data_db),
         sql_db=open_database(db_dir / "sql.sqlite" if db_dir else None),
         state_dir=state)
 
