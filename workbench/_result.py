@@ -11,6 +11,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 TRACE_COLUMNS = ["seq", "method", "args", "ok", "error", "duration_us"]
+# Each trace row also holds, outside the DataFrame: "params", the call's (positional arguments,
+# keyword arguments), and "result", what it returned — the objects themselves, not copies (a
+# Python tool that changes them later changes these); None when the call failed, or when not
+# JSON or too big to keep (ctx/_session.py). "args" stays the short text preview.
 
 
 @dataclass(eq=False)

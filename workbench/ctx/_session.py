@@ -12,6 +12,7 @@ import reprlib
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable
 
 from .._errors import WorkbenchError
@@ -80,7 +81,7 @@ def _preview(args: tuple, kwargs: dict) -> str:
             break
         if i:
             out.append(", ")
-        if i >= len(args):  # a keyword (Python tools): "name=repr(value)", as replay reads it
+        if i >= len(args):  # a keyword (Python tools): "name=repr(value)"
             text = json.dumps(f"{a[0]}={_REPR.repr(a[1])}", ensure_ascii=False)
             out.append(text)
             budget -= len(text)
@@ -88,6 +89,54 @@ def _preview(args: tuple, kwargs: dict) -> str:
         budget = _short(a, out, budget)
     text = "".join(out)
     return text if len(text) <= _ARG_PREVIEW else text[: _ARG_PREVIEW - 1] + "…"
+
+
+# The trace keeps each call's arguments ("params") and result as the objects themselves (no
+# copy: cost), when JSON-able and small: a big write or read is not held for the bench's life.
+# Results may be larger than arguments: a full listSince page (200 envelopes) must fit.
+_KEEP_PARAMS, _KEEP_RESULT = 64 * 1024, 256 * 1024  # characters of JSON, about
+_SAMPLE = 4   # items of a longer list measured; the rest are estimated from them
+_DEPTH = 64   # deeper nesting is not kept (nor is a cycle, which nests without end)
+
+
+def _left(v: Any, budget: int, depth: int = 0) -> int:
+    """`budget` less about the characters of `v` as JSON; below 0 when `v` is larger or not
+    JSON. An object is measured whole (its fields differ: a message's body is its 7th); a list
+    on its first _SAMPLE items, the rest estimated from them (its items are alike), so the
+    check costs the same for a 200-message page as for one message."""
+    if isinstance(v, str):
+        return budget - len(v) - 2
+    if v is None or isinstance(v, (int, float)):
+        return budget - 8
+    is_dict = isinstance(v, dict)
+    if not is_dict and not isinstance(v, (list, tuple)):
+        return -1  # bytes, a Path, any other object
+    n = len(v)
+    budget -= 2 + (4 if is_dict else 2) * n  # brackets, separators, a key's quotes and colon
+    if budget < 0 or not n:
+        return budget
+    if depth >= _DEPTH:
+        return -1
+    if is_dict:
+        for key, item in v.items():
+            if not isinstance(key, str):
+                return -1
+            budget = _left(item, budget - len(key), depth + 1)
+            if budget < 0:
+                return budget
+        return budget
+    start = budget
+    for item in islice(v, _SAMPLE):
+        budget = _left(item, budget, depth + 1)
+        if budget < 0:
+            return budget
+    measured = min(n, _SAMPLE)
+    return budget - (start - budget) * (n - measured) // measured
+
+
+def _kept(v: Any, budget: int) -> Any:
+    """`v` itself when it is JSON-able and about `budget` characters of JSON at most, else None."""
+    return v if _left(v, budget) >= 0 else None
 
 
 def _signature(fn: Callable[..., Any]) -> str:
@@ -189,11 +238,13 @@ class CallSession:
         row: dict[str, Any] = {"seq": len(self.trace) + 1, "method": method,
                                "args": _preview(args, kwargs), "ok": True, "error": None}
         token = None
+        result: Any = None
         try:
             if self.deadline is not None:  # SEC5: none starts after the deadline, none runs past it
                 self.remaining(method)
                 token = _watchdog.arm(self.deadline, self._interrupt)
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            return result
         except WorkbenchError as exc:
             row.update(ok=False, error=exc.code)
             raise
@@ -214,6 +265,8 @@ class CallSession:
             if token is not None:
                 _watchdog.disarm(token)
             row["duration_us"] = round((time.perf_counter() - t0) * 1e6, 1)
+            row["params"] = _kept((args, kwargs), _KEEP_PARAMS)
+            row["result"] = _kept(result, _KEEP_RESULT) if row["ok"] else None
             self.trace.append(row)
 
     def _interrupt(self) -> None:
