@@ -9,7 +9,9 @@ import pytest
 
 import workbench
 from conftest import GemBuilder
-from workbench.inspect.replay import behind, cursor_point, parse_args, trace_reads
+from workbench._replay import Replayer
+from workbench._result import TRACE_COLUMNS, CallResult
+from workbench.inspect.replay import behind, cursor_point, trace_listed, trace_reads
 from workbench.jupyter.replay import ReplayView
 
 MAIL_DIGEST = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "mail-digest"
@@ -37,13 +39,30 @@ def handle(input, ctx):
     return [m["subject"] for m in page["messages"]]
 """
 
-# reads with keyword arguments (the trace shows them as name=repr)
+# reads with keyword arguments
 KW_READER = """
 def handle(input, ctx):
     for m in ctx.email.listSince(limit=5)["messages"]:
         ctx.email.getMessage(accountId=m["accountId"], id=m["id"])
 """
 
+
+# what the trace keeps of each ctx call
+TRACED = """
+def handle(input, ctx):
+    page = ctx.email.listSince({"since": -1.5, "limit": 2, "accountId": None})
+    first = page["messages"][0]
+    ctx.email.getMessage({"accountId": first["accountId"]}, id=first["id"])
+    ctx.storage.kv.set("big", "x" * 70_000)
+    loop = []
+    loop.append(loop)
+    for bad in (lambda: ctx.storage.kv.set("loop", loop),
+                lambda: ctx.email.getMessage({"accountId": "work", "id": "nope"})):
+        try:
+            bad()
+        except Exception:
+            pass
+"""
 
 @pytest.fixture
 def py_bench(gem: GemBuilder) -> Iterator[workbench.Bench]:
@@ -53,6 +72,7 @@ def py_bench(gem: GemBuilder) -> Iterator[workbench.Bench]:
              schema={"type": "object", "properties": {"limit": {"type": "integer"}}})
     gem.tool("list_only", LIST_ONLY, permissions=READ)
     gem.tool("kw_reader", KW_READER, permissions=READ)
+    gem.tool("traced", TRACED, permissions=READ)
     with workbench.open(gem.write(), mailbox=FIXTURE) as bench:
         bench.email.allow("all")
         yield bench
@@ -140,7 +160,7 @@ def test_rewinding_the_cursor_processes_mail_twice(py_bench: workbench.Bench) ->
 
 
 def test_a_rewind_before_a_lost_message_makes_it_readable_again(py_bench: workbench.Bench) -> None:
-    r = workbench.inspect.replay.Replayer(py_bench, "seed")
+    r = Replayer(py_bench, "seed")
     r.run()
     assert r.frame()["lost"].sum() == 2
     r.rewind(BOUNDARY - 1)  # just before the shared date: w13 and w14 are ahead again
@@ -168,7 +188,7 @@ def test_a_tool_without_getMessage_processes_what_it_listed(py_bench: workbench.
 
 
 def test_calls_made_outside_the_replay_count_from_their_trace(py_bench: workbench.Bench) -> None:
-    r = workbench.inspect.replay.Replayer(py_bench, "seed")
+    r = Replayer(py_bench, "seed")
     r.step()
     by_hand = py_bench.call("seed")  # e.g. the user calls the tool between steps
     assert by_hand.ok and trace_reads(by_hand) == ([("home", "h09"), ("work", "w15"),
@@ -184,7 +204,7 @@ def test_calls_made_outside_the_replay_count_from_their_trace(py_bench: workbenc
 def test_events_fire_triggers_and_are_recorded(digest: workbench.Bench) -> None:
     df = digest.email.replay_run("ingest", steps=0)
     assert df["processed"].sum() == 0
-    r = workbench.inspect.replay.Replayer(digest, "ingest")
+    r = Replayer(digest, "ingest")
     added = r.arrive(same_date(2, LAST + 1000), events=True)
     df = r.frame()
     assert [s["kind"] for s in df.attrs["steps"]] == ["arrive", "outside", "outside"]
@@ -218,16 +238,39 @@ def test_bad_arguments(py_bench: workbench.Bench) -> None:
         py_bench.email.replay_run("seed", arrivals={1: [{"accountId": "work", "nope": 1}]})
 
 
-def test_arguments_come_back_from_trace_previews() -> None:
-    assert parse_args('{"accountId": "work", "id": "w1"}') == ([{"accountId": "work", "id": "w1"}], {})
-    assert parse_args('"accountId=\'work\'", "id=\'w1\'"') == ([], {"accountId": "work", "id": "w1"})
-    assert parse_args('{"a": 1}, "since=0.0", "x=None"') == ([{"a": 1}], {"since": 0.0, "x": None})
-    assert parse_args('{"since": 0, "limit": 20, "x": null, "y": true}') == (
-        [{"since": 0, "limit": 20, "x": None, "y": True}], {})
-    assert parse_args('{"since": -1.5}') == ([{"since": -1.5}], {})
-    assert parse_args('{"accountId": "work", "id": "w1…') is None  # cut at 160 characters
-    assert parse_args('"<200 chars>"') is None and parse_args('"accountId=\'w\'", 3') is None
-    assert parse_args("__import__('os')") is None
+def test_the_trace_keeps_ctx_arguments_and_results(py_bench: workbench.Bench) -> None:
+    res = py_bench.call("traced")
+    assert res.ok, res.error
+    page, read, big, loop, missing = res.trace_rows
+    # positional options, JSON's null and negative numbers: the objects themselves
+    assert page["params"] == (({"since": -1.5, "limit": 2, "accountId": None},), {})
+    assert page["result"]["cursor"] == page["result"]["messages"][-1]["date"]
+    assert trace_listed(res) == ([("work", "w01"), ("home", "h01")], 0)
+    # an options object and keywords together
+    assert read["params"] == (({"accountId": "work"},), {"id": "w01"})
+    assert read["result"]["id"] == "w01" and "body" in read["result"]
+    assert trace_reads(res) == ([("work", "w01")], 0)  # a failed getMessage read nothing
+    # too big or not JSON: not kept; the text preview still says what it was
+    assert big["params"] is None and big["args"] == '"big", <70000 chars>'
+    assert loop["params"] is None and loop["ok"] is False
+    assert missing["params"] == (({"accountId": "work", "id": "nope"},), {})
+    assert missing["result"] is None and missing["error"] == "E_NOT_FOUND"
+    # the DataFrame keeps the text previews only
+    assert list(res.trace.columns) == TRACE_COLUMNS
+    assert res.trace["args"][1] == '{"accountId": "work"}, "id=\'w01\'"'
+
+
+def test_reads_and_pages_the_trace_did_not_keep_are_counted() -> None:
+    rows: list[dict[str, Any]] = [
+        {"method": "email.getMessage", "ok": True, "params": None, "result": None},
+        {"method": "email.getMessage", "ok": True, "params": (("w01",), {}), "result": None},
+        {"method": "email.getMessage", "ok": False, "params": ((), {"accountId": "a", "id": "b"})},
+        {"method": "email.listSince", "ok": True, "params": ((), {}), "result": None},
+        {"method": "email.listSince", "ok": True, "params": ((), {}),
+         "result": {"messages": [{"accountId": "a", "id": "m1"}, "changed by the tool"]}},
+    ]
+    res = CallResult("c1", "t", None, trace_rows=rows)
+    assert trace_reads(res) == ([], 2) and trace_listed(res) == ([("a", "m1")], 1)
 
 
 def test_keyword_reads_are_identified_from_the_trace(py_bench: workbench.Bench) -> None:
@@ -317,5 +360,6 @@ def test_widget_on_a_big_mailbox_shows_a_window(gem: GemBuilder) -> None:
         w = bench.email.replay("seed", input={"limit": 200})
         w.step()
         html = w.timeline.value
+        assert (w.table["listed"] == 1).sum() == 200  # the trace kept the full page
     assert "600 later messages not shown" in html and "earlier messages" not in html
     assert html.count("<tr") < 420 and "class=cur" in html

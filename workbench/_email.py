@@ -109,8 +109,8 @@ class BenchEmail:
                    rewinds: "dict[int, Any] | None" = None, cursor_key: str = "cursor",
                    events: bool = False, input: Any = None) -> "pd.DataFrame":
         """Call `tool` repeatedly; one row per message: processed once / twice+ / never, lost
-        (see `workbench.inspect.replay.replay_run`); warnings in `df.attrs["warnings"]`."""
-        from .inspect.replay import replay_run
+        (see `workbench._replay.replay_run`); warnings in `df.attrs["warnings"]`."""
+        from ._replay import replay_run
 
         return replay_run(self._bench, tool, steps=steps, arrivals=arrivals, rewinds=rewinds,
                           cursor_key=cursor_key, events=events, input=input)

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from .._errors import UsageError, WorkbenchError
-from ..inspect.replay import Replayer, behind, cursor_point, when
+from .._replay import Replayer
+from ..inspect.replay import behind, cursor_point, when
 from .display import _CSS, esc
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ class ReplayView(widgets.VBox):
         before = self.replayer.cursor()
         res = self.replayer.step()
         self.result = res
-        last = self.replayer.events[-1]
+        last = self.replayer.ledger.events[-1]
         if res.ok:
             what = (f"<span style='color:#2e7d32'>✓</span> call {last.step}: processed "
                     f"{len(last.processed)} ({len(last.new)} new)")
@@ -196,10 +197,10 @@ class ReplayView(widgets.VBox):
 
     def run_to_end(self) -> "pd.DataFrame":
         """Calls until one processes nothing new; returns the table."""
-        first = self.replayer.calls + 1
+        first = self.replayer.ledger.calls + 1
         self.replayer.run()
         self.result = self.bench.results[-1] if self.bench.results else None
-        last = self.replayer.calls
+        last = self.replayer.ledger.calls
         self.refresh(f"ran calls {first}–{last}" if last > first else f"ran call {last}")
         return self.table
 
@@ -265,7 +266,7 @@ class ReplayView(widgets.VBox):
         # earlier cursors, newest first; "start over" last
         seen: list[str | None] = []
         labels: list[str] = []
-        for step, value in reversed(self.replayer.cursors()):
+        for step, value in reversed(self.replayer.ledger.cursors()):
             if value is None or value in seen or value == cursor:
                 continue
             seen.append(value)
@@ -306,7 +307,7 @@ class ReplayView(widgets.VBox):
         t = self.table
         cursor = self.replayer.cursor()
         point = cursor_point(cursor)
-        return {"calls": self.replayer.calls, "cursor": cursor,
+        return {"calls": self.replayer.ledger.calls, "cursor": cursor,
                 "cursor_date": point[0] if point else None, "messages": len(t),
                 "once": int((t["processed"] == 1).sum()), "twice": int((t["processed"] > 1).sum()),
                 "pending": int(((t["processed"] == 0) & ~t["lost"]).sum()),
