@@ -26,7 +26,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
-from ..providers.mailparse import html_to_text
+from ..providers.mailhtml import html_to_text
 from .files import Files
 from .paths import resolve
 

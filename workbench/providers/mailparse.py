@@ -25,343 +25,38 @@ the message marked `cut`), header fields of FIELD_PARSE_BYTES through the email 
 linear time (punycode, idna) are read as UTF-8. The HTML to text converter is linear (no
 html.parser, whose recovery from unclosed constructs is quadratic). Time is bounded by the
 sizes and, during a ctx call, by the call's deadline (`mail.check_deadline`).
+
+Here: the MIME scan and parse_message. Reading within bounds and mbox splitting are in
+maillines.py, header fields and charsets in mailheaders.py, the HTML converter in mailhtml.py.
 """
 
 from __future__ import annotations
 
 import binascii
-import calendar
-import codecs
-import email
-import email.header
 import email.message
-import email.policy
 import email.utils
-import html
 import io
-import re
-import time
-from datetime import datetime, timezone
-from email.parser import BytesHeaderParser
-from typing import IO, Any, Callable, Iterator
+from typing import IO
 
 from . import mail as _mail
 from .mail import Attachment, Envelope, Message
+from .mailheaders import (clean, date_ms, decode_bytes, decode_words, envelope_of, headers_of,
+                          parse_envelope)
+from .mailhtml import html_to_text
+from .maillines import (HEADER_MAX_BYTES, Lines, from_line_date, header_block, read_headers,
+                        split_mbox)
 
 __all__ = ["date_ms", "from_line_date", "html_to_text", "parse_envelope", "parse_message",
            "read_headers", "split_mbox"]
 
-_POLICY = email.policy.default
-_COMPAT = email.policy.compat32
-
-HEADER_MAX_BYTES = 256 * 1024   # a message's header block; the rest of it is skipped
 PART_HEADER_MAX_BYTES = 16 * 1024  # a MIME part's header block
-FIELD_PARSE_BYTES = 4096        # longer header fields skip the (slow) email.policy parser
-FIELD_MAX_BYTES = 64 * 1024     # and are read only this far
-LINE_MAX = 64 * 1024            # lines are read in chunks of this (a 200 MB line is fine)
 MIME_MAX_PARTS = 1_000          # parts whose headers are read; later ones are only counted
 MIME_MAX_DEPTH = 32             # nested multiparts followed
 TEXT_MAX_BYTES = 4 * 1024 * 1024 + 4096  # encoded body text kept (>= 4 × BODY_MAX_CHARS)
 HTML_MAX_CHARS = 2 * 1024 * 1024  # HTML converted to text; the rest is cut
-_CHECK_EVERY = 4096             # lines between two deadline checks
-
-_SEP = r"\s<>,;:\"'()\[\]"
-# the lookbehind makes a match start only at the start of a run: linear on hostile text
-_ADDR = re.compile(rf"(?<![^{_SEP}])[^{_SEP}]+@[^{_SEP}]+")
-_FROM_LINE = re.compile(rb"(\w{3}) +(\w{3}) +(\d{1,2}) +(\d{1,2}):(\d{2}):(\d{2}) +(\d{4})")
-_SLOW_CODECS = {"punycode", "idna"}  # pure Python, super-linear on hostile input
 
 
-def clean(text: str) -> str:
-    """A str safe for JSON and UTF-8: raw 8-bit header bytes (surrogate-escaped) decoded as UTF-8."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        try:
-            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        except UnicodeEncodeError:
-            return text.encode("utf-8", "replace").decode("utf-8")
-
-
-# -- reading lines, bounded -------------------------------------------------------------------
-class _Lines:
-    """Lines of a binary file, each at most LINE_MAX bytes (a longer line comes in chunks:
-    `start` says whether a chunk begins a line), at most `limit` bytes in all."""
-
-    def __init__(self, fp: IO[bytes], limit: int | None = None) -> None:
-        self.fp, self.left = fp, limit
-        self.start = True   # the chunk last returned began a line
-        self._next_start = True
-        self.n = 0
-
-    def __iter__(self) -> "_Lines":
-        return self
-
-    def __next__(self) -> bytes:
-        size = LINE_MAX if self.left is None else min(LINE_MAX, self.left)
-        if size <= 0:
-            raise StopIteration
-        line = self.fp.readline(size)
-        if not line:
-            raise StopIteration
-        if self.left is not None:
-            self.left -= len(line)
-        self.start, self._next_start = self._next_start, line.endswith(b"\n")
-        self.n += 1
-        if self.n % _CHECK_EVERY == 0:
-            _mail.check_deadline("email.getMessage")
-        return line
-
-
-def _blank(lines: _Lines, line: bytes) -> bool:
-    return lines.start and line in (b"\n", b"\r\n")
-
-
-def _header_block(lines: _Lines, cap: int) -> tuple[bytes, bool]:
-    """The header block (up to `cap` bytes; the rest is skipped) and whether it ended with a
-    blank line (False: the input ended inside the headers)."""
-    out = bytearray()
-    for line in lines:
-        if _blank(lines, line):
-            return bytes(out), True
-        if len(out) + len(line) <= cap:
-            out += line
-        elif lines.start and len(out) < cap:  # keep whole lines only
-            cap = len(out)
-    return bytes(out), False
-
-
-def read_headers(fp: IO[bytes]) -> bytes:
-    """The header block of a message from a binary file, reading no further than needed
-    (at most HEADER_MAX_BYTES kept)."""
-    return _header_block(_Lines(fp), HEADER_MAX_BYTES)[0]
-
-
-def date_ms(dt: datetime) -> int:
-    """A datetime as ms since the epoch; a naive one is UTC."""
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
-
-
-def from_line_date(line: bytes) -> int | None:
-    """The date of an mbox `From sender Sat Jan  3 01:05:34 1996` line (UTC), or None."""
-    m = _FROM_LINE.search(line[:1024])
-    if not m:
-        return None
-    try:
-        t = time.strptime(b" ".join(m.groups()).decode("ascii"), "%a %b %d %H %M %S %Y")
-    except ValueError:
-        return None
-    return calendar.timegm(t) * 1000
-
-
-# -- headers --------------------------------------------------------------------------------
-def _raw(msg: email.message.Message, name: str) -> str:
-    for k, v in msg.raw_items():
-        if k.lower() == name:
-            return str(v)[:FIELD_MAX_BYTES]
-    return ""
-
-
-def _decode_words(raw: str) -> str:
-    """RFC 2047 words decoded by email.header (linear), for fields too long for the policy."""
-    try:
-        out = []
-        for part, charset in email.header.decode_header(raw):
-            if isinstance(part, str):
-                out.append(part)
-            else:
-                out.append(_decode_bytes(part, charset))
-        return "".join(out)
-    except Exception:
-        return raw
-
-
-def _text(msg: email.message.Message, name: str) -> str:
-    raw = _raw(msg, name)
-    if not raw:
-        return ""
-    if len(raw) > FIELD_PARSE_BYTES:
-        text = _decode_words(raw[:FIELD_PARSE_BYTES * 4])
-    else:
-        try:
-            text = str(_POLICY.header_factory(name, raw))
-        except Exception:  # a header the policy cannot parse: decode it by hand
-            text = _decode_words(raw)
-    return _mail.cut(" ".join(clean(text).split()), _mail.SUBJECT_MAX_CHARS)
-
-
-def _addresses(msg: email.message.Message, name: str) -> list[str]:
-    raw = _raw(msg, name)
-    if not raw:
-        return []
-    found: list[str] = []
-    if len(raw) <= FIELD_PARSE_BYTES:
-        try:
-            value = _POLICY.header_factory(name, raw)
-            found = [clean(a.addr_spec) for a in getattr(value, "addresses", ())
-                     if a.addr_spec and a.addr_spec != "<>"]
-        except Exception:
-            found = []
-    if not found:
-        text = " ".join(clean(_decode_words(raw) if len(raw) <= FIELD_PARSE_BYTES else raw).split())
-        found = _ADDR.findall(text, 0, FIELD_MAX_BYTES) or ([text] if text else [])
-    return [_mail.cut(a, _mail.ADDRESS_MAX_CHARS) for a in found[:_mail.ADDRESSES_MAX]]
-
-
-def _date(msg: email.message.Message) -> int | None:
-    raw = _raw(msg, "date")[:256]
-    if not raw.strip():
-        return None
-    try:
-        dt = getattr(_POLICY.header_factory("date", raw), "datetime", None)
-    except Exception:
-        dt = None
-    if dt is None:
-        try:
-            dt = email.utils.parsedate_to_datetime(raw)
-        except Exception:
-            return None
-    try:
-        ms = date_ms(dt)
-    except (OverflowError, ValueError, OSError):
-        return None
-    return ms if ms >= 0 else None
-
-
-def _envelope(msg: email.message.Message, account: str, id: str, fallback_date: int) -> Envelope:
-    from_ = _addresses(msg, "from")
-    date = _date(msg)
-    return Envelope(accountId=account, id=id, subject=_text(msg, "subject"),
-                    fromAddr=from_[0] if from_ else "", toAddrs=tuple(_addresses(msg, "to")),
-                    date=fallback_date if date is None else date)
-
-
-def _headers(block: bytes) -> email.message.Message:
-    """A header block as a Message (compat32: values are kept raw, parsed when asked)."""
-    try:
-        return BytesHeaderParser(policy=_COMPAT).parsebytes(block)
-    except Exception:  # pragma: no cover - the feed parser accepts anything
-        return email.message.Message()
-
-
-def parse_envelope(raw: bytes, *, account: str, id: str, fallback_date: int = 0) -> Envelope:
-    """The envelope from a message's header block (or the whole message: only headers are read)."""
-    try:
-        block = _header_block(_Lines(io.BytesIO(raw)), HEADER_MAX_BYTES)[0]
-        return _envelope(_headers(block), account, id, fallback_date)
-    except Exception:  # never for bad mail; a last guard
-        return Envelope(account, id, "", "", (), fallback_date)
-
-
-# -- HTML to text (linear) --------------------------------------------------------------------
-_BLOCK = frozenset({"p", "div", "br", "li", "tr", "table", "ul", "ol", "h1", "h2", "h3", "h4",
-                    "h5", "h6", "blockquote", "pre", "hr", "section", "article", "header",
-                    "footer"})
-_SKIP = frozenset({"script", "style", "head", "title", "template"})
-_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]{0,31})")
-_MARKUP = re.compile(r"<[A-Za-z/!?]")  # where markup may start; a bare "<" is text
-_SKIP_END = {t: re.compile(rf"</{t}\b", re.I) for t in _SKIP}
-_SPACE = re.compile(r"[ \t\r\n\f]+")
-
-
-def html_to_text(source: str, check: Callable[[], Any] | None = None) -> str:
-    """Readable plain text from HTML: blocks on their own lines, no tags, entities decoded.
-
-    A linear scanner (str.find and anchored matches only): hostile nesting or unclosed
-    comments and tags cost no more than the length of the text (Python's html.parser is
-    quadratic on some of them). `check()` runs every 65,536 steps and raises to stop: the
-    default checks a mail read's deadline. Used for mail bodies and by ctx.extract."""
-    check = check or (lambda: _mail.check_deadline("email.getMessage"))
-    out: list[str] = []
-    pre = 0
-    pos, n = 0, len(source)
-
-    def data(text: str) -> None:
-        if not text:
-            return
-        text = html.unescape(text)
-        if not pre:
-            text = _SPACE.sub(" ", text)
-            if not out or out[-1].endswith("\n") or out[-1] == "- ":
-                text = text.lstrip(" ")
-        if text:
-            out.append(text)
-
-    steps = 0
-    while pos < n:
-        steps += 1
-        if steps % 65536 == 0:
-            check()
-        start = _MARKUP.search(source, pos)
-        if start is None:
-            data(source[pos:])
-            break
-        lt = start.start()
-        data(source[pos:lt])
-        if source.startswith("<!--", lt):
-            end = source.find("-->", lt + 4)
-            pos = n if end < 0 else end + 3
-            continue
-        m = _TAG.match(source, lt)
-        if m is None:
-            if source.startswith(("<!", "<?"), lt):  # doctype, CDATA, processing instruction
-                end = source.find(">", lt)
-                pos = n if end < 0 else end + 1
-            else:
-                data("<")
-                pos = lt + 1
-            continue
-        end = source.find(">", m.end())
-        if end < 0:  # an unclosed tag: the rest is not text
-            break
-        pos = end + 1
-        closing, tag = m.group(1), m.group(2).lower()
-        if tag in _SKIP:
-            if not closing and not source.startswith("/", end - 1):
-                skip = _SKIP_END[tag].search(source, pos)
-                if skip is None:
-                    break
-                close = source.find(">", skip.end())
-                pos = n if close < 0 else close + 1
-        elif tag in _BLOCK:
-            if closing:
-                if tag != "li":  # list items: one per line, no blank between
-                    out.append("\n")
-                    pre = max(0, pre - (tag == "pre"))
-            else:
-                out.append("\n")
-                if tag == "li":
-                    out.append("- ")
-                pre += tag == "pre"
-    lines = [line.rstrip() for line in "".join(out).split("\n")]
-    text = "\n".join(lines)
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
-
-
-# -- decoding ---------------------------------------------------------------------------------
-def _codec(charset: str | None) -> str:
-    """A charset the text can be decoded with in linear time; else utf-8."""
-    if not charset:
-        return "utf-8"
-    try:
-        info = codecs.lookup(charset[:64])
-    except (LookupError, ValueError, TypeError):
-        return "utf-8"
-    if info.name in _SLOW_CODECS or not getattr(info, "_is_text_encoding", True):
-        return "utf-8"
-    return info.name
-
-
-def _decode_bytes(data: bytes, charset: str | None) -> str:
-    try:
-        return data.decode(_codec(charset), "replace")
-    except Exception:  # a codec that fails in other ways than decoding errors
-        return data.decode("utf-8", "replace")
-
-
+# -- transfer decoding --------------------------------------------------------------------------
 _B64_JUNK = bytes(sorted(set(range(256)) - set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")))
 
 
@@ -415,7 +110,7 @@ class _Part:
             name = headers.get_filename()
             self.named = name is not None
             if name is not None:
-                self.filename = _mail.cut(" ".join(clean(_decode_words(str(name))).split()), 1000)
+                self.filename = _mail.cut(" ".join(clean(decode_words(str(name))).split()), 1000)
         except Exception:
             self.named = False
         if self.ctype.startswith("multipart/"):
@@ -474,7 +169,7 @@ class _Part:
         data = bytes(self.text)
         if data.endswith(b"\n"):
             data = data[:-2] if data.endswith(b"\r\n") else data[:-1]
-        text = _decode_bytes(_transfer_decode(data, self.cte or ""), self.charset)
+        text = decode_bytes(_transfer_decode(data, self.cte or ""), self.charset)
         return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -488,7 +183,7 @@ class _Scan:
 
     def part(self, block: bytes, default: str, depth: int) -> _Part:
         self.parts += 1
-        p = _Part(_headers(block), default)
+        p = _Part(headers_of(block), default)
         if p.ctype.startswith("multipart/"):
             if not p.boundary:
                 p.keep = True  # no boundary: read as text
@@ -499,7 +194,7 @@ class _Scan:
             p.keep = True  # body text
         return p
 
-    def run(self, lines: _Lines, root_block: bytes) -> _Part:
+    def run(self, lines: Lines, root_block: bytes) -> _Part:
         root = self.part(root_block, "text/plain", 0)
         # open multiparts, innermost last: (part, "--boundary")
         stack: list[tuple[_Part, bytes]] = []
@@ -521,7 +216,7 @@ class _Scan:
                         current = None  # epilogue: up to the next outer boundary
                         continue
                     current = None
-                    block, complete = _header_block(lines, PART_HEADER_MAX_BYTES)
+                    block, complete = header_block(lines, PART_HEADER_MAX_BYTES)
                     if self.parts >= MIME_MAX_PARTS:
                         self.skipped += 1
                         continue
@@ -595,18 +290,18 @@ def parse_message(raw: "bytes | IO[bytes]", *, account: str, id: str, fallback_d
     `raw` is the message's bytes or a binary file positioned at its start (read at most
     `limit` bytes, line by line: a huge message is never all in memory)."""
     fp = io.BytesIO(raw) if isinstance(raw, (bytes, bytearray)) else raw
-    lines = _Lines(fp, limit)
+    lines = Lines(fp, limit)
     try:
-        block, complete = _header_block(lines, HEADER_MAX_BYTES)
-        headers = _headers(block)
-        envelope = _envelope(headers, account, id, fallback_date)
+        block, complete = header_block(lines, HEADER_MAX_BYTES)
+        headers = headers_of(block)
+        envelope = envelope_of(headers, account, id, fallback_date)
     except _mail.WorkbenchError:
         raise
     except Exception:  # never for bad mail; a last guard
         return Message(Envelope(account, id, "", "", (), fallback_date), body="")
     scan = _Scan()
     try:
-        root = scan.run(lines if complete else _Lines(io.BytesIO(b"")), block)
+        root = scan.run(lines if complete else Lines(io.BytesIO(b"")), block)
         body, atts, cut = _collect(root)
     except _mail.WorkbenchError:
         raise
@@ -615,36 +310,3 @@ def parse_message(raw: "bytes | IO[bytes]", *, account: str, id: str, fallback_d
     text = "\n".join(b.strip("\n") for b in body if b.strip())
     return Message(envelope, body=clean(text), attachments=tuple(atts), cut=cut,
                    more_attachments=scan.skipped)
-
-
-def split_mbox(fp: IO[bytes]) -> Iterator[tuple[bytes, bytes, int, int]]:
-    """(from_line, headers, start, stop) per message of an mbox file, split as `mailbox.mbox`
-    splits it: a message begins at each line starting with `From `; start..stop are the byte
-    offsets of the message after its `From ` line, without the blank line that ends it.
-    Lines are read in chunks of LINE_MAX and headers kept up to HEADER_MAX_BYTES."""
-    pos = 0
-    blank = 0  # length of the previous line if it was blank, else 0
-    current: tuple[bytes, bytearray, int] | None = None
-    in_headers = False
-    lines = _Lines(fp)
-    for line in lines:
-        if lines.start and line.startswith(b"From "):
-            if current is not None:
-                yield current[0], bytes(current[1]), current[2], pos - blank
-            from_line = line[:1024]
-            while not line.endswith(b"\n"):  # a From line longer than LINE_MAX: skip the rest
-                pos += len(line)
-                line = next(lines, b"\n")
-            current, in_headers = (from_line, bytearray(), pos + len(line)), True
-            blank = 0
-        else:
-            is_blank = lines.start and line in (b"\n", b"\r\n")
-            if current is not None and in_headers:
-                if is_blank:
-                    in_headers = False
-                elif len(current[1]) + len(line) <= HEADER_MAX_BYTES:
-                    current[1].extend(line)
-            blank = len(line) if is_blank else 0
-        pos += len(line)
-    if current is not None:
-        yield current[0], bytes(current[1]), current[2], pos - blank
