@@ -99,10 +99,10 @@ def test_history_round_trip(store):
     store.history_save([Version("f", "restore", None, 12, 2, b"v2")])
     assert store.history_versions("f") == [
         {"version": 1, "path": "f", "reason": "overwrite", "call_id": "c1", "saved_at": 10,
-         "size": 2, "kept": 1},
+         "size": 2, "kept": True},
         {"version": 3, "path": "f", "reason": "restore", "call_id": None, "saved_at": 12,
-         "size": 2, "kept": 1}]
-    assert [v["kept"] for v in store.history_versions(None)] == [1, 0, 1]
+         "size": 2, "kept": True}]
+    assert [v["kept"] for v in store.history_versions(None)] == [True, False, True]
     assert store.history_load("f", None) == (3, b"v2")
     assert store.history_load("f", 1) == (1, b"v1")
     assert store.history_load("g", None) == (2, None)  # over the cap: the entry, no content

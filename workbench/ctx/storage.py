@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError, WorkbenchError
 from .._text import well_formed, well_formed_params
-from ..providers.datastore import SqliteDataStore
 from . import _watchdog
 
 if TYPE_CHECKING:
@@ -136,16 +135,6 @@ def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: "Limits
         guard.remove(db)
     if db.execute("PRAGMA user_version").fetchone()[0] == 0:
         db.execute("PRAGMA user_version = 1")
-
-
-def kv_put(db: sqlite3.Connection, key: str, value: str) -> None:
-    """Store one kv entry outside a call (the replay driver's; rules are the caller's)."""
-    SqliteDataStore(db).kv_set(key, value)
-
-
-def kv_remove(db: sqlite3.Connection, key: str) -> bool:
-    """Remove one kv entry outside a call; whether it existed."""
-    return SqliteDataStore(db).kv_delete(key)
 
 
 def _str(v: Any, what: str) -> str:

@@ -89,7 +89,8 @@ class DataStore(Protocol):
     def history_save(self, versions: Iterable[Version]) -> None: ...
 
     def history_versions(self, path: str | None) -> list[dict[str, Any]]:
-        """VERSION_COLUMNS of every saved version (of `path`, if given), oldest first."""
+        """VERSION_COLUMNS of every saved version (of `path`, if given), oldest first; `kept`
+        says whether its content was kept."""
 
     def history_load(self, path: str, version: int | None) -> tuple[int, bytes | None] | None:
         """(version, content) of a saved version of `path` (default: the latest)."""
@@ -211,7 +212,7 @@ class SqliteDataStore:
              "FROM _wb_history")
         rows = self.db.execute(q + (" WHERE path = ?" if path else "") + " ORDER BY version",
                                (path,) if path else ())
-        return [dict(zip(VERSION_COLUMNS, r)) for r in rows]
+        return [dict(zip(VERSION_COLUMNS, (*r[:6], bool(r[6])))) for r in rows]
 
     def history_load(self, path: str, version: int | None) -> tuple[int, bytes | None] | None:
         q = "SELECT version, content FROM _wb_history WHERE path = ?"
