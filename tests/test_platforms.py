@@ -182,3 +182,94 @@ def test_the_manifest_schema_is_the_notochord_profiles() -> None:
     schema = manifest_schema()
     assert schema["properties"]["platform"]["enum"] == list(KNOWN)
     assert json.dumps(schema)  # shipped as data, loadable
+
+
+STASH = {
+    "py": """
+kept = []
+
+def handle(input, ctx):
+    if not kept:
+        kept.append(ctx)
+        return "kept"
+    try:
+        kept[0].storage.kv.set("k", "v")
+    except Exception as exc:
+        return getattr(exc, "code", repr(exc))
+    return "used"
+""",
+    "js": """
+let kept;
+export default async function (input, ctx) {
+  if (!kept) { kept = ctx; return "kept"; }
+  try { await kept.storage.kv.set("k", "v"); } catch (e) { return e.message.includes("ended") ? "E_STATE" : e.message; }
+  return "used";
+}
+""",
+}
+
+
+def test_a_ctx_kept_past_its_call_is_refused(gem: GemBuilder, opened: Callable, lang: str) -> None:
+    """A ctx stashed in module state answers no later call: its run folder and trace are
+    gone (JS: refused at once, not left waiting for the timeout)."""
+    gem.tool("t", STASH[lang], ext=lang)
+    bench = opened(gem.write(), timeout=20)
+    assert bench.call("t").value == "kept"
+    res = bench.call("t")
+    assert res.value == "E_STATE", res  # a wait would have ended the call with E_TIMEOUT
+    assert bench.kv().empty
+
+
+def test_a_missing_capability_is_explained_only_when_the_tool_uses_it(gem: GemBuilder,
+                                                                      opened: Callable) -> None:
+    gem.tool("other", "export default async (i) => i.file.path;", ext="js")
+    gem.tool("res", "export default async (i, ctx) => ctx.resources.path('m');", ext="js")
+    bench = opened(gem.write())
+    other, res = bench.call("other", {"file": None}).error, bench.call("res").error
+    assert "ctx.resources is undefined" not in other.message and "missing" not in other.details
+    assert "ctx.resources is undefined" in res.message and res.details["missing"] == ["/resources"]
+
+
+def test_python_ctx_keeps_its_snake_case_alias_and_copies(gem: GemBuilder) -> None:
+    gem.tool("t", """
+import copy
+
+def handle(input, ctx):
+    return [ctx.idempotency_key == ctx.idempotencyKey, "idempotency_key" in dir(ctx),
+            repr(copy.copy(ctx)).startswith("<ctx"), repr(copy.copy(ctx.files)).startswith("<ctx")]
+""")
+    with workbench.open(gem.write()) as bench:
+        assert bench.call("t").value == [True, False, True, True]
+
+
+def test_http_fetch_takes_method_as_a_keyword_in_python(gem: GemBuilder) -> None:
+    gem.tool("t", "def handle(i, ctx):\n    return ctx.http.fetch('https://x.example/', method='POST').status\n",
+             permissions={"http": {}})
+    gem.manifest["permissions"] = {"http": {}}
+    handlers = [{"match": "https://x.example/", "method": "POST", "respond": {"status": 201}}]
+    with workbench.open(gem.write(), http=handlers) as bench:
+        assert bench.call("t").value == 201
+
+
+def test_detect_does_not_read_a_manifest_linked_from_outside(gem: GemBuilder, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"platform": "SECRET-TOKEN"}))
+    root = gem.tool("t", "def handle(i, c): return 1").write()
+    (root / "manifest.json").unlink()
+    (root / "manifest.json").symlink_to(secret)
+    with pytest.raises(GemLoadError) as err:
+        workbench.open(root)
+    assert "SECRET" not in err.value.message and "outside" in err.value.message
+
+
+def test_a_huge_platform_value_gives_a_short_message(gem: GemBuilder) -> None:
+    gem.tool("t", "def handle(i, c): return 1").manifest["platform"] = "x" * 1_000_000
+    with pytest.raises(GemLoadError) as err:
+        workbench.open(gem.write())
+    assert len(err.value.message) < 1_000
+
+
+def test_the_notochord_loader_loads_only_notochord_gems(gem: GemBuilder) -> None:
+    gem.tool("t", "def handle(i, c): return 1").manifest["platform"] = "agent"
+    with pytest.raises(GemLoadError, match="not a Notochord gem"):
+        NOTOCHORD.load(gem.write())

@@ -10,13 +10,14 @@ import workbench
 
 def test_all_is_exactly_the_public_surface():
     assert workbench.__all__ == sorted(workbench.__all__)
-    assert set(workbench.__all__) == {"CODES", "Bench", "CallResult", "GemLoadError",
+    assert set(workbench.__all__) == {"CODES", "Bench", "CallResult", "GemLoadError", "Limits",
                                       "UsageError", "WorkbenchError", "__version__",
                                       "load_ipython_extension", "open"}
     # isidentifier(): pytest rewrites asserts in a package that ships a pytest plugin (ours:
     # workbench.testing.plugin) and leaves '@py_builtins' / '@pytest_ar' in its namespace.
     public = {n for n in dir(workbench) if n.isidentifier() and not n.startswith("_")} - {
-        "ctx", "gem", "providers", "runners", "inspect", "cli", "jupyter", "testing", "kernel"}  # subpackages, loaded on use
+        "ctx", "gem", "providers", "runners", "inspect", "cli", "jupyter", "testing", "kernel",
+        "platforms"}  # subpackages, loaded on use
     assert public <= set(workbench.__all__)
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
+import builtins
 import os
+import re
 import random
 import secrets
 import sqlite3
@@ -18,16 +19,17 @@ from ._result import CallResult
 from .ctx import Capabilities, CallSession, CtxCrash, desktop_has_trash, prepare
 from .ctx import history as _history
 from .ctx.limits import DEFAULT, Limits, deadline_after
-from .gem import load_manifest
 from ._email import BenchEmail
 from .providers import default_state_dir, make_mailbox, make_providers
 from .providers.mailmock import MockMailbox
+from .runners import RUNNER_FOR, RUNNERS, Runner, Setup
 from .runners.deno import Sandbox, SandboxOptions
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from .gem import Manifest, ToolSpec
+    from .platforms import Grants, Profile
     from .inspect.snapshot import Snapshot
     from .providers import Mailbox, Providers
 
@@ -90,7 +92,10 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
     """
     _check_options(reuse=reuse, http_timeout=http_timeout, keep_runs=keep_runs,
                    keep_run_days=keep_run_days)  # before anything is opened or started
-    manifest = load_manifest(path)
+    from .platforms import detect
+
+    profile = detect(path)  # manifest.json's "platform": whose rules, limits and ctx shape
+    manifest = profile.load(Path(path))
     # ctx.resources' source: mock (fixtures/resources/<id>, `resources=`) or real (httpx)
     res_kind = providers if isinstance(providers, str) else dict(providers).get("resources", "mock")
     if isinstance(providers, dict) and "resources" in providers:
@@ -114,14 +119,16 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs
     try:
         from .ctx.resources import make_cache
+        from .providers.resources import HttpSource, MockSource
 
-        provs.resources = make_cache(manifest, source=res_kind, mapping=resources,
+        source = MockSource(manifest.root, resources) if res_kind == "mock" else HttpSource()
+        provs.resources = make_cache(manifest, source=source,
                                      state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root))
         return Bench(manifest, provs, conversation=conversation, strict=strict,
                      headless=(not desktop_has_trash()) if headless is None else headless,
                      seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace",
                      reuse=reuse, sandbox=SandboxOptions(timeout=timeout, memory_mb=memory_mb),
-                     limits=limits or DEFAULT)
+                     limits=limits or profile.limits, profile=profile)
     except BaseException as exc:  # e.g. db/schema.sql fails: leave no connection open
         provs.data_db.close()
         provs.sql_db.close()
@@ -149,18 +156,38 @@ def _state_error(exc: sqlite3.DatabaseError, state_dir: Any) -> WorkbenchError:
                           "or open with another state_dir=", path=str(state_dir))
 
 
-def _explain_missing_email(err: WorkbenchError, tool: "ToolSpec",
-                           manifest: "Manifest") -> WorkbenchError:
-    """A JS tool without email permission has no ctx.email: say why its TypeError happened."""
-    if (err.code == "E_TOOL_ERROR" and tool.language != "python" and "undefined" in err.message
-            and any(f"'{m}'" in err.message for m in ("listSince", "getMessage"))
-            and not manifest.email_allowed(tool)):
-        from .ctx.email import permission_error
-
-        hint = permission_error(manifest, tool)
-        return WorkbenchError(err.code, f"{err.message} — ctx.email is undefined: {hint.message}",
-                              **err.details, missing=hint.details["missing"])
+def _explain_absent(err: WorkbenchError, tool: "ToolSpec", profile: "Profile",
+                    grants: "Grants") -> WorkbenchError:
+    """A JS tool's TypeError on a ctx capability it has no grant for (it is undefined, as on
+    the platform, e.g. E1's ctx.email): say why, naming the manifest field to add. Only when
+    the error is about one of its methods and the tool's source uses that capability: a
+    `x.path` on some other undefined value is not R1's."""
+    if err.code != "E_TOOL_ERROR" or tool.language == "python" or "undefined" not in err.message:
+        return err
+    source: str | None = None
+    for cap in profile.capabilities:
+        if cap.grant is None or grants.has(cap.grant):
+            continue
+        if any(f"'{m}'" in err.message for m in cap.method_names()):
+            if source is None:
+                source = _source(tool)
+            name = cap.path.rsplit(".", 1)[-1]
+            if not re.search(rf"\.\s*{re.escape(name)}\b|\b{re.escape(name)}\s*[,}}:]", source):
+                continue
+            hint = grants.denial(cap.grant)
+            return WorkbenchError(err.code, f"{err.message} — ctx.{cap.path} is undefined: "
+                                  f"{hint.message}", **err.details,
+                                  missing=hint.details.get("missing", []))
     return err
+
+
+def _source(tool: "ToolSpec", limit: int = 1 << 20) -> str:
+    """The tool's source text (its first MiB; '' if it cannot be read now)."""
+    try:
+        with builtins.open(tool.file, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _seed_memory(store: Any, folder: Path) -> None:
@@ -186,7 +213,10 @@ class Bench:
     def __init__(self, manifest: "Manifest", providers: "Providers", *, conversation: bool,
                  strict: bool, headless: bool, seed: Path | None = None,
                  reuse: str = "always", sandbox: SandboxOptions | None = None,
-                 limits: Limits = DEFAULT) -> None:
+                 limits: Limits = DEFAULT, profile: "Profile | None" = None) -> None:
+        from .platforms.notochord import PROFILE
+
+        self.profile = profile or PROFILE  # the platform whose rules this bench applies
         self.manifest = manifest
         self.providers = providers
         self.conversation = conversation
@@ -198,8 +228,7 @@ class Bench:
         self.reuse = reuse
         self._rng = random.Random()
         self._sandbox_options = sandbox or SandboxOptions()
-        self._sandbox: Sandbox | None = None
-        self._py_modules: dict[Path, Any] = {}  # this bench's imported Python tools (N5)
+        self._runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
         # one call at a time: a call is one storage transaction and one sandbox conversation
         self._lock = threading.RLock()
         self.limits = limits
@@ -238,8 +267,8 @@ class Bench:
         """Stop the sandbox and close the databases (real state stays on disk); a call running
         in another thread finishes first."""
         with self._lock:
-            if self._sandbox is not None:
-                self._sandbox.stop()
+            for runner in self._runners.values():
+                runner.stop()
             self.providers.data_db.close()
             self.providers.sql_db.close()
             transport: Any = getattr(getattr(self.providers, "http", None), "transport", None)
@@ -257,7 +286,8 @@ class Bench:
         if tool.name not in self._validators:
             from .gem.schema import InputValidator
 
-            self._validators[tool.name] = InputValidator(tool.input_schema)
+            self._validators[tool.name] = InputValidator(tool.input_schema,
+                                                         self.profile.schema_rules)
         return self._validators[tool.name]
 
     def _check_input(self, tool: "ToolSpec", args: Any) -> tuple[Any, WorkbenchError | None]:
@@ -333,7 +363,7 @@ class Bench:
                               http=getattr(self.providers, "http", None),
                               idempotency_key=res.idempotency_key, crash_after=crash_after,
                               deadline=deadline_after(self._sandbox_options.timeout),
-                              limits=self.limits)
+                              limits=self.limits, profile=self.profile)
         caps = Capabilities(session)
         if fresh is None:
             fresh = self.reuse == "never" or (self.reuse == "random" and self._rng.random() < 0.5)
@@ -343,17 +373,9 @@ class Bench:
             res.error = exc
             return
         try:
-            if tool.language == "python":
-                from .runners import python
-
-                outcome = python.run(tool, args, caps, modules=self._py_modules, fresh=fresh)
-            elif tool.language in ("javascript", "typescript"):
-                # E1: a JS tool without email permission gets no ctx.email at all
-                meta: dict[str, Any] = {"email": True} if self.manifest.email_allowed(tool) else {}
-                if self.providers.resources is not None:  # R1: ctx.resources only if declared
-                    meta["resources"] = True
-                meta["idempotencyKey"] = res.idempotency_key  # N7
-                outcome = self.sandbox.call(tool.file, args, caps, fresh=fresh, meta=meta)
+            if tool.language in RUNNER_FOR:
+                outcome = self._runner(RUNNER_FOR[tool.language]).call(tool, args, caps,
+                                                                       fresh=fresh)
             else:
                 outcome = None
                 res.error = WorkbenchError("E_UNSUPPORTED", f"{tool.rel_file}: .wasm tools are "
@@ -373,7 +395,7 @@ class Bench:
         if outcome is not None:
             res.logs = outcome.logs
             if outcome.error is not None:
-                res.error = _explain_missing_email(outcome.error, tool, self.manifest)
+                res.error = _explain_absent(outcome.error, tool, self.profile, session.grants)
             elif outcome.checked:
                 res.value = outcome.value
             else:
@@ -381,17 +403,28 @@ class Bench:
                                                max_chars=self.limits.result_chars,
                                                max_depth=self.limits.json_depth)
 
+    def _runner(self, kind: str) -> Runner:
+        """This bench's runner of `kind` (RUNNER_FOR[language]), made on first use."""
+        with self._lock:  # bench.sandbox from another thread must not make a second one (N3)
+            return self._runners.get(kind) or self._new_runner(kind)
+
+    def _new_runner(self, kind: str) -> Runner:
+        if kind not in self._runners:
+            base = self.providers.state_dir or default_state_dir(self.manifest.id, self.manifest.root)
+            readable = (self.providers.resources.root,) if self.providers.resources else ()
+            self._runners[kind] = RUNNERS[kind](Setup(
+                gem_root=self.manifest.root, state_dir=base, options=self._sandbox_options,
+                readable=readable))
+        return self._runners[kind]
+
     @property
     def sandbox(self) -> Sandbox:
         """This gem's Deno sandbox (N3: one process per gem, started on first use)."""
-        if self._sandbox is None:
-            base = self.providers.state_dir or default_state_dir(self.manifest.id, self.manifest.root)
-            options = self._sandbox_options
-            if self.providers.resources is not None:  # R4: the gem's cache, read-only
-                options = dataclasses.replace(
-                    options, readable=(*options.readable, self.providers.resources.root))
-            self._sandbox = Sandbox(self.manifest.root, deno_dir=base / "deno", options=options)
-        return self._sandbox
+        from .runners.deno import DenoRunner
+
+        runner = self._runner("deno")
+        assert isinstance(runner, DenoRunner)
+        return runner.sandbox
 
     # -- file history -----------------------------------------------------------------------
     def history(self, path: str | None = None) -> "pd.DataFrame":

@@ -66,7 +66,7 @@ class Capabilities:
         setattr(self, name, obj)
         return obj
 
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
         """Run a ctx method by name, traced; the one door into the ctx layer."""
         route = self.session.profile.routes.get(method)
         if route is None:
@@ -111,5 +111,6 @@ class Capabilities:
                                                "it was rolled back")
             if self.session.used_sql:
                 _storage.drop_temp(sql)
+            self.session.ended = True
         return failed
 

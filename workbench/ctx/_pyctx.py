@@ -30,7 +30,9 @@ class _Methods:
         self._codecs = {m.name: CODECS[m.codec] for m in cap.methods if m.codec}
 
     def __getattr__(self, attr: str) -> Callable[..., Any]:
-        if attr.startswith("_") or attr not in self._names:
+        if attr.startswith("_"):  # never instance state: copy/pickle probe these half-built
+            raise AttributeError(attr)
+        if attr not in self._names:
             raise AttributeError(f"ctx.{self._prefix} has no method {attr!r} (it has: "
                                  f"{', '.join(self._names)})")
         fn = _method(self._caps, f"{self._prefix}.{attr}", attr, self._bound,
@@ -94,7 +96,8 @@ class PythonCtx:
 
     A capability the tool has no grant for is missing (AttributeError naming the manifest
     field), except where the registry says the platform denies each call instead (E1's
-    ctx.email: the call is traced and fails with E_PERM_DENIED).
+    ctx.email: the call is traced and fails with E_PERM_DENIED). `dir(ctx)` lists what the
+    platform gives this tool, as a JS tool's `Object.keys(ctx)` does.
     """
 
     def __init__(self, caps: "Capabilities", *, asynchronous: bool) -> None:
@@ -102,42 +105,51 @@ class PythonCtx:
         self._rows: dict[str, list[Capability]] = {}
         for cap in caps.session.profile.capabilities:
             self._rows.setdefault(cap.top, []).append(cap)
+            if cap.python_alias:
+                self._rows[cap.python_alias] = [cap]
 
     def _present(self) -> list[str]:
-        grants = self._caps.session.grants
-        return sorted({c.top for c in self._caps.session.profile.present(grants)})
+        session = self._caps.session
+        return sorted({c.top for c in session.profile.present(session.grants)})
 
     def __getattr__(self, name: str) -> Any:
-        rows = None if name.startswith("_") else self._rows.get(name)
+        if name.startswith("_"):  # never instance state: copy/pickle probe these half-built
+            raise AttributeError(name)
+        rows = self._rows.get(name)
         if rows is None:
             raise AttributeError(f"ctx has no attribute {name!r} (it has: "
                                  f"{', '.join(self._present())})")
-        session = self._caps.session
-        for cap in rows:
-            if cap.grant is not None and not session.grants.has(cap.grant) \
-                    and cap.python_absent == "missing":
-                raise AttributeError(f"ctx has no attribute {name!r}: "
-                                     f"{session.grants.denial(cap.grant).message}")
-        value = self._build(name, rows)
+        grants = self._caps.session.grants
+        usable = [c for c in rows
+                  if c.grant is None or grants.has(c.grant) or c.python_absent == "deny"]
+        if not usable:
+            denied = next(c.grant for c in rows if c.grant is not None)
+            raise AttributeError(f"ctx has no attribute {name!r}: "
+                                 f"{grants.denial(denied).message}")
+        value = self._tree(rows[0].top, usable)
         setattr(self, name, value)
         return value
 
-    def _build(self, top: str, rows: "list[Capability]") -> Any:
+    def _tree(self, path: str, rows: "list[Capability]") -> Any:
+        """The object at `path` from the rows at or below it (any depth, like the JS ctx)."""
+        for cap in rows:
+            if cap.path == path:
+                return self._leaf(cap)
+        children: dict[str, list[Capability]] = {}
+        for cap in rows:
+            children.setdefault(cap.path[len(path) + 1:].split(".", 1)[0], []).append(cap)
+        return _Node(path, {c: self._tree(f"{path}.{c}", below) for c, below in children.items()})
+
+    def _leaf(self, cap: "Capability") -> Any:
         caps, sync = self._caps, self._async
-        if len(rows) == 1 and rows[0].path == top:
-            cap = rows[0]
-            if cap.kind == "value":
-                return getattr(caps.session, cap.impl)
-            if cap.kind == "function":
-                m = cap.methods[0]
-                return _method(caps, cap.path, m.name, (), CODECS.get(m.codec or ""), sync)
-            if cap.kind == "collection":
-                return _Collections(caps, cap, sync)
-            return _Methods(caps, cap, asynchronous=sync)
-        # an inner node: rows one level down (storage.kv, storage.sql)
-        children = {cap.path.split(".", 1)[1]: _Methods(caps, cap, asynchronous=sync)
-                    for cap in rows}
-        return _Node(top, children)
+        if cap.kind == "value":
+            return getattr(caps.session, cap.impl)
+        if cap.kind == "function":
+            m = cap.methods[0]
+            return _method(caps, cap.path, m.name, (), CODECS.get(m.codec or ""), sync)
+        if cap.kind == "collection":
+            return _Collections(caps, cap, sync)
+        return _Methods(caps, cap, asynchronous=sync)
 
     def __dir__(self) -> list[str]:
         return self._present()

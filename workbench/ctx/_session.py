@@ -22,11 +22,19 @@ from .storage import sqlite_error
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
+    from ..platforms import Grants, Profile
     from ..providers import Providers
     from .email import Grant
     from .http_credentials import HttpState
 
 _ARG_PREVIEW = 160
+
+
+def _notochord() -> "Profile":
+    """The default profile of a session made outside a bench (tests, tools of the ctx layer)."""
+    from ..platforms.notochord import PROFILE
+
+    return PROFILE
 
 
 def _short(v: Any, out: list[str], budget: int) -> int:
@@ -212,6 +220,13 @@ class CallSession:
     limits: _limits.Limits = _limits.DEFAULT  # SEC5: size bounds every capability reads
     deadline: float | None = None        # SEC5: time.monotonic() at which the call times out
     used_sql: bool = False               # ctx.storage.sql ran: its TEMP objects go at the end
+    profile: "Profile" = field(default_factory=lambda: _notochord())  # whose rules and shape
+    ended: bool = False                  # the call returned: its ctx refuses every method
+
+    @property
+    def grants(self) -> "Grants":
+        """What this tool may use, decided once per (gem, tool) by the profile."""
+        return self.profile.grants(self.manifest, self.tool)
 
     def remaining(self, what: str) -> float | None:
         """Seconds this call has left (None: unbounded); E_TIMEOUT when none are left."""
@@ -221,8 +236,12 @@ class CallSession:
     def run_root(self) -> str:
         return f"run/{self.call_id}"
 
-    def invoke(self, method: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def invoke(self, method: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run one ctx method, recording it in the trace; errors stay WorkbenchErrors."""
+        if self.ended:  # a ctx kept by the tool past its call: its run folder, trace are gone
+            raise WorkbenchError("E_STATE", f"{method}: this ctx belongs to a call that has "
+                                 "ended; a tool uses the ctx of the call it is running in",
+                                 method=method)
         if self.crash_after is None:
             return self._invoke(method, fn, *args, **kwargs)
         if self.crash_after <= len(self.trace):  # crash=0: before the first ctx call runs
@@ -233,7 +252,7 @@ class CallSession:
             if len(self.trace) >= self.crash_after:
                 raise CtxCrash(len(self.trace))
 
-    def _invoke(self, method: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _invoke(self, method: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
         row: dict[str, Any] = {"seq": len(self.trace) + 1, "method": method,
                                "args": _preview(args, kwargs), "ok": True, "error": None}

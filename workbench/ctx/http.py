@@ -61,21 +61,6 @@ def _grants_http(perms: Any) -> bool:
     return isinstance(perms, dict) and isinstance(perms.get("http"), dict)
 
 
-def permission_error(manifest: "Manifest", tool: "ToolSpec") -> WorkbenchError | None:
-    missing = []
-    if not _grants_http(manifest.permissions):
-        missing.append("/permissions/http")
-    if tool.permissions and not _grants_http(tool.permissions):
-        index = next((i for i, t in enumerate(manifest.raw.get("tools", ()))
-                      if t.get("name") == tool.name), 0)
-        missing.append(f"/tools/{index}/permissions/http")
-    if not missing:
-        return None
-    return WorkbenchError("E_PERM_DENIED", f"tool {tool.name!r} has no http permission (N10): "
-                          f"manifest.json needs {' and '.join(missing)}", field="permissions.http",
-                          missing=missing)
-
-
 def _connections(manifest: "Manifest", tool: "ToolSpec") -> dict[str, Any]:
     perms = tool.permissions if _grants_http(tool.permissions) and \
         "connections" in tool.permissions["http"] else manifest.permissions
@@ -113,14 +98,11 @@ class Http:
 
     def fetch(self, url: Any, init: Any = None, /, **kwargs: Any) -> dict[str, Any]:
         s = self.s
-        denied = permission_error(s.manifest, s.tool)
-        if denied is not None:
-            raise denied
-        state: HttpState | None = getattr(s, "http", None)
+        s.grants.require("http")  # N10: decided once per tool by the platform profile
+        state: HttpState | None = s.http
         if state is None:
-            from ..providers.http import MockTransport
-
-            state = HttpState(MockTransport())
+            raise WorkbenchError("E_INTERNAL", "http.fetch: this call has no HTTP transport "
+                                 "(a session made outside workbench.open gets none)")
         if init is None:
             init = {}
         if not isinstance(init, dict):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import WorkbenchError
+from .rules import NOTOCHORD, SchemaRules
 from .schema_budget import Budget, Exhausted, bounded_validator_class, current
 from .schema_text import clip, pointer
 from .schema_walk import MAX_SCHEMA_STATES, Doc, TooComplex, in_place_cycle, walk_schema
@@ -35,20 +36,26 @@ CHECK_SECONDS = 10.0            # and wall clock, whichever comes first
 
 # -- the load check ------------------------------------------------------------------------
 
-def check_input_schema(schema: Any) -> list[tuple[str, str]]:
+def check_input_schema(schema: Any, rules: SchemaRules = NOTOCHORD) -> list[tuple[str, str]]:
     """Problems that make an inputSchema unusable, as (pointer relative to it, message).
 
-    SEC6: N8's keywords are looked for in every subschema a `$ref` can reach, refs must
-    resolve inside the schema, and cycles that never consume the input are rejected. The
-    caller bounds the schema's size and depth (the manifest's bounds)."""
+    SEC6: the platform's unsupported keywords (`rules`, N8) are looked for in every subschema
+    a `$ref` can reach, refs must resolve inside the schema, and cycles that never consume
+    the input are rejected. The caller bounds the schema's size and depth (the manifest's
+    bounds)."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
     if not isinstance(schema, dict):
         return [("", "inputSchema must be an object")]
+    if rules.root_keys is not None:
+        extra = sorted(k for k in schema if k not in rules.root_keys)
+        if extra:
+            return [(f"/{extra[0]}", f"the platform allows only {', '.join(rules.root_keys)} "
+                                     f"at the schema's root, not {clip(repr(extra[0]), 80)}")]
     doc = Doc(schema)
     try:
-        walk = walk_schema(schema, doc)
+        walk = walk_schema(schema, doc, rules.unsupported_keywords)
     except TooComplex:
         return [("", f"schema too complex to check: over {MAX_SCHEMA_STATES:,} subschemas "
                      "reachable through $ref")]
@@ -85,10 +92,10 @@ class Check:
 class InputValidator:
     """Validates call arguments against one tool's compiled inputSchema, within bounds."""
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: dict[str, Any], rules: SchemaRules = NOTOCHORD) -> None:
         from referencing import Registry
 
-        self.schema = schema
+        self.schema, self.rules = schema, rules
         # The root's `$schema` would make jsonschema swap in the stock validator class
         # (validator_for), dropping the bounds; the load check allows it only at the root.
         root = {k: v for k, v in schema.items() if k != "$schema"}
@@ -98,8 +105,9 @@ class InputValidator:
         self._required = set(required) if isinstance(required, list) else set()
 
     def normalise(self, args: Any) -> Any:
-        """Drop top-level `null`s for optional parameters: the platform treats them as absent."""
-        if isinstance(args, dict):
+        """Drop top-level `null`s for optional parameters where the platform treats them as
+        absent (SchemaRules.null_is_absent, N8)."""
+        if self.rules.null_is_absent and isinstance(args, dict):
             return {k: v for k, v in args.items() if not (v is None and k not in self._required)}
         return args
 

@@ -154,7 +154,8 @@ class _Walk:
         return self.add(target, resolved.resolver)
 
 
-def walk_schema(schema: dict[str, Any], doc: Doc) -> _Walk:
+def walk_schema(schema: dict[str, Any], doc: Doc,
+                unsupported: tuple[str, ...] = UNSUPPORTED_KEYWORDS) -> _Walk:
     """Visit every subschema validation can reach (applicators and refs), each once per base
     URI, iteratively; record forbidden keywords, unresolvable refs and in-place edges."""
     from referencing import Registry
@@ -179,7 +180,7 @@ def walk_schema(schema: dict[str, Any], doc: Doc) -> _Walk:
     while walk.pending:
         i = walk.pending.pop()
         sub, resolver = walk.nodes[i]
-        for kw in UNSUPPORTED_KEYWORDS:
+        for kw in unsupported:
             if kw in sub:
                 walk.bad(sub, (kw,), f"'{kw}' is not supported by the platform (checking it "
                                      "can hang the app); check it in the tool's code instead")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._errors import GemLoadError
+from ..gem.folder import clip, read_json, realpath
 from .base import Capability, EntryPoint, Grants, Limits, Method, Profile, SchemaRules
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ _MODULES = {"notochord": "notochord"}  # the platforms built so far: name -> sub
 def profile(name: str) -> Profile:
     """The profile of platform `name`, or E_MANIFEST saying why there is none."""
     if name not in KNOWN:
-        raise GemLoadError(f'"platform": {name!r} is not a platform the workbench knows; use '
+        raise GemLoadError(f'"platform": {clip(repr(name), 80)} is not a platform the workbench knows; use '
                            f"one of {', '.join(map(repr, KNOWN))}", pointer="/platform",
                            known=list(KNOWN))
     if name not in _MODULES:
@@ -47,14 +48,15 @@ def profile(name: str) -> Profile:
 def detect(folder: "str | os.PathLike[str]") -> Profile:
     """The profile of the gem at `folder`: manifest.json's `platform` (default "notochord"),
     or "ekanos" for a folder with integration.ts/.js and no manifest.json."""
-    from ..gem.folder import read_json
-
     root = Path(folder)
     mpath = root / "manifest.json"
     if not os.path.lexists(mpath):
         if any(os.path.lexists(root / f"integration.{ext}") for ext in ("ts", "js")):
             return profile("ekanos")
         return profile("notochord")  # its loader says what is missing
+    real, inside = realpath(mpath), realpath(root)
+    if real is None or inside is None or not real.is_relative_to(inside):
+        return profile("notochord")  # a link out of the gem: its loader refuses it, unread
     try:
         raw = read_json(mpath)
     except GemLoadError:

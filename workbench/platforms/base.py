@@ -109,6 +109,7 @@ class Capability:
     methods: tuple[Method, ...] = ()
     grant: str | None = None
     python_absent: Literal["missing", "deny"] = "missing"
+    python_alias: str | None = None   # a snake_case name Python tools may use too (not in dir)
     doc: str = ""
 
     @property
@@ -161,11 +162,14 @@ class Profile:
     supported: bool = True
 
     def grants(self, manifest: "Manifest", tool: "ToolSpec") -> Grants:
-        """The tool's grants, decided once per (gem, tool) and cached on the manifest."""
-        cache: dict[str, Grants] = manifest.__dict__.setdefault("_grants", {})
-        if tool.name not in cache:
-            cache[tool.name] = self.grants_for(manifest, tool)
-        return cache[tool.name]
+        """The tool's grants, decided once per (profile, gem, tool): cached on the manifest,
+        which holds its tools (a tool object is never shared between manifests)."""
+        cache: dict[tuple[str, int], tuple[ToolSpec, Grants]] = \
+            manifest.__dict__.setdefault("_grants", {})
+        key = (self.name, id(tool))
+        if key not in cache or cache[key][0] is not tool:
+            cache[key] = (tool, self.grants_for(manifest, tool))
+        return cache[key][1]
 
     @functools.cached_property
     def routes(self) -> dict[str, tuple[str, str]]:

@@ -38,7 +38,7 @@ CAPABILITIES = (
                doc="text of a PDF, HTML or text file"),
     Capability("resources", "namespace", "resources", (M("path", ("id",)),),
                grant="resources", doc="R1–R5: the gem's declared downloads"),
-    Capability("idempotencyKey", "value", "idempotency_key",
+    Capability("idempotencyKey", "value", "idempotency_key", python_alias="idempotency_key",
                doc="N7: the same on a crash rerun; deduplicate on it"),
 )
 

@@ -18,6 +18,7 @@ from ..._errors import GemLoadError
 from ...gem.folder import (clip, escaping_links, read_json, realpath, schema_sql,
                            tool_file_problem)
 from ...gem.model import LANGUAGES, CollectionSpec, Manifest, ToolSpec
+from ...gem.rules import NOTOCHORD as SCHEMA_RULES
 from ...gem.schema import check_input_schema, pointer
 
 MAX_SCHEMA_OBJECTS = 5_000       # objects in all inputSchemas together: jsonschema's metaschema
@@ -91,7 +92,7 @@ def lint(root: "str | os.PathLike[str]") -> list[dict[str, str]]:
                 f"{MAX_SCHEMA_OBJECTS:,} objects in all (up to this tool); checking them would "
                 "take too long")
             break
-        for ptr, msg in check_input_schema(schema):
+        for ptr, msg in check_input_schema(schema, SCHEMA_RULES):
             bad(f"/tools/{i}/inputSchema{ptr}", msg)
     ids: dict[str, int] = {}
     for i, res in enumerate(raw.get("resources", ())):
@@ -127,6 +128,10 @@ def load_manifest(root: "str | os.PathLike[str]") -> Manifest:
         where = {k: v for k, v in first.items() if k != "message"}  # file, pointer, line, column
         raise GemLoadError(f"{Path(first['file']).name}: {lines}", **where, problems=problems)
     raw = read_json(root / "manifest.json")
+    if raw.get("platform", "notochord") != "notochord":  # changed since detect() read it
+        raise GemLoadError(f"manifest.json: \"platform\": {clip(repr(raw['platform']), 80)} "
+                           "is not a Notochord gem; open it again", file=str(root / "manifest.json"),
+                           pointer="/platform")
     tools = {}
     for t in raw["tools"]:
         file = realpath(root / t["file"]) or root / t["file"]  # checked by lint just now

@@ -248,6 +248,8 @@ let seq = 0;
 const MAX_INFLIGHT = 1024;
 const INFLIGHT_FACTOR = 4;
 let inflight = 0, inflightBytes = 0, callGen = 0;
+// the call whose ctx may be used now ("" between calls): a ctx kept from an ended call is refused
+let currentCall = "";
 let post: (msg: unknown) => void = () => {};
 let limit = 64 * 1024 * 1024; // bridge_message_bytes of the current call
 
@@ -292,6 +294,7 @@ function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
   if (msg.t === "call") {
     limit = msg.limit as number;
     callGen++;
+    currentCall = msg.id as string;
     inflight = 0;
     inflightBytes = 0;
     run(msg.id as string, msg.file as string, payload, msg.ctx as CallCtx, msg.resultChars as number);
@@ -353,6 +356,10 @@ function argName(method: string, i: number): string {
 // or an oversized value is an error the tool can catch, not a message the host cannot send.
 function ctxCall(callId: string, method: string, args: unknown[]): Promise<unknown> {
   const origin = new NativeError();
+  if (callId !== currentCall) {
+    return rejected("E_STATE", `${method}: this ctx belongs to a call that has ended; a tool ` +
+                    "uses the ctx of the call it is running in", origin, { method });
+  }
   let text: string;
   try {
     text = safeStringify(args) as string;
@@ -637,6 +644,7 @@ function describe(err: unknown): Described {
 }
 
 function done(id: string, ok: boolean, text: string): void {
+  if (id === currentCall) currentCall = "";
   post({ t: "done", id, ok, payload: encode(text) });
 }
 
