@@ -433,6 +433,7 @@ class Bench:
 
         from .providers.datastore import VERSION_COLUMNS
 
+        self._check_open()
         rows = self.providers.store.history_versions(path.removeprefix("workspace:") if path else None)
         df = pd.DataFrame(rows, columns=VERSION_COLUMNS)
         df["saved_at"] = pd.to_datetime(df["saved_at"], unit="ms")
@@ -441,6 +442,7 @@ class Bench:
 
     def restore_file(self, path: str, version: int | None = None) -> int:
         """Roll one conversation file back to a saved version (default: the latest)."""
+        self._check_open()
         return _history.restore(self.providers.store, self.providers.files, path, version,
                                 limit=self.limits.history_bytes)
 
@@ -463,11 +465,13 @@ class Bench:
         if collection not in self.manifest.collections:
             raise UsageError(f"collection {collection!r} is not declared in manifest.json "
                              f"(declared: {', '.join(self.manifest.collections) or 'none'})")
+        self._check_open()
         return frames.collection(self.providers.store, collection)
 
     def kv(self) -> "pd.DataFrame":
         from .inspect import frames
 
+        self._check_open()
         return frames.kv(self.providers.store)
 
     def sql(self, query: str, params: Any = ()) -> "pd.DataFrame":
@@ -503,17 +507,20 @@ class Bench:
         """Capture files and storage, to diff against or restore later."""
         from .inspect.snapshot import take
 
+        self._check_open()
         return take(self.providers)
 
     def diff(self, snap: "Snapshot") -> "pd.DataFrame":
         """What changed since `snap`: one row per file, document, key or SQL row."""
         from .inspect.snapshot import diff
 
+        self._check_open()
         return diff(snap, self.providers)
 
     def restore(self, snap: "Snapshot") -> None:
         """Put files and storage back exactly as they were at `snap`."""
         from .inspect.snapshot import restore
 
+        self._check_open()
         restore(snap, self.providers)
 
