@@ -61,11 +61,11 @@ service imap-login {{
 
 def available() -> str | None:
     """None if Dovecot and openssl are installed; else what is missing (a skip reason)."""
-    missing = [c for c in ("dovecot", "openssl") if not shutil.which(c)
-               and not os.path.exists(f"/usr/sbin/{c}")]
+    missing = [
+        c for c in ("dovecot", "openssl") if not shutil.which(c) and not os.path.exists(f"/usr/sbin/{c}")
+    ]
     if missing:
-        return (f"{' and '.join(missing)} not installed "
-                "(Debian: apt-get install dovecot-imapd openssl)")
+        return f"{' and '.join(missing)} not installed (Debian: apt-get install dovecot-imapd openssl)"
     if os.geteuid() != 0:
         return "Dovecot needs root here, to run mail as uid nobody"
     return None
@@ -83,8 +83,8 @@ class Dovecot:
     """A running server: where it listens, its one user, and that user's Maildir (INBOX)."""
 
     root: Path
-    imap_port: int    # plain IMAP, STARTTLS offered
-    imaps_port: int   # implicit TLS, self-signed certificate
+    imap_port: int  # plain IMAP, STARTTLS offered
+    imaps_port: int  # implicit TLS, self-signed certificate
     pid: int
     user: str = USER
     password: str = PASSWORD
@@ -149,9 +149,26 @@ def running_dovecot(setup: Callable[[Path], None] | None = None) -> Iterator[Dov
         root.chmod(0o755)
         for sub in ("run", "state", "log", "mail", "ssl"):
             (root / sub).mkdir()
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                        "-subj", "/CN=localhost", "-keyout", str(root / "ssl/key.pem"),
-                        "-out", str(root / "ssl/cert.pem")], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                str(root / "ssl/key.pem"),
+                "-out",
+                str(root / "ssl/cert.pem"),
+            ],
+            check=True,
+            capture_output=True,
+        )
         (root / "users").write_text(f"{USER}:{{PLAIN}}{PASSWORD}\n")
         maildir = root / "mail" / USER
         mailbox.Maildir(str(maildir), create=True).close()
@@ -162,8 +179,9 @@ def running_dovecot(setup: Callable[[Path], None] | None = None) -> Iterator[Dov
             imap, imaps = free_port(), free_port()
             conf = root / "dovecot.conf"
             conf.write_text(CONFIG.format(t=root, imap=imap, imaps=imaps))
-            proc = subprocess.Popen(["dovecot", "-F", "-c", str(conf)],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                ["dovecot", "-F", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
             try:
                 _wait_listening(proc, imap, root / "log/dovecot.log")
                 _wait_listening(proc, imaps, root / "log/dovecot.log")

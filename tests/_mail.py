@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import mailbox
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import format_datetime
 from pathlib import Path
@@ -27,7 +27,7 @@ def rfc822(d: dict[str, Any]) -> EmailMessage:
     m["From"] = d.get("fromAddr", "")
     m["To"] = ", ".join(d.get("toAddrs", []))
     if d.get("date") is not None:
-        m["Date"] = format_datetime(datetime.fromtimestamp(d["date"] / 1000, timezone.utc))
+        m["Date"] = format_datetime(datetime.fromtimestamp(d["date"] / 1000, UTC))
     m["Message-ID"] = f"<{d.get('id', 'x')}@test.example>"
     m.set_content(d.get("body", ""))
     for a in d.get("attachments", []):
@@ -36,7 +36,7 @@ def rfc822(d: dict[str, Any]) -> EmailMessage:
     return m
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _encoded(key: str) -> bytes:
     return rfc822(json.loads(key)).as_bytes()
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -26,24 +27,37 @@ class GemBuilder:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.manifest: dict[str, Any] = {"id": "test.gem", "name": "Test", "version": "0.1.0",
-                                         "tools": []}
+        self.manifest: dict[str, Any] = {"id": "test.gem", "name": "Test", "version": "0.1.0", "tools": []}
 
-    def tool(self, name: str, source: str, *, schema: dict | None = None,
-             side_effect: str = "write", ext: str = "py", **extra: Any) -> "GemBuilder":
+    def tool(
+        self,
+        name: str,
+        source: str,
+        *,
+        schema: dict | None = None,
+        side_effect: str = "write",
+        ext: str = "py",
+        **extra: Any,
+    ) -> GemBuilder:
         path = self.root / "tools" / f"{name}.{ext}"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(source))
-        self.manifest["tools"].append({"name": name, "file": f"tools/{name}.{ext}",
-                                       "inputSchema": schema or {"type": "object"},
-                                       "sideEffect": side_effect, **extra})
+        self.manifest["tools"].append(
+            {
+                "name": name,
+                "file": f"tools/{name}.{ext}",
+                "inputSchema": schema or {"type": "object"},
+                "sideEffect": side_effect,
+                **extra,
+            }
+        )
         return self
 
-    def collections(self, **indexes: list[str]) -> "GemBuilder":
+    def collections(self, **indexes: list[str]) -> GemBuilder:
         self.manifest["data"] = {"collections": {n: {"indexes": i} for n, i in indexes.items()}}
         return self
 
-    def schema_sql(self, sql: str) -> "GemBuilder":
+    def schema_sql(self, sql: str) -> GemBuilder:
         (self.root / "db").mkdir(parents=True, exist_ok=True)
         (self.root / "db" / "schema.sql").write_text(sql)
         return self

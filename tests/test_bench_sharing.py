@@ -8,10 +8,9 @@ import warnings
 from pathlib import Path
 
 import pytest
+from conftest import GemBuilder
 
 import workbench
-
-from conftest import GemBuilder
 
 COUNTER_PY = """
 count = 0
@@ -38,8 +37,7 @@ export default async function (input, ctx) {
 """
 
 
-def test_two_benches_of_one_gem_do_not_share_python_module_state(gem: GemBuilder,
-                                                                 tmp_path: Path) -> None:
+def test_two_benches_of_one_gem_do_not_share_python_module_state(gem: GemBuilder, tmp_path: Path) -> None:
     root = gem.tool("counter", COUNTER_PY).write()
     a = workbench.open(root, state_dir=tmp_path / "a")
     b = workbench.open(root, state_dir=tmp_path / "b")

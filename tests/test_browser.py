@@ -14,9 +14,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
-
 from conftest import ARTIFACTS, EXAMPLE_GEM
+from nbformat.v4 import new_code_cell, new_notebook
 
 CHROMIUM = "/usr/bin/chromium"
 TOKEN = "wb-e2e"
@@ -36,11 +35,17 @@ def _free_port() -> int:
 
 def _notebook(folder: Path) -> Path:
     nb = new_notebook(
-        metadata={"kernelspec": {"name": "gem-workbench", "display_name": "Gem Workbench",
-                                 "language": "python"}},
-        cells=[new_code_cell(f'import workbench\nbench = workbench.open({str(EXAMPLE_GEM)!r})\n'
-                             'form = bench.form("add_note")\nform'),
-               new_code_cell('print("calls:", len(bench.calls()), bench.calls().tool.tolist())')])
+        metadata={
+            "kernelspec": {"name": "gem-workbench", "display_name": "Gem Workbench", "language": "python"}
+        },
+        cells=[
+            new_code_cell(
+                f"import workbench\nbench = workbench.open({str(EXAMPLE_GEM)!r})\n"
+                'form = bench.form("add_note")\nform'
+            ),
+            new_code_cell('print("calls:", len(bench.calls()), bench.calls().tool.tolist())'),
+        ],
+    )
     path = folder / "form.ipynb"
     nbformat.write(nb, path)
     return path
@@ -71,15 +76,32 @@ def test_form_runs_in_jupyterlab(tmp_path):
 
     _notebook(tmp_path)
     port = _free_port()
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"), "IPYTHONDIR": str(tmp_path / "ipy"),
-           "GEM_WORKBENCH_HOME": str(tmp_path / "home")}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"),
+        "IPYTHONDIR": str(tmp_path / "ipy"),
+        "GEM_WORKBENCH_HOME": str(tmp_path / "home"),
+    }
     exe = shutil.which("gem-workbench", path=os.path.dirname(sys.executable))
     log = tmp_path / "lab.log"
     with log.open("wb") as out:
-        lab = subprocess.Popen([exe, "lab", str(tmp_path), "--no-browser", "--port", str(port),
-                                "--", f"--IdentityProvider.token={TOKEN}"], env=env,
-                               stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        lab = subprocess.Popen(
+            [
+                exe,
+                "lab",
+                str(tmp_path),
+                "--no-browser",
+                "--port",
+                str(port),
+                "--",
+                f"--IdentityProvider.token={TOKEN}",
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -92,9 +114,17 @@ def test_form_runs_in_jupyterlab(tmp_path):
                 assert time.monotonic() < deadline, "JupyterLab did not answer in 60 s"
                 time.sleep(0.25)
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run"])
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM,
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
+            )
             try:
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 try:

@@ -8,12 +8,22 @@ import pytest
 
 import workbench
 
-SCHEMA = {"type": "object",
-          "properties": {"title": {"type": "string"}, "n": {"type": "integer"},
-                         "opt": {"type": "string"},
-                         "inner": {"type": "object", "properties": {"x": {"type": "number"}},
-                                   "required": ["x"], "additionalProperties": False}},
-          "required": ["title"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string"},
+        "n": {"type": "integer"},
+        "opt": {"type": "string"},
+        "inner": {
+            "type": "object",
+            "properties": {"x": {"type": "number"}},
+            "required": ["x"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["title"],
+    "additionalProperties": False,
+}
 ECHO = "def handle(input, ctx):\n    return {'got': input}\n"
 
 
@@ -40,7 +50,8 @@ def test_N8_every_violation_listed_with_path_and_tool_not_run(echo):
 
 def test_N8_wrong_type_missing_required_extra_field(echo):
     assert echo.call("echo", {"title": 1}).error.details["violations"] == [
-        {"path": "/title", "message": "1 is not of type 'string'"}]
+        {"path": "/title", "message": "1 is not of type 'string'"}
+    ]
     assert "missing required field 'title'" in echo.call("echo", {}).error.message
     assert "unexpected field 'zzz'" in echo.call("echo", {"title": "a", "zzz": 0}).error.message
 
@@ -73,10 +84,16 @@ def test_unknown_tool(echo):
     assert res.error.code == "E_UNKNOWN_TOOL" and "echo" in res.error.message
 
 
-@pytest.mark.parametrize("expr,where", [
-    ("float('nan')", "result.v"), ("b'x'", "result.v"), ("object()", "result.v"),
-    ("{1: 2}", "result.v"), ("[1, {'x': float('inf')}]", "result.v[1].x"),
-])
+@pytest.mark.parametrize(
+    "expr,where",
+    [
+        ("float('nan')", "result.v"),
+        ("b'x'", "result.v"),
+        ("object()", "result.v"),
+        ("{1: 2}", "result.v"),
+        ("[1, {'x': float('inf')}]", "result.v[1].x"),
+    ],
+)
 def test_N9_result_must_be_json(gem, open_bench, expr, where):
     gem.tool("bad", f"def handle(input, ctx):\n    return {{'v': {expr}}}\n")
     res = open_bench(gem).call("bad")
@@ -113,13 +130,16 @@ def test_result_is_what_the_caller_receives_after_json(gem, open_bench):
 
 
 def test_tool_error_shows_only_tool_frames(gem, open_bench):
-    gem.tool("boom", """
+    gem.tool(
+        "boom",
+        """
         def helper(x):
             return 1 / x
 
         def handle(input, ctx):
             return helper(0)
-    """)
+    """,
+    )
     res = open_bench(gem).call("boom")
     assert res.error.code == "E_TOOL_ERROR"
     assert res.error.message == "ZeroDivisionError: division by zero"
@@ -136,14 +156,17 @@ def test_uncaught_ctx_error_keeps_its_code(gem, open_bench):
 
 
 def test_tool_can_catch_ctx_errors_by_code(gem, open_bench):
-    gem.tool("t", """
+    gem.tool(
+        "t",
+        """
         import workbench
         def handle(input, ctx):
             try:
                 ctx.files.read('missing.txt')
             except workbench.WorkbenchError as e:
                 return {'caught': e.code}
-    """)
+    """,
+    )
     assert open_bench(gem).call("t").value == {"caught": "E_NOT_FOUND"}
 
 
@@ -160,15 +183,23 @@ def test_missing_handle(gem, open_bench):
 
 
 def test_sync_and_async_tools_share_the_ctx_api(gem, open_bench):
-    gem.tool("s", "def handle(input, ctx):\n    ctx.storage.kv.set('k', 'sync')\n    return ctx.storage.kv.get('k')\n")
-    gem.tool("a", "async def handle(input, ctx):\n    await ctx.storage.kv.set('k', 'async')\n    return await ctx.storage.kv.get('k')\n")
+    gem.tool(
+        "s",
+        "def handle(input, ctx):\n    ctx.storage.kv.set('k', 'sync')\n    return ctx.storage.kv.get('k')\n",
+    )
+    gem.tool(
+        "a",
+        "async def handle(input, ctx):\n    await ctx.storage.kv.set('k', 'async')\n    return await ctx.storage.kv.get('k')\n",
+    )
     b = open_bench(gem)
     assert b.call("s").value == "sync" and b.call("a").value == "async"
 
 
 def test_async_tool_runs_inside_a_running_event_loop(gem, open_bench):
     """In Jupyter an event loop already runs: async tools still work."""
-    gem.tool("a", "import asyncio\nasync def handle(input, ctx):\n    await asyncio.sleep(0)\n    return 42\n")
+    gem.tool(
+        "a", "import asyncio\nasync def handle(input, ctx):\n    await asyncio.sleep(0)\n    return 42\n"
+    )
     b = open_bench(gem)
 
     async def inside_loop():
@@ -178,13 +209,19 @@ def test_async_tool_runs_inside_a_running_event_loop(gem, open_bench):
 
 
 def test_logs_are_captured(gem, open_bench):
-    gem.tool("p", "import sys\ndef handle(input, ctx):\n    print('hello')\n    print('oops', file=sys.stderr)\n    return 1\n")
+    gem.tool(
+        "p",
+        "import sys\ndef handle(input, ctx):\n    print('hello')\n    print('oops', file=sys.stderr)\n    return 1\n",
+    )
     res = open_bench(gem).call("p")
     assert res.logs == "hello\noops\n"
 
 
 def test_trace_has_one_row_per_ctx_call(gem, open_bench):
-    gem.tool("t", "def handle(input, ctx):\n    ctx.files.write('a.txt', 'x')\n    ctx.files.read('a.txt')\n    ctx.files.read('nope')\n")
+    gem.tool(
+        "t",
+        "def handle(input, ctx):\n    ctx.files.write('a.txt', 'x')\n    ctx.files.read('a.txt')\n    ctx.files.read('nope')\n",
+    )
     res = open_bench(gem).call("t")
     df = res.trace
     assert df["method"].tolist() == ["files.write", "files.read", "files.read"]
@@ -205,6 +242,7 @@ def test_edited_tool_is_reloaded(gem, open_bench):
     path = gem.root / "tools" / "t.py"
     path.write_text("def handle(input, ctx):\n    return 2\n")
     import os
+
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     assert b.call("t").value == 2

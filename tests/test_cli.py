@@ -24,8 +24,11 @@ def test_check_ok():
 
 
 def test_check_reports_pointer_and_exits_1(gem):
-    gem.tool("a", "def handle(i, c): return 1", schema={"type": "object", "properties": {
-        "a": {"type": "string", "pattern": "x"}}})
+    gem.tool(
+        "a",
+        "def handle(i, c): return 1",
+        schema={"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}},
+    )
     out = cli("check", str(gem.write()))
     assert out.returncode == 1
     assert "manifest.json#/tools/0/inputSchema/properties/a/pattern" in out.stderr
@@ -60,8 +63,12 @@ def test_call_broken_gem_is_one_line(tmp_path):
 
 def test_call_real_persists_between_runs(tmp_path):
     for _ in range(2):
-        assert cli("call", str(EXAMPLE_GEM), "add_note", "--input", '{"title": "a"}', "--real",
-                   env_home=tmp_path).returncode == 0
+        assert (
+            cli(
+                "call", str(EXAMPLE_GEM), "add_note", "--input", '{"title": "a"}', "--real", env_home=tmp_path
+            ).returncode
+            == 0
+        )
     out = cli("call", str(EXAMPLE_GEM), "list_notes", "--real", env_home=tmp_path)
     assert json.loads(out.stdout)["total"] == 2
     [state] = tmp_path.glob("acme.notes-*")  # one folder per gem folder: <id>-<path hash>
@@ -69,8 +76,11 @@ def test_call_real_persists_between_runs(tmp_path):
 
 
 def test_check_typecheck_reports_ts_errors(gem, tmp_path):
-    gem.tool("t", "export default async function (input: {a: number}): Promise<string> {\n"
-                  "  return input.a\n}\n", ext="ts")
+    gem.tool(
+        "t",
+        "export default async function (input: {a: number}): Promise<string> {\n  return input.a\n}\n",
+        ext="ts",
+    )
     out = cli("check", str(gem.write()), "--typecheck", env_home=tmp_path)
     assert out.returncode == 1
     assert "TS2322" in out.stderr and "tools/t.ts:2:3" in out.stderr
@@ -78,8 +88,11 @@ def test_check_typecheck_reports_ts_errors(gem, tmp_path):
 
 
 def test_check_typecheck_passes_good_ts(gem, tmp_path):
-    gem.tool("t", "export default async function (input: {a: number}): Promise<number> {\n"
-                  "  return input.a\n}\n", ext="ts")
+    gem.tool(
+        "t",
+        "export default async function (input: {a: number}): Promise<number> {\n  return input.a\n}\n",
+        ext="ts",
+    )
     out = cli("check", str(gem.write()), "--typecheck", env_home=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "1 TypeScript tool type-check" in out.stdout

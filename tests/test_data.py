@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+from conftest import GemBuilder
 
 import workbench
-from conftest import GemBuilder
 from workbench.ctx.data import where_sql
 from workbench.providers.datastore import expr, table
 
@@ -54,11 +55,13 @@ INSERT INTO items(name, qty) VALUES ('seed', 1);
 
 
 def make_gem(gem: GemBuilder) -> GemBuilder:
-    return (gem.tool("ops", OPS)
-               .tool("ops_async", OPS_ASYNC)
-               .tool("ops_read", OPS, side_effect="read")
-               .collections(notes=["status", "priority", "meta.rank"], tasks=[])
-               .schema_sql(SCHEMA))
+    return (
+        gem.tool("ops", OPS)
+        .tool("ops_async", OPS_ASYNC)
+        .tool("ops_read", OPS, side_effect="read")
+        .collections(notes=["status", "priority", "meta.rank"], tasks=[])
+        .schema_sql(SCHEMA)
+    )
 
 
 @pytest.fixture
@@ -90,6 +93,7 @@ def titles(page: dict) -> list[str]:
 
 # -- D1: collections -------------------------------------------------------------------------
 
+
 def test_D1_undeclared_collection_rejected(bench):
     res = run(bench, ["data", "nope", "insert", {"a": 1}])
     assert res.error.code == "E_UNKNOWN_COLLECTION"
@@ -113,8 +117,11 @@ def test_D1_no_collections_declared(gem, open_bench):
 
 
 def test_D1_insert_returns_id(bench):
-    out = ok(bench, ["data", "notes", "insert", {"title": "a", "status": "open"}],
-             ["data", "notes", "insert", {"title": "b"}])
+    out = ok(
+        bench,
+        ["data", "notes", "insert", {"title": "a", "status": "open"}],
+        ["data", "notes", "insert", {"title": "b"}],
+    )
     assert all(set(r) == {"id"} and isinstance(r["id"], str) and r["id"] for r in out)
     assert out[0]["id"] != out[1]["id"]
     df = bench.data("notes")
@@ -123,11 +130,16 @@ def test_D1_insert_returns_id(bench):
 
 
 def test_D1_insert_async_tool(bench):
-    out = ok(bench, ["data", "notes", "insert", {"title": "a"}],
-             ["data", "notes", "get", "missing"], tool="ops_async")
+    out = ok(
+        bench,
+        ["data", "notes", "insert", {"title": "a"}],
+        ["data", "notes", "get", "missing"],
+        tool="ops_async",
+    )
     assert set(out[0]) == {"id"} and out[1] is None
     assert ok(bench, ["data", "notes", "get", out[0]["id"]], tool="ops_async") == [
-        {"id": out[0]["id"], "title": "a"}]
+        {"id": out[0]["id"], "title": "a"}
+    ]
 
 
 def test_D1_collections_are_separate(bench):
@@ -139,20 +151,35 @@ def test_D1_collections_are_separate(bench):
 def test_D1_get(bench):
     [a] = insert_all(bench, "notes", [{"title": "a", "meta": {"rank": 2}, "tags": ["x"]}])
     assert ok(bench, ["data", "notes", "get", a], ["data", "notes", "get", "nope"]) == [
-        {"id": a, "title": "a", "meta": {"rank": 2}, "tags": ["x"]}, None]
+        {"id": a, "title": "a", "meta": {"rank": 2}, "tags": ["x"]},
+        None,
+    ]
     assert ok(bench, ["data", "tasks", "get", a]) == [None]  # ids belong to their collection
 
 
 def test_D1_update_is_a_merge_patch(bench):
-    [a, b] = insert_all(bench, "notes", [
-        {"title": "a", "status": "open", "body": "text", "meta": {"rank": 1, "by": "me"}},
-        {"title": "b", "status": "open"}])
-    out = ok(bench, ["data", "notes", "update", a,
-                     {"status": "done", "body": None, "meta": {"by": None, "at": 5}, "new": [1]}],
-             ["data", "notes", "get", a], ["data", "notes", "get", b])
+    [a, b] = insert_all(
+        bench,
+        "notes",
+        [
+            {"title": "a", "status": "open", "body": "text", "meta": {"rank": 1, "by": "me"}},
+            {"title": "b", "status": "open"},
+        ],
+    )
+    out = ok(
+        bench,
+        [
+            "data",
+            "notes",
+            "update",
+            a,
+            {"status": "done", "body": None, "meta": {"by": None, "at": 5}, "new": [1]},
+        ],
+        ["data", "notes", "get", a],
+        ["data", "notes", "get", b],
+    )
     assert out[0] == {"id": a}
-    assert out[1] == {"id": a, "title": "a", "status": "done", "meta": {"rank": 1, "at": 5},
-                      "new": [1]}
+    assert out[1] == {"id": a, "title": "a", "status": "done", "meta": {"rank": 1, "at": 5}, "new": [1]}
     assert out[2] == {"id": b, "title": "b", "status": "open"}  # untouched
 
 
@@ -173,9 +200,13 @@ def test_D1_update_rejects_id_and_non_objects(bench):
 
 def test_D1_delete(bench):
     [a, b] = insert_all(bench, "notes", [{"title": "a"}, {"title": "b"}])
-    assert ok(bench, ["data", "notes", "delete", a], ["data", "notes", "delete", a],
-              ["data", "notes", "get", a], ["data", "notes", "count"]) == [
-        {"deleted": True}, {"deleted": False}, None, 1]
+    assert ok(
+        bench,
+        ["data", "notes", "delete", a],
+        ["data", "notes", "delete", a],
+        ["data", "notes", "get", a],
+        ["data", "notes", "count"],
+    ) == [{"deleted": True}, {"deleted": False}, None, 1]
     assert list(bench.data("notes")["id"]) == [b]
 
 
@@ -203,8 +234,9 @@ def handle(input, ctx):
 """
 
 
-@pytest.mark.parametrize("bad", ["id", "nan", "inf", "set", "object", "bytes", "int_key",
-                                 "list", "string", "none"])
+@pytest.mark.parametrize(
+    "bad", ["id", "nan", "inf", "set", "object", "bytes", "int_key", "list", "string", "none"]
+)
 def test_D1_invalid_documents_rejected(gem, open_bench, bad):
     gem.tool("bad", BAD_DOCS).collections(notes=[])
     b = open_bench(gem)
@@ -215,13 +247,16 @@ def test_D1_invalid_documents_rejected(gem, open_bench, bad):
     assert b.data("notes").empty
 
 
-@pytest.mark.parametrize("step", [
-    ["data", "notes", "get", {"id": "x"}],
-    ["data", "notes", "get", 5],
-    ["data", "notes", "get", None],
-    ["data", "notes", "update", ["x"], {"a": 1}],
-    ["data", "notes", "delete", 5],
-])
+@pytest.mark.parametrize(
+    "step",
+    [
+        ["data", "notes", "get", {"id": "x"}],
+        ["data", "notes", "get", 5],
+        ["data", "notes", "get", None],
+        ["data", "notes", "update", ["x"], {"a": 1}],
+        ["data", "notes", "delete", 5],
+    ],
+)
 def test_D1_non_string_ids_rejected(bench, step):
     res = run(bench, step)
     assert res.error.code == "E_INVALID_ARGUMENT", res.error
@@ -254,24 +289,27 @@ def test_D1_find_all_in_insertion_order(seeded):
     assert titles(find(seeded, {"order": "desc"})) == list("fedcba")
 
 
-@pytest.mark.parametrize("where, expected", [
-    ({"status": "open"}, "acf"),
-    ({"status": {"eq": "done"}}, "b"),
-    ({"priority": 3}, "af"),
-    ({"priority": 3, "status": "open"}, "af"),
-    ({"priority": {"gt": 3}}, "ce"),
-    ({"priority": {"gte": 3}}, "acef"),
-    ({"priority": {"lt": 3}}, "bd"),
-    ({"priority": {"lte": 3}}, "abdf"),
-    ({"priority": {"gte": 2, "lt": 4}}, "adf"),
-    ({"priority": {"ne": 3}}, "bcde"),
-    ({"status": {"in": ["done", "open"]}}, "abcf"),
-    ({"status": {"in": []}}, ""),
-    ({"meta.rank": {"gte": 3}}, "ad"),
-    ({"flag": True}, "e"),
-    ({"flag": False}, "f"),
-    ({"title": "zzz"}, ""),
-])
+@pytest.mark.parametrize(
+    "where, expected",
+    [
+        ({"status": "open"}, "acf"),
+        ({"status": {"eq": "done"}}, "b"),
+        ({"priority": 3}, "af"),
+        ({"priority": 3, "status": "open"}, "af"),
+        ({"priority": {"gt": 3}}, "ce"),
+        ({"priority": {"gte": 3}}, "acef"),
+        ({"priority": {"lt": 3}}, "bd"),
+        ({"priority": {"lte": 3}}, "abdf"),
+        ({"priority": {"gte": 2, "lt": 4}}, "adf"),
+        ({"priority": {"ne": 3}}, "bcde"),
+        ({"status": {"in": ["done", "open"]}}, "abcf"),
+        ({"status": {"in": []}}, ""),
+        ({"meta.rank": {"gte": 3}}, "ad"),
+        ({"flag": True}, "e"),
+        ({"flag": False}, "f"),
+        ({"title": "zzz"}, ""),
+    ],
+)
 def test_D1_find_where(seeded, where, expected):
     assert "".join(titles(find(seeded, {"where": where}))) == expected
     assert ok(seeded, ["data", "notes", "count", where]) == [len(expected)]
@@ -294,8 +332,7 @@ def test_D1_find_ne_is_the_complement_of_eq(seeded):
     assert titles(find(seeded, {"where": {"status": {"ne": "open"}}})) == ["b", "d", "e"]
     for where in ({"status": "open"}, {"status": None}, {"flag": True}, {"meta.rank": 1}):
         field, v = next(iter(where.items()))
-        eq, ne = ok(seeded, ["data", "notes", "count", where],
-                    ["data", "notes", "count", {field: {"ne": v}}])
+        eq, ne = ok(seeded, ["data", "notes", "count", where], ["data", "notes", "count", {field: {"ne": v}}])
         assert eq + ne == len(DOCS), where
 
 
@@ -310,8 +347,9 @@ def test_D1_find_order_by(seeded):
     # ties keep insertion order (asc) or its reverse (desc); missing fields sort first
     assert titles(find(seeded, {"orderBy": "priority"})) == list("bdafec")
     assert titles(find(seeded, {"orderBy": "priority", "order": "desc"})) == list("cefadb")
-    assert titles(find(seeded, {"where": {"status": "open"}, "orderBy": "priority",
-                                "order": "desc"})) == list("cfa")
+    assert titles(
+        find(seeded, {"where": {"status": "open"}, "orderBy": "priority", "order": "desc"})
+    ) == list("cfa")
     assert titles(find(seeded, {"orderBy": "meta.rank"})) == list("cefbda")
     assert titles(find(seeded, {"orderBy": "title", "order": "desc", "limit": 2})) == ["f", "e"]
 
@@ -334,21 +372,22 @@ def test_D1_find_default_limit_is_50(bench):
     assert [d["n"] for d in rest["items"]] == [50] and rest["cursor"] is None
 
 
-@pytest.mark.parametrize("query", [
-    {},
-    {"order": "desc"},
-    {"orderBy": "g"},
-    {"orderBy": "g", "order": "desc"},
-    {"where": {"g": {"gte": 1}}, "orderBy": "g"},
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        {},
+        {"order": "desc"},
+        {"orderBy": "g"},
+        {"orderBy": "g", "order": "desc"},
+        {"where": {"g": {"gte": 1}}, "orderBy": "g"},
+    ],
+)
 def test_D1_find_cursor_pages_through_every_doc_once(bench, query):
     ids = insert_all(bench, "tasks", [{"n": i, "g": i % 3} for i in range(23)])
-    expected = [i for i in ids] if "where" not in query else [
-        ids[i] for i in range(23) if i % 3 >= 1]
+    expected = [i for i in ids] if "where" not in query else [ids[i] for i in range(23) if i % 3 >= 1]
     seen, cursor, pages = [], None, 0
     while True:
-        page = find(bench, {**query, "limit": 5, **({"cursor": cursor} if cursor else {})},
-                    coll="tasks")
+        page = find(bench, {**query, "limit": 5, **({"cursor": cursor} if cursor else {})}, coll="tasks")
         pages += 1
         seen += [d["id"] for d in page["items"]]
         cursor = page["cursor"]
@@ -363,19 +402,22 @@ def test_D1_find_cursor_pages_through_every_doc_once(bench, query):
     assert seen == [d["id"] for d in find(bench, {**query, "limit": 1000}, coll="tasks")["items"]]
 
 
-@pytest.mark.parametrize("query, word", [
-    ({"cursor": "garbage"}, "cursor"),
-    ({"cursor": 5}, "cursor"),
-    ({"cursor": "o:-2"}, "cursor"),
-    ({"order": "up"}, "order"),
-    ({"orderBy": "a b"}, "field"),
-    ({"where": {"priority": {"between": [1, 2]}}}, "operator"),
-    ({"where": {"status": {"in": "open"}}}, "list"),
-    ({"where": {"status": ["open"]}}, "status"),
-    ({"where": {"bad-field": 1}}, "field"),
-    ({"where": ["status", "open"]}, "where"),
-    ({"sort": "title"}, "unknown"),
-])
+@pytest.mark.parametrize(
+    "query, word",
+    [
+        ({"cursor": "garbage"}, "cursor"),
+        ({"cursor": 5}, "cursor"),
+        ({"cursor": "o:-2"}, "cursor"),
+        ({"order": "up"}, "order"),
+        ({"orderBy": "a b"}, "field"),
+        ({"where": {"priority": {"between": [1, 2]}}}, "operator"),
+        ({"where": {"status": {"in": "open"}}}, "list"),
+        ({"where": {"status": ["open"]}}, "status"),
+        ({"where": {"bad-field": 1}}, "field"),
+        ({"where": ["status", "open"]}, "where"),
+        ({"sort": "title"}, "unknown"),
+    ],
+)
 def test_D1_find_bad_queries(seeded, query, word):
     res = run(seeded, ["data", "notes", "find", query])
     assert res.error.code == "E_INVALID_ARGUMENT", res.error
@@ -383,20 +425,27 @@ def test_D1_find_bad_queries(seeded, query, word):
 
 
 def test_D1_count(seeded):
-    assert ok(seeded, ["data", "notes", "count"], ["data", "notes", "count", None],
-              ["data", "notes", "count", {"status": "open", "priority": {"lt": 5}}],
-              ["data", "tasks", "count"]) == [6, 6, 2, 0]
+    assert ok(
+        seeded,
+        ["data", "notes", "count"],
+        ["data", "notes", "count", None],
+        ["data", "notes", "count", {"status": "open", "priority": {"lt": 5}}],
+        ["data", "tasks", "count"],
+    ) == [6, 6, 2, 0]
 
 
 # -- D1: indexes -----------------------------------------------------------------------------
+
 
 def find_sql(coll: str, query: dict) -> tuple[str, list]:
     """The statement `Data.find` runs, built from the same helpers."""
     cond, params = where_sql(query.get("where"))
     order = query.get("order", "asc")
     by = f"{expr(query['orderBy'])} {order}, rid {order}" if "orderBy" in query else f"rid {order}"
-    return (f"SELECT id, doc FROM {table(coll)} WHERE {cond} ORDER BY {by} LIMIT ? OFFSET ?",
-            [*params, 51, 0])
+    return (
+        f"SELECT id, doc FROM {table(coll)} WHERE {cond} ORDER BY {by} LIMIT ? OFFSET ?",
+        [*params, 51, 0],
+    )
 
 
 def plan(db, sql: str, params: list = ()) -> str:
@@ -410,20 +459,24 @@ def uses(plan_text: str, index: str) -> bool:
 def test_D1_indexes_created(bench):
     rows = bench.providers.data_db.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'c_notes' "
-        "AND name LIKE 'ix_%' ORDER BY name").fetchall()
+        "AND name LIKE 'ix_%' ORDER BY name"
+    ).fetchall()
     assert [r[0] for r in rows] == ["ix_notes_meta_rank", "ix_notes_priority", "ix_notes_status"]
     assert all(expr(f) in sql for f, (_, sql) in zip(["meta.rank", "priority", "status"], rows))
 
 
-@pytest.mark.parametrize("query, index", [
-    ({"where": {"status": "open"}}, "ix_notes_status"),
-    ({"where": {"status": None}}, "ix_notes_status"),
-    ({"where": {"status": {"in": ["open", "done"]}}}, "ix_notes_status"),
-    ({"where": {"priority": {"gte": 2, "lt": 4}}}, "ix_notes_priority"),
-    ({"where": {"priority": {"gt": 3}}, "orderBy": "priority"}, "ix_notes_priority"),
-    ({"where": {"meta.rank": 3}}, "ix_notes_meta_rank"),
-    ({"orderBy": "priority", "order": "desc"}, "ix_notes_priority"),
-])
+@pytest.mark.parametrize(
+    "query, index",
+    [
+        ({"where": {"status": "open"}}, "ix_notes_status"),
+        ({"where": {"status": None}}, "ix_notes_status"),
+        ({"where": {"status": {"in": ["open", "done"]}}}, "ix_notes_status"),
+        ({"where": {"priority": {"gte": 2, "lt": 4}}}, "ix_notes_priority"),
+        ({"where": {"priority": {"gt": 3}}, "orderBy": "priority"}, "ix_notes_priority"),
+        ({"where": {"meta.rank": 3}}, "ix_notes_meta_rank"),
+        ({"orderBy": "priority", "order": "desc"}, "ix_notes_priority"),
+    ],
+)
 def test_D1_find_uses_manifest_indexes(seeded, query, index):
     db = seeded.providers.data_db
     sql, params = find_sql("notes", query)
@@ -444,8 +497,7 @@ def test_D1_find_uses_manifest_indexes(seeded, query, index):
 def test_D1_count_uses_manifest_index(seeded):
     db = seeded.providers.data_db
     cond, params = where_sql({"priority": {"gt": 3}})
-    assert uses(plan(db, f"SELECT count(*) FROM {table('notes')} WHERE {cond}", params),
-                "ix_notes_priority")
+    assert uses(plan(db, f"SELECT count(*) FROM {table('notes')} WHERE {cond}", params), "ix_notes_priority")
 
 
 def test_D1_unindexed_field_scans(seeded):
@@ -455,15 +507,18 @@ def test_D1_unindexed_field_scans(seeded):
 
 # -- buffered inserts ------------------------------------------------------------------------
 
+
 def test_D1_inserts_visible_to_reads_in_the_same_call(bench):
-    out = ok(bench,
-             ["data", "notes", "insert", {"title": "a", "status": "open"}],
-             ["data", "notes", "insert", {"title": "b", "status": "open"}],
-             ["data", "notes", "count"],
-             ["data", "notes", "find", {"where": {"status": "open"}}],
-             ["data", "notes", "insert", {"title": "c", "status": "done"}],
-             ["data", "notes", "count", {"status": "done"}],
-             ["kv", "get", "x"])
+    out = ok(
+        bench,
+        ["data", "notes", "insert", {"title": "a", "status": "open"}],
+        ["data", "notes", "insert", {"title": "b", "status": "open"}],
+        ["data", "notes", "count"],
+        ["data", "notes", "find", {"where": {"status": "open"}}],
+        ["data", "notes", "insert", {"title": "c", "status": "done"}],
+        ["data", "notes", "count", {"status": "done"}],
+        ["kv", "get", "x"],
+    )
     assert out[2] == 2
     assert [d["title"] for d in out[3]["items"]] == ["a", "b"]
     assert out[5] == 1
@@ -485,15 +540,18 @@ def test_D1_update_and_delete_see_inserts_of_the_same_call(gem, open_bench):
     res = b.call("t")
     assert res.ok, res.error
     assert res.value["a"]["status"] == "done" and res.value["b"] is None and res.value["n"] == 1
-    assert b.data("notes")[["title", "status"]].to_dict("records") == [
-        {"title": "a", "status": "done"}]
+    assert b.data("notes")[["title", "status"]].to_dict("records") == [{"title": "a", "status": "done"}]
 
 
 def test_D1_writes_committed_when_the_tool_raises(bench):
-    res = run(bench, ["data", "notes", "insert", {"title": "a"}],
-              ["data", "notes", "insert", {"title": "b"}],
-              ["kv", "set", "k", "v"],
-              ["sql", "execute", "INSERT INTO items(name) VALUES ('x')"], fail=True)
+    res = run(
+        bench,
+        ["data", "notes", "insert", {"title": "a"}],
+        ["data", "notes", "insert", {"title": "b"}],
+        ["kv", "set", "k", "v"],
+        ["sql", "execute", "INSERT INTO items(name) VALUES ('x')"],
+        fail=True,
+    )
     assert res.error.code == "E_TOOL_ERROR" and "boom" in res.error.message
     assert list(bench.data("notes")["title"]) == ["a", "b"]
     assert bench.kv().to_dict("records") == [{"key": "k", "value": "v"}]
@@ -501,45 +559,83 @@ def test_D1_writes_committed_when_the_tool_raises(bench):
 
 
 def test_D1_inserts_committed_when_a_later_ctx_call_fails(bench):
-    res = run(bench, ["data", "notes", "insert", {"title": "a"}],
-              ["data", "nope", "insert", {"title": "b"}])
+    res = run(bench, ["data", "notes", "insert", {"title": "a"}], ["data", "nope", "insert", {"title": "b"}])
     assert res.error.code == "E_UNKNOWN_COLLECTION"
     assert list(bench.data("notes")["title"]) == ["a"]
 
 
 # -- D2: kv ----------------------------------------------------------------------------------
 
+
 def test_D2_kv_get_set_delete_list(bench):
-    out = ok(bench, ["kv", "get", "a"], ["kv", "set", "b", "2"], ["kv", "set", "a", "1"],
-             ["kv", "set", "a:x", ""], ["kv", "set", "c", "héllo ✓"], ["kv", "get", "a"],
-             ["kv", "get", "a:x"], ["kv", "list"], ["kv", "list", "a"], ["kv", "list", "zz"],
-             ["kv", "set", "a", "one"], ["kv", "get", "a"],
-             ["kv", "delete", "b"], ["kv", "delete", "b"], ["kv", "get", "b"], ["kv", "list"])
-    assert out == [None, None, None, None, None, "1", "", ["a", "a:x", "b", "c"], ["a", "a:x"],
-                   [], None, "one", True, False, None, ["a", "a:x", "c"]]
-    assert bench.kv().to_dict("records") == [{"key": "a", "value": "one"},
-                                            {"key": "a:x", "value": ""},
-                                            {"key": "c", "value": "héllo ✓"}]
+    out = ok(
+        bench,
+        ["kv", "get", "a"],
+        ["kv", "set", "b", "2"],
+        ["kv", "set", "a", "1"],
+        ["kv", "set", "a:x", ""],
+        ["kv", "set", "c", "héllo ✓"],
+        ["kv", "get", "a"],
+        ["kv", "get", "a:x"],
+        ["kv", "list"],
+        ["kv", "list", "a"],
+        ["kv", "list", "zz"],
+        ["kv", "set", "a", "one"],
+        ["kv", "get", "a"],
+        ["kv", "delete", "b"],
+        ["kv", "delete", "b"],
+        ["kv", "get", "b"],
+        ["kv", "list"],
+    )
+    assert out == [
+        None,
+        None,
+        None,
+        None,
+        None,
+        "1",
+        "",
+        ["a", "a:x", "b", "c"],
+        ["a", "a:x"],
+        [],
+        None,
+        "one",
+        True,
+        False,
+        None,
+        ["a", "a:x", "c"],
+    ]
+    assert bench.kv().to_dict("records") == [
+        {"key": "a", "value": "one"},
+        {"key": "a:x", "value": ""},
+        {"key": "c", "value": "héllo ✓"},
+    ]
 
 
 def test_D2_kv_list_prefix_is_literal(bench):
     ok(bench, ["kv", "set", "a%", "1"], ["kv", "set", "ab", "2"], ["kv", "set", "a_", "3"])
     assert ok(bench, ["kv", "list", "a%"], ["kv", "list", "a_"], ["kv", "list", ""]) == [
-        ["a%"], ["a_"], ["a%", "a_", "ab"]]
+        ["a%"],
+        ["a_"],
+        ["a%", "a_", "ab"],
+    ]
 
 
-@pytest.mark.parametrize("step, word", [
-    (["kv", "set", 1, "v"], "key"),
-    (["kv", "set", None, "v"], "key"),
-    (["kv", "set", "k", 1], "value"),
-    (["kv", "set", "k", None], "value"),
-    (["kv", "set", "k", {"a": 1}], "value"),
-    (["kv", "set", "k", ["a"]], "value"),
-    (["kv", "set", "k", True], "value"),
-    (["kv", "get", 5], "key"),
-    (["kv", "delete", 5], "key"),
-    (["kv", "list", 5], "prefix"),
-])
+@pytest.mark.parametrize(
+    "step, word",
+    [
+        (["kv", "set", 1, "v"], "key"),
+        (["kv", "set", None, "v"], "key"),
+        (["kv", "set", "k", 1], "value"),
+        (["kv", "set", "k", None], "value"),
+        (["kv", "set", "k", {"a": 1}], "value"),
+        (["kv", "set", "k", ["a"]], "value"),
+        (["kv", "set", "k", True], "value"),
+        (["kv", "get", 5], "key"),
+        (["kv", "delete", 5], "key"),
+        (["kv", "list", 5], "prefix"),
+    ],
+)
 def test_D2_kv_non_string_rejected(bench, step, word):
     res = run(bench, step)
     assert res.error.code == "E_INVALID_ARGUMENT", res.error
@@ -556,20 +652,23 @@ def test_D2_kv_non_string_key_in_read_tool_is_an_argument_error(gem, open_bench)
 
 # -- D3: sql ---------------------------------------------------------------------------------
 
+
 def test_D3_schema_applied(bench):
     assert ok(bench, ["sql", "query", "SELECT name, qty FROM items"]) == [[{"name": "seed", "qty": 1}]]
     assert bench.sql("SELECT name FROM items")["name"].tolist() == ["seed"]
 
 
 def test_D3_query_and_execute(bench):
-    out = ok(bench,
-             ["sql", "execute", "INSERT INTO items(name, qty) VALUES (?, ?)", ["a", 2]],
-             ["sql", "execute", "INSERT INTO items(name, qty) VALUES (:n, :q)", {"n": "b", "q": 3}],
-             ["sql", "execute", "UPDATE items SET qty = qty + 10 WHERE qty >= ?", [2]],
-             ["sql", "query", "SELECT name, qty FROM items WHERE qty > ? ORDER BY name", [5]],
-             ["sql", "query", "SELECT count(*) AS n FROM items"],
-             ["sql", "execute", "DELETE FROM items WHERE name = 'nothing'"],
-             ["sql", "query", "SELECT * FROM items WHERE 0"])
+    out = ok(
+        bench,
+        ["sql", "execute", "INSERT INTO items(name, qty) VALUES (?, ?)", ["a", 2]],
+        ["sql", "execute", "INSERT INTO items(name, qty) VALUES (:n, :q)", {"n": "b", "q": 3}],
+        ["sql", "execute", "UPDATE items SET qty = qty + 10 WHERE qty >= ?", [2]],
+        ["sql", "query", "SELECT name, qty FROM items WHERE qty > ? ORDER BY name", [5]],
+        ["sql", "query", "SELECT count(*) AS n FROM items"],
+        ["sql", "execute", "DELETE FROM items WHERE name = 'nothing'"],
+        ["sql", "query", "SELECT * FROM items WHERE 0"],
+    )
     assert out[0] == {"changes": 1, "lastInsertRowid": 2}
     assert out[1] == {"changes": 1, "lastInsertRowid": 3}
     assert out[2]["changes"] == 2
@@ -579,13 +678,16 @@ def test_D3_query_and_execute(bench):
     assert out[6] == []
 
 
-@pytest.mark.parametrize("sql, params, word", [
-    ("SELEC * FROM items", None, "syntax error"),
-    ("SELECT * FROM missing", None, "no such table: missing"),
-    ("INSERT INTO items(name) VALUES ('seed')", None, "UNIQUE constraint failed"),
-    ("SELECT ?", [1, 2], "bindings"),
-    ("SELECT 1; SELECT 2", None, "one statement"),
-])
+@pytest.mark.parametrize(
+    "sql, params, word",
+    [
+        ("SELEC * FROM items", None, "syntax error"),
+        ("SELECT * FROM missing", None, "no such table: missing"),
+        ("INSERT INTO items(name) VALUES ('seed')", None, "UNIQUE constraint failed"),
+        ("SELECT ?", [1, 2], "bindings"),
+        ("SELECT 1; SELECT 2", None, "one statement"),
+    ],
+)
 def test_D3_sql_error_carries_sqlite_message(bench, sql, params, word):
     res = run(bench, ["sql", "query", sql, params])
     assert res.error.code == "E_SQL", res.error
@@ -596,8 +698,10 @@ def test_D3_sql_error_carries_sqlite_message(bench, sql, params, word):
 
 def test_D3_sql_error_while_reading_rows(bench):
     ok(bench, ["sql", "execute", "INSERT INTO items(name) VALUES ('{\"a\":1}'), ('not json')"])
-    res = run(bench, ["sql", "query", "SELECT json_extract(name, '$.a') AS a FROM items "
-                                      "WHERE name <> 'seed' ORDER BY id"])
+    res = run(
+        bench,
+        ["sql", "query", "SELECT json_extract(name, '$.a') AS a FROM items WHERE name <> 'seed' ORDER BY id"],
+    )
     assert res.error.code == "E_SQL", res.error
     assert "JSON" in res.error.message
 
@@ -647,8 +751,11 @@ METHOD = {"data": "data.notes.insert", "kv": "storage.kv.set", "sql": "storage.s
 
 
 def stored(bench: workbench.Bench) -> dict[str, int]:
-    return {"data": len(bench.data("notes")), "kv": len(bench.kv()),
-            "sql": int(bench.sql("SELECT count(*) AS n FROM items")["n"][0]) - 1}
+    return {
+        "data": len(bench.data("notes")),
+        "kv": len(bench.kv()),
+        "sql": int(bench.sql("SELECT count(*) AS n FROM items")["n"][0]) - 1,
+    }
 
 
 @pytest.mark.parametrize("what", ["data", "kv", "sql"])
@@ -665,12 +772,25 @@ def test_D4_read_tool_write_reported(bench, what):
 
 def test_D4_read_tool_all_writes_reported_once_each(bench):
     [a] = insert_all(bench, "notes", [{"title": "a"}])
-    res = run(bench, *WRITES.values(), WRITES["kv"], ["data", "notes", "update", a, {"s": 1}],
-              ["data", "notes", "delete", a], ["kv", "delete", "k"],
-              ["sql", "execute", "DELETE FROM items WHERE name = 'x'"], tool="ops_read")
+    res = run(
+        bench,
+        *WRITES.values(),
+        WRITES["kv"],
+        ["data", "notes", "update", a, {"s": 1}],
+        ["data", "notes", "delete", a],
+        ["kv", "delete", "k"],
+        ["sql", "execute", "DELETE FROM items WHERE name = 'x'"],
+        tool="ops_read",
+    )
     assert res.ok, res.error
-    for m in ("data.notes.insert", "storage.kv.set", "storage.sql", "data.notes.update",
-              "data.notes.delete", "storage.kv.delete"):
+    for m in (
+        "data.notes.insert",
+        "storage.kv.set",
+        "storage.sql",
+        "data.notes.update",
+        "data.notes.delete",
+        "storage.kv.delete",
+    ):
         assert sum(m + ")" in v for v in res.violations) == 1, (m, res.violations)
     assert len(res.violations) == 6
 
@@ -694,9 +814,16 @@ def test_D4_strict_stops_at_first_write(gem, open_bench):
 @pytest.mark.parametrize("strict", [False, True])
 def test_D4_read_tool_reading_has_no_violation(gem, open_bench, strict):
     b = open_bench(make_gem(gem), strict=strict)
-    res = run(b, ["data", "notes", "find", None], ["data", "notes", "count"],
-              ["data", "notes", "get", "x"], ["kv", "get", "k"], ["kv", "list"],
-              ["sql", "query", "SELECT * FROM items"], tool="ops_read")
+    res = run(
+        b,
+        ["data", "notes", "find", None],
+        ["data", "notes", "count"],
+        ["data", "notes", "get", "x"],
+        ["kv", "get", "k"],
+        ["kv", "list"],
+        ["sql", "query", "SELECT * FROM items"],
+        tool="ops_read",
+    )
     assert res.ok, res.error
     assert res.violations == []
 
@@ -704,11 +831,15 @@ def test_D4_read_tool_reading_has_no_violation(gem, open_bench, strict):
 @pytest.mark.parametrize("strict", [False, True])
 def test_D4_read_tool_temp_tables_are_not_storage(gem, open_bench, strict):
     b = open_bench(make_gem(gem), strict=strict)
-    res = run(b, ["sql", "execute", "CREATE TEMP TABLE scratch (x)"],
-              ["sql", "execute", "INSERT INTO scratch SELECT qty FROM items"],
-              ["sql", "execute", "UPDATE scratch SET x = x + 1"],
-              ["sql", "query", "SELECT x FROM scratch"],
-              ["sql", "execute", "DROP TABLE scratch"], tool="ops_read")
+    res = run(
+        b,
+        ["sql", "execute", "CREATE TEMP TABLE scratch (x)"],
+        ["sql", "execute", "INSERT INTO scratch SELECT qty FROM items"],
+        ["sql", "execute", "UPDATE scratch SET x = x + 1"],
+        ["sql", "query", "SELECT x FROM scratch"],
+        ["sql", "execute", "DROP TABLE scratch"],
+        tool="ops_read",
+    )
     assert res.ok, res.error
     assert res.value[3] == [{"x": 2}]
     assert res.violations == []
@@ -727,6 +858,7 @@ def test_D4_write_tool_has_no_violation(gem, open_bench, strict):
 
 
 # -- persistence -----------------------------------------------------------------------------
+
 
 def test_real_state_survives_reopen(gem, open_bench, kind):
     make_gem(gem)

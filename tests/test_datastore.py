@@ -31,8 +31,10 @@ def test_create_is_idempotent_and_lists_collections(store):
     store.create({**COLLECTIONS, "more": ("x",)})
     assert store.collections() == ["empty", "more", "notes"]
     assert docs(store) == {"a": {"n": 1}}  # creating again keeps what is stored
-    indexes = {r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type = "
-                                              "'index' AND name LIKE 'ix_%'")}
+    indexes = {
+        r[0]
+        for r in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'ix_%'")
+    }
     assert indexes == {"ix_notes_status", "ix_notes_meta_rank", "ix_more_x"}
 
 
@@ -69,8 +71,10 @@ def test_count_and_find_with_a_compiled_condition(store):
 def test_rows_can_be_closed_early(store):
     store.insert_docs("notes", [(f"d{n}", "{}") for n in range(3)])
     store.kv_set("k", "v")
-    for rows in (store.find_docs("notes", ("1", []), order_by=None, descending=False, limit=9,
-                                 offset=0), store.kv_keys("")):
+    for rows in (
+        store.find_docs("notes", ("1", []), order_by=None, descending=False, limit=9, offset=0),
+        store.kv_keys(""),
+    ):
         it = iter(rows)
         next(it)
         rows.close()
@@ -94,14 +98,30 @@ def test_kv_round_trip(store):
 
 def test_history_round_trip(store):
     assert store.history_versions(None) == [] and store.history_load("f", None) is None
-    store.history_save(iter([Version("f", "overwrite", "c1", 10, 2, b"v1"),
-                             Version("g", "delete", None, 11, 9, None)]))
+    store.history_save(
+        iter([Version("f", "overwrite", "c1", 10, 2, b"v1"), Version("g", "delete", None, 11, 9, None)])
+    )
     store.history_save([Version("f", "restore", None, 12, 2, b"v2")])
     assert store.history_versions("f") == [
-        {"version": 1, "path": "f", "reason": "overwrite", "call_id": "c1", "saved_at": 10,
-         "size": 2, "kept": True},
-        {"version": 3, "path": "f", "reason": "restore", "call_id": None, "saved_at": 12,
-         "size": 2, "kept": True}]
+        {
+            "version": 1,
+            "path": "f",
+            "reason": "overwrite",
+            "call_id": "c1",
+            "saved_at": 10,
+            "size": 2,
+            "kept": True,
+        },
+        {
+            "version": 3,
+            "path": "f",
+            "reason": "restore",
+            "call_id": None,
+            "saved_at": 12,
+            "size": 2,
+            "kept": True,
+        },
+    ]
     assert [v["kept"] for v in store.history_versions(None)] == [True, False, True]
     assert store.history_load("f", None) == (3, b"v2")
     assert store.history_load("f", 1) == (1, b"v1")
@@ -181,8 +201,7 @@ def test_restore_takes_only_its_own_dumps(store):
 
 def test_providers_have_one_store_over_the_data_database(tmp_path: Path):
     for kind in ("mock", "real"):
-        p = make_providers("g", kind, gem_root=tmp_path, workspace=None,
-                           state_dir=tmp_path / kind)
+        p = make_providers("g", kind, gem_root=tmp_path, workspace=None, state_dir=tmp_path / kind)
         try:
             assert isinstance(p.store, SqliteDataStore) and p.store.db is p.data_db
         finally:

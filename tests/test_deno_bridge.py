@@ -4,10 +4,9 @@ tool's lines (TypeScript too), exact bytes, result rules (N9), N2, and the call 
 from __future__ import annotations
 
 import base64
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
-
 from _deno import deno_home  # noqa: F401  (fixture)
 from conftest import GemBuilder
 
@@ -16,8 +15,11 @@ pytestmark = pytest.mark.deno
 
 # --- errors: ctx errors in JS, throws, results ------------------------------------------------
 
+
 def test_F7_F11_ctx_errors_reach_js_as_errors_with_code(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("errs", """
+    gem.tool(
+        "errs",
+        """
         export default async (input, ctx) => {
           const seen = {};
           const probe = async (name, fn) => {
@@ -31,7 +33,9 @@ def test_F7_F11_ctx_errors_reach_js_as_errors_with_code(gem: GemBuilder, opened:
           await probe("workspace", () => ctx.files.write("workspace:x.txt", "x"));
           seen.b = await ctx.files.read("b.txt");  // move never overwrote it
           return seen;
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     res = opened(gem, conversation=False).call("errs")
     assert res.ok, res.error
     v = res.value
@@ -43,8 +47,11 @@ def test_F7_F11_ctx_errors_reach_js_as_errors_with_code(gem: GemBuilder, opened:
 
 
 def test_F11_uncaught_ctx_error_is_the_call_error(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("missing", "export default async (i, ctx) => {\n  return await ctx.files.read('nope.txt');\n}",
-             ext="js")
+    gem.tool(
+        "missing",
+        "export default async (i, ctx) => {\n  return await ctx.files.read('nope.txt');\n}",
+        ext="js",
+    )
     gem.tool("nows", "export default async (i, ctx) => ctx.files.list('workspace:')", ext="js")
     bench = opened(gem, conversation=False)
     res = bench.call("missing")
@@ -90,12 +97,14 @@ def test_ts_throw_maps_to_the_ts_source_lines(gem: GemBuilder, opened: Callable)
     assert res.error.code == "E_TOOL_ERROR"
     assert res.error.message == "RangeError: ts boom 5"
     frames = res.error.details["stack"].splitlines()
-    assert "tools/tsboom.ts:6:" in frames[0]   # throw in helper
-    assert "tools/tsboom.ts:9:" in frames[1]   # the call in the default export
+    assert "tools/tsboom.ts:6:" in frames[0]  # throw in helper
+    assert "tools/tsboom.ts:9:" in frames[1]  # the call in the default export
 
 
 def test_F4_base64_round_trips_every_byte(gem: GemBuilder, open_bench: Callable) -> None:
-    gem.tool("bytes", """
+    gem.tool(
+        "bytes",
+        """
         export default async (input, ctx) => {
           const raw = atob(await ctx.files.read("workspace:in.bin", { encoding: "base64" }));
           const got = Array.from(raw, (c) => c.charCodeAt(0));
@@ -105,7 +114,9 @@ def test_F4_base64_round_trips_every_byte(gem: GemBuilder, open_bench: Callable)
           await ctx.files.write("same.bin", await ctx.files.read("workspace:in.bin", { encoding: "base64" }),
                                 { encoding: "base64" });
           return { got, back: await ctx.files.read("same.bin", { encoding: "base64" }) };
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     bench = open_bench(gem)
     every = bytes(range(256))
     bench.providers.files.write("workspace", "in.bin", every)
@@ -140,9 +151,12 @@ def test_bigint_result_is_not_json_and_undefined_is_none(gem: GemBuilder, opened
 
 # --- N2: files, data and storage with no permissions ----------------------------------------
 
+
 def test_N2_files_data_storage_without_permissions(gem: GemBuilder, open_bench: Callable) -> None:
     gem.collections(notes=["status"]).schema_sql("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER);")
-    gem.tool("all", """
+    gem.tool(
+        "all",
+        """
         export default async (input, ctx) => {
           await ctx.files.write("dir/a.txt", "hello");
           await ctx.files.write("workspace:w.txt", "conv");
@@ -161,7 +175,9 @@ def test_N2_files_data_storage_without_permissions(gem: GemBuilder, open_bench: 
             kv: await ctx.storage.kv.get("cursor"),
             sql: await ctx.storage.sql.query("SELECT k, v FROM t"),
           };
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     assert "permissions" not in gem.manifest["tools"][0]
     bench = open_bench(gem)
     res = bench.call("all")
@@ -180,15 +196,21 @@ def test_N2_files_data_storage_without_permissions(gem: GemBuilder, open_bench: 
 
 
 def test_trace_has_one_row_per_ctx_call_like_python(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("js", """
+    gem.tool(
+        "js",
+        """
         export default async (input, ctx) => {
           await ctx.files.write("a.txt", "x");
           await ctx.files.read("a.txt");
           try { await ctx.files.read("nope"); } catch {}
           await ctx.storage.kv.set("k", "v");
           return await ctx.storage.kv.get("k");
-        }""", ext="js")
-    gem.tool("py", """
+        }""",
+        ext="js",
+    )
+    gem.tool(
+        "py",
+        """
         from workbench import WorkbenchError
 
         def handle(input, ctx):
@@ -200,7 +222,8 @@ def test_trace_has_one_row_per_ctx_call_like_python(gem: GemBuilder, opened: Cal
                 pass
             ctx.storage.kv.set("k", "v")
             return ctx.storage.kv.get("k")
-        """)
+        """,
+    )
     bench = opened(gem)
     js, py = bench.call("js"), bench.call("py")
     assert js.ok and py.ok and js.value == py.value == "v"

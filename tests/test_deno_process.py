@@ -7,19 +7,21 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from _deno import OK, deno_home, deno_pids, gone  # noqa: F401  (fixtures)
 from conftest import GemBuilder
+
 from workbench.runners.deno import sandbox as sandbox_mod
 
 pytestmark = pytest.mark.deno
 
 
 # --- N3: one process per gem -------------------------------------------------------------------
+
 
 def test_N3_one_sandbox_process_per_gem(tmp_path: Path, opened: Callable) -> None:
     g1, g2 = GemBuilder(tmp_path / "one"), GemBuilder(tmp_path / "two")
@@ -71,6 +73,7 @@ def test_N5_reuse_random_does_both(gem: GemBuilder, opened: Callable) -> None:
 
 # --- limits and recovery ---------------------------------------------------------------------
 
+
 def test_timeout_kills_a_busy_loop_and_the_next_call_works(gem: GemBuilder, opened: Callable) -> None:
     gem.tool("spin", "export default async () => { for (;;) {} }", ext="js").tool("ok", OK, ext="js")
     bench = opened(gem, timeout=1)
@@ -87,8 +90,11 @@ def test_timeout_kills_a_busy_loop_and_the_next_call_works(gem: GemBuilder, open
 
 
 def test_out_of_memory_and_the_next_call_works(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("hog", "export default async () => { const a = []; for (;;) a.push(new Array(1e6).fill(1.5)); }",
-             ext="js").tool("ok", OK, ext="js")
+    gem.tool(
+        "hog",
+        "export default async () => { const a = []; for (;;) a.push(new Array(1e6).fill(1.5)); }",
+        ext="js",
+    ).tool("ok", OK, ext="js")
     bench = opened(gem, memory_mb=64, timeout=20)
     assert bench.call("ok").ok
     old = bench.sandbox.pid
@@ -101,8 +107,11 @@ def test_out_of_memory_and_the_next_call_works(gem: GemBuilder, opened: Callable
 
 
 def test_N6_killed_mid_call_gives_a_clear_error_and_recovers(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("wait", "export default async () => { await new Promise((r) => setTimeout(r, 30000)); return 1 }",
-             ext="js").tool("ok", OK, ext="js")
+    gem.tool(
+        "wait",
+        "export default async () => { await new Promise((r) => setTimeout(r, 30000)); return 1 }",
+        ext="js",
+    ).tool("ok", OK, ext="js")
     bench = opened(gem, timeout=10)
     assert bench.call("ok").ok
     pid = bench.sandbox.pid
@@ -119,10 +128,12 @@ def test_N6_killed_mid_call_gives_a_clear_error_and_recovers(gem: GemBuilder, op
     assert bench.sandbox.pid not in (None, pid)
 
 
-def test_killed_while_a_ctx_reply_is_sent_never_raises(gem: GemBuilder, opened: Callable,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    gem.tool("kv", "export default async (i, ctx) => { await ctx.storage.kv.set('a', 'b'); return 1 }",
-             ext="js").tool("ok", OK, ext="js")
+def test_killed_while_a_ctx_reply_is_sent_never_raises(
+    gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gem.tool(
+        "kv", "export default async (i, ctx) => { await ctx.storage.kv.set('a', 'b'); return 1 }", ext="js"
+    ).tool("ok", OK, ext="js")
     bench = opened(gem)
     assert bench.call("ok").ok
     serve = sandbox_mod._serve
@@ -169,13 +180,18 @@ def test_sandbox_dead_between_calls_starts_afresh(gem: GemBuilder, opened: Calla
 
 # --- leaks -------------------------------------------------------------------------------------
 
+
 def test_200_calls_leak_no_process_fd_or_thread(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("work", """
+    gem.tool(
+        "work",
+        """
         export default async (input, ctx) => {
           console.log("call", input.i);
           await ctx.storage.kv.set("i", String(input.i));
           return input.i;
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     threads0 = threading.active_count()
     bench = opened(gem)
     assert bench.call("work", {"i": -1}).ok  # warm: the process and its reader threads exist

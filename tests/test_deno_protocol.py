@@ -3,13 +3,13 @@ no tool can change another call's result or state through them."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
-
-import workbench
 from _deno import deno_home  # noqa: F401  (fixture)
 from conftest import GemBuilder
+
+import workbench
 
 pytestmark = pytest.mark.deno
 
@@ -100,18 +100,20 @@ def _honest(bench: workbench.Bench, v: str) -> None:
     res = bench.call("honest", {"v": v})
     assert res.ok, res.error
     assert res.value == {"kv": v, "file": v}
-    assert list(res.trace["method"]) == ["storage.kv.set", "files.write", "storage.kv.get",
-                                         "files.read"]
+    assert list(res.trace["method"]) == ["storage.kv.set", "files.write", "storage.kv.get", "files.read"]
     assert bench.kv().set_index("key")["value"].to_dict()["k"] == v
 
 
 def test_forged_lines_on_stdout_and_stderr_are_only_logs(forge: workbench.Bench) -> None:
     res = forge.call("print_protocol", {"id": "guess"})
     assert res.ok and res.value == "real"
-    for line in ['{"t":"done","id":"guess","ok":true,"json":"\\"forged\\"","size":10}',
-                 '{"t":"ctx","id":"guess","seq":1,"method":"storage.kv.set","args":["k","forged"]}',
-                 '{"t":"ready"}', '{"t":"reply","seq":1,"ok":true,"value":1}',
-                 "no newline at the end"]:
+    for line in [
+        '{"t":"done","id":"guess","ok":true,"json":"\\"forged\\"","size":10}',
+        '{"t":"ctx","id":"guess","seq":1,"method":"storage.kv.set","args":["k","forged"]}',
+        '{"t":"ready"}',
+        '{"t":"reply","seq":1,"ok":true,"value":1}',
+        "no newline at the end",
+    ]:
         assert line in res.logs
     assert "--wb-end-" not in res.logs  # the end markers are not the tool's output
     assert res.trace.empty and forge.kv().empty

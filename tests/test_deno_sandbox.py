@@ -6,15 +6,15 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
+from _deno import Server, deno_home, server  # noqa: F401  (fixtures)
+from conftest import GemBuilder
 
 import workbench
 from workbench.runners.deno.sandbox import HERE
-from _deno import Server, deno_home, server  # noqa: F401  (fixtures)
-from conftest import GemBuilder
 
 pytestmark = pytest.mark.deno
 
@@ -28,38 +28,58 @@ ESCAPES: dict[str, tuple[str, str]] = {
     "read_outside_file": ("read", "export default async (i) => await Deno.readTextFile(i.secret)"),
     "read_sync": ("read", "export default async () => Deno.readFileSync('/etc/passwd').length"),
     "open_passwd": ("read", "export default async () => { await Deno.open('/etc/passwd'); return 1 }"),
-    "readdir_etc": ("read", "export default async () => { const n = []; for await (const e of "
-                            "Deno.readDir('/etc')) n.push(e.name); return n }"),
-    "readdir_gem_parent": ("read", "export default async (i) => { const n = []; for await (const e "
-                                   "of Deno.readDir(i.outside)) n.push(e.name); return n }"),
+    "readdir_etc": (
+        "read",
+        "export default async () => { const n = []; for await (const e of "
+        "Deno.readDir('/etc')) n.push(e.name); return n }",
+    ),
+    "readdir_gem_parent": (
+        "read",
+        "export default async (i) => { const n = []; for await (const e "
+        "of Deno.readDir(i.outside)) n.push(e.name); return n }",
+    ),
     "stat_passwd": ("read", "export default async () => await Deno.stat('/etc/passwd')"),
     "fetch_file_url": ("read", "export default async () => (await fetch('file:///etc/passwd')).text()"),
-    "node_fs": ("read", "import fs from 'node:fs';\n"
-                        "export default async () => fs.readFileSync('/etc/passwd', 'utf8')"),
-    "data_url_reads": ("read", "export default async () => (await import('data:text/javascript,"
-                               "export default Deno.readTextFileSync(\"/etc/passwd\")')).default"),
+    "node_fs": (
+        "read",
+        "import fs from 'node:fs';\nexport default async () => fs.readFileSync('/etc/passwd', 'utf8')",
+    ),
+    "data_url_reads": (
+        "read",
+        "export default async () => (await import('data:text/javascript,"
+        'export default Deno.readTextFileSync("/etc/passwd")\')).default',
+    ),
     # write anywhere, the gem folder included
     "write_gem": ("write", "export default async (i) => { await Deno.writeTextFile(i.gemFile, 'x') }"),
-    "write_tools": ("write", "export default async (i) => { await Deno.writeTextFile(i.toolFile, "
-                             "'export default () => 1') }"),
+    "write_tools": (
+        "write",
+        "export default async (i) => { await Deno.writeTextFile(i.toolFile, 'export default () => 1') }",
+    ),
     "write_tmp": ("write", "export default async (i) => { await Deno.writeTextFile(i.tmpFile, 'x') }"),
-    "create_tmp": ("write", "export default async (i) => { await Deno.open(i.tmpFile, "
-                            "{ write: true, create: true }) }"),
+    "create_tmp": (
+        "write",
+        "export default async (i) => { await Deno.open(i.tmpFile, { write: true, create: true }) }",
+    ),
     "mkdir_tmp": ("write", "export default async (i) => { await Deno.mkdir(i.tmpFile) }"),
     "temp_file": ("write", "export default async () => await Deno.makeTempFile()"),
     "remove_manifest": ("write", "export default async (i) => { await Deno.remove(i.manifest) }"),
     "truncate_manifest": ("write", "export default async (i) => { await Deno.truncate(i.manifest) }"),
     "symlink_in_gem": ("write", "export default async (i) => { await Deno.symlink('/etc', i.gemFile) }"),
-    "cache_api": ("write", "export default async () => { const c = await caches.open('x'); "
-                           "await c.put('http://x/', new Response('kept')); return 1 }"),
+    "cache_api": (
+        "write",
+        "export default async () => { const c = await caches.open('x'); "
+        "await c.put('http://x/', new Response('kept')); return 1 }",
+    ),
     # env, subprocess, ffi, sys
     "env_get": ("env", "export default async () => Deno.env.get('PATH')"),
     "env_object": ("env", "export default async () => Deno.env.toObject()"),
     "env_set": ("env", "export default async () => { Deno.env.set('WB_ESCAPE', '1') }"),
-    "node_env": ("env", "import process from 'node:process';\n"
-                        "export default async () => process.env.PATH"),
-    "command": ("run", "export default async (i) => { await new Deno.Command('/bin/sh', "
-                       "{ args: ['-c', `touch ${i.tmpFile}`] }).output() }"),
+    "node_env": ("env", "import process from 'node:process';\nexport default async () => process.env.PATH"),
+    "command": (
+        "run",
+        "export default async (i) => { await new Deno.Command('/bin/sh', "
+        "{ args: ['-c', `touch ${i.tmpFile}`] }).output() }",
+    ),
     "deno_run": ("run", "export default async (i) => { Deno.run({ cmd: ['/bin/touch', i.tmpFile] }) }"),
     "kill_parent": ("run", "export default async () => { Deno.kill(Deno.ppid, 'SIGCONT') }"),
     "dlopen": ("ffi", "export default async () => { Deno.dlopen('libc.so.6', {}) }"),
@@ -68,33 +88,40 @@ ESCAPES: dict[str, tuple[str, str]] = {
     "hostname": ("sys", "export default async () => Deno.hostname()"),
     "node_os": ("sys", "import os from 'node:os';\nexport default async () => os.hostname()"),
     # a nested Worker may not ask for more than the tool has
-    "worker_escalation": ("permissions", "export default async () => { new Worker('data:text/"
-                                         "javascript,', { type: 'module', deno: { permissions: "
-                                         "{ read: true, net: true } } }); return 1 }"),
+    "worker_escalation": (
+        "permissions",
+        "export default async () => { new Worker('data:text/"
+        "javascript,', { type: 'module', deno: { permissions: "
+        "{ read: true, net: true } } }); return 1 }",
+    ),
     # imports: outside the gem (absolute and ../), npm: (N4), https:, jsr:; static and dynamic
     "import_abs": ("read", "export default async (i) => (await import(i.outsideModule)).default"),
     "import_rel": ("read", "export default async () => (await import('../../outside.js')).default"),
     "import_abs_static": ("read", "import v from '{outside_module}';\nexport default async () => v"),
     "import_rel_static": ("read", "import v from '../../outside.js';\nexport default async () => v"),
     "import_npm": ("npm", "export default async () => (await import('npm:left-pad@1.3.0')).default"),
-    "import_npm_static": ("npm", "import pad from 'npm:left-pad@1.3.0';\n"
-                                 "export default async () => pad('x', 3)"),
-    "import_https": ("import", "export default async () => (await import("
-                               "'https://deno.land/std@0.224.0/path/mod.ts')).sep"),
-    "import_https_static": ("import", "import { sep } from 'https://deno.land/std@0.224.0/path/"
-                                      "mod.ts';\nexport default async () => sep"),
+    "import_npm_static": (
+        "npm",
+        "import pad from 'npm:left-pad@1.3.0';\nexport default async () => pad('x', 3)",
+    ),
+    "import_https": (
+        "import",
+        "export default async () => (await import('https://deno.land/std@0.224.0/path/mod.ts')).sep",
+    ),
+    "import_https_static": (
+        "import",
+        "import { sep } from 'https://deno.land/std@0.224.0/path/mod.ts';\nexport default async () => sep",
+    ),
     "import_jsr": ("import", "export default async () => Object.keys(await import('jsr:@std/path'))"),
-    "import_jsr_static": ("import", "import { sep } from 'jsr:@std/path@1';\n"
-                                    "export default async () => sep"),
+    "import_jsr_static": ("import", "import { sep } from 'jsr:@std/path@1';\nexport default async () => sep"),
 }
 NET = {  # need the test's server: {port}
     "fetch": "export default async (i) => await (await fetch(`http://127.0.0.1:${i.port}/x`)).text()",
-    "connect": "export default async (i) => { await Deno.connect({ hostname: '127.0.0.1', "
-               "port: i.port }) }",
+    "connect": "export default async (i) => { await Deno.connect({ hostname: '127.0.0.1', port: i.port }) }",
     "websocket": "export default async (i) => { new WebSocket(`ws://127.0.0.1:${i.port}/`); return 1 }",
     "node_net": "import net from 'node:net';\nexport default async (i) => new Promise((ok, no) => "
-                "{ const s = net.connect(i.port, '127.0.0.1'); s.on('error', no); "
-                "s.on('connect', () => ok('connected')) })",
+    "{ const s = net.connect(i.port, '127.0.0.1'); s.on('error', no); "
+    "s.on('connect', () => ok('connected')) })",
 }
 
 
@@ -108,11 +135,19 @@ def escape(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[workbench
         g.tool(name, src.replace("{outside_module}", str(base / "outside.js")), ext="js")
     for name, src in NET.items():
         g.tool(name, src, ext="js")
-    g.tool("connect_unix", "export default async (i) => { await Deno.connect({ transport: 'unix', "
-                           "path: i.path }) }", ext="js")
-    g.tool("read_inside", "export default async () => await Deno.readTextFile("
-                          "new URL('../data/inside.txt', import.meta.url))", ext="js")
-    g.tool("read_fd", """
+    g.tool(
+        "connect_unix",
+        "export default async (i) => { await Deno.connect({ transport: 'unix', path: i.path }) }",
+        ext="js",
+    )
+    g.tool(
+        "read_inside",
+        "export default async () => await Deno.readTextFile(new URL('../data/inside.txt', import.meta.url))",
+        ext="js",
+    )
+    g.tool(
+        "read_fd",
+        """
         export default async (i) => {
           const out = {};
           for (const p of i.paths) {
@@ -121,15 +156,22 @@ def escape(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[workbench
             catch (e) { out[p] = e.name; }
           }
           return out;
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     root = g.write()
     (root / "data").mkdir()
     (root / "data" / "inside.txt").write_text("inside the gem")
     tag = secrets.token_hex(4)
-    paths = {"secret": str(base / "secret.txt"), "outside": str(base),
-             "gemFile": str(root / f"escape-{tag}.txt"), "toolFile": str(root / "tools" / "evil.js"),
-             "tmpFile": f"/tmp/wb-escape-{tag}", "manifest": str(root / "manifest.json"),
-             "outsideModule": (base / "outside.js").as_uri()}
+    paths = {
+        "secret": str(base / "secret.txt"),
+        "outside": str(base),
+        "gemFile": str(root / f"escape-{tag}.txt"),
+        "toolFile": str(root / "tools" / "evil.js"),
+        "tmpFile": f"/tmp/wb-escape-{tag}",
+        "manifest": str(root / "manifest.json"),
+        "outsideModule": (base / "outside.js").as_uri(),
+    }
     bench = workbench.open(root, providers="mock", timeout=10)
     try:
         assert bench.call("read_inside").ok  # the sandbox is up before the first attempt
@@ -174,8 +216,9 @@ def test_N1_cache_api_writes_nothing_under_deno_dir(escape: tuple[workbench.Benc
 
 
 @pytest.mark.parametrize("name", list(NET))
-def test_N1_net_is_denied_and_nothing_connects(escape: tuple[workbench.Bench, dict],
-                                               server: Server, name: str) -> None:
+def test_N1_net_is_denied_and_nothing_connects(
+    escape: tuple[workbench.Bench, dict], server: Server, name: str
+) -> None:
     bench, _ = escape
     res = bench.call(name, {"port": server.port})
     assert res.error is not None and res.error.code == "E_SANDBOX", res
@@ -209,15 +252,24 @@ def test_N1_rpc_socket_and_fds_are_unreachable(escape: tuple[workbench.Bench, di
     sock = args[args.index(str(HERE / "host.ts")) + 1]  # the host's RPC socket path
     assert not os.path.exists(sock)  # accepted once, then unlinked: nobody can connect again
     pid = bench.sandbox.pid
-    paths = [sock, "/dev/stdin", "/dev/stdout", "/proc/self/environ", f"/proc/{pid}/environ",
-             f"/proc/{os.getpid()}/environ",
-             *(f"/dev/fd/{n}" for n in range(64)), *(f"/proc/self/fd/{n}" for n in range(64)),
-             *(f"/proc/{pid}/fd/{n}" for n in range(16)), *(f"/proc/{os.getpid()}/fd/{n}" for n in range(16))]
+    paths = [
+        sock,
+        "/dev/stdin",
+        "/dev/stdout",
+        "/proc/self/environ",
+        f"/proc/{pid}/environ",
+        f"/proc/{os.getpid()}/environ",
+        *(f"/dev/fd/{n}" for n in range(64)),
+        *(f"/proc/self/fd/{n}" for n in range(64)),
+        *(f"/proc/{pid}/fd/{n}" for n in range(16)),
+        *(f"/proc/{os.getpid()}/fd/{n}" for n in range(16)),
+    ]
     for write in (False, True):
         res = bench.call("read_fd", {"paths": paths, "write": write})
         assert res.ok, res.error
-        assert set(res.value.values()) == {"NotCapable"}, {p: v for p, v in res.value.items()
-                                                         if v != "NotCapable"}
+        assert set(res.value.values()) == {"NotCapable"}, {
+            p: v for p, v in res.value.items() if v != "NotCapable"
+        }
     # the worker may not connect to the socket even were it still there (Deno checks read first)
     res = bench.call("connect_unix", {"path": sock})
     assert res.error.code == "E_SANDBOX" and res.error.details["capability"] == "read"

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import mailbox
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
+from _mail import FIXTURE, KINDS, MAIL_GEM, encoded, fixture_messages, mailbox_spec, rfc822, write_maildir
+from conftest import GemBuilder
 
 import workbench
-from _mail import (FIXTURE, KINDS, MAIL_GEM, encoded, fixture_messages, mailbox_spec, rfc822,
-                   write_maildir)
-from conftest import GemBuilder
 from workbench.providers.mail import Envelope, Message
 from workbench.providers.maillocal import MaildirMailbox, MboxMailbox
 from workbench.providers.mailmock import MockMailbox
@@ -46,8 +46,10 @@ export default async function (input, ctx) {
 }
 """
 
-JS_PROBE = "export default async (input, ctx) => ({ type: typeof ctx.email, " \
-           "keys: ctx.email ? Object.keys(ctx.email) : null })"
+JS_PROBE = (
+    "export default async (input, ctx) => ({ type: typeof ctx.email, "
+    "keys: ctx.email ? Object.keys(ctx.email) : null })"
+)
 JS_USES_EMAIL = "export default async (input, ctx) => await ctx.email.listSince({})"
 READ = {"email": {"read": True}}
 
@@ -69,7 +71,6 @@ def email_gem(gem: GemBuilder, *, top: Any = READ, shorthand: bool = False) -> G
 @pytest.fixture(params=KINDS)
 def mail_kind(request: pytest.FixtureRequest) -> str:
     return request.param
-
 
 
 @pytest.fixture
@@ -112,12 +113,15 @@ def subjects(page: dict[str, Any]) -> list[str]:
 
 # --- E1: permissions -----------------------------------------------------------------------------
 
+
 def test_E1_tool_without_email_permission_is_denied_naming_the_field(mail: workbench.Bench) -> None:
     mail.email.allow("all")
     out = one(mail, "py_noperm", "listSince", {})
     assert out["error"] == "E_PERM_DENIED"
     assert "/tools/2/permissions/email" in out["message"] and "top level" not in out["message"]
-    assert one(mail, "py_noperm", "getMessage", {"accountId": "work", "id": "w01"})["error"] == "E_PERM_DENIED"
+    assert (
+        one(mail, "py_noperm", "getMessage", {"accountId": "work", "id": "w01"})["error"] == "E_PERM_DENIED"
+    )
 
 
 @pytest.mark.deno
@@ -150,15 +154,22 @@ def test_E1_js_tool_without_permission_has_no_ctx_email(mail: workbench.Bench) -
 def test_E1_denied_call_is_in_the_trace(mail: workbench.Bench) -> None:
     res = mail.call("py_noperm", {"ops": [["listSince"]]})
     assert res.trace[["method", "ok", "error"]].values.tolist() == [
-        ["email.listSince", False, "E_PERM_DENIED"]]
+        ["email.listSince", False, "E_PERM_DENIED"]
+    ]
 
 
 # --- E2: allowed accounts ------------------------------------------------------------------------
 
+
 def test_E2_no_account_is_allowed_at_open(mail: workbench.Bench, lang: str) -> None:
     assert mail.email.allowed == []
-    page, work, get = run(mail, lang, ["listSince", {}], ["listSince", {"accountId": "work"}],
-                          ["getMessage", {"accountId": "work", "id": "w01"}])
+    page, work, get = run(
+        mail,
+        lang,
+        ["listSince", {}],
+        ["listSince", {"accountId": "work"}],
+        ["getMessage", {"accountId": "work", "id": "w01"}],
+    )
     assert page["ok"] == {"messages": [], "cursor": 0}
     assert work["error"] == get["error"] == "E_PERM_DENIED"
     assert "'work'" in work["message"] and work["field"] == "accountId"
@@ -192,6 +203,7 @@ def test_E2_allow_rejects_what_is_not_account_ids(mail: workbench.Bench) -> None
 
 # --- E3: read-only -------------------------------------------------------------------------------
 
+
 @pytest.mark.deno
 def test_E3_email_is_read_only(mail: workbench.Bench) -> None:
     assert mail.call("js_probe").value == {"type": "object", "keys": ["listSince", "getMessage"]}
@@ -216,6 +228,7 @@ def test_E3_no_route_sends_moves_or_deletes() -> None:
 
 
 # --- E4: listSince -------------------------------------------------------------------------------
+
 
 def test_E4_pages_oldest_first_envelopes_only_with_cursor(mail: workbench.Bench, lang: str) -> None:
     mail.email.allow("all")
@@ -246,35 +259,63 @@ def test_E4_cursor_is_since_when_nothing_is_newer(mail: workbench.Bench, lang: s
 
 def test_E4_one_account_and_all_accounts_merged(mail: workbench.Bench, lang: str) -> None:
     mail.email.allow("all")
-    home, both = run(mail, lang, ["listSince", {"accountId": "home", "limit": 200}],
-                     ["listSince", {"limit": 200}])
+    home, both = run(
+        mail, lang, ["listSince", {"accountId": "home", "limit": 200}], ["listSince", {"limit": 200}]
+    )
     assert subjects(home["ok"]) == [d["subject"] for d in ALL if d["accountId"] == "home"]
     assert subjects(both["ok"]) == [d["subject"] for d in ALL]  # by (date, accountId, id)
 
 
-def test_E4_limit_over_200_is_capped_at_200(gem: GemBuilder, opened: Callable, tmp_path: Path,
-                                            mail_kind: str, lang: str) -> None:
+def test_E4_limit_over_200_is_capped_at_200(
+    gem: GemBuilder, opened: Callable, tmp_path: Path, mail_kind: str, lang: str
+) -> None:
     base = 1_709_539_200_000
-    msgs = [{"accountId": "bulk", "id": f"b{i:03d}", "subject": f"s{i:03d}", "fromAddr": "a@x.example",
-             "toAddrs": ["b@x.example"], "date": base + i * 1000, "body": "", "attachments": []}
-            for i in range(250)]
+    msgs = [
+        {
+            "accountId": "bulk",
+            "id": f"b{i:03d}",
+            "subject": f"s{i:03d}",
+            "fromAddr": "a@x.example",
+            "toAddrs": ["b@x.example"],
+            "date": base + i * 1000,
+            "body": "",
+            "attachments": [],
+        }
+        for i in range(250)
+    ]
     bench = opened(email_gem(gem), mailbox=mailbox_spec(mail_kind, tmp_path, msgs))
     bench.email.allow("all")
-    big, exact, small = run(bench, lang, ["listSince", {"limit": 1000}], ["listSince", {"limit": 200}],
-                            ["listSince", {"limit": 1}])
+    big, exact, small = run(
+        bench,
+        lang,
+        ["listSince", {"limit": 1000}],
+        ["listSince", {"limit": 200}],
+        ["listSince", {"limit": 1}],
+    )
     assert len(big["ok"]["messages"]) == len(exact["ok"]["messages"]) == 200
     assert big["ok"]["cursor"] == base + 199_000
     assert subjects(small["ok"]) == ["s000"]
 
 
-@pytest.mark.parametrize("opts, field", [
-    ({"since": "0"}, "since"), ({"since": True}, "since"), ({"since": [1]}, "since"),
-    ({"limit": 0}, "limit"), ({"limit": -5}, "limit"), ({"limit": 2.5}, "limit"),
-    ({"limit": "20"}, "limit"), ({"limit": True}, "limit"), ({"accountId": 7}, "accountId"),
-    ({"acountId": "work"}, "acountId"), ("work", "options"),
-])
-def test_E4_bad_arguments_name_the_field(gem: GemBuilder, opened: Callable, lang: str, opts: Any,
-                                         field: str) -> None:
+@pytest.mark.parametrize(
+    "opts, field",
+    [
+        ({"since": "0"}, "since"),
+        ({"since": True}, "since"),
+        ({"since": [1]}, "since"),
+        ({"limit": 0}, "limit"),
+        ({"limit": -5}, "limit"),
+        ({"limit": 2.5}, "limit"),
+        ({"limit": "20"}, "limit"),
+        ({"limit": True}, "limit"),
+        ({"accountId": 7}, "accountId"),
+        ({"acountId": "work"}, "acountId"),
+        ("work", "options"),
+    ],
+)
+def test_E4_bad_arguments_name_the_field(
+    gem: GemBuilder, opened: Callable, lang: str, opts: Any, field: str
+) -> None:
     bench = opened(email_gem(gem), mailbox=FIXTURE)
     bench.email.allow("all")
     out = one(bench, lang, "listSince", opts)
@@ -290,11 +331,15 @@ def test_E4_null_options_are_absent(gem: GemBuilder, opened: Callable, lang: str
 
 
 def test_E4_python_keywords_equal_the_options_object(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("kw", """
+    gem.tool(
+        "kw",
+        """
 def handle(input, ctx):
     return ctx.email.listSince(since=input["since"], limit=2) == ctx.email.listSince(
         {"since": input["since"], "limit": 2})
-""", permissions=READ)
+""",
+        permissions=READ,
+    )
     bench = opened(email_gem(gem), mailbox=FIXTURE)
     bench.email.allow("all")
     assert bench.call("kw", {"since": ALL[3]["date"]}).value is True
@@ -302,7 +347,8 @@ def handle(input, ctx):
 
 @pytest.mark.deno
 def test_E4_equal_timestamps_lose_messages_across_a_page_boundary(
-        gem: GemBuilder, opened: Callable, tmp_path: Path, mail_kind: str) -> None:
+    gem: GemBuilder, opened: Callable, tmp_path: Path, mail_kind: str
+) -> None:
     """The seed's own pattern (cursor = latest date, then date > cursor) skips the messages that
     share the boundary's timestamp but did not fit on the page. The workbench reproduces it."""
     (gem.root / "tools").mkdir(parents=True)
@@ -343,8 +389,10 @@ def handle(input, ctx):
 def test_E4_pages_of_a_large_mailbox(gem: GemBuilder, opened: Callable) -> None:
     """Correct pages anywhere in a large mailbox (its speed is measured in tests/bench/)."""
     base = 1_700_000_000_000
-    box = MockMailbox(Message(Envelope("big", f"m{i:07d}", "s", "a@x", ("b@x",), base + (i // 3) * 1000),
-                              "") for i in range(200_000))
+    box = MockMailbox(
+        Message(Envelope("big", f"m{i:07d}", "s", "a@x", ("b@x",), base + (i // 3) * 1000), "")
+        for i in range(200_000)
+    )
     gem.tool("pages", PAGES, permissions=READ)
     bench = opened(email_gem(gem), mailbox=box)
     bench.email.allow("all")
@@ -353,11 +401,13 @@ def test_E4_pages_of_a_large_mailbox(gem: GemBuilder, opened: Callable) -> None:
         since = base + k * 5_000_000
         dates = [m["date"] for m in page]
         assert len(page) == 20 and dates == sorted(dates) and dates[0] == since + 1000
-        assert [m["id"] for m in page] == [f"m{i:07d}" for i in range(3 * (since - base) // 1000 + 3,
-                                                                       3 * (since - base) // 1000 + 23)]
+        assert [m["id"] for m in page] == [
+            f"m{i:07d}" for i in range(3 * (since - base) // 1000 + 3, 3 * (since - base) // 1000 + 23)
+        ]
 
 
 # --- E5: getMessage ------------------------------------------------------------------------------
+
 
 def test_E5_get_message_body_and_attachment_metadata(mail: workbench.Bench, lang: str) -> None:
     mail.email.allow("all")
@@ -367,20 +417,23 @@ def test_E5_get_message_body_and_attachment_metadata(mail: workbench.Bench, lang
     expected = next(d for d in ALL if d["subject"] == "Invoice 2024-031")
     assert full == {**expected, "id": invoice["id"]}
     assert set(full) == ENVELOPE_KEYS | {"body", "attachments"}
-    assert full["attachments"] == [{"filename": "invoice-2024-031.pdf", "mimeType": "application/pdf",
-                                    "sizeBytes": 48213}]
+    assert full["attachments"] == [
+        {"filename": "invoice-2024-031.pdf", "mimeType": "application/pdf", "sizeBytes": 48213}
+    ]
 
 
-def test_E5_every_provider_gives_the_same_messages(gem: GemBuilder, opened: Callable,
-                                                    tmp_path: Path) -> None:
+def test_E5_every_provider_gives_the_same_messages(gem: GemBuilder, opened: Callable, tmp_path: Path) -> None:
     results = []
     for kind in KINDS:
-        bench = opened(email_gem(gem) if kind == "mock" else gem,
-                       mailbox=mailbox_spec(kind, tmp_path / kind, fixture_messages()))
+        bench = opened(
+            email_gem(gem) if kind == "mock" else gem,
+            mailbox=mailbox_spec(kind, tmp_path / kind, fixture_messages()),
+        )
         bench.email.allow("all")
         page = one(bench, "py", "listSince", {"limit": 200})["ok"]["messages"]
-        fulls = run(bench, "py", *[["getMessage", {"accountId": m["accountId"], "id": m["id"]}]
-                                   for m in page])
+        fulls = run(
+            bench, "py", *[["getMessage", {"accountId": m["accountId"], "id": m["id"]}] for m in page]
+        )
         results.append([{**f["ok"], "id": None} for f in fulls])
     assert results[0] == results[1] == results[2]
     assert results[0] == [{**d, "id": None} for d in ALL]
@@ -388,8 +441,13 @@ def test_E5_every_provider_gives_the_same_messages(gem: GemBuilder, opened: Call
 
 def test_E5_unknown_message_or_missing_id(mail: workbench.Bench, lang: str) -> None:
     mail.email.allow("all")
-    nope, no_id, no_account = run(mail, lang, ["getMessage", {"accountId": "work", "id": "nope"}],
-                                  ["getMessage", {"accountId": "work"}], ["getMessage", {"id": "w01"}])
+    nope, no_id, no_account = run(
+        mail,
+        lang,
+        ["getMessage", {"accountId": "work", "id": "nope"}],
+        ["getMessage", {"accountId": "work"}],
+        ["getMessage", {"id": "w01"}],
+    )
     assert nope["error"] == "E_NOT_FOUND" and "'nope'" in nope["message"]
     assert (no_id["error"], no_id["field"]) == ("E_INVALID_ARGUMENT", "id")
     assert (no_account["error"], no_account["field"]) == ("E_INVALID_ARGUMENT", "accountId")
@@ -402,15 +460,24 @@ def test_E5_allowed_but_absent_account_has_no_messages(gem: GemBuilder, opened: 
     assert one(bench, "py", "getMessage", {"accountId": "ghost", "id": "1"})["error"] == "E_NOT_FOUND"
 
 
-HUGE = {"accountId": "big", "id": "huge", "subject": "huge", "fromAddr": "a@x.example",
-        "toAddrs": ["b@x.example"], "date": 1_709_539_200_000, "body": "see attached",
-        "attachments": [{"filename": "disk.img", "mimeType": "application/octet-stream",
-                         "sizeBytes": 30 * 2**20}]}
+HUGE = {
+    "accountId": "big",
+    "id": "huge",
+    "subject": "huge",
+    "fromAddr": "a@x.example",
+    "toAddrs": ["b@x.example"],
+    "date": 1_709_539_200_000,
+    "body": "see attached",
+    "attachments": [
+        {"filename": "disk.img", "mimeType": "application/octet-stream", "sizeBytes": 30 * 2**20}
+    ],
+}
 
 
 @pytest.mark.deno
-def test_E5_huge_attachment_is_metadata_only(gem: GemBuilder, opened: Callable, tmp_path: Path,
-                                             mail_kind: str) -> None:
+def test_E5_huge_attachment_is_metadata_only(
+    gem: GemBuilder, opened: Callable, tmp_path: Path, mail_kind: str
+) -> None:
     """30 MB of base64 in the file: only its metadata comes back, and the result stays small."""
     if mail_kind == "mock":  # the mock from real mail: a folder of .eml files
         folder = tmp_path / "eml" / "big"
@@ -432,13 +499,22 @@ def test_E5_huge_attachment_is_metadata_only(gem: GemBuilder, opened: Callable, 
 
 # --- E6: email.onNewMessage ----------------------------------------------------------------------
 
+
 def test_E6_arrival_calls_trigger_tools_with_the_envelope_only(opened: Callable) -> None:
     bench = opened(MAIL_GEM)
     bench.email.allow("all")
-    results = bench.email.arrive([{"accountId": "home", "subject": "Tickets", "fromAddr": "tom@friends.example",
-                                   "toAddrs": ["me@home.example"], "body": "two seats, row 5",
-                                   "attachments": [{"filename": "t.pdf", "mimeType": "application/pdf",
-                                                    "sizeBytes": 10}]}])
+    results = bench.email.arrive(
+        [
+            {
+                "accountId": "home",
+                "subject": "Tickets",
+                "fromAddr": "tom@friends.example",
+                "toAddrs": ["me@home.example"],
+                "body": "two seats, row 5",
+                "attachments": [{"filename": "t.pdf", "mimeType": "application/pdf", "sizeBytes": 10}],
+            }
+        ]
+    )
     assert len(results) == 1 and results[0].ok, results[0].error
     res = results[0]
     assert res.tool == "ingest" and set(res.input) == ENVELOPE_KEYS
@@ -453,7 +529,9 @@ def test_E6_no_event_for_accounts_that_are_not_allowed(opened: Callable) -> None
     bench = opened(MAIL_GEM)
     bench.email.allow(["work"])
     assert bench.email.arrive({"accountId": "home", "subject": "hidden"}) == []
-    assert [r.input["subject"] for r in bench.email.arrive({"accountId": "work", "subject": "seen"})] == ["seen"]
+    assert [r.input["subject"] for r in bench.email.arrive({"accountId": "work", "subject": "seen"})] == [
+        "seen"
+    ]
     assert bench.email.triggers() == ["ingest"]
 
 
@@ -465,12 +543,14 @@ def test_E6_arrival_is_mock_only(gem: GemBuilder, opened: Callable, tmp_path: Pa
 
 # --- the seed's example, unmodified ------------------------------------------------------------
 
+
 def test_seed_email_example_is_the_digest_tool_unmodified() -> None:
     text = SEED.read_text("utf-8") if SEED.exists() else None
     if text is None:
         pytest.skip("the seed is not in this checkout")
-    seed = re.search(r"```js\n\s*(export default async function \(input, ctx\) \{ // Where.*?)\n```",
-                     text, re.S).group(1)
+    seed = re.search(
+        r"```js\n\s*(export default async function \(input, ctx\) \{ // Where.*?)\n```", text, re.S
+    ).group(1)
     tool = (MAIL_GEM / "tools" / "digest.js").read_text("utf-8")
     assert " ".join(tool.split()) == " ".join(seed.split())
 
@@ -489,6 +569,7 @@ def test_seed_email_example_runs_and_keeps_its_cursor(opened: Callable) -> None:
 
 # --- bench.email and bench.mailbox() ------------------------------------------------------------
 
+
 def test_mock_clock_dates_undated_mail(opened: Callable) -> None:
     bench = opened(MAIL_GEM)
     clock = bench.email.clock
@@ -497,23 +578,33 @@ def test_mock_clock_dates_undated_mail(opened: Callable) -> None:
     assert (a["date"], b["date"]) == (ALL[-1]["date"] + 1000, ALL[-1]["date"] + 2000)
     assert a["id"] != b["id"]
     clock.advance(60_000)
-    c, d = bench.email.add([{"accountId": "home", "subject": "c", "date": clock.now()},
-                            {"accountId": "home", "subject": "d", "date": clock.now()}])
+    c, d = bench.email.add(
+        [
+            {"accountId": "home", "subject": "c", "date": clock.now()},
+            {"accountId": "home", "subject": "d", "date": clock.now()},
+        ]
+    )
     assert c["date"] == d["date"] == b["date"] + 60_000
     clock.set(2_000_000_000_000)
     assert bench.email.add({"accountId": "home", "id": "x1", "subject": "e"})[0]["date"] == 2_000_000_001_000
-    assert bench.email.add({"accountId": "home", "subject": "f", "date": "2040-01-01T00:00:00Z"})[0]["date"] \
-        == 2_208_988_800_000 == clock.now()
+    assert (
+        bench.email.add({"accountId": "home", "subject": "f", "date": "2040-01-01T00:00:00Z"})[0]["date"]
+        == 2_208_988_800_000
+        == clock.now()
+    )
 
 
-@pytest.mark.parametrize("msg, match", [
-    ({"subject": "no account"}, "accountId: required"),
-    ({"accountId": "work", "id": "w01"}, "already has"),
-    ({"accountId": "work", "colour": "red"}, "colour: unknown field"),
-    ({"accountId": "work", "date": "yesterday"}, "date"),
-    ({"accountId": "work", "toAddrs": "x@y"}, "toAddrs"),
-    ({"accountId": "work", "attachments": [{"filename": "a", "content": "..."}]}, "attachments"),
-])
+@pytest.mark.parametrize(
+    "msg, match",
+    [
+        ({"subject": "no account"}, "accountId: required"),
+        ({"accountId": "work", "id": "w01"}, "already has"),
+        ({"accountId": "work", "colour": "red"}, "colour: unknown field"),
+        ({"accountId": "work", "date": "yesterday"}, "date"),
+        ({"accountId": "work", "toAddrs": "x@y"}, "toAddrs"),
+        ({"accountId": "work", "attachments": [{"filename": "a", "content": "..."}]}, "attachments"),
+    ],
+)
 def test_add_rejects_bad_messages_naming_the_field(opened: Callable, msg: dict, match: str) -> None:
     bench = opened(MAIL_GEM)
     before = len(bench.mailbox())
@@ -531,6 +622,7 @@ def test_bench_mailbox_frame(opened: Callable) -> None:
 
 
 # --- open(mailbox=...) ---------------------------------------------------------------------------
+
 
 def test_open_mailbox_kinds(gem: GemBuilder, opened: Callable, tmp_path: Path) -> None:
     gem = email_gem(gem)

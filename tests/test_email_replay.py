@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+from conftest import GemBuilder
 
 import workbench
-from conftest import GemBuilder
 from workbench._replay import Replayer
 from workbench._result import TRACE_COLUMNS, CallResult
 from workbench.inspect.replay import behind, cursor_point, trace_listed, trace_reads
@@ -16,8 +17,8 @@ from workbench.jupyter.replay import ReplayView
 
 MAIL_DIGEST = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "mail-digest"
 FIXTURE = MAIL_DIGEST / "fixtures" / "mailbox.json"
-BOUNDARY = 1709546760000   # four messages share this date: h07, h08 | w13, w14 across page 1's end
-LAST = 1709550180000       # the newest fixture message (w19)
+BOUNDARY = 1709546760000  # four messages share this date: h07, h08 | w13, w14 across page 1's end
+LAST = 1709550180000  # the newest fixture message (w19)
 READ = {"email": {"read": True}}
 
 # the seed's JS example, line for line, in Python
@@ -64,12 +65,17 @@ def handle(input, ctx):
             pass
 """
 
+
 @pytest.fixture
 def py_bench(gem: GemBuilder) -> Iterator[workbench.Bench]:
     """The fixture mailbox of mail-digest under a Python copy of the seed tool (no Deno)."""
     gem.manifest["permissions"] = READ
-    gem.tool("seed", SEED_PY, permissions=READ,
-             schema={"type": "object", "properties": {"limit": {"type": "integer"}}})
+    gem.tool(
+        "seed",
+        SEED_PY,
+        permissions=READ,
+        schema={"type": "object", "properties": {"limit": {"type": "integer"}}},
+    )
     gem.tool("list_only", LIST_ONLY, permissions=READ)
     gem.tool("kw_reader", KW_READER, permissions=READ)
     gem.tool("traced", TRACED, permissions=READ)
@@ -106,8 +112,10 @@ def test_seed_js_tool_loses_the_messages_sharing_the_boundary_date(digest: workb
     assert [s["step"] for s in steps] == [1, 2, 3]  # call 3 processed nothing new: stop
     assert [s["cursor_after"] for s in steps] == [str(BOUNDARY), str(LAST), str(LAST)]
     [warning] = df.attrs["warnings"]
-    assert warning.startswith("2 messages were never processed: “Re: Lunch on Thursday?” "
-                              "(work/w13, 2024-03-04 10:06:00 UTC), “New login from Firefox”")
+    assert warning.startswith(
+        "2 messages were never processed: “Re: Lunch on Thursday?” "
+        "(work/w13, 2024-03-04 10:06:00 UTC), “New login from Firefox”"
+    )
     assert "strictly newer than `since`" in warning and "page boundary" in warning
     assert "Fix:" in warning and "dedupe by (accountId, id)" in warning
     assert digest.kv().set_index("key").loc["cursor", "value"] == str(LAST)
@@ -117,9 +125,11 @@ def test_seed_js_tool_loses_the_messages_sharing_the_boundary_date(digest: workb
 @pytest.mark.deno
 def test_fixed_js_tool_processes_every_message_exactly_once(digest: workbench.Bench) -> None:
     later = LAST + 60_000
-    df = digest.email.replay_run("digest_fixed", cursor_key="safe_cursor",
-                                 arrivals={2: same_date(25, BOUNDARY, tag="late"),
-                                           3: same_date(45, later)})
+    df = digest.email.replay_run(
+        "digest_fixed",
+        cursor_key="safe_cursor",
+        arrivals={2: same_date(25, BOUNDARY, tag="late"), 3: same_date(45, later)},
+    )
     # the 25 "late" ones arrive at an already-read date, which the fixed cursor re-reads
     assert len(df) == 30 + 25 + 45
     assert (df["status"] == "once").all() and not df["lost"].any(), df.attrs["warnings"]
@@ -191,10 +201,19 @@ def test_calls_made_outside_the_replay_count_from_their_trace(py_bench: workbenc
     r = Replayer(py_bench, "seed")
     r.step()
     by_hand = py_bench.call("seed")  # e.g. the user calls the tool between steps
-    assert by_hand.ok and trace_reads(by_hand) == ([("home", "h09"), ("work", "w15"),
-                                                    ("work", "w16"), ("home", "h10"),
-                                                    ("work", "w17"), ("work", "w18"),
-                                                    ("home", "h11"), ("work", "w19")], 0)
+    assert by_hand.ok and trace_reads(by_hand) == (
+        [
+            ("home", "h09"),
+            ("work", "w15"),
+            ("work", "w16"),
+            ("home", "h10"),
+            ("work", "w17"),
+            ("work", "w18"),
+            ("home", "h11"),
+            ("work", "w19"),
+        ],
+        0,
+    )
     df = r.frame()
     assert df.set_index("id").loc["w19", "steps"] == [2]
     assert [s["kind"] for s in df.attrs["steps"]] == ["call", "outside"]
@@ -266,8 +285,12 @@ def test_reads_and_pages_the_trace_did_not_keep_are_counted() -> None:
         {"method": "email.getMessage", "ok": True, "params": (("w01",), {}), "result": None},
         {"method": "email.getMessage", "ok": False, "params": ((), {"accountId": "a", "id": "b"})},
         {"method": "email.listSince", "ok": True, "params": ((), {}), "result": None},
-        {"method": "email.listSince", "ok": True, "params": ((), {}),
-         "result": {"messages": [{"accountId": "a", "id": "m1"}, "changed by the tool"]}},
+        {
+            "method": "email.listSince",
+            "ok": True,
+            "params": ((), {}),
+            "result": {"messages": [{"accountId": "a", "id": "m1"}, "changed by the tool"]},
+        },
     ]
     res = CallResult("c1", "t", None, trace_rows=rows)
     assert trace_reads(res) == ([], 2) and trace_listed(res) == ([("a", "m1")], 1)
@@ -275,8 +298,10 @@ def test_reads_and_pages_the_trace_did_not_keep_are_counted() -> None:
 
 def test_keyword_reads_are_identified_from_the_trace(py_bench: workbench.Bench) -> None:
     res = py_bench.call("kw_reader")
-    assert res.ok and trace_reads(res) == ([("work", "w01"), ("home", "h01"), ("work", "w02"),
-                                            ("work", "w03"), ("home", "h02")], 0)
+    assert res.ok and trace_reads(res) == (
+        [("work", "w01"), ("home", "h01"), ("work", "w02"), ("work", "w03"), ("home", "h02")],
+        0,
+    )
 
 
 def test_cursor_points() -> None:
@@ -298,8 +323,16 @@ def test_widget_buttons_driven_from_python(py_bench: workbench.Bench) -> None:
 
     w.step_button.click()
     assert w.state | {"warnings": None} == {
-        "calls": 1, "cursor": str(BOUNDARY), "cursor_date": BOUNDARY, "messages": 30, "once": 20,
-        "twice": 0, "pending": 8, "lost": 2, "warnings": None}
+        "calls": 1,
+        "cursor": str(BOUNDARY),
+        "cursor_date": BOUNDARY,
+        "messages": 30,
+        "once": 20,
+        "twice": 0,
+        "pending": 8,
+        "lost": 2,
+        "warnings": None,
+    }
     assert "never processed" in w.warning.value and "w13" in w.warning.value
     html = w.timeline.value
     assert "×4 same date" in html and html.count("LOST") == 2 and "cursor (kv &#x27;cursor&#x27;)" in html
@@ -352,8 +385,12 @@ def test_widget_late_arrival_and_errors(py_bench: workbench.Bench) -> None:
 
 def test_widget_on_a_big_mailbox_shows_a_window(gem: GemBuilder) -> None:
     gem.manifest["permissions"] = READ
-    gem.tool("seed", SEED_PY, permissions=READ,
-             schema={"type": "object", "properties": {"limit": {"type": "integer"}}})
+    gem.tool(
+        "seed",
+        SEED_PY,
+        permissions=READ,
+        schema={"type": "object", "properties": {"limit": {"type": "integer"}}},
+    )
     with workbench.open(gem.write()) as bench:
         bench.email.allow("all")
         bench.email.add([{"accountId": "a", "subject": f"m{i}"} for i in range(1000)])

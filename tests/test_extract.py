@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from _deno import deno_home  # noqa: F401  (fixture)
 
 PY = """
@@ -29,13 +28,14 @@ def minimal_pdf(pages: list[str]) -> bytes:
     """A small valid PDF by hand: one Helvetica text line per page, with a correct xref."""
     n = len(pages)
     kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n))
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>",
-            f"<< /Type /Pages /Kids [{kids}] /Count {n} >>".encode()]
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", f"<< /Type /Pages /Kids [{kids}] /Count {n} >>".encode()]
     font = 3 + 2 * n
     for i, text in enumerate(pages):
         stream = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode()
-        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i}"
-                    f" 0 R /Resources << /Font << /F1 {font} 0 R >> >> >>".encode())
+        objs.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i}"
+            f" 0 R /Resources << /Font << /F1 {font} 0 R >> >> >>".encode()
+        )
         objs.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     out, offsets = bytearray(b"%PDF-1.4\n"), []
@@ -49,9 +49,11 @@ def minimal_pdf(pages: list[str]) -> bytes:
     return bytes(out)
 
 
-HTML = ("<html><head><title>T</title><style>p{color:red}</style><script>var x=1</script>"
-        "</head><body><h1>Report</h1><p>Sales &amp; costs</p><ul><li>one</li><li>two</li></ul>"
-        "</body></html>")
+HTML = (
+    "<html><head><title>T</title><style>p{color:red}</style><script>var x=1</script>"
+    "</head><body><h1>Report</h1><p>Sales &amp; costs</p><ul><li>one</li><li>two</li></ul>"
+    "</body></html>"
+)
 
 
 def _bench(gem, opened, source, ext="py"):  # noqa: F811
@@ -68,9 +70,13 @@ def _bench(gem, opened, source, ext="py"):  # noqa: F811
     return opened(gem)
 
 
-@pytest.fixture(params=[pytest.param(("py", PY), id="python"),
-                        pytest.param(("py", PY_ASYNC), id="python-async"),
-                        pytest.param(("js", JS), id="js", marks=pytest.mark.deno)])
+@pytest.fixture(
+    params=[
+        pytest.param(("py", PY), id="python"),
+        pytest.param(("py", PY_ASYNC), id="python-async"),
+        pytest.param(("js", JS), id="js", marks=pytest.mark.deno),
+    ]
+)
 def bench(request, gem, opened):  # noqa: F811
     ext, source = request.param
     return _bench(gem, opened, source, ext)
@@ -84,8 +90,7 @@ def _ex(bench, path, options=None):
 
 
 def test_extract_text_markdown_csv(bench):
-    assert _ex(bench, "workspace:docs/a.txt") == ("ok", {"text": "plain text\n",
-                                                         "mimeType": "text/plain"})
+    assert _ex(bench, "workspace:docs/a.txt") == ("ok", {"text": "plain text\n", "mimeType": "text/plain"})
     assert _ex(bench, "workspace:docs/b.md")[1]["mimeType"] == "text/markdown"
     code, v = _ex(bench, "workspace:docs/c.csv")
     assert code == "ok" and v == {"text": "a,b\n1,2\n", "mimeType": "text/csv"}
@@ -96,8 +101,7 @@ def test_extract_html_gives_text_without_scripts_or_styles(bench):
     assert code == "ok" and v["mimeType"] == "text/html"
     # the same converter as mail bodies: the <head> (title included) is not text, list items
     # are bullets
-    assert [line for line in v["text"].splitlines() if line] == [
-        "Report", "Sales & costs", "- one", "- two"]
+    assert [line for line in v["text"].splitlines() if line] == ["Report", "Sales & costs", "- one", "- two"]
     assert "color" not in v["text"] and "var x" not in v["text"]
 
 
@@ -119,15 +123,17 @@ def test_extract_unsupported_type_is_named(bench):
 
 
 def test_extract_follows_the_files_rules(bench):
-    assert _ex(bench, "workspace:.secret.txt")[0] == "E_NOT_FOUND"   # F10: dot-entries
+    assert _ex(bench, "workspace:.secret.txt")[0] == "E_NOT_FOUND"  # F10: dot-entries
     assert _ex(bench, "workspace:../x.txt")[0] == "E_PATH"
     assert _ex(bench, "workspace:docs/none.txt")[0] == "E_NOT_FOUND"
     assert _ex(bench, "workspace:docs")[0] == "E_IS_A_FOLDER"
 
 
 def test_extract_reads_the_run_folder_and_is_traced(gem, opened):  # noqa: F811
-    src = ("def handle(input, ctx):\n    ctx.files.write('out/r.md', '# hi')\n"
-           "    return ctx.extract('out/r.md')['text']\n")
+    src = (
+        "def handle(input, ctx):\n    ctx.files.write('out/r.md', '# hi')\n"
+        "    return ctx.extract('out/r.md')['text']\n"
+    )
     b = opened(gem.tool("ex", src))
     res = b.call("ex")
     assert res.value == "# hi"
@@ -135,18 +141,27 @@ def test_extract_reads_the_run_folder_and_is_traced(gem, opened):  # noqa: F811
 
 
 def test_extract_refuses_over_20_mb(gem, opened):  # noqa: F811
-    src = ("def handle(input, ctx):\n    ctx.files.write('big.txt', 'x' * (20 * 1024 * 1024))\n"
-           "    return len(ctx.extract('big.txt')['text'])\n")
+    src = (
+        "def handle(input, ctx):\n    ctx.files.write('big.txt', 'x' * (20 * 1024 * 1024))\n"
+        "    return len(ctx.extract('big.txt')['text'])\n"
+    )
     b = opened(gem.tool("ex", src))
     big = b.providers.files
     res = b.call("ex")
     assert res.value == 20 * 1024 * 1024  # exactly 20 MB is allowed
     root = f"run/{res.call_id}"
     big.write(root, "big.txt", b"x" * (20 * 1024 * 1024 + 1))
-    from workbench.ctx import Capabilities, CallSession
+    from workbench.ctx import CallSession, Capabilities
 
-    session = CallSession(call_id=res.call_id, tool=b.manifest.tools["ex"], manifest=b.manifest,
-                          providers=b.providers, conversation=True, strict=False, trash=False)
+    session = CallSession(
+        call_id=res.call_id,
+        tool=b.manifest.tools["ex"],
+        manifest=b.manifest,
+        providers=b.providers,
+        conversation=True,
+        strict=False,
+        trash=False,
+    )
     with pytest.raises(Exception) as info:
         Capabilities(session).call("extract", "big.txt")
     assert getattr(info.value, "code", None) == "E_TOO_LARGE"

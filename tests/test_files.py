@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import OPS_TOOL
 
 import workbench
 from workbench.ctx import history
 from workbench.ctx.files import MAX_BYTES
 from workbench.ctx.limits import Limits
-
-from conftest import OPS_TOOL
-
 
 BIG_TOOL = """
 import base64
@@ -122,14 +120,18 @@ def workspace_paths(bench: workbench.Bench) -> set[str]:
 
 # -- F1 ------------------------------------------------------------------------------------
 
+
 def test_F1_run_and_conversation_folders_need_nothing_requested(gem, open_bench, kind):
     # the manifest requests no permission at all, top level or on the tool
-    gem.tool("t", """
+    gem.tool(
+        "t",
+        """
         def handle(input, ctx):
             ctx.files.write('out.txt', 'run')
             ctx.files.write('workspace:in.txt', 'conv')
             return [ctx.files.read('out.txt'), ctx.files.read('workspace:in.txt')]
-    """)
+    """,
+    )
     assert "permissions" not in gem.manifest
     bench = open_bench(gem)
     res = bench.call("t")
@@ -145,6 +147,7 @@ def test_F1_run_and_conversation_folders_need_nothing_requested(gem, open_bench,
 
 # -- F2 ------------------------------------------------------------------------------------
 
+
 def test_F2_list_without_path_is_empty_run_folder_before_any_write(ops_bench):
     fs = ops_bench(seed={"in-workspace.txt": "not in the run folder"})
     assert value(fs.one("list")) == []
@@ -154,8 +157,9 @@ def test_F2_list_without_path_is_empty_run_folder_before_any_write(ops_bench):
 def test_F2_list_entries_are_name_type_size_modified(ops_bench):
     fs = ops_bench()
     before = now_ms()
-    *_, listing, sub = fs.ok(["write", "a.txt", "hello"], ["mkdir", "sub"],
-                             ["write", "sub/x.bin", "ab"], ["list"], ["list", "sub"])
+    *_, listing, sub = fs.ok(
+        ["write", "a.txt", "hello"], ["mkdir", "sub"], ["write", "sub/x.bin", "ab"], ["list"], ["list", "sub"]
+    )
     assert [set(e) for e in listing] == [INFO_KEYS, INFO_KEYS]
     by_name = {e["name"]: e for e in listing}
     assert set(by_name) == {"a.txt", "sub"}
@@ -179,8 +183,9 @@ def test_F2_each_call_gets_a_fresh_run_folder(files_bench):
 
 def test_F2_list_conversation_folder_and_subfolders(ops_bench):
     fs = ops_bench(seed={"sales.csv": "a,b\n", "inbox/x.pdf": b"%PDF", "inbox/y.txt": "y"})
-    top, inbox, inbox_slash = fs.ok(["list", "workspace:"], ["list", "workspace:inbox"],
-                                    ["list", "workspace:inbox/"])
+    top, inbox, inbox_slash = fs.ok(
+        ["list", "workspace:"], ["list", "workspace:inbox"], ["list", "workspace:inbox/"]
+    )
     assert sorted((e["name"], e["type"]) for e in top) == [("inbox", "folder"), ("sales.csv", "file")]
     assert [(e["name"], e["size"]) for e in inbox] == [("x.pdf", 4), ("y.txt", 1)]
     assert inbox_slash == inbox
@@ -188,8 +193,9 @@ def test_F2_list_conversation_folder_and_subfolders(ops_bench):
 
 def test_F2_list_of_missing_folder_or_of_a_file(ops_bench):
     fs = ops_bench(seed={"f.txt": "x"})
-    missing, of_file, ws_missing = fs(["list", "nope"], ["list", "workspace:f.txt"],
-                                      ["list", "workspace:nope/"])
+    missing, of_file, ws_missing = fs(
+        ["list", "nope"], ["list", "workspace:f.txt"], ["list", "workspace:nope/"]
+    )
     failed(missing, "E_NOT_FOUND")
     failed(of_file, "E_NOT_A_FOLDER")
     failed(ws_missing, "E_NOT_FOUND")
@@ -197,7 +203,9 @@ def test_F2_list_of_missing_folder_or_of_a_file(ops_bench):
 
 def test_F2_seed_example_moves_pdfs_into_a_subfolder(gem, open_bench, kind):
     # the seed's own example, as a Python tool
-    gem.tool("sort", """
+    gem.tool(
+        "sort",
+        """
         def handle(input, ctx):
             csv = ctx.files.read('workspace:' + input['table'])
             d = 'workspace:' + input['target']
@@ -206,7 +214,8 @@ def test_F2_seed_example_moves_pdfs_into_a_subfolder(gem, open_bench, kind):
                     ctx.files.move(d + f['name'], d + 'PDF/' + f['name'])
             ctx.files.write('output/report.md', '# 本月汇总\\n' + csv)
             return {'ok': True}
-    """)
+    """,
+    )
     ws = open_bench.workspace
     (ws / "inbox").mkdir()
     (ws / "sales.csv").write_text("q,1\n")
@@ -223,10 +232,17 @@ def test_F2_seed_example_moves_pdfs_into_a_subfolder(gem, open_bench, kind):
 
 # -- F3 ------------------------------------------------------------------------------------
 
+
 def test_F3_stat_returns_info_or_null(ops_bench):
     fs = ops_bench(seed={"doc.txt": "12345"})
-    res = fs.ok(["write", "d/x", ""], ["stat", "d"], ["stat", "d/x"], ["stat", "nope"],
-                ["stat", "workspace:doc.txt"], ["stat", "workspace:nope/deeper"])
+    res = fs.ok(
+        ["write", "d/x", ""],
+        ["stat", "d"],
+        ["stat", "d/x"],
+        ["stat", "nope"],
+        ["stat", "workspace:doc.txt"],
+        ["stat", "workspace:nope/deeper"],
+    )
     _, folder, empty, missing, ws, ws_missing = res
     assert set(folder) == INFO_KEYS and folder["type"] == "folder" and folder["name"] == "d"
     assert empty == {**empty, "name": "x", "type": "file", "size": 0}
@@ -239,8 +255,13 @@ def test_F3_stat_returns_info_or_null(ops_bench):
 def test_F3_paths_below_a_file_do_not_exist(ops_bench):
     fs = ops_bench(seed={"f.txt": "x"})
     stat, read, lst, delete, move, stat_run = fs(
-        ["stat", "workspace:f.txt/x"], ["read", "workspace:f.txt/x/y"], ["list", "workspace:f.txt/x"],
-        ["delete", "workspace:f.txt/x"], ["move", "workspace:f.txt/x", "y"], ["stat", "nope/x"])
+        ["stat", "workspace:f.txt/x"],
+        ["read", "workspace:f.txt/x/y"],
+        ["list", "workspace:f.txt/x"],
+        ["delete", "workspace:f.txt/x"],
+        ["move", "workspace:f.txt/x", "y"],
+        ["stat", "nope/x"],
+    )
     assert stat == {"ok": None} and stat_run == {"ok": None}
     for r in (read, lst, delete, move):
         failed(r, "E_NOT_FOUND")
@@ -253,11 +274,15 @@ def test_F3_stat_of_a_missing_path_is_null_not_an_error(files_bench):
 
 # -- F4 ------------------------------------------------------------------------------------
 
+
 def test_F4_read_is_utf8_by_default(ops_bench):
     text = "héllo → 世界 😀\n"
     _, default, explicit, kw = ops_bench().ok(
-        ["write", "t.txt", text], ["read", "t.txt"], ["read", "t.txt", {"encoding": "utf8"}],
-        ["read", "t.txt", {}])
+        ["write", "t.txt", text],
+        ["read", "t.txt"],
+        ["read", "t.txt", {"encoding": "utf8"}],
+        ["read", "t.txt", {}],
+    )
     assert default == explicit == kw == text
 
 
@@ -269,7 +294,9 @@ def test_F4_base64_binary_round_trip_is_exact(ops_bench, kind):
         ["write", "bin/all.bin", b64, {"encoding": "base64"}],
         ["read", "bin/all.bin", {"encoding": "base64"}],
         ["write", "workspace:all.bin", b64, {"encoding": "base64"}],
-        ["read", "workspace:all.bin", {"encoding": "base64"}], ["stat", "workspace:all.bin"])
+        ["read", "workspace:all.bin", {"encoding": "base64"}],
+        ["stat", "workspace:all.bin"],
+    )
     assert base64.b64decode(back) == blob and back == b64
     assert base64.b64decode(back_ws) == blob
     assert info["size"] == len(blob)
@@ -281,7 +308,8 @@ def test_F4_base64_binary_round_trip_is_exact(ops_bench, kind):
 def test_F4_text_read_as_base64_is_its_utf8_bytes(ops_bench):
     fs = ops_bench(seed={"t.txt": "é"})
     assert fs.ok(["read", "workspace:t.txt", {"encoding": "base64"}]) == [
-        base64.b64encode("é".encode()).decode()]
+        base64.b64encode("é".encode()).decode()
+    ]
 
 
 def test_F4_binary_read_as_utf8_is_an_error_that_suggests_base64(ops_bench):
@@ -292,9 +320,11 @@ def test_F4_binary_read_as_utf8_is_an_error_that_suggests_base64(ops_bench):
 
 def test_F4_unknown_encoding_is_invalid_argument(ops_bench):
     fs = ops_bench(seed={"t.txt": "x"})
-    out = fs(["read", "workspace:t.txt", {"encoding": "latin1"}],
-             ["write", "a.txt", "x", {"encoding": "hex"}],
-             ["read", "workspace:t.txt", "base64"])
+    out = fs(
+        ["read", "workspace:t.txt", {"encoding": "latin1"}],
+        ["write", "a.txt", "x", {"encoding": "hex"}],
+        ["read", "workspace:t.txt", "base64"],
+    )
     for r in out:
         failed(r, "E_INVALID_ARGUMENT")
     assert "latin1" in out[0]["message"] and "hex" in out[1]["message"]
@@ -303,8 +333,13 @@ def test_F4_unknown_encoding_is_invalid_argument(ops_bench):
 
 def test_F4_reading_a_folder_or_missing_file(ops_bench):
     fs = ops_bench(seed={"dir/x.txt": "x"})
-    out = fs(["mkdir", "d"], ["read", "d"], ["read", "workspace:dir"], ["read", "nope.txt"],
-             ["read", "workspace:nope.txt"])
+    out = fs(
+        ["mkdir", "d"],
+        ["read", "d"],
+        ["read", "workspace:dir"],
+        ["read", "nope.txt"],
+        ["read", "workspace:nope.txt"],
+    )
     assert "ok" in out[0]
     failed(out[1], "E_IS_A_FOLDER")
     failed(out[2], "E_IS_A_FOLDER")
@@ -314,18 +349,27 @@ def test_F4_reading_a_folder_or_missing_file(ops_bench):
 
 def test_F4_F5_lone_surrogates_are_written_as_replacement_characters(ops_bench):
     # JS strings are UTF-16; the platform writes them as UTF-8, pairs joined, lone halves as U+FFFD
-    _, lone, _, pair = ops_bench().ok(["write", "a.txt", "a\ud800b"], ["read", "a.txt"],
-                                      ["write", "b.txt", "\ud83d\ude00"], ["read", "b.txt"])
+    _, lone, _, pair = ops_bench().ok(
+        ["write", "a.txt", "a\ud800b"],
+        ["read", "a.txt"],
+        ["write", "b.txt", "\ud83d\ude00"],
+        ["read", "b.txt"],
+    )
     assert lone == "a\ufffdb"
     assert pair == "😀"
 
 
 # -- F5 ------------------------------------------------------------------------------------
 
+
 def test_F5_write_creates_parent_folders(ops_bench, kind):
     fs = ops_bench()
-    *_, deep, ws_deep = fs.ok(["write", "a/b/c/d.txt", "x"], ["write", "workspace:p/q/r.txt", "y"],
-                             ["stat", "a/b"], ["stat", "workspace:p/q"])
+    *_, deep, ws_deep = fs.ok(
+        ["write", "a/b/c/d.txt", "x"],
+        ["write", "workspace:p/q/r.txt", "y"],
+        ["stat", "a/b"],
+        ["stat", "workspace:p/q"],
+    )
     assert deep["type"] == "folder" and ws_deep["type"] == "folder"
     if kind == "real":
         assert (fs.workspace / "p" / "q" / "r.txt").read_text() == "y"
@@ -333,8 +377,9 @@ def test_F5_write_creates_parent_folders(ops_bench, kind):
 
 
 def test_F5_overwrite_in_run_folder_replaces_content(ops_bench):
-    *_, content, info = ops_bench().ok(["write", "a.txt", "one"], ["write", "a.txt", "two!"],
-                                       ["read", "a.txt"], ["stat", "a.txt"])
+    *_, content, info = ops_bench().ok(
+        ["write", "a.txt", "one"], ["write", "a.txt", "two!"], ["read", "a.txt"], ["stat", "a.txt"]
+    )
     assert content == "two!" and (info["type"], info["size"]) == ("file", 4)
 
 
@@ -373,8 +418,12 @@ def test_F5_new_files_and_run_folder_overwrites_add_no_history(ops_bench):
 
 def test_F5_write_leaves_no_temporary_file(ops_bench, kind):
     fs = ops_bench(seed={"keep.txt": "k"})
-    fs.ok(["write", "workspace:keep.txt", "k2"], ["write", "workspace:sub/n.txt", "n"],
-          ["write", "r.txt", "r"], ["list", "workspace:"])
+    fs.ok(
+        ["write", "workspace:keep.txt", "k2"],
+        ["write", "workspace:sub/n.txt", "n"],
+        ["write", "r.txt", "r"],
+        ["list", "workspace:"],
+    )
     listing = fs.ok(["list", "workspace:"], ["list", "workspace:sub"])
     assert sorted(e["name"] for e in listing[0]) == ["keep.txt", "sub"]
     assert [e["name"] for e in listing[1]] == ["n.txt"]
@@ -420,13 +469,18 @@ def test_F5_too_large_write_keeps_the_old_content(ops_bench):
 
 def test_F5_write_bad_input(ops_bench):
     fs = ops_bench(seed={"dir/x": "x", "file.txt": "f"})
-    out = fs(["write", "b64.bin", "not base64!!", {"encoding": "base64"}],
-             ["write", "b64.bin", "QUJD=", {"encoding": "base64"}],
-             ["write", "n.txt", 42], ["write", "n.txt", None], ["write", "n.txt", {"a": 1}],
-             ["write", "n.txt", ["x"]],
-             ["write", "workspace:dir", "onto a folder"], ["write", "workspace:", "root"],
-             ["write", "workspace:file.txt/child.txt", "under a file"],
-             ["write", "workspace:file.txt/deeper/child.txt", "under a file"])
+    out = fs(
+        ["write", "b64.bin", "not base64!!", {"encoding": "base64"}],
+        ["write", "b64.bin", "QUJD=", {"encoding": "base64"}],
+        ["write", "n.txt", 42],
+        ["write", "n.txt", None],
+        ["write", "n.txt", {"a": 1}],
+        ["write", "n.txt", ["x"]],
+        ["write", "workspace:dir", "onto a folder"],
+        ["write", "workspace:", "root"],
+        ["write", "workspace:file.txt/child.txt", "under a file"],
+        ["write", "workspace:file.txt/deeper/child.txt", "under a file"],
+    )
     for r in out[:6]:
         failed(r, "E_INVALID_ARGUMENT")
     assert "base64" in out[0]["message"]
@@ -436,18 +490,23 @@ def test_F5_write_bad_input(ops_bench):
     failed(out[8], "E_NOT_A_FOLDER")
     failed(out[9], "E_NOT_A_FOLDER")
     assert "file.txt" in out[8]["message"]
-    assert fs.ok(["stat", "b64.bin"], ["stat", "n.txt"], ["read", "workspace:file.txt"]) == \
-        [None, None, "f"]
+    assert fs.ok(["stat", "b64.bin"], ["stat", "n.txt"], ["read", "workspace:file.txt"]) == [None, None, "f"]
     assert fs.store_read("dir/x") == b"x"
 
 
 # -- F6 ------------------------------------------------------------------------------------
 
+
 def test_F6_mkdir_creates_folders_with_parents(ops_bench, kind):
     fs = ops_bench()
     _, _, _, a, ws, listing = fs.ok(
-        ["mkdir", "a/b/c"], ["mkdir", "a/b/c"], ["mkdir", "workspace:x/y"], ["stat", "a/b/c"],
-        ["stat", "workspace:x/y"], ["list", "a/b"])
+        ["mkdir", "a/b/c"],
+        ["mkdir", "a/b/c"],
+        ["mkdir", "workspace:x/y"],
+        ["stat", "a/b/c"],
+        ["stat", "workspace:x/y"],
+        ["list", "a/b"],
+    )
     assert a["type"] == "folder" and ws["type"] == "folder"
     assert [(e["name"], e["type"]) for e in listing] == [("c", "folder")]
     if kind == "real":
@@ -456,8 +515,9 @@ def test_F6_mkdir_creates_folders_with_parents(ops_bench, kind):
 
 def test_F6_mkdir_over_a_file_or_under_a_file(ops_bench):
     fs = ops_bench(seed={"f.txt": "x"})
-    over, under, _, run_over = fs(["mkdir", "workspace:f.txt"], ["mkdir", "workspace:f.txt/sub"],
-                                  ["write", "g", ""], ["mkdir", "g"])
+    over, under, _, run_over = fs(
+        ["mkdir", "workspace:f.txt"], ["mkdir", "workspace:f.txt/sub"], ["write", "g", ""], ["mkdir", "g"]
+    )
     failed(over, "E_EXISTS")
     failed(under, "E_NOT_A_FOLDER")
     failed(run_over, "E_EXISTS")
@@ -466,19 +526,29 @@ def test_F6_mkdir_over_a_file_or_under_a_file(ops_bench):
 
 # -- F7 ------------------------------------------------------------------------------------
 
+
 def test_F7_move_renames_in_the_run_folder(ops_bench):
     *_, old, new, content = ops_bench().ok(
-        ["write", "a.txt", "A"], ["move", "a.txt", "b/renamed.txt"], ["stat", "a.txt"],
-        ["stat", "b/renamed.txt"], ["read", "b/renamed.txt"])
+        ["write", "a.txt", "A"],
+        ["move", "a.txt", "b/renamed.txt"],
+        ["stat", "a.txt"],
+        ["stat", "b/renamed.txt"],
+        ["read", "b/renamed.txt"],
+    )
     assert old is None and new["size"] == 1 and content == "A"
 
 
 def test_F7_move_between_run_and_conversation_folders(ops_bench, kind):
     fs = ops_bench(seed={"in/doc.txt": "from the conversation"})
-    out = fs.ok(["write", "report.md", "# report"], ["move", "report.md", "workspace:out/report.md"],
-                ["move", "workspace:in/doc.txt", "doc.txt"], ["read", "doc.txt"],
-                ["stat", "workspace:in/doc.txt"], ["stat", "report.md"],
-                ["read", "workspace:out/report.md"])
+    out = fs.ok(
+        ["write", "report.md", "# report"],
+        ["move", "report.md", "workspace:out/report.md"],
+        ["move", "workspace:in/doc.txt", "doc.txt"],
+        ["read", "doc.txt"],
+        ["stat", "workspace:in/doc.txt"],
+        ["stat", "report.md"],
+        ["read", "workspace:out/report.md"],
+    )
     assert out[3:] == ["from the conversation", None, None, "# report"]
     assert fs.store_read("out/report.md") == b"# report"
     assert not fs.store_has("in/doc.txt")
@@ -491,32 +561,45 @@ def test_F7_move_between_run_and_conversation_folders(ops_bench, kind):
 def test_F7_move_a_folder_with_its_contents(ops_bench):
     fs = ops_bench()
     *_, listing, gone, back = fs.ok(
-        ["write", "d/a.txt", "a"], ["write", "d/e/b.txt", "b"], ["move", "d", "workspace:d2"],
-        ["list", "workspace:d2"], ["stat", "d"], ["read", "workspace:d2/e/b.txt"])
+        ["write", "d/a.txt", "a"],
+        ["write", "d/e/b.txt", "b"],
+        ["move", "d", "workspace:d2"],
+        ["list", "workspace:d2"],
+        ["stat", "d"],
+        ["read", "workspace:d2/e/b.txt"],
+    )
     assert sorted(e["name"] for e in listing) == ["a.txt", "e"]
     assert gone is None and back == "b"
 
 
 def test_F7_move_never_overwrites(ops_bench, kind):
     fs = ops_bench(seed={"a.txt": "A", "b.txt": "B", "dir/x": "x"})
-    out = fs(["move", "workspace:a.txt", "workspace:b.txt"],
-             ["move", "workspace:a.txt", "workspace:dir"],
-             ["move", "workspace:dir", "workspace:a.txt"],
-             ["move", "workspace:a.txt", "workspace:"],
-             ["write", "r.txt", "R"], ["move", "r.txt", "workspace:b.txt"],
-             ["move", "workspace:b.txt", "r.txt"])
+    out = fs(
+        ["move", "workspace:a.txt", "workspace:b.txt"],
+        ["move", "workspace:a.txt", "workspace:dir"],
+        ["move", "workspace:dir", "workspace:a.txt"],
+        ["move", "workspace:a.txt", "workspace:"],
+        ["write", "r.txt", "R"],
+        ["move", "r.txt", "workspace:b.txt"],
+        ["move", "workspace:b.txt", "r.txt"],
+    )
     for i in (0, 1, 2, 3, 5, 6):
         failed(out[i], "E_EXISTS")
     assert "never overwrites" in out[0]["message"] and "b.txt" in out[0]["message"]
-    assert fs.ok(["read", "workspace:a.txt"], ["read", "workspace:b.txt"], ["read", "workspace:dir/x"]) \
-        == ["A", "B", "x"]
+    assert fs.ok(["read", "workspace:a.txt"], ["read", "workspace:b.txt"], ["read", "workspace:dir/x"]) == [
+        "A",
+        "B",
+        "x",
+    ]
     assert fs.bench.history().empty
     if kind == "real":
         assert (fs.workspace / "b.txt").read_text() == "B"
 
 
 def test_F7_move_onto_existing_target_throws_catchable_E_EXISTS(gem, open_bench):
-    gem.tool("t", """
+    gem.tool(
+        "t",
+        """
         import workbench
 
         def handle(input, ctx):
@@ -527,9 +610,13 @@ def test_F7_move_onto_existing_target_throws_catchable_E_EXISTS(gem, open_bench)
             except workbench.WorkbenchError as e:
                 return {'code': e.code, 'b': ctx.files.read('b.txt'), 'a': ctx.files.read('a.txt')}
             return {'code': None}
-    """)
-    gem.tool("u", "def handle(input, ctx):\n    ctx.files.write('a', '1')\n    ctx.files.write('b', '2')\n"
-                  "    ctx.files.move('a', 'b')\n")
+    """,
+    )
+    gem.tool(
+        "u",
+        "def handle(input, ctx):\n    ctx.files.write('a', '1')\n    ctx.files.write('b', '2')\n"
+        "    ctx.files.move('a', 'b')\n",
+    )
     bench = open_bench(gem)
     assert bench.call("t").value == {"code": "E_EXISTS", "b": "B", "a": "A"}
     error(bench.call("u"), "E_EXISTS")
@@ -537,8 +624,14 @@ def test_F7_move_onto_existing_target_throws_catchable_E_EXISTS(gem, open_bench)
 
 def test_F7_move_missing_source_root_or_into_itself(ops_bench):
     fs = ops_bench()
-    out = fs(["move", "nope", "x"], ["mkdir", "d/e"], ["move", "d", "d/e/f"],
-             ["move", "", "x"], ["move", "workspace:", "x"], ["move", "d", "d"])
+    out = fs(
+        ["move", "nope", "x"],
+        ["mkdir", "d/e"],
+        ["move", "d", "d/e/f"],
+        ["move", "", "x"],
+        ["move", "workspace:", "x"],
+        ["move", "d", "d"],
+    )
     failed(out[0], "E_NOT_FOUND")
     failed(out[2], "E_PATH")
     failed(out[3], "E_PATH")
@@ -548,6 +641,7 @@ def test_F7_move_missing_source_root_or_into_itself(ops_bench):
 
 
 # -- F8 ------------------------------------------------------------------------------------
+
 
 def test_F8_delete_keeps_a_history_copy_that_can_be_restored(ops_bench, kind):
     fs = ops_bench(seed={"keep/me.txt": "precious"})
@@ -611,8 +705,9 @@ def test_F8_desktop_delete_goes_to_the_trash(ops_bench, kind, monkeypatch, tmp_p
 
 
 def test_F8_history_copy_only_up_to_the_cap(ops_bench):
-    fs = ops_bench(seed={"small.txt": "0123456789", "big.txt": "0123456789X"},
-                   limits=Limits(history_bytes=10))
+    fs = ops_bench(
+        seed={"small.txt": "0123456789", "big.txt": "0123456789X"}, limits=Limits(history_bytes=10)
+    )
     fs.ok(["delete", "workspace:small.txt"], ["delete", "workspace:big.txt"])
     h = fs.bench.history()
     assert list(zip(h["path"], h["size"], h["kept"])) == [("small.txt", 10, True), ("big.txt", 11, False)]
@@ -631,9 +726,17 @@ def test_F8_default_cap_is_100_MB():
 
 def test_F8_delete_in_the_run_folder_and_missing_paths(ops_bench):
     fs = ops_bench()
-    out = fs(["write", "a/b.txt", "x"], ["delete", "a/b.txt"], ["stat", "a/b.txt"], ["delete", "a"],
-             ["stat", "a"], ["delete", "a"], ["delete", "workspace:nope"], ["delete", ""],
-             ["delete", "workspace:"])
+    out = fs(
+        ["write", "a/b.txt", "x"],
+        ["delete", "a/b.txt"],
+        ["stat", "a/b.txt"],
+        ["delete", "a"],
+        ["stat", "a"],
+        ["delete", "a"],
+        ["delete", "workspace:nope"],
+        ["delete", ""],
+        ["delete", "workspace:"],
+    )
     assert [r.get("ok", "err") for r in out[:5]] == [None, None, None, None, None]
     failed(out[5], "E_NOT_FOUND")
     failed(out[6], "E_NOT_FOUND")
@@ -642,6 +745,7 @@ def test_F8_delete_in_the_run_folder_and_missing_paths(ops_bench):
 
 
 # -- F9 ------------------------------------------------------------------------------------
+
 
 def test_F9_relative_path_is_the_run_folder(files_bench, kind, tmp_path):
     res = files_bench("write", "sub/a.txt", "run")
@@ -664,24 +768,61 @@ def test_F9_workspace_prefix_is_the_conversation_folder(files_bench, kind):
         assert (files_bench.workspace / "sub" / "a.txt").read_text() == "conv"
 
 
-@pytest.mark.parametrize("path", ["/etc/passwd", "workspace:/etc/passwd", "//server/share",
-                                  "C:/Windows/win.ini", "c:x", "workspace:C:\\x"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        "workspace:/etc/passwd",
+        "//server/share",
+        "C:/Windows/win.ini",
+        "c:x",
+        "workspace:C:\\x",
+    ],
+)
 def test_F9_absolute_paths_are_rejected(ops_bench, path):
     fs = ops_bench()
-    out = fs(["read", path], ["write", path, "x"], ["stat", path], ["list", path], ["mkdir", path],
-             ["delete", path], ["write", "ok.txt", ""], ["move", "ok.txt", path], ["move", path, "y"])
+    out = fs(
+        ["read", path],
+        ["write", path, "x"],
+        ["stat", path],
+        ["list", path],
+        ["mkdir", path],
+        ["delete", path],
+        ["write", "ok.txt", ""],
+        ["move", "ok.txt", path],
+        ["move", path, "y"],
+    )
     for i, r in enumerate(out):
         if i != 6:
             failed(r, "E_PATH")
     assert repr(path) in out[0]["message"]
 
 
-@pytest.mark.parametrize("path", ["..", "../x", "a/../../x", "workspace:..", "workspace:../x",
-                                  "workspace:a/../../x", "./../x", "a/b/../../../x"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "..",
+        "../x",
+        "a/../../x",
+        "workspace:..",
+        "workspace:../x",
+        "workspace:a/../../x",
+        "./../x",
+        "a/b/../../../x",
+    ],
+)
 def test_F9_dot_dot_escapes_are_rejected(ops_bench, kind, path, tmp_path):
     fs = ops_bench()
-    out = fs(["write", path, "escaped"], ["read", path], ["stat", path], ["list", path],
-             ["mkdir", path], ["delete", path], ["write", "ok.txt", ""], ["move", "ok.txt", path])
+    out = fs(
+        ["write", path, "escaped"],
+        ["read", path],
+        ["stat", path],
+        ["list", path],
+        ["mkdir", path],
+        ["delete", path],
+        ["write", "ok.txt", ""],
+        ["move", "ok.txt", path],
+    )
     for i, r in enumerate(out):
         if i != 6:
             failed(r, "E_PATH")
@@ -719,8 +860,14 @@ def test_F9_names_over_255_bytes_are_rejected_alike(ops_bench, kind):
 
 
 def test_F9_path_must_be_a_string(ops_bench):
-    out = ops_bench()(["read", 1], ["write", None, "x"], ["stat", ["a"]], ["list", {"p": 1}],
-                      ["move", "a", 3], ["delete", True])
+    out = ops_bench()(
+        ["read", 1],
+        ["write", None, "x"],
+        ["stat", ["a"]],
+        ["list", {"p": 1}],
+        ["move", "a", 3],
+        ["delete", True],
+    )
     for r in out[:4]:
         failed(r, "E_INVALID_ARGUMENT")
     failed(out[4], "E_INVALID_ARGUMENT")
@@ -751,15 +898,25 @@ def linked(ops_bench, tmp_path):
 def test_F9_symlink_escapes_are_rejected(linked, kind):
     fs = linked
     for path in ["workspace:out-file", "workspace:out-dir/secret.txt", "workspace:out-rel/secret.txt"]:
-        out = fs(["read", path], ["stat", path], ["write", path, "overwritten"],
-                 ["delete", path], ["move", path, "stolen.txt"])
+        out = fs(
+            ["read", path],
+            ["stat", path],
+            ["write", path, "overwritten"],
+            ["delete", path],
+            ["move", path, "stolen.txt"],
+        )
         for r in out:
             failed(r, "E_PATH")
         assert "symbolic link" in out[0]["message"]
-    out = fs(["list", "workspace:out-dir"], ["write", "workspace:out-dir/new.txt", "x"],
-             ["mkdir", "workspace:out-dir/newdir"], ["write", "workspace:dangling-out", "x"],
-             ["write", "r.txt", "r"], ["move", "r.txt", "workspace:out-dir/r.txt"],
-             ["move", "r.txt", "workspace:dangling-out"])
+    out = fs(
+        ["list", "workspace:out-dir"],
+        ["write", "workspace:out-dir/new.txt", "x"],
+        ["mkdir", "workspace:out-dir/newdir"],
+        ["write", "workspace:dangling-out", "x"],
+        ["write", "r.txt", "r"],
+        ["move", "r.txt", "workspace:out-dir/r.txt"],
+        ["move", "r.txt", "workspace:dangling-out"],
+    )
     for i, r in enumerate(out):
         if i != 4:
             failed(r, "E_PATH")
@@ -770,8 +927,9 @@ def test_F9_symlink_escapes_are_rejected(linked, kind):
 @pytest.mark.parametrize("kind", ["real"])
 def test_F9_symlinks_inside_the_folder_are_followed(linked, kind):
     fs = linked
-    read, sub, listing = fs.ok(["read", "workspace:in-link"], ["read", "workspace:in-dir/x.txt"],
-                               ["list", "workspace:"])
+    read, sub, listing = fs.ok(
+        ["read", "workspace:in-link"], ["read", "workspace:in-dir/x.txt"], ["list", "workspace:"]
+    )
     assert read == "inside" and sub == "x"
     names = {e["name"]: e["type"] for e in listing}
     # escaping links and dot-entries are not part of the folder; inside links show their target
@@ -785,8 +943,13 @@ def test_F9_symlinks_inside_the_folder_are_followed(linked, kind):
 
 # -- F10 -----------------------------------------------------------------------------------
 
-DOT_SEED = {".env": "TOKEN=secret", ".git/config": "[core]", "sub/.hidden": "h", "sub/ok.txt": "ok",
-            "visible.txt": "v"}
+DOT_SEED = {
+    ".env": "TOKEN=secret",
+    ".git/config": "[core]",
+    "sub/.hidden": "h",
+    "sub/ok.txt": "ok",
+    "visible.txt": "v",
+}
 
 
 def test_F10_dot_entries_of_the_conversation_folder_are_not_listed(ops_bench):
@@ -799,8 +962,14 @@ def test_F10_dot_entries_of_the_conversation_folder_are_not_listed(ops_bench):
 
 def test_F10_dot_entries_cannot_be_read_or_statted(ops_bench):
     fs = ops_bench(seed=DOT_SEED)
-    for path in ["workspace:.env", "workspace:.git/config", "workspace:sub/.hidden", "workspace:.git",
-                 "workspace:./.env", "workspace:sub//.hidden"]:
+    for path in [
+        "workspace:.env",
+        "workspace:.git/config",
+        "workspace:sub/.hidden",
+        "workspace:.git",
+        "workspace:./.env",
+        "workspace:sub//.hidden",
+    ]:
         read, stat = fs(["read", path, {"encoding": "base64"}], ["stat", path])
         failed(read, "E_NOT_FOUND")
         assert stat == {"ok": None}
@@ -809,12 +978,20 @@ def test_F10_dot_entries_cannot_be_read_or_statted(ops_bench):
 
 def test_F10_dot_entries_cannot_be_written_created_moved_or_deleted(ops_bench, kind):
     fs = ops_bench(seed=DOT_SEED)
-    out = fs(["write", "workspace:.env", "TOKEN=stolen"], ["write", "workspace:.new", "x"],
-             ["write", "workspace:.git/hooks/post-commit", "rm -rf"], ["mkdir", "workspace:.cache"],
-             ["write", "workspace:sub/.hidden", "x"], ["write", "r.txt", "r"],
-             ["move", "r.txt", "workspace:.r"], ["move", "r.txt", "workspace:.git/r"],
-             ["move", "workspace:.env", "stolen.txt"], ["delete", "workspace:.env"],
-             ["delete", "workspace:.git"], ["move", "workspace:visible.txt", "workspace:.v"])
+    out = fs(
+        ["write", "workspace:.env", "TOKEN=stolen"],
+        ["write", "workspace:.new", "x"],
+        ["write", "workspace:.git/hooks/post-commit", "rm -rf"],
+        ["mkdir", "workspace:.cache"],
+        ["write", "workspace:sub/.hidden", "x"],
+        ["write", "r.txt", "r"],
+        ["move", "r.txt", "workspace:.r"],
+        ["move", "r.txt", "workspace:.git/r"],
+        ["move", "workspace:.env", "stolen.txt"],
+        ["delete", "workspace:.env"],
+        ["delete", "workspace:.git"],
+        ["move", "workspace:visible.txt", "workspace:.v"],
+    )
     for i in (0, 1, 2, 3, 4, 6, 7, 11):
         failed(out[i], "E_PERM_DENIED")
     for i in (8, 9, 10):
@@ -852,8 +1029,14 @@ def test_F10_moving_a_folder_cannot_carry_dot_entries_across(ops_bench, kind):
 def test_F10_dot_names_in_the_run_folder_are_ordinary(ops_bench):
     fs = ops_bench()
     *_, content, listing, info, sub = fs.ok(
-        ["write", ".config/settings.json", "{}"], ["write", ".env", "A=1"], ["mkdir", ".cache"],
-        ["read", ".env"], ["list"], ["stat", ".config"], ["list", ".config"])
+        ["write", ".config/settings.json", "{}"],
+        ["write", ".env", "A=1"],
+        ["mkdir", ".cache"],
+        ["read", ".env"],
+        ["list"],
+        ["stat", ".config"],
+        ["list", ".config"],
+    )
     assert content == "A=1"
     assert sorted(e["name"] for e in listing) == [".cache", ".config", ".env"]
     assert info["type"] == "folder" and [e["name"] for e in sub] == ["settings.json"]
@@ -868,12 +1051,22 @@ def test_F10_names_merely_containing_a_dot_are_visible(ops_bench):
 
 # -- F11 -----------------------------------------------------------------------------------
 
+
 def test_F11_no_conversation_denies_workspace_paths(ops_bench, kind):
     fs = ops_bench(seed={"a.txt": "conv"}, conversation=False)
-    out = fs(["read", "workspace:a.txt"], ["write", "workspace:b.txt", "x"], ["stat", "workspace:a.txt"],
-             ["list", "workspace:"], ["mkdir", "workspace:d"], ["delete", "workspace:a.txt"],
-             ["write", "r.txt", "run ok"], ["move", "r.txt", "workspace:r.txt"],
-             ["move", "workspace:a.txt", "a.txt"], ["read", "r.txt"], ["list"])
+    out = fs(
+        ["read", "workspace:a.txt"],
+        ["write", "workspace:b.txt", "x"],
+        ["stat", "workspace:a.txt"],
+        ["list", "workspace:"],
+        ["mkdir", "workspace:d"],
+        ["delete", "workspace:a.txt"],
+        ["write", "r.txt", "run ok"],
+        ["move", "r.txt", "workspace:r.txt"],
+        ["move", "workspace:a.txt", "a.txt"],
+        ["read", "r.txt"],
+        ["list"],
+    )
     for i in (0, 1, 2, 3, 4, 5, 7, 8):
         failed(out[i], "E_PERM_DENIED")
     assert "conversation" in out[0]["message"]
@@ -886,10 +1079,13 @@ def test_F11_no_conversation_denies_workspace_paths(ops_bench, kind):
 
 # -- F12 -----------------------------------------------------------------------------------
 
+
 def test_F12_write_over_20_MB_is_too_large_and_names_the_limit(ops_bench):
     fs = ops_bench()
-    for args in ({"path": "big.txt", "n": MAX_BYTES + 1},
-                 {"path": "workspace:big.bin", "n": MAX_BYTES + 1, "encoding": "base64"}):
+    for args in (
+        {"path": "big.txt", "n": MAX_BYTES + 1},
+        {"path": "workspace:big.bin", "n": MAX_BYTES + 1, "encoding": "base64"},
+    ):
         err = error(fs.bench.call("big", args), "E_TOO_LARGE")
         assert "20 MB" in err.message and f"{MAX_BYTES:,}" in err.message
         assert err.details["limit"] == MAX_BYTES == 20 * 1024 * 1024
@@ -904,8 +1100,11 @@ def test_F12_write_of_exactly_20_MB_is_allowed(ops_bench):
 
 def test_F12_read_over_20_MB_is_too_large(ops_bench):
     fs = ops_bench(seed={"huge.bin": bytes(21 * 1024 * 1024), "max.txt": b"y" * MAX_BYTES})
-    info, read, read64 = fs(["stat", "workspace:huge.bin"], ["read", "workspace:huge.bin"],
-                            ["read", "workspace:huge.bin", {"encoding": "base64"}])
+    info, read, read64 = fs(
+        ["stat", "workspace:huge.bin"],
+        ["read", "workspace:huge.bin"],
+        ["read", "workspace:huge.bin", {"encoding": "base64"}],
+    )
     assert info["ok"]["size"] == 21 * 1024 * 1024  # stat and list still work
     for r in (read, read64):
         failed(r, "E_TOO_LARGE")

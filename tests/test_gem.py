@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import EXAMPLE_GEM
 
 import workbench
 from workbench.platforms import lint
 from workbench.platforms import load as load_manifest
 from workbench.platforms.notochord import PROFILE, manifest_schema
-
-from conftest import EXAMPLE_GEM
 
 
 def test_example_gem_loads_typed():
@@ -73,16 +72,36 @@ def test_tool_file_outside_tools_rejected(gem):
     assert lint(gem.write())[0]["pointer"] == "/tools/0/file"
 
 
-@pytest.mark.parametrize("keyword,schema,where", [
-    ("pattern", {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}},
-     "/tools/0/inputSchema/properties/a/pattern"),
-    ("patternProperties", {"type": "object", "patternProperties": {"^x": {}}},
-     "/tools/0/inputSchema/patternProperties"),
-    ("uniqueItems", {"type": "object", "properties": {"a": {"type": "array", "items": {
-        "anyOf": [{"type": "array", "uniqueItems": True}]}}}},
-     "/tools/0/inputSchema/properties/a/items/anyOf/0/uniqueItems"),
-    ("pattern", {"type": "object", "$defs": {"d": {"pattern": "x"}}}, "/tools/0/inputSchema/$defs/d/pattern"),
-])
+@pytest.mark.parametrize(
+    "keyword,schema,where",
+    [
+        (
+            "pattern",
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}},
+            "/tools/0/inputSchema/properties/a/pattern",
+        ),
+        (
+            "patternProperties",
+            {"type": "object", "patternProperties": {"^x": {}}},
+            "/tools/0/inputSchema/patternProperties",
+        ),
+        (
+            "uniqueItems",
+            {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "array", "items": {"anyOf": [{"type": "array", "uniqueItems": True}]}}
+                },
+            },
+            "/tools/0/inputSchema/properties/a/items/anyOf/0/uniqueItems",
+        ),
+        (
+            "pattern",
+            {"type": "object", "$defs": {"d": {"pattern": "x"}}},
+            "/tools/0/inputSchema/$defs/d/pattern",
+        ),
+    ],
+)
 def test_N8_unsupported_keywords_rejected_at_any_depth(gem, keyword, schema, where):
     gem.tool("a", "def handle(i, c): return 1", schema=schema)
     problems = lint(gem.write())
@@ -91,13 +110,18 @@ def test_N8_unsupported_keywords_rejected_at_any_depth(gem, keyword, schema, whe
 
 
 def test_N8_property_named_pattern_is_fine(gem):
-    gem.tool("a", "def handle(i, c): return 1",
-             schema={"type": "object", "properties": {"pattern": {"type": "string"}}})
+    gem.tool(
+        "a",
+        "def handle(i, c): return 1",
+        schema={"type": "object", "properties": {"pattern": {"type": "string"}}},
+    )
     assert lint(gem.write()) == []
 
 
 def test_N8_uncompilable_schema_rejected_at_load(gem):
-    gem.tool("a", "def handle(i, c): return 1", schema={"type": "object", "properties": {"a": {"type": "strang"}}})
+    gem.tool(
+        "a", "def handle(i, c): return 1", schema={"type": "object", "properties": {"a": {"type": "strang"}}}
+    )
     with pytest.raises(workbench.GemLoadError) as ei:
         workbench.open(gem.write())
     assert ei.value.details["pointer"].startswith("/tools/0/inputSchema")

@@ -11,28 +11,37 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from conftest import GemBuilder
 
 import workbench
 from workbench.providers.http import HttpRequest, HttpResponse, RealTransport
-
-from conftest import GemBuilder
 
 pytest_httpserver = pytest.importorskip("pytest_httpserver")
 from werkzeug.wrappers import Response  # noqa: E402  (pytest-httpserver's dependency)
 
 SECRET = "s3cr3t-token-value"
-GRANT = {"http": {"connections": {
-    "acme": {"hosts": ["api.acme.example", "localhost"], "paths": ["/v1/"]},
-    "open": {"hosts": ["*.open.example"]},
-}}}
+GRANT = {
+    "http": {
+        "connections": {
+            "acme": {"hosts": ["api.acme.example", "localhost"], "paths": ["/v1/"]},
+            "open": {"hosts": ["*.open.example"]},
+        }
+    }
+}
 
 # the user's side (SEC4): what to send and where it may go; the manifest can only narrow it
-CREDS = {"acme": {"headers": {"Authorization": f"Bearer {SECRET}"},
-                  "hosts": ["api.acme.example"], "paths": ["/v1/"]}}
+CREDS = {
+    "acme": {
+        "headers": {"Authorization": f"Bearer {SECRET}"},
+        "hosts": ["api.acme.example"],
+        "paths": ["/v1/"],
+    }
+}
 
 
 def local_creds(port: int) -> dict[str, Any]:
@@ -83,7 +92,6 @@ export default async function (input, ctx) {
 """
 
 
-
 def http_gem(gem: GemBuilder, *, top: Any = GRANT, tool_perms: Any = None) -> GemBuilder:
     extra = {"permissions": tool_perms} if tool_perms is not None else {}
     gem.tool("fetch_py", PY_FETCH, **extra)
@@ -106,8 +114,11 @@ class Recorder:
 
     def __call__(self, req: HttpRequest) -> dict[str, Any]:
         self.seen.append(req)
-        return {"status": self.status, "headers": self.headers,
-                "json": self.body if self.body is not None else {"got": req.method}}
+        return {
+            "status": self.status,
+            "headers": self.headers,
+            "json": self.body if self.body is not None else {"got": req.method},
+        }
 
     @property
     def auth(self) -> list[str | None]:
@@ -128,8 +139,10 @@ def test_N10_without_http_permission_is_denied(gem: GemBuilder, opened: Callable
 
 
 def test_N10_tool_permissions_without_http_are_denied(gem: GemBuilder, opened: Callable) -> None:
-    bench = opened(http_gem(gem, tool_perms={"email": {"read": True}}),
-                   http=[{"match": "https://", "respond": {"text": "x"}}])
+    bench = opened(
+        http_gem(gem, tool_perms={"email": {"read": True}}),
+        http=[{"match": "https://", "respond": {"text": "x"}}],
+    )
     res = fetch(bench, "py", "https://api.acme.example/v1/x")
     assert res.error.code == "E_PERM_DENIED"
     assert "/tools/0/permissions/http" in res.error.message
@@ -137,9 +150,15 @@ def test_N10_tool_permissions_without_http_are_denied(gem: GemBuilder, opened: C
 
 # -- mock transport -------------------------------------------------------------------------
 def test_N10_mock_response_has_the_fetch_shape(gem: GemBuilder, opened: Callable, lang: str) -> None:
-    bench = opened(http_gem(gem), http=[
-        {"match": "https://api.acme.example/", "respond": {"json": {"temperature": 12.4},
-                                                           "headers": {"X-Unit": "celsius"}}}])
+    bench = opened(
+        http_gem(gem),
+        http=[
+            {
+                "match": "https://api.acme.example/",
+                "respond": {"json": {"temperature": 12.4}, "headers": {"X-Unit": "celsius"}},
+            }
+        ],
+    )
     res = fetch(bench, lang, "https://api.acme.example/weather")
     res.raise_for_error()
     v = res.value
@@ -148,7 +167,12 @@ def test_N10_mock_response_has_the_fetch_shape(gem: GemBuilder, opened: Callable
     assert v["denied"] is None and v["redirected"] is False
     assert bench.call(f"json_{lang}", {"url": "https://api.acme.example/w"}).value == {"temperature": 12.4}
     row = bench.http().iloc[0]
-    assert (row.method, row.url, row.status, row.connection) == ("GET", "https://api.acme.example/weather", 200, None)
+    assert (row.method, row.url, row.status, row.connection) == (
+        "GET",
+        "https://api.acme.example/weather",
+        200,
+        None,
+    )
 
 
 def test_N10_bytes_body_round_trip(gem: GemBuilder, opened: Callable, lang: str) -> None:
@@ -166,14 +190,19 @@ def test_N10_bytes_body_round_trip(gem: GemBuilder, opened: Callable, lang: str)
         assert res.value["used"] is True and seen[0].headers["x-kind"] == "bytes"
 
 
-def test_N10_unmatched_request_fails_loudly_listing_handlers(gem: GemBuilder, opened: Callable,
-                                                             lang: str) -> None:
+def test_N10_unmatched_request_fails_loudly_listing_handlers(
+    gem: GemBuilder, opened: Callable, lang: str
+) -> None:
     def is_flaky(req: HttpRequest) -> bool:
         return "flaky" in req.url
 
-    bench = opened(http_gem(gem), http=[
-        {"match": "https://api.acme.example/", "method": "POST", "respond": {"status": 201}},
-        {"match": is_flaky, "respond": {"status": 503}}])
+    bench = opened(
+        http_gem(gem),
+        http=[
+            {"match": "https://api.acme.example/", "method": "POST", "respond": {"status": 201}},
+            {"match": is_flaky, "respond": {"status": 503}},
+        ],
+    )
     assert fetch(bench, lang, "https://x.example/flaky").value["status"] == 503
     res = fetch(bench, lang, "https://api.acme.example/v1/x")  # GET: the POST handler does not match
     assert res.error.code == "E_HTTP"
@@ -183,27 +212,32 @@ def test_N10_unmatched_request_fails_loudly_listing_handlers(gem: GemBuilder, op
 
 def test_N10_bad_arguments_name_the_field(gem: GemBuilder, opened: Callable, lang: str) -> None:
     bench = opened(http_gem(gem), http=[{"match": "https://", "respond": {}}])
-    for res, field in [(fetch(bench, lang, "ftp://x/"), "url"),
-                       (fetch(bench, lang, "https://a.example/", colour=1), "colour"),
-                       (fetch(bench, lang, "https://a.example/", method="GE T"), "method")]:
+    for res, field in [
+        (fetch(bench, lang, "ftp://x/"), "url"),
+        (fetch(bench, lang, "https://a.example/", colour=1), "colour"),
+        (fetch(bench, lang, "https://a.example/", method="GE T"), "method"),
+    ]:
         assert res.error.code == "E_INVALID_ARGUMENT" and field in res.error.message
         if lang == "py":
             assert res.error.details["field"] == field
 
 
 # -- connections and credentialDenied ----------------------------------------------------------
-@pytest.mark.parametrize("url, connection, reason", [
-    ("http://api.acme.example/v1/x", "acme", "not https"),
-    ("https://evil.example/v1/x", "acme", "host not granted"),
-    ("https://api.acme.example/v2/x", "acme", "path not granted"),
-    ("https://api.acme.example/v1/x", "nope", "unknown connection"),
-    ("https://sub.open.example/any", "open", "no credentials"),
-])
-def test_N10_credentials_denied_with_reason(gem: GemBuilder, opened: Callable, lang: str, url: str,
-                                            connection: str, reason: str) -> None:
+@pytest.mark.parametrize(
+    "url, connection, reason",
+    [
+        ("http://api.acme.example/v1/x", "acme", "not https"),
+        ("https://evil.example/v1/x", "acme", "host not granted"),
+        ("https://api.acme.example/v2/x", "acme", "path not granted"),
+        ("https://api.acme.example/v1/x", "nope", "unknown connection"),
+        ("https://sub.open.example/any", "open", "no credentials"),
+    ],
+)
+def test_N10_credentials_denied_with_reason(
+    gem: GemBuilder, opened: Callable, lang: str, url: str, connection: str, reason: str
+) -> None:
     rec = Recorder(status=401)
-    bench = opened(http_gem(gem), http=[{"match": lambda r: True, "respond": rec}],
-                   credentials=CREDS)
+    bench = opened(http_gem(gem), http=[{"match": lambda r: True, "respond": rec}], credentials=CREDS)
     res = fetch(bench, lang, url, connection=connection)
     res.raise_for_error()
     host = url.split("/")[2]
@@ -213,11 +247,13 @@ def test_N10_credentials_denied_with_reason(gem: GemBuilder, opened: Callable, l
     assert (row.connection, row.credential, row.reason) == (connection, "denied", reason)
 
 
-def test_N10_credentials_injected_on_https_granted_host_and_path(gem: GemBuilder, opened: Callable,
-                                                                 lang: str) -> None:
+def test_N10_credentials_injected_on_https_granted_host_and_path(
+    gem: GemBuilder, opened: Callable, lang: str
+) -> None:
     rec = Recorder()
-    bench = opened(http_gem(gem), http=[{"match": "https://api.acme.example/", "respond": rec}],
-                   credentials=CREDS)
+    bench = opened(
+        http_gem(gem), http=[{"match": "https://api.acme.example/", "respond": rec}], credentials=CREDS
+    )
     res = fetch(bench, lang, "https://api.acme.example/v1/items", connection="acme")
     res.raise_for_error()
     assert res.value["denied"] is None and rec.auth == [f"Bearer {SECRET}"]
@@ -225,8 +261,9 @@ def test_N10_credentials_injected_on_https_granted_host_and_path(gem: GemBuilder
     assert (row.connection, row.credential, row.reason) == ("acme", "injected", None)
 
 
-def test_N10_credentials_from_the_environment(gem: GemBuilder, opened: Callable,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_N10_credentials_from_the_environment(
+    gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rec = Recorder()
     bench = opened(http_gem(gem), http=[{"match": "https://", "respond": rec}])
     monkeypatch.setenv("GEM_WORKBENCH_CONN_ACME_TOKEN", SECRET)
@@ -238,18 +275,25 @@ def test_N10_credentials_from_the_environment(gem: GemBuilder, opened: Callable,
 
 def test_N10_wildcard_host_grant(gem: GemBuilder, opened: Callable) -> None:
     rec = Recorder()
-    bench = opened(http_gem(gem), http=[{"match": "https://", "respond": rec}],
-                   credentials={"open": {"headers": {"X-Key": SECRET}, "hosts": ["*.open.example"]}})
+    bench = opened(
+        http_gem(gem),
+        http=[{"match": "https://", "respond": rec}],
+        credentials={"open": {"headers": {"X-Key": SECRET}, "hosts": ["*.open.example"]}},
+    )
     assert fetch(bench, "py", "https://a.open.example/x", connection="open").value["denied"] is None
     assert rec.seen[0].headers["X-Key"] == SECRET
 
 
-def test_N10_redirect_to_another_host_drops_credentials(gem: GemBuilder, opened: Callable,
-                                                        lang: str) -> None:
+def test_N10_redirect_to_another_host_drops_credentials(gem: GemBuilder, opened: Callable, lang: str) -> None:
     first, second = Recorder(302, headers={"Location": "https://evil.example/steal"}), Recorder()
-    bench = opened(http_gem(gem), http=[{"match": "https://api.acme.example/", "respond": first},
-                                        {"match": "https://evil.example/", "respond": second}],
-                   credentials=CREDS)
+    bench = opened(
+        http_gem(gem),
+        http=[
+            {"match": "https://api.acme.example/", "respond": first},
+            {"match": "https://evil.example/", "respond": second},
+        ],
+        credentials=CREDS,
+    )
     res = fetch(bench, lang, "https://api.acme.example/v1/go", connection="acme")
     res.raise_for_error()
     assert first.auth == [f"Bearer {SECRET}"] and second.auth == [None]
@@ -262,36 +306,56 @@ def test_N10_redirect_to_another_host_drops_credentials(gem: GemBuilder, opened:
 def test_N10_redirect_on_the_same_granted_host_keeps_credentials(gem: GemBuilder, opened: Callable) -> None:
     hop = Recorder(307, headers={"Location": "/v1/next"})
     rec = Recorder()
-    bench = opened(http_gem(gem), http=[{"match": "https://api.acme.example/v1/start", "respond": hop},
-                                        {"match": "https://api.acme.example/v1/next", "respond": rec}],
-                   credentials=CREDS)
+    bench = opened(
+        http_gem(gem),
+        http=[
+            {"match": "https://api.acme.example/v1/start", "respond": hop},
+            {"match": "https://api.acme.example/v1/next", "respond": rec},
+        ],
+        credentials=CREDS,
+    )
     res = fetch(bench, "py", "https://api.acme.example/v1/start", connection="acme")
     assert res.value["denied"] is None and rec.auth == [f"Bearer {SECRET}"]
 
 
-def test_N10_credentials_are_masked_in_trace_logs_dataframe_and_errors(gem: GemBuilder,
-                                                                       opened: Callable) -> None:
+def test_N10_credentials_are_masked_in_trace_logs_dataframe_and_errors(
+    gem: GemBuilder, opened: Callable
+) -> None:
     from workbench import WorkbenchError
 
     def leaky(req: HttpRequest) -> Any:
         print(req)
-        raise WorkbenchError("E_HTTP", f"server said: bad token {req.headers['Authorization']}",
-                             header=req.headers["Authorization"])
+        raise WorkbenchError(
+            "E_HTTP",
+            f"server said: bad token {req.headers['Authorization']}",
+            header=req.headers["Authorization"],
+        )
 
-    gem.tool("log_py", """
+    gem.tool(
+        "log_py",
+        """
 def handle(input, ctx):
     try:
         ctx.http.fetch("https://api.acme.example/v1/x", {"connection": "acme"})
     except Exception as e:
         print("caught", e)
         raise
-""")
-    bench = opened(http_gem(gem), http=[{"match": "https://", "respond": leaky}],
-                   credentials=CREDS)
+""",
+    )
+    bench = opened(http_gem(gem), http=[{"match": "https://", "respond": leaky}], credentials=CREDS)
     res = bench.call("log_py")
     assert res.error.code == "E_HTTP" and "***" in res.error.message
-    everything = " ".join([repr(res.error), str(res.error.details), res.logs, str(res.trace_rows),
-                           bench.http().to_string(), bench.calls().to_string(), repr(res)])
+    everything = " ".join(
+        [
+            repr(res.error),
+            str(res.error.details),
+            res.logs,
+            str(res.trace_rows),
+            bench.http().to_string(),
+            bench.calls().to_string(),
+            repr(res),
+        ]
+    )
     assert SECRET not in everything
 
 
@@ -312,7 +376,8 @@ def server(httpserver: Any) -> Any:
 def test_N10_real_fetch_json_and_bytes(gem: GemBuilder, opened: Callable, lang: str, server: Any) -> None:
     server.expect_request("/data").respond_with_json({"n": 1, "s": "é"})
     server.expect_request("/echo", method="POST").respond_with_handler(
-        lambda req: Response(req.get_data(), content_type="application/octet-stream"))
+        lambda req: Response(req.get_data(), content_type="application/octet-stream")
+    )
     bench = opened(http_gem(gem), http="real")
     assert bench.call(f"json_{lang}", {"url": server.url_for("/data")}).value == {"n": 1, "s": "é"}
     res = bench.call(f"bytes_{lang}", {"url": server.url_for("/echo")})
@@ -337,8 +402,9 @@ def test_N10_real_slow_server_times_out(gem: GemBuilder, opened: Callable, lang:
     assert bench.http().iloc[0].error == "E_HTTP"
 
 
-def test_N10_real_redirect_to_non_granted_host_drops_credentials(gem: GemBuilder, opened: Callable,
-                                                                 lang: str, server: Any) -> None:
+def test_N10_real_redirect_to_non_granted_host_drops_credentials(
+    gem: GemBuilder, opened: Callable, lang: str, server: Any
+) -> None:
     auth: dict[str, str | None] = {}
 
     def start(req: Any) -> Response:
@@ -353,8 +419,9 @@ def test_N10_real_redirect_to_non_granted_host_drops_credentials(gem: GemBuilder
 
     server.expect_request("/v1/start").respond_with_handler(start)
     server.expect_request("/v1/land").respond_with_handler(land)
-    bench = opened(http_gem(gem, top=local_grant(server.port)), http=_TlsShim(),
-                   credentials=local_creds(server.port))
+    bench = opened(
+        http_gem(gem, top=local_grant(server.port)), http=_TlsShim(), credentials=local_creds(server.port)
+    )
     res = fetch(bench, lang, f"https://localhost:{server.port}/v1/start", connection="acme")
     res.raise_for_error()
     assert auth == {"start": f"Bearer {SECRET}", "land": None}
@@ -365,7 +432,8 @@ def test_N10_real_redirect_to_non_granted_host_drops_credentials(gem: GemBuilder
 
 def test_N10_real_plain_http_never_gets_credentials(gem: GemBuilder, opened: Callable, server: Any) -> None:
     server.expect_request("/v1/x").respond_with_handler(
-        lambda req: Response(str(req.headers.get("Authorization")), status=401))
+        lambda req: Response(str(req.headers.get("Authorization")), status=401)
+    )
     bench = opened(http_gem(gem), http="real", credentials=CREDS)
     res = fetch(bench, "py", f"http://localhost:{server.port}/v1/x", connection="acme")
     assert res.value["text"] == "None" and res.value["status"] == 401
@@ -373,15 +441,14 @@ def test_N10_real_plain_http_never_gets_credentials(gem: GemBuilder, opened: Cal
 
 
 # -- record / replay ------------------------------------------------------------------------
-def test_N10_cassette_records_then_replays_without_the_server(gem: GemBuilder, opened: Callable,
-                                                              lang: str, server: Any,
-                                                              tmp_path: Path) -> None:
+def test_N10_cassette_records_then_replays_without_the_server(
+    gem: GemBuilder, opened: Callable, lang: str, server: Any, tmp_path: Path
+) -> None:
     from workbench.providers.http import Cassette
 
     server.expect_request("/v1/data").respond_with_json({"n": 7})
     path = tmp_path / "cassette.json"
-    rec = opened(http_gem(gem), http=Cassette(path, "record", inner=_TlsShim()),
-                 credentials=CREDS)
+    rec = opened(http_gem(gem), http=Cassette(path, "record", inner=_TlsShim()), credentials=CREDS)
     url = f"https://localhost:{server.port}/v1/data"
     assert rec.call(f"json_{lang}", {"url": url}).value == {"n": 7}
     assert SECRET not in path.read_text()
@@ -392,14 +459,18 @@ def test_N10_cassette_records_then_replays_without_the_server(gem: GemBuilder, o
     assert res.error.code == "E_HTTP" and "not in cassette" in res.error.message
 
 
-def test_N10_cassette_does_not_store_injected_credentials(gem: GemBuilder, opened: Callable,
-                                                          tmp_path: Path) -> None:
+def test_N10_cassette_does_not_store_injected_credentials(
+    gem: GemBuilder, opened: Callable, tmp_path: Path
+) -> None:
     from workbench.providers.http import Cassette, MockTransport
 
     rec = Recorder()
     path = tmp_path / "c.json"
-    bench = opened(http_gem(gem), http=Cassette(path, "record", inner=MockTransport([{"match": "https://", "respond": rec}])),
-                   credentials=CREDS)
+    bench = opened(
+        http_gem(gem),
+        http=Cassette(path, "record", inner=MockTransport([{"match": "https://", "respond": rec}])),
+        credentials=CREDS,
+    )
     fetch(bench, "py", "https://api.acme.example/v1/x", connection="acme").raise_for_error()
     assert rec.auth == [f"Bearer {SECRET}"] and SECRET not in path.read_text()
 
@@ -421,13 +492,19 @@ def test_N10_credentials_from_a_secrets_file(gem: GemBuilder, opened: Callable, 
     assert "'hosts'" in str(info.value) and SECRET not in str(info.value)
 
 
-def test_N10_redirect_to_plain_http_on_the_same_host_drops_credentials(gem: GemBuilder,
-                                                                       opened: Callable) -> None:
+def test_N10_redirect_to_plain_http_on_the_same_host_drops_credentials(
+    gem: GemBuilder, opened: Callable
+) -> None:
     hop = Recorder(302, headers={"Location": "http://api.acme.example/v1/next"})
     rec = Recorder()
-    bench = opened(http_gem(gem), http=[{"match": "https://api.acme.example/", "respond": hop},
-                                        {"match": "http://api.acme.example/", "respond": rec}],
-                   credentials=CREDS)
+    bench = opened(
+        http_gem(gem),
+        http=[
+            {"match": "https://api.acme.example/", "respond": hop},
+            {"match": "http://api.acme.example/", "respond": rec},
+        ],
+        credentials=CREDS,
+    )
     res = fetch(bench, "py", "https://api.acme.example/v1/start", connection="acme")
     assert hop.auth == [f"Bearer {SECRET}"] and rec.auth == [None]
     assert res.value["denied"] == {"reason": "not https", "host": "api.acme.example"}
@@ -441,7 +518,8 @@ def test_N10_credentials_from_the_keyring(gem: GemBuilder, monkeypatch: Any) -> 
 
     fake = types.ModuleType("keyring")
     fake.get_password = lambda service, user: (  # type: ignore[attr-defined]
-        "kr-token-123" if (service, user) == ("gem-workbench", "connection:acme") else None)
+        "kr-token-123" if (service, user) == ("gem-workbench", "connection:acme") else None
+    )
     monkeypatch.setitem(sys.modules, "keyring", fake)
     from workbench.ctx.http_credentials import HttpState
     from workbench.providers.http import MockTransport

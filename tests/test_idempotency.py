@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from _deno import deno_home  # noqa: F401  (fixture)
 
 import workbench
-from _deno import deno_home  # noqa: F401  (fixture)
 
 SCHEMA_SQL = "CREATE TABLE orders (id INTEGER PRIMARY KEY, title TEXT, key TEXT);\n"
 
@@ -100,7 +100,7 @@ def test_N7_crash_rerun_keeps_the_key_and_shows_the_duplicate(bench):
     assert (rep.crashed_run_diff["where"] == "orders").sum() == 1
     assert (rep.rerun_diff["where"] == "orders").sum() == 1
     assert any(d.startswith("sql orders") for d in rep.duplicates), rep.duplicates
-    assert len(bench.sql("SELECT * FROM orders")) == 2   # the order went in twice
+    assert len(bench.sql("SELECT * FROM orders")) == 2  # the order went in twice
 
 
 def test_N7_crash_beyond_the_last_ctx_call_does_not_crash(bench):
@@ -116,7 +116,11 @@ def test_N7_crash_matrix_flags_the_non_idempotent_tool(bench):
     assert m["same_key"].all() and m["rerun_ok"].all()
     # crashing after the INSERT (2) or after everything (3) duplicates the order
     assert m.set_index("crash_after")["duplicated"].str.contains("sql orders").to_dict() == {
-        0: False, 1: False, 2: True, 3: True}
+        0: False,
+        1: False,
+        2: True,
+        3: True,
+    }
     assert not m["clean"].all()
     assert bench.sql("SELECT count(*) AS n FROM orders")["n"][0] == before  # state restored
 

@@ -12,19 +12,18 @@ import socket
 import ssl
 import sys
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _dovecot import PASSWORD, USER, Dovecot, add_messages, available, running_dovecot
+
 from workbench import WorkbenchError
 from workbench.providers.imap import ImapMailbox
 
-pytestmark = [pytest.mark.imap,
-              pytest.mark.skipif(available() is not None, reason=str(available()))]
+pytestmark = [pytest.mark.imap, pytest.mark.skipif(available() is not None, reason=str(available()))]
 
 T0 = 1_700_000_000  # 2023-11-14 22:13:20 UTC
 _folders = itertools.count()
@@ -40,6 +39,7 @@ def mail(subject: str, body: str = "hello\n") -> bytes:
 @pytest.fixture(scope="session")
 def dovecot() -> Iterator[Dovecot]:
     """One server for the session; INBOX written as Maildir files before start."""
+
     def inbox(maildir: Path) -> None:
         add_messages(maildir, [(mail(f"inbox {i}"), T0 + i) for i in range(3)])
 
@@ -62,12 +62,14 @@ Folder = Callable[..., str]
 @pytest.fixture
 def folder(admin: imaplib.IMAP4) -> Folder:
     """folder((raw message, unix time, flags), ...) -> a new folder's name, messages APPENDed."""
+
     def make(*messages: tuple[bytes, int, str] | tuple[bytes, int]) -> str:
         name = f"t{next(_folders)}"
         assert admin.create(name)[0] == "OK"
         for raw, ts, *flags in messages:
             append(admin, name, raw, ts, flags[0] if flags else None)
         return name
+
     return make
 
 
@@ -129,6 +131,7 @@ def ids(envelopes: list[Any]) -> list[str]:
 
 # -- TLS and login ---------------------------------------------------------------------------
 
+
 def test_imaps_with_an_explicit_unverified_context(open_box: Open) -> None:
     box = open_box()
     assert box.accounts() == [USER]
@@ -139,8 +142,10 @@ def test_imaps_with_an_explicit_unverified_context(open_box: Open) -> None:
 
 
 def test_the_default_context_refuses_a_self_signed_certificate(dovecot: Dovecot) -> None:
-    with ImapMailbox("127.0.0.1", dovecot.imaps_port, user=USER, password=PASSWORD) as box, \
-            pytest.raises(WorkbenchError) as e:
+    with (
+        ImapMailbox("127.0.0.1", dovecot.imaps_port, user=USER, password=PASSWORD) as box,
+        pytest.raises(WorkbenchError) as e,
+    ):
         box.envelopes_since(USER, 0, 1)
     assert e.value.code == "E_MAILBOX" and "ssl_context" in e.value.message
 
@@ -153,8 +158,7 @@ def test_starttls_and_plain(open_box: Open, mode: str | bool) -> None:
     assert isinstance(sock, ssl.SSLSocket) is (mode == "starttls")
 
 
-def test_a_bad_password_is_e_mailbox_and_the_password_never_shows(open_box: Open,
-                                                                  dovecot: Dovecot) -> None:
+def test_a_bad_password_is_e_mailbox_and_the_password_never_shows(open_box: Open, dovecot: Dovecot) -> None:
     secret = "Wrong-Secret-123"
     box = open_box(password=secret)
     with pytest.raises(WorkbenchError) as e:
@@ -172,15 +176,17 @@ def test_refused_connection_and_wrong_tls_mode(open_box: Open, dovecot: Dovecot)
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    for kw, hint in [({"port": port}, "refused"), ({"port": dovecot.imap_port}, "IMAPS port"),
-                     ({"port": dovecot.imaps_port, "ssl": False, "timeout": 0.5}, "ssl=True")]:
+    for kw, hint in [
+        ({"port": port}, "refused"),
+        ({"port": dovecot.imap_port}, "IMAPS port"),
+        ({"port": dovecot.imaps_port, "ssl": False, "timeout": 0.5}, "ssl=True"),
+    ]:
         with pytest.raises(WorkbenchError) as e:
             open_box(**kw).envelopes_since(USER, 0, 1)
         assert e.value.code == "E_MAILBOX" and hint in e.value.message, e.value.message
 
 
-def test_password_from_environment_or_keyring(open_box: Open,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_password_from_environment_or_keyring(open_box: Open, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "keyring", None)  # not installed
     monkeypatch.delenv("GEM_WORKBENCH_IMAP_PASSWORD", raising=False)
     with pytest.raises(WorkbenchError, match="GEM_WORKBENCH_IMAP_PASSWORD_WORK_MAIL"):
@@ -202,21 +208,22 @@ def test_password_from_environment_or_keyring(open_box: Open,
 
 # -- paging ----------------------------------------------------------------------------------
 
+
 @pytest.fixture(params=[True, False], ids=["sort", "search"])
 def sort(request: pytest.FixtureRequest) -> bool:
     """Pages come from UID SORT (ARRIVAL) when the server has it, else from SEARCH + dates."""
     return bool(request.param)
 
 
-def test_pages_are_ordered_by_date_then_uid_with_equal_dates(folder: Folder, open_box: Open,
-                                                             sort: bool) -> None:
+def test_pages_are_ordered_by_date_then_uid_with_equal_dates(
+    folder: Folder, open_box: Open, sort: bool
+) -> None:
     # appended out of date order: UIDs 1..6 carry dates T0+5, T0, T0+5, T0, T0+5, T0+9
     name = folder(*((mail(f"m{i}"), T0 + d) for i, d in enumerate([5, 0, 5, 0, 5, 9])))
     box = open_box(name, sort=sort)
     everything = box.envelopes_since(USER, 0, 200)
     assert ids(everything) == ["2", "4", "1", "3", "5", "6"]
-    assert [(e.date, int(e.id)) for e in everything] == sorted((e.date, int(e.id))
-                                                               for e in everything)
+    assert [(e.date, int(e.id)) for e in everything] == sorted((e.date, int(e.id)) for e in everything)
     assert ids(box.envelopes_since(USER, 0, 3)) == ["2", "4", "1"]
     # the documented cursor (latest date seen) skips 3 and 5, which share the date of 1
     cursor = everything[2].date
@@ -224,11 +231,14 @@ def test_pages_are_ordered_by_date_then_uid_with_equal_dates(folder: Folder, ope
     assert ids(box.envelopes_since(USER, cursor - 1, 3)) == ["1", "3", "5"]
 
 
-def test_since_is_exact_to_the_ms_across_a_day_boundary(folder: Folder, open_box: Open,
-                                                        sort: bool) -> None:
-    midnight = int(datetime(2024, 3, 1, tzinfo=timezone.utc).timestamp())
-    name = folder((mail("before"), midnight - 1), (mail("at"), midnight),
-                  (mail("after"), midnight + 1), (mail("old"), midnight - 3 * 86400))
+def test_since_is_exact_to_the_ms_across_a_day_boundary(folder: Folder, open_box: Open, sort: bool) -> None:
+    midnight = int(datetime(2024, 3, 1, tzinfo=UTC).timestamp())
+    name = folder(
+        (mail("before"), midnight - 1),
+        (mail("at"), midnight),
+        (mail("after"), midnight + 1),
+        (mail("old"), midnight - 3 * 86400),
+    )
     box = open_box(name, sort=sort)
     ms = midnight * 1000
 
@@ -236,7 +246,7 @@ def test_since_is_exact_to_the_ms_across_a_day_boundary(folder: Folder, open_box
         return [e.subject for e in box.envelopes_since(USER, since, 10)]
 
     assert subjects(ms - 1001) == ["before", "at", "after"]
-    assert subjects(ms - 1000) == ["at", "after"]   # 23:59:59.000 is not > itself
+    assert subjects(ms - 1000) == ["at", "after"]  # 23:59:59.000 is not > itself
     assert subjects(ms - 1) == ["at", "after"]
     assert subjects(ms) == ["after"]
     assert subjects(ms + 999) == ["after"]
@@ -244,9 +254,9 @@ def test_since_is_exact_to_the_ms_across_a_day_boundary(folder: Folder, open_box
     assert subjects(0) == ["old", "before", "at", "after"]
 
 
-def test_a_message_arriving_between_pages_is_on_the_next_page(folder: Folder, open_box: Open,
-                                                              sort: bool,
-                                                              admin: imaplib.IMAP4) -> None:
+def test_a_message_arriving_between_pages_is_on_the_next_page(
+    folder: Folder, open_box: Open, sort: bool, admin: imaplib.IMAP4
+) -> None:
     name = folder(*((mail(f"m{i}"), T0 + i) for i in range(4)))
     box = open_box(name, sort=sort)
     page = box.envelopes_since(USER, 0, 2)
@@ -268,8 +278,9 @@ def test_envelopes_are_fetched_once(folder: Folder, open_box: Open, sort: bool) 
     assert any(b"UID SORT (ARRIVAL)" in line for line in wire.sent) is sort
 
 
-def test_reconnects_and_a_recreated_folder_drops_the_cache(folder: Folder, open_box: Open,
-                                                            admin: imaplib.IMAP4) -> None:
+def test_reconnects_and_a_recreated_folder_drops_the_cache(
+    folder: Folder, open_box: Open, admin: imaplib.IMAP4
+) -> None:
     """A dropped connection is reopened once, transparently; a new UIDVALIDITY empties the cache.
 
     While a session has the folder selected, Dovecot keeps serving the deleted one (with an
@@ -293,11 +304,14 @@ def test_reconnects_and_a_recreated_folder_drops_the_cache(folder: Folder, open_
 
 # -- messages --------------------------------------------------------------------------------
 
+
 def test_rfc2047_headers_are_decoded(folder: Folder, open_box: Open) -> None:
-    raw = (b"Subject: =?utf-8?q?Gr=C3=BC=C3=9Fe?= =?iso-8859-1?b?5g==?= und mehr\r\n"
-           b"From: =?utf-8?b?SsO2cmc=?= <j@x.org>\r\n"
-           b"To: =?iso-8859-1?q?Ren=E9?= <r@x.org>, plain@x.org, \"Doe, Jane\" <jd@x.org>\r\n"
-           b"Content-Type: text/plain; charset=utf-8\r\n\r\nhi\r\n")
+    raw = (
+        b"Subject: =?utf-8?q?Gr=C3=BC=C3=9Fe?= =?iso-8859-1?b?5g==?= und mehr\r\n"
+        b"From: =?utf-8?b?SsO2cmc=?= <j@x.org>\r\n"
+        b'To: =?iso-8859-1?q?Ren=E9?= <r@x.org>, plain@x.org, "Doe, Jane" <jd@x.org>\r\n'
+        b"Content-Type: text/plain; charset=utf-8\r\n\r\nhi\r\n"
+    )
     box = open_box(folder((raw, T0)))
     (env,) = box.envelopes_since(USER, 0, 9)
     assert env.subject == "Grüßeæ und mehr"
@@ -308,29 +322,40 @@ def test_rfc2047_headers_are_decoded(folder: Folder, open_box: Open) -> None:
     assert msg is not None and msg.envelope == env
 
 
-@pytest.mark.parametrize("content_type,encoding,payload,expected", [
-    ("text/plain; charset=iso-8859-1", "8bit", "Grüße, Zoë".encode("latin-1"), "Grüße, Zoë"),
-    ("text/plain; charset=windows-1252", "quoted-printable", b"caf=E9 =80 5", "café € 5"),
-    ("text/plain; charset=koi8-r", "base64", b"0NLJ18XU", "привет"),
-    ("text/plain; charset=x-unknown", "8bit", "ok ✓".encode(), "ok ✓"),
-    ("text/plain", "8bit", b"no charset \xff", "no charset \ufffd"),
-])
-def test_bodies_in_other_charsets(folder: Folder, open_box: Open, content_type: str,
-                                  encoding: str, payload: bytes, expected: str) -> None:
-    raw = (b"Subject: cs\r\nFrom: a@x.org\r\nMIME-Version: 1.0\r\nContent-Type: "
-           + content_type.encode() + b"\r\nContent-Transfer-Encoding: " + encoding.encode()
-           + b"\r\n\r\n" + payload + b"\r\n")
+@pytest.mark.parametrize(
+    "content_type,encoding,payload,expected",
+    [
+        ("text/plain; charset=iso-8859-1", "8bit", "Grüße, Zoë".encode("latin-1"), "Grüße, Zoë"),
+        ("text/plain; charset=windows-1252", "quoted-printable", b"caf=E9 =80 5", "café € 5"),
+        ("text/plain; charset=koi8-r", "base64", b"0NLJ18XU", "привет"),
+        ("text/plain; charset=x-unknown", "8bit", "ok ✓".encode(), "ok ✓"),
+        ("text/plain", "8bit", b"no charset \xff", "no charset \ufffd"),
+    ],
+)
+def test_bodies_in_other_charsets(
+    folder: Folder, open_box: Open, content_type: str, encoding: str, payload: bytes, expected: str
+) -> None:
+    raw = (
+        b"Subject: cs\r\nFrom: a@x.org\r\nMIME-Version: 1.0\r\nContent-Type: "
+        + content_type.encode()
+        + b"\r\nContent-Transfer-Encoding: "
+        + encoding.encode()
+        + b"\r\n\r\n"
+        + payload
+        + b"\r\n"
+    )
     msg = open_box(folder((raw, T0))).message(USER, "1")
     assert msg is not None and msg.body.strip() == expected and msg.attachments == ()
 
 
-def test_html_only_becomes_text_and_plain_wins_in_alternative(folder: Folder,
-                                                              open_box: Open) -> None:
+def test_html_only_becomes_text_and_plain_wins_in_alternative(folder: Folder, open_box: Open) -> None:
     html = EmailMessage()
     html["Subject"] = "html"
-    html.set_content("<html><head><style>p{}</style></head><body><p>Hello &amp; <b>welcome</b>"
-                     "</p><ul><li>one</li><li>two</li></ul><script>x()</script></body></html>",
-                     subtype="html")
+    html.set_content(
+        "<html><head><style>p{}</style></head><body><p>Hello &amp; <b>welcome</b>"
+        "</p><ul><li>one</li><li>two</li></ul><script>x()</script></body></html>",
+        subtype="html",
+    )
     alt = EmailMessage()
     alt["Subject"] = "alt"
     alt.set_content("the plain one\n")
@@ -338,8 +363,7 @@ def test_html_only_becomes_text_and_plain_wins_in_alternative(folder: Folder,
     box = open_box(folder((html.as_bytes(), T0), (alt.as_bytes(), T0 + 1)))
     first, second = box.message(USER, "1"), box.message(USER, "2")
     assert first is not None and second is not None
-    assert [line for line in first.body.splitlines() if line] == ["Hello & welcome", "- one",
-                                                                 "- two"]
+    assert [line for line in first.body.splitlines() if line] == ["Hello & welcome", "- one", "- two"]
     assert second.body == "the plain one" and second.attachments == ()
 
 
@@ -349,8 +373,7 @@ def test_attachment_metadata(folder: Folder, open_box: Open) -> None:
     m.set_content("see attached\n")
     m.add_attachment(b"%PDF" * 1000, maintype="application", subtype="pdf", filename="r.pdf")
     m.add_attachment("ünïcode name\n", filename="Grüße.txt")
-    m.add_attachment(b"\x89PNG" * 10, maintype="image", subtype="png", filename="p.png",
-                     disposition="inline")
+    m.add_attachment(b"\x89PNG" * 10, maintype="image", subtype="png", filename="p.png", disposition="inline")
     inner = EmailMessage()
     inner["Subject"] = "forwarded"
     inner.set_content("inner body")
@@ -358,9 +381,11 @@ def test_attachment_metadata(folder: Folder, open_box: Open) -> None:
     msg = open_box(folder((m.as_bytes(), T0))).message(USER, "1")
     assert msg is not None and msg.body == "see attached"
     got = [(a.filename, a.mimeType, a.sizeBytes) for a in msg.attachments]
-    assert got[:3] == [("r.pdf", "application/pdf", 4000),
-                       ("Grüße.txt", "text/plain", len("ünïcode name\r\n".encode())),  # CRLF
-                       ("p.png", "image/png", 40)]
+    assert got[:3] == [
+        ("r.pdf", "application/pdf", 4000),
+        ("Grüße.txt", "text/plain", len("ünïcode name\r\n".encode())),  # CRLF
+        ("p.png", "image/png", 40),
+    ]
     assert got[3][:2] == ("", "message/rfc822") and got[3][2] > 0
 
 
@@ -383,8 +408,9 @@ def test_a_20_mb_attachment_is_never_fetched(folder: Folder, open_box: Open) -> 
 
 
 def test_reading_never_sets_seen(folder: Folder, open_box: Open, admin: imaplib.IMAP4) -> None:
-    name = folder((mail("unread"), T0), (mail("read"), T0 + 1, "(\\Seen)"),
-                  (mail("flagged"), T0 + 2, "(\\Flagged)"))
+    name = folder(
+        (mail("unread"), T0), (mail("read"), T0 + 1, "(\\Seen)"), (mail("flagged"), T0 + 2, "(\\Flagged)")
+    )
 
     def flags() -> list[bytes]:
         admin.select(name, readonly=True)

@@ -46,8 +46,11 @@ def test_ok_result_shows_badge_value_duration_and_trace(notes):
 
 
 def test_value_is_a_collapsible_escaped_tree(noisy):
-    value = {"html": "<script>alert('x')</script>", "list": [1, 2.5, True, None],
-             "nested": {"deep": {"deeper": {"k": "v"}}}}
+    value = {
+        "html": "<script>alert('x')</script>",
+        "list": [1, 2.5, True, None],
+        "nested": {"deep": {"deeper": {"k": "v"}}},
+    }
     html = result_html(noisy.call("noisy", {"value": value}))
     assert "<script>alert" not in html
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
@@ -100,11 +103,14 @@ def test_long_lists_and_objects_are_cut_with_a_note(noisy):
     assert "… 50 more keys not shown" in html
 
 
-@pytest.mark.parametrize("value", [
-    [["<&>" * 400] * 100] * 100,                       # much escaping
-    {f"k{i}": {"s": "y" * 900, "l": list(range(50))} for i in range(1_000)},
-    [[i, str(i)] for i in range(200_000)],
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        [["<&>" * 400] * 100] * 100,  # much escaping
+        {f"k{i}": {"s": "y" * 900, "l": list(range(50))} for i in range(1_000)},
+        [[i, str(i)] for i in range(200_000)],
+    ],
+)
 def test_huge_values_never_flood_the_notebook(value):
     res = workbench.CallResult(call_id="c", tool="t", input={"big": value}, value=value)
     html = result_html(res)
@@ -113,8 +119,7 @@ def test_huge_values_never_flood_the_notebook(value):
 
 
 def test_huge_logs_trace_and_input_are_bounded(noisy):
-    res = noisy.call("noisy", {"lines": 100_000, "kv": 500, "value": 1,
-                               "pad": ["<" * 1000] * 200})
+    res = noisy.call("noisy", {"lines": 100_000, "kv": 500, "value": 1, "pad": ["<" * 1000] * 200})
     html = result_html(res)
     assert len(html) <= MAX_HTML * 1.1
     assert "ctx calls (500)" in html and "more ctx calls not shown" in html

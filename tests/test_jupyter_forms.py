@@ -20,11 +20,16 @@ SCHEMA = {
         "flag": {"type": "boolean"},
         "nums": {"type": "array", "items": {"type": "integer"}},
         "colours": {"type": "array", "items": {"enum": ["red", "green", "blue"]}},
-        "address": {"type": "object",
-                    "properties": {"city": {"type": "string"}, "zip": {"type": ["string", "null"]},
-                                   "geo": {"type": "object",
-                                           "properties": {"lat": {"type": "number"}}}},
-                    "required": ["city"], "additionalProperties": False},
+        "address": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "zip": {"type": ["string", "null"]},
+                "geo": {"type": "object", "properties": {"lat": {"type": "number"}}},
+            },
+            "required": ["city"],
+            "additionalProperties": False,
+        },
         "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
         "level": {"type": "string", "enum": ["low", "high"], "default": "low"},
     },
@@ -172,9 +177,18 @@ def test_every_kind_of_value_reaches_the_tool(echo):
     w["either"].value = "42"
     w["level"].value = "high"
     res = f.run()
-    expected = {"name": "ann", "body": "line 1\nline 2", "ratio": 0.5, "count": 7, "flag": True,
-                "nums": [1, 2, 3], "colours": ["red", "blue"],
-                "address": {"city": "Oslo", "geo": {"lat": 59.9}}, "either": 42, "level": "high"}
+    expected = {
+        "name": "ann",
+        "body": "line 1\nline 2",
+        "ratio": 0.5,
+        "count": 7,
+        "flag": True,
+        "nums": [1, 2, 3],
+        "colours": ["red", "blue"],
+        "address": {"city": "Oslo", "geo": {"lat": 59.9}},
+        "either": 42,
+        "level": "high",
+    }
     assert res is not None and res.ok and res.value == expected
     assert echo.calls()["tool"].tolist() == ["echo"]
 
@@ -184,8 +198,9 @@ def test_optional_number_can_be_unsent_again(echo):
     f.fields["name"].value = "x"
     f.fields["count"].value = 3
     assert f.collect()["count"] == 3
-    include = next(w for w in _walk(f) if isinstance(w, widgets.Checkbox) and w.description == "send"
-                   and w.value)
+    include = next(
+        w for w in _walk(f) if isinstance(w, widgets.Checkbox) and w.description == "send" and w.value
+    )
     include.value = False
     assert "count" not in f.collect()
 
@@ -196,8 +211,9 @@ def test_nested_object_violations_are_shown_at_the_nested_field(echo):
     f.fields["address"].fields["zip"].value = "0150"  # address given, its required city not
     assert f.run() is None and len(echo.calls()) == 0
     assert f.problems == [{"path": "/address/city", "message": "missing required field 'city'"}]
-    city_error = [w.value for w in _walk(f.fields["address"]) if isinstance(w, widgets.HTML)
-                  and "✗" in w.value]
+    city_error = [
+        w.value for w in _walk(f.fields["address"]) if isinstance(w, widgets.HTML) and "✗" in w.value
+    ]
     assert city_error and "city" in city_error[0]
 
 

@@ -23,8 +23,7 @@ def shell(tmp_path_factory: pytest.TempPathFactory):
     else:
         cfg = Config()
         cfg.HistoryManager.hist_file = ":memory:"
-        sh = InteractiveShell.instance(config=cfg,
-                                       ipython_dir=str(tmp_path_factory.mktemp("ipython")))
+        sh = InteractiveShell.instance(config=cfg, ipython_dir=str(tmp_path_factory.mktemp("ipython")))
     sh.run_line_magic("load_ext", "workbench")
     return sh
 
@@ -77,8 +76,10 @@ def test_loading_again_keeps_the_open_bench(ip, capsys):
 
 
 def test_import_of_the_extension_package_is_light():
-    code = ("import sys, workbench.jupyter; heavy = [m for m in ('pandas', 'ipywidgets', "
-            "'IPython', 'jsonschema') if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, workbench.jupyter; heavy = [m for m in ('pandas', 'ipywidgets', "
+        "'IPython', 'jsonschema') if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -97,12 +98,11 @@ def test_gem_open_stores_and_shows_the_bench(ip, capsys):
 def test_gem_open_real_with_workspace_state_dir_and_strict(ip, capsys, tmp_path):
     ws, state = tmp_path / "my ws", tmp_path / "state"
     ws.mkdir()
-    assert run(ip, f'%gem open {EXAMPLE_GEM} --real --workspace "{ws}" --state-dir={state} '
-                   "--strict").success
+    assert run(ip, f'%gem open {EXAMPLE_GEM} --real --workspace "{ws}" --state-dir={state} --strict').success
     bench = ip.user_ns["bench"]
     assert bench.providers.kind == {"files": "real", "storage": "real"} and bench.strict
     assert (state / "data.sqlite").exists()
-    assert ip.run_line_magic("tool", 'write_report {}').ok
+    assert ip.run_line_magic("tool", "write_report {}").ok
     assert (ws / "reports" / "notes.md").exists()
 
 
@@ -140,18 +140,21 @@ def test_magics_use_a_bench_assigned_in_python(ip, capsys):
     assert len(ip.user_ns["bench"].calls()) == 1
 
 
-@pytest.mark.parametrize("line, code", [
-    ("%gem", "E_USAGE"),                            # nothing open
-    ("%gem open", "E_USAGE"),                       # no path
-    ("%gem open /no/such/gem", "E_MANIFEST"),
-    ("%gem open a b", "E_USAGE"),
-    ("%gem open x --bogus", "E_USAGE"),
-    ("%gem open x --workspace", "E_USAGE"),
-    ("%gem open 'unclosed", "E_USAGE"),
-    ("%gem frobnicate", "E_USAGE"),
-    ("%tool add_note {}", "E_USAGE"),               # nothing open
-    ("%state files", "E_USAGE"),
-])
+@pytest.mark.parametrize(
+    "line, code",
+    [
+        ("%gem", "E_USAGE"),  # nothing open
+        ("%gem open", "E_USAGE"),  # no path
+        ("%gem open /no/such/gem", "E_MANIFEST"),
+        ("%gem open a b", "E_USAGE"),
+        ("%gem open x --bogus", "E_USAGE"),
+        ("%gem open x --workspace", "E_USAGE"),
+        ("%gem open 'unclosed", "E_USAGE"),
+        ("%gem frobnicate", "E_USAGE"),
+        ("%tool add_note {}", "E_USAGE"),  # nothing open
+        ("%state files", "E_USAGE"),
+    ],
+)
 def test_magic_errors_are_one_line_and_fail_the_cell(ip, capsys, line, code):
     res = run(ip, line)
     assert not res.success and isinstance(res.error_in_exec, MagicError)
@@ -204,7 +207,8 @@ def test_tool_cell_with_yaml(ip, capsys):
     res = run(ip, "%%tool add_note\ntitle: buy milk\npriority: 4\ntags: [home, today]\n")
     assert res.success and res.result.ok
     assert bench.data("notes")[["title", "priority", "tags"]].values.tolist() == [
-        ["buy milk", 4, ["home", "today"]]]
+        ["buy milk", 4, ["home", "today"]]
+    ]
 
 
 def test_tool_cell_with_json(ip, capsys):
@@ -217,12 +221,17 @@ def test_tool_input_uses_python_variables(ip, capsys):
     open_notes(ip, capsys)
     ip.user_ns.update(t="from a variable", p=2, payload={"title": "whole"})
     res = run(ip, "%%tool add_note\ntitle: $t\npriority: $p + 1\ntags: [$t, $$literal]\n")
-    assert res.result.input == {"title": "from a variable", "priority": 3,
-                                "tags": ["from a variable", "$literal"]}
+    assert res.result.input == {
+        "title": "from a variable",
+        "priority": 3,
+        "tags": ["from a variable", "$literal"],
+    }
     assert run(ip, "%tool add_note payload").result.input == {"title": "whole"}
     assert run(ip, "%tool add_note $payload").result.input == {"title": "whole"}
     assert run(ip, "%tool add_note dict(title=t, priority=p)").result.input == {
-        "title": "from a variable", "priority": 2}
+        "title": "from a variable",
+        "priority": 2,
+    }
     res = run(ip, "%%tool add_note\ndict(\n    title=t,\n)\n")
     assert res.result.input == {"title": "from a variable"}
 
@@ -241,15 +250,18 @@ def test_a_tools_own_failure_is_a_displayed_result_not_a_magic_error(ip, capsys)
     assert err == "" and "E_SCHEMA" in out
 
 
-@pytest.mark.parametrize("cell, code", [
-    ("%tool nope {}", "E_UNKNOWN_TOOL"),
-    ("%tool", "E_USAGE"),
-    ("%tool add_note {bad", "E_USAGE"),
-    ("%tool add_note title: $no_such_variable", "E_USAGE"),
-    ("%tool add_note hello world", "E_USAGE"),
-    ("%%tool add_note extra\ntitle: x\n", "E_USAGE"),
-    ("%%tool add_note\ntitle: [unclosed\n", "E_USAGE"),
-])
+@pytest.mark.parametrize(
+    "cell, code",
+    [
+        ("%tool nope {}", "E_UNKNOWN_TOOL"),
+        ("%tool", "E_USAGE"),
+        ("%tool add_note {bad", "E_USAGE"),
+        ("%tool add_note title: $no_such_variable", "E_USAGE"),
+        ("%tool add_note hello world", "E_USAGE"),
+        ("%%tool add_note extra\ntitle: x\n", "E_USAGE"),
+        ("%%tool add_note\ntitle: [unclosed\n", "E_USAGE"),
+    ],
+)
 def test_tool_errors(ip, capsys, cell, code):
     bench = open_notes(ip, capsys)
     res = run(ip, cell)
@@ -265,26 +277,40 @@ def test_unknown_tool_lists_the_tools(ip, capsys):
 
 
 # -- the INPUT rule ----------------------------------------------------------------------------
-@pytest.mark.parametrize("text, expected", [
-    ("", {}),
-    ("  \n", {}),
-    ('{"a": 1, "b": [true, null]}', {"a": 1, "b": [True, None]}),
-    ('{"n": 1e5}', {"n": 100000.0}),          # JSON first: YAML 1.1 would read a string
-    ("a: 1\nb: [x, y]", {"a": 1, "b": ["x", "y"]}),
-    ("{a: x}", {"a": "x"}),
-    ("[1, 2]", [1, 2]),
-    ("a: $v", {"a": [1, 2]}),
-    ("a: $v[0] * 10", {"a": 10}),
-    ("a: $$v", {"a": "$v"}),
-    ('{"a": "$v"}', {"a": [1, 2]}),
-    ("v", [1, 2]),
-    ("$v", [1, 2]),
-    ("{**d, 'c': 3}", {"k": 1, "c": 3}),
-    # YAML with JSON's scalars: no YAML 1.1 booleans, dates, octal or base-60 numbers
-    ("a: no\nb: 2024-01-01\nc: 0755\nd: 1e5\ne: 1:30\nf: -2\ng: .5\nh: ~\ni: true",
-     {"a": "no", "b": "2024-01-01", "c": "0755", "d": 100000.0, "e": "1:30", "f": -2, "g": 0.5,
-      "h": None, "i": True}),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("", {}),
+        ("  \n", {}),
+        ('{"a": 1, "b": [true, null]}', {"a": 1, "b": [True, None]}),
+        ('{"n": 1e5}', {"n": 100000.0}),  # JSON first: YAML 1.1 would read a string
+        ("a: 1\nb: [x, y]", {"a": 1, "b": ["x", "y"]}),
+        ("{a: x}", {"a": "x"}),
+        ("[1, 2]", [1, 2]),
+        ("a: $v", {"a": [1, 2]}),
+        ("a: $v[0] * 10", {"a": 10}),
+        ("a: $$v", {"a": "$v"}),
+        ('{"a": "$v"}', {"a": [1, 2]}),
+        ("v", [1, 2]),
+        ("$v", [1, 2]),
+        ("{**d, 'c': 3}", {"k": 1, "c": 3}),
+        # YAML with JSON's scalars: no YAML 1.1 booleans, dates, octal or base-60 numbers
+        (
+            "a: no\nb: 2024-01-01\nc: 0755\nd: 1e5\ne: 1:30\nf: -2\ng: .5\nh: ~\ni: true",
+            {
+                "a": "no",
+                "b": "2024-01-01",
+                "c": "0755",
+                "d": 100000.0,
+                "e": "1:30",
+                "f": -2,
+                "g": 0.5,
+                "h": None,
+                "i": True,
+            },
+        ),
+    ],
+)
 def test_parse_input(text, expected):
     assert parse_input(text, {"v": [1, 2], "d": {"k": 1}}) == expected
 
@@ -319,14 +345,17 @@ def test_state_views_are_dataframes(ip, capsys):
     assert res.success and isinstance(res.result, pd.DataFrame)
 
 
-@pytest.mark.parametrize("line, code", [
-    ("%state sql select * from no_such_table", "E_SQL"),
-    ("%state data nope", "E_USAGE"),
-    ("%state data", "E_USAGE"),
-    ("%state", "E_USAGE"),
-    ("%state everything", "E_USAGE"),
-    ("%state kv extra", "E_USAGE"),
-])
+@pytest.mark.parametrize(
+    "line, code",
+    [
+        ("%state sql select * from no_such_table", "E_SQL"),
+        ("%state data nope", "E_USAGE"),
+        ("%state data", "E_USAGE"),
+        ("%state", "E_USAGE"),
+        ("%state everything", "E_USAGE"),
+        ("%state kv extra", "E_USAGE"),
+    ],
+)
 def test_state_errors(ip, capsys, line, code):
     open_notes(ip, capsys)
     assert not run(ip, line).success
@@ -337,4 +366,3 @@ def test_state_sql_is_not_variable_expanded(ip, capsys):
     open_notes(ip, capsys)
     df = ip.run_line_magic("state", "sql select '$x {y}' as s")
     assert df["s"].tolist() == ["$x {y}"]
-

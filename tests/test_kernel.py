@@ -9,8 +9,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -25,8 +26,11 @@ def _start(kernel_name: str, tmp: Path, **km_options: Any) -> tuple[Any, Any]:
     km = KernelManager(kernel_name=kernel_name, **km_options)
     log = open(tmp / f"{kernel_name}.log", "w")  # the kernel's own log (stderr)
     try:
-        km.start_kernel(env={**os.environ, "GEM_WORKBENCH_HOME": str(tmp / "home")},
-                        extra_arguments=["--HistoryManager.hist_file=:memory:"], stderr=log)
+        km.start_kernel(
+            env={**os.environ, "GEM_WORKBENCH_HOME": str(tmp / "home")},
+            extra_arguments=["--HistoryManager.hist_file=:memory:"],
+            stderr=log,
+        )
     finally:
         log.close()  # the child holds its own copy
     kc = km.client()
@@ -76,8 +80,9 @@ def test_kernelspec_is_installed_with_the_package():
     for logo in ("logo-32x32.png", "logo-64x64.png"):
         assert (folder / logo).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     shipped = json.loads((ROOT / "extension" / "kernelspec" / "kernel.json").read_text())
-    assert json.loads((folder / "kernel.json").read_text()) == shipped, \
+    assert json.loads((folder / "kernel.json").read_text()) == shipped, (
         "installed kernelspec is stale: reinstall with pip install -e ."
+    )
 
 
 def test_kernel_info_names_gem_workbench(kernel):
@@ -96,7 +101,8 @@ def test_kernel_preloads_the_extension(kernel):
         line="sorted(n for n in ('gem', 'tool', 'state') if get_ipython().find_line_magic(n))",
         cell="get_ipython().find_cell_magic('tool') is not None",
         light="sorted(m for m in ('pandas', 'jsonschema', 'ipywidgets', 'nbclient') "
-              "if m in __import__('sys').modules)")
+        "if m in __import__('sys').modules)",
+    )
     if importlib.util.find_spec("workbench.jupyter") is None:  # not written yet: it was tried
         assert "workbench.jupyter" in got["error"]
     else:
@@ -112,13 +118,19 @@ def test_a_broken_extension_is_a_warning_not_a_dead_kernel(tmp_path):
 
     folder = tmp_path / "kernels" / "broken-ext"
     folder.mkdir(parents=True)
-    code = ("import workbench.kernel as k; k.EXTENSION = 'no_such_extension_xyz'; "
-            "k.main()")
-    (folder / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-c", code, "-f", "{connection_file}"],
-        "display_name": "broken", "language": "python"}))
-    km, kc = _start("broken-ext", tmp_path,
-                    kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")]))
+    code = "import workbench.kernel as k; k.EXTENSION = 'no_such_extension_xyz'; k.main()"
+    (folder / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-c", code, "-f", "{connection_file}"],
+                "display_name": "broken",
+                "language": "python",
+            }
+        )
+    )
+    km, kc = _start(
+        "broken-ext", tmp_path, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")])
+    )
     try:
         got = _evaluate(kc, error="get_ipython().kernel.extension_error", two="1 + 1")
     finally:
@@ -132,8 +144,12 @@ def test_a_broken_extension_is_a_warning_not_a_dead_kernel(tmp_path):
 def test_kernel_install_writes_a_spec_running_this_python(tmp_path):
     from workbench.cli import main
 
-    assert main(["kernel", "install", "--prefix", str(tmp_path), "--name", "gw-test",
-                 "--display-name", "GW test"]) == 0
+    assert (
+        main(
+            ["kernel", "install", "--prefix", str(tmp_path), "--name", "gw-test", "--display-name", "GW test"]
+        )
+        == 0
+    )
     folder = tmp_path / "share" / "jupyter" / "kernels" / "gw-test"
     spec = json.loads((folder / "kernel.json").read_text())
     assert spec["argv"] == [sys.executable, "-m", "workbench.kernel", "-f", "{connection_file}"]
@@ -156,11 +172,28 @@ def test_lab_serves_the_folder_with_the_workbench_kernel_as_default(tmp_path):
         port = s.getsockname()[1]
     (tmp_path / "nbs").mkdir()
     jupyter = tmp_path / "jupyter"
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(jupyter / "config"),
-           "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"), "IPYTHONDIR": str(jupyter / "ipython")}
-    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli", "lab", str(tmp_path / "nbs"),
-                             "--no-browser", "--port", str(port)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(jupyter / "config"),
+        "JUPYTER_RUNTIME_DIR": str(jupyter / "runtime"),
+        "IPYTHONDIR": str(jupyter / "ipython"),
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "lab",
+            str(tmp_path / "nbs"),
+            "--no-browser",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # printed once the server is up
@@ -168,13 +201,13 @@ def test_lab_serves_the_folder_with_the_workbench_kernel_as_default(tmp_path):
         url = line.split(": ", 1)[1].strip()
         assert url.startswith(f"http://127.0.0.1:{port}/lab?token=")
         token = url.split("token=", 1)[1]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/kernelspecs?token={token}",
-                                    timeout=10) as r:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/api/kernelspecs?token={token}", timeout=10
+        ) as r:
             specs = json.load(r)
         assert specs["default"] == "gem-workbench"
         assert "gem-workbench" in specs["kernelspecs"]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}",
-                                    timeout=10) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=10) as r:
             assert r.status == 200
     finally:
         proc.terminate()

@@ -1,5 +1,6 @@
-"""The layers point one way (README "Architecture"): import-linter's contracts in
-pyproject.toml hold for the whole package, imports inside functions included."""
+"""The code is kept in shape: the layers point one way (import-linter's contracts in
+pyproject.toml, imports inside functions included; README "Architecture"), and ruff's lint
+and format checks pass."""
 
 from __future__ import annotations
 
@@ -13,7 +14,23 @@ ROOT = Path(__file__).parent.parent
 
 def test_import_contracts_are_kept() -> None:
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
-    out = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert "0 broken" in out.stdout
+
+
+def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("ruff", path=str(Path(sys.executable).parent)) or "ruff"
+    return subprocess.run(
+        [exe, *args, "workbench", "tests"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_ruff_check_is_clean() -> None:
+    out = _ruff("check", "--no-cache", "--output-format", "concise")
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_ruff_format_is_clean() -> None:
+    out = _ruff("format", "--check", "--no-cache")
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

@@ -6,39 +6,90 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+from conftest import OPS_TOOL, GemBuilder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import workbench
-from conftest import OPS_TOOL, GemBuilder
 from workbench.ctx import CallSession
 from workbench.ctx.files import Files
 from workbench.ctx.paths import PREFIX, resolve, split
 
-
 # errors a path may rightly get; anything else (E_INTERNAL above all) is a bug
-PATH_ERRORS = {"E_PATH", "E_PERM_DENIED", "E_NOT_FOUND", "E_EXISTS", "E_NOT_A_FOLDER",
-               "E_IS_A_FOLDER", "E_INVALID_ARGUMENT"}
+PATH_ERRORS = {
+    "E_PATH",
+    "E_PERM_DENIED",
+    "E_NOT_FOUND",
+    "E_EXISTS",
+    "E_NOT_A_FOLDER",
+    "E_IS_A_FOLDER",
+    "E_INVALID_ARGUMENT",
+}
 
-SEGMENTS = ["..", ".", "", "a", "b", ".h", ".hid", ".hid/secret", "out", "out-file", "out-rel",
-            "dot-link", "in-link", "sub", "file.txt", "é", "日本", "a\\b", "C:", "c:", "\x00", "~",
-            " ", "...", "..a", "a..", "workspace:", "\ud800", "\udcff", "con", "a b", "\n"]
-PREFIXES = ["", "workspace:", "/", "workspace:/", "workspace:workspace:", "\\", "./", "workspace:./",
-            "//", "workspace:..", "WORKSPACE:"]
+SEGMENTS = [
+    "..",
+    ".",
+    "",
+    "a",
+    "b",
+    ".h",
+    ".hid",
+    ".hid/secret",
+    "out",
+    "out-file",
+    "out-rel",
+    "dot-link",
+    "in-link",
+    "sub",
+    "file.txt",
+    "é",
+    "日本",
+    "a\\b",
+    "C:",
+    "c:",
+    "\x00",
+    "~",
+    " ",
+    "...",
+    "..a",
+    "a..",
+    "workspace:",
+    "\ud800",
+    "\udcff",
+    "con",
+    "a b",
+    "\n",
+]
+PREFIXES = [
+    "",
+    "workspace:",
+    "/",
+    "workspace:/",
+    "workspace:workspace:",
+    "\\",
+    "./",
+    "workspace:./",
+    "//",
+    "workspace:..",
+    "WORKSPACE:",
+]
 
 segment = st.one_of(st.sampled_from(SEGMENTS), st.text(max_size=4))
-structured = st.builds(lambda pre, segs, trail: pre + "/".join(segs) + trail,
-                       st.sampled_from(PREFIXES), st.lists(segment, max_size=5),
-                       st.sampled_from(["", "/", "/.", "/.."]))
+structured = st.builds(
+    lambda pre, segs, trail: pre + "/".join(segs) + trail,
+    st.sampled_from(PREFIXES),
+    st.lists(segment, max_size=5),
+    st.sampled_from(["", "/", "/.", "/.."]),
+)
 any_text = st.text(alphabet=st.characters(blacklist_categories=()), max_size=24)
 gem_paths = st.one_of(structured, any_text)
 
-FAST = settings(max_examples=150, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def _inside(path: str, base: str) -> bool:
@@ -46,6 +97,7 @@ def _inside(path: str, base: str) -> bool:
 
 
 # -- split: the pure string rules --------------------------------------------------------------
+
 
 @FAST
 @given(gem_paths)
@@ -56,7 +108,7 @@ def test_F9_split_accepts_only_relative_paths_without_dot_dot(raw):
         assert e.code == "E_PATH", e
         return
     assert ws == raw.startswith(PREFIX)
-    rest = raw[len(PREFIX):] if ws else raw
+    rest = raw[len(PREFIX) :] if ws else raw
     assert not rest.startswith("/")
     for s in segs:
         assert s not in ("", ".", "..")
@@ -72,8 +124,9 @@ def test_F9_split_rejects_non_strings(raw):
     assert exc.value.code == "E_INVALID_ARGUMENT"
 
 
-@pytest.mark.parametrize("raw", ["..", "a/../..", "workspace:../x", "/abs", "workspace:/abs",
-                                 "C:/x", "a\\b", "a\x00b", "x/.."])
+@pytest.mark.parametrize(
+    "raw", ["..", "a/../..", "workspace:../x", "/abs", "workspace:/abs", "C:/x", "a\\b", "a\x00b", "x/.."]
+)
 def test_F9_split_known_escapes(raw):
     with pytest.raises(workbench.WorkbenchError) as exc:
         split(raw)
@@ -81,6 +134,7 @@ def test_F9_split_known_escapes(raw):
 
 
 # -- resolve: against mock and real providers, with symlinks on the real disk ------------------
+
 
 class World:
     """A gem opened on `kind` providers in its own folder; the real workspace has symlinks."""
@@ -101,12 +155,19 @@ class World:
             (self.workspace / "dot-link").symlink_to(".hid", target_is_directory=True)
             (self.workspace / "in-link").symlink_to("sub", target_is_directory=True)
         gem = GemBuilder(root / "gem").tool("ops", OPS_TOOL)
-        self.bench = workbench.open(gem.write(), providers=kind, workspace=self.workspace,
-                                    state_dir=root / "state", headless=True)
+        self.bench = workbench.open(
+            gem.write(), providers=kind, workspace=self.workspace, state_dir=root / "state", headless=True
+        )
         tool = self.bench.manifest.tools["ops"]
-        self.session = CallSession(call_id="prop", tool=tool, manifest=self.bench.manifest,
-                                   providers=self.bench.providers, conversation=True,
-                                   strict=False, trash=False)
+        self.session = CallSession(
+            call_id="prop",
+            tool=tool,
+            manifest=self.bench.manifest,
+            providers=self.bench.providers,
+            conversation=True,
+            strict=False,
+            trash=False,
+        )
         self.files = Files(self.session)
 
     def base(self, root: str) -> str:
@@ -147,8 +208,7 @@ def test_F9_F10_resolved_paths_stay_inside_and_never_reach_a_dot_entry(world, ra
         assert not p.hidden  # dot names in the run folder are ordinary
     if p.hidden:
         assert world.files.stat(raw) is None
-        for op, args in (("read", ()), ("write", ("x",)), ("list", ()), ("mkdir", ()),
-                         ("delete", ())):
+        for op, args in (("read", ()), ("write", ("x",)), ("list", ()), ("mkdir", ()), ("delete", ())):
             with pytest.raises(workbench.WorkbenchError) as exc:
                 getattr(world.files, op)(raw, *args)
             assert exc.value.code in ("E_NOT_FOUND", "E_PERM_DENIED"), exc.value
@@ -158,8 +218,15 @@ def test_F9_F10_resolved_paths_stay_inside_and_never_reach_a_dot_entry(world, ra
 @FAST
 @given(raw=gem_paths)
 def test_F11_without_a_conversation_no_workspace_path_resolves(world, raw):
-    s = CallSession(call_id="prop2", tool=world.session.tool, manifest=world.bench.manifest,
-                    providers=world.bench.providers, conversation=False, strict=False, trash=False)
+    s = CallSession(
+        call_id="prop2",
+        tool=world.session.tool,
+        manifest=world.bench.manifest,
+        providers=world.bench.providers,
+        conversation=False,
+        strict=False,
+        trash=False,
+    )
     try:
         p = resolve(s, raw)
     except workbench.WorkbenchError as e:
@@ -172,6 +239,7 @@ def test_F11_without_a_conversation_no_workspace_path_resolves(world, raw):
 
 # -- end to end: a real disk, nothing written outside ------------------------------------------
 
+
 def _tree(root: Path) -> dict[str, Any]:
     """Every entry below root (symlinks not followed): path -> file bytes, 'dir' or link target."""
     out: dict[str, Any] = {}
@@ -179,8 +247,7 @@ def _tree(root: Path) -> dict[str, Any]:
         for n in dirs + files:
             p = Path(dirpath) / n
             rel = str(p.relative_to(root))
-            out[rel] = (("link", os.readlink(p)) if p.is_symlink() else
-                        "dir" if p.is_dir() else p.read_bytes())
+            out[rel] = ("link", os.readlink(p)) if p.is_symlink() else "dir" if p.is_dir() else p.read_bytes()
     return out
 
 
@@ -192,19 +259,24 @@ def real_world(tmp_path_factory) -> Iterator[World]:
 
 
 @FAST
-@given(raw=gem_paths, op=st.sampled_from(["write", "mkdir", "move-in", "move-out", "list", "read",
-                                          "stat"]))
+@given(raw=gem_paths, op=st.sampled_from(["write", "mkdir", "move-in", "move-out", "list", "read", "stat"]))
 def test_F9_F10_end_to_end_nothing_is_written_outside(real_world, raw, op):
     w = real_world
     outside_before = _tree(w.outside)
     top_before = sorted(os.listdir(w.root))
     parent_before = sorted(os.listdir(w.root.parent))
-    hidden_before = {k: v for k, v in _tree(w.workspace).items()
-                     if any(part.startswith(".") for part in k.split(os.sep))}
-    ops = {"write": [["write", raw, "x"]], "mkdir": [["mkdir", raw]],
-           "move-in": [["write", "src.txt", "m"], ["move", "src.txt", raw]],
-           "move-out": [["move", raw, "taken"]], "list": [["list", raw]], "read": [["read", raw]],
-           "stat": [["stat", raw]]}[op]
+    hidden_before = {
+        k: v for k, v in _tree(w.workspace).items() if any(part.startswith(".") for part in k.split(os.sep))
+    }
+    ops = {
+        "write": [["write", raw, "x"]],
+        "mkdir": [["mkdir", raw]],
+        "move-in": [["write", "src.txt", "m"], ["move", "src.txt", raw]],
+        "move-out": [["move", raw, "taken"]],
+        "list": [["list", raw]],
+        "read": [["read", raw]],
+        "stat": [["stat", raw]],
+    }[op]
     res = w.bench.call("ops", {"ops": ops})
     assert res.ok, res.error
     for r in res.value:
@@ -215,8 +287,9 @@ def test_F9_F10_end_to_end_nothing_is_written_outside(real_world, raw, op):
     assert _tree(w.outside) == outside_before
     assert sorted(os.listdir(w.root)) == top_before
     assert sorted(os.listdir(w.root.parent)) == parent_before
-    hidden_after = {k: v for k, v in _tree(w.workspace).items()
-                    if any(part.startswith(".") for part in k.split(os.sep))}
+    hidden_after = {
+        k: v for k, v in _tree(w.workspace).items() if any(part.startswith(".") for part in k.split(os.sep))
+    }
     assert hidden_after == hidden_before, (raw, op)
     for rel in _tree(w.root / "state"):
         top = rel.split(os.sep)[0]

@@ -4,8 +4,9 @@ runners' ctx are generated from, grants decided once, limits read from the profi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from conftest import GemBuilder
@@ -58,8 +59,7 @@ def names_gem(gem: GemBuilder, *, granted: bool) -> Path:
     gem.collections(notes=[])
     if granted:
         gem.manifest["permissions"] = perms
-        gem.manifest["resources"] = [{"id": "model", "url": "https://x.example/m",
-                                      "sha256": "0" * 64}]
+        gem.manifest["resources"] = [{"id": "model", "url": "https://x.example/m", "sha256": "0" * 64}]
     return gem.write()
 
 
@@ -71,16 +71,18 @@ def expected(prof: Any, grants: Grants) -> list[str]:
             out.append(cap.path)
         else:
             top = cap.path.rsplit(".", 1)[0] if cap.kind == "collection" else cap.path
-            out.extend(f"{top}.{m}" if cap.kind == "namespace" else f"{cap.path}.{m}"
-                       for m in cap.method_names())
+            out.extend(
+                f"{top}.{m}" if cap.kind == "namespace" else f"{cap.path}.{m}" for m in cap.method_names()
+            )
     return sorted(out)
 
 
 @pytest.mark.deno
 @pytest.mark.parametrize("name", BUILT)
 @pytest.mark.parametrize("granted", [True, False], ids=["all-grants", "no-grants"])
-def test_python_and_js_tools_see_the_same_ctx_names(name: str, granted: bool, gem: GemBuilder,
-                                                    opened: Callable) -> None:
+def test_python_and_js_tools_see_the_same_ctx_names(
+    name: str, granted: bool, gem: GemBuilder, opened: Callable
+) -> None:
     if name != "notochord":
         gem.manifest["platform"] = name
     bench = opened(names_gem(gem, granted=granted), resources={"model": b"x"} if granted else None)
@@ -96,8 +98,9 @@ def test_python_and_js_tools_see_the_same_ctx_names(name: str, granted: bool, ge
 def test_registry_rows_name_real_implementations(name: str) -> None:
     for cap in profile(name).capabilities:
         if cap.kind == "value":
-            assert cap.impl in {f.name for f in __import__("dataclasses").fields(
-                workbench.ctx.CallSession)}, cap
+            assert cap.impl in {
+                f.name for f in __import__("dataclasses").fields(workbench.ctx.CallSession)
+            }, cap
             continue
         impl = IMPLEMENTATIONS[cap.impl]
         for m in cap.methods:
@@ -152,11 +155,12 @@ def test_every_denial_names_the_manifest_field_to_add(gem: GemBuilder) -> None:
     assert NOTOCHORD.grants(bench.manifest, bench.manifest.tools["t"]) is grants
 
 
-def test_limits_come_from_the_profile_and_one_can_be_made_small(gem: GemBuilder,
-                                                                 lang: str) -> None:
+def test_limits_come_from_the_profile_and_one_can_be_made_small(gem: GemBuilder, lang: str) -> None:
     """Miniflare's MAX_VALUE_SIZE_TEST idea: shrink one limit to test it with 11 bytes."""
-    src = {"py": "def handle(i, ctx):\n    ctx.files.write('a.txt', 'x' * 11)\n",
-           "js": "export default async (i, ctx) => ctx.files.write('a.txt', 'x'.repeat(11));\n"}
+    src = {
+        "py": "def handle(i, ctx):\n    ctx.files.write('a.txt', 'x' * 11)\n",
+        "js": "export default async (i, ctx) => ctx.files.write('a.txt', 'x'.repeat(11));\n",
+    }
     gem.tool("w", src[lang], ext=lang)
     root = gem.write()
     with workbench.open(root) as bench:
@@ -220,8 +224,9 @@ def test_a_ctx_kept_past_its_call_is_refused(gem: GemBuilder, opened: Callable, 
     assert bench.kv().empty
 
 
-def test_a_missing_capability_is_explained_only_when_the_tool_uses_it(gem: GemBuilder,
-                                                                      opened: Callable) -> None:
+def test_a_missing_capability_is_explained_only_when_the_tool_uses_it(
+    gem: GemBuilder, opened: Callable
+) -> None:
     gem.tool("other", "export default async (i) => i.file.path;", ext="js")
     gem.tool("res", "export default async (i, ctx) => ctx.resources.path('m');", ext="js")
     bench = opened(gem.write())
@@ -231,20 +236,26 @@ def test_a_missing_capability_is_explained_only_when_the_tool_uses_it(gem: GemBu
 
 
 def test_python_ctx_keeps_its_snake_case_alias_and_copies(gem: GemBuilder) -> None:
-    gem.tool("t", """
+    gem.tool(
+        "t",
+        """
 import copy
 
 def handle(input, ctx):
     return [ctx.idempotency_key == ctx.idempotencyKey, "idempotency_key" in dir(ctx),
             repr(copy.copy(ctx)).startswith("<ctx"), repr(copy.copy(ctx.files)).startswith("<ctx")]
-""")
+""",
+    )
     with workbench.open(gem.write()) as bench:
         assert bench.call("t").value == [True, False, True, True]
 
 
 def test_http_fetch_takes_method_as_a_keyword_in_python(gem: GemBuilder) -> None:
-    gem.tool("t", "def handle(i, ctx):\n    return ctx.http.fetch('https://x.example/', method='POST').status\n",
-             permissions={"http": {}})
+    gem.tool(
+        "t",
+        "def handle(i, ctx):\n    return ctx.http.fetch('https://x.example/', method='POST').status\n",
+        permissions={"http": {}},
+    )
     gem.manifest["permissions"] = {"http": {}}
     handlers = [{"match": "https://x.example/", "method": "POST", "respond": {"status": 201}}]
     with workbench.open(gem.write(), http=handlers) as bench:

@@ -32,8 +32,11 @@ def test_every_presenter_the_face_asks_for_is_in_the_table():
 
 
 def test_an_unknown_presenter_is_a_lookup_error_naming_the_table():
-    with pytest.raises(LookupError, match=rf"{re.escape(BACKEND)} has no presenter 'nope' "
-                                          r"\(it has: .*bench_html"):
+    with pytest.raises(
+        LookupError,
+        match=rf"{re.escape(BACKEND)} has no presenter 'nope' "
+        r"\(it has: .*bench_html",
+    ):
         presenter("nope")
 
 
@@ -57,7 +60,9 @@ def test_the_backend_module_is_light():
     import subprocess
     import sys
 
-    code = ("import sys, workbench.jupyter.present; heavy = [m for m in ('pandas', 'ipywidgets', "
-            "'IPython', 'jsonschema') if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, workbench.jupyter.present; heavy = [m for m in ('pandas', 'ipywidgets', "
+        "'IPython', 'jsonschema') if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -10,14 +10,32 @@ import workbench
 
 def test_all_is_exactly_the_public_surface():
     assert workbench.__all__ == sorted(workbench.__all__)
-    assert set(workbench.__all__) == {"CODES", "Bench", "CallResult", "GemLoadError", "Limits",
-                                      "UsageError", "WorkbenchError", "__version__",
-                                      "load_ipython_extension", "open"}
+    assert set(workbench.__all__) == {
+        "CODES",
+        "Bench",
+        "CallResult",
+        "GemLoadError",
+        "Limits",
+        "UsageError",
+        "WorkbenchError",
+        "__version__",
+        "load_ipython_extension",
+        "open",
+    }
     # isidentifier(): pytest rewrites asserts in a package that ships a pytest plugin (ours:
     # workbench.testing.plugin) and leaves '@py_builtins' / '@pytest_ar' in its namespace.
     public = {n for n in dir(workbench) if n.isidentifier() and not n.startswith("_")} - {
-        "ctx", "gem", "providers", "runners", "inspect", "cli", "jupyter", "testing", "kernel",
-        "platforms"}  # subpackages, loaded on use
+        "ctx",
+        "gem",
+        "providers",
+        "runners",
+        "inspect",
+        "cli",
+        "jupyter",
+        "testing",
+        "kernel",
+        "platforms",
+    }  # subpackages, loaded on use
     assert public <= set(workbench.__all__)
 
 
@@ -37,15 +55,17 @@ def test_open_options_are_keyword_only(tmp_path):
 
 
 def test_import_workbench_is_light():
-    code = ("import sys, workbench; heavy = [m for m in ('pandas', 'jsonschema', 'ipywidgets', "
-            "'IPython', 'nbclient') if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, workbench; heavy = [m for m in ('pandas', 'jsonschema', 'ipywidgets', "
+        "'IPython', 'nbclient') if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_bad_providers_option_is_a_usage_error(tmp_path):
-    from conftest import EXAMPLE_GEM
     import pytest
+    from conftest import EXAMPLE_GEM
 
     with pytest.raises(workbench.UsageError, match="providers="):
         workbench.open(EXAMPLE_GEM, providers="fake")

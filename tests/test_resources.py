@@ -9,15 +9,15 @@ import socket
 import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
-
 from _deno import deno_home  # noqa: F401  (fixture)
 from conftest import GemBuilder
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
 
 MODEL = b"\x00ocr model weights\x01" * 1000
 MODEL_SHA = hashlib.sha256(MODEL).hexdigest()
@@ -39,7 +39,6 @@ export default async function (input, ctx) {
   return { ok: true }
 }
 """
-
 
 
 def res_gem(gem: GemBuilder, *resources: dict[str, Any], fixture: bytes | None = None) -> GemBuilder:
@@ -66,16 +65,22 @@ def closed_port() -> int:
 
 # -- R1 ------------------------------------------------------------------------------------------
 def test_R1_no_resources_declared_no_ctx_resources(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("py", """
+    gem.tool(
+        "py",
+        """
         def handle(input, ctx):
             try:
                 ctx.resources
             except AttributeError as e:
                 return {"has": hasattr(ctx, "resources"), "msg": str(e)}
             return {"has": True}
-        """)
-    gem.tool("js", "export default async (i, ctx) => ({ t: typeof ctx.resources, "
-                   "has: 'resources' in ctx })", ext="js")
+        """,
+    )
+    gem.tool(
+        "js",
+        "export default async (i, ctx) => ({ t: typeof ctx.resources, has: 'resources' in ctx })",
+        ext="js",
+    )
     b = opened(gem)
     py = b.call("py").raise_for_error().value
     assert py["has"] is False and "declares no resources" in py["msg"]
@@ -93,8 +98,9 @@ def test_R1_declared_resources_give_ctx_resources(gem: GemBuilder, opened: Calla
 
 # -- R2 ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("tool", ["py_path", "js_path"])
-def test_R2_mock_fixture_path_is_absolute_content_addressed(gem: GemBuilder, opened: Callable,
-                                                            tmp_path: Path, tool: str) -> None:
+def test_R2_mock_fixture_path_is_absolute_content_addressed(
+    gem: GemBuilder, opened: Callable, tmp_path: Path, tool: str
+) -> None:
     b = opened(res_gem(gem, model(), fixture=MODEL))
     p = b.call(tool, {"id": "ocr-model"}).raise_for_error().value
     assert os.path.isabs(p)
@@ -114,8 +120,7 @@ def test_R2_mock_mapping_given_to_open(gem: GemBuilder, opened: Callable, tmp_pa
     assert Path(b.call("py_path", {"id": "other"}).value).read_bytes() == OTHER
 
 
-def test_R2_concurrent_calls_download_once(gem: GemBuilder, opened: Callable,
-                                          httpserver: HTTPServer) -> None:
+def test_R2_concurrent_calls_download_once(gem: GemBuilder, opened: Callable, httpserver: HTTPServer) -> None:
     hits = []
 
     def slow(request: Request) -> Response:
@@ -143,33 +148,34 @@ def test_R2_concurrent_calls_download_once(gem: GemBuilder, opened: Callable,
     assert len(hits) == 1
 
 
-def test_R2_required_starts_download_at_open(gem: GemBuilder, opened: Callable,
-                                            httpserver: HTTPServer) -> None:
+def test_R2_required_starts_download_at_open(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/ocr.bin").respond_with_data(MODEL)
-    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"), required=True)),
-               providers="real")
+    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"), required=True)), providers="real")
     b.providers.resources.wait(10)
     assert len(httpserver.log) == 1  # before any tool asked for it
     p = b.call("js_path", {"id": "ocr-model"}).raise_for_error().value
     assert Path(p).read_bytes() == MODEL and len(httpserver.log) == 1
 
 
-def test_R2_path_waits_for_the_required_download(gem: GemBuilder, opened: Callable,
-                                                httpserver: HTTPServer) -> None:
+def test_R2_path_waits_for_the_required_download(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer
+) -> None:
     def slow(request: Request) -> Response:
         time.sleep(0.5)
         return Response(MODEL)
 
     httpserver.expect_request("/ocr.bin").respond_with_handler(slow)
-    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"), required=True)),
-               providers="real")
+    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"), required=True)), providers="real")
     p = b.call("py_path", {"id": "ocr-model"}).raise_for_error().value
     assert Path(p).read_bytes() == MODEL and len(httpserver.log) == 1
 
 
 # -- R3 ------------------------------------------------------------------------------------------
-def test_R3_hash_mismatch_names_both_hashes(gem: GemBuilder, opened: Callable,
-                                           httpserver: HTTPServer, tmp_path: Path) -> None:
+def test_R3_hash_mismatch_names_both_hashes(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer, tmp_path: Path
+) -> None:
     httpserver.expect_request("/ocr.bin").respond_with_data(OTHER)
     b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real")
     err = b.call("py_path", {"id": "ocr-model"}).error
@@ -191,11 +197,17 @@ def test_R3_changed_sha256_gives_a_new_path(tmp_path: Path, opened: Callable) ->
 def test_R4_cache_read_only_and_private_to_the_gem(tmp_path: Path, opened: Callable) -> None:
     other = res_gem(GemBuilder(tmp_path / "other"), model(), fixture=MODEL)
     other.manifest["id"] = "other.gem"
-    other_path = opened(other, state_dir=tmp_path / "other-state").call(
-        "py_path", {"id": "ocr-model"}).raise_for_error().value
+    other_path = (
+        opened(other, state_dir=tmp_path / "other-state")
+        .call("py_path", {"id": "ocr-model"})
+        .raise_for_error()
+        .value
+    )
 
     g = res_gem(GemBuilder(tmp_path / "mine"), model(), fixture=MODEL)
-    g.tool("probe", """
+    g.tool(
+        "probe",
+        """
         export default async (input, ctx) => {
           const p = await ctx.resources.path('ocr-model');
           const out = { size: (await Deno.readFile(p)).length };
@@ -205,7 +217,9 @@ def test_R4_cache_read_only_and_private_to_the_gem(tmp_path: Path, opened: Calla
           }
           return out;
         }
-        """, ext="js")
+        """,
+        ext="js",
+    )
     b = opened(g)
     out = b.call("probe", {"other": other_path}).raise_for_error().value
     assert out == {"size": len(MODEL), "write": "NotCapable", "other": "NotCapable"}
@@ -224,13 +238,13 @@ def test_R5_mirror_fallback(gem: GemBuilder, opened: Callable, httpserver: HTTPS
 
 
 @pytest.mark.parametrize("tool", ["py_path", "js_path"])
-def test_R5_every_address_reason_then_retry(gem: GemBuilder, opened: Callable,
-                                           httpserver: HTTPServer, tool: str) -> None:
+def test_R5_every_address_reason_then_retry(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer, tool: str
+) -> None:
     httpserver.expect_oneshot_request("/missing.bin").respond_with_data("gone", status=404)
     httpserver.expect_request("/bad.bin").respond_with_data(OTHER)
     refused = f"http://127.0.0.1:{closed_port()}/ocr.bin"
-    spec = model(httpserver.url_for("/missing.bin"),
-                 mirrors=[httpserver.url_for("/bad.bin"), refused])
+    spec = model(httpserver.url_for("/missing.bin"), mirrors=[httpserver.url_for("/bad.bin"), refused])
     b = opened(res_gem(gem, spec), providers="real")
     err = b.call(tool, {"id": "ocr-model"}).error
     assert err.code == "E_RESOURCE", err
@@ -265,8 +279,9 @@ def test_R5_missing_mock_fixture_is_E_RESOURCE(gem: GemBuilder, opened: Callable
 
 
 # -- the seed's example --------------------------------------------------------------------------
-def test_seed_resources_example_runs_unmodified(gem: GemBuilder, opened: Callable,
-                                                httpserver: HTTPServer) -> None:
+def test_seed_resources_example_runs_unmodified(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/ocr.bin").respond_with_data(MODEL)
     res_gem(gem, model(httpserver.url_for("/ocr.bin")))
     gem.tool("seed", SEED_EXAMPLE, ext="js")
@@ -276,9 +291,13 @@ def test_seed_resources_example_runs_unmodified(gem: GemBuilder, opened: Callabl
     assert b2.call("seed").raise_for_error().value == {"ok": True}
 
 
-def test_R2_progress_bar_in_notebooks(gem: GemBuilder, opened: Callable, httpserver: HTTPServer,
-                                      monkeypatch: pytest.MonkeyPatch,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_R2_progress_bar_in_notebooks(
+    gem: GemBuilder,
+    opened: Callable,
+    httpserver: HTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     import workbench.providers.resources as source
 
     monkeypatch.setattr(source, "in_notebook", lambda: True)
@@ -290,8 +309,9 @@ def test_R2_progress_bar_in_notebooks(gem: GemBuilder, opened: Callable, httpser
     assert "ocr-model" in capsys.readouterr().err + str(res.logs)
 
 
-def test_R2_cached_path_returns_at_once_without_downloading(gem: GemBuilder, opened: Callable,
-                                                            httpserver: Any) -> None:
+def test_R2_cached_path_returns_at_once_without_downloading(
+    gem: GemBuilder, opened: Callable, httpserver: Any
+) -> None:
     """Once on the machine, path() answers from the cache (its speed: tests/bench/)."""
     httpserver.expect_request("/ocr.bin").respond_with_data(MODEL)
     b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real")

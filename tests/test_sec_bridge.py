@@ -13,14 +13,15 @@ import os
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
-import workbench
 from _deno import deno_home  # noqa: F401  (fixture)
 from conftest import GemBuilder
+
+import workbench
 from workbench.ctx._session import CallSession
 from workbench.runners.deno import sandbox as sandbox_module
 
@@ -32,6 +33,7 @@ MiB = 1024 * 1024
 @pytest.fixture
 def limits(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
     """limits(**fields): every call's session gets these Limits (small ones keep tests cheap)."""
+
     def use(**fields: Any) -> None:
         init = CallSession.__init__
 
@@ -40,11 +42,13 @@ def limits(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
             self.limits = dataclasses.replace(self.limits, **fields)
 
         monkeypatch.setattr(CallSession, "__init__", patched)
+
     return use
 
 
-def bounded_call(bench: workbench.Bench, tool: str, input: Any = None, *,
-                 within: float = 30) -> workbench.CallResult:
+def bounded_call(
+    bench: workbench.Bench, tool: str, input: Any = None, *, within: float = 30
+) -> workbench.CallResult:
     """bench.call in a thread; a call still running after `within` s (the bug these tests look
     for: a call that never ends) is failed and its sandbox killed, so the test ends."""
     box: dict[str, Any] = {}
@@ -110,12 +114,16 @@ def test_SEC5_js_stdout_flood_is_capped_head_and_tail(gem: GemBuilder, opened: C
 
 
 def test_SEC5_js_stdout_and_stderr_floods_share_the_cap(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("flood", """
+    gem.tool(
+        "flood",
+        """
         export default async () => {
           const s = "o".repeat(1 << 20), e = "e".repeat(1 << 20);
           for (let i = 0; i < 8; i++) { console.log(s); console.error(e); }
           return 1;
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     res = opened(gem).call("flood")
     assert res.ok, res.error
     assert len(res.logs.encode()) <= MiB + 1000
@@ -136,13 +144,16 @@ def test_SEC5_python_print_flood_is_capped(gem: GemBuilder, opened: Callable) ->
 
 
 def test_SEC5_python_logs_under_the_cap_are_whole(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("chatty", """
+    gem.tool(
+        "chatty",
+        """
         import sys
         def handle(input, ctx):
             print("é" * 10, "\\ud800")   # a lone surrogate is printable in Python
             sys.stderr.write("err\\n")
             return 1
-        """)
+        """,
+    )
     res = opened(gem).call("chatty")
     assert res.ok, res.error
     assert res.logs.startswith("é" * 10) and res.logs.endswith("err\n")
@@ -150,8 +161,11 @@ def test_SEC5_python_logs_under_the_cap_are_whole(gem: GemBuilder, opened: Calla
 
 def test_SEC5_endless_output_still_times_out(gem: GemBuilder, opened: Callable) -> None:
     # output that never pauses kept the wait loop busy past the deadline: the call never ended
-    gem.tool("spew", "export default async () => { const s = 'z'.repeat(4096); for (;;) console.log(s); }",
-             ext="js")
+    gem.tool(
+        "spew",
+        "export default async () => { const s = 'z'.repeat(4096); for (;;) console.log(s); }",
+        ext="js",
+    )
     bench = opened(gem, timeout=1.5)
     t0 = time.monotonic()
     res = bounded_call(bench, "spew", within=20)
@@ -161,15 +175,20 @@ def test_SEC5_endless_output_still_times_out(gem: GemBuilder, opened: Callable) 
 
 
 def test_SEC5_ctx_call_served_past_the_deadline_ends_as_timeout(
-        gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch) -> None:
+    gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Python serves a ctx call until after the call's deadline; the tool then prints without
     # pause. The call must end at once as E_TIMEOUT (the sandbox killed), not wait for it.
-    gem.tool("slow", """
+    gem.tool(
+        "slow",
+        """
         export default async (input, ctx) => {
           await ctx.storage.kv.get("k");
           const s = "w".repeat(4096);
           for (;;) console.log(s);
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     serve = sandbox_module._serve
 
     def slow_serve(caps: Any, *args: Any) -> Any:
@@ -204,8 +223,7 @@ export default async (input, ctx) => {
 }"""
 
 
-def test_SEC7_bigint_cyclic_deep_ctx_arguments_are_coded_errors(
-        gem: GemBuilder, opened: Callable) -> None:
+def test_SEC7_bigint_cyclic_deep_ctx_arguments_are_coded_errors(gem: GemBuilder, opened: Callable) -> None:
     gem.collections(c=[])
     gem.tool("probe", PROBE, ext="js")
     gem.tool("uncaught", "export default async (i, ctx) => ctx.storage.kv.set('k', 10n)", ext="js")
@@ -227,11 +245,15 @@ def test_SEC7_bigint_cyclic_deep_ctx_arguments_are_coded_errors(
 
 
 def test_SEC7_deep_js_results_are_coded_errors(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("deep", """
+    gem.tool(
+        "deep",
+        """
         export default async (input) => {
           let v = []; for (let i = 0; i < input.n; i++) v = [v];
           return v;
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     bench = opened(gem)
     for n in (100_000, 300):
         res = bench.call("deep", {"n": n})
@@ -240,9 +262,10 @@ def test_SEC7_deep_js_results_are_coded_errors(gem: GemBuilder, opened: Callable
     assert bench.call("deep", {"n": 150}).ok
 
 
-def test_SEC7_deep_and_cyclic_python_results_are_coded_errors(
-        gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("deep", """
+def test_SEC7_deep_and_cyclic_python_results_are_coded_errors(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool(
+        "deep",
+        """
         def handle(input, ctx):
             v = []
             for _ in range(input["n"]):
@@ -250,7 +273,8 @@ def test_SEC7_deep_and_cyclic_python_results_are_coded_errors(
             if input.get("cycle"):
                 v.append(v)
             return {"v": v}
-        """)
+        """,
+    )
     bench = opened(gem)
     res = bench.call("deep", {"n": 100_000})
     assert res.error.code == "E_RESULT_NOT_JSON" and res.error.details["limit"] == 200
@@ -260,6 +284,7 @@ def test_SEC7_deep_and_cyclic_python_results_are_coded_errors(
 
 
 # --- item 10: the bridge is linear and bounded ----------------------------------------------------
+
 
 def test_SEC5_big_input_costs_linear_time(gem: GemBuilder, opened: Callable) -> None:
     gem.tool("len", "export default async (input) => input.s.length", ext="js")
@@ -277,8 +302,9 @@ def test_SEC5_big_input_costs_linear_time(gem: GemBuilder, opened: Callable) -> 
     assert big < max(small, 0.02) * 60, (small, big)
 
 
-def test_SEC5_oversized_input_is_too_large_not_a_hang(gem: GemBuilder, opened: Callable,
-                                                      limits: Callable) -> None:
+def test_SEC5_oversized_input_is_too_large_not_a_hang(
+    gem: GemBuilder, opened: Callable, limits: Callable
+) -> None:
     limits(bridge_message_bytes=MiB)
     gem.tool("len", "export default async (input) => input.s.length", ext="js")
     bench = opened(gem)
@@ -288,9 +314,12 @@ def test_SEC5_oversized_input_is_too_large_not_a_hang(gem: GemBuilder, opened: C
 
 
 def test_SEC5_oversized_ctx_request_and_reply_throw_too_large(
-        gem: GemBuilder, opened: Callable, limits: Callable) -> None:
+    gem: GemBuilder, opened: Callable, limits: Callable
+) -> None:
     limits(bridge_message_bytes=MiB)
-    gem.tool("big", """
+    gem.tool(
+        "big",
+        """
         export default async (input, ctx) => {
           const out = {};
           try { await ctx.files.write("big.txt", "x".repeat(2 << 20)); out.write = "no error"; }
@@ -300,7 +329,9 @@ def test_SEC5_oversized_ctx_request_and_reply_throw_too_large(
           catch (e) { out.read = [e.code, e.details?.limit, e.message]; }
           out.ok = (await ctx.files.read("mid.txt")).length;
           return out;
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     res = opened(gem).call("big")
     assert res.ok, res.error
     assert res.value["write"][:2] == ["E_TOO_LARGE", MiB], res.value
@@ -324,8 +355,9 @@ export default async () => {
 SECRET = "s3cr3t-victim-data"
 
 
-def _attack(gem: GemBuilder, opened: Callable, attacker: str, victim: str = VICTIM,
-            cleanup: str = "") -> tuple[workbench.CallResult, list[str], workbench.Bench]:
+def _attack(
+    gem: GemBuilder, opened: Callable, attacker: str, victim: str = VICTIM, cleanup: str = ""
+) -> tuple[workbench.CallResult, list[str], workbench.Bench]:
     gem.tool("attack", attacker, ext="js")
     gem.tool("victim", victim, ext="js")
     gem.tool("report", REPORT.replace("const got", f"{cleanup}\n  const got"), ext="js")
@@ -337,8 +369,7 @@ def _attack(gem: GemBuilder, opened: Callable, attacker: str, victim: str = VICT
     return res, report.value, bench
 
 
-def _assert_victim_untouched(res: workbench.CallResult, stolen: list[str],
-                             bench: workbench.Bench) -> None:
+def _assert_victim_untouched(res: workbench.CallResult, stolen: list[str], bench: workbench.Bench) -> None:
     assert res.ok, res.error
     assert res.value == {"secret": SECRET, "back": SECRET, "n": [1, 2, 3]}
     kv = bench.kv()
@@ -347,8 +378,12 @@ def _assert_victim_untouched(res: workbench.CallResult, stolen: list[str],
 
 
 def test_SEC_bridge_MessageEvent_data_accessor_cannot_take_the_port(
-        gem: GemBuilder, opened: Callable) -> None:
-    res, stolen, bench = _attack(gem, opened, """
+    gem: GemBuilder, opened: Callable
+) -> None:
+    res, stolen, bench = _attack(
+        gem,
+        opened,
+        """
         export default async () => {
           globalThis.__stolen = [];
           const grab = (ev, v) => {
@@ -364,12 +399,17 @@ def test_SEC_bridge_MessageEvent_data_accessor_cannot_take_the_port(
               get() { const v = this.__d; grab(this, v); return v; } });
           }
           return "planted";
-        }""", cleanup="delete MessageEvent.prototype.data; delete Event.prototype.data; delete Object.prototype.data;")
+        }""",
+        cleanup="delete MessageEvent.prototype.data; delete Event.prototype.data; delete Object.prototype.data;",
+    )
     _assert_victim_untouched(res, stolen, bench)
 
 
 def test_SEC_bridge_Array_map_and_iterator_poisoning(gem: GemBuilder, opened: Callable) -> None:
-    res, stolen, bench = _attack(gem, opened, """
+    res, stolen, bench = _attack(
+        gem,
+        opened,
+        """
         export default async () => {
           globalThis.__stolen = [];
           const map = Array.prototype.map, iter = Array.prototype[Symbol.iterator];
@@ -382,12 +422,17 @@ def test_SEC_bridge_Array_map_and_iterator_poisoning(gem: GemBuilder, opened: Ca
             return iter.call(this);
           };
           return "planted";
-        }""", cleanup="")
+        }""",
+        cleanup="",
+    )
     _assert_victim_untouched(res, stolen, bench)
 
 
 def test_SEC_bridge_Object_prototype_toJSON_poisoning(gem: GemBuilder, opened: Callable) -> None:
-    res, stolen, bench = _attack(gem, opened, """
+    res, stolen, bench = _attack(
+        gem,
+        opened,
+        """
         export default async () => {
           globalThis.__stolen = [];
           Object.prototype.toJSON = function () {
@@ -397,13 +442,18 @@ def test_SEC_bridge_Object_prototype_toJSON_poisoning(gem: GemBuilder, opened: C
             return "pwned";
           };
           return "planted";
-        }""", cleanup="delete Object.prototype.toJSON;")
+        }""",
+        cleanup="delete Object.prototype.toJSON;",
+    )
     _assert_victim_untouched(res, stolen, bench)
 
 
 def test_SEC_bridge_Promise_prototype_then_poisoning(gem: GemBuilder, opened: Callable) -> None:
     # the victim returns a ctx promise from an async function: resolving with it looks up `then`
-    res, stolen, bench = _attack(gem, opened, """
+    res, stolen, bench = _attack(
+        gem,
+        opened,
+        """
         export default async () => {
           globalThis.__stolen = [];
           const then = Promise.prototype.then;
@@ -414,14 +464,17 @@ def test_SEC_bridge_Promise_prototype_then_poisoning(gem: GemBuilder, opened: Ca
             }, err);
           };
           return "planted";
-        }""", victim="""
+        }""",
+        victim="""
         export default async (input, ctx) => {
           await ctx.storage.kv.set("victim", input.secret);
           await ctx.storage.kv.set("n", "[1,2,3]");
           const back = await ctx.storage.kv.get("victim");
           if (input.direct) return ctx.storage.kv.get("victim");
           return { secret: input.secret, back, n: JSON.parse(await ctx.storage.kv.get("n")) };
-        }""", cleanup="")
+        }""",
+        cleanup="",
+    )
     _assert_victim_untouched(res, stolen, bench)
     direct = bench.call("victim", {"secret": SECRET, "direct": True})
     assert direct.ok and direct.value == SECRET
@@ -431,7 +484,10 @@ def test_SEC_bridge_Promise_prototype_then_poisoning(gem: GemBuilder, opened: Ca
 def test_SEC_bridge_Object_prototype_then_poisoning(gem: GemBuilder, opened: Callable) -> None:
     # a `then` on Object.prototype made every ctx reply object a thenable of the attacker's
     # (planted from a timer, after the attacker's call ended)
-    res, stolen, bench = _attack(gem, opened, """
+    res, stolen, bench = _attack(
+        gem,
+        opened,
+        """
         export default async () => {
           globalThis.__stolen = [];
           setTimeout(() => {
@@ -439,7 +495,8 @@ def test_SEC_bridge_Object_prototype_then_poisoning(gem: GemBuilder, opened: Cal
               value: function (ok) { globalThis.__stolen.push(JSON.stringify(this)); ok(["pwned"]); } });
           }, 0);
           return "planted";
-        }""", victim="""
+        }""",
+        victim="""
         export default (input, ctx) => {
           // strings only out of its own async function: an object returned from one would meet
           // the planted `then` in the tool's own code, which no bridge can guard
@@ -450,14 +507,19 @@ def test_SEC_bridge_Object_prototype_then_poisoning(gem: GemBuilder, opened: Cal
             return `${listed.join("|")}/${await ctx.storage.kv.get("victim")}`;
           };
           return run();  // a sync tool handing back a promise: the bridge awaits it
-        }""", cleanup="delete Object.prototype.then;")
+        }""",
+        cleanup="delete Object.prototype.then;",
+    )
     assert res.ok, res.error
     assert res.value == f"{SECRET}|victim/{SECRET}"
     assert not any(SECRET in s for s in stolen), stolen
 
 
 def test_SEC_bridge_Error_prototype_getters_see_no_error(gem: GemBuilder, opened: Callable) -> None:
-    res, stolen, bench = _attack(gem, opened, """
+    res, stolen, bench = _attack(
+        gem,
+        opened,
+        """
         export default async () => {
           globalThis.__stolen = [];
           for (const key of ["name", "code", "stack"]) {
@@ -467,9 +529,11 @@ def test_SEC_bridge_Error_prototype_getters_see_no_error(gem: GemBuilder, opened
           }
           Error.prepareStackTrace = (e) => { globalThis.__stolen.push(String(e.message)); return "forged"; };
           return "planted";
-        }""", victim="""
+        }""",
+        victim="""
         export default async (input) => { throw new Error(input.secret); }""",
-        cleanup="")
+        cleanup="",
+    )
     assert res.error.code == "E_TOOL_ERROR" and SECRET in res.error.message
     assert "tools/victim.js:2" in res.error.details["stack"]
     assert not any(SECRET in s for s in stolen), stolen
@@ -482,8 +546,7 @@ export default async () => Deno.readTextFileSync(new URL("./link", import.meta.u
 """
 
 
-def test_N1_symlink_added_after_open_is_refused(gem: GemBuilder, opened: Callable,
-                                                tmp_path: Path) -> None:
+def test_N1_symlink_added_after_open_is_refused(gem: GemBuilder, opened: Callable, tmp_path: Path) -> None:
     gem.tool("rd", READ_LINK, ext="js")
     gem.tool("ok", "export default async () => 'fine'", ext="js")
     bench = opened(gem)
@@ -516,10 +579,12 @@ def test_N1_symlink_inside_the_gem_is_fine(gem: GemBuilder, opened: Callable) ->
     assert res.ok and res.value == "inside text", res.error
 
 
-def test_SEC_bridge_replaced_builtins_do_not_reach_the_channel(
-        gem: GemBuilder, opened: Callable) -> None:
+def test_SEC_bridge_replaced_builtins_do_not_reach_the_channel(gem: GemBuilder, opened: Callable) -> None:
     # every global the bridge uses, replaced by spies that record what they see
-    res, stolen, bench = _attack(gem, opened, """
+    res, stolen, bench = _attack(
+        gem,
+        opened,
+        """
         export default async () => {
           const seen = globalThis.__stolen = [];
           // the spies' own tools, taken first; a flag keeps them from spying on themselves
@@ -555,7 +620,9 @@ def test_SEC_bridge_replaced_builtins_do_not_reach_the_channel(
           spy(Promise.prototype, "then"); spy(Promise, "resolve");
           spy(MessagePort.prototype, "postMessage");
           return "planted";
-        }""", cleanup="")
+        }""",
+        cleanup="",
+    )
     _assert_victim_untouched(res, stolen, bench)
 
 
@@ -572,24 +639,31 @@ def test_SEC5_huge_error_message_and_result_stay_small(gem: GemBuilder, opened: 
 
 def test_SEC5_concurrent_large_ctx_calls_stay_in_step(gem: GemBuilder, opened: Callable) -> None:
     # many big messages in flight at once, both ways: each arrives whole and in its own frame
-    gem.tool("burst", """
+    gem.tool(
+        "burst",
+        """
         export default async (input, ctx) => {
           const body = (i) => String(i).padStart(6, "0") + "é".repeat(300_000);
           await Promise.all(Array.from({ length: 24 }, (_, i) => ctx.files.write(`f${i}.txt`, body(i))));
           const back = await Promise.all(Array.from({ length: 24 }, (_, i) => ctx.files.read(`f${i}.txt`)));
           return back.map((t, i) => t === body(i));
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     res = opened(gem, timeout=60).call("burst")
     assert res.ok, res.error
     assert res.value == [True] * 24
 
 
 def test_SEC_bridge_fetch_response_and_body_do_not_meet_a_planted_then(
-        gem: GemBuilder, opened: Callable) -> None:
+    gem: GemBuilder, opened: Callable
+) -> None:
     # the Response object and res.json()'s value are resolved by the bridge: a `then` planted on
     # Object.prototype must see neither (the attacker's timer plants it between calls)
     gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
-    gem.tool("attack", """
+    gem.tool(
+        "attack",
+        """
         export default async () => {
           globalThis.__stolen = [];
           setTimeout(() => {
@@ -597,16 +671,26 @@ def test_SEC_bridge_fetch_response_and_body_do_not_meet_a_planted_then(
               value: function (ok) { globalThis.__stolen.push(JSON.stringify(this)); ok(["pwned"]); } });
           }, 0);
           return "planted";
-        }""", ext="js")
-    gem.tool("victim", """
+        }""",
+        ext="js",
+    )
+    gem.tool(
+        "victim",
+        """
         export default (input, ctx) => (async () => {
           const res = await ctx.http.fetch("https://api.acme.example/v1/secret");
           const body = await res.json();
           return `${res.status}/${body.secret}/${Object.isFrozen(res)}`;
-        })()""", ext="js")
+        })()""",
+        ext="js",
+    )
     gem.tool("report", REPORT.replace("const got", "delete Object.prototype.then;\n  const got"), ext="js")
-    bench = opened(gem, reuse="always", timeout=10,
-                   http=[{"match": "https://api.acme.example/", "respond": {"json": {"secret": SECRET}}}])
+    bench = opened(
+        gem,
+        reuse="always",
+        timeout=10,
+        http=[{"match": "https://api.acme.example/", "respond": {"json": {"secret": SECRET}}}],
+    )
     assert bench.call("attack").ok
     res = bounded_call(bench, "victim", within=20)
     stolen = bench.call("report").value
@@ -617,12 +701,16 @@ def test_SEC_bridge_fetch_response_and_body_do_not_meet_a_planted_then(
 
 # --- the bridge's own checks cannot be hooked, its errors cannot be forged ------------------------
 
+
 def test_SEC7_hasInstance_planted_on_builtins_sees_no_fetch_arguments(
-        gem: GemBuilder, opened: Callable) -> None:
+    gem: GemBuilder, opened: Callable
+) -> None:
     # instanceof looked up Symbol.hasInstance on URL, Headers, Uint8Array... at call time: the
     # attacker saw the victim's URL and headers, and added a header of its own
     gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
-    gem.tool("attack", """
+    gem.tool(
+        "attack",
+        """
         export default async () => {
           globalThis.__stolen = [];
           for (const C of [URL, Headers, Uint8Array, ArrayBuffer, URLSearchParams, Error]) {
@@ -633,15 +721,21 @@ def test_SEC7_hasInstance_planted_on_builtins_sees_no_fetch_arguments(
             } });
           }
           return "planted";
-        }""", ext="js")
-    gem.tool("victim", """
+        }""",
+        ext="js",
+    )
+    gem.tool(
+        "victim",
+        """
         export default async (input, ctx) => {
           const res = await ctx.http.fetch(new URL("https://api.acme.example/v1/" + input.secret),
             { method: "POST", headers: { "X-Token": input.secret }, body: new TextEncoder().encode(input.secret) });
           const echo = await res.json();
           try { await ctx.files.read("../nope"); } catch (e) { echo.code = e.code; }
           return echo;
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     gem.tool("report", REPORT, ext="js")
     seen: list[Any] = []
 
@@ -649,8 +743,9 @@ def test_SEC7_hasInstance_planted_on_builtins_sees_no_fetch_arguments(
         seen.append((req.url, dict(req.headers), req.body))
         return {"json": {"evil": any(k.lower() == "x-evil" for k in req.headers)}}
 
-    bench = opened(gem, reuse="always", timeout=10,
-                   http=[{"match": "https://api.acme.example/", "respond": handler}])
+    bench = opened(
+        gem, reuse="always", timeout=10, http=[{"match": "https://api.acme.example/", "respond": handler}]
+    )
     assert bench.call("attack").ok
     res = bounded_call(bench, "victim", {"secret": SECRET}, within=20)
     stolen = bench.call("report").value
@@ -660,10 +755,12 @@ def test_SEC7_hasInstance_planted_on_builtins_sees_no_fetch_arguments(
     assert not any(SECRET in s for s in stolen), stolen
 
 
-def test_SEC7_descriptor_poisoning_does_not_break_result_handling(
-        gem: GemBuilder, opened: Callable) -> None:
+def test_SEC7_descriptor_poisoning_does_not_break_result_handling(gem: GemBuilder, opened: Callable) -> None:
     # descriptors the bridge read back into defineProperty inherited a planted `get`/`value`
-    res, stolen, bench = _attack(gem, opened, """
+    res, stolen, bench = _attack(
+        gem,
+        opened,
+        """
         export default async () => {
           globalThis.__stolen = [];
           Object.prototype.toJSON = function () { return this; };
@@ -671,25 +768,40 @@ def test_SEC7_descriptor_poisoning_does_not_break_result_handling(
           Object.defineProperty(Object.prototype, "get", { configurable: true, writable: true,
             value: function () { globalThis.__stolen.push("get"); return 1; } });
           return "planted";
-        }""", victim=VICTIM.replace("return {", "if (input.throw) throw new Error('boom');\n  return {"),
-        cleanup="delete Object.prototype.get; delete Object.prototype.toJSON;")
+        }""",
+        victim=VICTIM.replace("return {", "if (input.throw) throw new Error('boom');\n  return {"),
+        cleanup="delete Object.prototype.get; delete Object.prototype.toJSON;",
+    )
     _assert_victim_untouched(res, stolen, bench)
 
 
 def test_SEC7_forged_bridge_error_names_are_tool_errors(gem: GemBuilder, opened: Callable) -> None:
-    gem.tool("big", """
+    gem.tool(
+        "big",
+        """
         export default async () => { const e = new Error("x"); e.name = "ResultTooLarge"; e.size = "many"; throw e; }""",
-             ext="js")
-    gem.tool("code", """
+        ext="js",
+    )
+    gem.tool(
+        "code",
+        """
         export default async () => { const e = new Error("x"); e.name = "CtxError"; e.code = "E_TIMEOUT"; throw e; }""",
-             ext="js")
-    gem.tool("recode", """
+        ext="js",
+    )
+    gem.tool(
+        "recode",
+        """
         export default async (input, ctx) => {
           try { await ctx.files.read("../x"); } catch (e) { if (input.change) e.code = "E_TIMEOUT"; throw e; }
-        }""", ext="js")
-    gem.tool("odd", """
+        }""",
+        ext="js",
+    )
+    gem.tool(
+        "odd",
+        """
         export default async () => { const e = new Error("x"); e.name = "ResultError"; e.code = 5; throw e; }""",
-             ext="js")
+        ext="js",
+    )
     bench = opened(gem)
     for tool in ("big", "code", "odd"):
         res = bench.call(tool)
@@ -705,18 +817,29 @@ def test_SEC7_odd_error_messages_from_the_host_never_raise(gem: GemBuilder, open
     bench = opened(gem)
     assert bench.call("ok").ok
     sb = bench.sandbox
-    for e in [{}, {"name": None}, {"name": "ResultTooLarge"}, {"name": "ResultTooLarge", "size": "x"},
-              {"bridge": "result_too_large", "size": None}, {"bridge": "ctx", "code": ["E_X"]},
-              {"name": 1, "message": {"a": 1}, "stack": 5}, {"bridge": "ctx", "code": "E_\n"}]:
+    for e in [
+        {},
+        {"name": None},
+        {"name": "ResultTooLarge"},
+        {"name": "ResultTooLarge", "size": "x"},
+        {"bridge": "result_too_large", "size": None},
+        {"bridge": "ctx", "code": ["E_X"]},
+        {"name": 1, "message": {"a": 1}, "stack": 5},
+        {"bridge": "ctx", "code": "E_\n"},
+    ]:
         err = sb._error(e)
         assert err.code == "E_TOOL_ERROR", (e, err)
 
 
 def test_SEC5_unawaited_ctx_calls_stay_within_a_memory_bound(
-        gem: GemBuilder, opened: Callable, limits: Callable) -> None:
+    gem: GemBuilder, opened: Callable, limits: Callable
+) -> None:
     from _deno import deno_pids
+
     limits(bridge_message_bytes=32 * MiB)
-    gem.tool("fire", """
+    gem.tool(
+        "fire",
+        """
         export default async (input, ctx) => {
           const big = "x".repeat(20e6);
           let refused = 0;
@@ -725,7 +848,9 @@ def test_SEC5_unawaited_ctx_calls_stay_within_a_memory_bound(
           }
           await new Promise((r) => setTimeout(r, 0));
           return refused;
-        }""", ext="js")
+        }""",
+        ext="js",
+    )
     gem.tool("ok", "export default async () => 'ok'", ext="js")
     bench = opened(gem, timeout=60)
     assert bench.call("ok").ok
@@ -743,7 +868,7 @@ def test_SEC5_unawaited_ctx_calls_stay_within_a_memory_bound(
 
 # --- Python tools: whatever they raise or return, a coded result ---------------------------------
 
-PY_HOSTILE = '''
+PY_HOSTILE = """
 from workbench._errors import WorkbenchError
 
 class Custom(BaseException):
@@ -800,18 +925,30 @@ def handle(input, ctx):
     if k == "badlist": return BadList([1])
     if k == "badfloat": return BadFloat(1.5)
     return "ok"
-'''
+"""
 
 
-@pytest.mark.parametrize("k,codes", [
-    ("exit", {"E_TOOL_ERROR"}), ("genexit", {"E_TOOL_ERROR"}), ("custom", {"E_TOOL_ERROR"}),
-    ("badstr", {"E_TOOL_ERROR"}), ("badname", {"E_TOOL_ERROR"}), ("stack", {"E_X"}),
-    ("badcode", {"E_TOOL_ERROR"}), ("syntax", {"E_TOOL_ERROR"}), ("huge", {"E_TOOL_ERROR"}),
-    ("bigint", {"E_RESULT_NOT_JSON", "E_RESULT_TOO_LARGE"}), ("baditer", {"E_RESULT_NOT_JSON"}),
-    ("badlist", {"E_RESULT_NOT_JSON"}), ("badfloat", {"E_RESULT_NOT_JSON", None}),
-])
+@pytest.mark.parametrize(
+    "k,codes",
+    [
+        ("exit", {"E_TOOL_ERROR"}),
+        ("genexit", {"E_TOOL_ERROR"}),
+        ("custom", {"E_TOOL_ERROR"}),
+        ("badstr", {"E_TOOL_ERROR"}),
+        ("badname", {"E_TOOL_ERROR"}),
+        ("stack", {"E_X"}),
+        ("badcode", {"E_TOOL_ERROR"}),
+        ("syntax", {"E_TOOL_ERROR"}),
+        ("huge", {"E_TOOL_ERROR"}),
+        ("bigint", {"E_RESULT_NOT_JSON", "E_RESULT_TOO_LARGE"}),
+        ("baditer", {"E_RESULT_NOT_JSON"}),
+        ("badlist", {"E_RESULT_NOT_JSON"}),
+        ("badfloat", {"E_RESULT_NOT_JSON", None}),
+    ],
+)
 def test_SEC7_python_hostile_exceptions_and_results_are_coded(
-        gem: GemBuilder, opened: Callable, k: str, codes: set) -> None:
+    gem: GemBuilder, opened: Callable, k: str, codes: set
+) -> None:
     gem.tool("hostile", PY_HOSTILE)
     bench = opened(gem)
     res = bench.call("hostile", {"k": k})

@@ -17,13 +17,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
+from conftest import GemBuilder
 
 import workbench
-from conftest import GemBuilder
 from workbench.providers import mail as mail_mod
 from workbench.providers import mailmock
 
@@ -92,8 +93,10 @@ export default async function (input, ctx) {
 """
 
 READ = {"email": {"read": True}}
-HEAD = (b"From: Ann <ann@example.com>\r\nTo: bo@example.com\r\n"
-        b"Date: Mon, 04 Mar 2024 09:00:00 +0000\r\nMessage-ID: <x@y>\r\n")
+HEAD = (
+    b"From: Ann <ann@example.com>\r\nTo: bo@example.com\r\n"
+    b"Date: Mon, 04 Mar 2024 09:00:00 +0000\r\nMessage-ID: <x@y>\r\n"
+)
 KINDS = ("mock", "maildir", "mbox")
 
 
@@ -101,9 +104,14 @@ def mail_gem(gem: GemBuilder) -> GemBuilder:
     gem.tool("py", PY_OPS, permissions=READ)
     gem.tool("js", JS_OPS, ext="js", permissions=READ)
     gem.tool("js_args", JS_ARGS, ext="js", permissions=READ)
-    gem.tool("py_json", PY_OPS.replace('def handle(input, ctx):',
-                                       'import json\n\ndef handle(input, ctx):\n'
-                                       '    input = json.loads(input["json"])'), permissions=READ)
+    gem.tool(
+        "py_json",
+        PY_OPS.replace(
+            "def handle(input, ctx):",
+            'import json\n\ndef handle(input, ctx):\n    input = json.loads(input["json"])',
+        ),
+        permissions=READ,
+    )
     gem.manifest["permissions"] = READ
     return gem
 
@@ -111,6 +119,7 @@ def mail_gem(gem: GemBuilder) -> GemBuilder:
 def write_mail(kind: str, root: Path, raw: bytes | Callable[[Any], None]) -> tuple[Path, str]:
     """One message in a provider of `kind` (account "inbox"): (mailbox spec, message id).
     `raw` is the message, or a writer called with an open binary file (for huge messages)."""
+
     def put(fp: Any) -> None:
         if callable(raw):
             raw(fp)
@@ -142,8 +151,9 @@ def bench(gem: GemBuilder, tmp_path: Path) -> Iterator[Callable[..., workbench.B
     benches: list[workbench.Bench] = []
 
     def opener(mailbox: Any, **kw: Any) -> workbench.Bench:
-        b = workbench.open(mail_gem(gem).write(), mailbox=mailbox, state_dir=tmp_path / "state",
-                           headless=True, **kw)
+        b = workbench.open(
+            mail_gem(gem).write(), mailbox=mailbox, state_dir=tmp_path / "state", headless=True, **kw
+        )
         b.email.allow("all")
         benches.append(b)
         return b
@@ -185,8 +195,9 @@ def huge_writer(fp: Any) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
-def test_SEC5_E5_getMessage_of_a_200_MB_message_is_bounded(bench: Callable, tmp_path: Path,
-                                                          kind: str, lang: str) -> None:
+def test_SEC5_E5_getMessage_of_a_200_MB_message_is_bounded(
+    bench: Callable, tmp_path: Path, kind: str, lang: str
+) -> None:
     spec, id = write_mail(kind, tmp_path / "mail", huge_writer)
     t0 = time.monotonic()
     b = bench(spec)
@@ -199,8 +210,7 @@ def test_SEC5_E5_getMessage_of_a_200_MB_message_is_bounded(bench: Callable, tmp_
 
 
 @pytest.mark.parametrize("kind", ["maildir", "mbox"])
-def test_SEC5_getMessage_of_a_200_MB_message_never_holds_it_in_memory(tmp_path: Path,
-                                                                      kind: str) -> None:
+def test_SEC5_getMessage_of_a_200_MB_message_never_holds_it_in_memory(tmp_path: Path, kind: str) -> None:
     """Peak RSS of a fresh process that opens the mailbox and reads the message with a Python
     tool: far below the message's size (before: the whole file, parsed, several times over)."""
     spec, id = write_mail(kind, tmp_path / "mail", huge_writer)
@@ -208,30 +218,42 @@ def test_SEC5_getMessage_of_a_200_MB_message_never_holds_it_in_memory(tmp_path: 
     mail_gem(gem).write()
     script = textwrap.dedent(f"""
         import resource, workbench
-        b = workbench.open({str(tmp_path / 'gem')!r}, mailbox={str(spec)!r},
-                           state_dir={str(tmp_path / 'state')!r}, headless=True)
+        b = workbench.open({str(tmp_path / "gem")!r}, mailbox={str(spec)!r},
+                           state_dir={str(tmp_path / "state")!r}, headless=True)
         b.email.allow("all")
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         res = b.call("py", {{"ops": [["getMessage", {{"accountId": "inbox", "id": {id!r}}}]]}})
         after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         print(res.value[0]["ok"]["bodyLen"], (after - before) // 1024)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=120, cwd=Path(__file__).parent)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     body, grew_mb = map(int, out.stdout.split()[-2:])
     assert body == mail_mod.BODY_MAX_CHARS
     assert grew_mb < 100, f"getMessage grew the process by {grew_mb} MB"
 
 
-def test_SEC5_E5_body_bound_and_note_on_the_mock_json_and_bench_add(bench: Callable,
-                                                                     tmp_path: Path) -> None:
+def test_SEC5_E5_body_bound_and_note_on_the_mock_json_and_bench_add(bench: Callable, tmp_path: Path) -> None:
     box = tmp_path / "mailbox.json"
-    box.write_text(json.dumps([{"accountId": "inbox", "id": "big", "date": 1,
-                                "subject": "s" * 100_000, "toAddrs": ["a" * 5000 + "@x.org"] * 2000,
-                                "body": "x" * 3_000_000,
-                                "attachments": [{"filename": f"f{i}", "mimeType": "a/b",
-                                                 "sizeBytes": i} for i in range(100_000)]}]))
+    box.write_text(
+        json.dumps(
+            [
+                {
+                    "accountId": "inbox",
+                    "id": "big",
+                    "date": 1,
+                    "subject": "s" * 100_000,
+                    "toAddrs": ["a" * 5000 + "@x.org"] * 2000,
+                    "body": "x" * 3_000_000,
+                    "attachments": [
+                        {"filename": f"f{i}", "mimeType": "a/b", "sizeBytes": i} for i in range(100_000)
+                    ],
+                }
+            ]
+        )
+    )
     b = bench(box)
     for lang in ("py", "js"):
         msg = assert_bounded(get(b, lang, "big"))
@@ -243,11 +265,11 @@ def test_SEC5_E5_body_bound_and_note_on_the_mock_json_and_bench_add(bench: Calla
         assert len(page["messages"][0]["subject"]) == mail_mod.SUBJECT_MAX_CHARS
 
 
-def test_SEC5_body_bound_is_configurable_and_exact(bench: Callable, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_SEC5_body_bound_is_configurable_and_exact(
+    bench: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(mail_mod, "BODY_MAX_CHARS", 1000)
-    spec, id = write_mail("maildir", tmp_path / "mail",
-                          HEAD + b"Subject: s\r\n\r\n" + b"y" * 5000 + b"\r\n")
+    spec, id = write_mail("maildir", tmp_path / "mail", HEAD + b"Subject: s\r\n\r\n" + b"y" * 5000 + b"\r\n")
     msg = get(bench(spec), "py", id)["ok"]
     assert msg["bodyLen"] == 1000 and msg["bodyHead"].startswith("yyy")
     assert msg["bodyTail"].endswith(mail_mod.BODY_CUT.format(limit=1000))
@@ -255,62 +277,98 @@ def test_SEC5_body_bound_is_configurable_and_exact(bench: Callable, tmp_path: Pa
 
 # --- SEC5 / SEC7: MIME bombs, charsets, HTML ---------------------------------------------------
 
+
 def multipart(parts: bytes, boundary: bytes = b"B") -> bytes:
-    return (HEAD + b"Subject: bomb\r\nContent-Type: multipart/mixed; boundary=\"" + boundary
-            + b"\"\r\n\r\n" + parts + b"--" + boundary + b"--\r\n")
+    return (
+        HEAD
+        + b'Subject: bomb\r\nContent-Type: multipart/mixed; boundary="'
+        + boundary
+        + b'"\r\n\r\n'
+        + parts
+        + b"--"
+        + boundary
+        + b"--\r\n"
+    )
 
 
 def nested(depth: int) -> bytes:
-    opens = b"".join(b'--B%d\r\nContent-Type: multipart/mixed; boundary="B%d"\r\n\r\n' % (i, i + 1)
-                     for i in range(depth))
-    return (HEAD + b'Subject: deep\r\nContent-Type: multipart/mixed; boundary="B0"\r\n\r\n' + opens
-            + b"--B%d\r\nContent-Type: text/plain\r\n\r\ndeep\r\n" % depth)
+    opens = b"".join(
+        b'--B%d\r\nContent-Type: multipart/mixed; boundary="B%d"\r\n\r\n' % (i, i + 1) for i in range(depth)
+    )
+    return (
+        HEAD
+        + b'Subject: deep\r\nContent-Type: multipart/mixed; boundary="B0"\r\n\r\n'
+        + opens
+        + b"--B%d\r\nContent-Type: text/plain\r\n\r\ndeep\r\n" % depth
+    )
 
 
 def text(body: bytes, ctype: bytes = b"text/plain", cte: bytes = b"8bit", subject: bytes = b"t") -> bytes:
-    return (HEAD + b"Subject: " + subject + b"\r\nContent-Type: " + ctype
-            + b"\r\nContent-Transfer-Encoding: " + cte + b"\r\n\r\n" + body + b"\r\n")
+    return (
+        HEAD
+        + b"Subject: "
+        + subject
+        + b"\r\nContent-Type: "
+        + ctype
+        + b"\r\nContent-Transfer-Encoding: "
+        + cte
+        + b"\r\n\r\n"
+        + body
+        + b"\r\n"
+    )
 
 
 BOMBS: dict[str, Callable[[], bytes]] = {
-    "3000_text_parts": lambda: multipart(b"".join(
-        b"--B\r\nContent-Type: text/plain\r\n\r\npart %d\r\n" % i for i in range(3000))),
-    "20000_attachments": lambda: multipart(b"".join(
-        b"--B\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; "
-        b"filename=f%d.bin\r\n\r\nx\r\n" % i for i in range(20_000))),
+    "3000_text_parts": lambda: multipart(
+        b"".join(b"--B\r\nContent-Type: text/plain\r\n\r\npart %d\r\n" % i for i in range(3000))
+    ),
+    "20000_attachments": lambda: multipart(
+        b"".join(
+            b"--B\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; "
+            b"filename=f%d.bin\r\n\r\nx\r\n" % i
+            for i in range(20_000)
+        )
+    ),
     "10000_nested_multiparts": lambda: nested(10_000),
-    "50_MB_header": lambda: HEAD + b"Subject: big header\r\nX-Junk: " + b"j" * (50 * 1024 * 1024)
-    + b"\r\n\r\nbody after a 50 MB header\r\n",
-    "50_MB_folded_to": lambda: HEAD.replace(b"To: bo@example.com", b"To: "
-                                            + b"Bob <b@x.org>,\r\n " * 2_500_000 + b"c@x.org")
-    + b"Subject: to\r\n\r\nbody\r\n",
-    "encoded_word_subject": lambda: text(b"body", subject=b" ".join(
-        [b"=?utf-8?q?caf=C3=A9?=", b"=?punycode?q?" + b"a" * 5000 + b"?=",
-         b"=?utf-7?b?KwBBAEc-?="] * 20_000)),
+    "50_MB_header": lambda: (
+        HEAD
+        + b"Subject: big header\r\nX-Junk: "
+        + b"j" * (50 * 1024 * 1024)
+        + b"\r\n\r\nbody after a 50 MB header\r\n"
+    ),
+    "50_MB_folded_to": lambda: (
+        HEAD.replace(b"To: bo@example.com", b"To: " + b"Bob <b@x.org>,\r\n " * 2_500_000 + b"c@x.org")
+        + b"Subject: to\r\n\r\nbody\r\n"
+    ),
+    "encoded_word_subject": lambda: text(
+        b"body",
+        subject=b" ".join(
+            [b"=?utf-8?q?caf=C3=A9?=", b"=?punycode?q?" + b"a" * 5000 + b"?=", b"=?utf-7?b?KwBBAEc-?="]
+            * 20_000
+        ),
+    ),
     "base64_garbage": lambda: text(b"!!@@##$$%%^^&&*(=)" * 200_000, cte=b"base64"),
     "qp_garbage": lambda: text(b"=Z=\r\n=" * 200_000, cte=b"quoted-printable"),
     "utf7": lambda: text(b"+AGEAYgBj- +ZZZ" * 100_000, ctype=b"text/plain; charset=utf-7"),
-    "punycode_charset": lambda: text(b"a" * 2_000_000 + b"-" + b"b" * 1_000_000,
-                                     ctype=b"text/plain; charset=punycode"),
+    "punycode_charset": lambda: text(
+        b"a" * 2_000_000 + b"-" + b"b" * 1_000_000, ctype=b"text/plain; charset=punycode"
+    ),
     "unknown_charsets": lambda: text(b"caf\xe9", ctype=b"text/plain; charset=x-unknown-\xff"),
     "codec_not_text": lambda: text(b"eJzLSM3JyQcABiwCFQ==", ctype=b"text/plain; charset=zlib_codec"),
-    "html_deep_nesting": lambda: text(b"<div>" * 200_000 + b"deep" + b"</div>" * 200_000,
-                                      ctype=b"text/html"),
-    "html_unclosed_comment": lambda: text(b"<p>before</p><!--" + b"<a " * 1_000_000,
-                                          ctype=b"text/html"),
-    "html_unclosed_attribute": lambda: text(b"<p>before</p>" + b"<a b='" * 500_000,
-                                            ctype=b"text/html"),
+    "html_deep_nesting": lambda: text(b"<div>" * 200_000 + b"deep" + b"</div>" * 200_000, ctype=b"text/html"),
+    "html_unclosed_comment": lambda: text(b"<p>before</p><!--" + b"<a " * 1_000_000, ctype=b"text/html"),
+    "html_unclosed_attribute": lambda: text(b"<p>before</p>" + b"<a b='" * 500_000, ctype=b"text/html"),
     "html_lone_brackets": lambda: text(b"<" * 3_000_000, ctype=b"text/html"),
-    "html_unclosed_script": lambda: text(b"<p>before</p><script>" + b"</scrip" * 400_000,
-                                         ctype=b"text/html"),
+    "html_unclosed_script": lambda: text(b"<p>before</p><script>" + b"</scrip" * 400_000, ctype=b"text/html"),
     "no_headers_binary": lambda: bytes(range(256)) * 10_000,
 }
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("bomb", sorted(BOMBS))
-def test_SEC5_SEC7_mime_bombs_give_bounded_best_effort_text(bench: Callable, tmp_path: Path,
-                                                            kind: str, bomb: str) -> None:
+def test_SEC5_SEC7_mime_bombs_give_bounded_best_effort_text(
+    bench: Callable, tmp_path: Path, kind: str, bomb: str
+) -> None:
     spec, id = write_mail(kind, tmp_path / "mail", BOMBS[bomb]())
     t0 = time.monotonic()
     b = bench(spec)
@@ -332,8 +390,9 @@ def test_SEC5_SEC7_mime_bombs_give_bounded_best_effort_text(bench: Callable, tmp
 
 
 @pytest.mark.deno
-@pytest.mark.parametrize("bomb", ["10000_nested_multiparts", "html_unclosed_comment",
-                                  "20000_attachments", "utf7"])
+@pytest.mark.parametrize(
+    "bomb", ["10000_nested_multiparts", "html_unclosed_comment", "20000_attachments", "utf7"]
+)
 def test_SEC5_SEC7_mime_bombs_from_a_js_tool(bench: Callable, tmp_path: Path, bomb: str) -> None:
     spec, id = write_mail("maildir", tmp_path / "mail", BOMBS[bomb]())
     assert_bounded(get(bench(spec), "js", id))
@@ -341,34 +400,50 @@ def test_SEC5_SEC7_mime_bombs_from_a_js_tool(bench: Callable, tmp_path: Path, bo
 
 # --- SEC7 / E4: hostile listSince and getMessage arguments -------------------------------------
 
+
 @pytest.mark.parametrize("kind", KINDS)
-def test_SEC7_E4_hostile_listSince_arguments_from_python_are_coded(bench: Callable, tmp_path: Path,
-                                                                   kind: str) -> None:
+def test_SEC7_E4_hostile_listSince_arguments_from_python_are_coded(
+    bench: Callable, tmp_path: Path, kind: str
+) -> None:
     """The Python tool gets its arguments as JSON text it decodes itself: that is how lone
     surrogates, NaN and 400-digit integers reach ctx.email (a call's input cannot hold them)."""
     spec, _ = write_mail(kind, tmp_path / "mail", text(b"hello"))
     b = bench(spec)
     cases: list[tuple[dict[str, Any], str | None]] = [
-        ({"since": 1e308}, None), ({"since": -1e308}, None), ({"since": 10**400}, None),
-        ({"since": -(10**400)}, None), ({"since": float("nan")}, "E_INVALID_ARGUMENT"),
-        ({"since": float("inf")}, "E_INVALID_ARGUMENT"), ({"since": "0"}, "E_INVALID_ARGUMENT"),
-        ({"since": True}, "E_INVALID_ARGUMENT"), ({"limit": 1e308}, None),
-        ({"limit": 10**400}, None), ({"limit": float("nan")}, "E_INVALID_ARGUMENT"),
-        ({"limit": -5}, "E_INVALID_ARGUMENT"), ({"accountId": 5}, "E_INVALID_ARGUMENT"),
-        ({"accountId": ["inbox"]}, "E_INVALID_ARGUMENT"), ({"accountId": "\ud800"}, "E_INVALID_ARGUMENT"),
-        ({"accountId": "x" * 5_000_000}, None), ({"x" * 1_000_000: 1}, "E_INVALID_ARGUMENT"),
+        ({"since": 1e308}, None),
+        ({"since": -1e308}, None),
+        ({"since": 10**400}, None),
+        ({"since": -(10**400)}, None),
+        ({"since": float("nan")}, "E_INVALID_ARGUMENT"),
+        ({"since": float("inf")}, "E_INVALID_ARGUMENT"),
+        ({"since": "0"}, "E_INVALID_ARGUMENT"),
+        ({"since": True}, "E_INVALID_ARGUMENT"),
+        ({"limit": 1e308}, None),
+        ({"limit": 10**400}, None),
+        ({"limit": float("nan")}, "E_INVALID_ARGUMENT"),
+        ({"limit": -5}, "E_INVALID_ARGUMENT"),
+        ({"accountId": 5}, "E_INVALID_ARGUMENT"),
+        ({"accountId": ["inbox"]}, "E_INVALID_ARGUMENT"),
+        ({"accountId": "\ud800"}, "E_INVALID_ARGUMENT"),
+        ({"accountId": "x" * 5_000_000}, None),
+        ({"x" * 1_000_000: 1}, "E_INVALID_ARGUMENT"),
     ]
     ops = [["listSince", c] for c, _ in cases]
-    ops += [["getMessage", {"accountId": "inbox", "id": "\udc00"}],
-            ["getMessage", {"accountId": "inbox", "id": "9" * 5000}],
-            ["getMessage", {"accountId": "inbox", "id": "²"}]]
+    ops += [
+        ["getMessage", {"accountId": "inbox", "id": "\udc00"}],
+        ["getMessage", {"accountId": "inbox", "id": "9" * 5000}],
+        ["getMessage", {"accountId": "inbox", "id": "²"}],
+    ]
     res = b.call("py_json", {"json": json.dumps({"ops": ops})})
     assert res.ok, res.error
     for (case, code), out in zip(cases, res.value):
         assert out.get("error") == code, (case, out)
         assert len(out.get("message", "")) < 1000
-    assert [o.get("error") for o in res.value[len(cases):]] == [
-        "E_INVALID_ARGUMENT", "E_NOT_FOUND", "E_NOT_FOUND"]
+    assert [o.get("error") for o in res.value[len(cases) :]] == [
+        "E_INVALID_ARGUMENT",
+        "E_NOT_FOUND",
+        "E_NOT_FOUND",
+    ]
     assert res.value[0]["ok"]["messages"] == [] and len(res.value[1]["ok"]["messages"]) == 1
     assert len(res.value[8]["ok"]["messages"]) == 1
     assert "E_INTERNAL" not in set(res.trace["error"])
@@ -376,14 +451,16 @@ def test_SEC7_E4_hostile_listSince_arguments_from_python_are_coded(bench: Callab
 
 @pytest.mark.deno
 @pytest.mark.parametrize("kind", ["mock", "mbox"])
-def test_SEC7_E4_hostile_listSince_arguments_from_a_js_tool_are_coded(bench: Callable,
-                                                                      tmp_path: Path, kind: str) -> None:
+def test_SEC7_E4_hostile_listSince_arguments_from_a_js_tool_are_coded(
+    bench: Callable, tmp_path: Path, kind: str
+) -> None:
     spec, _ = write_mail(kind, tmp_path / "mail", text(b"hello"))
     res = bench(spec).call("js_args")
     assert res.ok, res.error
     codes = [o.get("error", "ok") for o in res.value]
-    assert "E_INTERNAL" not in codes and all(c in ("ok", "E_INVALID_ARGUMENT", "E_PERM_DENIED",
-                                                   "E_NOT_FOUND") for c in codes), codes
+    assert "E_INTERNAL" not in codes and all(
+        c in ("ok", "E_INVALID_ARGUMENT", "E_PERM_DENIED", "E_NOT_FOUND") for c in codes
+    ), codes
     assert codes[4] == codes[5] == codes[9] == codes[10] == codes[11] == codes[12] == "E_INVALID_ARGUMENT"
     assert codes[13] in ("E_INVALID_ARGUMENT", "E_PERM_DENIED")  # a lone surrogate never matches
     assert res.value[6] == {"ok": 1}  # limit 1e308 is capped, not an error
@@ -392,21 +469,25 @@ def test_SEC7_E4_hostile_listSince_arguments_from_a_js_tool_are_coded(bench: Cal
 
 # --- SEC7: broken fixtures and malicious mailbox files ------------------------------------------
 
-@pytest.mark.parametrize("content, match", [
-    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    ('[{"accountId": "a", "date": {"x": 1}}]', "/0/date"),
-    ('[{"accountId": "a", "date": 1e300}]', "/0/date"),
-    ('[{"accountId": "a", "attachments": "x"}]', "/0/attachments"),
-    ('[{"accountId": "a", "attachments": [{"sizeBytes": -1}]}]', "sizeBytes"),
-    ('[{"accountId": "a", "toAddrs": [1]}]', "/0/toAddrs"),
-    ('[{"accountId": ["a"]}]', "/0/accountId"),
-    ('{"not": "a list"}', "expected a list"),
-    ('[1, 2]', "/0"),
-    ("\xff not json", "mailbox.json"),
-])
-def test_SEC7_a_malformed_fixtures_mailbox_json_is_a_coded_load_error(gem: GemBuilder,
-                                                                      tmp_path: Path,
-                                                                      content: str, match: str) -> None:
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('[{"accountId": "a", "date": {"x": 1}}]', "/0/date"),
+        ('[{"accountId": "a", "date": 1e300}]', "/0/date"),
+        ('[{"accountId": "a", "attachments": "x"}]', "/0/attachments"),
+        ('[{"accountId": "a", "attachments": [{"sizeBytes": -1}]}]', "sizeBytes"),
+        ('[{"accountId": "a", "toAddrs": [1]}]', "/0/toAddrs"),
+        ('[{"accountId": ["a"]}]', "/0/accountId"),
+        ('{"not": "a list"}', "expected a list"),
+        ("[1, 2]", "/0"),
+        ("\xff not json", "mailbox.json"),
+    ],
+)
+def test_SEC7_a_malformed_fixtures_mailbox_json_is_a_coded_load_error(
+    gem: GemBuilder, tmp_path: Path, content: str, match: str
+) -> None:
     mail_gem(gem)
     root = gem.write()
     (root / "fixtures").mkdir(exist_ok=True)
@@ -416,8 +497,9 @@ def test_SEC7_a_malformed_fixtures_mailbox_json_is_a_coded_load_error(gem: GemBu
     assert err.value.code == "E_MANIFEST"
 
 
-def test_SEC7_a_huge_fixtures_mailbox_json_is_refused_before_reading(gem: GemBuilder, tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_SEC7_a_huge_fixtures_mailbox_json_is_refused_before_reading(
+    gem: GemBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(mailmock, "MAILBOX_JSON_MAX_BYTES", 1000)
     root = mail_gem(gem).write()
     (root / "fixtures").mkdir(exist_ok=True)
@@ -428,10 +510,13 @@ def test_SEC7_a_huge_fixtures_mailbox_json_is_refused_before_reading(gem: GemBui
 
 
 def test_SEC7_lone_surrogates_in_mailbox_json_are_stored_as_replacement_characters(
-        bench: Callable, tmp_path: Path) -> None:
+    bench: Callable, tmp_path: Path
+) -> None:
     box = tmp_path / "mailbox.json"
-    box.write_text('[{"accountId": "inbox", "id": "s", "date": 5, "subject": "a\\ud800b", '
-                   '"toAddrs": ["\\udfff@x"], "body": "c\\udc00d"}]')
+    box.write_text(
+        '[{"accountId": "inbox", "id": "s", "date": 5, "subject": "a\\ud800b", '
+        '"toAddrs": ["\\udfff@x"], "body": "c\\udc00d"}]'
+    )
     b = bench(box)
     for lang in ("py", "js"):
         msg = get(b, lang, "s")["ok"]
@@ -439,8 +524,7 @@ def test_SEC7_lone_surrogates_in_mailbox_json_are_stored_as_replacement_characte
 
 
 @pytest.mark.parametrize("kind", ["maildir", "mbox", "mock"])
-def test_SEC7_malicious_mailbox_files_never_hang_or_raise(bench: Callable, tmp_path: Path,
-                                                          kind: str) -> None:
+def test_SEC7_malicious_mailbox_files_never_hang_or_raise(bench: Callable, tmp_path: Path, kind: str) -> None:
     """A FIFO where a message file should be (and a symlink to one), a 100 MB line with no
     newline in an mbox, a `From ` line of 1 MB: open works, listSince and getMessage answer."""
     spec, id = write_mail(kind, tmp_path / "mail", text(b"fine"))
@@ -456,8 +540,15 @@ def test_SEC7_malicious_mailbox_files_never_hang_or_raise(bench: Callable, tmp_p
             fp.write(b"\nFrom " + b"f" * 1_000_000 + b"\n" + HEAD + b"Subject: second\n\n")
             fp.truncate(fp.tell() + 100 * 1024 * 1024)  # a 100 MB line of NULs
     b = bench(spec)
-    res = b.call("py", {"ops": [["listSince", {"since": -1, "limit": 200}],
-                                ["getMessage", {"accountId": "inbox", "id": id}]]})
+    res = b.call(
+        "py",
+        {
+            "ops": [
+                ["listSince", {"since": -1, "limit": 200}],
+                ["getMessage", {"accountId": "inbox", "id": id}],
+            ]
+        },
+    )
     assert res.ok, res.error
     page, msg = res.value
     assert [m["subject"] for m in page["ok"]["messages"]][:1] == ["t"]
@@ -469,6 +560,7 @@ def test_SEC7_malicious_mailbox_files_never_hang_or_raise(bench: Callable, tmp_p
 
 
 # --- the same attacks on IMAP (Dovecot) ---------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def dovecot() -> Iterator[Any]:
@@ -482,6 +574,7 @@ def dovecot() -> Iterator[Any]:
 
 def imap_bench(bench: Callable, dovecot: Any, name: str, raws: list[bytes]) -> tuple[workbench.Bench, Any]:
     from _dovecot import PASSWORD, USER
+
     from workbench.providers.imap import ImapMailbox
 
     admin = imaplib.IMAP4("127.0.0.1", dovecot.imap_port)
@@ -491,14 +584,22 @@ def imap_bench(bench: Callable, dovecot: Any, name: str, raws: list[bytes]) -> t
         typ, data = admin.append(name, None, imaplib.Time2Internaldate(1_700_000_000), raw)
         assert typ == "OK", data
     admin.logout()
-    box = ImapMailbox("127.0.0.1", dovecot.imaps_port, user=USER, password=PASSWORD, folder=name,
-                      account_id="inbox", ssl_context=ssl._create_unverified_context())
+    box = ImapMailbox(
+        "127.0.0.1",
+        dovecot.imaps_port,
+        user=USER,
+        password=PASSWORD,
+        folder=name,
+        account_id="inbox",
+        ssl_context=ssl._create_unverified_context(),
+    )
     return bench(box), box
 
 
 @pytest.mark.imap
 def test_SEC5_E5_imap_getMessage_of_a_huge_message_fetches_a_bounded_part(
-        bench: Callable, dovecot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench: Callable, dovecot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     line = b"all work and no play makes jack a dull boy " * 20 + b"\r\n"
     raw = HEAD + b"Subject: huge\r\n\r\n" + line * (40 * 1024 * 1024 // len(line))
     b, box = imap_bench(bench, dovecot, "huge", [raw])
@@ -516,25 +617,45 @@ def test_SEC5_E5_imap_getMessage_of_a_huge_message_fetches_a_bounded_part(
             received[0] = 0
             msg = assert_bounded(get(b, lang, "1"))
             assert msg["bodyHead"].startswith("all work") and msg["bodyTail"].endswith(
-                mail_mod.BODY_CUT.format(limit=mail_mod.BODY_MAX_CHARS))
+                mail_mod.BODY_CUT.format(limit=mail_mod.BODY_MAX_CHARS)
+            )
             assert received[0] < 6 * 1024 * 1024, received[0]  # 40 MB on the server
     finally:
         box.close()
 
 
 @pytest.mark.imap
-def test_SEC5_SEC7_imap_mime_bombs_give_bounded_best_effort_text(bench: Callable,
-                                                                 dovecot: Any) -> None:
-    names = ["3000_text_parts", "2000_attachments", "10000_nested_multiparts",
-             "encoded_word_subject", "html_unclosed_comment", "utf7", "punycode_charset",
-             "codec_not_text", "base64_garbage", "html_deep_nesting"]
-    bombs = {**BOMBS, "2000_attachments": lambda: multipart(b"".join(
-        b"--B\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; "
-        b"filename=f%d.bin\r\n\r\nx\r\n" % i for i in range(2_000))),
+def test_SEC5_SEC7_imap_mime_bombs_give_bounded_best_effort_text(bench: Callable, dovecot: Any) -> None:
+    names = [
+        "3000_text_parts",
+        "2000_attachments",
+        "10000_nested_multiparts",
+        "encoded_word_subject",
+        "html_unclosed_comment",
+        "utf7",
+        "punycode_charset",
+        "codec_not_text",
+        "base64_garbage",
+        "html_deep_nesting",
+    ]
+    bombs = {
+        **BOMBS,
+        "2000_attachments": lambda: multipart(
+            b"".join(
+                b"--B\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; "
+                b"filename=f%d.bin\r\n\r\nx\r\n" % i
+                for i in range(2_000)
+            )
+        ),
         # imaplib refuses response lines over 1 MB: a subject of ~300 KB of encoded words
-        "encoded_word_subject": lambda: text(b"body", subject=b" ".join(
-            [b"=?utf-8?q?caf=C3=A9?=", b"=?punycode?q?" + b"a" * 5000 + b"?=",
-             b"=?utf-7?b?KwBBAEc-?="] * 60))}
+        "encoded_word_subject": lambda: text(
+            b"body",
+            subject=b" ".join(
+                [b"=?utf-8?q?caf=C3=A9?=", b"=?punycode?q?" + b"a" * 5000 + b"?=", b"=?utf-7?b?KwBBAEc-?="]
+                * 60
+            ),
+        ),
+    }
     b, box = imap_bench(bench, dovecot, "bombs", [bombs[n]() for n in names])
     try:
         page = b.call("py", {"ops": [["listSince", {"since": -1, "limit": 200}]]}).value[0]
@@ -547,8 +668,10 @@ def test_SEC5_SEC7_imap_mime_bombs_give_bounded_best_effort_text(bench: Callable
             assert time.monotonic() - t0 < 20, n
             if n == "2000_attachments":
                 assert "more attachments or MIME parts not listed" in out["bodyTail"]
-        res = b.call("py", {"ops": [["getMessage", {"accountId": "inbox", "id": i}]
-                                    for i in ("²", "9" * 5000, "-1", " 1")]})
+        res = b.call(
+            "py",
+            {"ops": [["getMessage", {"accountId": "inbox", "id": i}] for i in ("²", "9" * 5000, "-1", " 1")]},
+        )
         assert [o.get("error") for o in res.value] == ["E_NOT_FOUND"] * 4
     finally:
         box.close()

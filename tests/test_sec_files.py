@@ -3,15 +3,15 @@ copied or read on its behalf), as Python and JS tools, on mock and real provider
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from conftest import OPS_TOOL, GemBuilder
 
 import workbench
 from workbench.ctx import history
-
-from conftest import OPS_TOOL, GemBuilder
 
 JS_OPS = """
 export default async function (input, ctx) {
@@ -29,8 +29,9 @@ export default async function (input, ctx) {
 
 
 @pytest.fixture(params=["py", "js"])
-def ops(request: pytest.FixtureRequest, gem: GemBuilder,
-        open_bench: Callable[..., workbench.Bench]) -> Callable[..., list[dict[str, Any]]]:
+def ops(
+    request: pytest.FixtureRequest, gem: GemBuilder, open_bench: Callable[..., workbench.Bench]
+) -> Callable[..., list[dict[str, Any]]]:
     """ops(*[op, args…]) -> one result per op, from one call of a Python or JS tool."""
     ws: Path = open_bench.workspace  # type: ignore[attr-defined]
     (ws / "proj" / ".git").mkdir(parents=True)
@@ -57,10 +58,10 @@ def _names(entries: list[dict[str, Any]]) -> list[str]:
     return sorted(e["name"] for e in entries)
 
 
-def test_SEC3_delete_of_a_folder_holding_hidden_entries_is_refused(ops, kind: str,
-                                                                   open_bench) -> None:
-    listed, deleted, again = ops(["list", "workspace:proj"], ["delete", "workspace:proj"],
-                                 ["list", "workspace:proj"])
+def test_SEC3_delete_of_a_folder_holding_hidden_entries_is_refused(ops, kind: str, open_bench) -> None:
+    listed, deleted, again = ops(
+        ["list", "workspace:proj"], ["delete", "workspace:proj"], ["list", "workspace:proj"]
+    )
     assert _names(listed["ok"]) == ["notes.md", "sub"]  # the gem sees no dot-entry
     assert deleted["error"] == "E_PERM_DENIED" and "SEC3" in deleted["message"]
     assert ".git" not in deleted["message"] and ".env" not in deleted["message"]
@@ -68,8 +69,10 @@ def test_SEC3_delete_of_a_folder_holding_hidden_entries_is_refused(ops, kind: st
     # a nested hidden entry protects its ancestors too
     assert ops(["delete", "workspace:proj/sub"])[0]["error"] == "E_PERM_DENIED"
     # what the gem can see, it can delete
-    assert ops(["delete", "workspace:proj/notes.md"], ["delete", "workspace:open"]) == \
-        [{"ok": None}, {"ok": None}]
+    assert ops(["delete", "workspace:proj/notes.md"], ["delete", "workspace:open"]) == [
+        {"ok": None},
+        {"ok": None},
+    ]
     assert ops.bench.history()["path"].tolist() == ["proj/notes.md", "open/a.txt"]
     if kind == "real":
         ws = open_bench.workspace
@@ -78,9 +81,11 @@ def test_SEC3_delete_of_a_folder_holding_hidden_entries_is_refused(ops, kind: st
 
 
 def test_SEC3_move_of_a_folder_holding_hidden_entries_is_refused_within_the_workspace(ops) -> None:
-    out = ops(["move", "workspace:proj", "workspace:elsewhere"],
-              ["move", "workspace:proj", "stolen"],
-              ["list", "workspace:"])
+    out = ops(
+        ["move", "workspace:proj", "workspace:elsewhere"],
+        ["move", "workspace:proj", "stolen"],
+        ["list", "workspace:"],
+    )
     assert [o.get("error") for o in out] == ["E_PERM_DENIED", "E_PERM_DENIED", None]
     assert _names(out[2]["ok"]) == ["open", "proj"]
     assert ops(["move", "workspace:open", "workspace:moved"])[0] == {"ok": None}
@@ -89,8 +94,7 @@ def test_SEC3_move_of_a_folder_holding_hidden_entries_is_refused_within_the_work
 def test_SEC3_history_never_copies_hidden_entries(ops) -> None:
     bench = ops.bench
     # the unit under the rule: a folder's history copy skips what the gem cannot see
-    history.record(bench.providers.store, bench.providers.files, "proj", reason="delete",
-                   call_id=None)
+    history.record(bench.providers.store, bench.providers.files, "proj", reason="delete", call_id=None)
     assert sorted(bench.history()["path"]) == ["proj/notes.md"]
     assert ops(["write", "workspace:proj/notes.md", "new"])[0] == {"ok": None}
     saved = bench.history()
@@ -110,11 +114,20 @@ def test_SEC3_folders_holding_unlisted_entries_are_not_deleted(gem: GemBuilder, 
     (ws / "latin").mkdir()
     (ws / "latin" / os.fsdecode(b"r\xe9sum\xe9.txt")).write_text("cv")
     gem.tool("ops", OPS_TOOL)
-    with workbench.open(gem.write(), providers="real", workspace=ws, state_dir=tmp_path / "st",
-                        headless=True) as bench:
-        out = bench.call("ops", {"ops": [["list", "workspace:pipes"], ["delete", "workspace:pipes"],
-                                         ["delete", "workspace:latin"],
-                                         ["move", "workspace:latin", "stolen"]]}).value
+    with workbench.open(
+        gem.write(), providers="real", workspace=ws, state_dir=tmp_path / "st", headless=True
+    ) as bench:
+        out = bench.call(
+            "ops",
+            {
+                "ops": [
+                    ["list", "workspace:pipes"],
+                    ["delete", "workspace:pipes"],
+                    ["delete", "workspace:latin"],
+                    ["move", "workspace:latin", "stolen"],
+                ]
+            },
+        ).value
     assert [e["name"] for e in out[0]["ok"]] == ["a.txt"]
     assert [o.get("error") for o in out[1:]] == ["E_PERM_DENIED"] * 3
     assert (ws / "pipes" / "p").exists() and (ws / "latin").is_dir()
@@ -128,11 +141,19 @@ def test_SEC3_a_fifo_in_the_way_is_never_replaced(gem: GemBuilder, tmp_path: Pat
     ws.mkdir()
     os.mkfifo(ws / "fifo")
     gem.tool("ops", OPS_TOOL if lang == "py" else JS_OPS, ext=lang)
-    with workbench.open(gem.write(), providers="real", workspace=ws, state_dir=tmp_path / "st",
-                        headless=True) as bench:
-        out = bench.call("ops", {"ops": [["write", "workspace:fifo", "x"],
-                                         ["mkdir", "workspace:fifo"],
-                                         ["write", "workspace:fifo/x", "x"]]}).value
+    with workbench.open(
+        gem.write(), providers="real", workspace=ws, state_dir=tmp_path / "st", headless=True
+    ) as bench:
+        out = bench.call(
+            "ops",
+            {
+                "ops": [
+                    ["write", "workspace:fifo", "x"],
+                    ["mkdir", "workspace:fifo"],
+                    ["write", "workspace:fifo/x", "x"],
+                ]
+            },
+        ).value
     assert [o.get("error") for o in out] == ["E_EXISTS"] * 3, out
     import stat
 

@@ -15,13 +15,14 @@ import textwrap
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from conftest import OPS_TOOL, GemBuilder
 
 import workbench
-from conftest import OPS_TOOL, GemBuilder
 from workbench.ctx.limits import Limits
 from workbench.providers.base import Entry
 from workbench.providers.folder import TMP_PREFIX, FolderFileStore
@@ -41,8 +42,9 @@ export default async (input, ctx) => {
 };
 """
 # OPS_TOOL (conftest) runs ctx.files ops; this one adds "extract"
-OPS_PY = OPS_TOOL.replace("getattr(ctx.files, op)", "(ctx.extract if op == 'extract' else "
-                          "getattr(ctx.files, op))")
+OPS_PY = OPS_TOOL.replace(
+    "getattr(ctx.files, op)", "(ctx.extract if op == 'extract' else getattr(ctx.files, op))"
+)
 CODED = {"E_PATH", "E_NOT_FOUND"}
 LANGS = [pytest.param("py", id="python"), pytest.param("js", id="js", marks=pytest.mark.deno)]
 
@@ -78,8 +80,14 @@ def real(gem: GemBuilder, tmp_path: Path):
         if not gem.manifest["tools"]:
             gem.tool("ops", OPS_JS if lang == "js" else OPS_PY, ext=lang)
         kw.setdefault("timeout", 10)
-        b = workbench.open(gem.write(), providers=kw.pop("providers", "real"), workspace=ws,
-                           state_dir=tmp_path / "state", headless=True, **kw)
+        b = workbench.open(
+            gem.write(),
+            providers=kw.pop("providers", "real"),
+            workspace=ws,
+            state_dir=tmp_path / "state",
+            headless=True,
+            **kw,
+        )
         benches.append(b)
 
         def run(*ops: list) -> list[dict]:
@@ -111,12 +119,19 @@ def test_SEC5_F2_F3_fifo_in_the_conversation_folder_does_not_exist(real, lang):
     os.mkfifo(ws / "pipe.txt")
     os.mkfifo(ws / "dir" / "inner.txt")
     os.symlink("pipe.txt", ws / "to-pipe.txt")
-    out = run(["list", "workspace:"], ["list", "workspace:dir"], ["stat", "workspace:pipe.txt"],
-              ["stat", "workspace:to-pipe.txt"], ["read", "workspace:pipe.txt"],
-              ["read", "workspace:to-pipe.txt"], ["read", "workspace:dir/inner.txt"],
-              ["extract", "workspace:pipe.txt"], ["delete", "workspace:pipe.txt"],
-              ["move", "workspace:pipe.txt", "workspace:moved.txt"],
-              ["move", "workspace:pipe.txt", "taken.txt"])
+    out = run(
+        ["list", "workspace:"],
+        ["list", "workspace:dir"],
+        ["stat", "workspace:pipe.txt"],
+        ["stat", "workspace:to-pipe.txt"],
+        ["read", "workspace:pipe.txt"],
+        ["read", "workspace:to-pipe.txt"],
+        ["read", "workspace:dir/inner.txt"],
+        ["extract", "workspace:pipe.txt"],
+        ["delete", "workspace:pipe.txt"],
+        ["move", "workspace:pipe.txt", "workspace:moved.txt"],
+        ["move", "workspace:pipe.txt", "taken.txt"],
+    )
     assert _names(out[0]) == ["dir", "note.txt"]
     assert _names(out[1]) == []
     assert out[2] == {"ok": None} and out[3] == {"ok": None}
@@ -185,9 +200,18 @@ def test_SEC7_F9_symlink_loops_and_long_chains_are_coded_errors(real, lang):
     ops = []
     for name in ("a", "self", "loop", "c0"):
         p = f"workspace:{name}"
-        ops += [["stat", p], ["read", p], ["list", p], ["write", p, "x"], ["write", f"{p}/x", "x"],
-                ["mkdir", f"{p}/d"], ["move", p, "workspace:m"], ["move", "workspace:real.txt", f"{p}/m"],
-                ["delete", p], ["extract", p]]
+        ops += [
+            ["stat", p],
+            ["read", p],
+            ["list", p],
+            ["write", p, "x"],
+            ["write", f"{p}/x", "x"],
+            ["mkdir", f"{p}/d"],
+            ["move", p, "workspace:m"],
+            ["move", "workspace:real.txt", f"{p}/m"],
+            ["delete", p],
+            ["extract", p],
+        ]
     out = run(["list", "workspace:"], *ops)
     for op, r in zip(ops, out[1:]):
         assert r.get("error") in CODED, (op, r)
@@ -222,12 +246,18 @@ def test_SEC7_F2_F7_F8_odd_file_names_work_and_undecodable_ones_are_skipped(real
         (ws / n).write_text(f"<{n}>")
     (ws / os.fsdecode(b"\xff\xfe.txt")).write_text("latin-1 name")
     b, run, _ = real(lang, providers=kind)
-    out = run(["list", "workspace:"], *[["read", f"workspace:{n}"] for n in ODD],
-              ["write", "workspace:new.md\n", "n"], ["move", "workspace:notes.md\n", "workspace:m\n"],
-              ["delete", "workspace:a\nb.txt"], ["list", "workspace:"], ["read", "workspace:m\n"])
+    out = run(
+        ["list", "workspace:"],
+        *[["read", f"workspace:{n}"] for n in ODD],
+        ["write", "workspace:new.md\n", "n"],
+        ["move", "workspace:notes.md\n", "workspace:m\n"],
+        ["delete", "workspace:a\nb.txt"],
+        ["list", "workspace:"],
+        ["read", "workspace:m\n"],
+    )
     assert _names(out[0]) == sorted(ODD)
-    assert [r["ok"] for r in out[1:1 + len(ODD)]] == [f"<{n}>" for n in ODD]
-    assert all("ok" in r for r in out[1 + len(ODD):]), out
+    assert [r["ok"] for r in out[1 : 1 + len(ODD)]] == [f"<{n}>" for n in ODD]
+    assert all("ok" in r for r in out[1 + len(ODD) :]), out
     assert _names(out[-2]) == sorted({*ODD, "new.md\n", "m\n"} - {"notes.md\n", "a\nb.txt"})
     assert out[-1]["ok"] == "<notes.md\n>"
     if kind == "real":
@@ -272,8 +302,11 @@ def test_F5_kill_9_mid_write_leaves_no_partial_file_and_open_cleans_the_temp(gem
         proc = subprocess.Popen([sys.executable, "-c", script])
         try:
             deadline = time.monotonic() + 60
-            while not (_leftovers(tmp) or _leftovers(ws)) and time.monotonic() < deadline \
-                    and proc.poll() is None:
+            while (
+                not (_leftovers(tmp) or _leftovers(ws))
+                and time.monotonic() < deadline
+                and proc.poll() is None
+            ):
                 time.sleep(0.002)
             os.kill(proc.pid, signal.SIGKILL)
         finally:
@@ -393,8 +426,14 @@ def test_F1_run_folders_retention_at_open(gem, tmp_path):
 
 def test_F1_retention_options_are_checked(gem, tmp_path):
     root = gem.tool("w", RUN_WRITER).write()
-    for bad in ({"keep_runs": -1}, {"keep_runs": True}, {"keep_runs": "5"},
-                {"keep_run_days": -1}, {"keep_run_days": float("nan")}, {"keep_run_days": None}):
+    for bad in (
+        {"keep_runs": -1},
+        {"keep_runs": True},
+        {"keep_runs": "5"},
+        {"keep_run_days": -1},
+        {"keep_run_days": float("nan")},
+        {"keep_run_days": None},
+    ):
         with pytest.raises(workbench.UsageError, match="keep_run"):
             workbench.open(root, providers="real", state_dir=tmp_path / "s", **bad)
 
@@ -409,29 +448,37 @@ def _pdf(objects: list[bytes]) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1,
-                                                                              xref)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return bytes(out)
 
 
 def _one_page(content: bytes, *, flate: bool = True) -> bytes:
     data = zlib.compress(content, 9) if flate else content
-    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>",
-                 b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-                 b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-                 b"/Resources << /Font << /F1 5 0 R >> >> >>",
-                 b"<< /Length %d%s >>\nstream\n" % (len(data), b" /Filter /FlateDecode" * flate)
-                 + data + b"\nendstream",
-                 b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"])
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            b"<< /Length %d%s >>\nstream\n" % (len(data), b" /Filter /FlateDecode" * flate)
+            + data
+            + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )
 
 
 def _page_tree(width: int) -> bytes:  # width * width pages from two nodes of `width` kids
-    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>",
-                 b"<< /Type /Pages /Kids [" + b" ".join([b"3 0 R"] * width)
-                 + b"] /Count %d >>" % (width * width),
-                 b"<< /Type /Pages /Parent 2 0 R /Kids [" + b" ".join([b"4 0 R"] * width)
-                 + b"] /Count %d >>" % width,
-                 b"<< /Type /Page /Parent 3 0 R /MediaBox [0 0 612 792] >>"])
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [" + b" ".join([b"3 0 R"] * width) + b"] /Count %d >>" % (width * width),
+            b"<< /Type /Pages /Parent 2 0 R /Kids ["
+            + b" ".join([b"4 0 R"] * width)
+            + b"] /Count %d >>" % width,
+            b"<< /Type /Page /Parent 3 0 R /MediaBox [0 0 612 792] >>",
+        ]
+    )
 
 
 BOMBS = {
@@ -442,9 +489,12 @@ BOMBS = {
     # 2.5 billion pages from two small nodes
     "pages.pdf": lambda: _page_tree(50_000),
     # arrays nested 100,000 deep
-    "nested.pdf": lambda: _pdf([b"<< /Type /Catalog /Pages 2 0 R /X " + b"[" * 100_000
-                                + b"]" * 100_000 + b" >>",
-                                b"<< /Type /Pages /Kids [] /Count 0 >>"]),
+    "nested.pdf": lambda: _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R /X " + b"[" * 100_000 + b"]" * 100_000 + b" >>",
+            b"<< /Type /Pages /Kids [] /Count 0 >>",
+        ]
+    ),
     "junk.pdf": lambda: b"%PDF-1.4\n" + os.urandom(3000),
     # 1,100,000 characters of text from 2 KB (the test's limit is 1,000,000)
     "text.pdf": lambda: _one_page(b"BT /F1 1 Tf 0 0 Td (" + b"A" * 1_100_000 + b") Tj ET"),
@@ -514,8 +564,11 @@ def test_SEC3_store_names_entries_that_list_does_not_report(kind, tmp_path):
 def test_SEC5_extract_of_hostile_html_is_linear_and_coded(markup: str, tmp_path) -> None:
     """html.parser took 15.7 s on 60,000 '<a' (quadratic) and raised AssertionError on '<!['."""
     g = GemBuilder(tmp_path / "gem")
-    g.tool("x", "def handle(i, ctx):\n    ctx.files.write('x.html', i['html'])\n"
-                "    return ctx.extract('x.html')['mimeType']")
+    g.tool(
+        "x",
+        "def handle(i, ctx):\n    ctx.files.write('x.html', i['html'])\n"
+        "    return ctx.extract('x.html')['mimeType']",
+    )
     with workbench.open(g.write(), state_dir=tmp_path / "state", timeout=5) as bench:
         t0 = time.monotonic()
         res = bench.call("x", {"html": markup})

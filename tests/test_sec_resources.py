@@ -12,16 +12,17 @@ import hashlib
 import os
 import time
 import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
+from _deno import deno_home  # noqa: F401  (fixture)
+from conftest import GemBuilder
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 import workbench.ctx.resources as resources_rules
-from _deno import deno_home  # noqa: F401  (fixture)
-from conftest import GemBuilder
 from workbench.platforms import load as load_manifest
 from workbench.platforms import notochord
 
@@ -36,21 +37,23 @@ def handle(input, ctx):
 JS_PATH = "export default async (input, ctx) => await ctx.resources.path(input.id);\n"
 
 
-
-
 def res_gem(gem: GemBuilder, *resources: dict[str, Any]) -> GemBuilder:
     gem.manifest["resources"] = list(resources)
     gem.tool("py_path", PY_PATH).tool("js_path", JS_PATH, ext="js")
     return gem
 
 
-def past_the_loader(monkeypatch: pytest.MonkeyPatch, gem: GemBuilder,
-                    *resources: dict[str, Any]) -> None:
+def past_the_loader(monkeypatch: pytest.MonkeyPatch, gem: GemBuilder, *resources: dict[str, Any]) -> None:
     """open() gets a manifest whose resources the loader never saw (as if its check had a hole)."""
     res_gem(gem, {"id": "placeholder", "url": "https://x.invalid/", "sha256": DATA_SHA})
     real = load_manifest(gem.write())
-    monkeypatch.setattr(notochord, "PROFILE", dataclasses.replace(
-        notochord.PROFILE, load=lambda path: dataclasses.replace(real, resources=tuple(resources))))
+    monkeypatch.setattr(
+        notochord,
+        "PROFILE",
+        dataclasses.replace(
+            notochord.PROFILE, load=lambda path: dataclasses.replace(real, resources=tuple(resources))
+        ),
+    )
 
 
 def files_under(root: Path) -> set[Path]:
@@ -61,11 +64,12 @@ ESCAPES = ["./../../../escape.txt", "../../../escape.txt", "sub/../../../../esca
 
 
 @pytest.mark.parametrize("rid", ESCAPES)
-def test_SEC2_resource_id_never_writes_outside_the_cache_mock(gem: GemBuilder, opened: Callable,
-                                                              tmp_path: Path, rid: str,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    past_the_loader(monkeypatch, gem, {"id": rid, "url": "https://x.invalid/r", "sha256": DATA_SHA,
-                                       "required": True})
+def test_SEC2_resource_id_never_writes_outside_the_cache_mock(
+    gem: GemBuilder, opened: Callable, tmp_path: Path, rid: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    past_the_loader(
+        monkeypatch, gem, {"id": rid, "url": "https://x.invalid/r", "sha256": DATA_SHA, "required": True}
+    )
     before = files_under(tmp_path)
     b = opened(gem, resources={rid: DATA})  # "required": the download would start at open
     b.providers.resources.wait(10)
@@ -79,14 +83,19 @@ def test_SEC2_resource_id_never_writes_outside_the_cache_mock(gem: GemBuilder, o
     assert not list(tmp_path.parent.glob("escape.txt*")) and not list(tmp_path.glob("escape.txt*"))
 
 
-def test_SEC2_resource_id_never_writes_outside_the_cache_real(gem: GemBuilder, opened: Callable,
-                                                              tmp_path: Path, lang: str,
-                                                              httpserver: HTTPServer,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_SEC2_resource_id_never_writes_outside_the_cache_real(
+    gem: GemBuilder,
+    opened: Callable,
+    tmp_path: Path,
+    lang: str,
+    httpserver: HTTPServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     httpserver.expect_request("/r").respond_with_data(DATA)
     rid = ESCAPES[0]
-    past_the_loader(monkeypatch, gem, {"id": rid, "url": httpserver.url_for("/r"), "sha256": DATA_SHA,
-                                       "required": True})
+    past_the_loader(
+        monkeypatch, gem, {"id": rid, "url": httpserver.url_for("/r"), "sha256": DATA_SHA, "required": True}
+    )
     b = opened(gem, providers="real")
     b.providers.resources.wait(10)
     res = b.call(f"{lang}_path", {"id": rid})
@@ -96,23 +105,27 @@ def test_SEC2_resource_id_never_writes_outside_the_cache_real(gem: GemBuilder, o
 
 
 @pytest.mark.parametrize("sha", ["../../sha-escape", DATA_SHA.upper(), DATA_SHA + "\n", "/tmp/x"])
-def test_SEC2_sha256_must_be_64_hex_digits(gem: GemBuilder, opened: Callable, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch, sha: str) -> None:
-    past_the_loader(monkeypatch, gem, {"id": "model", "url": "https://x.invalid/r", "sha256": sha,
-                                       "required": True})
+def test_SEC2_sha256_must_be_64_hex_digits(
+    gem: GemBuilder, opened: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sha: str
+) -> None:
+    past_the_loader(
+        monkeypatch, gem, {"id": "model", "url": "https://x.invalid/r", "sha256": sha, "required": True}
+    )
     before = files_under(tmp_path)
     b = opened(gem, resources={"model": DATA})
     b.providers.resources.wait(10)
     err = b.call("py_path", {"id": "model"}).error
     assert err.code == "E_MANIFEST" and "sha256" in err.message
     assert files_under(tmp_path) - before == set() or all(
-        "state" in p.relative_to(tmp_path).parts[0] for p in files_under(tmp_path) - before)
+        "state" in p.relative_to(tmp_path).parts[0] for p in files_under(tmp_path) - before
+    )
     assert not (tmp_path / "sha-escape").exists()
     assert [p.name for p in (tmp_path / "state" / "resources").iterdir()] == []
 
 
-def test_SEC2_fixture_symlink_out_of_the_gem_is_not_followed(gem: GemBuilder, opened: Callable,
-                                                             tmp_path: Path, lang: str) -> None:
+def test_SEC2_fixture_symlink_out_of_the_gem_is_not_followed(
+    gem: GemBuilder, opened: Callable, tmp_path: Path, lang: str
+) -> None:
     """A gem's fixture link to a user file would copy it into the cache its sandbox reads."""
     secret = tmp_path / "user-secret.txt"
     secret.write_bytes(DATA)
@@ -131,22 +144,26 @@ def test_SEC2_fixture_symlink_out_of_the_gem_is_not_followed(gem: GemBuilder, op
     assert not list((tmp_path / "state" / "resources").rglob("model"))
 
 
-def test_SEC2_planted_symlink_in_the_cache_is_not_followed(gem: GemBuilder, opened: Callable,
-                                                           tmp_path: Path) -> None:
+def test_SEC2_planted_symlink_in_the_cache_is_not_followed(
+    gem: GemBuilder, opened: Callable, tmp_path: Path
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     root = tmp_path / "state" / "resources"
     root.mkdir(parents=True)
     (root / DATA_SHA).symlink_to(elsewhere)
-    b = opened(res_gem(gem, {"id": "model", "url": "https://x.invalid/r", "sha256": DATA_SHA}),
-               resources={"model": DATA})
+    b = opened(
+        res_gem(gem, {"id": "model", "url": "https://x.invalid/r", "sha256": DATA_SHA}),
+        resources={"model": DATA},
+    )
     err = b.call("py_path", {"id": "model"}).error
     assert err.code == "E_PATH" and "outside" in err.message
     assert list(elsewhere.iterdir()) == []
 
 
-def test_SEC2_fixture_with_a_trailing_newline_id_is_refused(gem: GemBuilder, opened: Callable,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_SEC2_fixture_with_a_trailing_newline_id_is_refused(
+    gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`$` would let "model\\n" through; the rule is anchored with fullmatch."""
     past_the_loader(monkeypatch, gem, {"id": "model\n", "url": "https://x.invalid/r", "sha256": DATA_SHA})
     b = opened(gem, resources={"model\n": DATA})
@@ -156,25 +173,38 @@ def test_SEC2_fixture_with_a_trailing_newline_id_is_refused(gem: GemBuilder, ope
 # == SEC5: downloads bounded in time and size, streamed to a temp file in the cache ==============
 def _drip(data: bytes, seconds: float) -> Callable[[Request], Response]:
     """Send `data` in 20 pieces spread over `seconds`."""
+
     def handler(req: Request) -> Response:
         step = max(1, len(data) // 20)
 
         def body() -> Iterator[bytes]:
             for i in range(0, len(data), step):
-                yield data[i:i + step]
+                yield data[i : i + step]
                 time.sleep(seconds / 20)
+
         return Response(body(), content_type="application/octet-stream")
+
     return handler
 
 
-def test_SEC5_resource_download_has_a_total_deadline(gem: GemBuilder, opened: Callable,
-                                                     httpserver: HTTPServer,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_SEC5_resource_download_has_a_total_deadline(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(resources_rules, "DOWNLOAD_SECONDS", 1.0)
     httpserver.expect_request("/slow").respond_with_handler(_drip(DATA, 8.0))
     httpserver.expect_request("/mirror").respond_with_data(DATA)
-    b = opened(res_gem(gem, {"id": "model", "url": httpserver.url_for("/slow"), "sha256": DATA_SHA,
-                             "mirrors": [httpserver.url_for("/mirror")]}), providers="real")
+    b = opened(
+        res_gem(
+            gem,
+            {
+                "id": "model",
+                "url": httpserver.url_for("/slow"),
+                "sha256": DATA_SHA,
+                "mirrors": [httpserver.url_for("/mirror")],
+            },
+        ),
+        providers="real",
+    )
     t0 = time.monotonic()
     err = b.call("py_path", {"id": "model"}).error
     took = time.monotonic() - t0
@@ -183,8 +213,9 @@ def test_SEC5_resource_download_has_a_total_deadline(gem: GemBuilder, opened: Ca
     assert not [p for p in b.providers.resources.root.rglob("*") if p.is_file()]
 
 
-def test_SEC5_resource_download_size_cap(gem: GemBuilder, opened: Callable, httpserver: HTTPServer,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_SEC5_resource_download_size_cap(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(resources_rules, "DOWNLOAD_BYTES", 1 * MiB)
 
     def endless(req: Request) -> Response:
@@ -193,9 +224,20 @@ def test_SEC5_resource_download_size_cap(gem: GemBuilder, opened: Callable, http
 
     httpserver.expect_request("/big").respond_with_handler(endless)  # 300 MB, chunked
     httpserver.expect_request("/declared").respond_with_handler(
-        lambda req: Response((b"q" for _ in range(1)), headers={"Content-Length": str(300 * MiB)}))
-    b = opened(res_gem(gem, {"id": "model", "url": httpserver.url_for("/big"), "sha256": DATA_SHA,
-                             "mirrors": [httpserver.url_for("/declared")]}), providers="real")
+        lambda req: Response((b"q" for _ in range(1)), headers={"Content-Length": str(300 * MiB)})
+    )
+    b = opened(
+        res_gem(
+            gem,
+            {
+                "id": "model",
+                "url": httpserver.url_for("/big"),
+                "sha256": DATA_SHA,
+                "mirrors": [httpserver.url_for("/declared")],
+            },
+        ),
+        providers="real",
+    )
     tracemalloc.start()
     try:
         t0 = time.monotonic()
@@ -211,12 +253,16 @@ def test_SEC5_resource_download_size_cap(gem: GemBuilder, opened: Callable, http
     assert not [p for p in b.providers.resources.root.rglob("*") if p.is_file()]
 
 
-def test_SEC5_resources_path_waits_only_for_the_calls_time(gem: GemBuilder, opened: Callable,
-                                                           lang: str, httpserver: HTTPServer) -> None:
+def test_SEC5_resources_path_waits_only_for_the_calls_time(
+    gem: GemBuilder, opened: Callable, lang: str, httpserver: HTTPServer
+) -> None:
     """The call has 2 s; the download takes ~4 s: E_TIMEOUT at 2 s, the file arrives later."""
     httpserver.expect_request("/slow").respond_with_handler(_drip(DATA, 4.0))
-    b = opened(res_gem(gem, {"id": "model", "url": httpserver.url_for("/slow"), "sha256": DATA_SHA}),
-               providers="real", timeout=2.0)
+    b = opened(
+        res_gem(gem, {"id": "model", "url": httpserver.url_for("/slow"), "sha256": DATA_SHA}),
+        providers="real",
+        timeout=2.0,
+    )
     if lang == "js":
         b.call("js_path", {"id": "nope"})  # start the sandbox outside the timed call
     t0 = time.monotonic()
@@ -229,11 +275,16 @@ def test_SEC5_resources_path_waits_only_for_the_calls_time(gem: GemBuilder, open
     assert Path(p).read_bytes() == DATA and len(httpserver.log) == 1
 
 
-def test_R2_download_streams_into_a_temp_file_inside_the_cache(gem: GemBuilder, opened: Callable,
-                                                               httpserver: HTTPServer) -> None:
+def test_R2_download_streams_into_a_temp_file_inside_the_cache(
+    gem: GemBuilder, opened: Callable, httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/slow").respond_with_handler(_drip(DATA, 2.0))
-    b = opened(res_gem(gem, {"id": "model", "url": httpserver.url_for("/slow"), "sha256": DATA_SHA,
-                             "required": True}), providers="real")
+    b = opened(
+        res_gem(
+            gem, {"id": "model", "url": httpserver.url_for("/slow"), "sha256": DATA_SHA, "required": True}
+        ),
+        providers="real",
+    )
     folder = b.providers.resources.root / DATA_SHA
     seen: set[str] = set()
     deadline = time.monotonic() + 5

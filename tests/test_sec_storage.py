@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from conftest import GemBuilder
 
 import workbench
 from workbench.ctx.limits import Limits
-
-from conftest import GemBuilder
 
 PY_SQL = """
 from workbench import WorkbenchError
@@ -49,7 +49,6 @@ export default async function (input, ctx) {
 LANGS = {"py": PY_SQL, "js": JS_SQL}
 
 
-
 @pytest.fixture
 def sql_bench(gem: GemBuilder, open_bench: Callable[..., workbench.Bench], lang: str):
     """sql_bench(**open options) -> run(*ops) -> [{ok}|{error, message}] from one call."""
@@ -78,14 +77,22 @@ def test_SEC1_attach_another_database_is_denied(sql_bench, tmp_path: Path) -> No
     sqlite3.connect(victim).executescript("CREATE TABLE secrets(v); INSERT INTO secrets VALUES ('s3cret');")
     new = tmp_path / "anywhere" / "new.db"
     state_data = tmp_path / "state" / "data.sqlite"  # the bench's own history and kv (real)
-    out = run(("execute", "ATTACH DATABASE ? AS p", [str(victim)]),
-              ("query", "SELECT v FROM p.secrets", []),
-              ("execute", f"ATTACH '{new}' AS n", []),
-              ("execute", "ATTACH DATABASE ? AS s", [str(state_data)]),
-              ("execute", "ATTACH 'file::memory:?cache=shared' AS m", []),
-              ("execute", "DETACH DATABASE main", []))
-    assert [o.get("error") for o in out] == ["E_PERM_DENIED", "E_SQL", "E_PERM_DENIED",
-                                             "E_PERM_DENIED", "E_PERM_DENIED", "E_PERM_DENIED"]
+    out = run(
+        ("execute", "ATTACH DATABASE ? AS p", [str(victim)]),
+        ("query", "SELECT v FROM p.secrets", []),
+        ("execute", f"ATTACH '{new}' AS n", []),
+        ("execute", "ATTACH DATABASE ? AS s", [str(state_data)]),
+        ("execute", "ATTACH 'file::memory:?cache=shared' AS m", []),
+        ("execute", "DETACH DATABASE main", []),
+    )
+    assert [o.get("error") for o in out] == [
+        "E_PERM_DENIED",
+        "E_SQL",
+        "E_PERM_DENIED",
+        "E_PERM_DENIED",
+        "E_PERM_DENIED",
+        "E_PERM_DENIED",
+    ]
     assert "SEC1" in out[0]["message"]
     assert not new.parent.exists()
 
@@ -98,26 +105,43 @@ def test_SEC1_vacuum_into_a_file_is_denied(sql_bench, tmp_path: Path) -> None:
     assert not target.exists()
 
 
-def test_SEC1_trigger_cannot_reach_the_benchs_history(sql_bench, tmp_path: Path,
-                                                     kind: str) -> None:
+def test_SEC1_trigger_cannot_reach_the_benchs_history(sql_bench, tmp_path: Path, kind: str) -> None:
     """The attack chain of the issue: plant a trigger in the bench's own database."""
     run = sql_bench()
-    out = run(("execute", "ATTACH ? AS wb", [str(tmp_path / "state" / "data.sqlite")]),
-              ("execute", "CREATE TRIGGER wb.wipe AFTER INSERT ON wb._wb_history BEGIN "
-                          "DELETE FROM wb._wb_history; END", []),
-              ("execute", "CREATE TEMP TRIGGER wipe AFTER INSERT ON main._wb_history BEGIN "
-                          "DELETE FROM _wb_history; END", []))
+    out = run(
+        ("execute", "ATTACH ? AS wb", [str(tmp_path / "state" / "data.sqlite")]),
+        (
+            "execute",
+            "CREATE TRIGGER wb.wipe AFTER INSERT ON wb._wb_history BEGIN DELETE FROM wb._wb_history; END",
+            [],
+        ),
+        (
+            "execute",
+            "CREATE TEMP TRIGGER wipe AFTER INSERT ON main._wb_history BEGIN DELETE FROM _wb_history; END",
+            [],
+        ),
+    )
     assert [o.get("error") for o in out] == ["E_PERM_DENIED", "E_SQL", "E_SQL"]
     if kind == "real":
         db = sqlite3.connect(tmp_path / "state" / "data.sqlite")
         assert db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone() == (0,)
 
 
-@pytest.mark.parametrize("pragma", ["PRAGMA writable_schema = 1", "PRAGMA database_list",
-                                    "PRAGMA journal_mode = DELETE", "PRAGMA foreign_keys = OFF",
-                                    "PRAGMA temp_store_directory = '/tmp'", "PRAGMA mmap_size = 1",
-                                    "PRAGMA main.application_id = 7", "PRAGMA cache_size = -2000000",
-                                    "PRAGMA trusted_schema = 1", "SELECT * FROM pragma_database_list"])
+@pytest.mark.parametrize(
+    "pragma",
+    [
+        "PRAGMA writable_schema = 1",
+        "PRAGMA database_list",
+        "PRAGMA journal_mode = DELETE",
+        "PRAGMA foreign_keys = OFF",
+        "PRAGMA temp_store_directory = '/tmp'",
+        "PRAGMA mmap_size = 1",
+        "PRAGMA main.application_id = 7",
+        "PRAGMA cache_size = -2000000",
+        "PRAGMA trusted_schema = 1",
+        "SELECT * FROM pragma_database_list",
+    ],
+)
 def test_SEC1_pragmas_outside_the_read_only_allowlist_are_denied(sql_bench, pragma: str) -> None:
     run = sql_bench()
     out = run(("query", pragma, []))
@@ -127,10 +151,12 @@ def test_SEC1_pragmas_outside_the_read_only_allowlist_are_denied(sql_bench, prag
 
 def test_SEC1_read_only_pragmas_work(sql_bench) -> None:
     run = sql_bench()
-    out = run(("query", "PRAGMA table_info(t)", []),
-              ("query", "SELECT name FROM pragma_table_info('t')", []),
-              ("query", "PRAGMA user_version", []),
-              ("query", "PRAGMA integrity_check", []))
+    out = run(
+        ("query", "PRAGMA table_info(t)", []),
+        ("query", "SELECT name FROM pragma_table_info('t')", []),
+        ("query", "PRAGMA user_version", []),
+        ("query", "PRAGMA integrity_check", []),
+    )
     assert [o.get("error") for o in out] == [None] * 4, out
     assert out[0]["ok"][0]["name"] == "x" and out[1]["ok"] == [{"name": "x"}]
     assert out[2]["ok"] == [{"user_version": 1}] and out[3]["ok"] == [{"integrity_check": "ok"}]
@@ -138,8 +164,10 @@ def test_SEC1_read_only_pragmas_work(sql_bench) -> None:
 
 def test_SEC1_extension_loading_is_denied(sql_bench) -> None:
     run = sql_bench()
-    out = run(("query", "SELECT load_extension('/usr/lib/x86_64-linux-gnu/libm.so.6')", []),
-              ("query", "SELECT fts3_tokenizer('simple')", []))
+    out = run(
+        ("query", "SELECT load_extension('/usr/lib/x86_64-linux-gnu/libm.so.6')", []),
+        ("query", "SELECT fts3_tokenizer('simple')", []),
+    )
     assert out[0]["error"] == "E_PERM_DENIED"
     assert out[1]["error"] in ("E_PERM_DENIED", "E_SQL")
 
@@ -181,7 +209,9 @@ def test_SEC5_runaway_query_stops_at_the_call_timeout(sql_bench, lang: str) -> N
 
 
 def test_SEC5_no_ctx_call_starts_after_the_deadline(gem: GemBuilder, open_bench) -> None:
-    gem.tool("late", """
+    gem.tool(
+        "late",
+        """
         import time
         from workbench import WorkbenchError
 
@@ -192,7 +222,8 @@ def test_SEC5_no_ctx_call_starts_after_the_deadline(gem: GemBuilder, open_bench)
             except WorkbenchError as e:
                 return e.code
             return "wrote"
-        """)
+        """,
+    )
     bench = open_bench(gem, timeout=1)
     res = bench.call("late")
     assert res.value == "E_TIMEOUT"
@@ -203,17 +234,21 @@ def test_SEC5_no_ctx_call_starts_after_the_deadline(gem: GemBuilder, open_bench)
 def test_SEC5_huge_result_is_capped(sql_bench) -> None:
     run = sql_bench(limits=Limits(sql_result_bytes=200_000))
     rows = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r LIMIT 100000) "
-    out = run(("query", rows + "SELECT i, hex(zeroblob(50)) AS pad FROM r", []),
-              ("query", rows + "SELECT i FROM r WHERE i <= 1000", []))
+    out = run(
+        ("query", rows + "SELECT i, hex(zeroblob(50)) AS pad FROM r", []),
+        ("query", rows + "SELECT i FROM r WHERE i <= 1000", []),
+    )
     assert out[0]["error"] == "E_TOO_LARGE" and "200,000" in out[0]["message"]
     assert len(out[1]["ok"]) == 1000
 
 
 def test_SEC5_giant_string_is_bounded(sql_bench) -> None:
     run = sql_bench(limits=Limits(sql_value_bytes=1_000_000, sql_statement_bytes=10_000))
-    out = run(("query", "SELECT length(zeroblob(2000000)) AS n", []),
-              ("query", "SELECT " + " + ".join(["1"] * 5000) + " AS n", []),
-              ("query", "SELECT length(zeroblob(900000)) AS n", []))
+    out = run(
+        ("query", "SELECT length(zeroblob(2000000)) AS n", []),
+        ("query", "SELECT " + " + ".join(["1"] * 5000) + " AS n", []),
+        ("query", "SELECT length(zeroblob(900000)) AS n", []),
+    )
     assert [o.get("error") for o in out] == ["E_TOO_LARGE", "E_TOO_LARGE", None], out
     assert out[2]["ok"] == [{"n": 900000}]
 
@@ -272,7 +307,8 @@ def handle(input, ctx):
 
 @pytest.mark.parametrize("lang", ["py", "js"])
 def test_SEC7_lone_surrogates_are_stored_like_the_platform_stores_them(
-        gem: GemBuilder, open_bench, lang: str) -> None:
+    gem: GemBuilder, open_bench, lang: str
+) -> None:
     gem.collections(docs=["title"]).tool("t", KV_JS if lang == "js" else KV_PY, ext=lang)
     bench = open_bench(gem)
     res = bench.call("t")
@@ -284,7 +320,8 @@ def test_SEC7_lone_surrogates_are_stored_like_the_platform_stores_them(
 
 @pytest.mark.parametrize("lang", ["py", "js"])
 def test_SEC5_storage_values_are_bounded(gem: GemBuilder, open_bench, lang: str) -> None:
-    src = {"js": """
+    src = {
+        "js": """
         export default async function (input, ctx) {
           const big = "x".repeat(input.n), out = [];
           for (const f of [() => ctx.storage.kv.set("k", big),
@@ -292,7 +329,8 @@ def test_SEC5_storage_values_are_bounded(gem: GemBuilder, open_bench, lang: str)
             try { await f(); out.push("ok"); } catch (e) { out.push(e.code); }
           }
           return out;
-        }""", "py": """
+        }""",
+        "py": """
         from workbench import WorkbenchError
 
         def handle(input, ctx):
@@ -305,7 +343,8 @@ def test_SEC5_storage_values_are_bounded(gem: GemBuilder, open_bench, lang: str)
                 except WorkbenchError as e:
                     out.append(e.code)
             return out
-        """}[lang]
+        """,
+    }[lang]
     gem.collections(docs=[]).tool("t", src, ext=lang)
     bench = open_bench(gem, limits=Limits(sql_value_bytes=100_000))
     assert bench.call("t", {"n": 200_000}).value == ["E_TOO_LARGE", "E_TOO_LARGE"]
@@ -319,15 +358,19 @@ def test_SEC5_expensive_sql_functions_stop_at_the_deadline(sql_bench) -> None:
     reach; the watchdog interrupts them at the deadline. The built-in instr() is quadratic and
     uninterruptible inside one call: the workbench's instr() is linear and gives the same answers."""
     run = sql_bench(timeout=2)
-    blobs = ("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 400) "
-             "SELECT sum(length(randomblob(30000000))) AS n FROM c")
+    blobs = (
+        "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 400) "
+        "SELECT sum(length(randomblob(30000000))) AS n FROM c"
+    )
     t0 = time.monotonic()
     res = run.bench.call("sql", {"ops": [["query", blobs, []]]})
     assert (res.value[0]["error"] if res.ok else res.error.code) == "E_TIMEOUT", res
     assert time.monotonic() - t0 < 10  # 28 s on a 5 s timeout before
-    slow = ("SELECT instr(h, n) AS r, instr(h, 'ab') AS s, instr(x'0061', x'61') AS t, "
-            "instr(1.5, '.') AS u FROM (SELECT replace(zeroblob(?), x'00', 'a') AS h, "
-            "replace(zeroblob(? / 2), x'00', 'a') || 'b' AS n)")
+    slow = (
+        "SELECT instr(h, n) AS r, instr(h, 'ab') AS s, instr(x'0061', x'61') AS t, "
+        "instr(1.5, '.') AS u FROM (SELECT replace(zeroblob(?), x'00', 'a') AS h, "
+        "replace(zeroblob(? / 2), x'00', 'a') || 'b' AS n)"
+    )
     t0 = time.monotonic()
     out = run(("query", slow, [1_600_000, 1_600_000]))
     assert out[0]["ok"] == [{"r": 0, "s": 0, "t": 2, "u": 2}]
@@ -343,7 +386,8 @@ def test_SEC5_data_queries_stop_at_the_deadline(gem: GemBuilder, open_bench, lan
                 col.insert(doc)
             return True
         """
-    count = {"py": """
+    count = {
+        "py": """
         from workbench import WorkbenchError
 
         def handle(input, ctx):
@@ -351,12 +395,14 @@ def test_SEC5_data_queries_stop_at_the_deadline(gem: GemBuilder, open_bench, lan
                 return ctx.data.collection("docs").count({f"z{i}": {"ne": 1} for i in range(900)})
             except WorkbenchError as e:
                 return e.code
-        """, "js": """
+        """,
+        "js": """
         export default async function (input, ctx) {
           const where = {};
           for (let i = 0; i < 900; i++) where["z" + i] = { ne: 1 };
           try { return await ctx.data.collection("docs").count(where); } catch (e) { return e.code; }
-        }"""}[lang]
+        }""",
+    }[lang]
     gem.collections(docs=[]).tool("fill", fill).tool("count", count, ext=lang)
     bench = open_bench(gem, timeout=2)
     for _ in range(8):  # one document per call: each call has its own 2 s
@@ -382,13 +428,13 @@ def test_SEC5_one_row_cannot_make_sqlite_hold_gigabytes(sql_bench) -> None:
         assert out[0]["error"] == "E_TOO_LARGE" and "268,435,456" in out[0]["message"], out
         assert run(("query", "SELECT length(randomblob(1000)) AS n", []))[0]["ok"] == [{"n": 1000}]
     finally:  # the heap limit is process-wide: give the next tests the default back
-        sqlite3.connect(":memory:").execute(
-            f"PRAGMA hard_heap_limit = {Limits().sqlite_heap_bytes}")
+        sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {Limits().sqlite_heap_bytes}")
 
 
 @pytest.mark.parametrize("lang", ["py", "js"])
 def test_SEC5_kv_list_and_find_results_are_capped(gem: GemBuilder, open_bench, lang: str) -> None:
-    src = {"py": """
+    src = {
+        "py": """
         from workbench import WorkbenchError
 
         def handle(input, ctx):
@@ -403,7 +449,8 @@ def test_SEC5_kv_list_and_find_results_are_capped(gem: GemBuilder, open_bench, l
                 except WorkbenchError as e:
                     out.append(e.code)
             return out
-        """, "js": """
+        """,
+        "js": """
         export default async function (input, ctx) {
           const col = ctx.data.collection("docs"), out = [];
           for (let i = 0; i < 100; i++) {
@@ -416,7 +463,8 @@ def test_SEC5_kv_list_and_find_results_are_capped(gem: GemBuilder, open_bench, l
             try { out.push(await f()); } catch (e) { out.push(e.code); }
           }
           return out;
-        }"""}[lang]
+        }""",
+    }[lang]
     gem.collections(docs=[]).tool("t", src, ext=lang)
     bench = open_bench(gem, limits=Limits(sql_result_bytes=10_000))
     assert bench.call("t").value == ["E_TOO_LARGE", "E_TOO_LARGE", 1, 5]
@@ -424,19 +472,25 @@ def test_SEC5_kv_list_and_find_results_are_capped(gem: GemBuilder, open_bench, l
 
 def test_SEC5_storage_size_is_bounded(sql_bench) -> None:
     run = sql_bench(limits=Limits(storage_bytes=1024 * 1024))
-    out = run(("execute", "INSERT INTO t VALUES (randomblob(400000))", []),
-              ("execute", "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c "
-                          "WHERE i < 3) INSERT INTO t SELECT randomblob(400000) FROM c", []),
-              ("query", "SELECT count(*) AS n FROM t", []))
+    out = run(
+        ("execute", "INSERT INTO t VALUES (randomblob(400000))", []),
+        (
+            "execute",
+            "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c "
+            "WHERE i < 3) INSERT INTO t SELECT randomblob(400000) FROM c",
+            [],
+        ),
+        ("query", "SELECT count(*) AS n FROM t", []),
+    )
     assert out[0]["ok"]["changes"] == 1
     assert out[1]["error"] == "E_TOO_LARGE" and "1,048,576" in out[1]["message"]
     assert out[2]["ok"] == [{"n": 1}]
 
 
 @pytest.mark.parametrize("lang", ["py", "js"])
-def test_SEC7_odd_storage_arguments_are_coded_not_internal(gem: GemBuilder, open_bench,
-                                                          lang: str) -> None:
-    src = {"js": """
+def test_SEC7_odd_storage_arguments_are_coded_not_internal(gem: GemBuilder, open_bench, lang: str) -> None:
+    src = {
+        "js": """
         export default async function (input, ctx) {
           const out = [];
           for (const f of [() => ctx.data.collection("docs").count({ a: 12345678901234567890 }),
@@ -447,7 +501,8 @@ def test_SEC7_odd_storage_arguments_are_coded_not_internal(gem: GemBuilder, open
             try { await f(); out.push("ok"); } catch (e) { out.push(e.code); }
           }
           return out;
-        }""", "py": """
+        }""",
+        "py": """
         from workbench import WorkbenchError
 
         def handle(input, ctx):
@@ -463,7 +518,8 @@ def test_SEC7_odd_storage_arguments_are_coded_not_internal(gem: GemBuilder, open
                 except WorkbenchError as e:
                     out.append(e.code)
             return out
-        """}[lang]
+        """,
+    }[lang]
     gem.collections(docs=["a"]).tool("t", src, ext=lang)
     out = open_bench(gem).call("t").value
     # a JS number is a double: 12345678901234567890 and 1e20 bind as REAL, as on the platform;
@@ -482,8 +538,9 @@ def test_D4_temp_tables_do_not_outlive_the_call(sql_bench) -> None:
     assert run.bench.sql("SELECT count(*) AS n FROM temp.sqlite_master")["n"].tolist() == [0]
 
 
-def test_D3_a_tool_resetting_user_version_does_not_reapply_the_schema(gem: GemBuilder,
-                                                                     tmp_path: Path) -> None:
+def test_D3_a_tool_resetting_user_version_does_not_reapply_the_schema(
+    gem: GemBuilder, tmp_path: Path
+) -> None:
     gem.schema_sql("CREATE TABLE closed(note_id); INSERT INTO closed VALUES ('seed');")
     gem.tool("t", LANGS["js"], ext="js")
     state = tmp_path / "state"
@@ -496,26 +553,34 @@ def test_D3_a_tool_resetting_user_version_does_not_reapply_the_schema(gem: GemBu
 def test_SEC7_gem_chosen_table_names_do_not_break_diff_or_crash_reports(sql_bench) -> None:
     run = sql_bench()
     snap = run.bench.snapshot()
-    run(("execute", 'CREATE TABLE "a""b"(x)', []), ("execute", 'INSERT INTO "a""b" VALUES (1)', []),
+    run(
+        ("execute", 'CREATE TABLE "a""b"(x)', []),
+        ("execute", 'INSERT INTO "a""b" VALUES (1)', []),
         ("execute", "CREATE TABLE sneaky(rowid, v)", []),
-        *[("execute", "INSERT INTO sneaky VALUES ('k', 'charge card')", [])] * 3)
+        *[("execute", "INSERT INTO sneaky VALUES ('k', 'charge card')", [])] * 3,
+    )
     diff = run.bench.diff(snap)
     assert diff["where"].tolist().count('a"b') == 1
     sneaky = diff[diff["where"] == "sneaky"]
     assert sneaky["change"].tolist() == ["inserted"] * 3  # not 1 "updated" row
-    res = run.bench.call("sql", {"ops": [["execute", "INSERT INTO sneaky VALUES ('k', 'charge card')", []]]},
-                         crash=1)
+    res = run.bench.call(
+        "sql", {"ops": [["execute", "INSERT INTO sneaky VALUES ('k', 'charge card')", []]]}, crash=1
+    )
     assert res.ok and res.crash is not None and res.crash.duplicates
 
 
-def test_D3_a_gem_copying_another_gems_id_gets_none_of_its_state(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_D3_a_gem_copying_another_gems_id_gets_none_of_its_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GEM_WORKBENCH_HOME", str(tmp_path / "home"))
     victim, thief = GemBuilder(tmp_path / "victim"), GemBuilder(tmp_path / "thief")
     for g in (victim, thief):
         g.manifest["id"] = "acme.notes"
-        g.tool("kv", "def handle(i, ctx):\n    if 'v' in i: ctx.storage.kv.set('api_token', i['v'])\n"
-                     "    return ctx.storage.kv.get('api_token')")
+        g.tool(
+            "kv",
+            "def handle(i, ctx):\n    if 'v' in i: ctx.storage.kv.set('api_token', i['v'])\n"
+            "    return ctx.storage.kv.get('api_token')",
+        )
     with workbench.open(victim.write(), providers="real") as b:
         assert b.call("kv", {"v": "VICTIM-SECRET"}).value == "VICTIM-SECRET"
     with workbench.open(thief.write(), providers="real") as b:

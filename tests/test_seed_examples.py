@@ -23,14 +23,22 @@ def test_seed_files_example_files_pdfs_and_writes_report(seed_bench):
     assert res.value == {"ok": True}
     files = seed_bench.files()
     ws = set(files[files.area == "workspace"].path)
-    assert {"workspace:inbox/PDF/invoice-1.pdf", "workspace:inbox/PDF/invoice-2.pdf",
-            "workspace:inbox/readme.txt"} <= ws
+    assert {
+        "workspace:inbox/PDF/invoice-1.pdf",
+        "workspace:inbox/PDF/invoice-2.pdf",
+        "workspace:inbox/readme.txt",
+    } <= ws
     assert not {"workspace:inbox/invoice-1.pdf", "workspace:inbox/invoice-2.pdf"} & ws
     run = files[(files.area == "run") & (files.call_id == res.call_id)]
     report = run[run.path == "output/report.md"]
     assert len(report) == 1 and report["size"].iloc[0] == len("# 本月汇总\n…".encode())
-    assert res.trace["method"].tolist() == ["files.read", "files.list", "files.move",
-                                            "files.move", "files.write"]
+    assert res.trace["method"].tolist() == [
+        "files.read",
+        "files.list",
+        "files.move",
+        "files.move",
+        "files.write",
+    ]
 
 
 def test_seed_files_example_second_run_finds_nothing_to_move(seed_bench):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import GemBuilder
 
 import workbench
-from conftest import GemBuilder
 
 OPS = """
 def handle(input, ctx):
@@ -71,15 +72,24 @@ INSERT INTO items(name, qty) VALUES ('seed', 1);
 
 
 def make_gem(gem: GemBuilder) -> GemBuilder:
-    return (gem.tool("ops", OPS, schema={"type": "object", "properties": {
-                         "steps": {"type": "array"}, "fail": {"type": "boolean"}},
-                         "required": ["steps"]}, description="Run storage steps.")
-               .tool("look", OPS, side_effect="read")
-               .tool("mutate", MUTATE)
-               .tool("peek", PEEK, side_effect="read")
-               .tool("swap", SWAP)
-               .collections(notes=["status"], empty=[])
-               .schema_sql(SCHEMA))
+    return (
+        gem.tool(
+            "ops",
+            OPS,
+            schema={
+                "type": "object",
+                "properties": {"steps": {"type": "array"}, "fail": {"type": "boolean"}},
+                "required": ["steps"],
+            },
+            description="Run storage steps.",
+        )
+        .tool("look", OPS, side_effect="read")
+        .tool("mutate", MUTATE)
+        .tool("peek", PEEK, side_effect="read")
+        .tool("swap", SWAP)
+        .collections(notes=["status"], empty=[])
+        .schema_sql(SCHEMA)
+    )
 
 
 @pytest.fixture
@@ -106,17 +116,25 @@ def plain(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 # -- DataFrames ------------------------------------------------------------------------------
 
+
 def test_data_frame(bench):
     assert list(bench.data("notes").columns) == ["id"] and bench.data("notes").empty
-    ids = [r["id"] for r in ok(bench, ["data", "notes", "insert", {"title": "a", "status": "open"}],
-                               ["data", "notes", "insert", {"title": "b", "n": 2}],
-                               ["data", "notes", "insert", {"title": "c", "meta": {"x": 1}}])]
+    ids = [
+        r["id"]
+        for r in ok(
+            bench,
+            ["data", "notes", "insert", {"title": "a", "status": "open"}],
+            ["data", "notes", "insert", {"title": "b", "n": 2}],
+            ["data", "notes", "insert", {"title": "c", "meta": {"x": 1}}],
+        )
+    ]
     df = bench.data("notes")
     assert list(df.columns) == ["id", "title", "status", "n", "meta"]
     assert plain(df) == [
         {"id": ids[0], "title": "a", "status": "open", "n": None, "meta": None},
         {"id": ids[1], "title": "b", "status": None, "n": 2, "meta": None},
-        {"id": ids[2], "title": "c", "status": None, "n": None, "meta": {"x": 1}}]
+        {"id": ids[2], "title": "c", "status": None, "n": None, "meta": {"x": 1}},
+    ]
     assert bench.data("empty").empty
 
 
@@ -129,8 +147,11 @@ def test_data_frame_undeclared_collection(bench):
 def test_kv_frame(bench):
     assert list(bench.kv().columns) == ["key", "value"] and bench.kv().empty
     ok(bench, ["kv", "set", "b", "2"], ["kv", "set", "a", "1"], ["kv", "set", "c", ""])
-    assert bench.kv().to_dict("records") == [{"key": "a", "value": "1"}, {"key": "b", "value": "2"},
-                                            {"key": "c", "value": ""}]
+    assert bench.kv().to_dict("records") == [
+        {"key": "a", "value": "1"},
+        {"key": "b", "value": "2"},
+        {"key": "c", "value": ""},
+    ]
 
 
 def test_sql_frame(bench):
@@ -142,10 +163,13 @@ def test_sql_frame(bench):
     assert bench.sql("SELECT name FROM items WHERE 0").empty
 
 
-@pytest.mark.parametrize("query, word", [
-    ("SELEC 1", "syntax error"),
-    ("SELECT * FROM missing", "no such table"),
-])
+@pytest.mark.parametrize(
+    "query, word",
+    [
+        ("SELEC 1", "syntax error"),
+        ("SELECT * FROM missing", "no such table"),
+    ],
+)
 def test_sql_frame_bad_sql_raises_E_SQL(bench, query, word):
     with pytest.raises(workbench.WorkbenchError) as e:
         bench.sql(query)
@@ -167,13 +191,23 @@ def test_calls_frame(bench):
     r4 = bench.call("nope", {})
     r5 = bench.call("ops", {"steps": "not a list"})
     df = bench.calls()
-    assert list(df.columns) == ["call_id", "tool", "ok", "error", "message", "duration_ms",
-                                "ctx_calls", "violations", "started", "idempotency_key", "crashed"]
+    assert list(df.columns) == [
+        "call_id",
+        "tool",
+        "ok",
+        "error",
+        "message",
+        "duration_ms",
+        "ctx_calls",
+        "violations",
+        "started",
+        "idempotency_key",
+        "crashed",
+    ]
     assert df["call_id"].tolist() == [r.call_id for r in (r1, r2, r3, r4, r5)]
     assert df["tool"].tolist() == ["ops", "ops", "look", "nope", "ops"]
     assert df["ok"].tolist() == [True, False, True, False, False]
-    assert [r["error"] for r in plain(df)] == [None, "E_TOOL_ERROR", None, "E_UNKNOWN_TOOL",
-                                               "E_SCHEMA"]
+    assert [r["error"] for r in plain(df)] == [None, "E_TOOL_ERROR", None, "E_UNKNOWN_TOOL", "E_SCHEMA"]
     assert "asked to fail" in df["message"][1]
     assert df["ctx_calls"].tolist() == [2, 0, 1, 0, 0]
     assert df["violations"].tolist() == [0, 0, 1, 0, 0]
@@ -201,13 +235,20 @@ def test_tools_frame(bench):
 
 # -- snapshot / diff / restore ---------------------------------------------------------------
 
+
 @pytest.fixture
 def setup(bench):
     """Documents a, b, c; kv k1, k2; sql rows seed, old."""
-    ids = [r["id"] for r in ok(bench, *(["data", "notes", "insert", {"title": t, "status": "open"}]
-                                       for t in "abc"))]
-    ok(bench, ["kv", "set", "k1", "a"], ["kv", "set", "k2", "x"],
-       ["sql", "execute", "INSERT INTO items(name, qty) VALUES ('old', 3)"])
+    ids = [
+        r["id"]
+        for r in ok(bench, *(["data", "notes", "insert", {"title": t, "status": "open"}] for t in "abc"))
+    ]
+    ok(
+        bench,
+        ["kv", "set", "k1", "a"],
+        ["kv", "set", "k2", "x"],
+        ["sql", "execute", "INSERT INTO items(name, qty) VALUES ('old', 3)"],
+    )
     return bench, ids
 
 
@@ -216,12 +257,14 @@ def state(bench: workbench.Bench) -> dict[str, Any]:
     files = bench.files()
     peek = bench.call("peek")
     assert peek.ok, peek.error
-    return {"files": files[["area", "path", "type", "size"]].to_dict("records"),
-            "contents": peek.value,
-            "notes": plain(bench.data("notes")),
-            "kv": bench.kv().to_dict("records"),
-            "sql": bench.sql("SELECT * FROM items ORDER BY id").to_dict("records"),
-            "history": bench.history()[["path", "reason", "size"]].to_dict("records")}
+    return {
+        "files": files[["area", "path", "type", "size"]].to_dict("records"),
+        "contents": peek.value,
+        "notes": plain(bench.data("notes")),
+        "kv": bench.kv().to_dict("records"),
+        "sql": bench.sql("SELECT * FROM items ORDER BY id").to_dict("records"),
+        "history": bench.history()[["path", "reason", "size"]].to_dict("records"),
+    }
 
 
 def test_diff_empty_right_after_snapshot(setup):
@@ -244,33 +287,105 @@ def test_diff_lists_every_change(setup):
     got = plain(bench.diff(snap))
     expected = [
         {"kind": "folder", "where": run, "key": "out", "change": "added", "before": None, "after": None},
-        {"kind": "file", "where": run, "key": "out/report.txt", "change": "added",
-         "before": None, "after": 3},
-        {"kind": "file", "where": "workspace", "key": "workspace:gone.txt", "change": "deleted",
-         "before": 4, "after": None},
-        {"kind": "file", "where": "workspace", "key": "workspace:keep.txt", "change": "changed",
-         "before": 2, "after": 2},
-        {"kind": "file", "where": "workspace", "key": "workspace:new.txt", "change": "added",
-         "before": None, "after": 3},
-        {"kind": "folder", "where": "workspace", "key": "workspace:sub", "change": "deleted",
-         "before": None, "after": None},
-        {"kind": "file", "where": "workspace", "key": "workspace:sub/deep.txt",
-         "change": "deleted", "before": 4, "after": None},
-        {"kind": "document", "where": "notes", "key": a, "change": "updated",
-         "before": {"title": "a", "status": "open"}, "after": {"title": "A2"}},
-        {"kind": "document", "where": "notes", "key": b, "change": "deleted",
-         "before": {"title": "b", "status": "open"}, "after": None},
-        {"kind": "document", "where": "notes", "key": new, "change": "inserted",
-         "before": None, "after": {"title": "n", "status": "open"}},
+        {
+            "kind": "file",
+            "where": run,
+            "key": "out/report.txt",
+            "change": "added",
+            "before": None,
+            "after": 3,
+        },
+        {
+            "kind": "file",
+            "where": "workspace",
+            "key": "workspace:gone.txt",
+            "change": "deleted",
+            "before": 4,
+            "after": None,
+        },
+        {
+            "kind": "file",
+            "where": "workspace",
+            "key": "workspace:keep.txt",
+            "change": "changed",
+            "before": 2,
+            "after": 2,
+        },
+        {
+            "kind": "file",
+            "where": "workspace",
+            "key": "workspace:new.txt",
+            "change": "added",
+            "before": None,
+            "after": 3,
+        },
+        {
+            "kind": "folder",
+            "where": "workspace",
+            "key": "workspace:sub",
+            "change": "deleted",
+            "before": None,
+            "after": None,
+        },
+        {
+            "kind": "file",
+            "where": "workspace",
+            "key": "workspace:sub/deep.txt",
+            "change": "deleted",
+            "before": 4,
+            "after": None,
+        },
+        {
+            "kind": "document",
+            "where": "notes",
+            "key": a,
+            "change": "updated",
+            "before": {"title": "a", "status": "open"},
+            "after": {"title": "A2"},
+        },
+        {
+            "kind": "document",
+            "where": "notes",
+            "key": b,
+            "change": "deleted",
+            "before": {"title": "b", "status": "open"},
+            "after": None,
+        },
+        {
+            "kind": "document",
+            "where": "notes",
+            "key": new,
+            "change": "inserted",
+            "before": None,
+            "after": {"title": "n", "status": "open"},
+        },
         {"kind": "kv", "where": "kv", "key": "k1", "change": "updated", "before": "a", "after": "b"},
         {"kind": "kv", "where": "kv", "key": "k2", "change": "deleted", "before": "x", "after": None},
         {"kind": "kv", "where": "kv", "key": "k3", "change": "inserted", "before": None, "after": "new"},
-        {"kind": "sql", "where": "items", "key": 1, "change": "updated",
-         "before": {"id": 1, "name": "seed", "qty": 1}, "after": {"id": 1, "name": "seed", "qty": 99}},
-        {"kind": "sql", "where": "items", "key": 2, "change": "deleted",
-         "before": {"id": 2, "name": "old", "qty": 3}, "after": None},
-        {"kind": "sql", "where": "items", "key": 3, "change": "inserted",
-         "before": None, "after": {"id": 3, "name": "new", "qty": 7}},
+        {
+            "kind": "sql",
+            "where": "items",
+            "key": 1,
+            "change": "updated",
+            "before": {"id": 1, "name": "seed", "qty": 1},
+            "after": {"id": 1, "name": "seed", "qty": 99},
+        },
+        {
+            "kind": "sql",
+            "where": "items",
+            "key": 2,
+            "change": "deleted",
+            "before": {"id": 2, "name": "old", "qty": 3},
+            "after": None,
+        },
+        {
+            "kind": "sql",
+            "where": "items",
+            "key": 3,
+            "change": "inserted",
+            "before": None,
+            "after": {"id": 3, "name": "new", "qty": 7},
+        },
     ]
 
     def order(r: dict) -> tuple:
@@ -296,7 +411,8 @@ def test_diff_file_sizes_are_integers(gem, open_bench):
     d = bench.diff(snap)  # only files changed: sizes stay integers, "no size" stays None
     assert d[["key", "change", "before", "after"]].to_dict("records") == [
         {"key": "workspace:keep.txt", "change": "changed", "before": 2, "after": 11},
-        {"key": "workspace:new.txt", "change": "added", "before": None, "after": 3}]
+        {"key": "workspace:new.txt", "change": "added", "before": None, "after": 3},
+    ]
     assert all(type(v) is int for v in d["after"])
 
 
@@ -309,12 +425,22 @@ def test_restore_brings_everything_back(setup):
     bench.restore(snap)
     assert bench.diff(snap).empty
     assert state(bench) == before
-    assert before["contents"] == {"keep.txt": "v1", "new.txt": None, "gone.txt": "gone",
-                                  "sub/deep.txt": "deep", ".hidden": None}  # F10: not visible
+    assert before["contents"] == {
+        "keep.txt": "v1",
+        "new.txt": None,
+        "gone.txt": "gone",
+        "sub/deep.txt": "deep",
+        ".hidden": None,
+    }  # F10: not visible
     if bench.providers.kind["files"] == "real":
         ws = bench.providers.files.workspace
         assert sorted(p.relative_to(ws).as_posix() for p in ws.rglob("*")) == [
-            ".hidden", "gone.txt", "keep.txt", "sub", "sub/deep.txt"]
+            ".hidden",
+            "gone.txt",
+            "keep.txt",
+            "sub",
+            "sub/deep.txt",
+        ]
         assert (ws / "keep.txt").read_text() == "v1" and (ws / ".hidden").read_text() == "h"
 
 
@@ -325,9 +451,13 @@ def test_restore_then_keep_working(setup):
         assert bench.call("mutate", {"a": a, "b": b}).ok
         bench.restore(snap)
         assert bench.diff(snap).empty
-    out = ok(bench, ["data", "notes", "find", {"where": {"status": "open"}}],
-             ["data", "notes", "insert", {"title": "d"}], ["kv", "get", "k2"],
-             ["sql", "query", "SELECT name FROM items ORDER BY id"])
+    out = ok(
+        bench,
+        ["data", "notes", "find", {"where": {"status": "open"}}],
+        ["data", "notes", "insert", {"title": "d"}],
+        ["kv", "get", "k2"],
+        ["sql", "query", "SELECT name FROM items ORDER BY id"],
+    )
     assert [d["title"] for d in out[0]["items"]] == ["a", "b", "c"]
     assert out[2] == "x"
     assert out[3] == [{"name": "seed"}, {"name": "old"}]
@@ -339,8 +469,9 @@ def test_snapshot_is_a_copy(setup):
     snap = bench.snapshot()
     ok(bench, ["kv", "set", "k1", "changed"])
     snap2 = bench.snapshot()
-    assert plain(bench.diff(snap)) == [{"kind": "kv", "where": "kv", "key": "k1",
-                                        "change": "updated", "before": "a", "after": "changed"}]
+    assert plain(bench.diff(snap)) == [
+        {"kind": "kv", "where": "kv", "key": "k1", "change": "updated", "before": "a", "after": "changed"}
+    ]
     assert bench.diff(snap2).empty
     bench.restore(snap)
     assert bench.kv().set_index("key")["value"]["k1"] == "a"

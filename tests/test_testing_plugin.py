@@ -6,7 +6,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLE_GEM
 
 pytest_plugins = ["pytester"]
@@ -24,8 +23,7 @@ def write_notebook(path: Path, *cells: str) -> Path:
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    nb = new_notebook(cells=[new_markdown_cell(f"# {path.stem}"),
-                             *(new_code_cell(c) for c in cells)])
+    nb = new_notebook(cells=[new_markdown_cell(f"# {path.stem}"), *(new_code_cell(c) for c in cells)])
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
@@ -43,16 +41,16 @@ assert home.is_dir() and not any(home.iterdir()), sorted(home.iterdir())
 
 def test_notebooks_pass_and_fail_with_a_readable_report(pytester: pytest.Pytester):
     write_notebook(pytester.path / "nbs" / "one.ipynb", FRESH_STATE, "x = 41\nx + 1")
-    write_notebook(pytester.path / "nbs" / "two.ipynb", FRESH_STATE,
-                   "%load_ext workbench\nprint('ok')")
-    write_notebook(pytester.path / "nbs" / "broken.ipynb", "total = 0",
-                   "print('about to divide')\ntotal = 1 / total")
+    write_notebook(pytester.path / "nbs" / "two.ipynb", FRESH_STATE, "%load_ext workbench\nprint('ok')")
+    write_notebook(
+        pytester.path / "nbs" / "broken.ipynb", "total = 0", "print('about to divide')\ntotal = 1 / total"
+    )
     write_notebook(pytester.path / "nbs" / "dies.ipynb", "import os\nos._exit(3)")
     result = pytester.runpytest("--nb", "nbs", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*dies.ipynb: cell 2: the kernel died while running it"])
     out = result.stdout.str()
-    report = out[out.index("notebook broken.ipynb"):]
+    report = out[out.index("notebook broken.ipynb") :]
     lines = [  # the cell, its source, its output, then the kernel's traceback
         "*broken.ipynb: cell 3 raised ZeroDivisionError: division by zero",
         "------------------",
@@ -75,8 +73,13 @@ def test_a_cell_over_the_timeout_fails_the_notebook_quickly(pytester: pytest.Pyt
     write_notebook(pytester.path / "slow.ipynb", "print('started')", "import time\ntime.sleep(120)")
     result = pytester.runpytest("slow.ipynb", "--nb-timeout=0.5", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*slow.ipynb: cell 3 ran over the 1 s cell timeout",  # rounded up
-                                 "*time.sleep(120)", "KeyboardInterrupt*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*slow.ipynb: cell 3 ran over the 1 s cell timeout",  # rounded up
+            "*time.sleep(120)",
+            "KeyboardInterrupt*",
+        ]
+    )
     assert result.duration < 30  # interrupted and shut down, not left to run
 
 
@@ -105,7 +108,8 @@ def test_a_bad_nb_timeout_is_a_usage_error(pytester: pytest.Pytester):
 def test_bench_fixture_opens_the_marked_gem_on_mock_providers(pytester: pytest.Pytester):
     shutil.copytree(EXAMPLE_GEM, pytester.path / "gems" / "notes")
     pytester.makeini("[pytest]\ngem = gems/notes\n")
-    pytester.makepyfile(test_tools=f"""
+    pytester.makepyfile(
+        test_tools=f"""
         import sqlite3
         import pytest
 
@@ -130,7 +134,8 @@ def test_bench_fixture_opens_the_marked_gem_on_mock_providers(pytester: pytest.P
         @pytest.mark.gem("gems/missing")
         def test_missing(bench):
             pass
-    """)
+    """
+    )
     result = pytester.runpytest("-p", "no:cacheprovider", "--strict-markers")
     result.assert_outcomes(passed=3, errors=1)
     result.stdout.fnmatch_lines(["*no gem folder *gems/missing (relative gem paths start at *"])
@@ -149,8 +154,12 @@ def test_gem_workbench_test_runs_notebooks_through_pytest(tmp_path, monkeypatch,
     write_notebook(tmp_path / "notebooks" / "bad.ipynb", "1/0")
     write_notebook(tmp_path / "notebooks" / "gems" / "not-collected.ipynb", "1/0")
     out = subprocess.run(  # default: notebooks/*.ipynb; after `--`: arguments for pytest
-        [sys.executable, "-m", "workbench.cli", "test", "--timeout", "30", "--",
-         "-p", "no:cacheprovider"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        [sys.executable, "-m", "workbench.cli", "test", "--timeout", "30", "--", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == pytest.ExitCode.TESTS_FAILED, out.stdout + out.stderr
     assert "1 failed, 1 passed" in out.stdout
     assert "notebooks/bad.ipynb: cell 2 raised ZeroDivisionError" in out.stdout

@@ -1,8 +1,8 @@
 """Gem Workbench: develop and test sandboxed AI-assistant tools against mock or real ctx.
 
-    import workbench
-    bench = workbench.open("notebooks/gems/notes")
-    res = bench.call("add_note", {"title": "hi"})
+import workbench
+bench = workbench.open("notebooks/gems/notes")
+res = bench.call("add_note", {"title": "hi"})
 """
 
 from ._bench import Bench, open
@@ -20,5 +20,15 @@ def load_ipython_extension(ipython: object) -> None:
     load(ipython)
 
 
-__all__ = ["Bench", "CODES", "CallResult", "GemLoadError", "Limits", "UsageError",
-           "WorkbenchError", "__version__", "load_ipython_extension", "open"]
+__all__ = [
+    "Bench",
+    "CODES",
+    "CallResult",
+    "GemLoadError",
+    "Limits",
+    "UsageError",
+    "WorkbenchError",
+    "__version__",
+    "load_ipython_extension",
+    "open",
+]

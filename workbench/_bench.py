@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import builtins
 import os
-import re
 import random
+import re
 import secrets
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
+from ._email import BenchEmail
 from ._errors import UsageError, WorkbenchError
 from ._json import to_json
 from ._result import CallResult
-from .ctx import Capabilities, CallSession, CtxCrash, desktop_has_trash, prepare
+from .ctx import CallSession, Capabilities, CtxCrash, desktop_has_trash, prepare
 from .ctx import history as _history
 from .ctx.limits import DEFAULT, Limits, deadline_after
-from ._email import BenchEmail
 from .providers import default_state_dir, make_mailbox, make_providers
 from .providers.mailmock import MockMailbox
 from .runners import RUNNER_FOR, RUNNERS, Runner, Setup
@@ -29,24 +30,32 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .gem import Manifest, ToolSpec
-    from .platforms import Grants, Profile
     from .inspect.snapshot import Snapshot
+    from .platforms import Grants, Profile
     from .providers import Mailbox, Providers
 
 
-def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "mock",
-         workspace: str | os.PathLike[str] | None = None,
-         state_dir: str | os.PathLike[str] | None = None, conversation: bool = True,
-         strict: bool = False, headless: bool | None = None,
-         reuse: Literal["always", "never", "random"] = "always", timeout: float = 30.0,
-         memory_mb: int = 512,
-         mailbox: "str | os.PathLike[str] | Mailbox | Mapping[str, str | os.PathLike[str]] | None"
-         = None,
-         resources: "Mapping[str, bytes | str | os.PathLike[str]] | None" = None,
-         http: Any = "mock",
-         credentials: "Mapping[str, Mapping[str, Any]] | str | os.PathLike[str] | None" = None,
-         http_timeout: float = 10.0, limits: Limits | None = None,
-         keep_runs: int | None = 50, keep_run_days: float = 7.0) -> "Bench":
+def open(
+    path: str | os.PathLike[str],
+    *,
+    providers: str | dict[str, str] = "mock",
+    workspace: str | os.PathLike[str] | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    conversation: bool = True,
+    strict: bool = False,
+    headless: bool | None = None,
+    reuse: Literal["always", "never", "random"] = "always",
+    timeout: float = 30.0,
+    memory_mb: int = 512,
+    mailbox: str | os.PathLike[str] | Mailbox | Mapping[str, str | os.PathLike[str]] | None = None,
+    resources: Mapping[str, bytes | str | os.PathLike[str]] | None = None,
+    http: Any = "mock",
+    credentials: Mapping[str, Mapping[str, Any]] | str | os.PathLike[str] | None = None,
+    http_timeout: float = 10.0,
+    limits: Limits | None = None,
+    keep_runs: int | None = 50,
+    keep_run_days: float = 7.0,
+) -> Bench:
     """Open the gem folder at `path` on mock or real providers.
 
     providers: "mock", "real", or per capability, e.g. {"files": "real", "storage": "mock"}.
@@ -90,8 +99,9 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         anything from the last 7 days); keep_runs=None keeps them all. The same open removes
         temp files left by a write that was killed (kill -9) before it finished.
     """
-    _check_options(reuse=reuse, http_timeout=http_timeout, keep_runs=keep_runs,
-                   keep_run_days=keep_run_days)  # before anything is opened or started
+    _check_options(
+        reuse=reuse, http_timeout=http_timeout, keep_runs=keep_runs, keep_run_days=keep_run_days
+    )  # before anything is opened or started
     from .platforms import detect
 
     profile = detect(path)  # manifest.json's "platform": whose rules, limits and ctx shape
@@ -108,9 +118,13 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
     http_state = HttpState(make_transport(http), credentials, timeout=float(http_timeout))
     mail = make_mailbox(mailbox, gem_root=manifest.root)
     try:
-        provs = make_providers(manifest.id, providers, gem_root=manifest.root,
-                               workspace=Path(workspace) if workspace else None,
-                               state_dir=Path(state_dir) if state_dir else None)
+        provs = make_providers(
+            manifest.id,
+            providers,
+            gem_root=manifest.root,
+            workspace=Path(workspace) if workspace else None,
+            state_dir=Path(state_dir) if state_dir else None,
+        )
     except sqlite3.DatabaseError as exc:
         raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
     provs.mailbox = mail
@@ -122,13 +136,23 @@ def open(path: str | os.PathLike[str], *, providers: str | dict[str, str] = "moc
         from .providers.resources import HttpSource, MockSource
 
         source = MockSource(manifest.root, resources) if res_kind == "mock" else HttpSource()
-        provs.resources = make_cache(manifest, source=source,
-                                     state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root))
-        return Bench(manifest, provs, conversation=conversation, strict=strict,
-                     headless=(not desktop_has_trash()) if headless is None else headless,
-                     seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace",
-                     reuse=reuse, sandbox=SandboxOptions(timeout=timeout, memory_mb=memory_mb),
-                     limits=limits or profile.limits, profile=profile)
+        provs.resources = make_cache(
+            manifest,
+            source=source,
+            state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root),
+        )
+        return Bench(
+            manifest,
+            provs,
+            conversation=conversation,
+            strict=strict,
+            headless=(not desktop_has_trash()) if headless is None else headless,
+            seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace",
+            reuse=reuse,
+            sandbox=SandboxOptions(timeout=timeout, memory_mb=memory_mb),
+            limits=limits or profile.limits,
+            profile=profile,
+        )
     except BaseException as exc:  # e.g. db/schema.sql fails: leave no connection open
         provs.data_db.close()
         provs.sql_db.close()
@@ -142,22 +166,29 @@ def _check_options(*, reuse: Any, http_timeout: Any, keep_runs: Any, keep_run_da
         raise UsageError(f"reuse={reuse!r}: use 'always', 'never' or 'random'")
     if isinstance(http_timeout, bool) or not isinstance(http_timeout, (int, float)) or http_timeout <= 0:
         raise UsageError(f"http_timeout={http_timeout!r}: give seconds (> 0)")
-    if keep_runs is not None and (isinstance(keep_runs, bool) or not isinstance(keep_runs, int)
-                                  or keep_runs < 0):
+    if keep_runs is not None and (
+        isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 0
+    ):
         raise UsageError(f"keep_runs={keep_runs!r}: give a number of run folders (>= 0) or None")
-    if isinstance(keep_run_days, bool) or not isinstance(keep_run_days, (int, float)) \
-            or not keep_run_days >= 0:
+    if (
+        isinstance(keep_run_days, bool)
+        or not isinstance(keep_run_days, (int, float))
+        or not keep_run_days >= 0
+    ):
         raise UsageError(f"keep_run_days={keep_run_days!r}: give days (>= 0)")
 
 
 def _state_error(exc: sqlite3.DatabaseError, state_dir: Any) -> WorkbenchError:
-    return WorkbenchError("E_STATE", f"the bench's state database in {state_dir} cannot be "
-                          f"used: {exc}. Move data.sqlite/sql.sqlite away (the gem starts empty) "
-                          "or open with another state_dir=", path=str(state_dir))
+    return WorkbenchError(
+        "E_STATE",
+        f"the bench's state database in {state_dir} cannot be "
+        f"used: {exc}. Move data.sqlite/sql.sqlite away (the gem starts empty) "
+        "or open with another state_dir=",
+        path=str(state_dir),
+    )
 
 
-def _explain_absent(err: WorkbenchError, tool: "ToolSpec", profile: "Profile",
-                    grants: "Grants") -> WorkbenchError:
+def _explain_absent(err: WorkbenchError, tool: ToolSpec, profile: Profile, grants: Grants) -> WorkbenchError:
     """A JS tool's TypeError on a ctx capability it has no grant for (it is undefined, as on
     the platform, e.g. E1's ctx.email): say why, naming the manifest field to add. Only when
     the error is about one of its methods and the tool's source uses that capability: a
@@ -175,13 +206,16 @@ def _explain_absent(err: WorkbenchError, tool: "ToolSpec", profile: "Profile",
             if not re.search(rf"\.\s*{re.escape(name)}\b|\b{re.escape(name)}\s*[,}}:]", source):
                 continue
             hint = grants.denial(cap.grant)
-            return WorkbenchError(err.code, f"{err.message} — ctx.{cap.path} is undefined: "
-                                  f"{hint.message}", **err.details,
-                                  missing=hint.details.get("missing", []))
+            return WorkbenchError(
+                err.code,
+                f"{err.message} — ctx.{cap.path} is undefined: {hint.message}",
+                **err.details,
+                missing=hint.details.get("missing", []),
+            )
     return err
 
 
-def _source(tool: "ToolSpec", limit: int = 1 << 20) -> str:
+def _source(tool: ToolSpec, limit: int = 1 << 20) -> str:
     """The tool's source text (its first MiB; '' if it cannot be read now)."""
     try:
         with builtins.open(tool.file, "rb") as f:
@@ -210,10 +244,20 @@ def _seed_memory(store: Any, folder: Path) -> None:
 class Bench:
     """A gem opened on providers. Create it with `workbench.open(...)`."""
 
-    def __init__(self, manifest: "Manifest", providers: "Providers", *, conversation: bool,
-                 strict: bool, headless: bool, seed: Path | None = None,
-                 reuse: str = "always", sandbox: SandboxOptions | None = None,
-                 limits: Limits = DEFAULT, profile: "Profile | None" = None) -> None:
+    def __init__(
+        self,
+        manifest: Manifest,
+        providers: Providers,
+        *,
+        conversation: bool,
+        strict: bool,
+        headless: bool,
+        seed: Path | None = None,
+        reuse: str = "always",
+        sandbox: SandboxOptions | None = None,
+        limits: Limits = DEFAULT,
+        profile: Profile | None = None,
+    ) -> None:
         from .platforms.notochord import PROFILE
 
         self.profile = profile or PROFILE  # the platform whose rules this bench applies
@@ -243,8 +287,10 @@ class Bench:
 
     def __repr__(self) -> str:
         kinds = ", ".join(f"{k}={v}" for k, v in self.providers.kind.items())
-        return (f"<Bench {self.manifest.id} {self.manifest.version}: {len(self.manifest.tools)} "
-                f"tools, {kinds}, {len(self.results)} calls>")
+        return (
+            f"<Bench {self.manifest.id} {self.manifest.version}: {len(self.manifest.tools)} "
+            f"tools, {kinds}, {len(self.results)} calls>"
+        )
 
     def _repr_html_(self) -> str:
         from ._present import presenter
@@ -257,7 +303,7 @@ class Bench:
 
         return presenter("form")(self, tool)
 
-    def __enter__(self) -> "Bench":
+    def __enter__(self) -> Bench:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -278,28 +324,28 @@ class Bench:
 
     def _check_open(self) -> None:
         if self.closed:
-            raise UsageError(f"the bench of {self.manifest.id} is closed; open it again with "
-                             "workbench.open(...)")
+            raise UsageError(
+                f"the bench of {self.manifest.id} is closed; open it again with workbench.open(...)"
+            )
 
     # -- calling tools ----------------------------------------------------------------------
-    def _validator(self, tool: "ToolSpec") -> Any:
+    def _validator(self, tool: ToolSpec) -> Any:
         if tool.name not in self._validators:
             from .gem.schema import InputValidator
 
-            self._validators[tool.name] = InputValidator(tool.input_schema,
-                                                         self.profile.schema_rules)
+            self._validators[tool.name] = InputValidator(tool.input_schema, self.profile.schema_rules)
         return self._validators[tool.name]
 
-    def _check_input(self, tool: "ToolSpec", args: Any) -> tuple[Any, WorkbenchError | None]:
+    def _check_input(self, tool: ToolSpec, args: Any) -> tuple[Any, WorkbenchError | None]:
         """The input as the tool receives it, or E_SCHEMA naming the field (N8): any value,
         however deep, cyclic or costly to check, is a coded error, never an exception (SEC7)."""
         from .gem.schema import check_input
 
-        return check_input(self._validator(tool), args, tool=tool.name,
-                           max_depth=self.limits.json_depth)
+        return check_input(self._validator(tool), args, tool=tool.name, max_depth=self.limits.json_depth)
 
-    def call(self, name: str, input: Any = None, *,
-             crash: "int | Literal['random'] | None" = None) -> CallResult:
+    def call(
+        self, name: str, input: Any = None, *, crash: int | Literal["random"] | None = None
+    ) -> CallResult:
         """Call a tool as the platform would; errors come back in the result, never raised.
 
         Only misuse of the bench itself raises (UsageError: it is closed).
@@ -319,7 +365,7 @@ class Bench:
                 return crash_call(self, name, input, crash)
             return self._call(name, input)
 
-    def crash_matrix(self, name: str, input: Any = None) -> "pd.DataFrame":
+    def crash_matrix(self, name: str, input: Any = None) -> pd.DataFrame:
         """N7: crash the tool at every point (0..its ctx calls in a clean run), rerun it with
         the same idempotencyKey, one row per point; the bench's state is restored after."""
         with self._lock:
@@ -328,24 +374,39 @@ class Bench:
 
             return crash_matrix(self, name, input)
 
-    def _call(self, name: str, input: Any = None, *, key: str | None = None,
-              crash_after: int | None = None, fresh: bool | None = None) -> CallResult:
+    def _call(
+        self,
+        name: str,
+        input: Any = None,
+        *,
+        key: str | None = None,
+        crash_after: int | None = None,
+        fresh: bool | None = None,
+    ) -> CallResult:
         with self._lock:  # also for the email triggers and the replay driver, which call here
             return self._call_locked(name, input, key=key, crash_after=crash_after, fresh=fresh)
 
-    def _call_locked(self, name: str, input: Any, *, key: str | None,
-                     crash_after: int | None, fresh: bool | None) -> CallResult:
+    def _call_locked(
+        self, name: str, input: Any, *, key: str | None, crash_after: int | None, fresh: bool | None
+    ) -> CallResult:
         started = time.time()
         t0 = time.perf_counter()
         call_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
         args = {} if input is None else input
-        res = CallResult(call_id=call_id, tool=name, input=args, started=started,
-                         idempotency_key=key or secrets.token_hex(16))
+        res = CallResult(
+            call_id=call_id,
+            tool=name,
+            input=args,
+            started=started,
+            idempotency_key=key or secrets.token_hex(16),
+        )
         tool = self.manifest.tools.get(name)
         if tool is None:
-            res.error = WorkbenchError("E_UNKNOWN_TOOL", f"no tool {name!r} in gem "
-                                       f"{self.manifest.id} (tools: {', '.join(self.manifest.tools)})",
-                                       tool=name)
+            res.error = WorkbenchError(
+                "E_UNKNOWN_TOOL",
+                f"no tool {name!r} in gem {self.manifest.id} (tools: {', '.join(self.manifest.tools)})",
+                tool=name,
+            )
         else:
             args, res.error = self._check_input(tool, args)
             if res.error is None:
@@ -354,16 +415,31 @@ class Bench:
         self.results.append(res)
         return res
 
-    def _run(self, tool: "ToolSpec", args: Any, res: CallResult, *,
-             crash_after: int | None = None, fresh: bool | None = None) -> None:
-        session = CallSession(call_id=res.call_id, tool=tool, manifest=self.manifest,
-                              providers=self.providers, conversation=self.conversation,
-                              strict=self.strict, trash=not self.headless,
-                              email_grant=self.email.grant,
-                              http=getattr(self.providers, "http", None),
-                              idempotency_key=res.idempotency_key, crash_after=crash_after,
-                              deadline=deadline_after(self._sandbox_options.timeout),
-                              limits=self.limits, profile=self.profile)
+    def _run(
+        self,
+        tool: ToolSpec,
+        args: Any,
+        res: CallResult,
+        *,
+        crash_after: int | None = None,
+        fresh: bool | None = None,
+    ) -> None:
+        session = CallSession(
+            call_id=res.call_id,
+            tool=tool,
+            manifest=self.manifest,
+            providers=self.providers,
+            conversation=self.conversation,
+            strict=self.strict,
+            trash=not self.headless,
+            email_grant=self.email.grant,
+            http=getattr(self.providers, "http", None),
+            idempotency_key=res.idempotency_key,
+            crash_after=crash_after,
+            deadline=deadline_after(self._sandbox_options.timeout),
+            limits=self.limits,
+            profile=self.profile,
+        )
         caps = Capabilities(session)
         if fresh is None:
             fresh = self.reuse == "never" or (self.reuse == "random" and self._rng.random() < 0.5)
@@ -374,13 +450,14 @@ class Bench:
             return
         try:
             if tool.language in RUNNER_FOR:
-                outcome = self._runner(RUNNER_FOR[tool.language]).call(tool, args, caps,
-                                                                       fresh=fresh)
+                outcome = self._runner(RUNNER_FOR[tool.language]).call(tool, args, caps, fresh=fresh)
             else:
                 outcome = None
-                res.error = WorkbenchError("E_UNSUPPORTED", f"{tool.rel_file}: .wasm tools are "
-                                           "not run by this version of the workbench",
-                                           file=tool.rel_file)
+                res.error = WorkbenchError(
+                    "E_UNSUPPORTED",
+                    f"{tool.rel_file}: .wasm tools are not run by this version of the workbench",
+                    file=tool.rel_file,
+                )
         except CtxCrash as exc:  # N7: the simulated crash of call(crash=N)
             from ._crash import crashed_outcome
 
@@ -399,9 +476,12 @@ class Bench:
             elif outcome.checked:
                 res.value = outcome.value
             else:
-                res.value, res.error = to_json(outcome.value, text=outcome.json,
-                                               max_chars=self.limits.result_chars,
-                                               max_depth=self.limits.json_depth)
+                res.value, res.error = to_json(
+                    outcome.value,
+                    text=outcome.json,
+                    max_chars=self.limits.result_chars,
+                    max_depth=self.limits.json_depth,
+                )
 
     def _runner(self, kind: str) -> Runner:
         """This bench's runner of `kind` (RUNNER_FOR[language]), made on first use."""
@@ -412,9 +492,14 @@ class Bench:
         if kind not in self._runners:
             base = self.providers.state_dir or default_state_dir(self.manifest.id, self.manifest.root)
             readable = (self.providers.resources.root,) if self.providers.resources else ()
-            self._runners[kind] = RUNNERS[kind](Setup(
-                gem_root=self.manifest.root, state_dir=base, options=self._sandbox_options,
-                readable=readable))
+            self._runners[kind] = RUNNERS[kind](
+                Setup(
+                    gem_root=self.manifest.root,
+                    state_dir=base,
+                    options=self._sandbox_options,
+                    readable=readable,
+                )
+            )
         return self._runners[kind]
 
     @property
@@ -427,7 +512,7 @@ class Bench:
         return runner.sandbox
 
     # -- file history -----------------------------------------------------------------------
-    def history(self, path: str | None = None) -> "pd.DataFrame":
+    def history(self, path: str | None = None) -> pd.DataFrame:
         """Saved versions of conversation-folder files (overwrites, deletes, restores)."""
         import pandas as pd
 
@@ -443,84 +528,97 @@ class Bench:
     def restore_file(self, path: str, version: int | None = None) -> int:
         """Roll one conversation file back to a saved version (default: the latest)."""
         self._check_open()
-        return _history.restore(self.providers.store, self.providers.files, path, version,
-                                limit=self.limits.history_bytes)
+        return _history.restore(
+            self.providers.store, self.providers.files, path, version, limit=self.limits.history_bytes
+        )
 
     # -- inspection -------------------------------------------------------------------------
-    def tools(self) -> "pd.DataFrame":
+    def tools(self) -> pd.DataFrame:
         from .inspect import frames
 
         return frames.tools(self.manifest)
 
-    def files(self) -> "pd.DataFrame":
+    def files(self) -> pd.DataFrame:
         """Files of the conversation folder and every run folder: area, path, type, size, modified."""
         from .inspect import frames
 
         return frames.files(self.providers.files)
 
-    def data(self, collection: str) -> "pd.DataFrame":
+    def data(self, collection: str) -> pd.DataFrame:
         """A collection's documents: `id` then one column per top-level field."""
         from .inspect import frames
 
         if collection not in self.manifest.collections:
-            raise UsageError(f"collection {collection!r} is not declared in manifest.json "
-                             f"(declared: {', '.join(self.manifest.collections) or 'none'})")
+            raise UsageError(
+                f"collection {collection!r} is not declared in manifest.json "
+                f"(declared: {', '.join(self.manifest.collections) or 'none'})"
+            )
         self._check_open()
         return frames.collection(self.providers.store, collection)
 
-    def kv(self) -> "pd.DataFrame":
+    def kv(self) -> pd.DataFrame:
         from .inspect import frames
 
         self._check_open()
         return frames.kv(self.providers.store)
 
-    def sql(self, query: str, params: Any = ()) -> "pd.DataFrame":
+    def sql(self, query: str, params: Any = ()) -> pd.DataFrame:
         """Run a query on the gem's private database (ctx.storage.sql)."""
         from .inspect import frames
 
         return frames.query(self.providers.sql_db, query, params)
 
-    def mailbox(self) -> "pd.DataFrame":
+    def mailbox(self) -> pd.DataFrame:
         """Every message's envelope, all accounts (allowed or not), ordered by (date, accountId,
         id): accountId, id, subject, fromAddr, toAddrs, date (datetime, UTC), date_ms."""
         from .inspect import frames
 
         return frames.mailbox(self.email.envelopes())
 
-    def http(self) -> "pd.DataFrame":
+    def http(self) -> pd.DataFrame:
         """Every ctx.http.fetch request (N10): call_id, tool, method, url, status, duration_ms,
         connection, credential ("injected", "denied", "dropped"), reason, redirects, error.
         Credentials never appear here."""
         import pandas as pd
 
-        cols = ["call_id", "tool", "method", "url", "status", "duration_ms", "connection",
-                "credential", "reason", "redirects", "error"]
+        cols = [
+            "call_id",
+            "tool",
+            "method",
+            "url",
+            "status",
+            "duration_ms",
+            "connection",
+            "credential",
+            "reason",
+            "redirects",
+            "error",
+        ]
         state = getattr(self.providers, "http", None)
         return pd.DataFrame(list(state.log) if state else [], columns=cols)
 
-    def calls(self) -> "pd.DataFrame":
+    def calls(self) -> pd.DataFrame:
         from .inspect import frames
 
         return frames.calls(self.results)
 
-    def snapshot(self) -> "Snapshot":
+    def snapshot(self) -> Snapshot:
         """Capture files and storage, to diff against or restore later."""
         from .inspect.snapshot import take
 
         self._check_open()
         return take(self.providers)
 
-    def diff(self, snap: "Snapshot") -> "pd.DataFrame":
+    def diff(self, snap: Snapshot) -> pd.DataFrame:
         """What changed since `snap`: one row per file, document, key or SQL row."""
         from .inspect.snapshot import diff
 
         self._check_open()
         return diff(snap, self.providers)
 
-    def restore(self, snap: "Snapshot") -> None:
+    def restore(self, snap: Snapshot) -> None:
         """Put files and storage back exactly as they were at `snap`."""
         from .inspect.snapshot import restore
 
         self._check_open()
         restore(snap, self.providers)
-

@@ -25,28 +25,42 @@ if TYPE_CHECKING:
     from .ctx import CtxCrash
     from .gem import ToolSpec
 
-MATRIX_COLUMNS = ["crash_after", "at", "crashed", "rerun_ok", "rerun_error", "same_key",
-                  "duplicated", "vs_clean", "clean"]
+MATRIX_COLUMNS = [
+    "crash_after",
+    "at",
+    "crashed",
+    "rerun_ok",
+    "rerun_error",
+    "same_key",
+    "duplicated",
+    "vs_clean",
+    "clean",
+]
 
 
-def crashed_outcome(bench: "Bench", tool: "ToolSpec", exc: "CtxCrash") -> Outcome:
+def crashed_outcome(bench: Bench, tool: ToolSpec, exc: CtxCrash) -> Outcome:
     """The crashed run's outcome; a JS tool's sandbox process is killed at that point."""
     # a sandbox is killed with the call in flight; a Python tool's output is on the exception
     logs = bench._runner(RUNNER_FOR[tool.language]).crash() or exc.logs
-    return Outcome(error=WorkbenchError(
-        "E_SANDBOX", f"simulated crash after ctx call {exc.after} (N7): the run was aborted "
-        "and the call is rerun with the same idempotencyKey", capability="crash",
-        crashed_after=exc.after), logs=logs)
+    return Outcome(
+        error=WorkbenchError(
+            "E_SANDBOX",
+            f"simulated crash after ctx call {exc.after} (N7): the run was aborted "
+            "and the call is rerun with the same idempotencyKey",
+            capability="crash",
+            crashed_after=exc.after,
+        ),
+        logs=logs,
+    )
 
 
 def _crashed(res: CallResult) -> bool:
     return res.error is not None and res.error.details.get("capability") == "crash"
 
 
-def _point(bench: "Bench", name: str, input: Any, crash: Any) -> int:
+def _point(bench: Bench, name: str, input: Any, crash: Any) -> int:
     if crash == "random":
-        previous = [r for r in reversed(bench.results)
-                    if r.tool == name and r.ok and r.crash is None]
+        previous = [r for r in reversed(bench.results) if r.tool == name and r.ok and r.crash is None]
         if previous:
             n = len(previous[0].trace_rows)
         else:  # no clean run to count its ctx calls: make one, then put the state back
@@ -83,28 +97,40 @@ def _signature(kind: str, key: Any, value: Any) -> str:
     return f"{_shape(str(key).rsplit('/', 1)[-1])}:{value!r}"  # a file: its name's shape, size
 
 
-def duplicates(first: "pd.DataFrame", second: "pd.DataFrame") -> list[str]:
+def duplicates(first: pd.DataFrame, second: pd.DataFrame) -> list[str]:
     """What the rerun did again: entries it added that look like entries the crashed run had
     already added (same table or folder, same content apart from their generated id or key),
     and values the crashed run changed that the rerun changed once more (a counter +2)."""
     added = ("added", "inserted")
     out: list[str] = []
-    f_add = Counter((r.kind, r.where, _signature(r.kind, r.key, r.after))
-                    for r in first.itertuples() if r.change in added and _not_run(r.where))
-    s_add = Counter((r.kind, r.where, _signature(r.kind, r.key, r.after))
-                    for r in second.itertuples() if r.change in added and _not_run(r.where))
+    f_add = Counter(
+        (r.kind, r.where, _signature(r.kind, r.key, r.after))
+        for r in first.itertuples()
+        if r.change in added and _not_run(r.where)
+    )
+    s_add = Counter(
+        (r.kind, r.where, _signature(r.kind, r.key, r.after))
+        for r in second.itertuples()
+        if r.change in added and _not_run(r.where)
+    )
     for k, n in sorted(s_add.items(), key=str):
         if k in f_add:
             kind, where, sig = k
-            out.append(f"{kind} {where}: {f_add[k]} added by the crashed run, {n} more by the "
-                       f"rerun ({_short(sig)})")
-    f_chg = {(r.kind, r.where, str(r.key)): r.after for r in first.itertuples()
-             if r.change in ("changed", "updated")}
+            out.append(
+                f"{kind} {where}: {f_add[k]} added by the crashed run, {n} more by the rerun ({_short(sig)})"
+            )
+    f_chg = {
+        (r.kind, r.where, str(r.key)): r.after
+        for r in first.itertuples()
+        if r.change in ("changed", "updated")
+    }
     for r in second.itertuples():
         k = (r.kind, r.where, str(r.key))
         if r.change in ("changed", "updated") and k in f_chg and _not_run(r.where):
-            out.append(f"{r.kind} {r.where} {r.key}: changed by the crashed run "
-                       f"and again by the rerun ({_short(r.before)} -> {_short(r.after)})")
+            out.append(
+                f"{r.kind} {r.where} {r.key}: changed by the crashed run "
+                f"and again by the rerun ({_short(r.before)} -> {_short(r.after)})"
+            )
     return out
 
 
@@ -113,8 +139,7 @@ def _short(v: Any) -> str:
     return s if len(s) <= 60 else s[:59] + "…"
 
 
-def crash_call(bench: "Bench", name: str, input: Any, crash: Any, *,
-               point: int | None = None) -> CallResult:
+def crash_call(bench: Bench, name: str, input: Any, crash: Any, *, point: int | None = None) -> CallResult:
     if name not in bench.manifest.tools:
         return bench._call(name, input)
     point = _point(bench, name, input, crash) if point is None else point
@@ -132,24 +157,24 @@ def crash_call(bench: "Bench", name: str, input: Any, crash: Any, *,
     return second
 
 
-def _counts(diff: "pd.DataFrame") -> Counter:
+def _counts(diff: pd.DataFrame) -> Counter:
     return Counter((r.kind, r.where, r.change) for r in diff.itertuples() if _not_run(r.where))
 
 
-def crash_matrix(bench: "Bench", name: str, input: Any) -> "pd.DataFrame":
+def crash_matrix(bench: Bench, name: str, input: Any) -> pd.DataFrame:
     """One row per crash point 0..n (n: the ctx calls of a clean run); state restored after."""
     import pandas as pd
 
     if name not in bench.manifest.tools:
-        raise UsageError(f"no tool {name!r} in gem {bench.manifest.id} "
-                         f"(tools: {', '.join(bench.manifest.tools)})")
+        raise UsageError(
+            f"no tool {name!r} in gem {bench.manifest.id} (tools: {', '.join(bench.manifest.tools)})"
+        )
     snap0 = bench.snapshot()
     rows: list[dict[str, Any]] = []
     try:
         clean = bench._call(name, input)
         if not clean.ok:
-            raise UsageError(f"a clean run of {name!r} failed, so there is nothing to crash: "
-                             f"{clean.error}")
+            raise UsageError(f"a clean run of {name!r} failed, so there is nothing to crash: {clean.error}")
         expected = _counts(bench.diff(snap0))
         methods = [row["method"] for row in clean.trace_rows]
         for point in range(len(methods) + 1):
@@ -158,21 +183,25 @@ def crash_matrix(bench: "Bench", name: str, input: Any) -> "pd.DataFrame":
             rep = res.crash
             assert rep is not None
             got = _counts(bench.diff(snap0))
-            vs = [f"{k[0]} {k[1]} {k[2]}: {got[k]} (clean run: {expected[k]})"
-                  for k in sorted(expected.keys() | got.keys(), key=str) if got[k] != expected[k]]
+            vs = [
+                f"{k[0]} {k[1]} {k[2]}: {got[k]} (clean run: {expected[k]})"
+                for k in sorted(expected.keys() | got.keys(), key=str)
+                if got[k] != expected[k]
+            ]
             crashed = rep.crashed is not None
-            rows.append({
-                "crash_after": point,
-                "at": "before the first ctx call" if point == 0 else f"after {methods[point - 1]}",
-                "crashed": crashed,
-                "rerun_ok": res.ok,
-                "rerun_error": res.error.code if res.error else None,
-                "same_key": (rep.crashed is None
-                             or rep.crashed.idempotency_key == res.idempotency_key),
-                "duplicated": "; ".join(rep.duplicates),
-                "vs_clean": "; ".join(vs),
-                "clean": res.ok and not rep.duplicates and not vs,
-            })
+            rows.append(
+                {
+                    "crash_after": point,
+                    "at": "before the first ctx call" if point == 0 else f"after {methods[point - 1]}",
+                    "crashed": crashed,
+                    "rerun_ok": res.ok,
+                    "rerun_error": res.error.code if res.error else None,
+                    "same_key": (rep.crashed is None or rep.crashed.idempotency_key == res.idempotency_key),
+                    "duplicated": "; ".join(rep.duplicates),
+                    "vs_clean": "; ".join(vs),
+                    "clean": res.ok and not rep.duplicates and not vs,
+                }
+            )
     finally:
         bench.restore(snap0)
     return pd.DataFrame(rows, columns=MATRIX_COLUMNS)

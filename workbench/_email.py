@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from ._errors import UsageError
 from .ctx import Grant
@@ -26,7 +27,7 @@ class BenchEmail:
     `email.onNewMessage` triggers (E6); clock dates mail added without a date.
     """
 
-    def __init__(self, bench: "Bench") -> None:
+    def __init__(self, bench: Bench) -> None:
         self._bench = bench
         self.grant = Grant()
         mailbox = bench.providers.mailbox
@@ -36,7 +37,7 @@ class BenchEmail:
         return f"<bench.email {self.mailbox!r}, allowed={self.allowed!r}>"
 
     @property
-    def mailbox(self) -> "Mailbox":
+    def mailbox(self) -> Mailbox:
         """The provider ctx.email reads (mock, Maildir, mbox, IMAP, …)."""
         mailbox = self._bench.providers.mailbox
         assert mailbox is not None
@@ -47,7 +48,7 @@ class BenchEmail:
         """Every account of the mailbox, allowed or not."""
         return list(self.mailbox.accounts())
 
-    def allow(self, accounts: "str | Iterable[str]") -> None:
+    def allow(self, accounts: str | Iterable[str]) -> None:
         """Choose the accounts the gem may read, as the user does on the gem's page (E2).
 
         "all": every account, including ones added later; a list of ids: exactly those (it
@@ -57,8 +58,8 @@ class BenchEmail:
         self.grant.set(accounts)
 
     @property
-    def allowed(self) -> "str | list[str]":
-        """"all" or the list of allowed account ids (empty at open)."""
+    def allowed(self) -> str | list[str]:
+        """ "all" or the list of allowed account ids (empty at open)."""
         return self.grant.allowed
 
     @property
@@ -66,7 +67,7 @@ class BenchEmail:
         """The mock clock: `now()`, `advance(ms=1000)`, `set(ms)` (ms since the epoch)."""
         return self._clock
 
-    def add(self, messages: "dict[str, Any] | list[dict[str, Any]]") -> list[dict[str, Any]]:
+    def add(self, messages: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Put mail into the mock mailbox; returns the envelopes added.
 
         Each message is shaped as getMessage returns it ({accountId, id, subject, fromAddr,
@@ -84,10 +85,11 @@ class BenchEmail:
 
     def triggers(self) -> list[str]:
         """The tools the manifest runs on `email.onNewMessage`, in manifest order."""
-        return [t["tool"] for t in self._bench.manifest.raw.get("triggers", ())
-                if t.get("event") == NEW_MESSAGE]
+        return [
+            t["tool"] for t in self._bench.manifest.raw.get("triggers", ()) if t.get("event") == NEW_MESSAGE
+        ]
 
-    def arrive(self, messages: "dict[str, Any] | list[dict[str, Any]]") -> "list[CallResult]":
+    def arrive(self, messages: dict[str, Any] | list[dict[str, Any]]) -> list[CallResult]:
         """add(), then E6: each trigger tool is called with each new message's envelope only.
 
         Only mail of allowed accounts fires events (the gem cannot learn of other mail). Each
@@ -95,32 +97,51 @@ class BenchEmail:
         """
         added = self.add(messages)
         tools = self.triggers()
-        return [self._bench.call(tool, envelope) for envelope in added
-                if self.grant.allows(envelope["accountId"]) for tool in tools]
+        return [
+            self._bench.call(tool, envelope)
+            for envelope in added
+            if self.grant.allows(envelope["accountId"])
+            for tool in tools
+        ]
 
-    def envelopes(self) -> "list[Envelope]":
+    def envelopes(self) -> list[Envelope]:
         """Every envelope of every account, ordered by (date, accountId, id)."""
         mailbox = self.mailbox
         out = [e for a in mailbox.accounts() for e in mailbox.envelopes_since(a, -1, 2**62)]
         return sorted(out, key=lambda e: (e.date, e.accountId, e.id))
 
-    def replay_run(self, tool: str, *, steps: int | None = None,
-                   arrivals: "dict[int, Any] | None" = None,
-                   rewinds: "dict[int, Any] | None" = None, cursor_key: str = "cursor",
-                   events: bool = False, input: Any = None) -> "pd.DataFrame":
+    def replay_run(
+        self,
+        tool: str,
+        *,
+        steps: int | None = None,
+        arrivals: dict[int, Any] | None = None,
+        rewinds: dict[int, Any] | None = None,
+        cursor_key: str = "cursor",
+        events: bool = False,
+        input: Any = None,
+    ) -> pd.DataFrame:
         """Call `tool` repeatedly; one row per message: processed once / twice+ / never, lost
         (see `workbench._replay.replay_run`); warnings in `df.attrs["warnings"]`."""
         from ._replay import replay_run
 
-        return replay_run(self._bench, tool, steps=steps, arrivals=arrivals, rewinds=rewinds,
-                          cursor_key=cursor_key, events=events, input=input)
+        return replay_run(
+            self._bench,
+            tool,
+            steps=steps,
+            arrivals=arrivals,
+            rewinds=rewinds,
+            cursor_key=cursor_key,
+            events=events,
+            input=input,
+        )
 
-    def replay(self, tool: str, *, cursor_key: str = "cursor", input: Any = None,
-               events: bool = False) -> Any:
+    def replay(
+        self, tool: str, *, cursor_key: str = "cursor", input: Any = None, events: bool = False
+    ) -> Any:
         """The replay widget: the mailbox as a timeline with the stored cursor; Step, Run to
         end, Rewind, Arrive (see `workbench.jupyter.replay`)."""
         # Any, not ReplayView: even a type-only import would point the Face at workbench.jupyter
         from ._present import presenter
 
-        return presenter("replay")(self._bench, tool, cursor_key=cursor_key, input=input,
-                                   events=events)
+        return presenter("replay")(self._bench, tool, cursor_key=cursor_key, input=input, events=events)

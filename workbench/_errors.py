@@ -1,8 +1,8 @@
 """One error root for the workbench, carrying the platform's error codes as data.
 
-    WorkbenchError            a platform error: .code is E_SCHEMA, E_PERM_DENIED, ...
-    ├── GemLoadError          the gem folder or its manifest is unusable (E_MANIFEST)
-    └── UsageError            misuse of the workbench's own Python API (E_USAGE)
+WorkbenchError            a platform error: .code is E_SCHEMA, E_PERM_DENIED, ...
+├── GemLoadError          the gem folder or its manifest is unusable (E_MANIFEST)
+└── UsageError            misuse of the workbench's own Python API (E_USAGE)
 """
 
 from __future__ import annotations

@@ -20,8 +20,9 @@ MAX_JSON_DEPTH = 200  # SEC7: nesting of results and arguments (limits.DEFAULT.j
 _FLOATY = re.compile(r"[0-9][.e]")  # a float may be in the text (or a string: then harmless)
 
 
-def why_not_json(value: Any, where: str = "result", seen: set[int] | None = None, *,
-                 max_depth: int = MAX_JSON_DEPTH) -> str | None:
+def why_not_json(
+    value: Any, where: str = "result", seen: set[int] | None = None, *, max_depth: int = MAX_JSON_DEPTH
+) -> str | None:
     """Where the first value JSON cannot carry is, and why; None if it is all JSON.
 
     Iterative (SEC7): a value nested 100,000 levels deep, or one that contains itself, is an
@@ -122,14 +123,15 @@ def deeper_than(value: Any, max_depth: int) -> bool:
         v, depth = stack.pop()
         if depth > max_depth:
             return True
-        for c in (v.values() if isinstance(v, dict) else v):
+        for c in v.values() if isinstance(v, dict) else v:
             if isinstance(c, (list, dict)):
                 stack.append((c, depth + 1))
     return False
 
 
-def to_json(value: Any, *, text: str | None = None, max_chars: int = MAX_RESULT_CHARS,
-            max_depth: int = MAX_JSON_DEPTH) -> tuple[Any, WorkbenchError | None]:
+def to_json(
+    value: Any, *, text: str | None = None, max_chars: int = MAX_RESULT_CHARS, max_depth: int = MAX_JSON_DEPTH
+) -> tuple[Any, WorkbenchError | None]:
     """The value as the caller would receive it (JSON round trip), or E_RESULT_* (N9, SEC7).
 
     `text`: the value as the tool's runtime already serialised it (JS); else it is serialised
@@ -142,8 +144,12 @@ def to_json(value: Any, *, text: str | None = None, max_chars: int = MAX_RESULT_
         why = why_not_json(value, max_depth=max_depth)
         if why:
             limit = {"limit": max_depth} if "nested deeper" in why else {}
-            return None, WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value that is "
-                                        f"not JSON: {why}", field=why.split(" ", 1)[0], **limit)
+            return None, WorkbenchError(
+                "E_RESULT_NOT_JSON",
+                f"the tool returned a value that is not JSON: {why}",
+                field=why.split(" ", 1)[0],
+                **limit,
+            )
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         if _FLOATY.search(text):  # N9 counts what JSON.stringify writes: 1.0 is "1", 1e-5 "0.00001"
             value, extra = _as_js(value)
@@ -152,15 +158,22 @@ def to_json(value: Any, *, text: str | None = None, max_chars: int = MAX_RESULT_
     size += extra
     if size > max_chars:
         return None, WorkbenchError(
-            "E_RESULT_TOO_LARGE", f"the result is {size:,} JSON characters; at most "
+            "E_RESULT_TOO_LARGE",
+            f"the result is {size:,} JSON characters; at most "
             f"{max_chars:,}. Write large output to ctx.files or storage and return a "
-            "summary", size=size, limit=max_chars)
+            "summary",
+            size=size,
+            limit=max_chars,
+        )
     try:
         parsed = json.loads(text)
         too_deep = isinstance(parsed, (list, dict)) and deeper_than(parsed, max_depth)
     except RecursionError:
         too_deep = True
     if too_deep:
-        return None, WorkbenchError("E_RESULT_NOT_JSON", f"the result is nested deeper than "
-                                    f"{max_depth} levels (limit json_depth)", limit=max_depth)
+        return None, WorkbenchError(
+            "E_RESULT_NOT_JSON",
+            f"the result is nested deeper than {max_depth} levels (limit json_depth)",
+            limit=max_depth,
+        )
     return parsed, None

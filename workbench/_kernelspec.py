@@ -31,13 +31,18 @@ def source_dir() -> Path | None:
 
 def spec(display_name: str = DISPLAY_NAME, python: str = "python") -> dict[str, object]:
     """kernel.json's content. `python` is replaced by Jupyter with its own interpreter."""
-    return {"argv": [python, "-m", "workbench.kernel", "-f", "{connection_file}"],
-            "display_name": display_name, "language": "python",
-            "metadata": {"debugger": True}, "kernel_protocol_version": "5.5"}
+    return {
+        "argv": [python, "-m", "workbench.kernel", "-f", "{connection_file}"],
+        "display_name": display_name,
+        "language": "python",
+        "metadata": {"debugger": True},
+        "kernel_protocol_version": "5.5",
+    }
 
 
-def install(*, name: str = NAME, display_name: str = DISPLAY_NAME, user: bool = False,
-            prefix: str | None = None) -> Path:
+def install(
+    *, name: str = NAME, display_name: str = DISPLAY_NAME, user: bool = False, prefix: str | None = None
+) -> Path:
     """Install the kernelspec as `name` (user, prefix, or system-wide); return its folder.
 
     Raises ValueError for a name Jupyter does not accept (lowercase letters, digits, `.-_`).
@@ -55,6 +60,7 @@ def install(*, name: str = NAME, display_name: str = DISPLAY_NAME, user: bool = 
                 shutil.copyfile(shipped / logo, folder / logo)
         data = spec(display_name, python=sys.executable)
         (folder / "kernel.json").write_text(json.dumps(data, indent=1) + "\n")
-        dest = KernelSpecManager().install_kernel_spec(str(folder), kernel_name=name, user=user,
-                                                       prefix=prefix)
+        dest = KernelSpecManager().install_kernel_spec(
+            str(folder), kernel_name=name, user=user, prefix=prefix
+        )
     return Path(dest)

@@ -8,17 +8,23 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ._kernelspec import NAME
 
 
-def command(root: Path, *, ip: str, port: int | None, browser: bool,
-            extra: Sequence[str] = ()) -> list[str]:
+def command(root: Path, *, ip: str, port: int | None, browser: bool, extra: Sequence[str] = ()) -> list[str]:
     """The `jupyter lab` command line (as root it needs --allow-root)."""
-    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}",
-           f"--MappingKernelManager.default_kernel_name={NAME}", f"--ServerApp.ip={ip}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        f"--ServerApp.root_dir={root}",
+        f"--MappingKernelManager.default_kernel_name={NAME}",
+        f"--ServerApp.ip={ip}",
+    ]
     if port is not None:  # the port asked for, or fail: never a different one silently
         cmd += [f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
     if not browser:
@@ -39,8 +45,14 @@ def _server_info(pid: int) -> dict[str, Any] | None:
         return None
 
 
-def run(path: str, *, ip: str = "127.0.0.1", port: int | None = None, browser: bool = True,
-        extra: Sequence[str] = ()) -> int:
+def run(
+    path: str,
+    *,
+    ip: str = "127.0.0.1",
+    port: int | None = None,
+    browser: bool = True,
+    extra: Sequence[str] = (),
+) -> int:
     """Run JupyterLab on `path` until it exits or is interrupted; print its URL once ready."""
     from jupyter_client.kernelspec import KernelSpecManager
 
@@ -49,10 +61,11 @@ def run(path: str, *, ip: str = "127.0.0.1", port: int | None = None, browser: b
         print(f"error: {root} is not a folder", file=sys.stderr)
         return 1
     if NAME not in KernelSpecManager().find_kernel_specs():
-        print(f"warning: no '{NAME}' kernelspec found; run `gem-workbench kernel install "
-              "--sys-prefix`", file=sys.stderr)
-    proc = subprocess.Popen(command(root.resolve(), ip=ip, port=port, browser=browser,
-                                    extra=extra))
+        print(
+            f"warning: no '{NAME}' kernelspec found; run `gem-workbench kernel install --sys-prefix`",
+            file=sys.stderr,
+        )
+    proc = subprocess.Popen(command(root.resolve(), ip=ip, port=port, browser=browser, extra=extra))
 
     def stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt

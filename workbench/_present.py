@@ -11,7 +11,8 @@ such as `bench.form(tool)` still works without `%load_ext workbench`.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: the package that presents the Face's objects; it defines `PRESENTERS: dict[str, callable]`
 BACKEND = "workbench.jupyter.present"
@@ -23,5 +24,6 @@ def presenter(name: str) -> Callable[..., Any]:
     try:
         return table[name]
     except KeyError:
-        raise LookupError(f"{BACKEND} has no presenter {name!r} (it has: "
-                          f"{', '.join(sorted(table))})") from None
+        raise LookupError(
+            f"{BACKEND} has no presenter {name!r} (it has: {', '.join(sorted(table))})"
+        ) from None

@@ -34,13 +34,13 @@ MAX_STEPS = 10_000  # replay_run's safety stop when the tool never settles
 
 
 # -- the stored cursor: the gem's kv, read and written outside any call ----------------------
-def stored_cursor(bench: "Bench", key: str) -> str | None:
+def stored_cursor(bench: Bench, key: str) -> str | None:
     """The kv entry `key` of the gem's storage (the tool's stored cursor), or None."""
     bench._check_open()
     return bench.providers.store.kv_get(key)
 
 
-def set_kv(bench: "Bench", key: str, value: str | None) -> None:
+def set_kv(bench: Bench, key: str, value: str | None) -> None:
     """Write (None: delete) one kv entry of the gem's storage directly, outside any call."""
     if not isinstance(key, str) or (value is not None and not isinstance(value, str)):
         raise UsageError(f"kv keys and values are strings (D2), got {key!r} = {value!r}")
@@ -53,14 +53,14 @@ def set_kv(bench: "Bench", key: str, value: str | None) -> None:
 class _Recorder:
     """The mailbox provider as the ctx layer sees it during a replayed call, noting reads."""
 
-    def __init__(self, inner: "Mailbox") -> None:
+    def __init__(self, inner: Mailbox) -> None:
         self.inner = inner
         self.reads: list[Key] = []
 
     def accounts(self) -> list[str]:
         return self.inner.accounts()
 
-    def envelopes_since(self, account: str, since: int, limit: int) -> "list[Envelope]":
+    def envelopes_since(self, account: str, since: int, limit: int) -> list[Envelope]:
         return self.inner.envelopes_since(account, since, limit)
 
     def message(self, account: str, id: str) -> Any:
@@ -77,14 +77,16 @@ class Replayer:
     """Calls `tool` step by step on `bench` and accounts for every message of the allowed
     accounts: processed once, more than once, never, lost (see `workbench.inspect.replay`)."""
 
-    def __init__(self, bench: "Bench", tool: str, *, cursor_key: str = "cursor",
-                 input: Any = None) -> None:
+    def __init__(self, bench: Bench, tool: str, *, cursor_key: str = "cursor", input: Any = None) -> None:
         if tool not in bench.manifest.tools:
-            raise WorkbenchError("E_UNKNOWN_TOOL", f"no tool {tool!r} in gem {bench.manifest.id} "
-                                 f"(tools: {', '.join(bench.manifest.tools) or 'none'})", tool=tool)
+            raise WorkbenchError(
+                "E_UNKNOWN_TOOL",
+                f"no tool {tool!r} in gem {bench.manifest.id} "
+                f"(tools: {', '.join(bench.manifest.tools) or 'none'})",
+                tool=tool,
+            )
         if not isinstance(cursor_key, str):
-            raise UsageError(f"cursor_key={cursor_key!r}: give the kv key the tool keeps its "
-                             "cursor in")
+            raise UsageError(f"cursor_key={cursor_key!r}: give the kv key the tool keeps its cursor in")
         self.bench, self.tool, self.cursor_key = bench, tool, cursor_key
         self.input = {} if input is None else input
         self.ledger = Ledger(start_cursor=self.cursor())
@@ -107,8 +109,16 @@ class Replayer:
         self.ledger.note_mail(self.bench.email.envelopes())
         self._mail_count = count
 
-    def _record(self, res: "CallResult", kind: str, reads: list[Key] | None, *,
-                before: str | None = None, after: str | None = None, note: str = "") -> None:
+    def _record(
+        self,
+        res: CallResult,
+        kind: str,
+        reads: list[Key] | None,
+        *,
+        before: str | None = None,
+        after: str | None = None,
+        note: str = "",
+    ) -> None:
         """Account for one call of the tool: `reads` as recorded (None: from its trace)."""
         ledger = self.ledger
         if reads is None:
@@ -117,21 +127,36 @@ class Replayer:
         listed, unknown = trace_listed(res)
         ledger.unlisted += unknown
         ledger.calls += 1
-        ledger.record(Step(ledger.calls, kind, res.call_id, res.ok,
-                           res.error.code if res.error else None, before, after, note=note),
-                      reads, listed)
+        ledger.record(
+            Step(
+                ledger.calls,
+                kind,
+                res.call_id,
+                res.ok,
+                res.error.code if res.error else None,
+                before,
+                after,
+                note=note,
+            ),
+            reads,
+            listed,
+        )
 
     def _absorb_outside(self) -> None:
         """Calls of the tool made since the last look but not by the replay (a trigger, by hand)."""
         self.bench._check_open()
-        for res in self.bench.results[self._seen:]:
+        for res in self.bench.results[self._seen :]:
             if res.tool == self.tool:
-                self._record(res, "outside", None, note="called outside the replay (a trigger "
-                             "or by hand); its cursor is not known")
+                self._record(
+                    res,
+                    "outside",
+                    None,
+                    note="called outside the replay (a trigger or by hand); its cursor is not known",
+                )
         self._seen = len(self.bench.results)
 
     # -- actions -----------------------------------------------------------------------
-    def step(self) -> "CallResult":
+    def step(self) -> CallResult:
         """One call of the tool, as the platform's scheduler would make it."""
         self._absorb_outside()
         self._sync_mail()
@@ -145,12 +170,14 @@ class Replayer:
         finally:
             providers.mailbox = inner
         self._seen = len(self.bench.results)
-        self._record(res, "call", recorder.reads if recorder is not None else None,
-                     before=before, after=self.cursor())
+        self._record(
+            res, "call", recorder.reads if recorder is not None else None, before=before, after=self.cursor()
+        )
         return res
 
-    def arrive(self, messages: "dict[str, Any] | list[dict[str, Any]]", *,
-               events: bool = False) -> list[dict[str, Any]]:
+    def arrive(
+        self, messages: dict[str, Any] | list[dict[str, Any]], *, events: bool = False
+    ) -> list[dict[str, Any]]:
         """New mail before the next call: `bench.email.add` (events=True: `arrive`, which also
         runs the manifest's email.onNewMessage triggers). Returns the envelopes added."""
         self._absorb_outside()
@@ -159,40 +186,58 @@ class Replayer:
             before = self.bench.email.envelopes()
             self.bench.email.arrive(messages)
             known = {(e.accountId, e.id) for e in before}
-            added = [e.to_json() for e in self.bench.email.envelopes()
-                     if (e.accountId, e.id) not in known]
+            added = [e.to_json() for e in self.bench.email.envelopes() if (e.accountId, e.id) not in known]
         else:
             added = self.bench.email.add(messages)
         keys = [(m["accountId"], m["id"]) for m in added]
         self._sync_mail()
         n = len(keys)
-        self.ledger.events.append(Step(None, "arrive", arrived=keys, cursor_before=self.cursor(),
-                                       cursor_after=self.cursor(),
-                                       note=f"{n} message{'s' if n != 1 else ''} arrived before "
-                                            f"call {self.ledger.calls + 1}"))
+        self.ledger.events.append(
+            Step(
+                None,
+                "arrive",
+                arrived=keys,
+                cursor_before=self.cursor(),
+                cursor_after=self.cursor(),
+                note=f"{n} message{'s' if n != 1 else ''} arrived before call {self.ledger.calls + 1}",
+            )
+        )
         self._absorb_outside()  # the triggers' calls, when the tool is one of them
         return added
 
-    def rewind(self, value: "str | int | float | None") -> None:
+    def rewind(self, value: str | int | float | None) -> None:
         """Set the stored cursor (kv `cursor_key`) as if the tool had stored `value`; None
         deletes it (start over). Not a tool call: the bench writes its storage directly."""
         self._absorb_outside()
         before = self.cursor()
         if isinstance(value, bool) or not isinstance(value, (str, int, float, type(None))):
-            raise UsageError(f"rewind({value!r}): give a cursor (a string or a date in ms) or "
-                             "None to start over")
+            raise UsageError(
+                f"rewind({value!r}): give a cursor (a string or a date in ms) or None to start over"
+            )
         if value is not None and not isinstance(value, str):
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             value = str(value)
         set_kv(self.bench, self.cursor_key, value)
         shown = value if value is not None else "none"
-        self.ledger.events.append(Step(None, "rewind", cursor_before=before, cursor_after=value,
-                                       note=f"cursor set to {shown} before call "
-                                            f"{self.ledger.calls + 1}"))
+        self.ledger.events.append(
+            Step(
+                None,
+                "rewind",
+                cursor_before=before,
+                cursor_after=value,
+                note=f"cursor set to {shown} before call {self.ledger.calls + 1}",
+            )
+        )
 
-    def run(self, steps: int | None = None, *, arrivals: dict[int, Any] | None = None,
-            rewinds: dict[int, Any] | None = None, events: bool = False) -> "pd.DataFrame":
+    def run(
+        self,
+        steps: int | None = None,
+        *,
+        arrivals: dict[int, Any] | None = None,
+        rewinds: dict[int, Any] | None = None,
+        events: bool = False,
+    ) -> pd.DataFrame:
         """`steps` calls (default: until a call processes nothing new, once no arrival or
         rewind is scheduled any more); `arrivals` {n: messages} and `rewinds` {n: cursor} are
         applied before the n-th call of this run. Returns `frame()`."""
@@ -217,30 +262,38 @@ class Replayer:
             if n >= MAX_STEPS:
                 last.note = f"stopped after {MAX_STEPS:,} calls: the tool never settled"
                 break
-            settled = not last.new and (same_cursor(last.cursor_before, last.cursor_after)
-                                         or not (last.processed or last.listed))
+            settled = not last.new and (
+                same_cursor(last.cursor_before, last.cursor_after) or not (last.processed or last.listed)
+            )
             pending = any(k > n for k in (*arrivals, *rewinds))
             if (settled or not res.ok) and not pending:
                 break
         return self.frame()
 
     # -- results -----------------------------------------------------------------------
-    def frame(self) -> "pd.DataFrame":
+    def frame(self) -> pd.DataFrame:
         """One row per message of the allowed accounts (see `Ledger.frame`), as of now."""
         self._absorb_outside()
         self._sync_mail()
         return self.ledger.frame(self.cursor(), self.bench.email.grant)
 
-    def steps_frame(self) -> "pd.DataFrame":
+    def steps_frame(self) -> pd.DataFrame:
         """One row per event: calls (made by the replay, or outside it), rewinds, arrivals."""
         self._absorb_outside()
         return self.ledger.steps_frame()
 
 
-def replay_run(bench: "Bench", tool: str, *, steps: int | None = None,
-               arrivals: dict[int, Any] | None = None, rewinds: dict[int, Any] | None = None,
-               cursor_key: str = "cursor", events: bool = False,
-               input: Any = None) -> "pd.DataFrame":
+def replay_run(
+    bench: Bench,
+    tool: str,
+    *,
+    steps: int | None = None,
+    arrivals: dict[int, Any] | None = None,
+    rewinds: dict[int, Any] | None = None,
+    cursor_key: str = "cursor",
+    events: bool = False,
+    input: Any = None,
+) -> pd.DataFrame:
     """Call `tool` repeatedly and account for every message of the allowed accounts.
 
     steps: how many calls (default: until a call processes nothing new and no arrival or
@@ -260,4 +313,5 @@ def replay_run(bench: "Bench", tool: str, *, steps: int | None = None,
     stored cursor at the end.
     """
     return Replayer(bench, tool, cursor_key=cursor_key, input=input).run(
-        steps, arrivals=arrivals, rewinds=rewinds, events=events)
+        steps, arrivals=arrivals, rewinds=rewinds, events=events
+    )

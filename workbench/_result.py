@@ -32,27 +32,27 @@ class CallResult:
     started: float = 0.0  # seconds since the epoch
     trace_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
     idempotency_key: str = ""  # N7: ctx.idempotencyKey of this call (kept on a crash rerun)
-    crash: "CrashReport | None" = field(default=None, repr=False)  # set by call(crash=...)
+    crash: CrashReport | None = field(default=None, repr=False)  # set by call(crash=...)
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
     @property
-    def runs(self) -> list["CallResult"]:
+    def runs(self) -> list[CallResult]:
         """N7: the crashed run then this one (the rerun) after call(crash=...); else [self]."""
         if self.crash is not None and self.crash.crashed is not None:
             return [self.crash.crashed, self]
         return [self]
 
     @property
-    def trace(self) -> "pd.DataFrame":
+    def trace(self) -> pd.DataFrame:
         """One row per ctx call the tool made, in order."""
         import pandas as pd
 
         return pd.DataFrame(self.trace_rows, columns=TRACE_COLUMNS)
 
-    def raise_for_error(self) -> "CallResult":
+    def raise_for_error(self) -> CallResult:
         """Raise the call's WorkbenchError if it failed; return self otherwise (for chaining)."""
         if self.error is not None:
             raise self.error
@@ -71,8 +71,10 @@ class CallResult:
     def __repr__(self) -> str:
         state = f"value={self.value!r:.200}" if self.ok else f"error={self.error}"
         extra = f", violations={len(self.violations)}" if self.violations else ""
-        return (f"<CallResult {self.tool} {'ok' if self.ok else 'failed'} {state} "
-                f"({self.duration_ms:.2f} ms, {len(self.trace_rows)} ctx calls{extra})>")
+        return (
+            f"<CallResult {self.tool} {'ok' if self.ok else 'failed'} {state} "
+            f"({self.duration_ms:.2f} ms, {len(self.trace_rows)} ctx calls{extra})>"
+        )
 
 
 @dataclass(eq=False)
@@ -86,14 +88,14 @@ class CrashReport:
     """
 
     point: int
-    crashed: "CallResult | None"
-    diffs: list["pd.DataFrame"]
+    crashed: CallResult | None
+    diffs: list[pd.DataFrame]
     duplicates: list[str]
 
     @property
-    def crashed_run_diff(self) -> "pd.DataFrame":
+    def crashed_run_diff(self) -> pd.DataFrame:
         return self.diffs[0]
 
     @property
-    def rerun_diff(self) -> "pd.DataFrame":
+    def rerun_diff(self) -> pd.DataFrame:
         return self.diffs[-1]

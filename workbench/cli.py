@@ -6,8 +6,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 
 def _fail(err: dict[str, Any]) -> int:
@@ -53,11 +54,14 @@ def _call(args: argparse.Namespace) -> int:
     try:
         data = json.loads(args.input)
     except json.JSONDecodeError as exc:
-        return _fail({"code": "E_USAGE", "message": f"--input is not JSON: {exc.msg} at column "
-                      f"{exc.colno}"})
+        return _fail({"code": "E_USAGE", "message": f"--input is not JSON: {exc.msg} at column {exc.colno}"})
     try:
-        bench = open_bench(args.gem, providers="real" if args.real else "mock",
-                           workspace=args.workspace, state_dir=args.state_dir)
+        bench = open_bench(
+            args.gem,
+            providers="real" if args.real else "mock",
+            workspace=args.workspace,
+            state_dir=args.state_dir,
+        )
     except WorkbenchError as exc:
         return _fail(exc.to_dict())
     with bench:
@@ -101,29 +105,28 @@ def _kernel_install(args: argparse.Namespace) -> int:
 
     prefix = sys.prefix if args.sys_prefix else args.prefix
     try:
-        dest = _kernelspec.install(name=args.name, display_name=args.display_name,
-                                   user=prefix is None, prefix=prefix)
+        dest = _kernelspec.install(
+            name=args.name, display_name=args.display_name, user=prefix is None, prefix=prefix
+        )
     except ValueError as exc:  # a kernel name Jupyter refuses
         return _fail({"code": "E_USAGE", "message": f"--name {args.name!r}: {exc}"})
     except OSError as exc:
         return _fail({"code": "E_USAGE", "message": f"cannot install the kernelspec: {exc}"})
-    print(f"Installed kernelspec {args.name} ({args.display_name}) in {dest}, running "
-          f"{sys.executable}")
+    print(f"Installed kernelspec {args.name} ({args.display_name}) in {dest}, running {sys.executable}")
     return 0
 
 
 def _lab(args: argparse.Namespace) -> int:
     from . import _lab as lab
 
-    return lab.run(args.path, ip=args.ip, port=args.port, browser=not args.no_browser,
-                    extra=args.extra)
+    return lab.run(args.path, ip=args.ip, port=args.port, browser=not args.no_browser, extra=args.extra)
 
 
 def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
     """`gem-workbench test|lab … -- ARGS`: ARGS go to pytest or jupyter lab untouched."""
     if argv[:1] in (["test"], ["lab"]) and "--" in argv:
         i = argv.index("--")
-        return argv[:i], argv[i + 1:]
+        return argv[:i], argv[i + 1 :]
     return argv, []
 
 
@@ -132,8 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("check", help="lint a gem: manifest, schemas, tool files (exit 1 on error)")
     p.add_argument("gem")
-    p.add_argument("--typecheck", action="store_true",
-                   help="also type-check TypeScript tools with `deno check`")
+    p.add_argument(
+        "--typecheck", action="store_true", help="also type-check TypeScript tools with `deno check`"
+    )
     p.set_defaults(fn=_check)
     p = sub.add_parser("call", help="call one tool and print its result as JSON (exit 1 on error)")
     p.add_argument("gem")
@@ -143,32 +147,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--workspace", help="the conversation folder")
     p.add_argument("--state-dir", help="where real state lives")
     p.set_defaults(fn=_call)
-    p = sub.add_parser("test", help="run notebooks as tests on fresh Gem Workbench kernels "
-                                    "(exit code of pytest); after `--`, arguments for pytest")
-    p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
-                   help="notebooks or folders (default: notebooks/*.ipynb)")
-    p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="per-cell timeout (default: ini nb_timeout, 120; 0: none)")
+    p = sub.add_parser(
+        "test",
+        help="run notebooks as tests on fresh Gem Workbench kernels "
+        "(exit code of pytest); after `--`, arguments for pytest",
+    )
+    p.add_argument(
+        "notebooks", nargs="*", metavar="NOTEBOOK", help="notebooks or folders (default: notebooks/*.ipynb)"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="per-cell timeout (default: ini nb_timeout, 120; 0: none)",
+    )
     p.add_argument("--kernel", metavar="NAME", help="kernel to run on (default: gem-workbench)")
     p.set_defaults(fn=_test)
     p = sub.add_parser("kernel", help="manage the Gem Workbench kernelspec")
     ksub = p.add_subparsers(dest="kernel_command", required=True)
-    p = ksub.add_parser("install", help="install the kernelspec for another Jupyter; it runs "
-                                        "this environment's Python (default: --user)")
+    p = ksub.add_parser(
+        "install",
+        help="install the kernelspec for another Jupyter; it runs "
+        "this environment's Python (default: --user)",
+    )
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--user", action="store_true",
-                       help="for the current user (the default)")
-    where.add_argument("--sys-prefix", action="store_true",
-                       help=f"into this environment ({sys.prefix})")
+    where.add_argument("--user", action="store_true", help="for the current user (the default)")
+    where.add_argument("--sys-prefix", action="store_true", help=f"into this environment ({sys.prefix})")
     where.add_argument("--prefix", metavar="P", help="into P/share/jupyter/kernels")
     p.add_argument("--name", default="gem-workbench", help="kernel name (default gem-workbench)")
-    p.add_argument("--display-name", default="Gem Workbench",
-                   help="name shown in Jupyter (default 'Gem Workbench')")
+    p.add_argument(
+        "--display-name", default="Gem Workbench", help="name shown in Jupyter (default 'Gem Workbench')"
+    )
     p.set_defaults(fn=_kernel_install)
-    p = sub.add_parser("lab", help="start JupyterLab with the Gem Workbench kernel as default; "
-                                   "after `--`, arguments for jupyter lab")
-    p.add_argument("path", nargs="?", default="notebooks",
-                   help="folder to open (default: notebooks)")
+    p = sub.add_parser(
+        "lab",
+        help="start JupyterLab with the Gem Workbench kernel as default; "
+        "after `--`, arguments for jupyter lab",
+    )
+    p.add_argument("path", nargs="?", default="notebooks", help="folder to open (default: notebooks)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--port", type=int, help="port (default: 8888 or the next free one)")
     p.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

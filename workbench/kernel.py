@@ -35,18 +35,25 @@ class WorkbenchKernel(IPythonKernel):
             shell.extension_manager.load_extension(EXTENSION)
         except Exception as exc:  # noqa: BLE001 - any failure is reported, never fatal
             self.extension_error = f"{type(exc).__name__}: {exc}"
-            self.log.warning("Gem Workbench: could not load the %r extension (%s); the kernel "
-                             "runs without its magics. Try `%%load_ext %s` to see the error.",
-                             EXTENSION, self.extension_error, EXTENSION, exc_info=True)
+            self.log.warning(
+                "Gem Workbench: could not load the %r extension (%s); the kernel "
+                "runs without its magics. Try `%%load_ext %s` to see the error.",
+                EXTENSION,
+                self.extension_error,
+                EXTENSION,
+                exc_info=True,
+            )
 
     @property
     def banner(self) -> str:  # type: ignore[override]  # a plain attribute in Kernel
         from IPython import __version__ as ipython_version
 
-        return (f"Gem Workbench {__version__} (IPython {ipython_version}, Python "
-                f"{sys.version.split()[0]})\n"
-                "%gem open PATH [--real] · %tool NAME {json} · %%tool NAME · "
-                "%state files|data NAME|kv|sql QUERY|calls\n")
+        return (
+            f"Gem Workbench {__version__} (IPython {ipython_version}, Python "
+            f"{sys.version.split()[0]})\n"
+            "%gem open PATH [--real] · %tool NAME {json} · %%tool NAME · "
+            "%state files|data NAME|kv|sql QUERY|calls\n"
+        )
 
 
 def main() -> None:

@@ -71,9 +71,15 @@ def run_workers(gem: Path, state: Path, procs: int, calls: int) -> dict[str, Any
     ok / failed calls, error codes (with a first message each), wall seconds, final counter
     and document count read back from the state folder."""
     state.mkdir(parents=True, exist_ok=True)
-    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(gem), str(state), str(calls),
-                                 str(k)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-               for k in range(procs)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(gem), str(state), str(calls), str(k)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(procs)
+    ]
     try:
         for w in workers:  # every bench open (and its tables made) before the clock starts
             assert w.stdout is not None and w.stdout.readline().strip() == "ready"
@@ -91,8 +97,9 @@ def run_workers(gem: Path, state: Path, procs: int, calls: int) -> dict[str, Any
                 w.wait()
     import workbench
 
-    with workbench.open(gem, providers="real", state_dir=state, workspace=state / "workspace",
-                        headless=True) as bench:
+    with workbench.open(
+        gem, providers="real", state_dir=state, workspace=state / "workspace", headless=True
+    ) as bench:
         kv = bench.kv()
         counter = int(kv.loc[kv["key"] == "counter", "value"].iloc[0]) if len(kv) else 0
         docs = len(bench.data("events"))
@@ -102,9 +109,15 @@ def run_workers(gem: Path, state: Path, procs: int, calls: int) -> dict[str, Any
         errors.update(o["errors"])
         for code, msg in o["first"].items():
             first.setdefault(code, msg)
-    return {"ok": sum(o["ok"] for o in outs), "failed": sum(errors.values()),
-            "errors": dict(errors), "first": first, "seconds": seconds,
-            "counter": counter, "docs": docs}
+    return {
+        "ok": sum(o["ok"] for o in outs),
+        "failed": sum(errors.values()),
+        "errors": dict(errors),
+        "first": first,
+        "seconds": seconds,
+        "counter": counter,
+        "docs": docs,
+    }
 
 
 def bench_concurrency(sizes: Sizes) -> Figures:
@@ -119,17 +132,29 @@ def bench_concurrency(sizes: Sizes) -> Figures:
     for code, msg in many["first"].items():  # say what went wrong, not only how often
         print(f"# concurrency: {many['errors'][code]} × {code}, e.g. {msg}", file=sys.stderr)
     conc_cps, serial_cps = (procs * calls) / many["seconds"], (procs * calls) / one["seconds"]
-    return {"procs": procs, "calls_per_proc": calls, "calls": procs * calls,
-            "ok_calls": many["ok"], "final_counter": many["counter"], "docs": many["docs"],
-            "conc_s": many["seconds"], "serial_s": one["seconds"], "conc_cps": conc_cps,
-            "serial_cps": serial_cps, "ratio": conc_cps / serial_cps}
+    return {
+        "procs": procs,
+        "calls_per_proc": calls,
+        "calls": procs * calls,
+        "ok_calls": many["ok"],
+        "final_counter": many["counter"],
+        "docs": many["docs"],
+        "conc_s": many["seconds"],
+        "serial_s": one["seconds"],
+        "conc_cps": conc_cps,
+        "serial_cps": serial_cps,
+        "ratio": conc_cps / serial_cps,
+    }
 
 
 if __name__ == "__main__":
     from benchlib import FULL
 
-    sizes = FULL if len(sys.argv) != 3 else dataclasses.replace(
-        FULL, procs=int(sys.argv[1]), proc_calls=int(sys.argv[2]))
+    sizes = (
+        FULL
+        if len(sys.argv) != 3
+        else dataclasses.replace(FULL, procs=int(sys.argv[1]), proc_calls=int(sys.argv[2]))
+    )
     from run import concurrency
 
     text, ok = concurrency(bench_concurrency(sizes))

@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import workbench
-from deno import find_deno_bin
-
 from benchlib import QUICK, Figures, Sizes, no_gc, time_ns, write_gem
 from benchmarks import NOOP, _call
+from deno import find_deno_bin
+
+import workbench
 
 ONE = "export default async function () { return 1 }\n"
 KV = """\
@@ -34,8 +34,7 @@ export default async function (input, ctx) {
 }
 """
 # what the ping-pongs send: a ctx request as the host writes it to Python, one JSON line
-MESSAGE = {"t": "ctx", "id": "20250101-120000-a1b2c3", "seq": 1, "method": "storage.kv.get",
-           "args": ["k"]}
+MESSAGE = {"t": "ctx", "id": "20250101-120000-a1b2c3", "seq": 1, "method": "storage.kv.get", "args": ["k"]}
 PY_ECHO = """\
 import json, sys
 out = sys.stdout.buffer
@@ -91,8 +90,13 @@ DENO_FLAGS = ("--no-prompt", "--no-config", "--no-lock", "--no-npm", "--no-remot
 
 def _deno_env(deno_dir: Path) -> dict[str, str]:
     """The minimal environment the sandbox gets."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(deno_dir),
-            "DENO_DIR": str(deno_dir), "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"}
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(deno_dir),
+        "DENO_DIR": str(deno_dir),
+        "NO_COLOR": "1",
+        "DENO_NO_UPDATE_CHECK": "1",
+    }
 
 
 def _deno_script(folder: Path, name: str, source: str) -> list[str]:
@@ -150,8 +154,12 @@ def bench_cold_start(sizes: Sizes = QUICK) -> Figures:
                 bare_ns.append(b)
                 worker_ns.append(w)
     call, bare_med = statistics.median(call_ns), statistics.median(bare_ns)
-    return {"call_ms": call / 1e6, "bare_ms": bare_med / 1e6, "ratio": call / bare_med,
-            "worker_ms": statistics.median(worker_ns) / 1e6}
+    return {
+        "call_ms": call / 1e6,
+        "bare_ms": bare_med / 1e6,
+        "ratio": call / bare_med,
+        "worker_ms": statistics.median(worker_ns) / 1e6,
+    }
 
 
 def bench_warm_call(sizes: Sizes = QUICK) -> Figures:
@@ -224,9 +232,12 @@ def bench_ctx_round_trip(sizes: Sizes = QUICK) -> Figures:
         tmp = Path(d)
         env = _deno_env(tmp / "deno")
         worker_ping = _deno_script(tmp, "worker_ping.js", DENO_WORKER_PING)
-        with _open(write_gem(tmp / "gem", {"kv.js": KV}), tmp / "state") as bench, \
-                _echo([sys.executable, "-c", PY_ECHO]) as py_trips, \
-                _echo(_deno_script(tmp, "echo.js", DENO_ECHO), env) as deno_trips, no_gc():
+        with (
+            _open(write_gem(tmp / "gem", {"kv.js": KV}), tmp / "state") as bench,
+            _echo([sys.executable, "-c", PY_ECHO]) as py_trips,
+            _echo(_deno_script(tmp, "echo.js", DENO_ECHO), env) as deno_trips,
+            no_gc(),
+        ):
             _call(bench, "kv", {"n": min(n, 200)})  # warm-up
             for _ in range(sizes.trip_reps):
                 res = _call(bench, "kv", {"n": n})
@@ -236,5 +247,12 @@ def bench_ctx_round_trip(sizes: Sizes = QUICK) -> Figures:
                 pipe.append(deno_trips(n))
                 worker.append(float(_run([*worker_ping, str(n), json.dumps(MESSAGE)], env)))
     med = statistics.median
-    return {"trips": n, "js_us": med(js), "pingpong_us": med(ping), "ratio": med(js) / med(ping),
-            "pipe_us": med(pipe), "worker_us": med(worker), "layer_us": med(layer)}
+    return {
+        "trips": n,
+        "js_us": med(js),
+        "pingpong_us": med(ping),
+        "ratio": med(js) / med(ping),
+        "pipe_us": med(pipe),
+        "worker_us": med(worker),
+        "layer_us": med(layer),
+    }

@@ -19,8 +19,9 @@ from bisect import bisect_right
 from pathlib import Path
 from typing import Any
 
-import workbench
 from benchlib import QUICK, Figures, Sizes, no_gc, time_ns
+
+import workbench
 from workbench.providers.mail import Envelope, Message
 from workbench.providers.mailmock import MockMailbox
 
@@ -54,8 +55,7 @@ def _date(i: int) -> int:
 
 def _messages(n: int) -> Any:
     for i in range(n):
-        env = Envelope(ACCOUNTS[i % 2], f"m{i:07d}", SUBJECTS[i % 16], "sender@example.org",
-                       TO, _date(i))
+        env = Envelope(ACCOUNTS[i % 2], f"m{i:07d}", SUBJECTS[i % 16], "sender@example.org", TO, _date(i))
         yield Message(env, "")
 
 
@@ -63,10 +63,25 @@ def _gem(root: Path) -> Path:
     (root / "tools").mkdir(parents=True, exist_ok=True)
     (root / "tools" / "pages.py").write_text(LIST_SINCE)
     perms = {"email": {"read": True}}
-    (root / "manifest.json").write_text(json.dumps({
-        "id": "bench.email", "name": "Bench email", "version": "0.1.0", "permissions": perms,
-        "tools": [{"name": "pages", "file": "tools/pages.py", "inputSchema": {"type": "object"},
-                   "sideEffect": "read", "permissions": perms}]}))
+    (root / "manifest.json").write_text(
+        json.dumps(
+            {
+                "id": "bench.email",
+                "name": "Bench email",
+                "version": "0.1.0",
+                "permissions": perms,
+                "tools": [
+                    {
+                        "name": "pages",
+                        "file": "tools/pages.py",
+                        "inputSchema": {"type": "object"},
+                        "sideEffect": "read",
+                        "permissions": perms,
+                    }
+                ],
+            }
+        )
+    )
     return root
 
 
@@ -76,13 +91,22 @@ def bench_list_since(sizes: Sizes = QUICK) -> Figures:
     n = sizes.mails
     mailbox = MockMailbox(_messages(n))
     # the baseline's data: every envelope in (date, accountId, id) order, as plain tuples
-    rows = sorted(((_date(i), ACCOUNTS[i % 2], f"m{i:07d}", SUBJECTS[i % 16]) for i in range(n)))
+    rows = sorted((_date(i), ACCOUNTS[i % 2], f"m{i:07d}", SUBJECTS[i % 16]) for i in range(n))
     dates = [r[0] for r in rows]
 
     def raw(since: int, limit: int) -> list[dict[str, Any]]:
         start = bisect_right(dates, since)
-        return [{"accountId": a, "id": i, "subject": s, "fromAddr": "sender@example.org",
-                 "toAddrs": list(TO), "date": d} for d, a, i, s in rows[start:start + limit]]
+        return [
+            {
+                "accountId": a,
+                "id": i,
+                "subject": s,
+                "fromAddr": "sender@example.org",
+                "toAddrs": list(TO),
+                "date": d,
+            }
+            for d, a, i, s in rows[start : start + limit]
+        ]
 
     rng = random.Random(5)
     last = _date(n - 1) - (max(LIMITS) // 3 + 2) * 1000  # every page is a full one
@@ -108,7 +132,11 @@ def bench_list_since(sizes: Sizes = QUICK) -> Figures:
             with no_gc():
                 base = statistics.median(time_ns(lambda: raw(p, limit)) for p in points)
             tool = statistics.median(res.value[str(limit)])
-            trace = statistics.median(traced[k * len(points):(k + 1) * len(points)])
-            figures |= {f"l{limit}_ms": tool / 1e6, f"l{limit}_trace_ms": trace / 1e3,
-                        f"l{limit}_raw_ms": base / 1e6, f"l{limit}_ratio": tool / base}
+            trace = statistics.median(traced[k * len(points) : (k + 1) * len(points)])
+            figures |= {
+                f"l{limit}_ms": tool / 1e6,
+                f"l{limit}_trace_ms": trace / 1e3,
+                f"l{limit}_raw_ms": base / 1e6,
+                f"l{limit}_ratio": tool / base,
+            }
     return figures

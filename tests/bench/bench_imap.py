@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/_doveco
 
 from _dovecot import PASSWORD, USER, add_messages, running_dovecot  # noqa: E402
 from benchlib import QUICK, Figures, Sizes, no_gc, paired_median_ns, time_ns  # noqa: E402
+
 from workbench.providers.imap import ENVELOPE_ITEMS, ImapMailbox  # noqa: E402
 
 MESSAGES = 2000
@@ -46,9 +47,11 @@ def bench_imap_page(sizes: Sizes = QUICK) -> Figures:
     """
     context = ssl._create_unverified_context()  # the server's certificate is self-signed
     with running_dovecot(_folder) as server:
+
         def box() -> ImapMailbox:
-            return ImapMailbox("127.0.0.1", server.imaps_port, user=USER, password=PASSWORD,
-                               ssl_context=context)
+            return ImapMailbox(
+                "127.0.0.1", server.imaps_port, user=USER, password=PASSWORD, ssl_context=context
+            )
 
         def connect() -> imaplib.IMAP4:
             conn = imaplib.IMAP4_SSL("127.0.0.1", server.imaps_port, ssl_context=context)
@@ -71,6 +74,7 @@ def bench_imap_page(sizes: Sizes = QUICK) -> Figures:
         with box() as warm_box, no_gc():
             raw = connect()
             try:
+
                 def page_uncached() -> None:
                     warm_box._dates.clear()  # as on a new mailbox, but on an open connection
                     warm_box._envelopes.clear()
@@ -82,11 +86,19 @@ def bench_imap_page(sizes: Sizes = QUICK) -> Figures:
 
                 uncached, raw_warm = paired_median_ns(page_uncached, raw_fetch, reps, warmup=3)
                 warm_box.envelopes_since(USER, 0, PAGE)
-                warm = statistics.median(time_ns(lambda: warm_box.envelopes_since(USER, 0, PAGE))
-                                         for _ in range(reps))
+                warm = statistics.median(
+                    time_ns(lambda: warm_box.envelopes_since(USER, 0, PAGE)) for _ in range(reps)
+                )
             finally:
                 raw.logout()
-    return {"messages": MESSAGES, "cold_ms": cold / 1e6, "cold_raw_ms": cold_raw / 1e6,
-            "cold_ratio": cold / cold_raw, "warm_ms": warm / 1e6,
-            "uncached_ms": uncached / 1e6, "raw_ms": raw_warm / 1e6,
-            "warm_ratio": warm / raw_warm, "uncached_ratio": uncached / raw_warm}
+    return {
+        "messages": MESSAGES,
+        "cold_ms": cold / 1e6,
+        "cold_raw_ms": cold_raw / 1e6,
+        "cold_ratio": cold / cold_raw,
+        "warm_ms": warm / 1e6,
+        "uncached_ms": uncached / 1e6,
+        "raw_ms": raw_warm / 1e6,
+        "warm_ratio": warm / raw_warm,
+        "uncached_ratio": uncached / raw_warm,
+    }

@@ -8,9 +8,10 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import workbench
 from bench_deno import _workbench_home
 from benchlib import Figures, Sizes
+
+import workbench
 
 # N calls timed inside the tool, so only the ctx round trips are measured
 FETCH_VS_FILES = """\
@@ -44,12 +45,22 @@ def _gem(root: Path) -> Path:
     (root / "tools" / "rt.js").write_text(FETCH_VS_FILES)
     (root / "tools" / "res.py").write_text(RESOURCE_PATH)
     manifest = {
-        "id": "bench.issue6", "name": "Bench", "version": "0.1.0",
+        "id": "bench.issue6",
+        "name": "Bench",
+        "version": "0.1.0",
         "permissions": {"http": {"connections": {}}},
-        "resources": [{"id": "model", "url": "https://models.test/model.bin",
-                       "sha256": hashlib.sha256(MODEL).hexdigest()}],
-        "tools": [{"name": "rt", "file": "tools/rt.js", "inputSchema": {"type": "object"}},
-                  {"name": "res", "file": "tools/res.py", "inputSchema": {"type": "object"}}]}
+        "resources": [
+            {
+                "id": "model",
+                "url": "https://models.test/model.bin",
+                "sha256": hashlib.sha256(MODEL).hexdigest(),
+            }
+        ],
+        "tools": [
+            {"name": "rt", "file": "tools/rt.js", "inputSchema": {"type": "object"}},
+            {"name": "res", "file": "tools/res.py", "inputSchema": {"type": "object"}},
+        ],
+    }
     (root / "manifest.json").write_text(json.dumps(manifest))
     return root
 
@@ -58,8 +69,11 @@ def bench_fetch_vs_files(sizes: Sizes) -> Figures:
     """Median per-call µs of a mock `ctx.http.fetch` and of `ctx.files.read`, from one JS tool."""
     n, fetch, files = max(100, sizes.trips // 4), [], []
     with tempfile.TemporaryDirectory() as d, _workbench_home(Path(d)):
-        bench = workbench.open(_gem(Path(d) / "gem"), state_dir=Path(d) / "state",
-                               http=[{"match": "https://api.test/", "respond": "ok"}])
+        bench = workbench.open(
+            _gem(Path(d) / "gem"),
+            state_dir=Path(d) / "state",
+            http=[{"match": "https://api.test/", "respond": "ok"}],
+        )
         try:
             bench.call("rt", {"n": 20}).raise_for_error()  # warm-up
             for _ in range(max(2, sizes.trip_reps)):
@@ -75,8 +89,7 @@ def bench_fetch_vs_files(sizes: Sizes) -> Figures:
 def bench_resource_path(sizes: Sizes) -> Figures:
     """Median `ctx.resources.path()` on a cached resource, timed inside a Python tool."""
     with tempfile.TemporaryDirectory() as d, _workbench_home(Path(d)):
-        bench = workbench.open(_gem(Path(d) / "gem"), state_dir=Path(d) / "state",
-                               resources={"model": MODEL})
+        bench = workbench.open(_gem(Path(d) / "gem"), state_dir=Path(d) / "state", resources={"model": MODEL})
         try:
             ns = bench.call("res", {"n": max(200, sizes.finds)}).raise_for_error().value
         finally:

@@ -27,8 +27,11 @@ def bench_kernel_start(sizes: Sizes) -> Figures:
         old = os.environ.get("IPYTHONDIR")
         os.environ["IPYTHONDIR"] = home  # no user profile or startup files in the measurement
         try:
-            wb, py = paired_median_ns(lambda: _first_result("gem-workbench"),
-                                      lambda: _first_result("python3"), max(3, sizes.imports))
+            wb, py = paired_median_ns(
+                lambda: _first_result("gem-workbench"),
+                lambda: _first_result("python3"),
+                max(3, sizes.imports),
+            )
         finally:
             if old is None:
                 os.environ.pop("IPYTHONDIR")

@@ -20,28 +20,53 @@ Figures = dict[str, Any]  # numbers (ms, µs, ratios) plus, for the import bench
 class Sizes:
     """How big and how often: the full run, or the quick one for CI smoke tests."""
 
-    docs: int          # documents in the data benchmarks
-    calls: int         # bench.call per timed batch (tool call overhead)
-    batches: int       # timed batches / repetitions of the small benchmarks
-    finds: int         # find calls whose median is taken
-    bulk_reps: int     # repetitions of the insert benchmark
-    frame_reps: int    # repetitions of the DataFrame benchmark
-    imports: int       # fresh interpreters started per import measurement
-    spawns: int        # cold starts of the Deno sandbox (and of bare `deno run`)
-    warm_calls: int    # warm JS (and Python) tool calls whose median is taken
-    trips: int         # ctx round trips from JS (and JSON ping-pongs) per repetition
-    trip_reps: int     # repetitions of the round-trip measurements
+    docs: int  # documents in the data benchmarks
+    calls: int  # bench.call per timed batch (tool call overhead)
+    batches: int  # timed batches / repetitions of the small benchmarks
+    finds: int  # find calls whose median is taken
+    bulk_reps: int  # repetitions of the insert benchmark
+    frame_reps: int  # repetitions of the DataFrame benchmark
+    imports: int  # fresh interpreters started per import measurement
+    spawns: int  # cold starts of the Deno sandbox (and of bare `deno run`)
+    warm_calls: int  # warm JS (and Python) tool calls whose median is taken
+    trips: int  # ctx round trips from JS (and JSON ping-pongs) per repetition
+    trip_reps: int  # repetitions of the round-trip measurements
     mails: int = 1_000_000  # messages in the mock mailbox of the listSince benchmark
-    pages: int = 1000       # listSince calls per limit whose median is taken
-    procs: int = 4          # processes sharing one real state folder (reliability)
-    proc_calls: int = 150   # calls each of them makes
+    pages: int = 1000  # listSince calls per limit whose median is taken
+    procs: int = 4  # processes sharing one real state folder (reliability)
+    proc_calls: int = 150  # calls each of them makes
 
 
-FULL = Sizes(docs=100_000, calls=200, batches=25, finds=1000, bulk_reps=3, frame_reps=7, imports=7,
-             spawns=15, warm_calls=1000, trips=2000, trip_reps=5)
-QUICK = Sizes(docs=10_000, calls=50, batches=5, finds=200, bulk_reps=2, frame_reps=3, imports=3,
-              spawns=3, warm_calls=100, trips=300, trip_reps=2, mails=100_000, pages=200,
-              procs=2, proc_calls=20)
+FULL = Sizes(
+    docs=100_000,
+    calls=200,
+    batches=25,
+    finds=1000,
+    bulk_reps=3,
+    frame_reps=7,
+    imports=7,
+    spawns=15,
+    warm_calls=1000,
+    trips=2000,
+    trip_reps=5,
+)
+QUICK = Sizes(
+    docs=10_000,
+    calls=50,
+    batches=5,
+    finds=200,
+    bulk_reps=2,
+    frame_reps=3,
+    imports=3,
+    spawns=3,
+    warm_calls=100,
+    trips=300,
+    trip_reps=2,
+    mails=100_000,
+    pages=200,
+    procs=2,
+    proc_calls=20,
+)
 
 
 @contextmanager
@@ -64,8 +89,9 @@ def time_ns(fn: Callable[[], Any]) -> int:
     return time.perf_counter_ns() - t0
 
 
-def paired_median_ns(fn: Callable[[], Any], baseline: Callable[[], Any], reps: int,
-                     warmup: int = 1) -> tuple[float, float]:
+def paired_median_ns(
+    fn: Callable[[], Any], baseline: Callable[[], Any], reps: int, warmup: int = 1
+) -> tuple[float, float]:
     """Median wall times of `fn` and `baseline`, run alternately so load changes hit both."""
     for _ in range(warmup):
         fn()
@@ -74,13 +100,16 @@ def paired_median_ns(fn: Callable[[], Any], baseline: Callable[[], Any], reps: i
     return statistics.median(t for t, _ in times), statistics.median(b for _, b in times)
 
 
-def per_call_ns(fn: Callable[[], Any], baseline: Callable[[], Any], calls: int,
-                batches: int) -> tuple[float, float]:
+def per_call_ns(
+    fn: Callable[[], Any], baseline: Callable[[], Any], calls: int, batches: int
+) -> tuple[float, float]:
     """Per-call ns of `fn` and `baseline`: median over alternating batches of `calls`, GC off."""
+
     def batch(f: Callable[[], Any]) -> Callable[[], None]:
         def run() -> None:
             for _ in range(calls):
                 f()
+
         return run
 
     with no_gc():
@@ -88,8 +117,7 @@ def per_call_ns(fn: Callable[[], Any], baseline: Callable[[], Any], calls: int,
     return t / calls, b / calls
 
 
-def write_gem(root: Path, tools: dict[str, str],
-              indexes: dict[str, list[str]] | None = None) -> Path:
+def write_gem(root: Path, tools: dict[str, str], indexes: dict[str, list[str]] | None = None) -> Path:
     """Write a gem folder: manifest.json and its tools; `indexes`: collection -> fields.
 
     `tools` maps a file name to its source: "noop" is tools/noop.py, "one.js" is tools/one.js
@@ -100,8 +128,14 @@ def write_gem(root: Path, tools: dict[str, str],
     for name, source in tools.items():
         file = name if "." in name else f"{name}.py"
         (root / "tools" / file).write_text(textwrap.dedent(source))
-        manifest["tools"].append({"name": file.split(".")[0], "file": f"tools/{file}",
-                                  "inputSchema": {"type": "object"}, "sideEffect": "write"})
+        manifest["tools"].append(
+            {
+                "name": file.split(".")[0],
+                "file": f"tools/{file}",
+                "inputSchema": {"type": "object"},
+                "sideEffect": "write",
+            }
+        )
     if indexes:
         manifest["data"] = {"collections": {c: {"indexes": f} for c, f in indexes.items()}}
     (root / "manifest.json").write_text(json.dumps(manifest, indent=2))

@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import workbench
+from benchlib import QUICK, Figures, Sizes, no_gc, paired_median_ns, per_call_ns, time_ns, write_gem
 
-from benchlib import (QUICK, Figures, Sizes, no_gc, paired_median_ns, per_call_ns, time_ns,
-                      write_gem)
+import workbench
 
 NOOP = """
 def handle(input, ctx):
@@ -60,17 +59,20 @@ CREATE TABLE c_notes (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc TEXT
 CREATE INDEX ix_notes_status ON c_notes(json_extract(doc, '$.status'));
 CREATE INDEX ix_notes_priority ON c_notes(json_extract(doc, '$.priority'));
 """
-RAW_FIND = ("SELECT id, doc FROM c_notes WHERE json_extract(doc, '$.status') = ? "
-            "ORDER BY rid LIMIT ? OFFSET ?")
+RAW_FIND = "SELECT id, doc FROM c_notes WHERE json_extract(doc, '$.status') = ? ORDER BY rid LIMIT ? OFFSET ?"
 HEAVY_MODULES = ("pandas", "jsonschema", "ipywidgets")
 
 
 @contextmanager
-def _gem_bench(gem: Path, providers: str = "mock",
-               state: Path | None = None) -> Iterator[workbench.Bench]:
+def _gem_bench(gem: Path, providers: str = "mock", state: Path | None = None) -> Iterator[workbench.Bench]:
     """A bench on the gem folder `gem`; real providers keep their state in `state`."""
-    bench = workbench.open(gem, providers=providers, headless=True, state_dir=state,
-                           workspace=state / "workspace" if state else None)
+    bench = workbench.open(
+        gem,
+        providers=providers,
+        headless=True,
+        state_dir=state,
+        workspace=state / "workspace" if state else None,
+    )
     try:
         yield bench
     finally:
@@ -93,18 +95,30 @@ def bench_call_overhead(sizes: Sizes = QUICK) -> Figures:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         with _gem_bench(gem) as bench:
-            call, direct = per_call_ns(lambda: bench.call("noop", {}),
-                                       lambda: module.handle({}, None), sizes.calls, sizes.batches)
-    return {"call_us": call / 1e3, "direct_us": direct / 1e3, "added_us": (call - direct) / 1e3,
-            "ratio": call / direct}
+            call, direct = per_call_ns(
+                lambda: bench.call("noop", {}), lambda: module.handle({}, None), sizes.calls, sizes.batches
+            )
+    return {
+        "call_us": call / 1e3,
+        "direct_us": direct / 1e3,
+        "added_us": (call - direct) / 1e3,
+        "ratio": call / direct,
+    }
 
 
 def _raw_insert(conn: sqlite3.Connection, n: int) -> None:
     """The baseline: build the same n docs, serialise them, one executemany in one transaction."""
-    rows = [(secrets.token_hex(8),
-             json.dumps({"title": f"note {i}", "status": STATUSES[i % 5], "priority": i % 5 + 1},
-                        ensure_ascii=False, separators=(",", ":")))
-            for i in range(n)]
+    rows = [
+        (
+            secrets.token_hex(8),
+            json.dumps(
+                {"title": f"note {i}", "status": STATUSES[i % 5], "priority": i % 5 + 1},
+                ensure_ascii=False,
+                separators=(",", ":"),
+            ),
+        )
+        for i in range(n)
+    ]
     conn.execute("BEGIN")
     conn.executemany("INSERT INTO c_notes(id, doc) VALUES (?, ?)", rows)
     conn.execute("COMMIT")
@@ -146,8 +160,13 @@ def bench_insert(sizes: Sizes = QUICK, providers: str = "mock") -> Figures:
                 tool_ns.append(t)
                 raw_ns.append(r)
     tool, raw = statistics.median(tool_ns), statistics.median(raw_ns)
-    return {"docs": n, "tool_ms": tool / 1e6, "raw_ms": raw / 1e6, "ratio": tool / raw,
-            "tool_us_per_doc": tool / n / 1e3}
+    return {
+        "docs": n,
+        "tool_ms": tool / 1e6,
+        "raw_ms": raw / 1e6,
+        "ratio": tool / raw,
+        "tool_us_per_doc": tool / n / 1e3,
+    }
 
 
 def bench_find(sizes: Sizes = QUICK) -> Figures:
@@ -157,15 +176,16 @@ def bench_find(sizes: Sizes = QUICK) -> Figures:
     duration_us for it (the ctx layer alone), and the raw query plus JSON decoding on the
     same connection.
     """
-    with tempfile.TemporaryDirectory() as d, \
-            _gem_bench(write_gem(Path(d), {"insert": INSERT, "find": FIND}, INDEXES)) as bench:
+    with (
+        tempfile.TemporaryDirectory() as d,
+        _gem_bench(write_gem(Path(d), {"insert": INSERT, "find": FIND}, INDEXES)) as bench,
+    ):
         _call(bench, "insert", {"n": sizes.docs})
         _call(bench, "find", {"times": 20})  # warm-up
         with no_gc():
             res = _call(bench, "find", {"times": sizes.finds})
         tool = statistics.median(res.value["ns"])
-        traced = statistics.median(r["duration_us"] for r in res.trace_rows
-                                   if r["method"] == "data.find")
+        traced = statistics.median(r["duration_us"] for r in res.trace_rows if r["method"] == "data.find")
         conn = bench.providers.data_db
 
         def raw() -> list[dict]:
@@ -176,23 +196,31 @@ def bench_find(sizes: Sizes = QUICK) -> Figures:
             raw()
         with no_gc():
             raw_ns = statistics.median(time_ns(raw) for _ in range(sizes.finds))
-    return {"docs": sizes.docs, "tool_ms": tool / 1e6, "trace_ms": traced / 1e3,
-            "raw_ms": raw_ns / 1e6, "ratio": tool / raw_ns}
+    return {
+        "docs": sizes.docs,
+        "tool_ms": tool / 1e6,
+        "trace_ms": traced / 1e3,
+        "raw_ms": raw_ns / 1e6,
+        "ratio": tool / raw_ns,
+    }
 
 
 def bench_dataframe(sizes: Sizes = QUICK) -> Figures:
     """bench.data("notes") vs pandas.read_sql of the same table on the same connection."""
     import pandas as pd
 
-    with tempfile.TemporaryDirectory() as d, \
-            _gem_bench(write_gem(Path(d), {"insert": INSERT}, INDEXES)) as bench:
+    with (
+        tempfile.TemporaryDirectory() as d,
+        _gem_bench(write_gem(Path(d), {"insert": INSERT}, INDEXES)) as bench,
+    ):
         _call(bench, "insert", {"n": sizes.docs})
         conn = bench.providers.data_db
-        frame, raw = paired_median_ns(lambda: bench.data("notes"),
-                                      lambda: pd.read_sql("select id, doc from c_notes", conn),
-                                      sizes.frame_reps)
-    return {"docs": sizes.docs, "data_ms": frame / 1e6, "read_sql_ms": raw / 1e6,
-            "ratio": frame / raw}
+        frame, raw = paired_median_ns(
+            lambda: bench.data("notes"),
+            lambda: pd.read_sql("select id, doc from c_notes", conn),
+            sizes.frame_reps,
+        )
+    return {"docs": sizes.docs, "data_ms": frame / 1e6, "read_sql_ms": raw / 1e6, "ratio": frame / raw}
 
 
 def _python(code: str) -> Callable[[], object]:
@@ -203,9 +231,12 @@ def _python(code: str) -> Callable[[], object]:
 def bench_import(sizes: Sizes = QUICK) -> Figures:
     """`import workbench` in a fresh interpreter vs `python -c pass`, and what it dragged in."""
     imported, bare = paired_median_ns(_python("import workbench"), _python("pass"), sizes.imports)
-    probe = (f"import sys, workbench; print(' '.join(m for m in {HEAVY_MODULES!r} "
-             "if m in sys.modules))")
+    probe = f"import sys, workbench; print(' '.join(m for m in {HEAVY_MODULES!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
-    return {"import_ms": imported / 1e6, "python_ms": bare / 1e6,
-            "added_ms": (imported - bare) / 1e6, "ratio": imported / bare,
-            "heavy_modules": out.stdout.split()}
+    return {
+        "import_ms": imported / 1e6,
+        "python_ms": bare / 1e6,
+        "added_ms": (imported - bare) / 1e6,
+        "ratio": imported / bare,
+        "heavy_modules": out.stdout.split(),
+    }

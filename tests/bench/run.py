@@ -15,8 +15,6 @@ import sys
 import time
 from collections.abc import Callable
 
-from deno import find_deno_bin
-
 import bench_concurrency as bc
 import bench_deno as bd
 import bench_email as be
@@ -25,6 +23,7 @@ import bench_issue6 as b6
 import bench_kernel as bk
 import benchmarks as b
 from benchlib import FULL, QUICK, Figures, Sizes
+from deno import find_deno_bin
 
 Report = tuple[str, bool]  # the line's text (without verdict) and whether the target is met
 
@@ -34,106 +33,144 @@ def _docs(n: int) -> str:
 
 
 def call_overhead(f: Figures) -> Report:
-    return (f"python tool call overhead: {f['added_us']:.1f} µs added/call (bench.call "
-            f"{f['call_us']:.1f} µs, direct call {f['direct_us']:.2f} µs, {f['ratio']:.0f}×)  "
-            "target <= 50 µs added", f["added_us"] <= 50)
+    return (
+        f"python tool call overhead: {f['added_us']:.1f} µs added/call (bench.call "
+        f"{f['call_us']:.1f} µs, direct call {f['direct_us']:.2f} µs, {f['ratio']:.0f}×)  "
+        "target <= 50 µs added",
+        f["added_us"] <= 50,
+    )
 
 
 def insert(kind: str) -> Callable[[Figures], Report]:
     baseline = "in-memory" if kind == "mock" else "file, WAL"
 
     def line(f: Figures) -> Report:
-        return (f"collection.insert {_docs(f['docs'])} docs in one call ({kind}): "
-                f"{f['tool_ms']:.0f} ms, {f['tool_us_per_doc']:.2f} µs/doc (raw sqlite3 "
-                f"executemany, {baseline}: {f['raw_ms']:.0f} ms) {f['ratio']:.2f}×  target <= 3×",
-                f["ratio"] <= 3)
+        return (
+            f"collection.insert {_docs(f['docs'])} docs in one call ({kind}): "
+            f"{f['tool_ms']:.0f} ms, {f['tool_us_per_doc']:.2f} µs/doc (raw sqlite3 "
+            f"executemany, {baseline}: {f['raw_ms']:.0f} ms) {f['ratio']:.2f}×  target <= 3×",
+            f["ratio"] <= 3,
+        )
+
     return line
 
 
 def find(f: Figures) -> Report:
-    return (f"indexed find (limit 10) on {_docs(f['docs'])} docs: {f['tool_ms']:.3f} ms "
-            f"median/call (ctx layer per trace {f['trace_ms']:.3f} ms; raw query + decode "
-            f"{f['raw_ms']:.3f} ms) {f['ratio']:.1f}×  target <= 1 ms", f["tool_ms"] <= 1)
+    return (
+        f"indexed find (limit 10) on {_docs(f['docs'])} docs: {f['tool_ms']:.3f} ms "
+        f"median/call (ctx layer per trace {f['trace_ms']:.3f} ms; raw query + decode "
+        f"{f['raw_ms']:.3f} ms) {f['ratio']:.1f}×  target <= 1 ms",
+        f["tool_ms"] <= 1,
+    )
 
 
 def dataframe(f: Figures) -> Report:
-    return (f"bench.data DataFrame of {_docs(f['docs'])} docs: {f['data_ms']:.0f} ms "
-            f"(pandas.read_sql id, doc: {f['read_sql_ms']:.0f} ms) {f['ratio']:.2f}×  "
-            "target <= 2×", f["ratio"] <= 2)
+    return (
+        f"bench.data DataFrame of {_docs(f['docs'])} docs: {f['data_ms']:.0f} ms "
+        f"(pandas.read_sql id, doc: {f['read_sql_ms']:.0f} ms) {f['ratio']:.2f}×  "
+        "target <= 2×",
+        f["ratio"] <= 2,
+    )
 
 
 def import_time(f: Figures) -> Report:
     heavy = ", ".join(f["heavy_modules"]) or "none"
-    return (f"import workbench, fresh process: {f['import_ms']:.0f} ms, +{f['added_ms']:.0f} ms "
-            f"(python -c pass {f['python_ms']:.0f} ms) {f['ratio']:.1f}×; heavy modules "
-            f"loaded: {heavy}  target: none of {', '.join(b.HEAVY_MODULES)}",
-            not f["heavy_modules"])
+    return (
+        f"import workbench, fresh process: {f['import_ms']:.0f} ms, +{f['added_ms']:.0f} ms "
+        f"(python -c pass {f['python_ms']:.0f} ms) {f['ratio']:.1f}×; heavy modules "
+        f"loaded: {heavy}  target: none of {', '.join(b.HEAVY_MODULES)}",
+        not f["heavy_modules"],
+    )
 
 
 def cold_start(f: Figures) -> Report:
-    return (f"cold start to first result (new bench, first call of a trivial JS tool): "
-            f"{f['call_ms']:.1f} ms (bare deno run empty.js {f['bare_ms']:.1f} ms) "
-            f"{f['ratio']:.2f}×; bare deno run starting one Worker {f['worker_ms']:.1f} ms  "
-            "target <= 1.5×", f["ratio"] <= 1.5)
+    return (
+        f"cold start to first result (new bench, first call of a trivial JS tool): "
+        f"{f['call_ms']:.1f} ms (bare deno run empty.js {f['bare_ms']:.1f} ms) "
+        f"{f['ratio']:.2f}×; bare deno run starting one Worker {f['worker_ms']:.1f} ms  "
+        "target <= 1.5×",
+        f["ratio"] <= 1.5,
+    )
 
 
 def warm_call(f: Figures) -> Report:
-    return (f"warm JS tool call (reuse=always): {f['js_ms']:.3f} ms median (trivial Python tool "
-            f"{f['py_ms']:.3f} ms) {f['ratio']:.1f}×  target <= 0.3 ms", f["js_ms"] <= 0.3)
+    return (
+        f"warm JS tool call (reuse=always): {f['js_ms']:.3f} ms median (trivial Python tool "
+        f"{f['py_ms']:.3f} ms) {f['ratio']:.1f}×  target <= 0.3 ms",
+        f["js_ms"] <= 0.3,
+    )
 
 
 def ctx_round_trip(f: Figures) -> Report:
-    return (f"ctx round trip from JS (await ctx.storage.kv.get x{_docs(f['trips'])}): "
-            f"{f['js_us']:.0f} µs/call (Python↔Python JSON ping-pong on pipes "
-            f"{f['pingpong_us']:.0f} µs) {f['ratio']:.2f}×; its parts timed alone: Python↔Deno "
-            f"echo on pipes {f['pipe_us']:.0f} µs (the sandbox's Unix socket is faster), Deno main↔worker postMessage {f['worker_us']:.0f} µs, "
-            f"ctx layer {f['layer_us']:.0f} µs  target <= 1.3×", f["ratio"] <= 1.3)
+    return (
+        f"ctx round trip from JS (await ctx.storage.kv.get x{_docs(f['trips'])}): "
+        f"{f['js_us']:.0f} µs/call (Python↔Python JSON ping-pong on pipes "
+        f"{f['pingpong_us']:.0f} µs) {f['ratio']:.2f}×; its parts timed alone: Python↔Deno "
+        f"echo on pipes {f['pipe_us']:.0f} µs (the sandbox's Unix socket is faster), Deno main↔worker postMessage {f['worker_us']:.0f} µs, "
+        f"ctx layer {f['layer_us']:.0f} µs  target <= 1.3×",
+        f["ratio"] <= 1.3,
+    )
 
 
 def kernel_start(f: Figures) -> Report:
-    return (f"kernel start to first cell result: Gem Workbench {f['workbench_ms']:.0f} ms "
-            f"(python3 kernel {f['python3_ms']:.0f} ms) {f['ratio']:.2f}×  target <= 1.2×",
-            f["ratio"] <= 1.2)
+    return (
+        f"kernel start to first cell result: Gem Workbench {f['workbench_ms']:.0f} ms "
+        f"(python3 kernel {f['python3_ms']:.0f} ms) {f['ratio']:.2f}×  target <= 1.2×",
+        f["ratio"] <= 1.2,
+    )
 
 
 def imap_page(f: Figures) -> Report:
-    return (f"IMAP page of 200 envelopes from Dovecot on loopback ({_docs(f['messages'])} "
-            f"messages, IMAPS): cold {f['cold_ms']:.1f} ms (new connection; raw imaplib connect + "
-            f"login + UID FETCH 1:200 {f['cold_raw_ms']:.1f} ms) {f['cold_ratio']:.2f}×; warm "
-            f"{f['warm_ms']:.2f} ms, cache emptied {f['uncached_ms']:.2f} ms (raw UID FETCH 1:200 "
-            f"on an open connection {f['raw_ms']:.2f} ms) {f['warm_ratio']:.2f}×, "
-            f"{f['uncached_ratio']:.2f}×  target: none, reported", True)
+    return (
+        f"IMAP page of 200 envelopes from Dovecot on loopback ({_docs(f['messages'])} "
+        f"messages, IMAPS): cold {f['cold_ms']:.1f} ms (new connection; raw imaplib connect + "
+        f"login + UID FETCH 1:200 {f['cold_raw_ms']:.1f} ms) {f['cold_ratio']:.2f}×; warm "
+        f"{f['warm_ms']:.2f} ms, cache emptied {f['uncached_ms']:.2f} ms (raw UID FETCH 1:200 "
+        f"on an open connection {f['raw_ms']:.2f} ms) {f['warm_ratio']:.2f}×, "
+        f"{f['uncached_ratio']:.2f}×  target: none, reported",
+        True,
+    )
 
 
 def list_since(f: Figures) -> Report:
-    return (f"email.listSince page on a {_docs(f['messages'])}-message mock mailbox (2 accounts), "
-            f"median/call: limit 20 {f['l20_ms']:.3f} ms (ctx layer per trace "
-            f"{f['l20_trace_ms']:.3f} ms; raw bisect + slice + dicts on one sorted list "
-            f"{f['l20_raw_ms']:.3f} ms) {f['l20_ratio']:.1f}×; limit 200 {f['l200_ms']:.3f} ms "
-            f"(trace {f['l200_trace_ms']:.3f} ms; raw {f['l200_raw_ms']:.3f} ms) "
-            f"{f['l200_ratio']:.1f}×  target <= 1 ms", max(f["l20_ms"], f["l200_ms"]) <= 1)
+    return (
+        f"email.listSince page on a {_docs(f['messages'])}-message mock mailbox (2 accounts), "
+        f"median/call: limit 20 {f['l20_ms']:.3f} ms (ctx layer per trace "
+        f"{f['l20_trace_ms']:.3f} ms; raw bisect + slice + dicts on one sorted list "
+        f"{f['l20_raw_ms']:.3f} ms) {f['l20_ratio']:.1f}×; limit 200 {f['l200_ms']:.3f} ms "
+        f"(trace {f['l200_trace_ms']:.3f} ms; raw {f['l200_raw_ms']:.3f} ms) "
+        f"{f['l200_ratio']:.1f}×  target <= 1 ms",
+        max(f["l20_ms"], f["l200_ms"]) <= 1,
+    )
 
 
 def fetch_vs_files(f: Figures) -> Report:
-    return (f"mock ctx.http.fetch round trip from JS: {f['fetch_us']:.0f} µs/call (ctx.files.read "
-            f"round trip {f['files_us']:.0f} µs) {f['ratio']:.2f}×  target: reported", True)
+    return (
+        f"mock ctx.http.fetch round trip from JS: {f['fetch_us']:.0f} µs/call (ctx.files.read "
+        f"round trip {f['files_us']:.0f} µs) {f['ratio']:.2f}×  target: reported",
+        True,
+    )
 
 
 def resource_path(f: Figures) -> Report:
-    return (f"ctx.resources.path() on a cached resource: {f['path_ms']:.4f} ms median  "
-            "target <= 0.5 ms", f["path_ms"] <= 0.5)
+    return (
+        f"ctx.resources.path() on a cached resource: {f['path_ms']:.4f} ms median  target <= 0.5 ms",
+        f["path_ms"] <= 0.5,
+    )
 
 
 def concurrency(f: Figures) -> Report:
     """N processes on one state folder: errors, lost writes, throughput vs one process."""
     errors, lost = f["calls"] - f["ok_calls"], f["ok_calls"] - f["final_counter"]
     lost_docs = f["ok_calls"] - f["docs"]
-    return (f"{f['procs']} processes × {f['calls_per_proc']} calls on one real state folder "
-            f"(kv read-modify-write + insert): {errors} errors, {lost} lost writes "
-            f"({f['final_counter']}/{f['ok_calls']} increments kept, {f['docs']} docs); "
-            f"{f['conc_cps']:.0f} calls/s (one process doing all {f['calls']}: "
-            f"{f['serial_cps']:.0f} calls/s) {f['ratio']:.2f}×  target: 0 errors, 0 lost",
-            errors == 0 and lost == 0 and lost_docs == 0)
+    return (
+        f"{f['procs']} processes × {f['calls_per_proc']} calls on one real state folder "
+        f"(kv read-modify-write + insert): {errors} errors, {lost} lost writes "
+        f"({f['final_counter']}/{f['ok_calls']} increments kept, {f['docs']} docs); "
+        f"{f['conc_cps']:.0f} calls/s (one process doing all {f['calls']}: "
+        f"{f['serial_cps']:.0f} calls/s) {f['ratio']:.2f}×  target: 0 errors, 0 lost",
+        errors == 0 and lost == 0 and lost_docs == 0,
+    )
 
 
 Benchmark = tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]
@@ -158,20 +195,22 @@ BENCHMARKS: dict[str, Benchmark] = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="10k docs, fewer repetitions (CI smoke)")
-    parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"run only these ({', '.join(BENCHMARKS)}); default: all")
+    parser.add_argument("--quick", action="store_true", help="10k docs, fewer repetitions (CI smoke)")
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"run only these ({', '.join(BENCHMARKS)}); default: all"
+    )
     args = parser.parse_args(argv)
     if unknown := set(args.names) - set(BENCHMARKS):
         parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
     sizes = QUICK if args.quick else FULL
     selected = [BENCHMARKS[n] for n in args.names or BENCHMARKS]
     deno = subprocess.run([find_deno_bin(), "--version"], capture_output=True, text=True).stdout
-    print(f"# Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
-          f"{deno.splitlines()[0]}, {platform.machine()} x{os.cpu_count()}, load average "
-          f"{os.getloadavg()[0]:.1f}; {'quick' if sizes is QUICK else 'full'} run: {sizes}",
-          flush=True)
+    print(
+        f"# Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
+        f"{deno.splitlines()[0]}, {platform.machine()} x{os.cpu_count()}, load average "
+        f"{os.getloadavg()[0]:.1f}; {'quick' if sizes is QUICK else 'full'} run: {sizes}",
+        flush=True,
+    )
     t0, missed = time.perf_counter(), 0
     for bench, report in selected:
         text, ok = report(bench(sizes))

@@ -5,15 +5,25 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from benchlib import QUICK
 from run import BENCHMARKS, Benchmark
 
 
-@pytest.mark.parametrize("benchmark", [
-    pytest.param(b, id=name, marks=[pytest.mark.deno] if name.startswith("deno_") else
-                 [pytest.mark.imap] if name.startswith("imap_") else [])
-    for name, b in BENCHMARKS.items()])
+@pytest.mark.parametrize(
+    "benchmark",
+    [
+        pytest.param(
+            b,
+            id=name,
+            marks=[pytest.mark.deno]
+            if name.startswith("deno_")
+            else [pytest.mark.imap]
+            if name.startswith("imap_")
+            else [],
+        )
+        for name, b in BENCHMARKS.items()
+    ],
+)
 def test_benchmark_reports_positive_figures(benchmark: Benchmark) -> None:
     bench, report = benchmark
     figures = bench(QUICK)

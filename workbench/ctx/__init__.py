@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from . import _pyctx
-from . import data as _data
-from . import history as _history
 from . import storage as _storage
 from ._pyctx import PythonCtx
 from ._session import CallSession, CtxCrash
@@ -32,24 +30,39 @@ if TYPE_CHECKING:
     from ..gem import Manifest
     from ..providers import Providers
 
-__all__ = ["IMPLEMENTATIONS", "Capabilities", "CallSession", "CtxCrash", "Grant", "PythonCtx",
-           "desktop_has_trash", "prepare"]
+__all__ = [
+    "IMPLEMENTATIONS",
+    "Capabilities",
+    "CallSession",
+    "CtxCrash",
+    "Grant",
+    "PythonCtx",
+    "desktop_has_trash",
+    "prepare",
+]
 
 #: the ctx layer's capabilities, by the `impl` name a profile's registry rows use
 IMPLEMENTATIONS: dict[str, type] = {
-    "files": Files, "data": Data, "kv": KV, "sql": SQL, "email": Email, "http": Http,
-    "extractor": Extract, "resources": Resources,
+    "files": Files,
+    "data": Data,
+    "kv": KV,
+    "sql": SQL,
+    "email": Email,
+    "http": Http,
+    "extractor": Extract,
+    "resources": Resources,
 }
 _pyctx.CODECS["fetch"] = FetchResponse  # ctx.http.fetch's reply, as a Response-like object
 
 
-def prepare(providers: "Providers", manifest: "Manifest", limits: Limits = DEFAULT) -> None:
+def prepare(providers: Providers, manifest: Manifest, limits: Limits = DEFAULT) -> None:
     """Create the data store's kv, history and the manifest's collections; apply db/schema.sql
     (D3); confine both databases (SEC1)."""
     for db in (providers.data_db, providers.sql_db):
         _storage.confine(db, limits)
     providers.store.create({c.name: c.indexes for c in manifest.collections.values()})
     _storage.apply_schema(providers.sql_db, manifest.schema_sql, limits)
+
 
 class Capabilities:
     """The ctx methods of one call, addressed by name ("files.read", "email.listSince", …)."""
@@ -91,14 +104,22 @@ class Capabilities:
         db, failed = self.session.providers.data_db, None
         try:
             if not db.in_transaction:  # interrupted at the deadline: SQLite rolled it all back
-                failed = WorkbenchError("E_TIMEOUT", "the call ran out of time during a storage "
-                                        "operation; its storage writes were rolled back")
+                failed = WorkbenchError(
+                    "E_TIMEOUT",
+                    "the call ran out of time during a storage "
+                    "operation; its storage writes were rolled back",
+                )
             else:
                 self.session.flush()
         except Exception as exc:
-            failed = exc if isinstance(exc, WorkbenchError) else WorkbenchError(
-                "E_INTERNAL", f"the call's storage writes failed and were rolled back: "
-                f"{type(exc).__name__}: {exc}")
+            failed = (
+                exc
+                if isinstance(exc, WorkbenchError)
+                else WorkbenchError(
+                    "E_INTERNAL",
+                    f"the call's storage writes failed and were rolled back: {type(exc).__name__}: {exc}",
+                )
+            )
             if db.in_transaction:
                 db.execute("ROLLBACK")
         finally:
@@ -107,10 +128,10 @@ class Capabilities:
             sql = self.session.providers.sql_db
             if sql.in_transaction:  # a BEGIN without COMMIT: the platform would not keep it
                 sql.execute("ROLLBACK")
-                self.session.violations.append("storage.sql: the tool left a transaction open; "
-                                               "it was rolled back")
+                self.session.violations.append(
+                    "storage.sql: the tool left a transaction open; it was rolled back"
+                )
             if self.session.used_sql:
                 _storage.drop_temp(sql)
             self.session.ended = True
         return failed
-

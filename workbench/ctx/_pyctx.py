@@ -10,7 +10,8 @@ handle` gets the same methods returning values directly. Every method goes throu
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..platforms import Capability
@@ -23,8 +24,7 @@ CODECS: dict[str, Callable[[Any], Any]] = {}
 class _Methods:
     """One ctx namespace (ctx.files, ctx.storage.kv, a collection); methods made on first use."""
 
-    def __init__(self, caps: "Capabilities", cap: "Capability", *bound: Any,
-                 asynchronous: bool) -> None:
+    def __init__(self, caps: Capabilities, cap: Capability, *bound: Any, asynchronous: bool) -> None:
         self._caps, self._prefix, self._bound, self._async = caps, cap.path, bound, asynchronous
         self._names = cap.method_names()
         self._codecs = {m.name: CODECS[m.codec] for m in cap.methods if m.codec}
@@ -33,10 +33,12 @@ class _Methods:
         if attr.startswith("_"):  # never instance state: copy/pickle probe these half-built
             raise AttributeError(attr)
         if attr not in self._names:
-            raise AttributeError(f"ctx.{self._prefix} has no method {attr!r} (it has: "
-                                 f"{', '.join(self._names)})")
-        fn = _method(self._caps, f"{self._prefix}.{attr}", attr, self._bound,
-                     self._codecs.get(attr), self._async)
+            raise AttributeError(
+                f"ctx.{self._prefix} has no method {attr!r} (it has: {', '.join(self._names)})"
+            )
+        fn = _method(
+            self._caps, f"{self._prefix}.{attr}", attr, self._bound, self._codecs.get(attr), self._async
+        )
         setattr(self, attr, fn)
         return fn
 
@@ -47,14 +49,22 @@ class _Methods:
         return f"<ctx.{self._prefix}: {', '.join(self._names)}>"
 
 
-def _method(caps: "Capabilities", name: str, attr: str, bound: tuple[Any, ...],
-            codec: Callable[[Any], Any] | None, asynchronous: bool) -> Callable[..., Any]:
+def _method(
+    caps: Capabilities,
+    name: str,
+    attr: str,
+    bound: tuple[Any, ...],
+    codec: Callable[[Any], Any] | None,
+    asynchronous: bool,
+) -> Callable[..., Any]:
     fn: Callable[..., Any]
     if asynchronous:
+
         async def fn(*args: Any, **kwargs: Any) -> Any:
             out = caps.call(name, *bound, *args, **kwargs)
             return codec(out) if codec else out
     elif codec is not None:
+
         def fn(*args: Any, **kwargs: Any) -> Any:
             return codec(caps.call(name, *bound, *args, **kwargs))
     else:
@@ -80,7 +90,7 @@ class _Node:
 class _Collections:
     """ctx.data: `collection(name)` checks the name at once (D1, synchronous on the platform)."""
 
-    def __init__(self, caps: "Capabilities", cap: "Capability", asynchronous: bool) -> None:
+    def __init__(self, caps: Capabilities, cap: Capability, asynchronous: bool) -> None:
         self._caps, self._cap, self._async = caps, cap, asynchronous
 
     def collection(self, name: str) -> _Methods:
@@ -100,7 +110,7 @@ class PythonCtx:
     platform gives this tool, as a JS tool's `Object.keys(ctx)` does.
     """
 
-    def __init__(self, caps: "Capabilities", *, asynchronous: bool) -> None:
+    def __init__(self, caps: Capabilities, *, asynchronous: bool) -> None:
         self._caps, self._async = caps, asynchronous
         self._rows: dict[str, list[Capability]] = {}
         for cap in caps.session.profile.capabilities:
@@ -117,30 +127,27 @@ class PythonCtx:
             raise AttributeError(name)
         rows = self._rows.get(name)
         if rows is None:
-            raise AttributeError(f"ctx has no attribute {name!r} (it has: "
-                                 f"{', '.join(self._present())})")
+            raise AttributeError(f"ctx has no attribute {name!r} (it has: {', '.join(self._present())})")
         grants = self._caps.session.grants
-        usable = [c for c in rows
-                  if c.grant is None or grants.has(c.grant) or c.python_absent == "deny"]
+        usable = [c for c in rows if c.grant is None or grants.has(c.grant) or c.python_absent == "deny"]
         if not usable:
             denied = next(c.grant for c in rows if c.grant is not None)
-            raise AttributeError(f"ctx has no attribute {name!r}: "
-                                 f"{grants.denial(denied).message}")
+            raise AttributeError(f"ctx has no attribute {name!r}: {grants.denial(denied).message}")
         value = self._tree(rows[0].top, usable)
         setattr(self, name, value)
         return value
 
-    def _tree(self, path: str, rows: "list[Capability]") -> Any:
+    def _tree(self, path: str, rows: list[Capability]) -> Any:
         """The object at `path` from the rows at or below it (any depth, like the JS ctx)."""
         for cap in rows:
             if cap.path == path:
                 return self._leaf(cap)
         children: dict[str, list[Capability]] = {}
         for cap in rows:
-            children.setdefault(cap.path[len(path) + 1:].split(".", 1)[0], []).append(cap)
+            children.setdefault(cap.path[len(path) + 1 :].split(".", 1)[0], []).append(cap)
         return _Node(path, {c: self._tree(f"{path}.{c}", below) for c, below in children.items()})
 
-    def _leaf(self, cap: "Capability") -> Any:
+    def _leaf(self, cap: Capability) -> Any:
         caps, sync = self._caps, self._async
         if cap.kind == "value":
             return getattr(caps.session, cap.impl)

@@ -11,9 +11,10 @@ import json
 import reprlib
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from . import _watchdog
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 _ARG_PREVIEW = 160
 
 
-def _notochord() -> "Profile":
+def _notochord() -> Profile:
     """The default profile of a session made outside a bench (tests, tools of the ctx layer)."""
     from ..platforms.notochord import PROFILE
 
@@ -103,8 +104,8 @@ def _preview(args: tuple, kwargs: dict) -> str:
 # copy: cost), when JSON-able and small: a big write or read is not held for the bench's life.
 # Results may be larger than arguments: a full listSince page (200 envelopes) must fit.
 _KEEP_PARAMS, _KEEP_RESULT = 64 * 1024, 256 * 1024  # characters of JSON, about
-_SAMPLE = 4   # items of a longer list measured; the rest are estimated from them
-_DEPTH = 64   # deeper nesting is not kept (nor is a cycle, which nests without end)
+_SAMPLE = 4  # items of a longer list measured; the rest are estimated from them
+_DEPTH = 64  # deeper nesting is not kept (nor is a cycle, which nests without end)
 
 
 def _left(v: Any, budget: int, depth: int = 0) -> int:
@@ -161,31 +162,45 @@ def _binds(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bool:
 
 
 def _internal(method: str, exc: Exception) -> WorkbenchError:
-    return WorkbenchError("E_INTERNAL", f"{method} failed in the workbench: "
-                          f"{type(exc).__name__}: {exc}", method=method)
+    return WorkbenchError(
+        "E_INTERNAL", f"{method} failed in the workbench: {type(exc).__name__}: {exc}", method=method
+    )
 
 
-_OS_CODES = {FileNotFoundError: "E_NOT_FOUND", FileExistsError: "E_EXISTS",
-             NotADirectoryError: "E_NOT_A_FOLDER", IsADirectoryError: "E_IS_A_FOLDER"}
+_OS_CODES = {
+    FileNotFoundError: "E_NOT_FOUND",
+    FileExistsError: "E_EXISTS",
+    NotADirectoryError: "E_NOT_A_FOLDER",
+    IsADirectoryError: "E_IS_A_FOLDER",
+}
 
 
-def _coded(method: str, exc: Exception, limits: "_limits.Limits") -> WorkbenchError | None:
+def _coded(method: str, exc: Exception, limits: _limits.Limits) -> WorkbenchError | None:
     """A failure the tool's own data or a changing folder caused, with the platform's code;
     None when it is the workbench's own (E_INTERNAL). Translated once, here."""
     if isinstance(exc, sqlite3.Error):
         return sqlite_error(exc, limits, method=method)
     if isinstance(exc, UnicodeEncodeError):
-        return WorkbenchError("E_INVALID_ARGUMENT", f"{method}: a string argument is not valid "
-                              f"Unicode (a lone surrogate at {exc.start})", method=method)
+        return WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"{method}: a string argument is not valid Unicode (a lone surrogate at {exc.start})",
+            method=method,
+        )
     if isinstance(exc, OverflowError):
-        return WorkbenchError("E_INVALID_ARGUMENT", f"{method}: a number is too large for "
-                              "storage (integers are 64-bit)", method=method)
+        return WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"{method}: a number is too large for storage (integers are 64-bit)",
+            method=method,
+        )
     for kind, code in _OS_CODES.items():
         if isinstance(exc, kind):  # the folder changed under the call (another process), or
             # holds what the gem cannot see (a FIFO where it writes)
-            return WorkbenchError(code, f"{method}: {exc.strerror or exc}: an entry the gem "
-                                  "cannot see, or one changed meanwhile, is in the way",
-                                  method=method)
+            return WorkbenchError(
+                code,
+                f"{method}: {exc.strerror or exc}: an entry the gem "
+                "cannot see, or one changed meanwhile, is in the way",
+                method=method,
+            )
     return None
 
 
@@ -204,27 +219,27 @@ class CallSession:
     """State of one tool call as seen by the ctx layer."""
 
     call_id: str
-    tool: "ToolSpec"
-    manifest: "Manifest"
-    providers: "Providers"
+    tool: ToolSpec
+    manifest: Manifest
+    providers: Providers
     conversation: bool
     strict: bool
     trash: bool
     trace: list[dict[str, Any]] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     _flushers: list[Callable[[], None]] = field(default_factory=list)
-    email_grant: "Grant | None" = None   # E2: the accounts the user allowed (bench.email.allow)
-    http: "HttpState | None" = None      # N10: the bench's transport, credentials and log
-    idempotency_key: str = ""            # N7: ctx.idempotencyKey; the same on a crash rerun
-    crash_after: int | None = None       # N7: abort after this many ctx calls (None: never)
+    email_grant: Grant | None = None  # E2: the accounts the user allowed (bench.email.allow)
+    http: HttpState | None = None  # N10: the bench's transport, credentials and log
+    idempotency_key: str = ""  # N7: ctx.idempotencyKey; the same on a crash rerun
+    crash_after: int | None = None  # N7: abort after this many ctx calls (None: never)
     limits: _limits.Limits = _limits.DEFAULT  # SEC5: size bounds every capability reads
-    deadline: float | None = None        # SEC5: time.monotonic() at which the call times out
-    used_sql: bool = False               # ctx.storage.sql ran: its TEMP objects go at the end
-    profile: "Profile" = field(default_factory=lambda: _notochord())  # whose rules and shape
-    ended: bool = False                  # the call returned: its ctx refuses every method
+    deadline: float | None = None  # SEC5: time.monotonic() at which the call times out
+    used_sql: bool = False  # ctx.storage.sql ran: its TEMP objects go at the end
+    profile: Profile = field(default_factory=lambda: _notochord())  # whose rules and shape
+    ended: bool = False  # the call returned: its ctx refuses every method
 
     @property
-    def grants(self) -> "Grants":
+    def grants(self) -> Grants:
         """What this tool may use, decided once per (gem, tool) by the profile."""
         return self.profile.grants(self.manifest, self.tool)
 
@@ -239,9 +254,12 @@ class CallSession:
     def invoke(self, method: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run one ctx method, recording it in the trace; errors stay WorkbenchErrors."""
         if self.ended:  # a ctx kept by the tool past its call: its run folder, trace are gone
-            raise WorkbenchError("E_STATE", f"{method}: this ctx belongs to a call that has "
-                                 "ended; a tool uses the ctx of the call it is running in",
-                                 method=method)
+            raise WorkbenchError(
+                "E_STATE",
+                f"{method}: this ctx belongs to a call that has "
+                "ended; a tool uses the ctx of the call it is running in",
+                method=method,
+            )
         if self.crash_after is None:
             return self._invoke(method, fn, *args, **kwargs)
         if self.crash_after <= len(self.trace):  # crash=0: before the first ctx call runs
@@ -254,8 +272,13 @@ class CallSession:
 
     def _invoke(self, method: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
-        row: dict[str, Any] = {"seq": len(self.trace) + 1, "method": method,
-                               "args": _preview(args, kwargs), "ok": True, "error": None}
+        row: dict[str, Any] = {
+            "seq": len(self.trace) + 1,
+            "method": method,
+            "args": _preview(args, kwargs),
+            "ok": True,
+            "error": None,
+        }
         token = None
         result: Any = None
         try:
@@ -272,8 +295,9 @@ class CallSession:
                 row.update(ok=False, error="E_INTERNAL")
                 raise _internal(method, exc) from exc
             row.update(ok=False, error="E_INVALID_ARGUMENT")
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"{method}{_signature(fn)}: {exc}",
-                                 method=method) from None
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT", f"{method}{_signature(fn)}: {exc}", method=method
+            ) from None
         except Exception as exc:  # a provider failure is still the ctx layer's to explain
             coded = _coded(method, exc, self.limits)
             row.update(ok=False, error=coded.code if coded else "E_INTERNAL")
@@ -297,8 +321,10 @@ class CallSession:
         """Called before any storage write: D4 says a read tool must not write storage."""
         if self.tool.side_effect != "read":
             return
-        msg = (f"D4: tool '{self.tool.name}' is declared sideEffect: \"read\" but wrote storage "
-               f"({what}); plan mode runs read tools before the user approves")
+        msg = (
+            f"D4: tool '{self.tool.name}' is declared sideEffect: \"read\" but wrote storage "
+            f"({what}); plan mode runs read tools before the user approves"
+        )
         if self.strict:
             raise WorkbenchError("E_SIDE_EFFECT", msg, tool=self.tool.name, method=what)
         if msg not in self.violations:

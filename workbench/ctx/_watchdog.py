@@ -14,11 +14,11 @@ import itertools
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 _lock = threading.Condition()
 _armed: dict[int, tuple[float, Callable[[], None]]] = {}  # token -> (deadline, what to call)
-_queue: list[tuple[float, int]] = []         # (deadline, token), lazily pruned
+_queue: list[tuple[float, int]] = []  # (deadline, token), lazily pruned
 _tokens = itertools.count(1)
 _thread: threading.Thread | None = None
 

@@ -35,11 +35,15 @@ def new_id() -> str:
 def dumps_doc(doc: Any, what: str, limit: int) -> str:
     """The document as stored: JSON text, well-formed UTF-8, at most `limit` characters."""
     if not isinstance(doc, dict):
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"{what} must be an object, got "
-                             f"{type(doc).__name__}", field=what)
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT", f"{what} must be an object, got {type(doc).__name__}", field=what
+        )
     if "id" in doc:
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"{what} has a field 'id': ids are given by "
-                             "insert and cannot be set or changed", field=f"{what}.id")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"{what} has a field 'id': ids are given by insert and cannot be set or changed",
+            field=f"{what}.id",
+        )
     why = why_not_json(doc, what)  # also catches what json.dumps would quietly convert ({1: …})
     if why:
         raise WorkbenchError("E_INVALID_ARGUMENT", why, field=why.split(" ", 1)[0])
@@ -48,15 +52,22 @@ def dumps_doc(doc: Any, what: str, limit: int) -> str:
     except (TypeError, ValueError, RecursionError) as exc:
         raise WorkbenchError("E_INVALID_ARGUMENT", f"{what} is not JSON: {exc}", field=what) from None
     if len(text) > limit:
-        raise WorkbenchError("E_TOO_LARGE", f"{what} is {len(text):,} JSON characters; at most "
-                             f"{limit:,} per document", field=what, limit=limit)
+        raise WorkbenchError(
+            "E_TOO_LARGE",
+            f"{what} is {len(text):,} JSON characters; at most {limit:,} per document",
+            field=what,
+            limit=limit,
+        )
     return well_formed(text)
 
 
 def _field(field: Any) -> str:
     if not isinstance(field, str) or not _FIELD.fullmatch(field):
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"{field!r} is not a field name (letters, "
-                             "digits, '_', dotted for nested fields)", field=str(field))
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"{field!r} is not a field name (letters, digits, '_', dotted for nested fields)",
+            field=str(field),
+        )
     return field
 
 
@@ -65,8 +76,11 @@ def _scalar(v: Any, field: str) -> Any:
         return well_formed(v)
     if v is None or isinstance(v, (int, float)):
         return v
-    raise WorkbenchError("E_INVALID_ARGUMENT", f"filter on '{field}' compares with "
-                         f"{type(v).__name__}; use a string, number, boolean or null", field=field)
+    raise WorkbenchError(
+        "E_INVALID_ARGUMENT",
+        f"filter on '{field}' compares with {type(v).__name__}; use a string, number, boolean or null",
+        field=field,
+    )
 
 
 def where_sql(where: Any) -> tuple[str, list[Any]]:
@@ -77,8 +91,11 @@ def where_sql(where: Any) -> tuple[str, list[Any]]:
     if where is None:
         return "1", []
     if not isinstance(where, dict):
-        raise WorkbenchError("E_INVALID_ARGUMENT", "where must be an object of field -> value or "
-                             "{gt, gte, lt, lte, ne, in}", field="where")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            "where must be an object of field -> value or {gt, gte, lt, lte, ne, in}",
+            field="where",
+        )
     conds, params = [], []
     for field, cond in where.items():
         e = expr(_field(field))
@@ -86,8 +103,7 @@ def where_sql(where: Any) -> tuple[str, list[Any]]:
         for op, v in ops.items():
             if op == "in":
                 if not isinstance(v, list):
-                    raise WorkbenchError("E_INVALID_ARGUMENT", f"'in' on '{field}' needs a list",
-                                         field=field)
+                    raise WorkbenchError("E_INVALID_ARGUMENT", f"'in' on '{field}' needs a list", field=field)
                 vals = [_scalar(x, field) for x in v]
                 known = [x for x in vals if x is not None]
                 c = f"{e} IN ({','.join('?' * len(known))})"
@@ -104,15 +120,21 @@ def where_sql(where: Any) -> tuple[str, list[Any]]:
                     conds.append(f"{e} {_OPS[op]} ?")
                     params.append(v)
             else:
-                raise WorkbenchError("E_INVALID_ARGUMENT", f"unknown operator {op!r} on '{field}':"
-                                     f" use one of {', '.join([*_OPS, 'in'])}", field=field)
+                raise WorkbenchError(
+                    "E_INVALID_ARGUMENT",
+                    f"unknown operator {op!r} on '{field}': use one of {', '.join([*_OPS, 'in'])}",
+                    field=field,
+                )
     return " AND ".join(conds) or "1", params
 
 
 def _id(id_: Any) -> str:
     if not isinstance(id_, str):
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"document id must be a string as insert "
-                             f"returned it, got {type(id_).__name__}", field="id")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"document id must be a string as insert returned it, got {type(id_).__name__}",
+            field="id",
+        )
     return well_formed(id_)
 
 
@@ -123,20 +145,27 @@ def _row(id_: str, doc: str) -> dict[str, Any]:
 class Data:
     """ctx.data for one call: collections declared in the manifest, nothing else (D1)."""
 
-    def __init__(self, session: "CallSession") -> None:
+    def __init__(self, session: CallSession) -> None:
         self.s = session
-        self.store: "DataStore" = session.providers.store
+        self.store: DataStore = session.providers.store
         self._pending: dict[str, list[tuple[str, str]]] = {}
 
     def check(self, name: Any) -> str:
         if not isinstance(name, str):
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"a collection name is a string, got "
-                                 f"{type(name).__name__}", field="name")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"a collection name is a string, got {type(name).__name__}",
+                field="name",
+            )
         if name not in self.s.manifest.collections:
             declared = ", ".join(self.s.manifest.collections) or "none"
-            raise WorkbenchError("E_UNKNOWN_COLLECTION", f"collection {name!r} is not declared in "
-                                 f"manifest.json data.collections (declared: {declared})",
-                                 field="data.collections", collection=name)
+            raise WorkbenchError(
+                "E_UNKNOWN_COLLECTION",
+                f"collection {name!r} is not declared in "
+                f"manifest.json data.collections (declared: {declared})",
+                field="data.collections",
+                collection=name,
+            )
         return name
 
     def _flush(self) -> None:
@@ -170,8 +199,9 @@ class Data:
         self.s.writing(f"data.{name}.update")
         self.s.flush()
         if not self.store.update_doc(name, id, text):  # RFC 7396: given fields replace, null removes
-            raise WorkbenchError("E_NOT_FOUND", f"no document {id!r} in collection {name!r}",
-                                 collection=name, id=id)
+            raise WorkbenchError(
+                "E_NOT_FOUND", f"no document {id!r} in collection {name!r}", collection=name, id=id
+            )
         return {"id": id}
 
     def delete(self, name: str, id: str) -> dict[str, bool]:
@@ -192,21 +222,30 @@ class Data:
         self.s.flush()
         q = query or {}
         if not isinstance(q, dict):
-            raise WorkbenchError("E_INVALID_ARGUMENT", "find takes an object like { where, "
-                                 "orderBy, order, limit, cursor }", field="query")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                "find takes an object like { where, orderBy, order, limit, cursor }",
+                field="query",
+            )
         unknown = set(q) - {"where", "orderBy", "order", "limit", "cursor"}
         if unknown:
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"find: unknown option(s) {sorted(unknown)}",
-                                 field=sorted(unknown)[0])
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT", f"find: unknown option(s) {sorted(unknown)}", field=sorted(unknown)[0]
+            )
         where = where_sql(q.get("where"))
         limit = q.get("limit", DEFAULT_LIMIT)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"limit must be an integer from 1 to "
-                                 f"{MAX_LIMIT}, got {limit!r}", field="limit", limit=MAX_LIMIT)
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}",
+                field="limit",
+                limit=MAX_LIMIT,
+            )
         order = q.get("order", "asc")
         if order not in ("asc", "desc"):
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"order must be 'asc' or 'desc', got "
-                                 f"{order!r}", field="order")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT", f"order must be 'asc' or 'desc', got {order!r}", field="order"
+            )
         order_by = _field(q["orderBy"]) if "orderBy" in q else None
         cursor = q.get("cursor")
         try:
@@ -214,13 +253,15 @@ class Data:
             if not 0 <= offset < 2**63 - limit:
                 raise ValueError(cursor)
         except (AttributeError, ValueError):
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"cursor {cursor!r} was not returned by "
-                                 "find", field="cursor") from None
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT", f"cursor {cursor!r} was not returned by find", field="cursor"
+            ) from None
         # one row past the page says whether there is a next one
-        found = self.store.find_docs(name, where, order_by=order_by, descending=order == "desc",
-                                     limit=limit + 1, offset=offset)
-        rows = bounded_rows(found, self.s.limits.sql_result_bytes, "find; use a smaller limit:",
-                            field="limit")
+        found = self.store.find_docs(
+            name, where, order_by=order_by, descending=order == "desc", limit=limit + 1, offset=offset
+        )
+        rows = bounded_rows(
+            found, self.s.limits.sql_result_bytes, "find; use a smaller limit:", field="limit"
+        )
         more = len(rows) > limit
-        return {"items": [_row(*r) for r in rows[:limit]],
-                "cursor": f"o:{offset + limit}" if more else None}
+        return {"items": [_row(*r) for r in rows[:limit]], "cursor": f"o:{offset + limit}" if more else None}

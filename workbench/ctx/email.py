@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterable
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError, WorkbenchError
 from ..providers import mail as _mail
 
 if TYPE_CHECKING:
-    from ..gem import Manifest, ToolSpec
     from ..providers.mail import Envelope, Mailbox
     from ._session import CallSession
 
@@ -60,8 +60,11 @@ def _unicode(value: str, field: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"{field} is not valid Unicode (a lone "
-                             f"surrogate at {exc.start})", field=field) from None
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"{field} is not valid Unicode (a lone surrogate at {exc.start})",
+            field=field,
+        ) from None
     return value
 
 
@@ -72,7 +75,7 @@ class Grant:
         self.all = False
         self.ids: tuple[str, ...] = ()
 
-    def set(self, accounts: "str | Iterable[str] | None") -> None:
+    def set(self, accounts: str | Iterable[str] | None) -> None:
         if accounts == "all":
             self.all, self.ids = True, ()
             return
@@ -86,13 +89,13 @@ class Grant:
         self.all, self.ids = False, tuple(dict.fromkeys(ids))
 
     @property
-    def allowed(self) -> "str | list[str]":
+    def allowed(self) -> str | list[str]:
         return "all" if self.all else list(self.ids)
 
     def allows(self, account: str) -> bool:
         return self.all or account in self.ids
 
-    def accounts(self, mailbox: "Mailbox") -> list[str]:
+    def accounts(self, mailbox: Mailbox) -> list[str]:
         """The allowed accounts the mailbox holds now, in the mailbox's order."""
         return [a for a in mailbox.accounts() if self.allows(a)]
 
@@ -104,14 +107,19 @@ def _options(method: str, options: Any, kwargs: dict[str, Any], names: tuple[str
     if options is None:
         options = {}
     if not isinstance(options, dict):
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"email.{method} takes one options object "
-                             f"{{{', '.join(names)}}}, got {type(options).__name__}", field="options")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"email.{method} takes one options object {{{', '.join(names)}}}, got {type(options).__name__}",
+            field="options",
+        )
     merged = {k: v for k, v in {**options, **kwargs}.items() if v is not None}
     unknown = sorted((k for k in merged if k not in names), key=str)
     if unknown:
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"email.{method} has no option "
-                             f"{_show(unknown[0])} (options: {', '.join(names)})",
-                             field=_mail.cut(str(unknown[0]), 80))
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"email.{method} has no option {_show(unknown[0])} (options: {', '.join(names)})",
+            field=_mail.cut(str(unknown[0]), 80),
+        )
     return merged
 
 
@@ -119,42 +127,56 @@ def _account(value: Any, *, required: bool) -> str | None:
     if value is None and not required:
         return None
     if not isinstance(value, str):
-        raise WorkbenchError("E_INVALID_ARGUMENT", "accountId must be a string (an account id from "
-                             f"listSince), got {'nothing' if value is None else type(value).__name__}",
-                             field="accountId")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            "accountId must be a string (an account id from "
+            f"listSince), got {'nothing' if value is None else type(value).__name__}",
+            field="accountId",
+        )
     return _unicode(value, "accountId")
 
 
-def _since(value: Any) -> "int | float":
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not math.isfinite(value)):
-        raise WorkbenchError("E_INVALID_ARGUMENT", "since must be a finite number: a date in ms "
-                             f"since the epoch, as listSince's cursor, got {_show(value)}",
-                             field="since")
+def _since(value: Any) -> int | float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            "since must be a finite number: a date in ms "
+            f"since the epoch, as listSince's cursor, got {_show(value)}",
+            field="since",
+        )
     return value
 
 
 def _limit(value: Any) -> int:
     integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     if isinstance(value, bool) or not integral or value < 1:
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"limit must be an integer >= 1 (at most "
-                             f"{MAX_LIMIT} are returned), got {_show(value)}", field="limit")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"limit must be an integer >= 1 (at most {MAX_LIMIT} are returned), got {_show(value)}",
+            field="limit",
+        )
     return min(int(value), MAX_LIMIT)
 
 
 class Email:
     """ctx.email for one call."""
 
-    def __init__(self, session: "CallSession") -> None:
+    def __init__(self, session: CallSession) -> None:
         self.s = session
 
-    def _mailbox(self) -> "tuple[Mailbox, Grant]":
+    def _mailbox(self) -> tuple[Mailbox, Grant]:
         s = self.s
         s.grants.require("email")  # E1: decided once per tool by the platform profile
         mailbox = s.providers.mailbox
         if mailbox is None:
-            raise WorkbenchError("E_INTERNAL", "ctx.email: this call has no mailbox (a session "
-                                 "made outside workbench.open gets none)")
+            raise WorkbenchError(
+                "E_INTERNAL",
+                "ctx.email: this call has no mailbox (a session made outside workbench.open gets none)",
+            )
         return mailbox, s.email_grant or Grant()  # no grant from the user: nothing is allowed
 
     @contextmanager
@@ -169,10 +191,14 @@ class Email:
     def _check(self, grant: Grant, account: str) -> None:
         if not grant.allows(account):
             allowed = "none" if not grant.ids else ", ".join(grant.ids)
-            raise WorkbenchError("E_PERM_DENIED", f"account {_show(account)} is not allowed for this "
-                                 f"gem (E2; allowed: {allowed}); the user chooses accounts on the "
-                                 "gem's page: bench.email.allow([...]) or allow('all')",
-                                 field="accountId", accountId=_mail.cut(account, 200))
+            raise WorkbenchError(
+                "E_PERM_DENIED",
+                f"account {_show(account)} is not allowed for this "
+                f"gem (E2; allowed: {allowed}); the user chooses accounts on the "
+                "gem's page: bench.email.allow([...]) or allow('all')",
+                field="accountId",
+                accountId=_mail.cut(account, 200),
+            )
 
     def listSince(self, options: Any = None, /, **kwargs: Any) -> dict[str, Any]:
         """{messages: [envelope], cursor}: envelopes with date > since, oldest first (E4)."""
@@ -189,8 +215,7 @@ class Email:
         # dates are whole ms: date > since <=> date > floor(since)
         floor = max(-_FAR, min(_FAR, math.floor(since)))
         with self._reading():
-            pages: list[list["Envelope"]] = [mailbox.envelopes_since(a, floor, limit)
-                                             for a in accounts]
+            pages: list[list[Envelope]] = [mailbox.envelopes_since(a, floor, limit) for a in accounts]
         merged = heapq.merge(*pages, key=lambda e: (e.date, e.accountId, e.id))
         messages = [e.to_json() for _, e in zip(range(limit), merged)]
         cursor = messages[-1]["date"] if messages else since
@@ -204,15 +229,22 @@ class Email:
         assert account is not None
         id_ = opts.get("id")
         if not isinstance(id_, str):
-            raise WorkbenchError("E_INVALID_ARGUMENT", "id must be a string (a message id from "
-                                 f"listSince), got {'nothing' if id_ is None else type(id_).__name__}",
-                                 field="id")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                "id must be a string (a message id from "
+                f"listSince), got {'nothing' if id_ is None else type(id_).__name__}",
+                field="id",
+            )
         _unicode(id_, "id")
         self._check(grant, account)
         with self._reading():
             msg = mailbox.message(account, id_) if account in mailbox.accounts() else None
         if msg is None:
-            raise WorkbenchError("E_NOT_FOUND", f"no message {_show(id_)} in account "
-                                 f"{_show(account)}", field="id", accountId=_mail.cut(account, 200),
-                                 id=_mail.cut(id_, 200))
+            raise WorkbenchError(
+                "E_NOT_FOUND",
+                f"no message {_show(id_)} in account {_show(account)}",
+                field="id",
+                accountId=_mail.cut(account, 200),
+                id=_mail.cut(id_, 200),
+            )
         return msg.to_json()  # bounded: body, attachments, subject, addresses (SEC5)

@@ -33,9 +33,16 @@ from .paths import resolve
 if TYPE_CHECKING:
     from ._session import CallSession
 
-TYPES = {".txt": "text/plain", ".text": "text/plain", ".md": "text/markdown",
-         ".markdown": "text/markdown", ".csv": "text/csv", ".html": "text/html",
-         ".htm": "text/html", ".pdf": "application/pdf"}
+TYPES = {
+    ".txt": "text/plain",
+    ".text": "text/plain",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".csv": "text/csv",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".pdf": "application/pdf",
+}
 
 PDF_MEMORY_BYTES = 1 << 30  # address space of the PDF child process
 PDF_SECONDS = 60.0  # a PDF's time when the call has no deadline
@@ -86,75 +93,95 @@ except Exception as exc:
 """
 
 
-def pdf_pages(data: bytes, raw: str, *, cap: int, seconds: float | None,
-              memory: int = PDF_MEMORY_BYTES) -> tuple[list[str], bool]:
+def pdf_pages(
+    data: bytes, raw: str, *, cap: int, seconds: float | None, memory: int = PDF_MEMORY_BYTES
+) -> tuple[list[str], bool]:
     """(pages, cut): the text of each page, stopping once over `cap` characters in all.
 
     Runs pypdf in a child process bounded by `seconds` (E_TIMEOUT) and `memory` bytes.
     """
     seconds = PDF_SECONDS if seconds is None else seconds
     cmd = [sys.executable, "-I", "-c", _PDF_CHILD, json.dumps(sys.path), str(cap), str(memory)]
-    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL) as proc:  # pypdf warns per broken object
+    with subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    ) as proc:  # pypdf warns per broken object
         try:
             out, _ = proc.communicate(data, timeout=seconds)
         except subprocess.TimeoutExpired:
-            raise WorkbenchError("E_TIMEOUT", f"ctx.extract({raw!r}): reading the PDF ran out "
-                                 f"of the call's time ({seconds:.1f} s were left)", path=raw,
-                                 method="extract") from None
+            raise WorkbenchError(
+                "E_TIMEOUT",
+                f"ctx.extract({raw!r}): reading the PDF ran out "
+                f"of the call's time ({seconds:.1f} s were left)",
+                path=raw,
+                method="extract",
+            ) from None
         finally:
             if proc.poll() is None:  # timed out, or interrupted (KeyboardInterrupt)
                 proc.kill()  # the with block then waits for it and closes the pipes
     try:
         got = json.loads(out)
     except ValueError:  # killed without a word: the kernel's OOM killer, or a crash
-        raise WorkbenchError("E_TOO_LARGE" if proc.returncode and proc.returncode < 0 else
-                             "E_INVALID_ARGUMENT", f"{raw!r} is not a readable PDF: the reader "
-                             f"stopped (exit status {proc.returncode})", path=raw) from None
+        raise WorkbenchError(
+            "E_TOO_LARGE" if proc.returncode and proc.returncode < 0 else "E_INVALID_ARGUMENT",
+            f"{raw!r} is not a readable PDF: the reader stopped (exit status {proc.returncode})",
+            path=raw,
+        ) from None
     if "error" not in got:
         return got["pages"], got["cut"]
     if got["error"] == "invalid":
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"{raw!r} is not a readable PDF: "
-                             f"{got['message']}", path=raw)
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT", f"{raw!r} is not a readable PDF: {got['message']}", path=raw
+        )
     limit = memory if got["error"] == "memory" else "pypdf"
-    raise WorkbenchError("E_TOO_LARGE", f"{raw!r}: the PDF is over an extraction limit: "
-                         f"{got['message']}" + (f" ({memory:,} bytes)" if limit == memory else ""),
-                         path=raw, limit=limit)
+    raise WorkbenchError(
+        "E_TOO_LARGE",
+        f"{raw!r}: the PDF is over an extraction limit: "
+        f"{got['message']}" + (f" ({memory:,} bytes)" if limit == memory else ""),
+        path=raw,
+        limit=limit,
+    )
 
 
 def _decode(data: bytes, raw: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"{raw!r} is not UTF-8 text (byte "
-                             f"{exc.start})", path=raw) from None
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT", f"{raw!r} is not UTF-8 text (byte {exc.start})", path=raw
+        ) from None
 
 
 class Extract:
     """The one method of ctx.extract."""
 
-    def __init__(self, session: "CallSession") -> None:
+    def __init__(self, session: CallSession) -> None:
         self.s = session
         self.files = Files(session)
 
     def extract(self, path: str, options: dict | None = None) -> dict[str, Any]:
         if options is not None and not isinstance(options, dict):
-            raise WorkbenchError("E_INVALID_ARGUMENT", "extract options must be an object",
-                                 path=path)
+            raise WorkbenchError("E_INVALID_ARGUMENT", "extract options must be an object", path=path)
         max_chars = (options or {}).get("maxChars")
-        if max_chars is not None and (not isinstance(max_chars, int) or isinstance(max_chars, bool)
-                                      or max_chars < 0):
-            raise WorkbenchError("E_INVALID_ARGUMENT", "options.maxChars must be a non-negative "
-                                 "integer", path=path)
+        if max_chars is not None and (
+            not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 0
+        ):
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT", "options.maxChars must be a non-negative integer", path=path
+            )
         p = resolve(self.s, path)
         e = self.files.existing_file(p)
         name = p.rel.rsplit("/", 1)[-1]
         ext = "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
         mime = TYPES.get(ext)
         if mime is None:
-            raise WorkbenchError("E_UNSUPPORTED", f"ctx.extract cannot read {p.raw!r}: type "
-                                 f"{ext or '(no extension)'!r} is not supported (supported: "
-                                 f"{', '.join(sorted(TYPES))})", path=p.raw, type=ext or None)
+            raise WorkbenchError(
+                "E_UNSUPPORTED",
+                f"ctx.extract cannot read {p.raw!r}: type "
+                f"{ext or '(no extension)'!r} is not supported (supported: "
+                f"{', '.join(sorted(TYPES))})",
+                path=p.raw,
+                type=ext or None,
+            )
         data = self.files.read_checked(p, e)
         limit = self.s.limits.file_bytes  # as many characters as one read may give bytes
         # with maxChars the work stops there; otherwise past the limit is an error, not a cut
@@ -171,8 +198,13 @@ class Extract:
         else:
             text = _decode(data, p.raw)
         if over_is_error and len(text) > limit:
-            raise WorkbenchError("E_TOO_LARGE", f"ctx.extract({p.raw!r}): the text is over "
-                                 f"{limit:,} characters, the most one extract gives; pass "
-                                 "options.maxChars to get its beginning", path=p.raw, limit=limit)
+            raise WorkbenchError(
+                "E_TOO_LARGE",
+                f"ctx.extract({p.raw!r}): the text is over "
+                f"{limit:,} characters, the most one extract gives; pass "
+                "options.maxChars to get its beginning",
+                path=p.raw,
+                limit=limit,
+            )
         out["text"] = text[:cap]
         return out

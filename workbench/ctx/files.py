@@ -35,30 +35,34 @@ def _mb(n: int) -> str:
     return f"{n / (1024 * 1024):g} MB"
 
 
-def _info(e: "Entry") -> dict[str, Any]:
+def _info(e: Entry) -> dict[str, Any]:
     return {"name": e.name, "type": e.type, "size": e.size, "modified": e.modified}
 
 
 def _encoding(options: Any, encoding: str | None) -> str:
     if options is not None and not isinstance(options, dict):
-        raise WorkbenchError("E_INVALID_ARGUMENT", "options must be an object like "
-                             "{ encoding: 'base64' }", field="options")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT", "options must be an object like { encoding: 'base64' }", field="options"
+        )
     enc = encoding or (options or {}).get("encoding") or "utf8"
     if enc not in ENCODINGS:
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"encoding {enc!r} is not supported: use "
-                             "'utf8' or 'base64'", field="encoding")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"encoding {enc!r} is not supported: use 'utf8' or 'base64'",
+            field="encoding",
+        )
     return enc
 
 
 class Files:
     """The methods of ctx.files; each takes gem paths (F9) and applies F1–F12."""
 
-    def __init__(self, session: "CallSession") -> None:
+    def __init__(self, session: CallSession) -> None:
         self.s = session
         self.store = session.providers.files
 
     # -- helpers ---------------------------------------------------------------------------
-    def _entry(self, p: GemPath) -> "Entry | None":
+    def _entry(self, p: GemPath) -> Entry | None:
         if p.hidden:
             return None  # F10: dot-entries of the conversation folder do not exist
         e = self.store.entry(p.root, p.rel)
@@ -66,38 +70,48 @@ class Files:
             e = None
         return e
 
-    def _need(self, p: GemPath) -> "Entry":
+    def _need(self, p: GemPath) -> Entry:
         e = self._entry(p)
         if e is None:
             raise WorkbenchError("E_NOT_FOUND", f"{p.raw!r} does not exist", path=p.raw)
         return e
 
-    def existing_file(self, p: GemPath) -> "Entry":
+    def existing_file(self, p: GemPath) -> Entry:
         """The entry of an existing file, else E_NOT_FOUND / E_IS_A_FOLDER."""
         e = self._need(p)
         if e.type == "folder":
             raise WorkbenchError("E_IS_A_FOLDER", f"{p.raw!r} is a folder; use list()", path=p.raw)
         return e
 
-    def read_checked(self, p: GemPath, e: "Entry") -> bytes:
+    def read_checked(self, p: GemPath, e: Entry) -> bytes:
         """The file's bytes, within the 20 MB per read (F12); `e` from existing_file."""
         cap = self.s.limits.file_bytes
         if e.size > cap:
-            raise WorkbenchError("E_TOO_LARGE", f"{p.raw!r} is {e.size:,} bytes; at most "
-                                 f"{cap:,} bytes ({_mb(cap)}) per read", path=p.raw, limit=cap)
+            raise WorkbenchError(
+                "E_TOO_LARGE",
+                f"{p.raw!r} is {e.size:,} bytes; at most {cap:,} bytes ({_mb(cap)}) per read",
+                path=p.raw,
+                limit=cap,
+            )
         return self.store.read(p.root, p.rel)
 
     def _writable(self, p: GemPath) -> None:
         if p.hidden:
-            raise WorkbenchError("E_PERM_DENIED", f"{p.raw!r}: files and folders starting with "
-                                 "'.' in the conversation folder are not available to gems (F10)",
-                                 path=p.raw)
+            raise WorkbenchError(
+                "E_PERM_DENIED",
+                f"{p.raw!r}: files and folders starting with "
+                "'.' in the conversation folder are not available to gems (F10)",
+                path=p.raw,
+            )
         parts = p.rel.split("/")
         for i in range(1, len(parts)):  # a file standing where a parent folder must go
             e = self.store.entry(p.root, "/".join(parts[:i]))
             if e is not None and e.type == "file":
-                raise WorkbenchError("E_NOT_A_FOLDER", f"{p.raw!r}: '{'/'.join(parts[:i])}' is a "
-                                     "file, not a folder", path=p.raw)
+                raise WorkbenchError(
+                    "E_NOT_A_FOLDER",
+                    f"{p.raw!r}: '{'/'.join(parts[:i])}' is a file, not a folder",
+                    path=p.raw,
+                )
 
     def _dot_entry_under(self, p: GemPath) -> str | None:
         """The first dot-entry inside a folder (symlinks not followed), or None; iterative, so
@@ -149,33 +163,48 @@ class Files:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"{p.raw!r} is not UTF-8 text (byte "
-                                 f"{exc.start}); read it with {{ encoding: 'base64' }}",
-                                 path=p.raw) from None
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"{p.raw!r} is not UTF-8 text (byte {exc.start}); read it with {{ encoding: 'base64' }}",
+                path=p.raw,
+            ) from None
 
-    def write(self, path: str, content: str, options: dict | None = None, *,
-              encoding: str | None = None) -> None:
+    def write(
+        self, path: str, content: str, options: dict | None = None, *, encoding: str | None = None
+    ) -> None:
         enc = _encoding(options, encoding)
         p = resolve(self.s, path)
         if not isinstance(content, str):
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"content for {p.raw!r} must be a string "
-                                 f"(got {type(content).__name__}); binary goes as base64 with "
-                                 "{ encoding: 'base64' }", path=p.raw, field="content")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"content for {p.raw!r} must be a string "
+                f"(got {type(content).__name__}); binary goes as base64 with "
+                "{ encoding: 'base64' }",
+                path=p.raw,
+                field="content",
+            )
         if enc == "base64":
             try:
                 if len(content) % 4:  # b64decode would let excess padding ("QUJD=") through
                     raise binascii.Error("length is not a multiple of 4")
                 data = base64.b64decode(content, validate=True)
             except (binascii.Error, ValueError):
-                raise WorkbenchError("E_INVALID_ARGUMENT", f"content for {p.raw!r} is not valid "
-                                     "base64", path=p.raw, field="content") from None
+                raise WorkbenchError(
+                    "E_INVALID_ARGUMENT",
+                    f"content for {p.raw!r} is not valid base64",
+                    path=p.raw,
+                    field="content",
+                ) from None
         else:  # like JS TextEncoder: surrogate pairs joined, a lone half becomes U+FFFD
             data = well_formed(content).encode("utf-8")
         cap = self.s.limits.file_bytes
         if len(data) > cap:
-            raise WorkbenchError("E_TOO_LARGE", f"writing {len(data):,} bytes to {p.raw!r}: at "
-                                 f"most {cap:,} bytes ({_mb(cap)}) per write", path=p.raw,
-                                 limit=cap)
+            raise WorkbenchError(
+                "E_TOO_LARGE",
+                f"writing {len(data):,} bytes to {p.raw!r}: at most {cap:,} bytes ({_mb(cap)}) per write",
+                path=p.raw,
+                limit=cap,
+            )
         self._writable(p)
         if not p.rel:
             raise WorkbenchError("E_IS_A_FOLDER", f"{p.raw!r} is a folder", path=p.raw)
@@ -201,24 +230,34 @@ class Files:
             raise WorkbenchError("E_PATH", f"cannot move the folder {a.raw!r} itself", path=a.raw)
         self._writable(b)
         if self.store.entry(b.root, b.rel) is not None:
-            raise WorkbenchError("E_EXISTS", f"cannot move {a.raw!r} to {b.raw!r}: the target "
-                                 "exists and move never overwrites (F7)", path=b.raw)
+            raise WorkbenchError(
+                "E_EXISTS",
+                f"cannot move {a.raw!r} to {b.raw!r}: the target exists and move never overwrites (F7)",
+                path=b.raw,
+            )
         if a.root == b.root and (b.rel + "/").startswith(a.rel + "/"):
-            raise WorkbenchError("E_PATH", f"cannot move {a.raw!r} into itself ({b.raw!r})",
-                                 path=b.raw)
-        if ((a.is_workspace or b.is_workspace) and entry.type == "folder"
-                and (dot := self._unseen_under(a))):
+            raise WorkbenchError("E_PATH", f"cannot move {a.raw!r} into itself ({b.raw!r})", path=b.raw)
+        if (a.is_workspace or b.is_workspace) and entry.type == "folder" and (dot := self._unseen_under(a)):
             # F10/SEC3: the gem may not move what it cannot see (out of, or within, the
             # conversation folder), nor write a dot-entry into it; a hidden one is not named
-            held = "entries that are not available to gems" if a.is_workspace else \
-                f"the dot-entry '{dot}', which gems cannot write into the conversation folder"
-            raise WorkbenchError("E_PERM_DENIED", f"cannot move {a.raw!r} to {b.raw!r}: it holds "
-                                 f"{held} (F10, SEC3)", path=a.raw)
+            held = (
+                "entries that are not available to gems"
+                if a.is_workspace
+                else f"the dot-entry '{dot}', which gems cannot write into the conversation folder"
+            )
+            raise WorkbenchError(
+                "E_PERM_DENIED",
+                f"cannot move {a.raw!r} to {b.raw!r}: it holds {held} (F10, SEC3)",
+                path=a.raw,
+            )
         try:
             self.store.move(a.root, a.rel, b.root, b.rel)
         except FileExistsError:  # created by someone else between the check and the move
-            raise WorkbenchError("E_EXISTS", f"cannot move {a.raw!r} to {b.raw!r}: the target "
-                                 "exists and move never overwrites (F7)", path=b.raw) from None
+            raise WorkbenchError(
+                "E_EXISTS",
+                f"cannot move {a.raw!r} to {b.raw!r}: the target exists and move never overwrites (F7)",
+                path=b.raw,
+            ) from None
 
     def delete(self, path: str) -> None:
         p = resolve(self.s, path)
@@ -227,9 +266,13 @@ class Files:
             raise WorkbenchError("E_PATH", f"cannot delete the folder {p.raw!r} itself", path=p.raw)
         if p.is_workspace and e.type == "folder" and self._unseen_under(p):
             # F10/SEC3: deleting the folder would destroy entries the gem cannot see (.git, .env)
-            raise WorkbenchError("E_PERM_DENIED", f"cannot delete {p.raw!r}: it holds entries "
-                                 "that are not available to gems (F10, SEC3); delete what "
-                                 "list() shows instead", path=p.raw)
+            raise WorkbenchError(
+                "E_PERM_DENIED",
+                f"cannot delete {p.raw!r}: it holds entries "
+                "that are not available to gems (F10, SEC3); delete what "
+                "list() shows instead",
+                path=p.raw,
+            )
         if p.is_workspace:
             history.save(self.s, p, reason="delete")  # F8: a copy first, up to 100 MB
         self.store.remove(p.root, p.rel, trash=self.s.trash and p.is_workspace)

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 MAX_HISTORY_BYTES = DEFAULT.history_bytes
 
-def _files_under(store: "FileStore", root: str, rel: str) -> list[tuple[str, int]]:
+
+def _files_under(store: FileStore, root: str, rel: str) -> list[tuple[str, int]]:
     """(path, size) of every file at or below rel; symlinks are not followed, and dot-entries
     (which do not exist for the gem, F10) are never copied into history (SEC3)."""
     out, todo = [], [(rel, store.entry(root, rel))]
@@ -32,44 +33,69 @@ def _files_under(store: "FileStore", root: str, rel: str) -> list[tuple[str, int
         if e.type == "file":
             out.append((path, e.size))
         else:
-            todo += [(f"{path}/{c.name}" if path else c.name, c)
-                     for c in reversed(store.list(root, path))]
+            todo += [(f"{path}/{c.name}" if path else c.name, c) for c in reversed(store.list(root, path))]
     return out
 
 
-def record(data: "DataStore", store: "FileStore", rel: str, *, reason: str,
-           call_id: str | None, limit: int = MAX_HISTORY_BYTES) -> None:
+def record(
+    data: DataStore,
+    store: FileStore,
+    rel: str,
+    *,
+    reason: str,
+    call_id: str | None,
+    limit: int = MAX_HISTORY_BYTES,
+) -> None:
     """Save the current version(s) of a workspace path (file or folder) into history."""
     files = _files_under(store, "workspace", rel)
     keep = sum(size for _, size in files) <= limit
     now = time.time_ns() // 1_000_000
-    data.history_save(Version(path, reason, call_id, now, size,
-                              store.read("workspace", path) if keep else None)
-                      for path, size in files)
+    data.history_save(
+        Version(path, reason, call_id, now, size, store.read("workspace", path) if keep else None)
+        for path, size in files
+    )
 
 
-def save(session: "CallSession", p: "GemPath", *, reason: str) -> None:
+def save(session: CallSession, p: GemPath, *, reason: str) -> None:
     session.flush()
-    record(session.providers.store, session.providers.files, p.rel, reason=reason,
-           call_id=session.call_id, limit=session.limits.history_bytes)
+    record(
+        session.providers.store,
+        session.providers.files,
+        p.rel,
+        reason=reason,
+        call_id=session.call_id,
+        limit=session.limits.history_bytes,
+    )
 
 
-def restore(data: "DataStore", store: "FileStore", path: str, version: int | None, *,
-            limit: int = MAX_HISTORY_BYTES) -> int:
+def restore(
+    data: DataStore, store: FileStore, path: str, version: int | None, *, limit: int = MAX_HISTORY_BYTES
+) -> int:
     """Put a saved version back (the current one goes to history first); returns its version."""
     path = path.removeprefix("workspace:")
     saved = data.history_load(path, version)
     if saved is None:
-        raise WorkbenchError("E_NOT_FOUND", f"no saved version of workspace:{path}"
-                             + (f" with version {version}" if version is not None else ""), path=path)
+        raise WorkbenchError(
+            "E_NOT_FOUND",
+            f"no saved version of workspace:{path}"
+            + (f" with version {version}" if version is not None else ""),
+            path=path,
+        )
     number, content = saved
     if content is None:
-        raise WorkbenchError("E_TOO_LARGE", f"version {number} of workspace:{path} was over "
-                             f"the history cap ({limit:,} bytes) and was not kept", path=path)
+        raise WorkbenchError(
+            "E_TOO_LARGE",
+            f"version {number} of workspace:{path} was over "
+            f"the history cap ({limit:,} bytes) and was not kept",
+            path=path,
+        )
     current = store.entry("workspace", path)
     if current is not None and current.type == "folder":
-        raise WorkbenchError("E_IS_A_FOLDER", f"workspace:{path} is now a folder; move it away "
-                             "before restoring the file", path=path)
+        raise WorkbenchError(
+            "E_IS_A_FOLDER",
+            f"workspace:{path} is now a folder; move it away before restoring the file",
+            path=path,
+        )
     if current is not None and current.type == "file":
         record(data, store, path, reason="restore", call_id=None, limit=limit)
     store.write("workspace", path, content)

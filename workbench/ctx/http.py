@@ -51,8 +51,19 @@ METHODS = ("fetch",)
 MAX_REDIRECTS = 20
 _OPTIONS = {"method", "headers", "body", "bodyEncoding", "connection", "timeout", "redirect"}
 # Fetch API init options that mean nothing through ctx: accepted and ignored
-_IGNORED = {"signal", "mode", "credentials", "cache", "integrity", "keepalive", "priority",
-            "referrer", "referrerPolicy", "window", "duplex"}
+_IGNORED = {
+    "signal",
+    "mode",
+    "credentials",
+    "cache",
+    "integrity",
+    "keepalive",
+    "priority",
+    "referrer",
+    "referrerPolicy",
+    "window",
+    "duplex",
+}
 # what fetch drops on a cross-origin redirect; and what a tool may not add next to a credential
 _SENSITIVE = {"authorization", "cookie", "proxy-authorization"}
 
@@ -61,9 +72,12 @@ def _grants_http(perms: Any) -> bool:
     return isinstance(perms, dict) and isinstance(perms.get("http"), dict)
 
 
-def _connections(manifest: "Manifest", tool: "ToolSpec") -> dict[str, Any]:
-    perms = tool.permissions if _grants_http(tool.permissions) and \
-        "connections" in tool.permissions["http"] else manifest.permissions
+def _connections(manifest: Manifest, tool: ToolSpec) -> dict[str, Any]:
+    perms = (
+        tool.permissions
+        if _grants_http(tool.permissions) and "connections" in tool.permissions["http"]
+        else manifest.permissions
+    )
     conns = (perms.get("http") or {}).get("connections") or {}
     return dict(conns) if isinstance(conns, dict) else {}
 
@@ -81,19 +95,29 @@ class _Clock:
 
     def out_of_time(self, method: str, url: str, why: str = "total deadline") -> WorkbenchError:
         if self.by_call:
-            return WorkbenchError("E_TIMEOUT", f"http.fetch {method} {url}: the call ran out of "
-                                  f"time after {self.seconds:.3g} s ({why}; the call's timeout "
-                                  "covers the ctx calls it makes)", method="http.fetch", url=url)
-        return WorkbenchError("E_HTTP", f"{method} {url}: no complete answer within "
-                              f"{self.seconds:g} s ({why}; the timeout covers connecting, "
-                              "redirects and the whole body)", url=url, reason="timeout",
-                              timeout=self.seconds)
+            return WorkbenchError(
+                "E_TIMEOUT",
+                f"http.fetch {method} {url}: the call ran out of "
+                f"time after {self.seconds:.3g} s ({why}; the call's timeout "
+                "covers the ctx calls it makes)",
+                method="http.fetch",
+                url=url,
+            )
+        return WorkbenchError(
+            "E_HTTP",
+            f"{method} {url}: no complete answer within "
+            f"{self.seconds:g} s ({why}; the timeout covers connecting, "
+            "redirects and the whole body)",
+            url=url,
+            reason="timeout",
+            timeout=self.seconds,
+        )
 
 
 class Http:
     """ctx.http for one call."""
 
-    def __init__(self, session: "CallSession") -> None:
+    def __init__(self, session: CallSession) -> None:
         self.s = session
 
     def fetch(self, url: Any, init: Any = None, /, **kwargs: Any) -> dict[str, Any]:
@@ -101,56 +125,91 @@ class Http:
         s.grants.require("http")  # N10: decided once per tool by the platform profile
         state: HttpState | None = s.http
         if state is None:
-            raise WorkbenchError("E_INTERNAL", "http.fetch: this call has no HTTP transport "
-                                 "(a session made outside workbench.open gets none)")
+            raise WorkbenchError(
+                "E_INTERNAL",
+                "http.fetch: this call has no HTTP transport "
+                "(a session made outside workbench.open gets none)",
+            )
         if init is None:
             init = {}
         if not isinstance(init, dict):
-            raise WorkbenchError("E_INVALID_ARGUMENT", "fetch(url, init): init must be an object "
-                                 f"{{method, headers, body, connection}}, got {type(init).__name__}",
-                                 field="init")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                "fetch(url, init): init must be an object "
+                f"{{method, headers, body, connection}}, got {type(init).__name__}",
+                field="init",
+            )
         opts = {k: v for k, v in {**init, **kwargs}.items() if v is not None and k not in _IGNORED}
         unknown = sorted(set(opts) - _OPTIONS)
         if unknown:
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"fetch has no option {unknown[0]!r} "
-                                 f"(options: {', '.join(sorted(_OPTIONS))})", field=unknown[0])
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"fetch has no option {unknown[0]!r} (options: {', '.join(sorted(_OPTIONS))})",
+                field=unknown[0],
+            )
         if not isinstance(url, str):
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"fetch: url must be an absolute http(s) "
-                                 f"URL, got {type(url).__name__}", field="url")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"fetch: url must be an absolute http(s) URL, got {type(url).__name__}",
+                field="url",
+            )
         try:
             target = parse_url(url)
         except ValueError as exc:
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"fetch: url must be an absolute http(s) "
-                                 f"URL, got {state.mask(url)[:200]!r}: {exc}", field="url") from None
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"fetch: url must be an absolute http(s) URL, got {state.mask(url)[:200]!r}: {exc}",
+                field="url",
+            ) from None
         method = opts.get("method", "GET")
         if not isinstance(method, str) or not method.isascii() or not method.isalpha():
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"method {method!r} is not an HTTP method",
-                                 field="method")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT", f"method {method!r} is not an HTTP method", field="method"
+            )
         method = method.upper()
         if method in FORBIDDEN_METHODS:  # TRACE would echo an injected credential back
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"method {method!r} is forbidden, as in "
-                                 "fetch (CONNECT, TRACE and TRACK are refused)", field="method",
-                                 method=method)
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"method {method!r} is forbidden, as in fetch (CONNECT, TRACE and TRACK are refused)",
+                field="method",
+                method=method,
+            )
         headers = request_headers(opts.get("headers"))
         body = request_body(opts.get("body"), opts.get("bodyEncoding"))
         connection = opts.get("connection")
         if connection is not None and not isinstance(connection, str):
-            raise WorkbenchError("E_INVALID_ARGUMENT", "connection must be a connection name "
-                                 "from the manifest's permissions.http.connections", field="connection")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                "connection must be a connection name from the manifest's permissions.http.connections",
+                field="connection",
+            )
         timeout = opts.get("timeout", state.timeout)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise WorkbenchError("E_INVALID_ARGUMENT", "timeout is seconds (> 0)", field="timeout")
         redirect = opts.get("redirect", "follow")
         if redirect not in ("follow", "manual"):
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"redirect {redirect!r}: use 'follow' "
-                                 "(default) or 'manual'", field="redirect")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"redirect {redirect!r}: use 'follow' (default) or 'manual'",
+                field="redirect",
+            )
         # a tool may shorten the bench's http_timeout, never lengthen it (SEC5)
         clock = _Clock(min(float(timeout), state.timeout), s.remaining("http.fetch"))
-        return self._send(state, target, method, headers, body, connection, clock,
-                          follow=redirect == "follow")
+        return self._send(
+            state, target, method, headers, body, connection, clock, follow=redirect == "follow"
+        )
 
-    def _send(self, state: HttpState, url: Url, method: str, headers: dict[str, str], body: bytes,
-              connection: str | None, clock: _Clock, follow: bool = True) -> dict[str, Any]:
+    def _send(
+        self,
+        state: HttpState,
+        url: Url,
+        method: str,
+        headers: dict[str, str],
+        body: bytes,
+        connection: str | None,
+        clock: _Clock,
+        follow: bool = True,
+    ) -> dict[str, Any]:
         from ..providers.http import HttpRequest, send, too_large
 
         grant = _connections(self.s.manifest, self.s.tool).get(connection) if connection else None
@@ -165,22 +224,32 @@ class Http:
                 denied, cred = {"reason": reason, "host": url.host}, None
         first = url
         max_bytes = self.s.limits.http_body_bytes
-        row: dict[str, Any] = {"call_id": self.s.call_id, "tool": self.s.tool.name,
-                               "method": method, "url": state.mask(url.text), "status": None,
-                               "duration_ms": None, "connection": connection,
-                               "credential": None if connection is None else
-                               ("injected" if cred else "denied"),
-                               "reason": denied["reason"] if denied else None,
-                               "redirects": 0, "error": None}
+        row: dict[str, Any] = {
+            "call_id": self.s.call_id,
+            "tool": self.s.tool.name,
+            "method": method,
+            "url": state.mask(url.text),
+            "status": None,
+            "duration_ms": None,
+            "connection": connection,
+            "credential": None if connection is None else ("injected" if cred else "denied"),
+            "reason": denied["reason"] if denied else None,
+            "redirects": 0,
+            "error": None,
+        }
         t0 = time.perf_counter()
         try:
             current, redirects = url, 0
             while True:
                 send_headers = dict(headers)
                 if cred is not None:  # every hop is checked again, on its normalised URL
-                    why = ("redirected to another host" if current.host != first.host
-                           else grant_reason(current, grant) or credential_reason(current, cred)
-                           or ("redirected to another port" if current.port != first.port else None))
+                    why = (
+                        "redirected to another host"
+                        if current.host != first.host
+                        else grant_reason(current, grant)
+                        or credential_reason(current, cred)
+                        or ("redirected to another port" if current.port != first.port else None)
+                    )
                     if why is None:
                         names = {k.lower() for k, _ in cred.headers} | {"authorization"}
                         send_headers = {k: v for k, v in send_headers.items() if k.lower() not in names}
@@ -197,23 +266,31 @@ class Http:
                     resp: HttpResponse = send(state.transport, request, left, max_bytes)
                 except WorkbenchError as exc:
                     if exc.details.get("reason") == "timeout":  # say which limit ran out
-                        raise clock.out_of_time(method, current.text,
-                                                str(exc.details.get("why", "timeout"))) from None
+                        raise clock.out_of_time(
+                            method, current.text, str(exc.details.get("why", "timeout"))
+                        ) from None
                     raise
                 if len(resp.body) > max_bytes:  # a transport that cannot stop early
                     raise too_large(request, max_bytes)
                 if clock.left() < 0:  # a transport that cannot stop in time
                     raise clock.out_of_time(method, current.text)
                 location = resp.header("location")
-                if not follow or resp.status not in (301, 302, 303, 307, 308) or not location \
-                        or redirects >= MAX_REDIRECTS:
+                if (
+                    not follow
+                    or resp.status not in (301, 302, 303, 307, 308)
+                    or not location
+                    or redirects >= MAX_REDIRECTS
+                ):
                     break
                 try:
                     nxt = parse_url(urljoin(current.text, location))
                 except ValueError as exc:
-                    raise WorkbenchError("E_HTTP", f"{method} {current.text}: redirected to an "
-                                         f"invalid URL ({exc})", url=current.text,
-                                         reason="bad redirect") from None
+                    raise WorkbenchError(
+                        "E_HTTP",
+                        f"{method} {current.text}: redirected to an invalid URL ({exc})",
+                        url=current.text,
+                        reason="bad redirect",
+                    ) from None
                 if nxt.origin != current.origin:  # fetch drops these cross-origin
                     headers = {k: v for k, v in headers.items() if k.lower() not in _SENSITIVE}
                 if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
@@ -233,10 +310,14 @@ class Http:
             state.log.append(row)
         row.update(status=resp.status, redirects=redirects)
         reply: dict[str, Any] = {
-            "status": resp.status, "statusText": resp.reason, "ok": 200 <= resp.status < 300,
-            "url": current.text, "redirected": redirects > 0,
+            "status": resp.status,
+            "statusText": resp.reason,
+            "ok": 200 <= resp.status < 300,
+            "url": current.text,
+            "redirected": redirects > 0,
             "headers": [[k.lower(), v] for k, v in resp.headers],
-            "body": base64.b64encode(resp.body).decode("ascii")}
+            "body": base64.b64encode(resp.body).decode("ascii"),
+        }
         if denied is not None:
             reply["credentialDenied"] = denied
         return reply
@@ -260,7 +341,7 @@ class FetchResponse:
     def bytes(self) -> bytes:
         return self._body
 
-    def arrayBuffer(self) -> "builtins.bytes":  # noqa: N802 (the Fetch API's name)
+    def arrayBuffer(self) -> builtins.bytes:  # noqa: N802 (the Fetch API's name)
         return self._body
 
     def text(self) -> str:

@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError
 from ..providers.secrets import from_keyring
@@ -52,14 +53,16 @@ class Credential:
     headers: tuple[tuple[str, str], ...]
     hosts: tuple[HostRule, ...]
     paths: tuple[str, ...] | None
-    source: str               # "credentials=", "secrets file", "environment", "keyring"
+    source: str  # "credentials=", "secrets file", "environment", "keyring"
     problem: str | None = None  # why it has no usable hosts (a credentialDenied reason)
 
     def __repr__(self) -> str:  # never the header values
         names = ", ".join(k for k, _ in self.headers)
-        return (f"<Credential {self.connection} ({self.source}): {names} -> "
-                f"{', '.join(map(str, self.hosts)) or 'nowhere'}"
-                f"{' ' + ', '.join(self.paths) if self.paths else ''}>")
+        return (
+            f"<Credential {self.connection} ({self.source}): {names} -> "
+            f"{', '.join(map(str, self.hosts)) or 'nowhere'}"
+            f"{' ' + ', '.join(self.paths) if self.paths else ''}>"
+        )
 
 
 def env_name(connection: str, what: str) -> str:
@@ -73,18 +76,28 @@ def _split_list(text: str) -> list[str]:
 def _entry(name: Any, value: Any, where: str, source: str) -> Credential:
     """A `credentials=` / secrets-file entry; UsageError naming what to add (never values)."""
     if not isinstance(name, str) or not isinstance(value, Mapping):
-        raise UsageError(f"{where}: give {{connection: {{'headers': {{name: value}}, 'hosts': "
-                         "[host, ...], 'paths': [...]}}")
-    shape = (f"{where}[{name!r}] = {{'headers': {{'Authorization': 'Bearer …'}} (or 'token': "
-             "'…'), 'hosts': ['api.example.com'], 'paths': ['/v1/'] (optional)}")
+        raise UsageError(
+            f"{where}: give {{connection: {{'headers': {{name: value}}, 'hosts': "
+            "[host, ...], 'paths': [...]}}"
+        )
+    shape = (
+        f"{where}[{name!r}] = {{'headers': {{'Authorization': 'Bearer …'}} (or 'token': "
+        "'…'), 'hosts': ['api.example.com'], 'paths': ['/v1/'] (optional)}"
+    )
     if "headers" not in value and "token" not in value:
-        raise UsageError(f"{where}[{name!r}] does not say where the credential may be sent: "
-                         f"give {shape}. The gem's manifest cannot choose the hosts of your "
-                         "credentials (SEC4)", connection=name)
+        raise UsageError(
+            f"{where}[{name!r}] does not say where the credential may be sent: "
+            f"give {shape}. The gem's manifest cannot choose the hosts of your "
+            "credentials (SEC4)",
+            connection=name,
+        )
     unknown = sorted(set(value) - _ENTRY_KEYS)
     if unknown or ("headers" in value) == ("token" in value):
-        raise UsageError(f"{where}[{name!r}]: {'unknown key ' + repr(unknown[0]) if unknown else 'give headers or token, not both'}; "
-                         f"the shape is {shape}", connection=name)
+        raise UsageError(
+            f"{where}[{name!r}]: {'unknown key ' + repr(unknown[0]) if unknown else 'give headers or token, not both'}; "
+            f"the shape is {shape}",
+            connection=name,
+        )
     headers: tuple[tuple[str, str], ...]
     if "token" in value:
         if not isinstance(value["token"], str) or not value["token"]:
@@ -92,17 +105,26 @@ def _entry(name: Any, value: Any, where: str, source: str) -> Credential:
         headers = (("Authorization", f"Bearer {value['token']}"),)
     else:
         h = value["headers"]
-        if not isinstance(h, Mapping) or not h or not all(
-                isinstance(k, str) and re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", k)
-                and isinstance(v, str) for k, v in h.items()):
-            raise UsageError(f"{where}[{name!r}]['headers'] must be {{header name: string value}}",
-                             connection=name)
+        if (
+            not isinstance(h, Mapping)
+            or not h
+            or not all(
+                isinstance(k, str) and re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", k) and isinstance(v, str)
+                for k, v in h.items()
+            )
+        ):
+            raise UsageError(
+                f"{where}[{name!r}]['headers'] must be {{header name: string value}}", connection=name
+            )
         headers = tuple((k, v) for k, v in h.items())
     hosts = value.get("hosts")
     if not isinstance(hosts, (list, tuple)) or not hosts:
-        raise UsageError(f"{where}[{name!r}]['hosts'] must list at least one host the credential "
-                         f"may be sent to, e.g. ['api.example.com'] (port 443) or "
-                         f"['api.example.com:8443']", connection=name)
+        raise UsageError(
+            f"{where}[{name!r}]['hosts'] must list at least one host the credential "
+            f"may be sent to, e.g. ['api.example.com'] (port 443) or "
+            f"['api.example.com:8443']",
+            connection=name,
+        )
     try:
         rules = tuple(HostRule.parse(h) for h in hosts)
     except ValueError as exc:
@@ -120,7 +142,7 @@ def _entry(name: Any, value: Any, where: str, source: str) -> Credential:
     return Credential(name, headers, rules, paths, source)
 
 
-def _secrets_file(path: "str | os.PathLike[str]") -> dict[str, Any]:
+def _secrets_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A JSON file {connection: {headers | token, hosts, paths?}}; errors never quote its content."""
     from pathlib import Path
 
@@ -132,24 +154,33 @@ def _secrets_file(path: "str | os.PathLike[str]") -> dict[str, Any]:
     except ValueError:
         raise UsageError(f"credentials file {p} is not valid JSON") from None
     if not isinstance(data, dict):
-        raise UsageError(f"credentials file {p}: give {{connection: {{'headers': {{…}}, "
-                         "'hosts': [...], 'paths': [...]}}}}")
+        raise UsageError(
+            f"credentials file {p}: give {{connection: {{'headers': {{…}}, "
+            "'hosts': [...], 'paths': [...]}}}}"
+        )
     return data
 
 
 class HttpState:
     """A bench's http: transport, the user's credentials, timeout and the log of every request."""
 
-    def __init__(self, transport: "Transport", credentials: "Mapping[str, Any] | str | os.PathLike[str] | None" = None,
-                 timeout: float = 10.0, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        credentials: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        timeout: float = 10.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.transport, self.timeout = transport, timeout
         where, source = "credentials", "credentials="
         if isinstance(credentials, (str, os.PathLike)):  # a secrets file outside the notebook
             where, source = f"credentials file {os.fspath(credentials)}", "secrets file"
             credentials = _secrets_file(credentials)
         if credentials is not None and not isinstance(credentials, Mapping):
-            raise UsageError("credentials: give {connection: {'headers': {…}, 'hosts': [...]}} "
-                             "or the path of a JSON secrets file of that shape")
+            raise UsageError(
+                "credentials: give {connection: {'headers': {…}, 'hosts': [...]}} "
+                "or the path of a JSON secrets file of that shape"
+            )
         self.env = os.environ if env is None else env
         self.log: list[dict[str, Any]] = []
         self._secrets: set[str] = set()
@@ -160,8 +191,10 @@ class HttpState:
             self._remember(cred.headers)
 
     def __repr__(self) -> str:
-        return (f"<HttpState {getattr(self.transport, 'kind', type(self.transport).__name__)}, "
-                f"timeout {self.timeout:g} s, credentials for {sorted(self.credentials)}>")
+        return (
+            f"<HttpState {getattr(self.transport, 'kind', type(self.transport).__name__)}, "
+            f"timeout {self.timeout:g} s, credentials for {sorted(self.credentials)}>"
+        )
 
     def _remember(self, headers: Iterable[tuple[str, str]]) -> None:
         for _, v in headers:
@@ -185,19 +218,25 @@ class HttpState:
         hosts_var, paths_var = env_name(connection, "HOSTS"), env_name(connection, "PATHS")
         hosts = self.env.get(hosts_var) or from_keyring(f"connection:{connection}:hosts") or ""
         paths = self.env.get(paths_var) or from_keyring(f"connection:{connection}:paths") or ""
-        how = (f"credential has no hosts: set {hosts_var} (e.g. api.example.com, or "
-               f"api.example.com:8443), or the keyring entry connection:{connection}:hosts")
+        how = (
+            f"credential has no hosts: set {hosts_var} (e.g. api.example.com, or "
+            f"api.example.com:8443), or the keyring entry connection:{connection}:hosts"
+        )
         try:
             rules = tuple(HostRule.parse(h) for h in _split_list(hosts))
             plist = tuple(_split_list(paths)) or None
             for p in plist or ():
                 path_rule(p)
         except ValueError as exc:
-            return Credential(connection, headers, (), None, source,
-                              problem=f"credential hosts/paths are invalid ({hosts_var}, "
-                                      f"{paths_var}): {exc}")
-        return Credential(connection, headers, rules, plist, source,
-                          problem=None if rules else how)
+            return Credential(
+                connection,
+                headers,
+                (),
+                None,
+                source,
+                problem=f"credential hosts/paths are invalid ({hosts_var}, {paths_var}): {exc}",
+            )
+        return Credential(connection, headers, rules, plist, source, problem=None if rules else how)
 
     def headers_for(self, connection: str) -> dict[str, str] | None:
         """The credential's headers (whatever its hosts), for inspection in tests."""

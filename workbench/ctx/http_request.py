@@ -18,17 +18,37 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .._errors import WorkbenchError
 
 # the Fetch standard's forbidden methods and request headers (see the module docstring)
 FORBIDDEN_METHODS = frozenset({"CONNECT", "TRACE", "TRACK"})
-FORBIDDEN_HEADERS = frozenset({
-    "accept-charset", "accept-encoding", "access-control-request-headers",
-    "access-control-request-method", "access-control-request-private-network", "connection",
-    "content-length", "date", "dnt", "expect", "host", "keep-alive", "origin", "referer",
-    "set-cookie", "te", "trailer", "transfer-encoding", "upgrade", "via"})
+FORBIDDEN_HEADERS = frozenset(
+    {
+        "accept-charset",
+        "accept-encoding",
+        "access-control-request-headers",
+        "access-control-request-method",
+        "access-control-request-private-network",
+        "connection",
+        "content-length",
+        "date",
+        "dnt",
+        "expect",
+        "host",
+        "keep-alive",
+        "origin",
+        "referer",
+        "set-cookie",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "via",
+    }
+)
 _FORBIDDEN_PREFIXES = ("proxy-", "sec-")
 _METHOD_OVERRIDES = frozenset({"x-http-method", "x-http-method-override", "x-method-override"})
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -42,24 +62,40 @@ def request_headers(value: Any) -> dict[str, str]:
     elif isinstance(value, (list, tuple)):
         items = [tuple(p) for p in value]
     else:
-        raise WorkbenchError("E_INVALID_ARGUMENT", "headers must be an object or a list of "
-                             f"[name, value] pairs, got {type(value).__name__}", field="headers")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"headers must be an object or a list of [name, value] pairs, got {type(value).__name__}",
+            field="headers",
+        )
     out: dict[str, str] = {}
     for pair in items:
         if len(pair) != 2 or not isinstance(pair[0], str) or not isinstance(pair[1], (str, int, float)):
-            raise WorkbenchError("E_INVALID_ARGUMENT", "each header is a name and a string value",
-                                 field="headers")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT", "each header is a name and a string value", field="headers"
+            )
         name, value = pair[0], str(pair[1]).strip(" \t\r\n")
         if not _TOKEN.fullmatch(name):
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"header name {name[:100]!r} is not a valid "
-                                 "HTTP header name", field="headers")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"header name {name[:100]!r} is not a valid HTTP header name",
+                field="headers",
+            )
         if any(c in value for c in "\0\r\n") or not all(ord(c) < 256 for c in value):
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"header {name!r}: the value must be a "
-                                 "Latin-1 string without NUL, CR or LF", field="headers", header=name)
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"header {name!r}: the value must be a Latin-1 string without NUL, CR or LF",
+                field="headers",
+                header=name,
+            )
         low = name.lower()
-        if low in FORBIDDEN_HEADERS or low.startswith(_FORBIDDEN_PREFIXES) or (
-                low in _METHOD_OVERRIDES and any(m.strip().upper() in FORBIDDEN_METHODS
-                                                 for m in value.split(","))):
+        if (
+            low in FORBIDDEN_HEADERS
+            or low.startswith(_FORBIDDEN_PREFIXES)
+            or (
+                low in _METHOD_OVERRIDES
+                and any(m.strip().upper() in FORBIDDEN_METHODS for m in value.split(","))
+            )
+        ):
             continue  # a forbidden request header: dropped, as browsers do
         out[name] = value
     return out
@@ -71,15 +107,18 @@ def request_body(value: Any, encoding: Any) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     if not isinstance(value, str):
-        raise WorkbenchError("E_INVALID_ARGUMENT", "body must be a string (bodyEncoding "
-                             f"'utf8' or 'base64') or bytes, got {type(value).__name__}", field="body")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"body must be a string (bodyEncoding 'utf8' or 'base64') or bytes, got {type(value).__name__}",
+            field="body",
+        )
     if encoding == "base64":
         try:
             return base64.b64decode(value, validate=True)
         except ValueError:
-            raise WorkbenchError("E_INVALID_ARGUMENT", "body is not valid base64",
-                                 field="body") from None
+            raise WorkbenchError("E_INVALID_ARGUMENT", "body is not valid base64", field="body") from None
     if encoding not in (None, "utf8", "utf-8"):
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"bodyEncoding {encoding!r}: use 'utf8' or "
-                             "'base64'", field="bodyEncoding")
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT", f"bodyEncoding {encoding!r}: use 'utf8' or 'base64'", field="bodyEncoding"
+        )
     return value.encode()

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 # -- URLs: one normal form, checked and sent ---------------------------------------------------
@@ -130,8 +131,7 @@ def parse_url(text: str) -> Url:
     for _ in range(4):  # as Url.segments decodes it
         decoded = unquote(decoded)
         if _CONTROL.search(decoded):
-            raise ValueError("its path contains a control character once percent-decoded "
-                             "(%00-%1f, %7f)")
+            raise ValueError("its path contains a control character once percent-decoded (%00-%1f, %7f)")
     return Url(scheme, host, port, path, quote(parts.query, safe=_QUERY_SAFE))
 
 
@@ -145,7 +145,7 @@ class HostRule:
     wildcard: bool = False
 
     @classmethod
-    def parse(cls, text: Any) -> "HostRule":
+    def parse(cls, text: Any) -> HostRule:
         if not isinstance(text, str) or not text or any(c in text for c in "/?#@\\ "):
             raise ValueError(f"{text!r} is not a host (give host or host:port)")
         parts = urlsplit("//" + text)
@@ -183,8 +183,10 @@ def path_allowed(url: Url, rules: Iterable[str]) -> bool:
         except ValueError:
             continue  # a broken rule grants nothing
     for segs in url.segments():
-        if not any(segs[:len(prefix)] == prefix and (not folder or len(segs) > len(prefix))
-                   for prefix, folder in compiled):
+        if not any(
+            segs[: len(prefix)] == prefix and (not folder or len(segs) > len(prefix))
+            for prefix, folder in compiled
+        ):
             return False
     return True
 

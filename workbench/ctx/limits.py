@@ -28,6 +28,9 @@ def remaining(deadline: float | None, what: str) -> float | None:
         return None
     left = deadline - time.monotonic()
     if left <= 0:
-        raise WorkbenchError("E_TIMEOUT", f"{what}: the call ran out of time (its timeout "
-                             "covers the ctx calls it makes)", method=what)
+        raise WorkbenchError(
+            "E_TIMEOUT",
+            f"{what}: the call ran out of time (its timeout covers the ctx calls it makes)",
+            method=what,
+        )
     return left

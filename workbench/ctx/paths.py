@@ -28,7 +28,7 @@ class GemPath:
     def is_workspace(self) -> bool:
         return self.root == "workspace"
 
-    def child(self, name: str) -> "GemPath":
+    def child(self, name: str) -> GemPath:
         rel = f"{self.rel}/{name}" if self.rel else name
         raw = self.raw if self.raw.endswith(("/", ":")) or not self.raw else self.raw + "/"
         return GemPath(self.root, rel, raw + name, self.hidden or _is_dot(name, self.root))
@@ -41,49 +41,70 @@ def _is_dot(segment: str, root: str) -> bool:
 def split(raw: object) -> tuple[bool, list[str]]:
     """(in workspace?, segments) for a raw gem path; raises E_PATH / E_INVALID_ARGUMENT."""
     if not isinstance(raw, str):
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"path must be a string, got {type(raw).__name__}",
-                             path=raw if raw is None else repr(raw))
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"path must be a string, got {type(raw).__name__}",
+            path=raw if raw is None else repr(raw),
+        )
     ws = raw.startswith(PREFIX)
-    rest = raw[len(PREFIX):] if ws else raw
+    rest = raw[len(PREFIX) :] if ws else raw
     if "\x00" in rest:
         raise WorkbenchError("E_PATH", f"path {raw!r} contains a NUL character", path=raw)
     try:
         rest.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone UTF-16 surrogate: no file name can hold it
-        raise WorkbenchError("E_PATH", f"path {raw!r} is not valid Unicode (lone surrogate at "
-                             f"{exc.start})", path=raw) from None
+        raise WorkbenchError(
+            "E_PATH", f"path {raw!r} is not valid Unicode (lone surrogate at {exc.start})", path=raw
+        ) from None
     if "\\" in rest:
         raise WorkbenchError("E_PATH", f"path {raw!r} contains '\\': gem paths use '/'", path=raw)
     if rest.startswith("/") or (len(rest) > 1 and rest[1] == ":" and rest[0].isalpha()):
-        raise WorkbenchError("E_PATH", f"path {raw!r} is absolute: gems use paths relative to the "
-                             "run folder, or 'workspace:<relative path>'", path=raw)
+        raise WorkbenchError(
+            "E_PATH",
+            f"path {raw!r} is absolute: gems use paths relative to the "
+            "run folder, or 'workspace:<relative path>'",
+            path=raw,
+        )
     segs = [s for s in rest.split("/") if s not in ("", ".")]
     if ".." in segs:
-        raise WorkbenchError("E_PATH", f"path {raw!r} uses '..': going outside the folder is "
-                             "rejected", path=raw)
+        raise WorkbenchError(
+            "E_PATH", f"path {raw!r} uses '..': going outside the folder is rejected", path=raw
+        )
     for s in segs:
         if len(s.encode("utf-8")) > MAX_NAME_BYTES:  # what file systems hold, mock or real
-            raise WorkbenchError("E_PATH", f"path {raw!r}: the name {s[:40]!r}… is over "
-                                 f"{MAX_NAME_BYTES} bytes", path=raw, limit=MAX_NAME_BYTES)
+            raise WorkbenchError(
+                "E_PATH",
+                f"path {raw!r}: the name {s[:40]!r}… is over {MAX_NAME_BYTES} bytes",
+                path=raw,
+                limit=MAX_NAME_BYTES,
+            )
     if len("/".join(segs).encode("utf-8")) > MAX_PATH_BYTES:
-        raise WorkbenchError("E_PATH", f"path {raw[:60]!r}… is over {MAX_PATH_BYTES} bytes",
-                             path=raw, limit=MAX_PATH_BYTES)
+        raise WorkbenchError(
+            "E_PATH", f"path {raw[:60]!r}… is over {MAX_PATH_BYTES} bytes", path=raw, limit=MAX_PATH_BYTES
+        )
     return ws, segs
 
 
-def resolve(session: "CallSession", raw: object) -> GemPath:
+def resolve(session: CallSession, raw: object) -> GemPath:
     """Check a gem path and map it to a provider root and path, following symlinks inside."""
     ws, segs = split(raw)
     assert isinstance(raw, str)
     if ws and not session.conversation:
-        raise WorkbenchError("E_PERM_DENIED", f"{raw!r}: this call has no conversation, so "
-                             "'workspace:' paths are not available (F11)", path=raw)
+        raise WorkbenchError(
+            "E_PERM_DENIED",
+            f"{raw!r}: this call has no conversation, so 'workspace:' paths are not available (F11)",
+            path=raw,
+        )
     root = "workspace" if ws else session.run_root
     rel = "/".join(segs)
     real = session.providers.files.resolve(root, rel)
     if real is None:
-        raise WorkbenchError("E_PATH", f"path {raw!r} leads outside the "
-                             f"{'conversation' if ws else 'run'} folder through a symbolic link, "
-                             "or through a loop or a chain of over 40 links", path=raw)
+        raise WorkbenchError(
+            "E_PATH",
+            f"path {raw!r} leads outside the "
+            f"{'conversation' if ws else 'run'} folder through a symbolic link, "
+            "or through a loop or a chain of over 40 links",
+            path=raw,
+        )
     hidden = any(_is_dot(s, root) for s in segs + real.split("/"))
     return GemPath(root, real, raw, hidden)

@@ -35,8 +35,9 @@ import stat
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from .limits import DEFAULT
@@ -52,7 +53,7 @@ METHODS = ("path",)
 SAFE_ID = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 #: bounds of one download attempt (all its addresses): size of the file, seconds in total
-DOWNLOAD_BYTES = DEFAULT.resource_bytes      # the cache is the bench's, made before its calls
+DOWNLOAD_BYTES = DEFAULT.resource_bytes  # the cache is the bench's, made before its calls
 DOWNLOAD_SECONDS = DEFAULT.resource_seconds
 
 
@@ -76,10 +77,11 @@ class _Slot:
 class ResourceCache:
     """The bench's resource files: one per (sha256, id), fetched once from `source`."""
 
-    def __init__(self, specs: tuple[Mapping[str, Any], ...], root: Path, source: "Source") -> None:
-        self.specs = {s["id"]: dict(s) for s in specs
-                      if isinstance(s, Mapping) and isinstance(s.get("id"), str)}
-        self.root = root          # <state dir>/resources: the sandbox may read it (R4)
+    def __init__(self, specs: tuple[Mapping[str, Any], ...], root: Path, source: Source) -> None:
+        self.specs = {
+            s["id"]: dict(s) for s in specs if isinstance(s, Mapping) and isinstance(s.get("id"), str)
+        }
+        self.root = root  # <state dir>/resources: the sandbox may read it (R4)
         self.source = source
         self._slots: dict[str, _Slot] = {}
         self._slots_lock = threading.Lock()
@@ -91,29 +93,45 @@ class ResourceCache:
         spec = self.spec(rid)
         index = list(self.specs).index(rid)
         if not SAFE_ID.fullmatch(rid):
-            raise WorkbenchError("E_MANIFEST", f"resource id {rid!r} is not a safe file name: a "
-                                 "letter or digit, then letters, digits, '.', '_' or '-', at most "
-                                 "128 characters, no '..' (SEC2)", id=rid, field=f"/resources/{index}/id")
+            raise WorkbenchError(
+                "E_MANIFEST",
+                f"resource id {rid!r} is not a safe file name: a "
+                "letter or digit, then letters, digits, '.', '_' or '-', at most "
+                "128 characters, no '..' (SEC2)",
+                id=rid,
+                field=f"/resources/{index}/id",
+            )
         sha = spec.get("sha256")
         if not isinstance(sha, str) or not SHA256.fullmatch(sha):
-            raise WorkbenchError("E_MANIFEST", f"resource {rid!r}: sha256 must be 64 lowercase hex "
-                                 "digits", id=rid, field=f"/resources/{index}/sha256")
+            raise WorkbenchError(
+                "E_MANIFEST",
+                f"resource {rid!r}: sha256 must be 64 lowercase hex digits",
+                id=rid,
+                field=f"/resources/{index}/sha256",
+            )
         target = self.root / sha / rid
         if not target.resolve().is_relative_to(self.root.resolve()):  # e.g. a planted symlink
-            raise WorkbenchError("E_PATH", f"resource {rid!r}: its cache path leads outside "
-                                 f"{self.root} (SEC2)", id=rid)
+            raise WorkbenchError(
+                "E_PATH", f"resource {rid!r}: its cache path leads outside {self.root} (SEC2)", id=rid
+            )
         return target
 
     def spec(self, rid: Any) -> dict[str, Any]:
         if not isinstance(rid, str):
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"resources.path(id): id must be a string, "
-                                 f"not {type(rid).__name__}", field="id")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"resources.path(id): id must be a string, not {type(rid).__name__}",
+                field="id",
+            )
         spec = self.specs.get(rid)
         if spec is None:
             declared = ", ".join(repr(i) for i in self.specs) or "none"
-            raise WorkbenchError("E_NOT_FOUND", f"resource {rid[:200]!r} is not declared in "
-                                 f"manifest.json (declared: {declared})", id=rid[:200],
-                                 declared=list(self.specs))
+            raise WorkbenchError(
+                "E_NOT_FOUND",
+                f"resource {rid[:200]!r} is not declared in manifest.json (declared: {declared})",
+                id=rid[:200],
+                declared=list(self.specs),
+            )
         return spec
 
     def start_required(self) -> None:
@@ -146,10 +164,14 @@ class ResourceCache:
             return str(target)
         attempt = self._start(rid, target)
         if not attempt.done.wait(timeout):
-            raise WorkbenchError("E_TIMEOUT", f"resources.path({rid!r}): the call ran out of time "
-                                 f"waiting for the download ({attempt.received:,} bytes so far); it "
-                                 "goes on in the background and a later call gets the file",
-                                 id=rid, method="resources.path")
+            raise WorkbenchError(
+                "E_TIMEOUT",
+                f"resources.path({rid!r}): the call ran out of time "
+                f"waiting for the download ({attempt.received:,} bytes so far); it "
+                "goes on in the background and a later call gets the file",
+                id=rid,
+                method="resources.path",
+            )
         if attempt.error is not None:
             raise attempt.error  # the attempt we waited on failed: share its error (R5)
         return str(target)
@@ -161,8 +183,9 @@ class ResourceCache:
             if slot.current is not None:
                 return slot.current
             attempt = slot.current = _Attempt()
-        thread = threading.Thread(target=self._run, args=(rid, target, slot, attempt),
-                                  daemon=True, name=f"resource-{rid}")
+        thread = threading.Thread(
+            target=self._run, args=(rid, target, slot, attempt), daemon=True, name=f"resource-{rid}"
+        )
         self._background = [t for t in self._background if t.is_alive()] + [thread]
         thread.start()
         return attempt
@@ -174,8 +197,9 @@ class ResourceCache:
         except WorkbenchError as exc:
             attempt.error = exc
         except Exception as exc:  # a broken source: still the tool's error to read, not a hang
-            attempt.error = WorkbenchError("E_RESOURCE", f"resource {rid!r} could not be "
-                                           f"downloaded: {type(exc).__name__}: {exc}", id=rid)
+            attempt.error = WorkbenchError(
+                "E_RESOURCE", f"resource {rid!r} could not be downloaded: {type(exc).__name__}: {exc}", id=rid
+            )
         finally:  # the file (if any) is in place first: a new caller sees it or starts afresh
             with slot.lock:
                 slot.current = None
@@ -191,27 +215,36 @@ class ResourceCache:
         deadline = time.monotonic() + DOWNLOAD_SECONDS
         for address in self.source.addresses(spec):
             if time.monotonic() >= deadline:
-                failures.append({"address": address, "reason": f"not tried: the attempt's "
-                                 f"{DOWNLOAD_SECONDS:g} s (DOWNLOAD_SECONDS) were used up"})
+                failures.append(
+                    {
+                        "address": address,
+                        "reason": f"not tried: the attempt's "
+                        f"{DOWNLOAD_SECONDS:g} s (DOWNLOAD_SECONDS) were used up",
+                    }
+                )
                 continue
             fd, tmp = tempfile.mkstemp(prefix=f".{rid}.", suffix=".part", dir=target.parent)
             digest = hashlib.sha256()
             attempt.received = 0
             try:
                 with os.fdopen(fd, "wb") as f:
+
                     def write(chunk: bytes) -> None:
                         attempt.received += len(chunk)
                         if attempt.received > DOWNLOAD_BYTES:
-                            raise FetchError(f"larger than {DOWNLOAD_BYTES:,} bytes, the cap of one "
-                                             "resource (DOWNLOAD_BYTES)")
+                            raise FetchError(
+                                f"larger than {DOWNLOAD_BYTES:,} bytes, the cap of one "
+                                "resource (DOWNLOAD_BYTES)"
+                            )
                         if time.monotonic() > deadline:
-                            raise FetchError(f"timed out after {DOWNLOAD_SECONDS:g} s "
-                                             "(DOWNLOAD_SECONDS, the bound of one attempt)")
-                        digest.update(chunk)
+                            raise FetchError(
+                                f"timed out after {DOWNLOAD_SECONDS:g} s "
+                                "(DOWNLOAD_SECONDS, the bound of one attempt)"
+                            )
+                        digest.update(chunk)  # noqa: B023 (called only in this iteration)
                         f.write(chunk)
 
-                    self.source.fetch(address, spec, write, deadline=deadline,
-                                      max_bytes=DOWNLOAD_BYTES)
+                    self.source.fetch(address, spec, write, deadline=deadline, max_bytes=DOWNLOAD_BYTES)
                 got = digest.hexdigest()
                 if got != want:
                     raise FetchError(f"sha256 mismatch: expected {want}, got {got}")
@@ -226,22 +259,30 @@ class ResourceCache:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
         listed = "; ".join(f"{f['address']}: {f['reason']}" for f in failures)
-        raise WorkbenchError("E_RESOURCE", f"resource {rid!r} could not be downloaded "
-                             f"({self.source.kind}): {listed or 'no address to try'}",
-                             id=rid, sha256=want, attempts=failures)
+        raise WorkbenchError(
+            "E_RESOURCE",
+            f"resource {rid!r} could not be downloaded ({self.source.kind}): {listed or 'no address to try'}",
+            id=rid,
+            sha256=want,
+            attempts=failures,
+        )
 
 
 class Resources:
     """ctx.resources of one call."""
 
-    def __init__(self, session: "CallSession") -> None:
+    def __init__(self, session: CallSession) -> None:
         self.session = session
 
     def path(self, id: str) -> str:
         cache: ResourceCache | None = getattr(self.session.providers, "resources", None)
         if cache is None or not self.session.manifest.resources:
-            raise WorkbenchError("E_NOT_FOUND", f"resource {id!r} is not declared in "
-                                 "manifest.json (declared: none)", id=id, declared=[])
+            raise WorkbenchError(
+                "E_NOT_FOUND",
+                f"resource {id!r} is not declared in manifest.json (declared: none)",
+                id=id,
+                declared=[],
+            )
         return cache.path(id, timeout=self.session.remaining("resources.path"))
 
 

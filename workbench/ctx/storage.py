@@ -16,61 +16,114 @@ if TYPE_CHECKING:
     from .limits import Limits
 
 # authorizer action codes that change a database
-_WRITES = {getattr(sqlite3, n) for n in dir(sqlite3) if n.startswith(
-    ("SQLITE_INSERT", "SQLITE_UPDATE", "SQLITE_DELETE", "SQLITE_CREATE_", "SQLITE_DROP_",
-     "SQLITE_ALTER_TABLE", "SQLITE_REINDEX", "SQLITE_ANALYZE"))} - {sqlite3.SQLITE_DROP_TEMP_TABLE}
+_WRITES = {
+    getattr(sqlite3, n)
+    for n in dir(sqlite3)
+    if n.startswith(
+        (
+            "SQLITE_INSERT",
+            "SQLITE_UPDATE",
+            "SQLITE_DELETE",
+            "SQLITE_CREATE_",
+            "SQLITE_DROP_",
+            "SQLITE_ALTER_TABLE",
+            "SQLITE_REINDEX",
+            "SQLITE_ANALYZE",
+        )
+    )
+} - {sqlite3.SQLITE_DROP_TEMP_TABLE}
 
 # SEC1: PRAGMAs a tool may use, all read-only introspection of its own database. A name here
 # may take an argument (table_info(t)) because its argument selects, never sets. `user_version`
 # is the one setting a tool may change (schema migrations); a write to it counts for D4.
-READ_PRAGMAS = frozenset({
-    "table_info", "table_xinfo", "table_list", "index_info", "index_xinfo", "index_list",
-    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check", "collation_list",
-    "function_list", "module_list", "pragma_list", "compile_options", "encoding", "page_count",
-    "page_size", "freelist_count", "schema_version", "data_version", "application_id",
-    "foreign_keys"})
-_SETTINGS_READ_ONLY = frozenset({"encoding", "page_size", "schema_version", "application_id",
-                                 "foreign_keys"})  # settings: reading them is fine, setting not
+READ_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "table_xinfo",
+        "table_list",
+        "index_info",
+        "index_xinfo",
+        "index_list",
+        "foreign_key_list",
+        "foreign_key_check",
+        "integrity_check",
+        "quick_check",
+        "collation_list",
+        "function_list",
+        "module_list",
+        "pragma_list",
+        "compile_options",
+        "encoding",
+        "page_count",
+        "page_size",
+        "freelist_count",
+        "schema_version",
+        "data_version",
+        "application_id",
+        "foreign_keys",
+    }
+)
+_SETTINGS_READ_ONLY = frozenset(
+    {"encoding", "page_size", "schema_version", "application_id", "foreign_keys"}
+)  # settings: reading them is fine, setting not
 # SEC1: functions that reach outside the database (loadable extensions, FTS3 tokenizer pointers)
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
 
 
-def sqlite_error(exc: sqlite3.Error, limits: "Limits", **details: Any) -> WorkbenchError:
+def sqlite_error(exc: sqlite3.Error, limits: Limits, **details: Any) -> WorkbenchError:
     """A SQLite failure on a tool's behalf as a coded error (translated once, here)."""
     msg = str(exc)
     if msg == "interrupted":  # by the watchdog (_watchdog.py) at the call's deadline
-        return WorkbenchError("E_TIMEOUT", "the storage operation was stopped: the call ran out "
-                              "of time (its timeout covers the ctx calls it makes)", **details)
+        return WorkbenchError(
+            "E_TIMEOUT",
+            "the storage operation was stopped: the call ran out "
+            "of time (its timeout covers the ctx calls it makes)",
+            **details,
+        )
     if "database is locked" in msg or "database is busy" in msg:
         return busy_error(exc)
     if "database or disk is full" in msg:
-        return WorkbenchError("E_TOO_LARGE", f"storage is full: each database holds at most "
-                              f"{limits.storage_bytes:,} bytes", limit=limits.storage_bytes,
-                              **details)
+        return WorkbenchError(
+            "E_TOO_LARGE",
+            f"storage is full: each database holds at most {limits.storage_bytes:,} bytes",
+            limit=limits.storage_bytes,
+            **details,
+        )
     if msg == "out of memory":
-        return WorkbenchError("E_TOO_LARGE", f"SQLite ran out of memory: it may hold at most "
-                              f"{limits.sqlite_heap_bytes:,} bytes at once",
-                              limit=limits.sqlite_heap_bytes, **details)
+        return WorkbenchError(
+            "E_TOO_LARGE",
+            f"SQLite ran out of memory: it may hold at most {limits.sqlite_heap_bytes:,} bytes at once",
+            limit=limits.sqlite_heap_bytes,
+            **details,
+        )
     if "too big" in msg or "too long" in msg or "too large" in msg:
-        return WorkbenchError("E_TOO_LARGE", f"SQLite: {msg} (strings and blobs up to "
-                              f"{limits.sql_value_bytes:,} bytes, statements up to "
-                              f"{limits.sql_statement_bytes:,})", **details)
+        return WorkbenchError(
+            "E_TOO_LARGE",
+            f"SQLite: {msg} (strings and blobs up to "
+            f"{limits.sql_value_bytes:,} bytes, statements up to "
+            f"{limits.sql_statement_bytes:,})",
+            **details,
+        )
     return WorkbenchError("E_SQL", f"SQLite: {msg}", **details)
 
 
 def busy_error(exc: sqlite3.Error) -> WorkbenchError:
     """A locked state database (another process's call) as a coded error, not E_INTERNAL."""
-    return WorkbenchError("E_BUSY", f"the state database stayed locked by another process "
-                          f"until the call ran out of time ({exc}); try again, or give each "
-                          "process its own state_dir")
+    return WorkbenchError(
+        "E_BUSY",
+        f"the state database stayed locked by another process "
+        f"until the call ran out of time ({exc}); try again, or give each "
+        "process its own state_dir",
+    )
 
 
 def drop_temp(db: sqlite3.Connection) -> None:
     """Drop the TEMP tables, views and triggers a call made. They are scratch (not storage, so
     not D4), and must not outlive the call: a TEMP table named like a main one would take a
     later call's writes (N5: no memory survives between calls)."""
-    rows = db.execute("SELECT type, name FROM temp.sqlite_master WHERE type IN "
-                      "('table', 'view', 'trigger')").fetchall()
+    rows = db.execute(
+        "SELECT type, name FROM temp.sqlite_master WHERE type IN ('table', 'view', 'trigger')"
+    ).fetchall()
     for kind, name in sorted(rows, key=lambda r: r[0] != "trigger"):  # triggers first
         quoted = name.replace('"', '""')
         db.execute(f'DROP {kind.upper()} IF EXISTS temp."{quoted}"')
@@ -97,7 +150,7 @@ def _instr(haystack: Any, needle: Any) -> int | None:
     return _as_text(haystack).find(_as_text(needle)) + 1
 
 
-def confine(db: sqlite3.Connection, limits: "Limits") -> None:
+def confine(db: sqlite3.Connection, limits: Limits) -> None:
     """SEC1/SEC5 limits on a connection a tool's SQL can reach: no attached database (so no
     ATTACH and no VACUUM, which attaches one), a linear instr(), bounded strings, statements,
     database size and SQLite heap."""
@@ -113,7 +166,7 @@ def confine(db: sqlite3.Connection, limits: "Limits") -> None:
     db.execute(f"PRAGMA hard_heap_limit = {limits.sqlite_heap_bytes}")
 
 
-def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: "Limits") -> None:
+def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: Limits) -> None:
     """D3: run db/schema.sql once, on the first open of the gem's database: while it holds no
     table, view, index or trigger (not `user_version`, which a tool may set back to 0).
 
@@ -127,8 +180,13 @@ def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: "Limits
     except sqlite3.Error as exc:
         if db.in_transaction:
             db.execute("ROLLBACK")
-        why = (f"it ran over {limits.schema_seconds:g} s" if str(exc) == "interrupted" else
-               f"{guard.denied} (SEC1)" if guard.denied else str(exc))
+        why = (
+            f"it ran over {limits.schema_seconds:g} s"
+            if str(exc) == "interrupted"
+            else f"{guard.denied} (SEC1)"
+            if guard.denied
+            else str(exc)
+        )
         raise GemLoadError(f"db/schema.sql failed: {why}", file="db/schema.sql") from None
     finally:
         _watchdog.disarm(token)
@@ -139,18 +197,22 @@ def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: "Limits
 
 def _str(v: Any, what: str) -> str:
     if not isinstance(v, str):
-        raise WorkbenchError("E_INVALID_ARGUMENT", f"kv {what} must be a string, got "
-                             f"{type(v).__name__} ({v!r:.40}); convert it with String(…) or "
-                             "JSON.stringify(…)", field=what)
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"kv {what} must be a string, got "
+            f"{type(v).__name__} ({v!r:.40}); convert it with String(…) or "
+            "JSON.stringify(…)",
+            field=what,
+        )
     return well_formed(v)
 
 
 class KV:
     """ctx.storage.kv: small string settings and cursors."""
 
-    def __init__(self, session: "CallSession") -> None:
+    def __init__(self, session: CallSession) -> None:
         self.s = session
-        self.store: "DataStore" = session.providers.store
+        self.store: DataStore = session.providers.store
 
     def get(self, key: str) -> str | None:
         self.s.flush()
@@ -159,8 +221,9 @@ class KV:
     def set(self, key: str, value: str) -> None:
         key, value = _str(key, "key"), _str(value, "value")
         if len(key) + len(value) > (cap := self.s.limits.sql_value_bytes):
-            raise WorkbenchError("E_TOO_LARGE", f"kv entry {key[:40]!r}: over {cap:,} characters",
-                                 field="value", limit=cap)
+            raise WorkbenchError(
+                "E_TOO_LARGE", f"kv entry {key[:40]!r}: over {cap:,} characters", field="value", limit=cap
+            )
         self.s.writing("storage.kv.set")
         self.s.flush()
         self.store.kv_set(key, value)
@@ -175,8 +238,12 @@ class KV:
         """Keys starting with prefix, sorted."""
         self.s.flush()
         prefix = _str(prefix, "prefix")
-        rows = bounded_rows(self.store.kv_keys(prefix), self.s.limits.sql_result_bytes,
-                            "kv.list; use a longer prefix:", field="prefix")
+        rows = bounded_rows(
+            self.store.kv_keys(prefix),
+            self.s.limits.sql_result_bytes,
+            "kv.list; use a longer prefix:",
+            field="prefix",
+        )
         return [r[0] for r in rows]
 
 
@@ -186,7 +253,7 @@ class _Guard:
     def __init__(self, *, read_only: bool) -> None:
         self.read_only, self.wrote, self.denied = read_only, False, ""
 
-    def install(self, db: sqlite3.Connection) -> "_Guard":
+    def install(self, db: sqlite3.Connection) -> _Guard:
         db.set_authorizer(self.authorize)
         return self
 
@@ -201,12 +268,15 @@ class _Guard:
             name = str(arg1).lower()
             if name == "user_version" and arg2 is not None:
                 return self._write()
-            if name == "user_version" or (name in READ_PRAGMAS and not (
-                    arg2 is not None and name in _SETTINGS_READ_ONLY)):
+            if name == "user_version" or (
+                name in READ_PRAGMAS and not (arg2 is not None and name in _SETTINGS_READ_ONLY)
+            ):
                 return sqlite3.SQLITE_OK
-            return self._deny(f"PRAGMA {name}{'' if arg2 is None else ' = …'}: only read-only "
-                              f"PRAGMAs ({', '.join(sorted(READ_PRAGMAS))}) and user_version "
-                              "are available")
+            return self._deny(
+                f"PRAGMA {name}{'' if arg2 is None else ' = …'}: only read-only "
+                f"PRAGMAs ({', '.join(sorted(READ_PRAGMAS))}) and user_version "
+                "are available"
+            )
         if action == sqlite3.SQLITE_FUNCTION and str(arg2).lower() in _DENIED_FUNCTIONS:
             return self._deny(f"{arg2}(): not available to gems")
         if action in _WRITES and db_name != "temp":  # temp tables are scratch, not storage
@@ -221,11 +291,12 @@ class _Guard:
         self.denied = self.denied or why
         return sqlite3.SQLITE_DENY
 
+
 def _row_bytes(row: tuple[Any, ...]) -> int:
     return sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row) + 8
 
 
-def bounded_rows(cur: "Rows", cap: int, what: str, **details: Any) -> list[Any]:
+def bounded_rows(cur: Rows, cap: int, what: str, **details: Any) -> list[Any]:
     """All rows of `cur`, or E_TOO_LARGE as soon as they pass `cap` bytes (SEC5): row by row,
     so no more than one row is read past the cap."""
     size, rows = 0, []
@@ -233,8 +304,9 @@ def bounded_rows(cur: "Rows", cap: int, what: str, **details: Any) -> list[Any]:
         size += _row_bytes(row)
         if size > cap:
             cur.close()
-            raise WorkbenchError("E_TOO_LARGE", f"{what} returns over {cap:,} bytes (SEC5)",
-                                 limit=cap, **details)
+            raise WorkbenchError(
+                "E_TOO_LARGE", f"{what} returns over {cap:,} bytes (SEC5)", limit=cap, **details
+            )
         rows.append(row)
     return rows
 
@@ -247,7 +319,7 @@ class SQL:
     `limits.sql_result_bytes` of rows.
     """
 
-    def __init__(self, session: "CallSession") -> None:
+    def __init__(self, session: CallSession) -> None:
         self.s = session
         self.db = session.providers.sql_db
 
@@ -257,8 +329,9 @@ class SQL:
         if params is None:
             params = []
         if not isinstance(params, (list, tuple, dict)):
-            raise WorkbenchError("E_INVALID_ARGUMENT", "params must be a list (for ?) or an object "
-                                 "(for :name)", field="params")
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT", "params must be a list (for ?) or an object (for :name)", field="params"
+            )
         self.s.used_sql = True
         left = self.s.remaining("storage.sql")
         if left is not None:  # waiting for another process's lock counts against the call too
@@ -271,23 +344,34 @@ class SQL:
             raise self._error(exc, guard, sql) from None
         except MemoryError:  # SQLITE_NOMEM: the statement hit the heap limit set by confine()
             cap = self.s.limits.sqlite_heap_bytes
-            raise WorkbenchError("E_TOO_LARGE", f"the statement needs more memory than SQLite "
-                                 f"may hold ({cap:,} bytes)", sql=sql, limit=cap) from None
+            raise WorkbenchError(
+                "E_TOO_LARGE",
+                f"the statement needs more memory than SQLite may hold ({cap:,} bytes)",
+                sql=sql,
+                limit=cap,
+            ) from None
         finally:
             guard.remove(self.db)
             if guard.wrote:  # D4; in strict mode this raises E_SIDE_EFFECT instead of SQLite's refusal
                 self.s.writing("storage.sql")
 
     def _fetch(self, cur: sqlite3.Cursor, sql: str) -> list[Any]:
-        return bounded_rows(cur, self.s.limits.sql_result_bytes, "the query; select fewer "
-                            "columns or add LIMIT/OFFSET:", sql=sql)
+        return bounded_rows(
+            cur,
+            self.s.limits.sql_result_bytes,
+            "the query; select fewer columns or add LIMIT/OFFSET:",
+            sql=sql,
+        )
 
     def _error(self, exc: sqlite3.Error, guard: _Guard, sql: str) -> WorkbenchError:
         if guard.denied:
             return WorkbenchError("E_PERM_DENIED", f"SQLite: {guard.denied} (SEC1)", sql=sql)
         if "too many attached databases" in str(exc):
-            return WorkbenchError("E_PERM_DENIED", "ATTACH and VACUUM are not available: the "
-                                  "gem's SQL reaches only its own database (SEC1)", sql=sql)
+            return WorkbenchError(
+                "E_PERM_DENIED",
+                "ATTACH and VACUUM are not available: the gem's SQL reaches only its own database (SEC1)",
+                sql=sql,
+            )
         return sqlite_error(exc, self.s.limits, sql=sql)
 
     def query(self, sql: str, params: Any = None) -> list[dict[str, Any]]:

@@ -19,9 +19,9 @@ from .._text import is_unicode
 from .schema import pointer
 
 MiB = 1024 * 1024
-MAX_JSON_BYTES = 4 * MiB     # manifest.json: far above any real one (tens of KB)
-MAX_DEPTH = 64               # nesting of manifest.json, inputSchemas included
-MAX_SCHEMA_SQL_BYTES = 4 * MiB   # db/schema.sql
+MAX_JSON_BYTES = 4 * MiB  # manifest.json: far above any real one (tens of KB)
+MAX_DEPTH = 64  # nesting of manifest.json, inputSchemas included
+MAX_SCHEMA_SQL_BYTES = 4 * MiB  # db/schema.sql
 
 
 def read_file(path: Path, limit: int) -> bytes:
@@ -49,8 +49,7 @@ def read_file(path: Path, limit: int) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
         if size > limit:
-            raise GemLoadError(f"{path.name} is larger than {limit:,} bytes", file=str(path),
-                               limit=limit)
+            raise GemLoadError(f"{path.name} is larger than {limit:,} bytes", file=str(path), limit=limit)
         return b"".join(chunks)
     except OSError as exc:
         raise GemLoadError(f"{path.name} cannot be read: {exc.strerror}", file=str(path)) from None
@@ -63,8 +62,9 @@ def read_text(path: Path, limit: int) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise GemLoadError(f"{path.name} is not UTF-8 ({exc.reason} at byte {exc.start})",
-                           file=str(path)) from None
+        raise GemLoadError(
+            f"{path.name} is not UTF-8 ({exc.reason} at byte {exc.start})", file=str(path)
+        ) from None
 
 
 def read_json(path: Path) -> Any:
@@ -72,18 +72,26 @@ def read_json(path: Path) -> Any:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise GemLoadError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno} "
-                           f"column {exc.colno}", file=str(path), line=exc.lineno,
-                           column=exc.colno) from None
+        raise GemLoadError(
+            f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            file=str(path),
+            line=exc.lineno,
+            column=exc.colno,
+        ) from None
     except RecursionError:  # the C parser's own guard, around 1,000 levels
-        raise GemLoadError(f"{path.name} is nested deeper than {MAX_DEPTH} levels",
-                           file=str(path), limit=MAX_DEPTH) from None
+        raise GemLoadError(
+            f"{path.name} is nested deeper than {MAX_DEPTH} levels", file=str(path), limit=MAX_DEPTH
+        ) from None
     except ValueError as exc:  # e.g. an integer of more than 4,300 digits
         raise GemLoadError(f"{path.name} is not usable JSON: {exc}", file=str(path)) from None
     where, why = hostile_value(value)
     if why:
-        raise GemLoadError(f"{path.name}: {where or '/'}: {why}", file=str(path), pointer=where,
-                           **({"limit": MAX_DEPTH} if "deeper" in why else {}))
+        raise GemLoadError(
+            f"{path.name}: {where or '/'}: {why}",
+            file=str(path),
+            pointer=where,
+            **({"limit": MAX_DEPTH} if "deeper" in why else {}),
+        )
     return value
 
 
@@ -120,7 +128,6 @@ def hostile_value(value: Any) -> tuple[str, str]:
             else:
                 stack.extend((item, depth + 1, me, i) for i, item in enumerate(v))
     return "", ""
-
 
 
 def realpath(path: Path) -> Path | None:
@@ -168,7 +175,7 @@ def escaping_links(root: Path) -> list[Path]:
 
 def clip(text: str, limit: int = 300) -> str:
     """A message of bounded size (jsonschema's quote whole values), printable as UTF-8."""
-    text = text if len(text) <= limit else text[:limit - 1] + "…"
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
     return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
@@ -179,6 +186,5 @@ def schema_sql(root: Path) -> str | None:
         return None
     real = realpath(path)
     if real is None or not real.is_relative_to(root):
-        raise GemLoadError("db/schema.sql is a link leading outside the gem folder",
-                           file=str(path))
+        raise GemLoadError("db/schema.sql is a link leading outside the gem folder", file=str(path))
     return read_text(path, MAX_SCHEMA_SQL_BYTES)

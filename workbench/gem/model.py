@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 Language = Literal["python", "javascript", "typescript", "wasm"]
-LANGUAGES: dict[str, Language] = {".py": "python", ".js": "javascript", ".ts": "typescript",
-                                  ".wasm": "wasm"}
+LANGUAGES: dict[str, Language] = {".py": "python", ".js": "javascript", ".ts": "typescript", ".wasm": "wasm"}
 
 
 @dataclass(frozen=True)
@@ -16,8 +15,8 @@ class ToolSpec:
     """One tool of a gem, as declared in the manifest."""
 
     name: str
-    file: Path                      # absolute path of the tool's source
-    rel_file: str                   # as written in the manifest
+    file: Path  # absolute path of the tool's source
+    rel_file: str  # as written in the manifest
     description: str
     input_schema: dict[str, Any]
     side_effect: Literal["read", "write"]
@@ -39,7 +38,7 @@ class Manifest:
     id: str
     name: str
     version: str
-    platform: str                   # the profile that loaded it (workbench.platforms)
+    platform: str  # the profile that loaded it (workbench.platforms)
     permissions: dict[str, Any]
     collections: dict[str, CollectionSpec]
     resources: tuple[dict[str, Any], ...]

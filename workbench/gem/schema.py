@@ -27,14 +27,15 @@ from .schema_walk import MAX_SCHEMA_STATES, Doc, TooComplex, in_place_cycle, wal
 
 # Bounds of the workbench's own (candidates for ctx/limits.py): far above what a real schema or
 # input needs, low enough that a hostile one costs seconds, not minutes or gigabytes.
-MAX_VIOLATIONS = 5_000          # violations listed in error.details["violations"]
-MAX_LISTED_IN_MESSAGE = 50      # of which the error message quotes the first
-CHECK_STEPS = 50_000            # keyword applications per input (~20 µs each), plus…
-CHECK_STEPS_PER_VALUE = 64      # …this many per value in the input: linear in its size
-CHECK_SECONDS = 10.0            # and wall clock, whichever comes first
+MAX_VIOLATIONS = 5_000  # violations listed in error.details["violations"]
+MAX_LISTED_IN_MESSAGE = 50  # of which the error message quotes the first
+CHECK_STEPS = 50_000  # keyword applications per input (~20 µs each), plus…
+CHECK_STEPS_PER_VALUE = 64  # …this many per value in the input: linear in its size
+CHECK_SECONDS = 10.0  # and wall clock, whichever comes first
 
 
 # -- the load check ------------------------------------------------------------------------
+
 
 def check_input_schema(schema: Any, rules: SchemaRules = NOTOCHORD) -> list[tuple[str, str]]:
     """Problems that make an inputSchema unusable, as (pointer relative to it, message).
@@ -51,20 +52,31 @@ def check_input_schema(schema: Any, rules: SchemaRules = NOTOCHORD) -> list[tupl
     if rules.root_keys is not None:
         extra = sorted(k for k in schema if k not in rules.root_keys)
         if extra:
-            return [(f"/{extra[0]}", f"the platform allows only {', '.join(rules.root_keys)} "
-                                     f"at the schema's root, not {clip(repr(extra[0]), 80)}")]
+            return [
+                (
+                    f"/{extra[0]}",
+                    f"the platform allows only {', '.join(rules.root_keys)} "
+                    f"at the schema's root, not {clip(repr(extra[0]), 80)}",
+                )
+            ]
     doc = Doc(schema)
     try:
         walk = walk_schema(schema, doc, rules.unsupported_keywords)
     except TooComplex:
-        return [("", f"schema too complex to check: over {MAX_SCHEMA_STATES:,} subschemas "
-                     "reachable through $ref")]
+        return [
+            ("", f"schema too complex to check: over {MAX_SCHEMA_STATES:,} subschemas reachable through $ref")
+        ]
     problems = [(doc.path(node, rel), msg) for node, rel, msg in doc.problems]
     if not problems:
         cycle = in_place_cycle(walk)
         if cycle is not None:
-            problems.append((cycle, "$ref cycle that never reaches a property or item: "
-                                    "validating any input against it would never end"))
+            problems.append(
+                (
+                    cycle,
+                    "$ref cycle that never reaches a property or item: "
+                    "validating any input against it would never end",
+                )
+            )
     if problems:  # the metaschema check would compile the forbidden regexes: not needed now
         return sorted({(pointer(p), m) for p, m in problems})
     try:
@@ -77,6 +89,7 @@ def check_input_schema(schema: Any, rules: SchemaRules = NOTOCHORD) -> list[tupl
 
 
 # -- bounded validation --------------------------------------------------------------------
+
 
 @dataclass
 class Check:
@@ -131,13 +144,17 @@ class InputValidator:
                     seen.add(key)
                     out.append(v)
         except Exhausted:
-            stopped = (f"checking the input against inputSchema was stopped after {budget.why} "
-                       "(the schema, e.g. its $ref recursion, costs too much on this input)")
+            stopped = (
+                f"checking the input against inputSchema was stopped after {budget.why} "
+                "(the schema, e.g. its $ref recursion, costs too much on this input)"
+            )
         except RecursionError:
             stopped = "the input is nested too deeply for this schema's recursion to be checked"
         except Exception as exc:  # noqa: BLE001 — e.g. OverflowError in multipleOf: a coded error
-            stopped = (f"the input could not be checked against inputSchema: "
-                       f"{type(exc).__name__}: {clip(str(exc), 200)}")
+            stopped = (
+                f"the input could not be checked against inputSchema: "
+                f"{type(exc).__name__}: {clip(str(exc), 200)}"
+            )
         finally:
             current.budget = outer
         out.sort(key=lambda v: v["path"])
@@ -162,9 +179,13 @@ def _violations_of(e: Any, room: int) -> tuple[list[dict[str, str]], int]:
     if e.validator == "additionalProperties" and e.validator_value is False:
         props = e.schema.get("properties", {})
         extra = sorted(k for k in e.instance if k not in props)
-        return [{"path": f"{base}/{pointer([name])[1:]}",
-                 "message": clip(f"unexpected field '{name}' (additionalProperties is false)")}
-                for name in extra[:room]], len(extra)
+        return [
+            {
+                "path": f"{base}/{pointer([name])[1:]}",
+                "message": clip(f"unexpected field '{name}' (additionalProperties is false)"),
+            }
+            for name in extra[:room]
+        ], len(extra)
     return [{"path": base or "/", "message": clip(e.message)}][:room], 1
 
 
@@ -182,6 +203,7 @@ def _size(value: Any) -> int:
 
 
 # -- the whole input check of one call -------------------------------------------------------
+
 
 def scan_input(value: Any, max_depth: int) -> tuple[int, dict[str, Any] | None]:
     """(number of values, first problem as {path, message[, limit]}) of a tool input, found
@@ -214,9 +236,11 @@ def scan_input(value: Any, max_depth: int) -> tuple[int, dict[str, Any] | None]:
         if not isinstance(v, (dict, list, tuple)):
             continue
         if depth + 1 > max_depth:
-            return count, {"path": path_of(parent, key), "limit": max_depth,
-                           "message": f"is nested deeper than {max_depth} levels "
-                                      "(limits.json_depth)"}
+            return count, {
+                "path": path_of(parent, key),
+                "limit": max_depth,
+                "message": f"is nested deeper than {max_depth} levels (limits.json_depth)",
+            }
         if id(v) in on_path:
             return count, {"path": path_of(parent, key), "message": "contains itself (a cycle)"}
         on_path.add(id(v))
@@ -230,8 +254,9 @@ def scan_input(value: Any, max_depth: int) -> tuple[int, dict[str, Any] | None]:
     return count, None
 
 
-def check_input(validator: InputValidator, args: Any, *, tool: str,
-                max_depth: int) -> tuple[Any, WorkbenchError | None]:
+def check_input(
+    validator: InputValidator, args: Any, *, tool: str, max_depth: int
+) -> tuple[Any, WorkbenchError | None]:
     """The input as the tool receives it (a JSON copy, top-level nulls dropped), or E_SCHEMA
     naming the field: never an exception for any value (N8, SEC7)."""
     import json
@@ -241,15 +266,19 @@ def check_input(validator: InputValidator, args: Any, *, tool: str,
     size, problem = scan_input(args, max_depth)
     if problem is not None:
         return None, WorkbenchError(
-            "E_SCHEMA", f"input for '{tool}' {problem['message']}: {clip(problem['path'], 120)}",
-            field=problem["path"], violations=[{k: problem[k] for k in ("path", "message")}],
-            **({"limit": problem["limit"]} if "limit" in problem else {}))
+            "E_SCHEMA",
+            f"input for '{tool}' {problem['message']}: {clip(problem['path'], 120)}",
+            field=problem["path"],
+            violations=[{k: problem[k] for k in ("path", "message")}],
+            **({"limit": problem["limit"]} if "limit" in problem else {}),
+        )
     try:  # a JSON round trip: what the platform's caller can send, and a copy the tool owns
         args = json.loads(json.dumps(args, allow_nan=False))
     except (TypeError, ValueError, RecursionError):
         why = why_not_json(args, "input") or "it cannot be serialised"
-        return None, WorkbenchError("E_SCHEMA", f"input for '{tool}' is not JSON: {why}",
-                                    violations=[{"path": "/", "message": why}])
+        return None, WorkbenchError(
+            "E_SCHEMA", f"input for '{tool}' is not JSON: {why}", violations=[{"path": "/", "message": why}]
+        )
     args = validator.normalise(args)
     result = validator.check(args, size=size)
     problems = list(result.violations)
@@ -258,17 +287,27 @@ def check_input(validator: InputValidator, args: Any, *, tool: str,
     if not problems:
         return args, None
     if not result.violations:  # stopped before finding any: say so, not "1 problem"
-        return None, WorkbenchError("E_SCHEMA", f"input for '{tool}': {result.stopped}",
-                                    field="/", violations=problems, complete=False)
+        return None, WorkbenchError(
+            "E_SCHEMA",
+            f"input for '{tool}': {result.stopped}",
+            field="/",
+            violations=problems,
+            complete=False,
+        )
     count = result.total + (1 if result.stopped else 0)
     at_least = "" if result.complete else "at least "
     shown = problems[:MAX_LISTED_IN_MESSAGE]
     listed = "; ".join(f"{p['path']}: {p['message']}" for p in shown)
     if count > len(shown):
-        listed += (f"; and {at_least}{count - len(shown):,} more ({len(problems):,} listed in "
-                   "error.details['violations'])")
+        listed += (
+            f"; and {at_least}{count - len(shown):,} more ({len(problems):,} listed in "
+            "error.details['violations'])"
+        )
     return None, WorkbenchError(
-        "E_SCHEMA", f"input for '{tool}' does not match its inputSchema ({at_least}{count:,} "
+        "E_SCHEMA",
+        f"input for '{tool}' does not match its inputSchema ({at_least}{count:,} "
         f"problem{'s' if count != 1 else ''}): {listed}",
-        field=problems[0]["path"], violations=problems,
-        **({} if result.complete else {"complete": False}))
+        field=problems[0]["path"],
+        violations=problems,
+        **({} if result.complete else {"complete": False}),
+    )

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .schema_text import short
 from .schema_walk import UNSUPPORTED_KEYWORDS
@@ -49,11 +50,13 @@ current = threading.local()  # the budget of the check running on this thread
 
 def _counted(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A keyword function that first takes one step from the current budget."""
+
     def keyword(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
         budget = getattr(current, "budget", None)
         if budget is not None:
             budget.tick()
         return fn(validator, value, instance, schema)
+
     return keyword
 
 
@@ -74,8 +77,10 @@ def _take(n: int = 1) -> None:
 # taking one step per subschema visited and one per field or item looked at; the evaluated
 # names are kept in sets (jsonschema's lists make `not in` quadratic in the input's size).
 
-def _through_applicators(walk: Callable[[Any, Any, Any], set[Any]], validator: Any,
-                         instance: Any, schema: dict[str, Any]) -> set[Any]:
+
+def _through_applicators(
+    walk: Callable[[Any, Any, Any], set[Any]], validator: Any, instance: Any, schema: dict[str, Any]
+) -> set[Any]:
     """What `walk` (either walk below) finds through the keywords both share: $ref and
     $dynamicRef (both looked up statically, as jsonschema does here), allOf/oneOf/anyOf
     subschemas the instance passes, and if/then/else."""
@@ -84,8 +89,11 @@ def _through_applicators(walk: Callable[[Any, Any, Any], set[Any]], validator: A
         ref = schema.get(kw)
         if ref is not None:
             resolved = validator._resolver.lookup(ref)
-            found |= walk(validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
-                          instance, resolved.contents)
+            found |= walk(
+                validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
+                instance,
+                resolved.contents,
+            )
     for kw in ("allOf", "oneOf", "anyOf"):
         for sub in schema.get(kw, ()):
             if next(iter(validator.descend(instance, sub)), None) is None:
@@ -158,12 +166,13 @@ def _unevaluated_items(validator: Any, value: Any, instance: Any, schema: Any) -
     if extra:
         listed = ", ".join(short.repr(instance[i]) for i in extra[:5])
         more = f" and {len(extra) - 5:,} more" if len(extra) > 5 else ""
-        yield ValidationError(f"Unevaluated items are not allowed ({listed}{more} "
-                              f"{'was' if len(extra) == 1 else 'were'} unexpected)")
+        yield ValidationError(
+            f"Unevaluated items are not allowed ({listed}{more} "
+            f"{'was' if len(extra) == 1 else 'were'} unexpected)"
+        )
 
 
-def _unevaluated_properties(validator: Any, value: Any, instance: Any,
-                            schema: Any) -> Iterator[Any]:
+def _unevaluated_properties(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
     from jsonschema.exceptions import ValidationError
 
     if not validator.is_type(instance, "object"):
@@ -172,8 +181,11 @@ def _unevaluated_properties(validator: Any, value: Any, instance: Any,
     bad = []
     for name in instance:
         _take()
-        if name not in evaluated and next(iter(validator.descend(
-                instance[name], value, path=name, schema_path=name)), None) is not None:
+        if (
+            name not in evaluated
+            and next(iter(validator.descend(instance[name], value, path=name, schema_path=name)), None)
+            is not None
+        ):
             bad.append(name)
     if bad:
         if value is False:
@@ -183,9 +195,10 @@ def _unevaluated_properties(validator: Any, value: Any, instance: Any,
         verb = "was" if len(bad) == 1 else "were"
         yield ValidationError(
             f"Unevaluated properties are not allowed ({listed}{more} {verb} unexpected)"
-            if value is False else
-            f"Unevaluated properties are not valid under the given schema ({listed}{more} "
-            f"{verb} unevaluated and invalid)")
+            if value is False
+            else f"Unevaluated properties are not valid under the given schema ({listed}{more} "
+            f"{verb} unevaluated and invalid)"
+        )
 
 
 def _unsupported(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -222,15 +235,18 @@ def _any_of(validator: Any, any_of: Any, instance: Any, schema: Any) -> Iterator
 def _one_of(validator: Any, one_of: Any, instance: Any, schema: Any) -> Iterator[Any]:
     from jsonschema.exceptions import ValidationError
 
-    valid = [i for i, sub in enumerate(one_of)
-             if next(iter(validator.descend(instance, sub, schema_path=i)), None) is None]
+    valid = [
+        i
+        for i, sub in enumerate(one_of)
+        if next(iter(validator.descend(instance, sub, schema_path=i)), None) is None
+    ]
     if not valid:
-        yield ValidationError(f"{short.repr(instance)} is not valid under any of the given "
-                              "schemas")
+        yield ValidationError(f"{short.repr(instance)} is not valid under any of the given schemas")
     elif len(valid) > 1:
         which = ", ".join(map(str, valid[:5])) + ("…" if len(valid) > 5 else "")
-        yield ValidationError(f"{short.repr(instance)} is valid under more than one of the "
-                              f"given schemas (oneOf: {which})")
+        yield ValidationError(
+            f"{short.repr(instance)} is valid under more than one of the given schemas (oneOf: {which})"
+        )
 
 
 _validator_class: Any = None
@@ -245,10 +261,15 @@ def bounded_validator_class() -> Any:
         from jsonschema import Draft202012Validator, validators
 
         table = dict(Draft202012Validator.VALIDATORS)
-        table.update({kw: _unsupported for kw in UNSUPPORTED_KEYWORDS},
-                     anyOf=_any_of, oneOf=_one_of, required=_required,
-                     unevaluatedProperties=_unevaluated_properties,
-                     unevaluatedItems=_unevaluated_items)
+        table.update(
+            {kw: _unsupported for kw in UNSUPPORTED_KEYWORDS},
+            anyOf=_any_of,
+            oneOf=_one_of,
+            required=_required,
+            unevaluatedProperties=_unevaluated_properties,
+            unevaluatedItems=_unevaluated_items,
+        )
         _validator_class = validators.extend(
-            Draft202012Validator, {k: _counted(fn) for k, fn in table.items()})
+            Draft202012Validator, {k: _counted(fn) for k, fn in table.items()}
+        )
     return _validator_class

@@ -6,7 +6,7 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
-MAX_MESSAGE_CHARS = 300         # one violation's message (jsonschema's quote whole values)
+MAX_MESSAGE_CHARS = 300  # one violation's message (jsonschema's quote whole values)
 
 short = reprlib.Repr()
 short.maxstring = short.maxother = 60
@@ -25,5 +25,5 @@ def pointer(parts: Any) -> str:
 
 
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    text = text if len(text) <= limit else text[:limit - 1] + "…"
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
     return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")

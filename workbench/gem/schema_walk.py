@@ -4,8 +4,9 @@ subschemas applied to the same instance (a cycle of those never ends)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .schema_text import clip, raw_pointer, short
@@ -15,20 +16,42 @@ if TYPE_CHECKING:
 
 UNSUPPORTED_KEYWORDS = ("pattern", "patternProperties", "uniqueItems")
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
-MAX_SCHEMA_STATES = 200_000     # (subschema, base URI) pairs the load check visits
+MAX_SCHEMA_STATES = 200_000  # (subschema, base URI) pairs the load check visits
 
 # Keywords whose value is a schema, a list of schemas, or a map of name -> schema. Deliberately
 # wider than 2020-12 (older drafts' `dependencies`, `additionalItems`, `definitions`): the walk
 # must cover at least every place jsonschema applies a schema.
-_SCHEMA_VALUED = ("additionalProperties", "items", "contains", "not", "if", "then", "else",
-                  "propertyNames", "unevaluatedItems", "unevaluatedProperties",
-                  "additionalItems")
+_SCHEMA_VALUED = (
+    "additionalProperties",
+    "items",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "additionalItems",
+)
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
-                "dependencies")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 # Applied to the same instance: a cycle through only these (and refs) never ends.
-_IN_PLACE = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "then", "else",
-                       "dependentSchemas", "dependencies", "$ref", "$dynamicRef"))
+_IN_PLACE = frozenset(
+    (
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentSchemas",
+        "dependencies",
+        "$ref",
+        "$dynamicRef",
+    )
+)
 
 
 class Doc:
@@ -54,14 +77,20 @@ class Doc:
             if not isinstance(node, dict):
                 continue
             dialect = node.get("$schema")
-            if isinstance(dialect, str) and (node is not doc
-                                             or dialect.rstrip("#") != DRAFT_2020_12):
+            if isinstance(dialect, str) and (node is not doc or dialect.rstrip("#") != DRAFT_2020_12):
                 # jsonschema switches to another class (keyword set) wherever `$schema` sits
-                self.problems.append((id(node), ("$schema",), "only JSON Schema 2020-12 is "
-                                      "supported, declared at most once, at the root of "
-                                      f"inputSchema (found {short.repr(dialect)})"))
-            if node is not doc and any(isinstance(node.get(k), str)
-                                       for k in ("$id", "$anchor", "$dynamicAnchor")):
+                self.problems.append(
+                    (
+                        id(node),
+                        ("$schema",),
+                        "only JSON Schema 2020-12 is "
+                        "supported, declared at most once, at the root of "
+                        f"inputSchema (found {short.repr(dialect)})",
+                    )
+                )
+            if node is not doc and any(
+                isinstance(node.get(k), str) for k in ("$id", "$anchor", "$dynamicAnchor")
+            ):
                 self.targets.append(node)
 
     def path(self, node: int, rel: tuple = ()) -> tuple:
@@ -102,7 +131,7 @@ class _Walk:
     edges: list[list[tuple[int, tuple]]] = field(default_factory=list)  # (to, via: relative)
     pending: list[int] = field(default_factory=list)
 
-    def add(self, schema: Any, resolver: "Resolver[Any]") -> int | None:
+    def add(self, schema: Any, resolver: Resolver[Any]) -> int | None:
         """The state of `schema` validated with `resolver` (queued when new); None: a
         boolean schema, nothing to check or follow."""
         if not isinstance(schema, dict):
@@ -121,8 +150,7 @@ class _Walk:
     def bad(self, schema: Any, rel: tuple, message: str) -> None:
         self.doc.problems.append((id(schema), rel, message))
 
-    def follow(self, at: dict[str, Any], kw: str, resolver: "Resolver[Any]",
-               ref: str) -> int | None:
+    def follow(self, at: dict[str, Any], kw: str, resolver: Resolver[Any], ref: str) -> int | None:
         """The state `at[kw]` = `ref` leads to, or None after recording why it may not be
         followed (as jsonschema would: resolver.lookup, the target validated with the
         resolver it comes with)."""
@@ -131,40 +159,52 @@ class _Walk:
         try:
             resolved = resolver.lookup(ref)
         except Unresolvable:
-            self.bad(at, (kw,), f"$ref {short.repr(ref)} " + (
-                "points to nothing in the schema" if ref.startswith("#") else
-                "does not resolve inside the schema (remote, file: and urn: references are not "
-                "fetched)"))
+            self.bad(
+                at,
+                (kw,),
+                f"$ref {short.repr(ref)} "
+                + (
+                    "points to nothing in the schema"
+                    if ref.startswith("#")
+                    else "does not resolve inside the schema (remote, file: and urn: references are not "
+                    "fetched)"
+                ),
+            )
             return None
         except Exception as exc:  # a malformed URI or pointer: urljoin, int("x"), str[...]
-            self.bad(at, (kw,), f"$ref {short.repr(ref)} cannot be resolved: "
-                                f"{type(exc).__name__}: {clip(str(exc), 120)}")
+            self.bad(
+                at,
+                (kw,),
+                f"$ref {short.repr(ref)} cannot be resolved: {type(exc).__name__}: {clip(str(exc), 120)}",
+            )
             return None
         target = resolved.contents
         if isinstance(target, bool):
             return None
         if not isinstance(target, dict):
-            self.bad(at, (kw,), f"$ref {short.repr(ref)} points at a "
-                                f"{type(target).__name__}, not a schema")
+            self.bad(at, (kw,), f"$ref {short.repr(ref)} points at a {type(target).__name__}, not a schema")
             return None
         if id(target) not in self.doc.up:  # e.g. a metaschema bundled with jsonschema
-            self.bad(at, (kw,), f"$ref {short.repr(ref)} points outside this schema; "
-                                "references resolve only inside it")
+            self.bad(
+                at,
+                (kw,),
+                f"$ref {short.repr(ref)} points outside this schema; references resolve only inside it",
+            )
             return None
         return self.add(target, resolved.resolver)
 
 
-def walk_schema(schema: dict[str, Any], doc: Doc,
-                unsupported: tuple[str, ...] = UNSUPPORTED_KEYWORDS) -> _Walk:
+def walk_schema(
+    schema: dict[str, Any], doc: Doc, unsupported: tuple[str, ...] = UNSUPPORTED_KEYWORDS
+) -> _Walk:
     """Visit every subschema validation can reach (applicators and refs), each once per base
     URI, iteratively; record forbidden keywords, unresolvable refs and in-place edges."""
+    from jsonschema.validators import SPECIFICATIONS
     from referencing import Registry
     from referencing.jsonschema import DRAFT202012
-    from jsonschema.validators import SPECIFICATIONS
 
     # the registry the validator will use: the bundled metaschemas, nothing retrievable
-    root = SPECIFICATIONS.combine(Registry()).resolver_with_root(
-        DRAFT202012.create_resource(schema))
+    root = SPECIFICATIONS.combine(Registry()).resolver_with_root(DRAFT202012.create_resource(schema))
     walk = _Walk(doc)
     walk.add(schema, root)
     # Whatever a $dynamicRef may land on (its dynamic scope is known only while validating)
@@ -174,16 +214,24 @@ def walk_schema(schema: dict[str, Any], doc: Doc,
             ref = "#" + quote(raw_pointer(doc.path(id(target))), safe="/~")
         except UnicodeEncodeError:  # a lone surrogate in a key: the manifest check says so
             continue
-        walk.follow(target, next(k for k in ("$id", "$anchor", "$dynamicAnchor")
-                                 if isinstance(target.get(k), str)), root, ref)
+        walk.follow(
+            target,
+            next(k for k in ("$id", "$anchor", "$dynamicAnchor") if isinstance(target.get(k), str)),
+            root,
+            ref,
+        )
     anchors: dict[str, list[int]] = {}
     while walk.pending:
         i = walk.pending.pop()
         sub, resolver = walk.nodes[i]
         for kw in unsupported:
             if kw in sub:
-                walk.bad(sub, (kw,), f"'{kw}' is not supported by the platform (checking it "
-                                     "can hang the app); check it in the tool's code instead")
+                walk.bad(
+                    sub,
+                    (kw,),
+                    f"'{kw}' is not supported by the platform (checking it "
+                    "can hang the app); check it in the tool's code instead",
+                )
         if isinstance(sub.get("$dynamicAnchor"), str):
             anchors.setdefault(sub["$dynamicAnchor"], []).append(i)
         for rel, child, in_place in _children(sub):

@@ -21,35 +21,47 @@ if TYPE_CHECKING:
 FILE_COLUMNS = ["area", "path", "type", "size", "modified", "call_id", "hidden"]
 
 
-def tools(manifest: "Manifest") -> pd.DataFrame:
+def tools(manifest: Manifest) -> pd.DataFrame:
     rows = []
     for t in manifest.tools.values():
         props, req = t.input_schema.get("properties", {}), set(t.input_schema.get("required", ()))
-        rows.append({"name": t.name, "language": t.language, "file": t.rel_file,
-                     "sideEffect": t.side_effect,
-                     "inputs": ", ".join(p + ("*" if p in req else "") for p in props),
-                     "description": t.description})
+        rows.append(
+            {
+                "name": t.name,
+                "language": t.language,
+                "file": t.rel_file,
+                "sideEffect": t.side_effect,
+                "inputs": ", ".join(p + ("*" if p in req else "") for p in props),
+                "description": t.description,
+            }
+        )
     return pd.DataFrame(rows, columns=["name", "language", "file", "sideEffect", "inputs", "description"])
 
 
-def files(store: "FileStore") -> pd.DataFrame:
+def files(store: FileStore) -> pd.DataFrame:
     """Every file and folder; `path` as a gem writes it (`workspace:` prefix for the conversation
     folder); `hidden` marks dot-entries that gems cannot see (F10)."""
     rows = []
     for root in store.roots():
         ws = root == "workspace"
         for path, e in store.walk(root):
-            rows.append({"area": "workspace" if ws else "run",
-                         "path": f"workspace:{path}" if ws else path, "type": e.type,
-                         "size": e.size, "modified": e.modified,
-                         "call_id": None if ws else root.removeprefix("run/"),
-                         "hidden": ws and any(s.startswith(".") for s in path.split("/"))})
+            rows.append(
+                {
+                    "area": "workspace" if ws else "run",
+                    "path": f"workspace:{path}" if ws else path,
+                    "type": e.type,
+                    "size": e.size,
+                    "modified": e.modified,
+                    "call_id": None if ws else root.removeprefix("run/"),
+                    "hidden": ws and any(s.startswith(".") for s in path.split("/")),
+                }
+            )
     df = pd.DataFrame(rows, columns=FILE_COLUMNS)
     df["modified"] = pd.to_datetime(df["modified"], unit="ms")
     return df
 
 
-def collection(store: "DataStore", name: str) -> pd.DataFrame:
+def collection(store: DataStore, name: str) -> pd.DataFrame:
     """A collection's documents in insertion order: `id`, then one column per top-level field."""
     rows = store.docs(name)
     if not rows:
@@ -69,7 +81,7 @@ def collection(store: "DataStore", name: str) -> pd.DataFrame:
     return df
 
 
-def kv(store: "DataStore") -> pd.DataFrame:
+def kv(store: DataStore) -> pd.DataFrame:
     return pd.DataFrame(store.kv_items(), columns=["key", "value"])
 
 
@@ -83,16 +95,39 @@ def query(db: sqlite3.Connection, sql: str, params: Any = ()) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def calls(results: "list[CallResult]") -> pd.DataFrame:
-    rows = [{"call_id": r.call_id, "tool": r.tool, "ok": r.ok,
-             "error": r.error.code if r.error else None,
-             "message": r.error.message if r.error else None,
-             "duration_ms": round(r.duration_ms, 3), "ctx_calls": len(r.trace_rows),
-             "violations": len(r.violations), "started": r.started,
-             "idempotency_key": r.idempotency_key, "crashed": r.crash is not None} for r in results]
-    df = pd.DataFrame(rows, columns=["call_id", "tool", "ok", "error", "message", "duration_ms",
-                                     "ctx_calls", "violations", "started", "idempotency_key",
-                                     "crashed"])
+def calls(results: list[CallResult]) -> pd.DataFrame:
+    rows = [
+        {
+            "call_id": r.call_id,
+            "tool": r.tool,
+            "ok": r.ok,
+            "error": r.error.code if r.error else None,
+            "message": r.error.message if r.error else None,
+            "duration_ms": round(r.duration_ms, 3),
+            "ctx_calls": len(r.trace_rows),
+            "violations": len(r.violations),
+            "started": r.started,
+            "idempotency_key": r.idempotency_key,
+            "crashed": r.crash is not None,
+        }
+        for r in results
+    ]
+    df = pd.DataFrame(
+        rows,
+        columns=[
+            "call_id",
+            "tool",
+            "ok",
+            "error",
+            "message",
+            "duration_ms",
+            "ctx_calls",
+            "violations",
+            "started",
+            "idempotency_key",
+            "crashed",
+        ],
+    )
     df["started"] = pd.to_datetime(df["started"], unit="s")
     return df
 
@@ -100,10 +135,20 @@ def calls(results: "list[CallResult]") -> pd.DataFrame:
 MAILBOX_COLUMNS = ["accountId", "id", "subject", "fromAddr", "toAddrs", "date", "date_ms"]
 
 
-def mailbox(envelopes: "list[Envelope]") -> pd.DataFrame:
+def mailbox(envelopes: list[Envelope]) -> pd.DataFrame:
     """One row per message envelope; `date` as a UTC datetime, `date_ms` as ctx.email gives it."""
-    rows = [{"accountId": e.accountId, "id": e.id, "subject": e.subject, "fromAddr": e.fromAddr,
-             "toAddrs": list(e.toAddrs), "date": e.date, "date_ms": e.date} for e in envelopes]
+    rows = [
+        {
+            "accountId": e.accountId,
+            "id": e.id,
+            "subject": e.subject,
+            "fromAddr": e.fromAddr,
+            "toAddrs": list(e.toAddrs),
+            "date": e.date,
+            "date_ms": e.date,
+        }
+        for e in envelopes
+    ]
     df = pd.DataFrame(rows, columns=MAILBOX_COLUMNS)
     df["date_ms"] = df["date_ms"].astype("int64")
     df["date"] = pd.to_datetime(df["date_ms"], unit="ms").astype("datetime64[ns]")

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -37,10 +38,35 @@ if TYPE_CHECKING:
 
 Key = tuple[str, str]  # (accountId, id)
 
-MESSAGE_COLUMNS = ["accountId", "id", "subject", "date", "date_ms", "arrived", "listed",
-                   "processed", "status", "lost", "reason", "steps", "first_step"]
-STEP_COLUMNS = ["step", "kind", "call_id", "ok", "error", "cursor_before", "cursor_after",
-                "listed", "processed", "new", "arrived", "note"]
+MESSAGE_COLUMNS = [
+    "accountId",
+    "id",
+    "subject",
+    "date",
+    "date_ms",
+    "arrived",
+    "listed",
+    "processed",
+    "status",
+    "lost",
+    "reason",
+    "steps",
+    "first_step",
+]
+STEP_COLUMNS = [
+    "step",
+    "kind",
+    "call_id",
+    "ok",
+    "error",
+    "cursor_before",
+    "cursor_after",
+    "listed",
+    "processed",
+    "new",
+    "arrived",
+    "note",
+]
 MAX_NAMED = 10  # messages named in one warning sentence
 
 
@@ -49,7 +75,7 @@ def when(ms: float | None) -> str:
     if ms is None or not math.isfinite(ms):
         return "—"
     try:
-        dt = datetime.fromtimestamp(ms / 1000, timezone.utc)
+        dt = datetime.fromtimestamp(ms / 1000, UTC)
     except (OverflowError, OSError, ValueError):
         return str(ms)
     frac = int(ms) % 1000
@@ -113,11 +139,11 @@ def _options(params: tuple[Any, Any]) -> dict[str, Any] | None:
     return {**first, **kwargs}
 
 
-def _calls(res: "CallResult", method: str) -> list[dict[str, Any]]:
+def _calls(res: CallResult, method: str) -> list[dict[str, Any]]:
     return [r for r in res.trace_rows if r.get("method") == method and r.get("ok")]
 
 
-def trace_reads(res: "CallResult") -> tuple[list[Key], int]:
+def trace_reads(res: CallResult) -> tuple[list[Key], int]:
     """Messages a call read with getMessage, from its trace; and how many reads could not be
     told (the trace did not keep their arguments: not JSON, or too big)."""
     keys: list[Key] = []
@@ -132,7 +158,7 @@ def trace_reads(res: "CallResult") -> tuple[list[Key], int]:
     return keys, unknown
 
 
-def trace_listed(res: "CallResult") -> tuple[list[Key], int]:
+def trace_listed(res: CallResult) -> tuple[list[Key], int]:
     """Messages listSince returned in a call, from its trace; and how many listSince results
     the trace did not keep (too big)."""
     keys: list[Key] = []
@@ -141,8 +167,13 @@ def trace_listed(res: "CallResult") -> tuple[list[Key], int]:
         page = row.get("result")
         if isinstance(page, dict) and isinstance(page.get("messages"), list):
             # the page the tool got, not a copy: skip what a Python tool put in it since
-            keys += [(m["accountId"], m["id"]) for m in page["messages"] if isinstance(m, dict)
-                     and isinstance(m.get("accountId"), str) and isinstance(m.get("id"), str)]
+            keys += [
+                (m["accountId"], m["id"])
+                for m in page["messages"]
+                if isinstance(m, dict)
+                and isinstance(m.get("accountId"), str)
+                and isinstance(m.get("id"), str)
+            ]
         else:
             unknown += 1
     return keys, unknown
@@ -175,12 +206,20 @@ class Step:
     note: str = ""
 
     def row(self) -> dict[str, Any]:
-        return {"step": self.step, "kind": self.kind, "call_id": self.call_id, "ok": self.ok,
-                "error": self.error, "cursor_before": self.cursor_before,
-                "cursor_after": self.cursor_after,
-                "listed": _ids(self.listed), "processed": _ids(self.processed),
-                "new": _ids(self.new), "arrived": _ids(self.arrived),
-                "note": self.note}
+        return {
+            "step": self.step,
+            "kind": self.kind,
+            "call_id": self.call_id,
+            "ok": self.ok,
+            "error": self.error,
+            "cursor_before": self.cursor_before,
+            "cursor_after": self.cursor_after,
+            "listed": _ids(self.listed),
+            "processed": _ids(self.processed),
+            "new": _ids(self.new),
+            "arrived": _ids(self.arrived),
+            "note": self.note,
+        }
 
 
 @dataclass
@@ -189,16 +228,16 @@ class Ledger:
     message the calls that listed it and that read it."""
 
     start_cursor: str | None = None
-    calls: int = 0                                   # calls of the tool seen (replay + outside)
+    calls: int = 0  # calls of the tool seen (replay + outside)
     events: list[Step] = field(default_factory=list)
     arrival: dict[Key, int] = field(default_factory=dict)  # -> the call it came before (1 = start)
-    envelopes: dict[Key, "Envelope"] = field(default_factory=dict)
+    envelopes: dict[Key, Envelope] = field(default_factory=dict)
     reads: dict[Key, list[int]] = field(default_factory=dict)
     listings: dict[Key, list[int]] = field(default_factory=dict)
-    unread: int = 0    # getMessage calls whose message the trace could not tell
+    unread: int = 0  # getMessage calls whose message the trace could not tell
     unlisted: int = 0  # listSince calls whose page the trace did not keep
 
-    def note_mail(self, envelopes: Iterable["Envelope"]) -> None:
+    def note_mail(self, envelopes: Iterable[Envelope]) -> None:
         """The mailbox now: messages not seen before arrived before the next call."""
         for e in envelopes:
             key = (e.accountId, e.id)
@@ -228,8 +267,7 @@ class Ledger:
         else what listSince returned to it."""
         return self.reads if self.reads or self.unread else self.listings
 
-    def lost(self, key: Key, env: "Envelope", counts: dict[Key, list[int]],
-             cursor: str | None) -> str | None:
+    def lost(self, key: Key, env: Envelope, counts: dict[Key, list[int]], cursor: str | None) -> str | None:
         """Why a message is lost (never processed, and the stored cursor is past its date), or
         None. After a rewind before its date it is not lost: the next calls can still read it."""
         if counts.get(key) or not behind(cursor, env.date):
@@ -239,34 +277,55 @@ class Ledger:
         at_arrival = calls[0].cursor_before if calls else cursor
         if behind(at_arrival, env.date):
             return "late"
-        passed = next((e for e in reversed(calls) if behind(e.cursor_after, env.date)
-                       and not behind(e.cursor_before, env.date)), None)
+        passed = next(
+            (
+                e
+                for e in reversed(calls)
+                if behind(e.cursor_after, env.date) and not behind(e.cursor_before, env.date)
+            ),
+            None,
+        )
         if passed is None:
             return "skipped"
-        siblings = [k for k, e in self.envelopes.items()
-                    if e.date == env.date and k != key and passed.step in counts.get(k, ())]
+        siblings = [
+            k
+            for k, e in self.envelopes.items()
+            if e.date == env.date and k != key and passed.step in counts.get(k, ())
+        ]
         if cursor_date(passed.cursor_after) == env.date and siblings:
             return "boundary"
         return "skipped"
 
-    def frame(self, cursor: str | None, grant: "Grant") -> pd.DataFrame:
+    def frame(self, cursor: str | None, grant: Grant) -> pd.DataFrame:
         """One row per message of the accounts `grant` allows, by (date, accountId, id), given
         the cursor stored now; warnings in `df.attrs["warnings"]`, the events in
         `df.attrs["steps"]` (records of `steps_frame()`), the cursor in `df.attrs["cursor"]`."""
         counts = self.counts()
         rows = []
-        keys = sorted((k for k in self.envelopes if grant.allows(k[0])),
-                      key=lambda k: (self.envelopes[k].date, k))
+        keys = sorted(
+            (k for k in self.envelopes if grant.allows(k[0])), key=lambda k: (self.envelopes[k].date, k)
+        )
         for k in keys:
             e = self.envelopes[k]
             done = counts.get(k, [])
             reason = self.lost(k, e, counts, cursor)
-            rows.append({"accountId": k[0], "id": k[1], "subject": e.subject, "date": e.date,
-                         "date_ms": e.date, "arrived": self.arrival.get(k, 1) - 1,
-                         "listed": len(self.listings.get(k, ())), "processed": len(done),
-                         "status": "never" if not done else "once" if len(done) == 1 else "twice+",
-                         "lost": reason is not None, "reason": reason,
-                         "steps": list(done), "first_step": done[0] if done else None})
+            rows.append(
+                {
+                    "accountId": k[0],
+                    "id": k[1],
+                    "subject": e.subject,
+                    "date": e.date,
+                    "date_ms": e.date,
+                    "arrived": self.arrival.get(k, 1) - 1,
+                    "listed": len(self.listings.get(k, ())),
+                    "processed": len(done),
+                    "status": "never" if not done else "once" if len(done) == 1 else "twice+",
+                    "lost": reason is not None,
+                    "reason": reason,
+                    "steps": list(done),
+                    "first_step": done[0] if done else None,
+                }
+            )
         df = pd.DataFrame(rows, columns=MESSAGE_COLUMNS)
         df["date_ms"] = df["date_ms"].astype("int64")
         df["date"] = pd.to_datetime(df["date_ms"], unit="ms").astype("datetime64[ns]")
@@ -283,23 +342,31 @@ class Ledger:
         df["step"] = df["step"].astype("Int64")
         return df
 
-    def warnings(self, df: pd.DataFrame, grant: "Grant") -> list[str]:
+    def warnings(self, df: pd.DataFrame, grant: Grant) -> list[str]:
         """Plain sentences naming the lost and twice-processed messages of `frame()`, and why."""
         out: list[str] = []
         if not grant.all and not grant.ids:
-            out.append("No account is allowed, so the tool can read no mail: allow some with "
-                       "bench.email.allow('all') or bench.email.allow(['id', …]) (E2).")
+            out.append(
+                "No account is allowed, so the tool can read no mail: allow some with "
+                "bench.email.allow('all') or bench.email.allow(['id', …]) (E2)."
+            )
         if self.unread:
-            out.append(f"{_plural(self.unread, 'getMessage call')} made outside the replay could "
-                       "not be matched to a message (the trace did not keep the arguments: not "
-                       "JSON, or too big); counts may be low.")
+            out.append(
+                f"{_plural(self.unread, 'getMessage call')} made outside the replay could "
+                "not be matched to a message (the trace did not keep the arguments: not "
+                "JSON, or too big); counts may be low."
+            )
         if self.unlisted:
-            out.append(f"{_plural(self.unlisted, 'listSince call')} returned a page too big for "
-                       "the trace to keep; what it listed is not counted.")
+            out.append(
+                f"{_plural(self.unlisted, 'listSince call')} returned a page too big for "
+                "the trace to keep; what it listed is not counted."
+            )
 
         def names(sub: pd.DataFrame) -> str:
-            shown = [f"“{r.subject}” ({r.accountId}/{r.id}, {when(r.date_ms)})"
-                     for r in sub.head(MAX_NAMED).itertuples()]
+            shown = [
+                f"“{r.subject}” ({r.accountId}/{r.id}, {when(r.date_ms)})"
+                for r in sub.head(MAX_NAMED).itertuples()
+            ]
             more = len(sub) - MAX_NAMED
             return ", ".join(shown) + (f" and {more:,} more" if more > 0 else "")
 
@@ -315,32 +382,40 @@ class Ledger:
                 "skipped messages sharing that date across a page boundary. Fix: keep "
                 "(date, ids already processed at that date) in the cursor and ask for "
                 "since = date − 1, skipping those ids; or re-read the boundary date the same "
-                "way and dedupe by (accountId, id).")
+                "way and dedupe by (accountId, id)."
+            )
         late = lost[lost["reason"] == "late"]
         if len(late):
             out.append(
                 f"{were(len(late))} never processed: {names(late)} — they arrived dated at or "
                 "before the cursor already stored, so no listSince(since = cursor) can return "
                 "them. A date cursor cannot see late-dated mail; handle email.onNewMessage "
-                "events for it, or re-read a window before the cursor and dedupe by id.")
+                "events for it, or re-read a window before the cursor and dedupe by id."
+            )
         other = lost[lost["reason"] == "skipped"]
         if len(other):
             out.append(
                 f"{were(len(other))} never processed although a stored cursor passed their "
                 f"date: {names(other)} — the tool stored a cursor beyond messages it did not "
-                "read (store listSince's `cursor`, or the date of the last message processed).")
+                "read (store listSince's `cursor`, or the date of the last message processed)."
+            )
         twice = df[df["processed"] > 1]
         if len(twice):
             rewound = [e for e in self.events if e.kind == "rewind"]
-            why = ("the cursor was rewound (" + ", ".join(e.note for e in rewound) + ")"
-                   if rewound else "later pages returned them again (since at or before their "
-                   "date)")
-            listed = ", ".join(f"“{r.subject}” ({r.accountId}/{r.id}) at calls "
-                               f"{', '.join(map(str, r.steps))}"
-                               for r in twice.head(MAX_NAMED).itertuples())
+            why = (
+                "the cursor was rewound (" + ", ".join(e.note for e in rewound) + ")"
+                if rewound
+                else "later pages returned them again (since at or before their date)"
+            )
+            listed = ", ".join(
+                f"“{r.subject}” ({r.accountId}/{r.id}) at calls {', '.join(map(str, r.steps))}"
+                for r in twice.head(MAX_NAMED).itertuples()
+            )
             if len(twice) > MAX_NAMED:
                 listed += f" and {len(twice) - MAX_NAMED:,} more"
-            out.append(f"{were(len(twice))} processed more than once: {listed} — {why}. A "
-                       "tool that must not repeat work keeps the ids it processed, or makes "
-                       "processing idempotent.")
+            out.append(
+                f"{were(len(twice))} processed more than once: {listed} — {why}. A "
+                "tool that must not repeat work keeps the ids it processed, or makes "
+                "processing idempotent."
+            )
         return out

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -23,12 +24,14 @@ class Snapshot:
 
     taken_at: float
     files: dict[tuple[str, str], tuple[str, bytes | None]]
-    data: "DataStore"
+    data: DataStore
     sql_db: sqlite3.Connection
 
     def __repr__(self) -> str:
-        return (f"<Snapshot {time.strftime('%H:%M:%S', time.localtime(self.taken_at))}: "
-                f"{sum(t == 'file' for t, _ in self.files.values())} files>")
+        return (
+            f"<Snapshot {time.strftime('%H:%M:%S', time.localtime(self.taken_at))}: "
+            f"{sum(t == 'file' for t, _ in self.files.values())} files>"
+        )
 
 
 def _copy(db: sqlite3.Connection) -> sqlite3.Connection:
@@ -37,7 +40,7 @@ def _copy(db: sqlite3.Connection) -> sqlite3.Connection:
     return mem
 
 
-def _files(p: "Providers") -> dict[tuple[str, str], tuple[str, bytes | None]]:
+def _files(p: Providers) -> dict[tuple[str, str], tuple[str, bytes | None]]:
     out: dict[tuple[str, str], tuple[str, bytes | None]] = {}
     for root in p.files.roots():
         for path, e in p.files.walk(root):
@@ -45,7 +48,7 @@ def _files(p: "Providers") -> dict[tuple[str, str], tuple[str, bytes | None]]:
     return out
 
 
-def take(p: "Providers") -> Snapshot:
+def take(p: Providers) -> Snapshot:
     return Snapshot(time.time(), _files(p), p.store.dump(), _copy(p.sql_db))
 
 
@@ -58,8 +61,12 @@ def _changes(before: dict, after: dict) -> Iterator[tuple[Any, str, Any, Any]]:
 
 
 def _tables(db: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND "
-                                     "name NOT LIKE 'sqlite_%' ORDER BY name")]
+    return [
+        r[0]
+        for r in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        )
+    ]
 
 
 def _rows(db: sqlite3.Connection, name: str) -> dict[Any, Any]:
@@ -89,7 +96,7 @@ def _rows(db: sqlite3.Connection, name: str) -> dict[Any, Any]:
     return {r[0]: dict(zip(names, r[1:])) for r in cur}
 
 
-def diff(snap: Snapshot, p: "Providers") -> pd.DataFrame:
+def diff(snap: Snapshot, p: Providers) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
 
     def add(kind: str, where: str, key: Any, change: str, before: Any, after: Any) -> None:
@@ -99,8 +106,14 @@ def diff(snap: Snapshot, p: "Providers") -> pd.DataFrame:
     for (root, path), ch, a, b in ((k, c, a, b) for k, c, a, b in _changes(snap.files, now)):
         ws = root == "workspace"
         kind = (b or a)[0]
-        add(kind, "workspace" if ws else root, f"workspace:{path}" if ws else path, ch,
-            len(a[1]) if a and a[1] is not None else None, len(b[1]) if b and b[1] is not None else None)
+        add(
+            kind,
+            "workspace" if ws else root,
+            f"workspace:{path}" if ws else path,
+            ch,
+            len(a[1]) if a and a[1] is not None else None,
+            len(b[1]) if b and b[1] is not None else None,
+        )
     words = {"added": "inserted", "changed": "updated", "deleted": "deleted"}
     for name in sorted(set(snap.data.collections()) | set(p.store.collections())):
         before = {i: json.loads(doc) for i, doc in snap.data.docs(name)}
@@ -116,11 +129,11 @@ def diff(snap: Snapshot, p: "Providers") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=DIFF_COLUMNS, dtype=object)
 
 
-def restore(snap: Snapshot, p: "Providers") -> None:
+def restore(snap: Snapshot, p: Providers) -> None:
     now = _files(p)
     # new entries, and entries whose type changed (a file where a folder was, or the reverse)
     stale = [k for k in now if k not in snap.files or snap.files[k][0] != now[k][0]]
-    for (root, path) in sorted(stale, key=lambda k: -len(k[1])):
+    for root, path in sorted(stale, key=lambda k: -len(k[1])):
         if p.files.entry(root, path) is not None:
             p.files.remove(root, path, trash=False)
     for (root, path), (kind, data) in sorted(snap.files.items(), key=lambda kv: len(kv[0][1])):

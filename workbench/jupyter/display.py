@@ -18,13 +18,13 @@ if TYPE_CHECKING:
     from .._errors import WorkbenchError
     from .._result import CallResult
 
-MAX_HTML = 100_000     # characters of HTML per display, roughly (each part has its share)
-MAX_STRING = 1_000     # characters of one string value shown
-MAX_ITEMS = 100        # entries of one list or object shown
-MAX_TRACE_ROWS = 100   # ctx calls listed
-MAX_CELL = 200         # characters of one table cell (trace args, tool descriptions)
-OPEN_DEPTH = 2         # JSON containers shown unfolded down to this depth
-MAX_DEPTH = 40         # JSON containers nested deeper are summarised, not drawn
+MAX_HTML = 100_000  # characters of HTML per display, roughly (each part has its share)
+MAX_STRING = 1_000  # characters of one string value shown
+MAX_ITEMS = 100  # entries of one list or object shown
+MAX_TRACE_ROWS = 100  # ctx calls listed
+MAX_CELL = 200  # characters of one table cell (trace args, tool descriptions)
+OPEN_DEPTH = 2  # JSON containers shown unfolded down to this depth
+MAX_DEPTH = 40  # JSON containers nested deeper are summarised, not drawn
 
 # shares of MAX_HTML; whatever is left over is markup and the style sheet
 _VALUE, _INPUT, _TRACE, _LOGS, _ERROR, _WARN = 50_000, 12_000, 12_000, 8_000, 8_000, 4_000
@@ -68,8 +68,10 @@ def _clip_escaped(text: str, limit: int) -> str:
             break
         keep = keep * 3 // 4
     hidden = len(text) - 2 * keep
-    return (f"{esc(text[:keep])}<span class=m>\n{_more(hidden, 'character')}\n</span>"
-            f"{esc(text[-keep:]) if keep else ''}")
+    return (
+        f"{esc(text[:keep])}<span class=m>\n{_more(hidden, 'character')}\n</span>"
+        f"{esc(text[-keep:]) if keep else ''}"
+    )
 
 
 # -- JSON tree ---------------------------------------------------------------------------------
@@ -94,8 +96,7 @@ def _scalar(value: Any) -> str:
     return f"<span class=m>{esc(shown)}{'…' if hidden else ''}</span>"
 
 
-def _tree(value: Any, budget: _Budget, key: str, depth: int, ptr: str,
-          marks: frozenset[str]) -> str:
+def _tree(value: Any, budget: _Budget, key: str, depth: int, ptr: str, marks: frozenset[str]) -> str:
     bad = " class=x" if ptr in marks else ""
     if isinstance(value, (dict, list, tuple)) and value:
         is_dict, n = isinstance(value, dict), len(value)
@@ -109,12 +110,22 @@ def _tree(value: Any, budget: _Budget, key: str, depth: int, ptr: str,
                 parts.append(f"<div class=m>{_more(n - i, 'key' if is_dict else 'item')}</div>")
                 break
             label = json.dumps(k, ensure_ascii=False) if isinstance(k, str) else str(k)
-            parts.append(_tree(child, budget, f"<span class=k>{esc(clip(label, 200)[0])}</span>: ",
-                               depth + 1, ptr + pointer([k]), marks))
+            parts.append(
+                _tree(
+                    child,
+                    budget,
+                    f"<span class=k>{esc(clip(label, 200)[0])}</span>: ",
+                    depth + 1,
+                    ptr + pointer([k]),
+                    marks,
+                )
+            )
         opened = depth < OPEN_DEPTH or any(m.startswith(ptr + "/") for m in marks)
         count = f"{n:,} {'key' if is_dict else 'item'}{'' if n == 1 else 's'}"
-        head = (f"<details{' open' if opened else ''}><summary{bad}>{key}"
-                f"{'{…}' if is_dict else '[…]'} <span class=m>{count}</span></summary><div>")
+        head = (
+            f"<details{' open' if opened else ''}><summary{bad}>{key}"
+            f"{'{…}' if is_dict else '[…]'} <span class=m>{count}</span></summary><div>"
+        )
         budget.left -= len(head) + 16
         return head + "".join(parts) + "</div></details>"
     if isinstance(value, dict):
@@ -138,8 +149,14 @@ def _badge(ok: bool, text: str) -> str:
     return f"<span class='b {'ok' if ok else 'no'}'>{esc(text)}</span>"
 
 
-def _table(header: list[str], rows: list[list[str]], *, limit: int = MAX_HTML,
-           what: str = "row", total: int | None = None) -> str:
+def _table(
+    header: list[str],
+    rows: list[list[str]],
+    *,
+    limit: int = MAX_HTML,
+    what: str = "row",
+    total: int | None = None,
+) -> str:
     """An HTML table of already-escaped cells; rows past `limit` HTML characters are left out
     with a note (`total`: how many rows there are in all, when `rows` is already cut)."""
     total = len(rows) if total is None else total
@@ -161,7 +178,7 @@ def _cell(value: Any, limit: int = MAX_CELL) -> str:
     return esc(shown) + ("<span class=m>…</span>" if hidden else "")
 
 
-def _marks(error: "WorkbenchError | None") -> frozenset[str]:
+def _marks(error: WorkbenchError | None) -> frozenset[str]:
     if error is None:
         return frozenset()
     paths = [v.get("path") for v in error.details.get("violations") or () if isinstance(v, dict)]
@@ -169,7 +186,7 @@ def _marks(error: "WorkbenchError | None") -> frozenset[str]:
     return frozenset(p for p in paths if isinstance(p, str) and p.startswith("/") and p != "/")
 
 
-def error_html(error: "WorkbenchError", *, limit: int = _ERROR) -> str:
+def error_html(error: WorkbenchError, *, limit: int = _ERROR) -> str:
     """Code, message, and where: field, path, violations, other details, the tool's stack."""
     out = [f"<div class=e><b>{esc(error.code)}</b> {_clip_escaped(error.message, 2_000)}</div>"]
     rows = []
@@ -182,10 +199,13 @@ def error_html(error: "WorkbenchError", *, limit: int = _ERROR) -> str:
         out.append(_table([], rows, limit=limit // 4, what="detail"))
     violations = [v for v in error.details.get("violations") or () if isinstance(v, dict)]
     if violations:
-        vrows = [[f"<code>{_cell(v.get('path'))}</code>", _cell(v.get("message"), 300)]
-                 for v in violations[:MAX_ITEMS]]
-        out.append(_table(["path", "problem"], vrows, limit=limit // 2, what="violation",
-                          total=len(violations)))
+        vrows = [
+            [f"<code>{_cell(v.get('path'))}</code>", _cell(v.get("message"), 300)]
+            for v in violations[:MAX_ITEMS]
+        ]
+        out.append(
+            _table(["path", "problem"], vrows, limit=limit // 2, what="violation", total=len(violations))
+        )
     stack = error.details.get("stack")
     if stack:
         out.append(f"<pre>{_clip_escaped(str(stack), limit // 4)}</pre>")
@@ -193,26 +213,37 @@ def error_html(error: "WorkbenchError", *, limit: int = _ERROR) -> str:
 
 
 def _trace_html(rows: list[dict[str, Any]]) -> str:
-    body = [[esc(r.get("seq", "")), f"<code>{_cell(r.get('method'))}</code>",
-             f"<code>{_cell(r.get('args'))}</code>",
-             "✓" if r.get("ok") else "<span class=e>✗</span>", _cell(r.get("error")),
-             esc(f"{r['duration_us']:,.0f}" if isinstance(r.get("duration_us"), (int, float)) else "")]
-            for r in rows[:MAX_TRACE_ROWS]]
-    return _table(["#", "method", "args", "ok", "error", "µs"], body, limit=_TRACE,
-                  what="ctx call", total=len(rows))
+    body = [
+        [
+            esc(r.get("seq", "")),
+            f"<code>{_cell(r.get('method'))}</code>",
+            f"<code>{_cell(r.get('args'))}</code>",
+            "✓" if r.get("ok") else "<span class=e>✗</span>",
+            _cell(r.get("error")),
+            esc(f"{r['duration_us']:,.0f}" if isinstance(r.get("duration_us"), (int, float)) else ""),
+        ]
+        for r in rows[:MAX_TRACE_ROWS]
+    ]
+    return _table(
+        ["#", "method", "args", "ok", "error", "µs"], body, limit=_TRACE, what="ctx call", total=len(rows)
+    )
 
 
 def _section(title: str, body: str, *, opened: bool) -> str:
-    return (f"<details{' open' if opened else ''}><summary><b>{esc(title)}</b></summary>"
-            f"<div>{body}</div></details>")
+    return (
+        f"<details{' open' if opened else ''}><summary><b>{esc(title)}</b></summary>"
+        f"<div>{body}</div></details>"
+    )
 
 
-def result_html(res: "CallResult") -> str:
+def result_html(res: CallResult) -> str:
     """The HTML of one call: status, value, error and where, violations, ctx calls, logs."""
     n = len(res.trace_rows)
-    head = (f"{_badge(res.ok, 'ok' if res.ok else 'failed')} <b>{esc(res.tool)}</b> "
-            f"<span class=m>{res.duration_ms:,.2f} ms · {n:,} ctx call{'' if n == 1 else 's'}"
-            f" · {esc(res.call_id)}</span>")
+    head = (
+        f"{_badge(res.ok, 'ok' if res.ok else 'failed')} <b>{esc(res.tool)}</b> "
+        f"<span class=m>{res.duration_ms:,.2f} ms · {n:,} ctx call{'' if n == 1 else 's'}"
+        f" · {esc(res.call_id)}</span>"
+    )
     out = [_CSS, "<div class=wbd>", f"<div>{head}</div>"]
     warn_left = _WARN
     for i, v in enumerate(res.violations):
@@ -228,29 +259,37 @@ def result_html(res: "CallResult") -> str:
         out.append(_section("value", json_html(res.value, limit=_VALUE), opened=True))
     marks = _marks(res.error)
     if res.input not in (None, {}) or marks:
-        out.append(_section("input", json_html(res.input, limit=_INPUT, marks=marks),
-                            opened=bool(marks)))
+        out.append(_section("input", json_html(res.input, limit=_INPUT, marks=marks), opened=bool(marks)))
     if res.trace_rows:
         out.append(_section(f"ctx calls ({n:,})", _trace_html(res.trace_rows), opened=n <= 10))
     if res.logs:
         lines = res.logs.count("\n") + (not res.logs.endswith("\n"))
-        out.append(_section(f"logs ({lines:,} line{'' if lines == 1 else 's'})",
-                            f"<pre>{_clip_escaped(res.logs, _LOGS)}</pre>", opened=True))
+        out.append(
+            _section(
+                f"logs ({lines:,} line{'' if lines == 1 else 's'})",
+                f"<pre>{_clip_escaped(res.logs, _LOGS)}</pre>",
+                opened=True,
+            )
+        )
     out.append("</div>")
     return "".join(out)
 
 
-def result_text(res: "CallResult") -> str:
+def result_text(res: CallResult) -> str:
     """Readable text of one call for terminals (IPython's pretty printer), bounded in size."""
     n = len(res.trace_rows)
-    lines = [f"{res.tool}: {'ok' if res.ok else 'failed'} ({res.duration_ms:,.2f} ms, {n:,} ctx "
-             f"call{'' if n == 1 else 's'}, call {res.call_id})"]
+    lines = [
+        f"{res.tool}: {'ok' if res.ok else 'failed'} ({res.duration_ms:,.2f} ms, {n:,} ctx "
+        f"call{'' if n == 1 else 's'}, call {res.call_id})"
+    ]
     for v in res.violations[:20]:
         lines.append(f"  ⚠ {clip(v, 500)[0]}")
     if res.crash is not None:  # N7: call(crash=N)
         c = res.crash
-        lines.append(f"  crash after ctx call {c.point}: " + (
-            "rerun with the same idempotencyKey" if c.crashed else "not reached, no rerun"))
+        lines.append(
+            f"  crash after ctx call {c.point}: "
+            + ("rerun with the same idempotencyKey" if c.crashed else "not reached, no rerun")
+        )
         lines += [f"  ⚠ duplicated: {clip(d, 500)[0]}" for d in c.duplicates[:20]]
     if res.error is not None:
         lines.append(f"  error {res.error.code}: {clip(res.error.message, 2_000)[0]}")
@@ -264,38 +303,62 @@ def result_text(res: "CallResult") -> str:
     else:
         text = json.dumps(res.value, ensure_ascii=False, indent=2, default=repr)
         shown, hidden = clip(text, 4_000)
-        lines.append("  value: " + shown.replace("\n", "\n  ") +
-                     (f"\n  {_more(hidden, 'character')}" if hidden else ""))
+        lines.append(
+            "  value: "
+            + shown.replace("\n", "\n  ")
+            + (f"\n  {_more(hidden, 'character')}" if hidden else "")
+        )
     if res.logs:
         shown, hidden = clip(res.logs.rstrip("\n"), 2_000)
-        lines.append("  logs:\n    " + shown.replace("\n", "\n    ") +
-                     (f"\n    {_more(hidden, 'character')}" if hidden else ""))
+        lines.append(
+            "  logs:\n    "
+            + shown.replace("\n", "\n    ")
+            + (f"\n    {_more(hidden, 'character')}" if hidden else "")
+        )
     return "\n".join(lines)
 
 
 # -- Bench -------------------------------------------------------------------------------------
-def bench_html(bench: "Bench") -> str:
+def bench_html(bench: Bench) -> str:
     """The HTML of an open bench: gem, providers, options, tools, calls so far."""
     m = bench.manifest
     kinds = ", ".join(f"{esc(k)}={esc(v)}" for k, v in bench.providers.kind.items())
     failed = sum(1 for r in bench.results if not r.ok)
     calls = f"{len(bench.results):,} call{'' if len(bench.results) == 1 else 's'}" + (
-        f" ({failed:,} failed)" if failed else "")
-    flags = [f for f, on in (("strict", bench.strict), ("no conversation", not bench.conversation))
-             if on]
-    head = (f"<b>{esc(m.name)}</b> <code>{esc(m.id)}</code> {esc(m.version)} "
-            f"<span class=m>{esc(m.platform)} · providers: {kinds}"
-            f"{' · ' + ', '.join(flags) if flags else ''} · {calls}</span>")
+        f" ({failed:,} failed)" if failed else ""
+    )
+    flags = [f for f, on in (("strict", bench.strict), ("no conversation", not bench.conversation)) if on]
+    head = (
+        f"<b>{esc(m.name)}</b> <code>{esc(m.id)}</code> {esc(m.version)} "
+        f"<span class=m>{esc(m.platform)} · providers: {kinds}"
+        f"{' · ' + ', '.join(flags) if flags else ''} · {calls}</span>"
+    )
     rows = []
     for t in list(m.tools.values())[:200]:
         props = t.input_schema.get("properties") or {}
         required = set(t.input_schema.get("required") or ())
         inputs = ", ".join(p + ("*" if p in required else "") for p in props)
-        rows.append([f"<b>{esc(t.name)}</b>", esc(t.language), esc(t.side_effect),
-                     f"<code>{_cell(inputs)}</code>", _cell(t.description)])
-    out = [_CSS, "<div class=wbd>", f"<div>{head}</div>",
-           _table(["tool", "language", "sideEffect", "inputs (* required)", "description"], rows,
-                  limit=MAX_HTML // 2, what="tool", total=len(m.tools))]
+        rows.append(
+            [
+                f"<b>{esc(t.name)}</b>",
+                esc(t.language),
+                esc(t.side_effect),
+                f"<code>{_cell(inputs)}</code>",
+                _cell(t.description),
+            ]
+        )
+    out = [
+        _CSS,
+        "<div class=wbd>",
+        f"<div>{head}</div>",
+        _table(
+            ["tool", "language", "sideEffect", "inputs (* required)", "description"],
+            rows,
+            limit=MAX_HTML // 2,
+            what="tool",
+            total=len(m.tools),
+        ),
+    ]
     if m.collections:
         out.append(f"<div><span class=m>collections:</span> {esc(', '.join(m.collections))}</div>")
     out.append("</div>")

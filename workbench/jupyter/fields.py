@@ -88,7 +88,7 @@ class Field:
             parts.append(widgets.HTML(f"<span style='color:#888'>{esc(desc)}</span>"))
         return widgets.VBox([widgets.HBox(parts), self.error])
 
-    def fields(self) -> list["Field"]:
+    def fields(self) -> list[Field]:
         return [self]
 
     def show(self, messages: list[str]) -> None:
@@ -101,10 +101,13 @@ class _Optional(Field):
     def __init__(self, name: str, schema: dict[str, Any], required: bool, path: str) -> None:
         super().__init__(name, schema, required, path)
         if not required:
-            self.include = widgets.Checkbox(value="default" in schema, description="send",
-                                            indent=False, layout=widgets.Layout(width="5em"),
-                                            tooltip="send this optional field (ticked when "
-                                                    "you change the value)")
+            self.include = widgets.Checkbox(
+                value="default" in schema,
+                description="send",
+                indent=False,
+                layout=widgets.Layout(width="5em"),
+                tooltip="send this optional field (ticked when you change the value)",
+            )
             self.widget.observe(lambda _change: setattr(self.include, "value", True), "value")
 
     def get(self, problems: list[dict[str, str]]) -> Any:
@@ -116,8 +119,7 @@ class _Optional(Field):
 class _Text(Field):
     def make(self) -> Any:
         s = self.schema
-        long = (s.get("format") in _LONG_FORMATS or "contentMediaType" in s
-                or (s.get("maxLength") or 0) > 200)
+        long = s.get("format") in _LONG_FORMATS or "contentMediaType" in s or (s.get("maxLength") or 0) > 200
         hint = s.get("format") or ("" if self.required else "optional")
         return (widgets.Textarea if long else widgets.Text)(placeholder=str(hint), layout=_wide())
 
@@ -141,8 +143,7 @@ class _Number(_Optional):
         start = min(max(0, lo), hi)
         if integer:
             return widgets.BoundedIntText(value=int(start), min=int(lo), max=int(hi), layout=_wide())
-        return widgets.BoundedFloatText(value=float(start), min=float(lo), max=float(hi),
-                                        layout=_wide())
+        return widgets.BoundedFloatText(value=float(start), min=float(lo), max=float(hi), layout=_wide())
 
 
 class _Bool(_Optional):
@@ -153,8 +154,7 @@ class _Bool(_Optional):
 class _Enum(Field):
     def make(self) -> Any:
         choices = self.schema["enum"] if "enum" in self.schema else [self.schema["const"]]
-        options = [("—", MISSING)] + [(c if isinstance(c, str) else json.dumps(c), c)
-                                      for c in choices]
+        options = [("—", MISSING)] + [(c if isinstance(c, str) else json.dumps(c), c) for c in choices]
         return widgets.Dropdown(options=options, value=MISSING, layout=_wide())
 
     def get(self, problems: list[dict[str, str]]) -> Any:
@@ -182,12 +182,15 @@ class _Lines(Field):
                 item = json.loads(text)
             except ValueError:
                 item = MISSING
-            ok = {"integer": isinstance(item, int) and not isinstance(item, bool),
-                  "number": isinstance(item, (int, float)) and not isinstance(item, bool),
-                  "boolean": isinstance(item, bool)}[kind]
+            ok = {
+                "integer": isinstance(item, int) and not isinstance(item, bool),
+                "number": isinstance(item, (int, float)) and not isinstance(item, bool),
+                "boolean": isinstance(item, bool),
+            }[kind]
             if not ok:
-                problems.append({"path": f"{self.path}/{i}",
-                                 "message": f"line {i + 1}: {text!r} is not a {kind}"})
+                problems.append(
+                    {"path": f"{self.path}/{i}", "message": f"line {i + 1}: {text!r} is not a {kind}"}
+                )
             items.append(item)
         return items
 
@@ -197,8 +200,9 @@ class _Choices(Field):
 
     def make(self) -> Any:
         choices = self.schema["items"]["enum"]
-        return widgets.SelectMultiple(options=[(c if isinstance(c, str) else json.dumps(c), c)
-                                               for c in choices], layout=_wide())
+        return widgets.SelectMultiple(
+            options=[(c if isinstance(c, str) else json.dumps(c), c) for c in choices], layout=_wide()
+        )
 
     def get(self, problems: list[dict[str, str]]) -> Any:
         value = list(self.widget.value)
@@ -238,11 +242,15 @@ class ObjectField(Field):
 
     def make(self) -> Any:
         required = set(self.schema.get("required") or ())
-        self.children = [field_for(name, sub if isinstance(sub, dict) else {}, name in required,
-                                   self.path + pointer([name]))
-                         for name, sub in self.schema["properties"].items()]
-        box = ObjectBox([c.row() for c in self.children],
-                        layout=widgets.Layout(border="1px solid #ccc", padding="4px"))
+        self.children = [
+            field_for(
+                name, sub if isinstance(sub, dict) else {}, name in required, self.path + pointer([name])
+            )
+            for name, sub in self.schema["properties"].items()
+        ]
+        box = ObjectBox(
+            [c.row() for c in self.children], layout=widgets.Layout(border="1px solid #ccc", padding="4px")
+        )
         box.fields = {c.name: c.widget for c in self.children}
         return box
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 class ToolForm(widgets.VBox):
     """A form for one tool: fields, a Run button, a status line and the result below."""
 
-    def __init__(self, bench: "Bench", tool: str) -> None:
+    def __init__(self, bench: Bench, tool: str) -> None:
         spec = bench.manifest.tools[tool]
         self.bench, self.tool = bench, tool
         schema = spec.input_schema
@@ -45,18 +45,15 @@ class ToolForm(widgets.VBox):
             rows = [self._root.row()]
             self.fields, self.raw = {}, self._root.widget
         self._by_path = {f.path: f for f in self._root.fields() if f.path}
-        self.run_button = widgets.Button(description=f"Run {tool}", button_style="primary",
-                                         icon="play")
+        self.run_button = widgets.Button(description=f"Run {tool}", button_style="primary", icon="play")
         self.status = widgets.HTML()
         self.output = widgets.Output()
         self.problems: list[dict[str, str]] = []
-        self.result: "CallResult | None" = None
+        self.result: CallResult | None = None
         self._validator: Any = None
         self.run_button.on_click(lambda _button: self.run())
-        title = widgets.HTML(f"<b>{esc(tool)}</b> <span style='color:#888'>"
-                             f"{esc(spec.description)}</span>")
-        super().__init__([title, *rows, widgets.HBox([self.run_button, self.status]),
-                          self.output])
+        title = widgets.HTML(f"<b>{esc(tool)}</b> <span style='color:#888'>{esc(spec.description)}</span>")
+        super().__init__([title, *rows, widgets.HBox([self.run_button, self.status]), self.output])
 
     def collect(self) -> Any:
         """The input the form gives now; raises E_SCHEMA if a field's text cannot be read."""
@@ -64,8 +61,12 @@ class ToolForm(widgets.VBox):
         value = self._root.get(problems)
         if problems:
             listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
-            raise WorkbenchError("E_SCHEMA", f"the form for '{self.tool}' cannot be read: {listed}",
-                                 field=problems[0]["path"], violations=problems)
+            raise WorkbenchError(
+                "E_SCHEMA",
+                f"the form for '{self.tool}' cannot be read: {listed}",
+                field=problems[0]["path"],
+                violations=problems,
+            )
         return {} if value is MISSING else value
 
     def check(self) -> list[dict[str, str]]:
@@ -80,7 +81,7 @@ class ToolForm(widgets.VBox):
             self._validator = InputValidator(self.bench.manifest.tools[self.tool].input_schema)
         return self._validator.violations(self._validator.normalise(args))
 
-    def run(self) -> "CallResult | None":
+    def run(self) -> CallResult | None:
         """Check the input; if it is fine, call the tool and show the result below the form."""
         for f in self._by_path.values():
             f.show([])
@@ -100,11 +101,18 @@ class ToolForm(widgets.VBox):
             return None
         self.result = res
         badge = "✓ ok" if res.ok else f"✗ {res.error.code if res.error else 'failed'}"
-        self.status.value = (f"<span style='color:{'#2e7d32' if res.ok else '#c62828'}'>"
-                             f"{esc(badge)}</span> <span style='color:#888'>"
-                             f"{res.duration_ms:,.1f} ms</span>")
-        self.output.outputs = ({"output_type": "display_data", "metadata": {},
-                                "data": {"text/plain": repr(res), "text/html": result_html(res)}},)
+        self.status.value = (
+            f"<span style='color:{'#2e7d32' if res.ok else '#c62828'}'>"
+            f"{esc(badge)}</span> <span style='color:#888'>"
+            f"{res.duration_ms:,.1f} ms</span>"
+        )
+        self.output.outputs = (
+            {
+                "output_type": "display_data",
+                "metadata": {},
+                "data": {"text/plain": repr(res), "text/html": result_html(res)},
+            },
+        )
         return res
 
     def _show_failure(self, exc: Exception) -> None:
@@ -130,13 +138,18 @@ class ToolForm(widgets.VBox):
             self._by_path[path].show(messages)
         self._root.show(general)
         n = len(self.problems)
-        self.status.value = (f"<span style='color:#c62828'>✗ {n} problem{'' if n == 1 else 's'}"
-                             f" in the input: not run</span>")
+        self.status.value = (
+            f"<span style='color:#c62828'>✗ {n} problem{'' if n == 1 else 's'} in the input: not run</span>"
+        )
 
 
-def form(bench: "Bench", tool: str) -> ToolForm:
+def form(bench: Bench, tool: str) -> ToolForm:
     """An ipywidgets form for `tool`, generated from its inputSchema (see the module doc)."""
     if tool not in bench.manifest.tools:
-        raise WorkbenchError("E_UNKNOWN_TOOL", f"no tool {tool!r} in gem {bench.manifest.id} "
-                             f"(tools: {', '.join(bench.manifest.tools) or 'none'})", tool=tool)
+        raise WorkbenchError(
+            "E_UNKNOWN_TOOL",
+            f"no tool {tool!r} in gem {bench.manifest.id} "
+            f"(tools: {', '.join(bench.manifest.tools) or 'none'})",
+            tool=tool,
+        )
     return ToolForm(bench, tool)

@@ -34,8 +34,9 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from types import CodeType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
@@ -70,8 +71,10 @@ def _reported(method: Callable[..., Any]) -> Callable[..., Any]:
         except WorkbenchError as exc:
             raise MagicError(exc.code, exc.message, **exc.details) from exc
         except Exception as exc:
-            raise MagicError("E_INTERNAL", f"{type(exc).__name__}: {exc} (a workbench bug: "
-                             "%tb shows the traceback; please report it)") from exc
+            raise MagicError(
+                "E_INTERNAL",
+                f"{type(exc).__name__}: {exc} (a workbench bug: %tb shows the traceback; please report it)",
+            ) from exc
 
     wrapper.__name__, wrapper.__doc__ = method.__name__, method.__doc__
     wrapper.__wrapped__ = method  # type: ignore[attr-defined]
@@ -109,19 +112,27 @@ def _yaml_loader() -> Any:
     class Loader(yaml.SafeLoader):
         pass
 
-    replaced = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
-                "tag:yaml.org,2002:timestamp"}
+    replaced = {
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:timestamp",
+    }
     Loader.yaml_implicit_resolvers = {
         first: [(tag, rx) for tag, rx in resolvers if tag not in replaced]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-    Loader.add_implicit_resolver("tag:yaml.org,2002:bool",
-                                 re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-    Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^-?(?:0|[1-9][0-9]*)$"),
-                                 list("-0123456789"))
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+    )
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:int", re.compile(r"^-?(?:0|[1-9][0-9]*)$"), list("-0123456789")
+    )
     Loader.add_implicit_resolver(
         "tag:yaml.org,2002:float",
         re.compile(r"^-?(?:(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)$"),
-        list("-0123456789."))
+        list("-0123456789."),
+    )
     return Loader
 
 
@@ -149,8 +160,10 @@ def parse_input(text: str, namespace: dict[str, Any]) -> Any:
         code = compile(text.strip(), "<tool input>", "eval")
     except SyntaxError as exc:
         why = f"YAML: {yaml_problem}" if yaml_problem else "a bare word to YAML"
-        raise _usage(f"the input is not JSON, YAML or a Python expression ({why}; Python: "
-                     f"{exc.msg}); for a string field write YAML, e.g. `title: buy milk`") from None
+        raise _usage(
+            f"the input is not JSON, YAML or a Python expression ({why}; Python: "
+            f"{exc.msg}); for a string field write YAML, e.g. `title: buy milk`"
+        ) from None
     return _evaluate(code, namespace, "the input, evaluated as a Python expression")
 
 
@@ -161,7 +174,7 @@ class WorkbenchMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell, **kwargs)
-        self.opened: "Bench | None" = None
+        self.opened: Bench | None = None
 
     @property
     def ns(self) -> dict[str, Any]:
@@ -171,7 +184,7 @@ class WorkbenchMagics(Magics):
         return self.shell.user_ns
 
     @property
-    def bench(self) -> "Bench":
+    def bench(self) -> Bench:
         """The bench `%tool` and `%state` act on: the notebook's `bench`, else the opened one."""
         from .._bench import Bench
 
@@ -186,7 +199,7 @@ class WorkbenchMagics(Magics):
     # %gem ----------------------------------------------------------------------------------
     @line_magic
     @_reported
-    def gem(self, line: str) -> "Bench | None":
+    def gem(self, line: str) -> Bench | None:
         """%gem open PATH [--real] [--workspace DIR] [--state-dir DIR] [--strict] | %gem | %gem close"""
         try:
             args = shlex.split(line)
@@ -250,18 +263,24 @@ class WorkbenchMagics(Magics):
     @no_var_expand
     @line_cell_magic
     @_reported
-    def tool(self, line: str, cell: str | None = None) -> "CallResult":
+    def tool(self, line: str, cell: str | None = None) -> CallResult:
         """%tool NAME INPUT, or %%tool NAME with the INPUT as the cell: call a tool."""
         name, _, rest = line.strip().partition(" ")
         if not name:
             raise _usage("which tool? `%tool NAME {json}` or `%%tool NAME` with the input below")
         if cell is not None and rest.strip():
-            raise _usage(f"%%tool takes only the tool name on its line (got {rest.strip()!r}); "
-                         "the input is the cell body")
+            raise _usage(
+                f"%%tool takes only the tool name on its line (got {rest.strip()!r}); "
+                "the input is the cell body"
+            )
         bench = self.bench
         if name not in bench.manifest.tools:
-            raise MagicError("E_UNKNOWN_TOOL", f"no tool {name!r} in gem {bench.manifest.id} "
-                             f"(tools: {', '.join(bench.manifest.tools) or 'none'})", tool=name)
+            raise MagicError(
+                "E_UNKNOWN_TOOL",
+                f"no tool {name!r} in gem {bench.manifest.id} "
+                f"(tools: {', '.join(bench.manifest.tools) or 'none'})",
+                tool=name,
+            )
         args = parse_input(rest if cell is None else cell, self.ns)
         return bench.call(name, args)
 
@@ -269,7 +288,7 @@ class WorkbenchMagics(Magics):
     @no_var_expand
     @line_cell_magic
     @_reported
-    def state(self, line: str, cell: str | None = None) -> "pd.DataFrame":
+    def state(self, line: str, cell: str | None = None) -> pd.DataFrame:
         """%state files|kv|calls|tools|data NAME|sql QUERY|history [PATH]: state as a DataFrame."""
         what, _, rest = line.strip().partition(" ")
         rest = rest.strip()
@@ -282,8 +301,10 @@ class WorkbenchMagics(Magics):
         if what == "data" and rest and len(rest.split()) == 1:
             return bench.data(rest)
         if what == "data":
-            raise _usage(f"%state data NAME: one collection name (declared: "
-                         f"{', '.join(bench.manifest.collections) or 'none'})")
+            raise _usage(
+                f"%state data NAME: one collection name (declared: "
+                f"{', '.join(bench.manifest.collections) or 'none'})"
+            )
         if what == "sql" and rest:
             return bench.sql(rest)
         if what == "history":
@@ -305,8 +326,7 @@ def _install_reporter(shell: Any) -> None:
         return
     kept, previous = shell.custom_exceptions, shell.CustomTB
 
-    def handler(self: Any, etype: type, value: BaseException, tb: Any,
-                tb_offset: int | None = None) -> Any:
+    def handler(self: Any, etype: type, value: BaseException, tb: Any, tb_offset: int | None = None) -> Any:
         if isinstance(value, MagicError):
             _report(value)
             return None
@@ -318,8 +338,10 @@ def _install_reporter(shell: Any) -> None:
 def register(shell: Any) -> None:
     """Register the magics on an IPython shell (once; loading again keeps the open bench)."""
     if shell is None:
-        raise WorkbenchError("E_USAGE", "the workbench magics need IPython: use `%load_ext "
-                             "workbench` in a notebook or IPython session")
+        raise WorkbenchError(
+            "E_USAGE",
+            "the workbench magics need IPython: use `%load_ext workbench` in a notebook or IPython session",
+        )
     if "WorkbenchMagics" not in shell.magics_manager.registry:
         shell.register_magics(WorkbenchMagics)
     _install_reporter(shell)

@@ -7,7 +7,8 @@ modules import ipywidgets and pandas, so they are imported only when a widget is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .display import bench_html, result_html, result_text
 
@@ -17,15 +18,16 @@ if TYPE_CHECKING:
     from .replay import ReplayView
 
 
-def form(bench: "Bench", tool: str) -> "ToolForm":
+def form(bench: Bench, tool: str) -> ToolForm:
     """`bench.form(tool)`: see `workbench.jupyter.forms.form`."""
     from .forms import form as draw
 
     return draw(bench, tool)
 
 
-def replay(bench: "Bench", tool: str, *, cursor_key: str = "cursor", input: Any = None,
-           events: bool = False) -> "ReplayView":
+def replay(
+    bench: Bench, tool: str, *, cursor_key: str = "cursor", input: Any = None, events: bool = False
+) -> ReplayView:
     """`bench.email.replay(tool)`: see `workbench.jupyter.replay.replay`."""
     from .replay import replay as draw
 

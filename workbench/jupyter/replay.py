@@ -51,16 +51,21 @@ _STYLE = """<style>
 .wbr.legend>span{margin-right:1.2em;white-space:nowrap}
 </style>"""
 
-LEGEND = ("<div class='wbd wbr legend'>"
-          "<span><span class='pill once'>once</span> processed once</span>"
-          "<span><span class='pill twice'>twice+</span> processed more than once</span>"
-          "<span><span class='pill pending'>not yet</span> not processed, ahead of the cursor</span>"
-          "<span><span class='pill lost'>LOST</span> never processed, the cursor is past it</span>"
-          "<span><span class='same'>×n same date</span> messages sharing one timestamp</span>"
-          "</div>")
+LEGEND = (
+    "<div class='wbd wbr legend'>"
+    "<span><span class='pill once'>once</span> processed once</span>"
+    "<span><span class='pill twice'>twice+</span> processed more than once</span>"
+    "<span><span class='pill pending'>not yet</span> not processed, ahead of the cursor</span>"
+    "<span><span class='pill lost'>LOST</span> never processed, the cursor is past it</span>"
+    "<span><span class='same'>×n same date</span> messages sharing one timestamp</span>"
+    "</div>"
+)
 
-ARRIVE_DATES = [("all at one new time", "same"), ("one second apart", "apart"),
-                ("at the stored cursor's date (late)", "cursor")]
+ARRIVE_DATES = [
+    ("all at one new time", "same"),
+    ("one second apart", "apart"),
+    ("at the stored cursor's date (late)", "cursor"),
+]
 
 
 def _pill(row: Any) -> str:
@@ -73,8 +78,9 @@ def _pill(row: Any) -> str:
     return f"<span class='pill twice'>{row.processed}×</span>"
 
 
-def timeline_html(table: "pd.DataFrame", cursor: str | None, cursor_key: str,
-                  *, max_rows: int = MAX_ROWS) -> str:
+def timeline_html(
+    table: pd.DataFrame, cursor: str | None, cursor_key: str, *, max_rows: int = MAX_ROWS
+) -> str:
     """The mailbox as an HTML table by date, equal dates grouped, the cursor as a line."""
     n = len(table)
     dates = table["date_ms"].tolist()
@@ -85,8 +91,10 @@ def timeline_html(table: "pd.DataFrame", cursor: str | None, cursor_key: str,
     elif point is None:
         label = f"cursor (kv '{cursor_key}') = {cursor!r}: not readable as a date"
     else:
-        label = (f"cursor (kv '{cursor_key}') = {cursor} · {when(point[0])} — mail above this line "
-                 "is behind it; the next call lists mail below it")
+        label = (
+            f"cursor (kv '{cursor_key}') = {cursor} · {when(point[0])} — mail above this line "
+            "is behind it; the next call lists mail below it"
+        )
     marker = f"<tr class=cur><td colspan=6>▶ {esc(label)}</td></tr>"
     lo, hi = 0, n
     if n > max_rows:
@@ -97,8 +105,9 @@ def timeline_html(table: "pd.DataFrame", cursor: str | None, cursor_key: str,
         counts[d] = counts.get(d, 0) + 1
     rows: list[str] = []
     if lo:
-        rows.append(f"<tr><td colspan=6 class=m>… {lo:,} earlier message{'s' if lo != 1 else ''} "
-                    "not shown</td></tr>")
+        rows.append(
+            f"<tr><td colspan=6 class=m>… {lo:,} earlier message{'s' if lo != 1 else ''} not shown</td></tr>"
+        )
     records = list(table.iloc[lo:hi].itertuples())
     for i, r in enumerate(records, start=lo):
         if i == at:
@@ -108,94 +117,126 @@ def timeline_html(table: "pd.DataFrame", cursor: str | None, cursor_key: str,
         cells = []
         if first_of_group:
             span = 1
-            while (i + span < hi and dates[i + span] == r.date_ms and i + span != at):
+            while i + span < hi and dates[i + span] == r.date_ms and i + span != at:
                 span += 1
             same = f"<span class=same>×{group} same date</span>" if group > 1 else ""
             cells.append(f"<td class=d rowspan={span}>{esc(when(r.date_ms))}{same}</td>")
         steps = ", ".join(map(str, r.steps)) if r.steps else "—"
-        cells += [f"<td><code>{esc(r.accountId)}/{esc(r.id)}</code></td>",
-                  f"<td>{esc(str(r.subject)[:120])}</td>",
-                  f"<td>{'start' if r.arrived == 0 else f'before call {r.arrived + 1}'}</td>",
-                  f"<td>{esc(steps)}</td>", f"<td>{_pill(r)}</td>"]
+        cells += [
+            f"<td><code>{esc(r.accountId)}/{esc(r.id)}</code></td>",
+            f"<td>{esc(str(r.subject)[:120])}</td>",
+            f"<td>{'start' if r.arrived == 0 else f'before call {r.arrived + 1}'}</td>",
+            f"<td>{esc(steps)}</td>",
+            f"<td>{_pill(r)}</td>",
+        ]
         cls = " ".join(c for c in ("g" if group > 1 else "", "lostrow" if r.lost else "") if c)
         rows.append(f"<tr{f' class={chr(39)}{cls}{chr(39)}' if cls else ''}>{''.join(cells)}</tr>")
     if at >= hi and at <= n:
         rows.append(marker)
     if hi < n:
-        rows.append(f"<tr><td colspan=6 class=m>… {n - hi:,} later message{'s' if n - hi != 1 else ''}"
-                    " not shown</td></tr>")
-    head = ("<tr><th>date</th><th>message</th><th>subject</th><th>arrived</th>"
-            "<th>processed at call</th><th>status</th></tr>")
+        rows.append(
+            f"<tr><td colspan=6 class=m>… {n - hi:,} later message{'s' if n - hi != 1 else ''}"
+            " not shown</td></tr>"
+        )
+    head = (
+        "<tr><th>date</th><th>message</th><th>subject</th><th>arrived</th>"
+        "<th>processed at call</th><th>status</th></tr>"
+    )
     empty = "" if n else "<div class=m>the allowed accounts hold no mail</div>"
-    return (f"{_CSS}{_STYLE}<div class='wbd wbr'><table>{head}{''.join(rows)}</table>{empty}</div>")
+    return f"{_CSS}{_STYLE}<div class='wbd wbr'><table>{head}{''.join(rows)}</table>{empty}</div>"
 
 
 class ReplayView(widgets.VBox):
     """Step a tool through the mailbox, rewind its cursor, let mail arrive (see the module doc)."""
 
-    def __init__(self, bench: "Bench", tool: str, *, cursor_key: str = "cursor",
-                 input: Any = None, events: bool = False) -> None:
+    def __init__(
+        self, bench: Bench, tool: str, *, cursor_key: str = "cursor", input: Any = None, events: bool = False
+    ) -> None:
         self.bench, self.tool, self.cursor_key, self.events = bench, tool, cursor_key, events
         self.replayer = Replayer(bench, tool, cursor_key=cursor_key, input=input)
-        self.result: "CallResult | None" = None
-        self.step_button = widgets.Button(description="Step", icon="step-forward",
-                                          tooltip="one call of the tool")
-        self.run_button = widgets.Button(description="Run to end", icon="fast-forward",
-                                         tooltip="call the tool until a call processes nothing new")
+        self.result: CallResult | None = None
+        self.step_button = widgets.Button(
+            description="Step", icon="step-forward", tooltip="one call of the tool"
+        )
+        self.run_button = widgets.Button(
+            description="Run to end",
+            icon="fast-forward",
+            tooltip="call the tool until a call processes nothing new",
+        )
         self.rewind_to = widgets.Dropdown(options=[], layout=widgets.Layout(width="26em"))
-        self.rewind_button = widgets.Button(description="Rewind", icon="undo",
-                                            tooltip="store the chosen earlier cursor in kv "
-                                                    "(not a tool call)")
-        self.arrive_count = widgets.BoundedIntText(value=3, min=1, max=1000,
-                                                   layout=widgets.Layout(width="5em"))
-        self.arrive_dates = widgets.Dropdown(options=ARRIVE_DATES, value="same",
-                                             layout=widgets.Layout(width="17em"))
+        self.rewind_button = widgets.Button(
+            description="Rewind",
+            icon="undo",
+            tooltip="store the chosen earlier cursor in kv (not a tool call)",
+        )
+        self.arrive_count = widgets.BoundedIntText(
+            value=3, min=1, max=1000, layout=widgets.Layout(width="5em")
+        )
+        self.arrive_dates = widgets.Dropdown(
+            options=ARRIVE_DATES, value="same", layout=widgets.Layout(width="17em")
+        )
         accounts = bench.email.accounts or ["inbox"]
-        self.arrive_account = widgets.Dropdown(options=accounts, value=accounts[0],
-                                               layout=widgets.Layout(width="10em"))
-        self.arrive_button = widgets.Button(description="Arrive", icon="envelope",
-                                            tooltip="add new mail before the next call")
+        self.arrive_account = widgets.Dropdown(
+            options=accounts, value=accounts[0], layout=widgets.Layout(width="10em")
+        )
+        self.arrive_button = widgets.Button(
+            description="Arrive", icon="envelope", tooltip="add new mail before the next call"
+        )
         self.warning = widgets.HTML()
         self.status = widgets.HTML()
         self.timeline = widgets.HTML()
         self.step_button.on_click(lambda _b: self._guard(self.step))
         self.run_button.on_click(lambda _b: self._guard(self.run_to_end))
         self.rewind_button.on_click(lambda _b: self._guard(self._rewind_chosen))
-        self.arrive_button.on_click(lambda _b: self._guard(
-            lambda: self.arrive(self.arrive_count.value, dates=self.arrive_dates.value,
-                                account=self.arrive_account.value)))
+        self.arrive_button.on_click(
+            lambda _b: self._guard(
+                lambda: self.arrive(
+                    self.arrive_count.value, dates=self.arrive_dates.value, account=self.arrive_account.value
+                )
+            )
+        )
         self._arrivals = 0
         self._rewind_values: list[str | None] = []
-        self._table: "pd.DataFrame | None" = None
-        title = widgets.HTML(f"<b>Replay of {esc(tool)}</b> <span style='color:#888'>cursor in kv "
-                             f"'{esc(cursor_key)}' · accounts allowed: "
-                             f"{esc(bench.email.allowed)}</span>")
+        self._table: pd.DataFrame | None = None
+        title = widgets.HTML(
+            f"<b>Replay of {esc(tool)}</b> <span style='color:#888'>cursor in kv "
+            f"'{esc(cursor_key)}' · accounts allowed: "
+            f"{esc(bench.email.allowed)}</span>"
+        )
         label = widgets.HTML("<span style='color:#888'>new mail:</span>")
-        super().__init__([
-            title,
-            widgets.HBox([self.step_button, self.run_button, self.rewind_to, self.rewind_button]),
-            widgets.HBox([label, self.arrive_count, self.arrive_dates, self.arrive_account,
-                          self.arrive_button]),
-            self.status, self.warning, widgets.HTML(_CSS + _STYLE + LEGEND), self.timeline])
+        super().__init__(
+            [
+                title,
+                widgets.HBox([self.step_button, self.run_button, self.rewind_to, self.rewind_button]),
+                widgets.HBox(
+                    [label, self.arrive_count, self.arrive_dates, self.arrive_account, self.arrive_button]
+                ),
+                self.status,
+                self.warning,
+                widgets.HTML(_CSS + _STYLE + LEGEND),
+                self.timeline,
+            ]
+        )
         self.refresh()
 
     # -- actions -----------------------------------------------------------------------
-    def step(self) -> "CallResult":
+    def step(self) -> CallResult:
         """One call of the tool; the view is redrawn."""
         before = self.replayer.cursor()
         res = self.replayer.step()
         self.result = res
         last = self.replayer.ledger.events[-1]
         if res.ok:
-            what = (f"<span style='color:#2e7d32'>✓</span> call {last.step}: processed "
-                    f"{len(last.processed)} ({len(last.new)} new)")
+            what = (
+                f"<span style='color:#2e7d32'>✓</span> call {last.step}: processed "
+                f"{len(last.processed)} ({len(last.new)} new)"
+            )
         else:
-            what = (f"<span style='color:#c62828'>✗ call {last.step} failed: "
-                    f"{esc(res.error)}</span>")
+            what = f"<span style='color:#c62828'>✗ call {last.step} failed: {esc(res.error)}</span>"
         self.refresh(f"{what} · cursor {esc(before)} → {esc(last.cursor_after)}")
         return res
 
-    def run_to_end(self) -> "pd.DataFrame":
+    def run_to_end(self) -> pd.DataFrame:
         """Calls until one processes nothing new; returns the table."""
         first = self.replayer.ledger.calls + 1
         self.replayer.run()
@@ -204,7 +245,7 @@ class ReplayView(widgets.VBox):
         self.refresh(f"ran calls {first}–{last}" if last > first else f"ran call {last}")
         return self.table
 
-    def rewind(self, value: "str | int | float | None") -> None:
+    def rewind(self, value: str | int | float | None) -> None:
         """Store `value` as the cursor (None: delete it, so the next call starts over)."""
         self.replayer.rewind(value)
         self.refresh(f"cursor rewound to {esc(value) if value is not None else 'none (start over)'}")
@@ -215,8 +256,9 @@ class ReplayView(widgets.VBox):
             raise UsageError("choose a cursor to rewind to")
         self.rewind(self._rewind_values[index])
 
-    def arrive(self, n: int = 3, *, dates: str = "same", account: str | None = None,
-               date: int | None = None) -> list[dict[str, Any]]:
+    def arrive(
+        self, n: int = 3, *, dates: str = "same", account: str | None = None, date: int | None = None
+    ) -> list[dict[str, Any]]:
         """`n` new messages before the next call. dates: "same" (all at one new time: the clock
         advanced one second), "apart" (one second apart), "cursor" (dated at the stored
         cursor's date: late mail); `date` overrides with an exact date."""
@@ -234,12 +276,21 @@ class ReplayView(widgets.VBox):
             date = clock.advance(1000)
         self._arrivals += 1
         batch = self._arrivals
-        messages = [{"accountId": account, "subject": f"arrival {batch}, message {i + 1} of {n}",
-                     "fromAddr": "someone@example.org", "body": f"new mail {i + 1} of {n}",
-                     **({"date": date} if date is not None else {})} for i in range(n)]
+        messages = [
+            {
+                "accountId": account,
+                "subject": f"arrival {batch}, message {i + 1} of {n}",
+                "fromAddr": "someone@example.org",
+                "body": f"new mail {i + 1} of {n}",
+                **({"date": date} if date is not None else {}),
+            }
+            for i in range(n)
+        ]
         added = self.replayer.arrive(messages, events=self.events)
-        self.refresh(f"{len(added)} message{'s' if len(added) != 1 else ''} arrived in "
-                     f"{esc(account)} ({dict((v, k) for k, v in ARRIVE_DATES)[dates]})")
+        self.refresh(
+            f"{len(added)} message{'s' if len(added) != 1 else ''} arrived in "
+            f"{esc(account)} ({dict((v, k) for k, v in ARRIVE_DATES)[dates]})"
+        )
         return added
 
     def _guard(self, action: Any) -> None:
@@ -260,8 +311,16 @@ class ReplayView(widgets.VBox):
         self._table = table
         cursor = self.replayer.cursor()
         warnings = table.attrs["warnings"]
-        self.warning.value = (_STYLE + "<div class='wbr'>" + "".join(
-            f"<div class=warn>⚠ {esc(w)}</div>" for w in warnings) + "</div>") if warnings else ""
+        self.warning.value = (
+            (
+                _STYLE
+                + "<div class='wbr'>"
+                + "".join(f"<div class=warn>⚠ {esc(w)}</div>" for w in warnings)
+                + "</div>"
+            )
+            if warnings
+            else ""
+        )
         self.timeline.value = timeline_html(table, cursor, self.cursor_key)
         # earlier cursors, newest first; "start over" last
         seen: list[str | None] = []
@@ -279,13 +338,15 @@ class ReplayView(widgets.VBox):
         self.rewind_to.options = [(label, i) for i, label in enumerate(labels)]
         self.rewind_to.value = 0
         counts = self.state
-        summary = (f"<span style='color:#888'>{counts['calls']} call{'s' if counts['calls'] != 1 else ''}"
-                   f" · {counts['messages']} messages: {counts['once']} once, {counts['twice']} "
-                   f"more than once, {counts['pending']} not yet, {counts['lost']} lost</span>")
+        summary = (
+            f"<span style='color:#888'>{counts['calls']} call{'s' if counts['calls'] != 1 else ''}"
+            f" · {counts['messages']} messages: {counts['once']} once, {counts['twice']} "
+            f"more than once, {counts['pending']} not yet, {counts['lost']} lost</span>"
+        )
         self.status.value = f"{message} {'· ' if message else ''}{summary}"
 
     @property
-    def table(self) -> "pd.DataFrame":
+    def table(self) -> pd.DataFrame:
         """One row per message (see `bench.email.replay_run`), as of the last redraw."""
         if self._table is None:
             self.refresh()
@@ -293,7 +354,7 @@ class ReplayView(widgets.VBox):
         return self._table
 
     @property
-    def steps(self) -> "pd.DataFrame":
+    def steps(self) -> pd.DataFrame:
         """One row per call (made here or outside), rewind and arrival."""
         return self.replayer.steps_frame()
 
@@ -307,15 +368,22 @@ class ReplayView(widgets.VBox):
         t = self.table
         cursor = self.replayer.cursor()
         point = cursor_point(cursor)
-        return {"calls": self.replayer.ledger.calls, "cursor": cursor,
-                "cursor_date": point[0] if point else None, "messages": len(t),
-                "once": int((t["processed"] == 1).sum()), "twice": int((t["processed"] > 1).sum()),
-                "pending": int(((t["processed"] == 0) & ~t["lost"]).sum()),
-                "lost": int(t["lost"].sum()), "warnings": list(t.attrs["warnings"])}
+        return {
+            "calls": self.replayer.ledger.calls,
+            "cursor": cursor,
+            "cursor_date": point[0] if point else None,
+            "messages": len(t),
+            "once": int((t["processed"] == 1).sum()),
+            "twice": int((t["processed"] > 1).sum()),
+            "pending": int(((t["processed"] == 0) & ~t["lost"]).sum()),
+            "lost": int(t["lost"].sum()),
+            "warnings": list(t.attrs["warnings"]),
+        }
 
 
-def replay(bench: "Bench", tool: str, *, cursor_key: str = "cursor", input: Any = None,
-           events: bool = False) -> ReplayView:
+def replay(
+    bench: Bench, tool: str, *, cursor_key: str = "cursor", input: Any = None, events: bool = False
+) -> ReplayView:
     """The replay widget for `tool` (see the module doc). events=True: Arrive also fires the
     manifest's email.onNewMessage triggers (`bench.email.arrive`)."""
     return ReplayView(bench, tool, cursor_key=cursor_key, input=input, events=events)

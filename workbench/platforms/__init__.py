@@ -22,8 +22,7 @@ if TYPE_CHECKING:
     from ..gem import Manifest
 
 #: every platform the workbench knows, by the name a manifest's `platform` uses
-KNOWN = {"notochord": "Notochord gems", "agent": "agent custom tools",
-         "ekanos": "Ekanos integrations"}
+KNOWN = {"notochord": "Notochord gems", "agent": "agent custom tools", "ekanos": "Ekanos integrations"}
 _ISSUES = {"agent": "agent custom tools (seed 002)", "ekanos": "Ekanos integrations (seed 003)"}
 _MODULES = {"notochord": "notochord"}  # the platforms built so far: name -> subpackage
 
@@ -31,21 +30,28 @@ _MODULES = {"notochord": "notochord"}  # the platforms built so far: name -> sub
 def profile(name: str) -> Profile:
     """The profile of platform `name`, or E_MANIFEST saying why there is none."""
     if name not in KNOWN:
-        raise GemLoadError(f'"platform": {clip(repr(name), 80)} is not a platform the workbench knows; use '
-                           f"one of {', '.join(map(repr, KNOWN))}", pointer="/platform",
-                           known=list(KNOWN))
+        raise GemLoadError(
+            f'"platform": {clip(repr(name), 80)} is not a platform the workbench knows; use '
+            f"one of {', '.join(map(repr, KNOWN))}",
+            pointer="/platform",
+            known=list(KNOWN),
+        )
     if name not in _MODULES:
-        raise GemLoadError(f'"platform": {name!r} ({_ISSUES[name]}) is not supported yet by '
-                           f"this version of the workbench: it runs {KNOWN['notochord']} only; "
-                           "opening it under their rules would misreport what the platform "
-                           "does", pointer="/platform", platform=name)
+        raise GemLoadError(
+            f'"platform": {name!r} ({_ISSUES[name]}) is not supported yet by '
+            f"this version of the workbench: it runs {KNOWN['notochord']} only; "
+            "opening it under their rules would misreport what the platform "
+            "does",
+            pointer="/platform",
+            platform=name,
+        )
     from importlib import import_module
 
     prof: Profile = import_module(f"{__name__}.{_MODULES[name]}").PROFILE
     return prof
 
 
-def detect(folder: "str | os.PathLike[str]") -> Profile:
+def detect(folder: str | os.PathLike[str]) -> Profile:
     """The profile of the gem at `folder`: manifest.json's `platform` (default "notochord"),
     or "ekanos" for a folder with integration.ts/.js and no manifest.json."""
     root = Path(folder)
@@ -63,29 +69,44 @@ def detect(folder: "str | os.PathLike[str]") -> Profile:
         return profile("notochord")  # the loader reports the unreadable manifest in full
     name = raw.get("platform", "notochord") if isinstance(raw, dict) else "notochord"
     if not isinstance(name, str):
-        raise GemLoadError(f"manifest.json: /platform: give a platform name ({', '.join(KNOWN)}),"
-                           f" not {type(name).__name__}", file=str(mpath), pointer="/platform")
+        raise GemLoadError(
+            f"manifest.json: /platform: give a platform name ({', '.join(KNOWN)}), not {type(name).__name__}",
+            file=str(mpath),
+            pointer="/platform",
+        )
     try:
         return profile(name)
     except GemLoadError as exc:
-        raise GemLoadError(f"manifest.json: {exc.message}", file=str(mpath),
-                           **exc.details) from None
+        raise GemLoadError(f"manifest.json: {exc.message}", file=str(mpath), **exc.details) from None
 
 
-def load(folder: "str | os.PathLike[str]") -> "Manifest":
+def load(folder: str | os.PathLike[str]) -> Manifest:
     """Load the gem at `folder` with its platform's loader (GemLoadError when unusable)."""
     return detect(folder).load(Path(folder))
 
 
-def lint(folder: "str | os.PathLike[str]") -> list[dict[str, str]]:
+def lint(folder: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Every problem of the gem at `folder` as {file, pointer, message}; [] when it is fine."""
     try:
         prof = detect(folder)
     except GemLoadError as exc:
-        return [{"file": exc.details.get("file", str(folder)), "pointer": "/platform",
-                 "message": exc.message}]
+        return [
+            {"file": exc.details.get("file", str(folder)), "pointer": "/platform", "message": exc.message}
+        ]
     return prof.lint(Path(folder))
 
 
-__all__ = ["KNOWN", "Capability", "EntryPoint", "Grants", "Limits", "Method", "Profile",
-           "SchemaRules", "detect", "lint", "load", "profile"]
+__all__ = [
+    "KNOWN",
+    "Capability",
+    "EntryPoint",
+    "Grants",
+    "Limits",
+    "Method",
+    "Profile",
+    "SchemaRules",
+    "detect",
+    "lint",
+    "load",
+    "profile",
+]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import WorkbenchError
 from ..gem.rules import SchemaRules
@@ -36,22 +37,22 @@ class Limits:
     """
 
     # the platform's own (seed 000)
-    file_bytes: int = 20 * MiB               # F12: per ctx.files read or write
-    result_chars: int = 1_048_576            # N9: the tool's result as JSON text
-    history_bytes: int = 100 * MiB           # F8: a history copy larger than this is not kept
+    file_bytes: int = 20 * MiB  # F12: per ctx.files read or write
+    result_chars: int = 1_048_576  # N9: the tool's result as JSON text
+    history_bytes: int = 100 * MiB  # F8: a history copy larger than this is not kept
     # the workbench's (SEC5): every ctx call and every result bounded
-    sql_result_bytes: int = 16 * MiB         # rows one ctx.storage.sql call may return
-    sql_value_bytes: int = 32 * MiB          # SQLITE_LIMIT_LENGTH: one string or blob
-    sql_statement_bytes: int = 1 * MiB       # SQLITE_LIMIT_SQL_LENGTH: one statement's text
-    schema_seconds: float = 30.0             # db/schema.sql at open (it is the gem's SQL too)
-    storage_bytes: int = 1024 * MiB          # each database (the gem's SQL; data + kv + history)
-    sqlite_heap_bytes: int = 1024 * MiB      # SQLite's memory, process-wide (hard_heap_limit)
-    http_body_bytes: int = 20 * MiB          # one ctx.http.fetch response body
-    resource_bytes: int = 2048 * MiB         # one resource download, streamed to disk
-    resource_seconds: float = 1800.0         # one download attempt over all its addresses
-    log_bytes: int = 1 * MiB                 # captured console output per call (head + tail)
-    bridge_message_bytes: int = 64 * MiB     # one message between Python and the sandbox
-    json_depth: int = 200                    # nesting of inputs, results, ctx arguments
+    sql_result_bytes: int = 16 * MiB  # rows one ctx.storage.sql call may return
+    sql_value_bytes: int = 32 * MiB  # SQLITE_LIMIT_LENGTH: one string or blob
+    sql_statement_bytes: int = 1 * MiB  # SQLITE_LIMIT_SQL_LENGTH: one statement's text
+    schema_seconds: float = 30.0  # db/schema.sql at open (it is the gem's SQL too)
+    storage_bytes: int = 1024 * MiB  # each database (the gem's SQL; data + kv + history)
+    sqlite_heap_bytes: int = 1024 * MiB  # SQLite's memory, process-wide (hard_heap_limit)
+    http_body_bytes: int = 20 * MiB  # one ctx.http.fetch response body
+    resource_bytes: int = 2048 * MiB  # one resource download, streamed to disk
+    resource_seconds: float = 1800.0  # one download attempt over all its addresses
+    log_bytes: int = 1 * MiB  # captured console output per call (head + tail)
+    bridge_message_bytes: int = 64 * MiB  # one message between Python and the sandbox
+    json_depth: int = 200  # nesting of inputs, results, ctx arguments
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,10 @@ class EntryPoint:
     def message(self) -> dict[str, Any]:
         """What the sandbox needs to find the function (carried by each call message)."""
         names = " or ".join(self.js_exports)
-        return {"exports": list(self.js_exports),
-                "missing": f"the tool module has no {names} export function ({self.js_hint})"}
+        return {
+            "exports": list(self.js_exports),
+            "missing": f"the tool module has no {names} export function ({self.js_hint})",
+        }
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ class Method:
 
     name: str
     params: tuple[str, ...] = ()
-    codec: Literal["fetch"] | None = None   # "fetch": the reply becomes a Response
+    codec: Literal["fetch"] | None = None  # "fetch": the reply becomes a Response
 
 
 Kind = Literal["namespace", "collection", "function", "value"]
@@ -109,7 +112,7 @@ class Capability:
     methods: tuple[Method, ...] = ()
     grant: str | None = None
     python_absent: Literal["missing", "deny"] = "missing"
-    python_alias: str | None = None   # a snake_case name Python tools may use too (not in dir)
+    python_alias: str | None = None  # a snake_case name Python tools may use too (not in dir)
     doc: str = ""
 
     @property
@@ -155,17 +158,16 @@ class Profile:
     schema_rules: SchemaRules
     entry: EntryPoint
     capabilities: tuple[Capability, ...]
-    load: Callable[[Path], "Manifest"]            # raises GemLoadError (file, JSON pointer)
+    load: Callable[[Path], Manifest]  # raises GemLoadError (file, JSON pointer)
     lint: Callable[[Path], list[dict[str, str]]]  # every problem, [] when loadable
-    grants_for: Callable[["Manifest", "ToolSpec"], Grants]
-    marker: str = "manifest.json"                 # the file that makes a folder this platform's
+    grants_for: Callable[[Manifest, ToolSpec], Grants]
+    marker: str = "manifest.json"  # the file that makes a folder this platform's
     supported: bool = True
 
-    def grants(self, manifest: "Manifest", tool: "ToolSpec") -> Grants:
+    def grants(self, manifest: Manifest, tool: ToolSpec) -> Grants:
         """The tool's grants, decided once per (profile, gem, tool): cached on the manifest,
         which holds its tools (a tool object is never shared between manifests)."""
-        cache: dict[tuple[str, int], tuple[ToolSpec, Grants]] = \
-            manifest.__dict__.setdefault("_grants", {})
+        cache: dict[tuple[str, int], tuple[ToolSpec, Grants]] = manifest.__dict__.setdefault("_grants", {})
         key = (self.name, id(tool))
         if key not in cache or cache[key][0] is not tool:
             cache[key] = (tool, self.grants_for(manifest, tool))
@@ -173,7 +175,7 @@ class Profile:
 
     @functools.cached_property
     def routes(self) -> dict[str, tuple[str, str]]:
-        """"files.read" -> ("files", "read"): which implementation and method serve a name."""
+        """ "files.read" -> ("files", "read"): which implementation and method serve a name."""
         out: dict[str, tuple[str, str]] = {}
         for cap in self.capabilities:
             if cap.kind == "function":
@@ -201,14 +203,21 @@ class Profile:
         filled per call); cached: a tool's grants do not change while its gem is open."""
         cache: dict[frozenset[str], str] = self.__dict__.setdefault("_shapes", {})
         if grants.granted not in cache:
-            cache[grants.granted] = json.dumps([
-                {"path": c.path, "kind": c.kind,
-                 "methods": [{"name": m.name, "params": list(m.params), "codec": m.codec}
-                             for m in c.methods]}
-                for c in self.present(grants)], separators=(",", ":"))
+            cache[grants.granted] = json.dumps(
+                [
+                    {
+                        "path": c.path,
+                        "kind": c.kind,
+                        "methods": [
+                            {"name": m.name, "params": list(m.params), "codec": m.codec} for m in c.methods
+                        ],
+                    }
+                    for c in self.present(grants)
+                ],
+                separators=(",", ":"),
+            )
         return cache[grants.granted]
 
     def values(self, grants: Grants, session: Any) -> dict[str, Any]:
         """The per-call values ({"idempotencyKey": ...}) a tool with `grants` sees."""
-        return {c.path: getattr(session, c.impl) for c in self.present(grants)
-                if c.kind == "value"}
+        return {c.path: getattr(session, c.impl) for c in self.present(grants) if c.kind == "value"}

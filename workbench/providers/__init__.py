@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .base import Entry, FileStore
 from .datastore import DataStore, SqliteDataStore
@@ -16,8 +17,19 @@ from .mail import Mailbox
 from .memory import MemoryFileStore
 from .sqlite import open_database
 
-__all__ = ["DataStore", "Entry", "FileStore", "FolderFileStore", "Mailbox", "MemoryFileStore",
-           "Providers", "default_state_dir", "make_mailbox", "make_providers", "open_database"]
+__all__ = [
+    "DataStore",
+    "Entry",
+    "FileStore",
+    "FolderFileStore",
+    "Mailbox",
+    "MemoryFileStore",
+    "Providers",
+    "default_state_dir",
+    "make_mailbox",
+    "make_providers",
+    "open_database",
+]
 
 
 def default_state_dir(gem_id: str, gem_root: Path) -> Path:
@@ -25,7 +37,8 @@ def default_state_dir(gem_id: str, gem_root: Path) -> Path:
     *folder*, `<id>-<hash of its real path>`, so another gem that copies this one's id does not
     open its private storage (D3)."""
     base = os.environ.get("GEM_WORKBENCH_HOME") or os.path.join(
-        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "gem-workbench")
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "gem-workbench"
+    )
     tag = hashlib.sha256(os.fsencode(Path(gem_root).resolve())).hexdigest()[:12]
     return Path(base) / f"{gem_id}-{tag}"
 
@@ -34,25 +47,28 @@ def default_state_dir(gem_id: str, gem_root: Path) -> Path:
 class Providers:
     """The storage a bench sits on: one file store, a data store and two SQLite databases."""
 
-    kind: dict[str, str]   # capability -> "mock" | "real"
+    kind: dict[str, str]  # capability -> "mock" | "real"
     files: FileStore
-    data_db: sqlite3.Connection   # the data store's database (the ctx layer's transactions)
-    store: DataStore              # ctx.data, ctx.storage.kv, file history: all over data_db
-    sql_db: sqlite3.Connection    # ctx.storage.sql: the gem's private database
+    data_db: sqlite3.Connection  # the data store's database (the ctx layer's transactions)
+    store: DataStore  # ctx.data, ctx.storage.kv, file history: all over data_db
+    sql_db: sqlite3.Connection  # ctx.storage.sql: the gem's private database
     state_dir: Path | None
-    mailbox: Mailbox | None = None   # ctx.email's mail (see make_mailbox)
-    resources: Any = None   # ctx.resources' ResourceCache (ctx/resources.py); None: none declared
+    mailbox: Mailbox | None = None  # ctx.email's mail (see make_mailbox)
+    resources: Any = None  # ctx.resources' ResourceCache (ctx/resources.py); None: none declared
 
 
-def make_providers(gem_id: str, spec: str | dict[str, str], *, gem_root: Path,
-                   workspace: Path | None, state_dir: Path | None) -> Providers:
+def make_providers(
+    gem_id: str, spec: str | dict[str, str], *, gem_root: Path, workspace: Path | None, state_dir: Path | None
+) -> Providers:
     """Build providers from "mock", "real", or a mix like {"files": "real", "storage": "mock"}."""
     from .._errors import UsageError
 
     given = {"files": spec, "storage": spec} if isinstance(spec, str) else dict(spec)
     if set(given) - {"files", "storage"} or set(given.values()) - {"mock", "real"}:
-        raise UsageError(f"providers={spec!r}: use 'mock', 'real', or a dict with keys 'files' "
-                         "and 'storage' and values 'mock' or 'real'")
+        raise UsageError(
+            f"providers={spec!r}: use 'mock', 'real', or a dict with keys 'files' "
+            "and 'storage' and values 'mock' or 'real'"
+        )
     kinds = {"files": "mock", "storage": "mock", **given}
     # mock providers keep nothing there, but caches (the sandbox's DENO_DIR) use it when given
     state: Path | None = Path(state_dir) if state_dir else None
@@ -67,9 +83,13 @@ def make_providers(gem_id: str, spec: str | dict[str, str], *, gem_root: Path,
     db_dir = state if kinds["storage"] == "real" else None
     data_db = open_database(db_dir / "data.sqlite" if db_dir else None)
     return Providers(
-        kind=kinds, files=files, data_db=data_db, store=SqliteDataStore(data_db),
+        kind=kinds,
+        files=files,
+        data_db=data_db,
+        store=SqliteDataStore(data_db),
         sql_db=open_database(db_dir / "sql.sqlite" if db_dir else None),
-        state_dir=state)
+        state_dir=state,
+    )
 
 
 def make_mailbox(spec: Any, *, gem_root: Path) -> Mailbox:
@@ -101,8 +121,10 @@ def make_mailbox(spec: Any, *, gem_root: Path) -> Mailbox:
             raise UsageError(f"mailbox: {missing[0]} does not exist")
         return local_mailbox(spec)
     if not isinstance(spec, (str, os.PathLike)):
-        raise UsageError(f"mailbox={spec!r}: give a path (mailbox.json, a folder of .eml files, a "
-                         "Maildir, an mbox file), {account: path}, or a Mailbox object")
+        raise UsageError(
+            f"mailbox={spec!r}: give a path (mailbox.json, a folder of .eml files, a "
+            "Maildir, an mbox file), {account: path}, or a Mailbox object"
+        )
     path = Path(spec)
     try:
         if path.is_file() and path.suffix.lower() == ".json":
@@ -111,8 +133,9 @@ def make_mailbox(spec: Any, *, gem_root: Path) -> Mailbox:
             with path.open("rb") as fp:
                 head = fp.read(5)
             if head and head != b"From ":
-                raise UsageError(f"mailbox: {path} is not an mbox file (it does not start with a "
-                                 "'From ' line)")
+                raise UsageError(
+                    f"mailbox: {path} is not an mbox file (it does not start with a 'From ' line)"
+                )
             return MboxMailbox(path)
         if path.is_dir():
             subs = [p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")]

@@ -9,26 +9,24 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.header import decode_header
 from functools import lru_cache
 from itertools import takewhile
 from typing import Any, Union
 from urllib.parse import unquote_to_bytes
 
-Value = Union[bytes, None, list[Any]]  # list[Value]: mypy has no recursive aliases in unions
-Fetched = dict[str, Any]               # "UID" -> b"12", "ENVELOPE" -> [...], "BODY[1]" -> b"..."
+Value = Union[bytes, None, list[Any]]  # noqa: UP007  list[Value]: mypy has no recursive aliases in unions
+Fetched = dict[str, Any]  # "UID" -> b"12", "ENVELOPE" -> [...], "BODY[1]" -> b"..."
 
 _LITERAL_END = re.compile(rb"\{\d+\+?\}\Z")
 # Outside literals an IMAP response holds no NUL, so \x00<n>\x00 can stand for literal n.
 # (the quoted-string pattern is unrolled: an alternation per character was most of the time)
-_TOKEN = re.compile(
-    rb'\s*(?:(\()|(\))|"([^"\\]*(?:\\.[^"\\]*)*)"|\x00(\d+)\x00|([^\s()"\x00]+))', re.DOTALL)
+_TOKEN = re.compile(rb'\s*(?:(\()|(\))|"([^"\\]*(?:\\.[^"\\]*)*)"|\x00(\d+)\x00|([^\s()"\x00]+))', re.DOTALL)
 _ESCAPE = re.compile(rb"\\(.)", re.DOTALL)
 _MONTH_NAMES = b"Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 _MONTHS = {m: n for n, m in enumerate(_MONTH_NAMES, 1)}
-_INTERNALDATE = re.compile(
-    rb"(\d{1,2})-([A-Za-z]{3})-(\d{4}) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d)")
+_INTERNALDATE = re.compile(rb"(\d{1,2})-([A-Za-z]{3})-(\d{4}) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d)")
 _UID = re.compile(rb"\bUID (\d+)")
 _SECTION_NUMBER = re.compile(r"[0-9]{1,6}")  # RFC 2231 continuation numbers (ASCII digits)
 _DATE = re.compile(rb'\bINTERNALDATE "([^"]+)"')
@@ -48,8 +46,13 @@ def parse_fetch(data: list[Any]) -> list[Fetched]:
     out: list[Fetched] = []
     for value in tokens:  # "<seq> (<name> <value> ...)" repeated
         if isinstance(value, list):
-            out.append({bytes(k).decode("ascii", "replace").upper(): v
-                        for k, v in zip(value[::2], value[1::2]) if isinstance(k, bytes)})
+            out.append(
+                {
+                    bytes(k).decode("ascii", "replace").upper(): v
+                    for k, v in zip(value[::2], value[1::2])
+                    if isinstance(k, bytes)
+                }
+            )
     return out
 
 
@@ -124,7 +127,7 @@ def fetch_dates(data: list[Any]) -> dict[int, int]:
 
 def imap_day(ms: int) -> str:
     """The SEARCH SINCE date (UTC day) of a ms timestamp, in English whatever the locale."""
-    d = datetime.fromtimestamp(min(max(ms, 0), 253_402_214_400_000) / 1000, timezone.utc)
+    d = datetime.fromtimestamp(min(max(ms, 0), 253_402_214_400_000) / 1000, UTC)
     return f"{d.day:02d}-{_MONTH_NAMES[d.month - 1].decode()}-{d.year}"
 
 
@@ -172,18 +175,21 @@ class Part:
     """One leaf of a BODYSTRUCTURE: its section number ("1", "2.1") and what it says of itself."""
 
     section: str
-    mime: str          # "text/plain"
+    mime: str  # "text/plain"
     params: dict[str, str]
-    encoding: str      # "base64", "quoted-printable", "7bit", ...
-    size: int          # octets as transferred (encoded)
+    encoding: str  # "base64", "quoted-printable", "7bit", ...
+    size: int  # octets as transferred (encoded)
     filename: str
-    disposition: str   # "attachment", "inline" or ""
+    disposition: str  # "attachment", "inline" or ""
 
     @property
     def attachment(self) -> bool:
         """Not body text: the same test as mailparse's."""
-        return (self.disposition == "attachment" or bool(self.filename)
-                or self.mime not in ("text/plain", "text/html"))
+        return (
+            self.disposition == "attachment"
+            or bool(self.filename)
+            or self.mime not in ("text/plain", "text/html")
+        )
 
 
 def _pairs(value: Value) -> dict[str, str]:
@@ -214,13 +220,20 @@ def _leaf(bs: list[Any], section: str) -> Part:
     disp = bs[at] if len(bs) > at and isinstance(bs[at], list) else [None, None]
     dparams = _pairs(disp[1] if len(disp) > 1 else None)
     size = bs[6] if len(bs) > 6 and isinstance(bs[6], bytes) and bs[6].isdigit() else b"0"
-    return Part(section or "1", mime, params, text(bs[5] if len(bs) > 5 else None).lower(),
-                int(size), (dparams.get("filename") or params.get("name") or "").strip(),
-                text(disp[0]).lower() if disp else "")
+    return Part(
+        section or "1",
+        mime,
+        params,
+        text(bs[5] if len(bs) > 5 else None).lower(),
+        int(size),
+        (dparams.get("filename") or params.get("name") or "").strip(),
+        text(disp[0]).lower() if disp else "",
+    )
 
 
-def leaves(bs: Value, section: str = "", *, count: list[int] | None = None,
-           depth: int = 0) -> tuple[list[Part], list[Part]]:
+def leaves(
+    bs: Value, section: str = "", *, count: list[int] | None = None, depth: int = 0
+) -> tuple[list[Part], list[Part]]:
     """BODYSTRUCTURE -> (text parts that make the body, attachment parts), as mailparse walks
     a message: in multipart/alternative one branch (plain, else html, else a multipart) plus
     its siblings marked as attachments; a message/rfc822 part is one attachment.
@@ -247,14 +260,20 @@ def leaves(bs: Value, section: str = "", *, count: list[int] | None = None,
         done = [leaves(k, sec, count=count, depth=depth + 1) for sec, k in numbered]
         return [t for ts, _ in done for t in ts], [a for _, atts in done for a in atts]
     single = {sec: _leaf(k, sec) for sec, k in numbered if k and not isinstance(k[0], list)}
-    best = next((sec for wanted in ("text/plain", "text/html") for sec, p in single.items()
-                 if p.mime == wanted and not p.attachment), None)
-    best = best or next((sec for sec, _ in numbered if sec not in single),
-                        numbered[-1][0] if numbered else None)
-    texts, atts = (leaves(dict(numbered)[best], best, count=count, depth=depth + 1)
-                   if best else ([], []))
-    return texts, atts + [p for sec, p in single.items()
-                          if sec != best and p.disposition == "attachment"]
+    best = next(
+        (
+            sec
+            for wanted in ("text/plain", "text/html")
+            for sec, p in single.items()
+            if p.mime == wanted and not p.attachment
+        ),
+        None,
+    )
+    best = best or next(
+        (sec for sec, _ in numbered if sec not in single), numbered[-1][0] if numbered else None
+    )
+    texts, atts = leaves(dict(numbered)[best], best, count=count, depth=depth + 1) if best else ([], [])
+    return texts, atts + [p for sec, p in single.items() if sec != best and p.disposition == "attachment"]
 
 
 def part_text(part: Part, raw: bytes, *, cut: bool = False) -> Any:
@@ -262,10 +281,14 @@ def part_text(part: Part, raw: bytes, *, cut: bool = False) -> Any:
     (with `cut=True`: (text, whether mailparse cut it))."""
     from .mailparse import parse_message
 
-    params = "".join(f'; {k}="{v}"' for k, v in part.params.items()
-                     if k == "charset" and '"' not in v and "\n" not in v and "\r" not in v)
-    head = (f"Content-Type: {part.mime}{params}\r\nContent-Transfer-Encoding: "
-            f"{part.encoding or '7bit'}\r\n\r\n").encode("ascii", "replace")
+    params = "".join(
+        f'; {k}="{v}"'
+        for k, v in part.params.items()
+        if k == "charset" and '"' not in v and "\n" not in v and "\r" not in v
+    )
+    head = (
+        f"Content-Type: {part.mime}{params}\r\nContent-Transfer-Encoding: {part.encoding or '7bit'}\r\n\r\n"
+    ).encode("ascii", "replace")
     msg = parse_message(head + raw, account="", id="")
     return (msg.body, msg.cut) if cut else msg.body
 
@@ -282,8 +305,7 @@ def numbers(data: list[Any]) -> list[int]:
 
 def said(data: list[Any]) -> str:
     """What the server said, for an error message."""
-    return " ".join(d.decode("utf-8", "replace") if isinstance(d, bytes) else str(d)
-                    for d in data if d)
+    return " ".join(d.decode("utf-8", "replace") if isinstance(d, bytes) else str(d) for d in data if d)
 
 
 def as_bytes(value: Any) -> bytes:

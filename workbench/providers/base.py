@@ -17,8 +17,9 @@ blocking), nor are names that are not valid UTF-8 on disk. Symlinks are followed
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal, Protocol
+from typing import Literal, Protocol
 
 
 @dataclass(frozen=True)

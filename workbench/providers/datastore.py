@@ -13,7 +13,8 @@ commits: the ctx layer runs each call in one transaction on the store's database
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Protocol, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 # a condition on a collection's documents and its parameters, compiled by ctx.data (where_sql)
 # from the documents' fields as `expr` writes them; ("1", []) matches every document
@@ -31,12 +32,12 @@ class Rows(Protocol):
 class Version(NamedTuple):
     """One saved version of a conversation-folder file."""
 
-    path: str                 # inside the conversation folder
-    reason: str               # overwrite | delete | restore
+    path: str  # inside the conversation folder
+    reason: str  # overwrite | delete | restore
     call_id: str | None
-    saved_at: int             # ms since the epoch
+    saved_at: int  # ms since the epoch
     size: int
-    content: bytes | None     # None: not kept (over the history cap)
+    content: bytes | None  # None: not kept (over the history cap)
 
 
 VERSION_COLUMNS = ("version", "path", "reason", "call_id", "saved_at", "size", "kept")
@@ -62,8 +63,16 @@ class DataStore(Protocol):
 
     def count_docs(self, collection: str, where: Where) -> int: ...
 
-    def find_docs(self, collection: str, where: Where, *, order_by: str | None,
-                  descending: bool, limit: int, offset: int) -> Rows:
+    def find_docs(
+        self,
+        collection: str,
+        where: Where,
+        *,
+        order_by: str | None,
+        descending: bool,
+        limit: int,
+        offset: int,
+    ) -> Rows:
         """(id, doc) rows matching `where`, by `order_by` (a field) then insertion order."""
 
     def collections(self) -> list[str]:
@@ -96,10 +105,10 @@ class DataStore(Protocol):
         """(version, content) of a saved version of `path` (default: the latest)."""
 
     # -- snapshots
-    def dump(self) -> "DataStore":
+    def dump(self) -> DataStore:
         """A copy of everything, apart from this store, read through the same methods."""
 
-    def restore(self, dump: "DataStore") -> None:
+    def restore(self, dump: DataStore) -> None:
         """Hold exactly what `dump` (one of this store's dumps) holds."""
 
 
@@ -112,7 +121,8 @@ def expr(field: str) -> str:
     return "id" if field == "id" else f"json_extract(doc, '$.{field}')"
 
 
-_HISTORY_DDL = ("""
+_HISTORY_DDL = (
+    """
 CREATE TABLE IF NOT EXISTS _wb_history (
     version INTEGER PRIMARY KEY AUTOINCREMENT,
     path TEXT NOT NULL,
@@ -121,7 +131,9 @@ CREATE TABLE IF NOT EXISTS _wb_history (
     saved_at INTEGER NOT NULL,
     size INTEGER NOT NULL,
     content BLOB
-)""", "CREATE INDEX IF NOT EXISTS _wb_history_path ON _wb_history(path)")
+)""",
+    "CREATE INDEX IF NOT EXISTS _wb_history_path ON _wb_history(path)",
+)
 _KV_DDL = "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
 
 
@@ -135,10 +147,14 @@ class SqliteDataStore:
         # one statement at a time: executescript would commit a transaction in progress
         statements = [*_HISTORY_DDL, _KV_DDL]
         for name, indexes in collections.items():
-            statements.append(f"CREATE TABLE IF NOT EXISTS {table(name)} (rid INTEGER PRIMARY "
-                              "KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL)")
-            statements += [f'CREATE INDEX IF NOT EXISTS "ix_{name}_{f.replace(".", "_")}" ON '
-                           f"{table(name)}({expr(f)})" for f in indexes]
+            statements.append(
+                f"CREATE TABLE IF NOT EXISTS {table(name)} (rid INTEGER PRIMARY "
+                "KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL)"
+            )
+            statements += [
+                f'CREATE INDEX IF NOT EXISTS "ix_{name}_{f.replace(".", "_")}" ON {table(name)}({expr(f)})'
+                for f in indexes
+            ]
         for sql in statements:
             self.db.execute(sql)
 
@@ -147,35 +163,50 @@ class SqliteDataStore:
         self.db.executemany(f"INSERT INTO {table(collection)}(id, doc) VALUES (?, ?)", docs)
 
     def get_doc(self, collection: str, id: str) -> str | None:
-        row = self.db.execute(f"SELECT doc FROM {table(collection)} WHERE id = ?",
-                              (id,)).fetchone()
+        row = self.db.execute(f"SELECT doc FROM {table(collection)} WHERE id = ?", (id,)).fetchone()
         return row[0] if row else None
 
     def update_doc(self, collection: str, id: str, patch: str) -> bool:
-        return self.db.execute(f"UPDATE {table(collection)} SET doc = json_patch(doc, ?) "
-                               "WHERE id = ?", (patch, id)).rowcount > 0
+        return (
+            self.db.execute(
+                f"UPDATE {table(collection)} SET doc = json_patch(doc, ?) WHERE id = ?", (patch, id)
+            ).rowcount
+            > 0
+        )
 
     def delete_doc(self, collection: str, id: str) -> bool:
-        return self.db.execute(f"DELETE FROM {table(collection)} WHERE id = ?",
-                               (id,)).rowcount > 0
+        return self.db.execute(f"DELETE FROM {table(collection)} WHERE id = ?", (id,)).rowcount > 0
 
     def count_docs(self, collection: str, where: Where) -> int:
         cond, params = where
-        return int(self.db.execute(f"SELECT count(*) FROM {table(collection)} WHERE {cond}",
-                                   params).fetchone()[0])
+        return int(
+            self.db.execute(f"SELECT count(*) FROM {table(collection)} WHERE {cond}", params).fetchone()[0]
+        )
 
-    def find_docs(self, collection: str, where: Where, *, order_by: str | None,
-                  descending: bool, limit: int, offset: int) -> Rows:
+    def find_docs(
+        self,
+        collection: str,
+        where: Where,
+        *,
+        order_by: str | None,
+        descending: bool,
+        limit: int,
+        offset: int,
+    ) -> Rows:
         cond, params = where
         order = "desc" if descending else "asc"
         # rid breaks ties, so pages of equal values keep one order
         by = f"{expr(order_by)} {order}, rid {order}" if order_by else f"rid {order}"
-        return self.db.execute(f"SELECT id, doc FROM {table(collection)} WHERE {cond} "
-                               f"ORDER BY {by} LIMIT ? OFFSET ?", [*params, limit, offset])
+        return self.db.execute(
+            f"SELECT id, doc FROM {table(collection)} WHERE {cond} ORDER BY {by} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
 
     def collections(self) -> list[str]:
-        rows = self.db.execute("SELECT substr(name, 3) FROM sqlite_master WHERE type = 'table' "
-                               "AND name LIKE 'c\\_%' ESCAPE '\\' ORDER BY name")
+        rows = self.db.execute(
+            "SELECT substr(name, 3) FROM sqlite_master WHERE type = 'table' "
+            "AND name LIKE 'c\\_%' ESCAPE '\\' ORDER BY name"
+        )
         return [r[0] for r in rows]
 
     def docs(self, collection: str) -> list[tuple[str, str]]:
@@ -189,40 +220,47 @@ class SqliteDataStore:
         return row[0] if row else None
 
     def kv_set(self, key: str, value: str) -> None:
-        self.db.execute("INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-                        "SET value = excluded.value", (key, value))
+        self.db.execute(
+            "INSERT INTO kv(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
 
     def kv_delete(self, key: str) -> bool:
         return self.db.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
 
     def kv_keys(self, prefix: str) -> Rows:
-        return self.db.execute("SELECT key FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key",
-                               (len(prefix), prefix))
+        return self.db.execute(
+            "SELECT key FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
+        )
 
     def kv_items(self) -> list[tuple[str, str]]:
         return self.db.execute("SELECT key, value FROM kv ORDER BY key").fetchall()
 
     # -- file history
     def history_save(self, versions: Iterable[Version]) -> None:
-        self.db.executemany("INSERT INTO _wb_history(path, reason, call_id, saved_at, size, "
-                            "content) VALUES (?, ?, ?, ?, ?, ?)", versions)
+        self.db.executemany(
+            "INSERT INTO _wb_history(path, reason, call_id, saved_at, size, "
+            "content) VALUES (?, ?, ?, ?, ?, ?)",
+            versions,
+        )
 
     def history_versions(self, path: str | None) -> list[dict[str, Any]]:
-        q = ("SELECT version, path, reason, call_id, saved_at, size, content IS NOT NULL "
-             "FROM _wb_history")
-        rows = self.db.execute(q + (" WHERE path = ?" if path else "") + " ORDER BY version",
-                               (path,) if path else ())
+        q = "SELECT version, path, reason, call_id, saved_at, size, content IS NOT NULL FROM _wb_history"
+        rows = self.db.execute(
+            q + (" WHERE path = ?" if path else "") + " ORDER BY version", (path,) if path else ()
+        )
         return [dict(zip(VERSION_COLUMNS, (*r[:6], bool(r[6])))) for r in rows]
 
     def history_load(self, path: str, version: int | None) -> tuple[int, bytes | None] | None:
         q = "SELECT version, content FROM _wb_history WHERE path = ?"
-        row = self.db.execute(q + (" AND version = ?" if version is not None else "") +
-                              " ORDER BY version DESC LIMIT 1",
-                              (path, version) if version is not None else (path,)).fetchone()
+        row = self.db.execute(
+            q + (" AND version = ?" if version is not None else "") + " ORDER BY version DESC LIMIT 1",
+            (path, version) if version is not None else (path,),
+        ).fetchone()
         return (row[0], row[1]) if row else None
 
     # -- snapshots
-    def dump(self) -> "SqliteDataStore":
+    def dump(self) -> SqliteDataStore:
         copy = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         self.db.backup(copy)
         return SqliteDataStore(copy)

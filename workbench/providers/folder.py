@@ -18,8 +18,9 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Literal
 
 from .._text import is_unicode
 from .base import Entry
@@ -211,8 +212,7 @@ class FolderFileStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         try:  # never replace what the store does not show (a FIFO, socket, device)
             if _kind(os.lstat(target).st_mode) is None:
-                raise FileExistsError(errno.EEXIST, "an entry that is not a file is in the way",
-                                      str(target))
+                raise FileExistsError(errno.EEXIST, "an entry that is not a file is in the way", str(target))
         except FileNotFoundError:
             pass
         staging = self._staging(target.parent)
@@ -304,7 +304,7 @@ class FolderFileStore:
             rel = os.path.relpath(dirpath, base)
             for n in dirs + sorted(f for f in files if is_unicode(f)):
                 path = n if rel == "." else f"{rel}/{n}".replace(os.sep, "/")
-                if (e := _entry(os.path.join(dirpath, n), n)):
+                if e := _entry(os.path.join(dirpath, n), n):
                     yield path, e
 
     def unlisted_under(self, root: str, path: str) -> str | None:
@@ -333,8 +333,11 @@ class FolderFileStore:
         return None
 
     def roots(self) -> builtins.list[str]:
-        runs = sorted(f"run/{p.name}" for p in self.runs.iterdir()
-                      if not p.name.startswith(".")) if self.runs.is_dir() else []
+        runs = (
+            sorted(f"run/{p.name}" for p in self.runs.iterdir() if not p.name.startswith("."))
+            if self.runs.is_dir()
+            else []
+        )
         return ["workspace", *runs]
 
     # -- housekeeping at open ----------------------------------------------------------------

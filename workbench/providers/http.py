@@ -35,14 +35,25 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
+from typing import Any, Protocol
 
 from .._errors import UsageError, WorkbenchError
 
-__all__ = ["Cassette", "HttpRequest", "HttpResponse", "MockHandler", "MockTransport", "RealTransport",
-           "Transport", "Watchdog", "make_transport", "too_large"]
+__all__ = [
+    "Cassette",
+    "HttpRequest",
+    "HttpResponse",
+    "MockHandler",
+    "MockTransport",
+    "RealTransport",
+    "Transport",
+    "Watchdog",
+    "make_transport",
+    "too_large",
+]
 
 DEFAULT_TIMEOUT = 10.0
 _CHUNK = 64 * 1024
@@ -89,10 +100,15 @@ class Transport(Protocol):
 def too_large(request: HttpRequest, max_bytes: int, declared: int | None = None) -> WorkbenchError:
     """E_TOO_LARGE for a response body over the cap, naming the limit (Limits.http_body_bytes)."""
     said = f" (Content-Length {declared:,})" if declared is not None else ""
-    return WorkbenchError("E_TOO_LARGE", f"{request.method} {request.url}: the response body is "
-                          f"over {max_bytes:,} bytes{said}, the limit of one ctx.http.fetch "
-                          "(Limits.http_body_bytes)", url=request.url, limit="http_body_bytes",
-                          max_bytes=max_bytes)
+    return WorkbenchError(
+        "E_TOO_LARGE",
+        f"{request.method} {request.url}: the response body is "
+        f"over {max_bytes:,} bytes{said}, the limit of one ctx.http.fetch "
+        "(Limits.http_body_bytes)",
+        url=request.url,
+        limit="http_body_bytes",
+        max_bytes=max_bytes,
+    )
 
 
 class Watchdog:
@@ -113,7 +129,7 @@ class Watchdog:
         self._timer = threading.Timer(self.seconds, self._fire)
         self._timer.daemon = True
 
-    def __enter__(self) -> "Watchdog":
+    def __enter__(self) -> Watchdog:
         self._timer.start()
         return self
 
@@ -160,8 +176,9 @@ def no_cookie_jar() -> CookieJar:
     return CookieJar(policy=_NoCookies())
 
 
-def stream_body(chunks: Iterator[bytes], max_bytes: int | None,
-                on_too_large: Callable[[], Exception]) -> bytes:
+def stream_body(
+    chunks: Iterator[bytes], max_bytes: int | None, on_too_large: Callable[[], Exception]
+) -> bytes:
     """Join streamed chunks, stopping as soon as they pass `max_bytes` (never all in memory)."""
     parts: list[bytes] = []
     size = 0
@@ -221,8 +238,9 @@ class _Inflate:
             yield tail
 
 
-def decoded_body(chunks: Iterator[bytes], content_encoding: str | None,
-                 check: Callable[[], None] = lambda: None) -> Iterator[bytes]:
+def decoded_body(
+    chunks: Iterator[bytes], content_encoding: str | None, check: Callable[[], None] = lambda: None
+) -> Iterator[bytes]:
     """`chunks` (raw bytes) with every Content-Encoding layer undone, in pieces of at most
     _CHUNK bytes; `check()` runs between steps (it raises to stop). An unknown coding (or
     none) leaves the bytes as they are."""
@@ -261,8 +279,10 @@ def _as_response(value: Any) -> HttpResponse:
     if isinstance(value, int) and not isinstance(value, bool):
         return HttpResponse(status=value)
     if not isinstance(value, dict):
-        raise UsageError(f"an http mock handler returned {type(value).__name__}: return a dict "
-                         "{status, headers, json | text | body}, a str, bytes or an HttpResponse")
+        raise UsageError(
+            f"an http mock handler returned {type(value).__name__}: return a dict "
+            "{status, headers, json | text | body}, a str, bytes or an HttpResponse"
+        )
     headers = value.get("headers") or {}
     pairs = list(headers.items()) if isinstance(headers, dict) else [tuple(p) for p in headers]
     names = {k.lower() for k, _ in pairs}
@@ -275,8 +295,12 @@ def _as_response(value: Any) -> HttpResponse:
         body = raw.encode() if isinstance(raw, str) else bytes(raw)
         if isinstance(raw, str) and "content-type" not in names:
             pairs.append(("content-type", "text/plain; charset=utf-8"))
-    return HttpResponse(status=int(value.get("status", 200)), headers=[(str(k), str(v)) for k, v in pairs],
-                        body=body, reason=str(value.get("statusText", "")))
+    return HttpResponse(
+        status=int(value.get("status", 200)),
+        headers=[(str(k), str(v)) for k, v in pairs],
+        body=body,
+        reason=str(value.get("statusText", "")),
+    )
 
 
 @dataclass
@@ -296,7 +320,9 @@ class MockHandler:
         return request.url.startswith(self.match)
 
     def describe(self) -> str:
-        what = getattr(self.match, "__name__", "predicate") + "()" if callable(self.match) else repr(self.match)
+        what = (
+            getattr(self.match, "__name__", "predicate") + "()" if callable(self.match) else repr(self.match)
+        )
         return f"{self.method.upper() if self.method else 'any'} {what}"
 
 
@@ -329,19 +355,29 @@ class MockTransport:
                 r = h.respond(request) if callable(h.respond) else h.respond
                 return _as_response(r)  # size and time: the ctx layer checks them
         listed = "; ".join(h.describe() for h in self.handlers) or "none"
-        raise WorkbenchError("E_HTTP", f"no mock http handler matches {request.method} "
-                             f"{request.url} (handlers: {listed}); add one with "
-                             "workbench.open(..., http=[{'match': url_prefix, 'respond': …}])",
-                             url=request.url, method=request.method,
-                             handlers=[h.describe() for h in self.handlers])
+        raise WorkbenchError(
+            "E_HTTP",
+            f"no mock http handler matches {request.method} "
+            f"{request.url} (handlers: {listed}); add one with "
+            "workbench.open(..., http=[{'match': url_prefix, 'respond': …}])",
+            url=request.url,
+            method=request.method,
+            handlers=[h.describe() for h in self.handlers],
+        )
 
 
 def http_timeout_error(request: HttpRequest, timeout: float, why: str) -> WorkbenchError:
     """E_HTTP reason "timeout"; `why` names what ran out (httpx's ReadTimeout, the deadline)."""
-    return WorkbenchError("E_HTTP", f"{request.method} {request.url}: no complete answer within "
-                          f"{timeout:g} s ({why}; the timeout covers connecting, redirects and "
-                          "the whole body)", url=request.url, reason="timeout", timeout=timeout,
-                          why=why)
+    return WorkbenchError(
+        "E_HTTP",
+        f"{request.method} {request.url}: no complete answer within "
+        f"{timeout:g} s ({why}; the timeout covers connecting, redirects and "
+        "the whole body)",
+        url=request.url,
+        reason="timeout",
+        timeout=timeout,
+        why=why,
+    )
 
 
 class RealTransport:
@@ -359,52 +395,67 @@ class RealTransport:
 
         if self._client is None:
             self._client = httpx.Client(
-                follow_redirects=False, verify=self.verify, trust_env=False,
+                follow_redirects=False,
+                verify=self.verify,
+                trust_env=False,
                 cookies=no_cookie_jar(),  # SEC4: a Set-Cookie never reaches the next call
                 # a fresh connection per request: the watchdog sees (and can cut) every socket
-                limits=httpx.Limits(max_keepalive_connections=0))
+                limits=httpx.Limits(max_keepalive_connections=0),
+            )
         return self._client
 
     def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
         """One exchange within `timeout` seconds in total, its body at most `max_bytes`."""
-        import httpx
-
         import zlib
+
+        import httpx
 
         client = self._http()
         # the coding is ours to decode (boundedly): what the tool asked for was dropped upstream
         sent = {k: v for k, v in request.headers.items() if k.lower() != "accept-encoding"}
         sent["Accept-Encoding"] = ACCEPT_ENCODING
         with Watchdog(timeout) as dog:
+
             def check() -> None:
                 if dog.fired:  # inflating is CPU work the socket cut cannot stop
                     raise http_timeout_error(request, timeout, "total deadline")
+
             try:
-                with client.stream(request.method, request.url,
-                                   headers={k: v.encode("latin-1") for k, v in sent.items()},
-                                   content=request.body or None, timeout=httpx.Timeout(timeout),
-                                   extensions={"trace": dog.trace}) as r:
+                with client.stream(
+                    request.method,
+                    request.url,
+                    headers={k: v.encode("latin-1") for k, v in sent.items()},
+                    content=request.body or None,
+                    timeout=httpx.Timeout(timeout),
+                    extensions={"trace": dog.trace},
+                ) as r:
                     declared = _content_length(r.headers)
                     if max_bytes is not None and declared is not None and declared > max_bytes:
                         raise too_large(request, max_bytes, declared)  # not read at all
                     chunks = decoded_body(r.iter_raw(_CHUNK), r.headers.get("content-encoding"), check)
                     try:
-                        body = stream_body(chunks, max_bytes,
-                                           lambda: too_large(request, max_bytes or 0))
+                        body = stream_body(chunks, max_bytes, lambda: too_large(request, max_bytes or 0))
                     except zlib.error as exc:
-                        raise WorkbenchError("E_HTTP", f"{request.method} {request.url}: the "
-                                             f"response body is not valid "
-                                             f"{r.headers.get('content-encoding')} ({exc})",
-                                             url=request.url, reason="decoding") from None
+                        raise WorkbenchError(
+                            "E_HTTP",
+                            f"{request.method} {request.url}: the "
+                            f"response body is not valid "
+                            f"{r.headers.get('content-encoding')} ({exc})",
+                            url=request.url,
+                            reason="decoding",
+                        ) from None
                     status, headers, reason = r.status_code, list(r.headers.multi_items()), r.reason_phrase
             except httpx.TimeoutException as exc:
                 raise http_timeout_error(request, timeout, type(exc).__name__) from None
             except httpx.HTTPError as exc:
                 if dog.fired:  # the watchdog cut the socket: that is the timeout, not the server
                     raise http_timeout_error(request, timeout, "total deadline") from None
-                raise WorkbenchError("E_HTTP", f"{request.method} {request.url}: "
-                                     f"{type(exc).__name__}: {exc}", url=request.url,
-                                     reason="connection") from None
+                raise WorkbenchError(
+                    "E_HTTP",
+                    f"{request.method} {request.url}: {type(exc).__name__}: {exc}",
+                    url=request.url,
+                    reason="connection",
+                ) from None
         if dog.fired:  # a body read to "end of stream" after the cut is a truncated body
             raise http_timeout_error(request, timeout, "total deadline")
         return HttpResponse(status=status, headers=headers, body=body, reason=reason)
@@ -423,7 +474,7 @@ class Cassette:
 
     kind = "cassette"
 
-    def __init__(self, path: Any, mode: str = "replay", inner: "Transport | None" = None) -> None:
+    def __init__(self, path: Any, mode: str = "replay", inner: Transport | None = None) -> None:
         from pathlib import Path
 
         if mode not in ("record", "replay"):
@@ -433,8 +484,9 @@ class Cassette:
         self.exchanges: list[dict[str, Any]] = []
         if mode == "replay":
             if not self.path.is_file():
-                raise UsageError(f"cassette {self.path} does not exist: record it first with "
-                                 "Cassette(path, 'record')")
+                raise UsageError(
+                    f"cassette {self.path} does not exist: record it first with Cassette(path, 'record')"
+                )
             self.exchanges = json.loads(self.path.read_text("utf-8"))["exchanges"]
         self._used: set[int] = set()
 
@@ -442,8 +494,11 @@ class Cassette:
     def _key(request: HttpRequest) -> dict[str, Any]:
         import hashlib
 
-        return {"method": request.method, "url": request.url,
-                "body_sha256": hashlib.sha256(request.body).hexdigest()}
+        return {
+            "method": request.method,
+            "url": request.url,
+            "body_sha256": hashlib.sha256(request.body).hexdigest(),
+        }
 
     def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
         import base64
@@ -454,16 +509,32 @@ class Cassette:
                 if i not in self._used and ex["request"] == key:
                     self._used.add(i)
                     r = ex["response"]
-                    return HttpResponse(r["status"], [(h[0], h[1]) for h in r["headers"]],
-                                        base64.b64decode(r["body"]), r.get("reason", ""))
-            raise WorkbenchError("E_HTTP", f"{request.method} {request.url} is not in cassette "
-                                 f"{self.path} (replay; {len(self.exchanges)} recorded, "
-                                 f"{len(self._used)} used): record it again", url=request.url,
-                                 reason="not in cassette")
+                    return HttpResponse(
+                        r["status"],
+                        [(h[0], h[1]) for h in r["headers"]],
+                        base64.b64decode(r["body"]),
+                        r.get("reason", ""),
+                    )
+            raise WorkbenchError(
+                "E_HTTP",
+                f"{request.method} {request.url} is not in cassette "
+                f"{self.path} (replay; {len(self.exchanges)} recorded, "
+                f"{len(self._used)} used): record it again",
+                url=request.url,
+                reason="not in cassette",
+            )
         resp = send(self.inner, request, timeout, max_bytes)
-        self.exchanges.append({"request": key, "response": {
-            "status": resp.status, "reason": resp.reason, "headers": [list(h) for h in resp.headers],
-            "body": base64.b64encode(resp.body).decode("ascii")}})
+        self.exchanges.append(
+            {
+                "request": key,
+                "response": {
+                    "status": resp.status,
+                    "reason": resp.reason,
+                    "headers": [list(h) for h in resp.headers],
+                    "body": base64.b64encode(resp.body).decode("ascii"),
+                },
+            }
+        )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text(json.dumps({"version": 1, "exchanges": self.exchanges}, indent=1), "utf-8")
         return resp
@@ -496,7 +567,7 @@ def send(transport: Any, request: HttpRequest, timeout: float, max_bytes: int | 
     return transport.send(request, timeout)
 
 
-def make_transport(spec: Any) -> "Transport":
+def make_transport(spec: Any) -> Transport:
     """`workbench.open(..., http=spec)`: "mock" (no handlers), "real", a list of handlers, or a
     transport object with `send(request, timeout)`."""
     if spec is None or spec == "mock":

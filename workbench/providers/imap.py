@@ -75,13 +75,21 @@ class ImapMailbox:
 
     use_sort = True  # SORT (ARRIVAL) when the server offers it; False: SEARCH + all dates
 
-    def __init__(self, host: str, port: int | None = None, *, user: str,
-                 password: str | None = None, account_id: str | None = None,
-                 ssl: bool | Literal["starttls"] = True, ssl_context: _ssl.SSLContext | None = None,
-                 folder: str = "INBOX", timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int | None = None,
+        *,
+        user: str,
+        password: str | None = None,
+        account_id: str | None = None,
+        ssl: bool | Literal["starttls"] = True,
+        ssl_context: _ssl.SSLContext | None = None,
+        folder: str = "INBOX",
+        timeout: float = 30.0,
+    ) -> None:
         if ssl not in (True, False, "starttls"):
-            raise WorkbenchError("E_INVALID_ARGUMENT",
-                                 f"ssl={ssl!r}: use True, 'starttls' or False")
+            raise WorkbenchError("E_INVALID_ARGUMENT", f"ssl={ssl!r}: use True, 'starttls' or False")
         self.host, self.user, self.folder, self.ssl, self.timeout = host, user, folder, ssl, timeout
         self.port = port if port is not None else (993 if ssl is True else 143)
         self.account_id = account_id or user
@@ -93,14 +101,16 @@ class ImapMailbox:
         self._conn: imaplib.IMAP4 | None = None
         self._lock = threading.RLock()
         self._uidvalidity: bytes | None = None
-        self._dates: dict[int, int] = {}          # uid -> INTERNALDATE ms (never changes)
+        self._dates: dict[int, int] = {}  # uid -> INTERNALDATE ms (never changes)
         self._envelopes: dict[int, Envelope] = {}
-        self._binary = False                      # server has BINARY (RFC 3516)
-        self._sort = False                        # server has SORT (RFC 5256)
+        self._binary = False  # server has BINARY (RFC 3516)
+        self._sort = False  # server has SORT (RFC 5256)
 
     def __repr__(self) -> str:
-        return (f"ImapMailbox(host={self.host!r}, port={self.port}, user={self.user!r}, "
-                f"account_id={self.account_id!r}, ssl={self.ssl!r}, folder={self.folder!r})")
+        return (
+            f"ImapMailbox(host={self.host!r}, port={self.port}, user={self.user!r}, "
+            f"account_id={self.account_id!r}, ssl={self.ssl!r}, folder={self.folder!r})"
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         # no password, no socket: an unpickled mailbox gets its password from env/keyring
@@ -169,8 +179,7 @@ class ImapMailbox:
                 self._dates.pop(u, None)
         return [self._envelopes[u] for u in page if u in self._envelopes]
 
-    def _page_uids(self, conn: imaplib.IMAP4, since: int, limit: int,
-                   criteria: list[str]) -> list[int]:
+    def _page_uids(self, conn: imaplib.IMAP4, since: int, limit: int, criteria: list[str]) -> list[int]:
         """The page's UIDs in (date, uid) order: from SORT if the server has it, else from the
         dates of every UID SEARCH found (each fetched once, then cached)."""
         if self._sort:
@@ -178,20 +187,24 @@ class ImapMailbox:
             found = conn.uid("SORT", "(ARRIVAL)", "UTF-8", *criteria)
             ordered = wire.numbers(self._check(found, "UID SORT"))
             start = self._first_after(conn, ordered, since, limit)
-            return ordered[start:start + limit]
+            return ordered[start : start + limit]
         # imaplib skips a None argument: no CHARSET
         found = conn.uid("SEARCH", None, *criteria)  # type: ignore[arg-type]
         uids = wire.numbers(self._check(found, "UID SEARCH"))
         self._fetch_dates(conn, [u for u in uids if u not in self._dates])
-        return [u for _, u in heapq.nsmallest(limit, ((self._dates[u], u) for u in uids
-                                                      if self._dates.get(u, -1) > since))]
+        return [
+            u
+            for _, u in heapq.nsmallest(
+                limit, ((self._dates[u], u) for u in uids if self._dates.get(u, -1) > since)
+            )
+        ]
 
     def _first_after(self, conn: imaplib.IMAP4, ordered: list[int], since: int, step: int) -> int:
         """Index of the first UID dated after `since` in a date-ordered list; dates are fetched
         in chunks doubling from `step`, so a long run of older mail costs few round trips."""
         start = 0
         while start < len(ordered):
-            chunk = ordered[start:start + max(step, 1)]
+            chunk = ordered[start : start + max(step, 1)]
             self._fetch_dates(conn, [u for u in chunk if u not in self._dates])
             for i, u in enumerate(chunk):
                 if self._dates.get(u, -1) > since:
@@ -216,13 +229,15 @@ class ImapMailbox:
         env = item["ENVELOPE"] if isinstance(item["ENVELOPE"], list) else []
         env = env + [None] * (10 - len(env))
         from_ = wire.addresses(env[2])
-        to = wire.addresses(env[5])[:_mail.ADDRESSES_MAX]
-        return Envelope(accountId=self.account_id, id=item["UID"].decode("ascii"),
-                        subject=_mail.cut(" ".join(_parse.clean(wire.text(env[1])).split()),
-                                          _mail.SUBJECT_MAX_CHARS),
-                        fromAddr=_mail.cut(from_[0], _mail.ADDRESS_MAX_CHARS) if from_ else "",
-                        toAddrs=tuple(_mail.cut(a, _mail.ADDRESS_MAX_CHARS) for a in to),
-                        date=wire.internaldate_ms(item["INTERNALDATE"]))
+        to = wire.addresses(env[5])[: _mail.ADDRESSES_MAX]
+        return Envelope(
+            accountId=self.account_id,
+            id=item["UID"].decode("ascii"),
+            subject=_mail.cut(" ".join(_parse.clean(wire.text(env[1])).split()), _mail.SUBJECT_MAX_CHARS),
+            fromAddr=_mail.cut(from_[0], _mail.ADDRESS_MAX_CHARS) if from_ else "",
+            toAddrs=tuple(_mail.cut(a, _mail.ADDRESS_MAX_CHARS) for a in to),
+            date=wire.internaldate_ms(item["INTERNALDATE"]),
+        )
 
     def _remember(self, envelope: Envelope) -> None:
         uid = int(envelope.id)
@@ -230,8 +245,11 @@ class ImapMailbox:
         self._dates[uid] = envelope.date
 
     def _message(self, conn: imaplib.IMAP4, uid: int) -> Message | None:
-        items = [i for i in self._fetch(conn, str(uid), "(UID INTERNALDATE ENVELOPE BODYSTRUCTURE)")
-                 if i.get("UID") == str(uid).encode() and "BODYSTRUCTURE" in i]
+        items = [
+            i
+            for i in self._fetch(conn, str(uid), "(UID INTERNALDATE ENVELOPE BODYSTRUCTURE)")
+            if i.get("UID") == str(uid).encode() and "BODYSTRUCTURE" in i
+        ]
         if not items:
             return None
         envelope = self._envelope(items[0])
@@ -256,20 +274,25 @@ class ImapMailbox:
             wanted += [f"BINARY.SIZE[{p.section}]" for p in encoded]
         got: wire.Fetched = {}
         for at in range(0, len(wanted), FETCH_ITEMS_PER_COMMAND):
-            chunk = wanted[at:at + FETCH_ITEMS_PER_COMMAND]
+            chunk = wanted[at : at + FETCH_ITEMS_PER_COMMAND]
             for item in self._fetch(conn, str(uid), f"({' '.join(chunk)})"):
                 got.update(item)
         bodies = []
         for p in fetched:
-            text, part_cut = wire.part_text(p, wire.as_bytes(got.get(f"BODY[{p.section}]<0>",
-                                                                  got.get(f"BODY[{p.section}]"))),
-                                            cut=True)
+            text, part_cut = wire.part_text(
+                p, wire.as_bytes(got.get(f"BODY[{p.section}]<0>", got.get(f"BODY[{p.section}]"))), cut=True
+            )
             bodies.append(text)
             cut = cut or part_cut
-        return Message(envelope=envelope, body="\n".join(b for b in bodies if b.strip()),
-                       attachments=tuple(Attachment(_mail.cut(p.filename, 1000), p.mime,
-                                                    wire.decoded_size(p, got)) for p in files),
-                       cut=cut, more_attachments=more)
+        return Message(
+            envelope=envelope,
+            body="\n".join(b for b in bodies if b.strip()),
+            attachments=tuple(
+                Attachment(_mail.cut(p.filename, 1000), p.mime, wire.decoded_size(p, got)) for p in files
+            ),
+            cut=cut,
+            more_attachments=more,
+        )
 
     # -- connection ------------------------------------------------------------------------
 
@@ -295,14 +318,17 @@ class ImapMailbox:
                     if attempt == 2:
                         raise self._error(
                             f"the connection to {self._where()} dropped twice ({e}): check the "
-                            "server and the network, then retry") from e
+                            "server and the network, then retry"
+                        ) from e
                 except imaplib.IMAP4.error as e:
                     if "got more than" in str(e):  # imaplib's line bound: the rest is unread
                         self._conn = None
                         _discard(conn)
-                        raise self._error(f"{self._where()} sent a response line over imaplib's "
-                                          f"bound ({e}); the message is too large to describe "
-                                          "(SEC5)") from e
+                        raise self._error(
+                            f"{self._where()} sent a response line over imaplib's "
+                            f"bound ({e}); the message is too large to describe "
+                            "(SEC5)"
+                        ) from e
                     raise self._error(f"{self._where()} refused a command ({e})") from e
                 finally:
                     if self._conn is not None:  # untagged responses pile up otherwise
@@ -319,9 +345,13 @@ class ImapMailbox:
             return
         left = deadline - time.monotonic()
         if left <= 0:
-            raise WorkbenchError("E_TIMEOUT", f"reading mail from {self._where()}: the call ran "
-                                 "out of time (its timeout covers the ctx calls it makes)",
-                                 host=self.host, port=self.port)
+            raise WorkbenchError(
+                "E_TIMEOUT",
+                f"reading mail from {self._where()}: the call ran "
+                "out of time (its timeout covers the ctx calls it makes)",
+                host=self.host,
+                port=self.port,
+            )
         if conn is not None and getattr(conn, "sock", None) is not None:
             conn.sock.settimeout(min(self.timeout, left))
 
@@ -338,7 +368,8 @@ class ImapMailbox:
         raise self._error(
             f"no password for {self._where()}: pass password=, set {specific} or {ENV_VAR}, or "
             f"store it with keyring (service {KEYRING_SERVICE!r}, username "
-            f"'{self.user}@{self.host}')")
+            f"'{self.user}@{self.host}')"
+        )
 
     def _open(self) -> imaplib.IMAP4:
         """Connect, log in, EXAMINE the folder; every failure is an E_MAILBOX naming what to do."""
@@ -352,19 +383,25 @@ class ImapMailbox:
                 raise self._error(
                     f"login as {self.user!r} on {self.host}:{self.port} failed ({said}): check "
                     "the user name and the password (or the app password your provider "
-                    "wants)") from None
+                    "wants)"
+                ) from None
             finally:
                 getattr(conn, "_cmd_log", {}).clear()  # imaplib keeps the LOGIN line for debugging
             # the capabilities after login come with its reply (Dovecot adds BINARY then)
-            listed = b" ".join(c for c in conn.untagged_responses.pop("CAPABILITY", [])
-                             if isinstance(c, bytes)).decode("ascii", "replace").upper().split()
+            listed = (
+                b" ".join(c for c in conn.untagged_responses.pop("CAPABILITY", []) if isinstance(c, bytes))
+                .decode("ascii", "replace")
+                .upper()
+                .split()
+            )
             caps = set(listed) | set(conn.capabilities)
             self._binary, self._sort = "BINARY" in caps, "SORT" in caps and self.use_sort
             typ, data = conn.select(wire.quote(self.folder), readonly=True)
             if typ != "OK":
                 raise self._error(
                     f"cannot open folder {self.folder!r} of {self._where()} ({wire.said(data)}): "
-                    "check folder=")
+                    "check folder="
+                )
             self._note_uidvalidity(conn)
         except BaseException:
             _discard(conn)
@@ -378,24 +415,29 @@ class ImapMailbox:
         conn: imaplib.IMAP4 | None = None
         try:
             if self.ssl is True:
-                return imaplib.IMAP4_SSL(self.host, self.port, ssl_context=context,
-                                         timeout=self.timeout)
+                return imaplib.IMAP4_SSL(self.host, self.port, ssl_context=context, timeout=self.timeout)
             conn = imaplib.IMAP4(self.host, self.port, timeout=self.timeout)
             if self.ssl == "starttls":
                 conn.starttls(context)
             return conn
         except _ssl.SSLCertVerificationError as e:
-            hint = (f"TLS certificate of {where} not trusted ({e.verify_message}): pass "
-                    "ssl_context= with its CA (ssl.create_default_context(cafile=...))")
+            hint = (
+                f"TLS certificate of {where} not trusted ({e.verify_message}): pass "
+                "ssl_context= with its CA (ssl.create_default_context(cafile=...))"
+            )
         except _ssl.SSLError as e:
-            hint = (f"TLS with {where} failed ({e.reason or e}): is {self.port} "
-                    f"{'an IMAPS' if self.ssl is True else 'a STARTTLS'} port? Try ssl=True "
-                    "(port 993) or ssl='starttls' (port 143)")
+            hint = (
+                f"TLS with {where} failed ({e.reason or e}): is {self.port} "
+                f"{'an IMAPS' if self.ssl is True else 'a STARTTLS'} port? Try ssl=True "
+                "(port 993) or ssl='starttls' (port 143)"
+            )
         except ConnectionRefusedError:
             hint = f"connection to {where} refused: is the IMAP server running, and the port right?"
         except TimeoutError:
-            hint = (f"no IMAP greeting from {where} within {self.timeout:g} s: wrong port, or "
-                    "an IMAPS port opened without TLS (ssl=True)?")
+            hint = (
+                f"no IMAP greeting from {where} within {self.timeout:g} s: wrong port, or "
+                "an IMAPS port opened without TLS (ssl=True)?"
+            )
         except OSError as e:
             hint = f"cannot reach {where} ({e}): check the host name and the network"
         except imaplib.IMAP4.error as e:

@@ -11,7 +11,7 @@ import email.policy
 import email.utils
 import io
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.parser import BytesHeaderParser
 
 from . import mail as _mail
@@ -21,8 +21,8 @@ from .maillines import HEADER_MAX_BYTES, Lines, header_block
 _POLICY = email.policy.default
 _COMPAT = email.policy.compat32
 
-FIELD_PARSE_BYTES = 4096        # longer header fields skip the (slow) email.policy parser
-FIELD_MAX_BYTES = 64 * 1024     # and are read only this far
+FIELD_PARSE_BYTES = 4096  # longer header fields skip the (slow) email.policy parser
+FIELD_MAX_BYTES = 64 * 1024  # and are read only this far
 
 _SEP = r"\s<>,;:\"'()\[\]"
 # the lookbehind makes a match start only at the start of a run: linear on hostile text
@@ -45,7 +45,7 @@ def clean(text: str) -> str:
 def date_ms(dt: datetime) -> int:
     """A datetime as ms since the epoch; a naive one is UTC."""
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
 
 
@@ -76,7 +76,7 @@ def _text(msg: email.message.Message, name: str) -> str:
     if not raw:
         return ""
     if len(raw) > FIELD_PARSE_BYTES:
-        text = decode_words(raw[:FIELD_PARSE_BYTES * 4])
+        text = decode_words(raw[: FIELD_PARSE_BYTES * 4])
     else:
         try:
             text = str(_POLICY.header_factory(name, raw))
@@ -93,14 +93,17 @@ def _addresses(msg: email.message.Message, name: str) -> list[str]:
     if len(raw) <= FIELD_PARSE_BYTES:
         try:
             value = _POLICY.header_factory(name, raw)
-            found = [clean(a.addr_spec) for a in getattr(value, "addresses", ())
-                     if a.addr_spec and a.addr_spec != "<>"]
+            found = [
+                clean(a.addr_spec)
+                for a in getattr(value, "addresses", ())
+                if a.addr_spec and a.addr_spec != "<>"
+            ]
         except Exception:
             found = []
     if not found:
         text = " ".join(clean(decode_words(raw) if len(raw) <= FIELD_PARSE_BYTES else raw).split())
         found = _ADDR.findall(text, 0, FIELD_MAX_BYTES) or ([text] if text else [])
-    return [_mail.cut(a, _mail.ADDRESS_MAX_CHARS) for a in found[:_mail.ADDRESSES_MAX]]
+    return [_mail.cut(a, _mail.ADDRESS_MAX_CHARS) for a in found[: _mail.ADDRESSES_MAX]]
 
 
 def _date(msg: email.message.Message) -> int | None:
@@ -126,9 +129,14 @@ def _date(msg: email.message.Message) -> int | None:
 def envelope_of(msg: email.message.Message, account: str, id: str, fallback_date: int) -> Envelope:
     from_ = _addresses(msg, "from")
     date = _date(msg)
-    return Envelope(accountId=account, id=id, subject=_text(msg, "subject"),
-                    fromAddr=from_[0] if from_ else "", toAddrs=tuple(_addresses(msg, "to")),
-                    date=fallback_date if date is None else date)
+    return Envelope(
+        accountId=account,
+        id=id,
+        subject=_text(msg, "subject"),
+        fromAddr=from_[0] if from_ else "",
+        toAddrs=tuple(_addresses(msg, "to")),
+        date=fallback_date if date is None else date,
+    )
 
 
 def headers_of(block: bytes) -> email.message.Message:

@@ -5,13 +5,36 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import mail as _mail
 
-_BLOCK = frozenset({"p", "div", "br", "li", "tr", "table", "ul", "ol", "h1", "h2", "h3", "h4",
-                    "h5", "h6", "blockquote", "pre", "hr", "section", "article", "header",
-                    "footer"})
+_BLOCK = frozenset(
+    {
+        "p",
+        "div",
+        "br",
+        "li",
+        "tr",
+        "table",
+        "ul",
+        "ol",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "blockquote",
+        "pre",
+        "hr",
+        "section",
+        "article",
+        "header",
+        "footer",
+    }
+)
 _SKIP = frozenset({"script", "style", "head", "title", "template"})
 _TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]{0,31})")
 _MARKUP = re.compile(r"<[A-Za-z/!?]")  # where markup may start; a bare "<" is text

@@ -6,13 +6,14 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 from . import mail as _mail
 
-HEADER_MAX_BYTES = 256 * 1024   # a message's header block; the rest of it is skipped
-LINE_MAX = 64 * 1024            # lines are read in chunks of this (a 200 MB line is fine)
-_CHECK_EVERY = 4096             # lines between two deadline checks
+HEADER_MAX_BYTES = 256 * 1024  # a message's header block; the rest of it is skipped
+LINE_MAX = 64 * 1024  # lines are read in chunks of this (a 200 MB line is fine)
+_CHECK_EVERY = 4096  # lines between two deadline checks
 _FROM_LINE = re.compile(rb"(\w{3}) +(\w{3}) +(\d{1,2}) +(\d{1,2}):(\d{2}):(\d{2}) +(\d{4})")
 
 
@@ -22,11 +23,11 @@ class Lines:
 
     def __init__(self, fp: IO[bytes], limit: int | None = None) -> None:
         self.fp, self.left = fp, limit
-        self.start = True   # the chunk last returned began a line
+        self.start = True  # the chunk last returned began a line
         self._next_start = True
         self.n = 0
 
-    def __iter__(self) -> "Lines":
+    def __iter__(self) -> Lines:
         return self
 
     def __next__(self) -> bytes:

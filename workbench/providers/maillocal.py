@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import IO, Any
 
 from .mail import Envelope, Message
 from .mailmock import DateIndex
@@ -31,7 +32,7 @@ from .mailparse import from_line_date, parse_envelope, parse_message, read_heade
 __all__ = ["LocalMailbox", "MaildirMailbox", "MboxMailbox", "is_maildir", "local_mailbox"]
 
 
-def _open_regular(path: "str | os.PathLike[str]") -> IO[bytes]:
+def _open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
     """A regular file opened for reading; FileNotFoundError for anything else (a FIFO or device
     is never read: opening without blocking, then checking what was opened, has no race)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
@@ -141,14 +142,13 @@ class _Mbox:
         start, stop, fallback = where
         with _open_regular(self.path) as fp:
             fp.seek(start)
-            return parse_message(fp, account=account, id=id, fallback_date=fallback,
-                                 limit=stop - start)
+            return parse_message(fp, account=account, id=id, fallback_date=fallback, limit=stop - start)
 
 
 class LocalMailbox:
     """Accounts backed by Maildir folders and/or mbox files: {account id: source}."""
 
-    def __init__(self, sources: Mapping[str, "_Maildir | _Mbox"]) -> None:
+    def __init__(self, sources: Mapping[str, _Maildir | _Mbox]) -> None:
         self._sources = dict(sources)
         self._envelopes: dict[str, dict[str, tuple[Envelope, Any]]] = {a: {} for a in sources}
         self._index: dict[str, DateIndex] = {a: DateIndex() for a in sources}
@@ -187,8 +187,9 @@ class LocalMailbox:
         return None
 
 
-def _accounts(paths: "str | os.PathLike[str] | Mapping[str, str | os.PathLike[str]]",
-              account: str | None, name: Any) -> dict[str, Path]:
+def _accounts(
+    paths: str | os.PathLike[str] | Mapping[str, str | os.PathLike[str]], account: str | None, name: Any
+) -> dict[str, Path]:
     if isinstance(paths, Mapping):
         return {str(a): Path(p) for a, p in paths.items()}
     p = Path(paths)
@@ -201,8 +202,12 @@ class MaildirMailbox(LocalMailbox):
     A folder whose subfolders are all Maildirs is one account per subfolder.
     """
 
-    def __init__(self, path: "str | os.PathLike[str] | Mapping[str, str | os.PathLike[str]]", *,
-                 account: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | Mapping[str, str | os.PathLike[str]],
+        *,
+        account: str | None = None,
+    ) -> None:
         if not isinstance(path, Mapping) and not is_maildir(Path(path)) and account is None:
             subs = sorted(p for p in Path(path).iterdir() if p.is_dir() and not p.name.startswith("."))
             if subs and all(is_maildir(s) for s in subs):
@@ -214,13 +219,18 @@ class MaildirMailbox(LocalMailbox):
 class MboxMailbox(LocalMailbox):
     """mbox files, read in place: `MboxMailbox(path, account=None)` or {account: path}."""
 
-    def __init__(self, path: "str | os.PathLike[str] | Mapping[str, str | os.PathLike[str]]", *,
-                 account: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | Mapping[str, str | os.PathLike[str]],
+        *,
+        account: str | None = None,
+    ) -> None:
         paths = _accounts(path, account, lambda p: p.stem if p.suffix == ".mbox" else p.name)
         super().__init__({a: _Mbox(p) for a, p in paths.items()})
 
 
-def local_mailbox(paths: Mapping[str, "str | os.PathLike[str]"]) -> LocalMailbox:
+def local_mailbox(paths: Mapping[str, str | os.PathLike[str]]) -> LocalMailbox:
     """{account id: Maildir folder or mbox file}, mixed as they come."""
-    return LocalMailbox({str(a): _Maildir(Path(p)) if is_maildir(Path(p)) else _Mbox(Path(p))
-                         for a, p in paths.items()})
+    return LocalMailbox(
+        {str(a): _Maildir(Path(p)) if is_maildir(Path(p)) else _Mbox(Path(p)) for a, p in paths.items()}
+    )

@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 from array import array
 from bisect import bisect_left, bisect_right
-from datetime import datetime, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .._text import well_formed
 from .mail import ADDRESS_MAX_CHARS, Attachment, Envelope, Message, cut
@@ -27,8 +28,8 @@ from .mail import ADDRESS_MAX_CHARS, Attachment, Envelope, Message, cut
 __all__ = ["DEFAULT_START", "DateIndex", "MockClock", "MockMailbox"]
 
 DEFAULT_START = 1_704_067_200_000  # 2024-01-01T00:00:00Z: an empty mock mailbox's clock
-TICK = 1000                         # undated mail is stamped one second apart (Date: resolution)
-MAX_DATE = 2**53 - 1                # JavaScript's largest safe integer
+TICK = 1000  # undated mail is stamped one second apart (Date: resolution)
+MAX_DATE = 2**53 - 1  # JavaScript's largest safe integer
 _FIELDS = ("accountId", "id", "subject", "fromAddr", "toAddrs", "date", "body", "attachments")
 MAILBOX_JSON_MAX_BYTES = 256 * 1024 * 1024  # a fixtures/mailbox.json larger than this is refused
 
@@ -62,7 +63,7 @@ class DateIndex:
     def since(self, since: float, limit: int) -> list[str]:
         """Ids with date > since, oldest first, at most `limit`."""
         start = bisect_right(self.dates, since)
-        return self.ids[start:start + limit]
+        return self.ids[start : start + limit]
 
 
 class MockClock:
@@ -83,7 +84,7 @@ class MockClock:
         return self._now
 
     def __repr__(self) -> str:
-        when = datetime.fromtimestamp(self._now / 1000, timezone.utc)
+        when = datetime.fromtimestamp(self._now / 1000, UTC)
         return f"<MockClock {self._now} ({when:%Y-%m-%d %H:%M:%S.%f}"[:-3] + " UTC)>"
 
 
@@ -134,24 +135,29 @@ def _attachments(v: Any, where: str) -> tuple[Attachment, ...]:
         size = a.get("sizeBytes", 0)
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise ValueError(f"{w}/sizeBytes: expected an integer >= 0, got {_short(size)}")
-        out.append(Attachment(_str(a, "filename", w), _str(a, "mimeType", w,
-                                                           "application/octet-stream"), size))
+        out.append(
+            Attachment(_str(a, "filename", w), _str(a, "mimeType", w, "application/octet-stream"), size)
+        )
     return tuple(out)
 
 
 def _record(m: Message) -> tuple[Any, ...]:
     e = m.envelope
     if m.cut or m.more_attachments:  # parsed from a huge or hostile .eml / mbox (SEC5)
-        return (e.date, e.subject, e.fromAddr, e.toAddrs, m.body, m.attachments, m.cut,
-                m.more_attachments)
+        return (e.date, e.subject, e.fromAddr, e.toAddrs, m.body, m.attachments, m.cut, m.more_attachments)
     return (e.date, e.subject, e.fromAddr, e.toAddrs, m.body, m.attachments)
 
 
 class MockMailbox:
     """Messages in memory. Providers are plain storage: no permission or paging rule here."""
 
-    def __init__(self, messages: Iterable[Message] = (), *, accounts: Iterable[str] = (),
-                 clock: MockClock | None = None) -> None:
+    def __init__(
+        self,
+        messages: Iterable[Message] = (),
+        *,
+        accounts: Iterable[str] = (),
+        clock: MockClock | None = None,
+    ) -> None:
         # per account: id -> (date, subject, fromAddr, toAddrs, body, attachments[, cut, more])
         self._records: dict[str, dict[str, tuple[Any, ...]]] = {a: {} for a in accounts}
         pairs: dict[str, list[tuple[int, str]]] = {a: [] for a in self._records}
@@ -237,8 +243,10 @@ class MockMailbox:
             if account is None:
                 known = self.accounts()
                 if len(known) != 1:
-                    raise ValueError(f"{w}/accountId: required (the mailbox has "
-                                     f"{len(known)} accounts{': ' + ', '.join(known) if known else ''})")
+                    raise ValueError(
+                        f"{w}/accountId: required (the mailbox has "
+                        f"{len(known)} accounts{': ' + ', '.join(known) if known else ''})"
+                    )
                 account = known[0]
             if not isinstance(account, str) or not account:
                 raise ValueError(f"{w}/accountId: expected a non-empty string, got {_short(account)}")
@@ -252,12 +260,18 @@ class MockMailbox:
             to = d.get("toAddrs", [])
             if not isinstance(to, list) or not all(isinstance(a, str) for a in to):
                 raise ValueError(f"{w}/toAddrs: expected a list of strings")
-            staged.append({"accountId": account, "id": id, "subject": _str(d, "subject", w),
-                           "fromAddr": _str(d, "fromAddr", w),
-                           "toAddrs": tuple(cut(well_formed(a), ADDRESS_MAX_CHARS) for a in to),
-                           "date": None if d.get("date") is None else _date(d["date"], f"{w}/date"),
-                           "body": _str(d, "body", w),
-                           "attachments": _attachments(d.get("attachments", []), w)})
+            staged.append(
+                {
+                    "accountId": account,
+                    "id": id,
+                    "subject": _str(d, "subject", w),
+                    "fromAddr": _str(d, "fromAddr", w),
+                    "toAddrs": tuple(cut(well_formed(a), ADDRESS_MAX_CHARS) for a in to),
+                    "date": None if d.get("date") is None else _date(d["date"], f"{w}/date"),
+                    "body": _str(d, "body", w),
+                    "attachments": _attachments(d.get("attachments", []), w),
+                }
+            )
             if id is not None:
                 taken.add((account, id))
         out = []
@@ -273,7 +287,7 @@ class MockMailbox:
 
     # -- loading --------------------------------------------------------------------------
     @classmethod
-    def from_json(cls, path: str | os.PathLike[str], *, clock: MockClock | None = None) -> "MockMailbox":
+    def from_json(cls, path: str | os.PathLike[str], *, clock: MockClock | None = None) -> MockMailbox:
         """A list of getMessage-shaped objects; undated ones are dated after the dated ones."""
         import json
 
@@ -283,8 +297,10 @@ class MockMailbox:
             with _open_regular(path) as fp:
                 size = os.fstat(fp.fileno()).st_size
                 if size > MAILBOX_JSON_MAX_BYTES:
-                    raise ValueError(f"{size:,} bytes, over the {MAILBOX_JSON_MAX_BYTES:,} a mailbox "
-                                     "fixture may hold (MAILBOX_JSON_MAX_BYTES)")
+                    raise ValueError(
+                        f"{size:,} bytes, over the {MAILBOX_JSON_MAX_BYTES:,} a mailbox "
+                        "fixture may hold (MAILBOX_JSON_MAX_BYTES)"
+                    )
                 text = fp.read(MAILBOX_JSON_MAX_BYTES + 1).decode("utf-8")
             items = json.loads(text)
         except OSError as exc:
@@ -305,7 +321,7 @@ class MockMailbox:
         return box
 
     @classmethod
-    def from_eml(cls, folder: str | os.PathLike[str]) -> "MockMailbox":
+    def from_eml(cls, folder: str | os.PathLike[str]) -> MockMailbox:
         """`*.eml` files of a folder (account = the folder's name; each subfolder with `.eml`
         files is an account of its own); id = the file name without `.eml`."""
         from .maillocal import _open_regular
@@ -321,12 +337,11 @@ class MockMailbox:
                     continue
                 with fp:  # streamed within mailparse's bounds
                     mtime = os.fstat(fp.fileno()).st_mtime_ns // 1_000_000
-                    messages.append(parse_message(fp, account=sub.name, id=f.stem,
-                                                  fallback_date=mtime))
+                    messages.append(parse_message(fp, account=sub.name, id=f.stem, fallback_date=mtime))
         return cls(messages)
 
     @classmethod
-    def from_mbox(cls, path: str | os.PathLike[str], *, account: str | None = None) -> "MockMailbox":
+    def from_mbox(cls, path: str | os.PathLike[str], *, account: str | None = None) -> MockMailbox:
         """Every message of an mbox file, parsed into memory (id = its position, from 0)."""
         from .mailparse import from_line_date, parse_message, split_mbox
 
@@ -339,6 +354,13 @@ class MockMailbox:
             parts = list(split_mbox(fp))
             for key, (from_line, _headers, start, stop) in enumerate(parts):
                 fp.seek(start)
-                messages.append(parse_message(fp, account=account, id=str(key), limit=stop - start,
-                                              fallback_date=from_line_date(from_line) or 0))
+                messages.append(
+                    parse_message(
+                        fp,
+                        account=account,
+                        id=str(key),
+                        limit=stop - start,
+                        fallback_date=from_line_date(from_line) or 0,
+                    )
+                )
         return cls(messages, accounts=[account])

@@ -40,29 +40,36 @@ from typing import IO
 
 from . import mail as _mail
 from .mail import Attachment, Envelope, Message
-from .mailheaders import (clean, date_ms, decode_bytes, decode_words, envelope_of, headers_of,
-                          parse_envelope)
+from .mailheaders import clean, date_ms, decode_bytes, decode_words, envelope_of, headers_of, parse_envelope
 from .mailhtml import html_to_text
-from .maillines import (HEADER_MAX_BYTES, Lines, from_line_date, header_block, read_headers,
-                        split_mbox)
+from .maillines import HEADER_MAX_BYTES, Lines, from_line_date, header_block, read_headers, split_mbox
 
-__all__ = ["date_ms", "from_line_date", "html_to_text", "parse_envelope", "parse_message",
-           "read_headers", "split_mbox"]
+__all__ = [
+    "date_ms",
+    "from_line_date",
+    "html_to_text",
+    "parse_envelope",
+    "parse_message",
+    "read_headers",
+    "split_mbox",
+]
 
 PART_HEADER_MAX_BYTES = 16 * 1024  # a MIME part's header block
-MIME_MAX_PARTS = 1_000          # parts whose headers are read; later ones are only counted
-MIME_MAX_DEPTH = 32             # nested multiparts followed
+MIME_MAX_PARTS = 1_000  # parts whose headers are read; later ones are only counted
+MIME_MAX_DEPTH = 32  # nested multiparts followed
 TEXT_MAX_BYTES = 4 * 1024 * 1024 + 4096  # encoded body text kept (>= 4 × BODY_MAX_CHARS)
 HTML_MAX_CHARS = 2 * 1024 * 1024  # HTML converted to text; the rest is cut
 
 
 # -- transfer decoding --------------------------------------------------------------------------
-_B64_JUNK = bytes(sorted(set(range(256)) - set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")))
+_B64_JUNK = bytes(
+    sorted(set(range(256)) - set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"))
+)
 
 
 def _b64decode(data: bytes) -> bytes:
     data = data.split(b"=", 1)[0].translate(None, _B64_JUNK)
-    data = data[:len(data) - len(data) % 4] if len(data) % 4 == 1 else data
+    data = data[: len(data) - len(data) % 4] if len(data) % 4 == 1 else data
     try:
         return binascii.a2b_base64(data + b"=" * (-len(data) % 4))
     except binascii.Error:
@@ -84,8 +91,23 @@ def _transfer_decode(data: bytes, cte: str) -> bytes:
 class _Part:
     """One MIME part as the scanner saw it: its headers, kept text and measured size."""
 
-    __slots__ = ("ctype", "charset", "cte", "disposition", "filename", "boundary", "children",
-                 "text", "keep", "size", "b64", "b64pad", "last_nl", "cut", "named")
+    __slots__ = (
+        "ctype",
+        "charset",
+        "cte",
+        "disposition",
+        "filename",
+        "boundary",
+        "children",
+        "text",
+        "keep",
+        "size",
+        "b64",
+        "b64pad",
+        "last_nl",
+        "cut",
+        "named",
+    )
 
     def __init__(self, headers: email.message.Message, default: str = "text/plain") -> None:
         try:
@@ -122,17 +144,16 @@ class _Part:
                 self.boundary = None
         self.children: list[_Part] | None = None
         self.text = bytearray()
-        self.keep = False     # a body-text candidate: its content is kept (within the budget)
-        self.size = 0         # content bytes as transferred
-        self.b64 = 0          # base64 characters
+        self.keep = False  # a body-text candidate: its content is kept (within the budget)
+        self.size = 0  # content bytes as transferred
+        self.b64 = 0  # base64 characters
         self.b64pad = 0
-        self.last_nl = 0      # the newline before a boundary belongs to the boundary
+        self.last_nl = 0  # the newline before a boundary belongs to the boundary
         self.cut = False
 
     @property
     def attachment(self) -> bool:
-        return self.disposition == "attachment" or self.named or self.ctype not in (
-            "text/plain", "text/html")
+        return self.disposition == "attachment" or self.named or self.ctype not in ("text/plain", "text/html")
 
     def add(self, line: bytes, budget: list[int]) -> None:
         self.size += len(line)
@@ -178,7 +199,7 @@ class _Scan:
 
     def __init__(self) -> None:
         self.parts = 0
-        self.skipped = 0      # parts past MIME_MAX_PARTS: counted, not read
+        self.skipped = 0  # parts past MIME_MAX_PARTS: counted, not read
         self.budget = [TEXT_MAX_BYTES]
 
     def part(self, block: bytes, default: str, depth: int) -> _Part:
@@ -205,12 +226,17 @@ class _Scan:
         for line in lines:
             if stack and lines.start and line.startswith(b"--"):
                 mark = line.rstrip(b" \t\r\n")
-                hit = next((i for i in range(len(stack) - 1, -1, -1)
-                            if mark.startswith(stack[i][1])
-                            and mark[len(stack[i][1]):] in (b"", b"--")), None)
+                hit = next(
+                    (
+                        i
+                        for i in range(len(stack) - 1, -1, -1)
+                        if mark.startswith(stack[i][1]) and mark[len(stack[i][1]) :] in (b"", b"--")
+                    ),
+                    None,
+                )
                 if hit is not None:
                     parent, delim = stack[hit]
-                    del stack[hit + 1:]
+                    del stack[hit + 1 :]
                     if mark.endswith(b"--") and len(mark) == len(delim) + 2:
                         stack.pop()
                         current = None  # epilogue: up to the next outer boundary
@@ -221,8 +247,7 @@ class _Scan:
                         self.skipped += 1
                         continue
                     digest = parent.ctype == "multipart/digest"
-                    child = self.part(block, "message/rfc822" if digest else "text/plain",
-                                      len(stack))
+                    child = self.part(block, "message/rfc822" if digest else "text/plain", len(stack))
                     parent.children.append(child)  # type: ignore[union-attr]
                     if child.children is not None:
                         stack.append((child, b"--" + child.boundary))  # type: ignore[operator]
@@ -262,8 +287,7 @@ def _collect(root: _Part) -> tuple[list[str], list[Attachment], bool]:
         if part.children is not None:
             if part.ctype == "multipart/alternative":
                 best = _alternative(part.children)
-                extra = [(p, False) for p in part.children if p is not best
-                         and p.disposition == "attachment"]
+                extra = [(p, False) for p in part.children if p is not best and p.disposition == "attachment"]
                 # attachments hung inside the alternative still count, after the chosen branch
                 todo.extend(reversed(([(best, False)] if best is not None else []) + extra))
                 for p in part.children:
@@ -283,8 +307,9 @@ def _collect(root: _Part) -> tuple[list[str], list[Attachment], bool]:
     return body, atts, cut
 
 
-def parse_message(raw: "bytes | IO[bytes]", *, account: str, id: str, fallback_date: int = 0,
-                  limit: int | None = None) -> Message:
+def parse_message(
+    raw: bytes | IO[bytes], *, account: str, id: str, fallback_date: int = 0, limit: int | None = None
+) -> Message:
     """The full message: envelope, plain-text body, attachment metadata (never the content).
 
     `raw` is the message's bytes or a binary file positioned at its start (read at most
@@ -308,5 +333,6 @@ def parse_message(raw: "bytes | IO[bytes]", *, account: str, id: str, fallback_d
     except Exception:  # a structure we do not understand: best effort, no traceback
         body, atts, cut = [], [], False
     text = "\n".join(b.strip("\n") for b in body if b.strip())
-    return Message(envelope, body=clean(text), attachments=tuple(atts), cut=cut,
-                   more_attachments=scan.skipped)
+    return Message(
+        envelope, body=clean(text), attachments=tuple(atts), cut=cut, more_attachments=scan.skipped
+    )

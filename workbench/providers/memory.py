@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import posixpath
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from .._text import is_unicode
 from .base import Entry
@@ -40,8 +40,11 @@ class MemoryFileStore:
             raise FileNotFoundError(path)
         if here.type != "folder":
             raise NotADirectoryError(path)
-        names = {p for r, p in [*self._files, *self._dirs] if r == root and p
-                 and posixpath.dirname(p) == path and is_unicode(p)}
+        names = {
+            p
+            for r, p in [*self._files, *self._dirs]
+            if r == root and p and posixpath.dirname(p) == path and is_unicode(p)
+        }
         return [e for e in (self.entry(root, n) for n in sorted(names)) if e]
 
     def read(self, root: str, path: str) -> bytes:
@@ -59,15 +62,18 @@ class MemoryFileStore:
             path = posixpath.dirname(path)
 
     def _under(self, root: str, path: str) -> builtins.list[tuple[str, str]]:
-        return [k for k in [*self._files, *self._dirs]
-                if k[0] == root and (k[1] == path or k[1].startswith(path + "/"))]
+        return [
+            k
+            for k in [*self._files, *self._dirs]
+            if k[0] == root and (k[1] == path or k[1].startswith(path + "/"))
+        ]
 
     def move(self, src_root: str, src: str, dst_root: str, dst: str) -> None:
         if self.entry(dst_root, dst) is not None:
             raise FileExistsError(dst)
         self.mkdir(dst_root, posixpath.dirname(dst))
         for key in self._under(src_root, src):
-            new = (dst_root, dst + key[1][len(src):])
+            new = (dst_root, dst + key[1][len(src) :])
             if key in self._files:
                 self._files[new] = self._files.pop(key)
             else:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 #: seconds: connecting, and waiting for each chunk of the body
 CONNECT_TIMEOUT, READ_TIMEOUT = 10.0, 60.0
@@ -34,8 +35,15 @@ class Source(Protocol):
 
     def addresses(self, spec: Mapping[str, Any]) -> list[str]: ...
 
-    def fetch(self, address: str, spec: Mapping[str, Any], write: Callable[[bytes], None], *,
-              deadline: float | None = None, max_bytes: int | None = None) -> None: ...
+    def fetch(
+        self,
+        address: str,
+        spec: Mapping[str, Any],
+        write: Callable[[bytes], None],
+        *,
+        deadline: float | None = None,
+        max_bytes: int | None = None,
+    ) -> None: ...
 
 
 class MockSource:
@@ -43,8 +51,9 @@ class MockSource:
 
     kind = "mock"
 
-    def __init__(self, gem_root: Path, mapping: Mapping[str, "bytes | str | os.PathLike[str]"]
-                 | None = None) -> None:
+    def __init__(
+        self, gem_root: Path, mapping: Mapping[str, bytes | str | os.PathLike[str]] | None = None
+    ) -> None:
         self.gem_root = gem_root
         self.mapping = dict(mapping or {})
 
@@ -55,23 +64,32 @@ class MockSource:
             return [f"mock:{rid}" if isinstance(given, (bytes, bytearray)) else str(Path(given))]
         return [str(self.gem_root / "fixtures" / "resources" / rid)]
 
-    def fetch(self, address: str, spec: Mapping[str, Any], write: Callable[[bytes], None], *,
-              deadline: float | None = None, max_bytes: int | None = None) -> None:
+    def fetch(
+        self,
+        address: str,
+        spec: Mapping[str, Any],
+        write: Callable[[bytes], None],
+        *,
+        deadline: float | None = None,
+        max_bytes: int | None = None,
+    ) -> None:
         rid = spec["id"]
         given = self.mapping.get(rid)
         if isinstance(given, (bytes, bytearray)):
             for i in range(0, len(given), _CHUNK):
-                write(bytes(given[i:i + _CHUNK]))
+                write(bytes(given[i : i + _CHUNK]))
             return
         path = Path(address)
         if given is None:  # the gem's own fixture: inside fixtures/resources/, links resolved
             folder = (self.gem_root / "fixtures" / "resources").resolve()
             if not path.resolve().is_relative_to(folder):
-                raise FetchError(f"mock file {path} is outside the gem's fixtures/resources/ "
-                                 "(SEC2)")
+                raise FetchError(f"mock file {path} is outside the gem's fixtures/resources/ (SEC2)")
         if not path.is_file():
-            where = ("the path given in resources=" if given is not None else
-                     "no fixtures/resources/ file and no resources= entry for it")
+            where = (
+                "the path given in resources="
+                if given is not None
+                else "no fixtures/resources/ file and no resources= entry for it"
+            )
             raise FetchError(f"mock file not found: {path} ({where})")
         with path.open("rb") as f:
             while chunk := f.read(_CHUNK):
@@ -84,15 +102,21 @@ class HttpSource:
 
     kind = "real"
 
-    def __init__(self, connect_timeout: float = CONNECT_TIMEOUT,
-                 read_timeout: float = READ_TIMEOUT) -> None:
+    def __init__(self, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT) -> None:
         self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
 
     def addresses(self, spec: Mapping[str, Any]) -> list[str]:
         return [spec["url"], *spec.get("mirrors", ())]
 
-    def fetch(self, address: str, spec: Mapping[str, Any], write: Callable[[bytes], None], *,
-              deadline: float | None = None, max_bytes: int | None = None) -> None:
+    def fetch(
+        self,
+        address: str,
+        spec: Mapping[str, Any],
+        write: Callable[[bytes], None],
+        *,
+        deadline: float | None = None,
+        max_bytes: int | None = None,
+    ) -> None:
         import httpx
 
         from .http import Watchdog, no_cookie_jar
@@ -104,11 +128,18 @@ class HttpSource:
         timeout = httpx.Timeout(read, connect=min(self.connect_timeout, read))
         dog = Watchdog(left if left is not None else UNBOUNDED)
         # no kept-alive connection: every socket (redirects too) is one the watchdog saw
-        client = httpx.Client(follow_redirects=True, trust_env=False, cookies=no_cookie_jar(),
-                              limits=httpx.Limits(max_keepalive_connections=0))
+        client = httpx.Client(
+            follow_redirects=True,
+            trust_env=False,
+            cookies=no_cookie_jar(),
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
         try:
-            with dog, client, client.stream("GET", address, timeout=timeout,
-                                            extensions={"trace": dog.trace}) as resp:
+            with (
+                dog,
+                client,
+                client.stream("GET", address, timeout=timeout, extensions={"trace": dog.trace}) as resp,
+            ):
                 if resp.status_code != 200:
                     raise FetchError(f"HTTP {resp.status_code} {resp.reason_phrase}".rstrip())
                 try:
@@ -116,8 +147,10 @@ class HttpSource:
                 except ValueError:
                     total = None
                 if total is not None and max_bytes is not None and total > max_bytes:
-                    raise FetchError(f"Content-Length {total:,} is over {max_bytes:,} bytes, the "
-                                     "cap of one resource (DOWNLOAD_BYTES)")
+                    raise FetchError(
+                        f"Content-Length {total:,} is over {max_bytes:,} bytes, the "
+                        "cap of one resource (DOWNLOAD_BYTES)"
+                    )
                 with _progress(total, f"{spec['id']} ← {resp.url.host}") as bar:
                     for chunk in resp.iter_bytes(_CHUNK):
                         write(chunk)
@@ -137,7 +170,7 @@ class HttpSource:
 
 
 class _NoBar:
-    def __enter__(self) -> "_NoBar":
+    def __enter__(self) -> _NoBar:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -7,9 +7,10 @@ of one gem share nothing. `RUNNER_FOR[language]` names the kind that runs a lang
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .python import Outcome
 
@@ -32,7 +33,7 @@ class Setup:
 class Runner(Protocol):
     """Runs one kind of tool for one bench."""
 
-    def call(self, tool: "ToolSpec", args: Any, caps: "Capabilities", *, fresh: bool) -> Outcome:
+    def call(self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
         """Run one call; ctx calls go to `caps`; `fresh`: a new module instance (N5)."""
 
     def crash(self) -> str:

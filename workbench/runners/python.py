@@ -63,11 +63,11 @@ class CappedLog:
             data = data[room:]
         keep = self.limit - self.limit // 2
         if len(data) >= keep:
-            self.tail[:] = data[len(data) - keep:]
+            self.tail[:] = data[len(data) - keep :]
         else:
             self.tail += data
             if len(self.tail) > 2 * keep:  # trimmed now and then, not on every write
-                del self.tail[:len(self.tail) - keep]
+                del self.tail[: len(self.tail) - keep]
 
     def kept(self) -> tuple[bytes, bytes, int]:
         """(head, tail, bytes dropped between them)."""
@@ -95,14 +95,16 @@ def render_logs(parts: list[tuple[str, CappedLog]], limit: int) -> str:
             t = min(len(tail), budget - budget // 2)
             h = budget - t
             dropped += len(head) - h + len(tail) - t
-            head, tail = head[:h], tail[len(tail) - t:]
+            head, tail = head[:h], tail[len(tail) - t :]
         if not dropped:
             out.append((head + tail).decode("utf-8", "replace"))
             continue
         head, tail = _utf8_head(head), _utf8_tail(tail)  # no character cut in two
-        out.append(f"{head.decode('utf-8', 'replace')}\n… [workbench: {dropped:,} bytes of {name} "
-                   f"dropped; the logs keep its first {len(head):,} and last {len(tail):,} bytes "
-                   f"(log_bytes = {limit:,})] …\n{tail.decode('utf-8', 'replace')}")
+        out.append(
+            f"{head.decode('utf-8', 'replace')}\n… [workbench: {dropped:,} bytes of {name} "
+            f"dropped; the logs keep its first {len(head):,} and last {len(tail):,} bytes "
+            f"(log_bytes = {limit:,})] …\n{tail.decode('utf-8', 'replace')}"
+        )
     return "".join(out)
 
 
@@ -150,7 +152,7 @@ class CappedWriter(io.TextIOBase):
 Modules = dict[Path, tuple[int, ModuleType]]  # a bench's imported tools: file -> (mtime, module)
 
 
-def _load(tool: "ToolSpec", fresh: bool, modules: Modules) -> ModuleType:
+def _load(tool: ToolSpec, fresh: bool, modules: Modules) -> ModuleType:
     """Import the tool's file; again when it changed on disk, or when `fresh` (reuse policy).
 
     `modules` is the bench's own cache: two benches of one gem never share a module's state."""
@@ -171,10 +173,17 @@ def _tool_frames(exc: BaseException, root: Path) -> str:
     """The traceback restricted to frames in the gem's own files ("" if it cannot be read:
     a tool's exception may carry any attribute, e.g. an int as a SyntaxError's filename)."""
     try:
-        frames = [f for f in traceback.extract_tb(exc.__traceback__)
-                  if isinstance(f.filename, str) and Path(f.filename).is_relative_to(root)]
-        if (isinstance(exc, SyntaxError) and isinstance(exc.filename, str) and exc.filename
-                and Path(exc.filename).is_relative_to(root)):
+        frames = [
+            f
+            for f in traceback.extract_tb(exc.__traceback__)
+            if isinstance(f.filename, str) and Path(f.filename).is_relative_to(root)
+        ]
+        if (
+            isinstance(exc, SyntaxError)
+            and isinstance(exc.filename, str)
+            and exc.filename
+            and Path(exc.filename).is_relative_to(root)
+        ):
             return _cut("".join(traceback.format_exception_only(exc)))
         return _cut("".join(traceback.format_list(frames)))
     except Exception:  # noqa: BLE001
@@ -202,7 +211,7 @@ def _describe(exc: BaseException) -> str:
             raise TypeError
     except Exception:  # noqa: BLE001
         message = "(its message cannot be read: str() of the exception failed)"
-    return _cut(f"{name[:200]}: {message[:TEXT_MAX + 1]}")
+    return _cut(f"{name[:200]}: {message[: TEXT_MAX + 1]}")
 
 
 def _tool_error(exc: BaseException, root: Path, rel_file: str) -> WorkbenchError:
@@ -214,8 +223,13 @@ def _tool_error(exc: BaseException, root: Path, rel_file: str) -> WorkbenchError
         try:
             code, message = exc.code, exc.message
             details = exc.details
-            if (type(code) is str and code.startswith("E_") and len(code) <= 64
-                    and type(message) is str and type(details) is dict):
+            if (
+                type(code) is str
+                and code.startswith("E_")
+                and len(code) <= 64
+                and type(message) is str
+                and type(details) is dict
+            ):
                 extra = {k: v for k, v in details.items() if type(k) is str and k != "stack"}
                 return WorkbenchError(code, _cut(message), **extra, stack=stack)
         except Exception:  # noqa: BLE001
@@ -223,7 +237,7 @@ def _tool_error(exc: BaseException, root: Path, rel_file: str) -> WorkbenchError
     return WorkbenchError("E_TOOL_ERROR", _describe(exc), stack=stack, file=rel_file)
 
 
-def _checked(value: Any, limits: "Limits") -> Outcome:
+def _checked(value: Any, limits: Limits) -> Outcome:
     """The tool's value as plain JSON data, or E_RESULT_NOT_JSON when reading it fails (an int
     past Python's digit limit, a dict subclass whose __iter__ raises, a float whose __repr__
     does...): checked here, where the tool's own code may run, so nothing raises later."""
@@ -232,9 +246,12 @@ def _checked(value: Any, limits: "Limits") -> Outcome:
     try:
         parsed, err = to_json(value, max_chars=limits.result_chars, max_depth=limits.json_depth)
     except Exception as exc:  # noqa: BLE001
-        return Outcome(error=WorkbenchError(
-            "E_RESULT_NOT_JSON", f"the tool returned a value that cannot be serialised as "
-            f"JSON: {_describe(exc)}"))
+        return Outcome(
+            error=WorkbenchError(
+                "E_RESULT_NOT_JSON",
+                f"the tool returned a value that cannot be serialised as JSON: {_describe(exc)}",
+            )
+        )
     return Outcome(error=err) if err is not None else Outcome(value=parsed, checked=True)
 
 
@@ -260,8 +277,7 @@ def _run_coroutine(coro: Any) -> Any:
     return box["value"]
 
 
-def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, modules: Modules,
-        fresh: bool = False) -> Outcome:
+def run(tool: ToolSpec, args: Any, caps: Capabilities, *, modules: Modules, fresh: bool = False) -> Outcome:
     """Run one call of a Python tool; `fresh` gives it a new module instance (N5); `modules`
     is the calling bench's cache of imported tools."""
     out, root = CappedWriter(caps.session.limits.log_bytes), tool.file.parent.parent
@@ -271,9 +287,14 @@ def run(tool: "ToolSpec", args: Any, caps: "Capabilities", *, modules: Modules,
             entry = caps.session.profile.entry.python
             handle = getattr(module, entry, None)
             if not callable(handle):
-                return Outcome(error=WorkbenchError(
-                    "E_TOOL_ERROR", f"{tool.rel_file} defines no {entry}(input, ctx) function",
-                    file=tool.rel_file), logs=out.getvalue())
+                return Outcome(
+                    error=WorkbenchError(
+                        "E_TOOL_ERROR",
+                        f"{tool.rel_file} defines no {entry}(input, ctx) function",
+                        file=tool.rel_file,
+                    ),
+                    logs=out.getvalue(),
+                )
             is_async = inspect.iscoroutinefunction(handle)
             ctx = PythonCtx(caps, asynchronous=is_async)
             value = _run_coroutine(handle(args, ctx)) if is_async else handle(args, ctx)
@@ -299,7 +320,7 @@ class PythonRunner:
     def __init__(self) -> None:
         self.modules: Modules = {}
 
-    def call(self, tool: "ToolSpec", args: Any, caps: "Capabilities", *, fresh: bool) -> Outcome:
+    def call(self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
         return run(tool, args, caps, modules=self.modules, fresh=fresh)
 
     def crash(self) -> str:

@@ -36,12 +36,22 @@ class NotebookFailure(Exception):
     `str()` is the report: which cell, its source, its captured output, the kernel traceback.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, kind: str, cell_index: int,
-                 source: str, output: str = "", traceback: str = "", ename: str = "",
-                 evalue: str = "", timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        kind: str,
+        cell_index: int,
+        source: str,
+        output: str = "",
+        traceback: str = "",
+        ename: str = "",
+        evalue: str = "",
+        timeout: float | None = None,
+    ) -> None:
         self.path = Path(path)
-        self.kind = kind                # "error" | "timeout" | "dead kernel"
-        self.cell_index = cell_index    # 0-based index in the notebook's cells
+        self.kind = kind  # "error" | "timeout" | "dead kernel"
+        self.cell_index = cell_index  # 0-based index in the notebook's cells
         self.source = source
         self.output = output
         self.traceback = traceback
@@ -56,8 +66,9 @@ class NotebookFailure(Exception):
             return f"{where} ran over the {self.timeout:g} s cell timeout"
         if self.kind == "dead kernel":
             return f"{where}: the kernel died while running it"
-        return f"{where} raised {self.ename}: {self.evalue}" if self.evalue else \
-            f"{where} raised {self.ename}"
+        return (
+            f"{where} raised {self.ename}: {self.evalue}" if self.evalue else f"{where} raised {self.ename}"
+        )
 
     def report(self) -> str:
         parts = [self.headline(), _RULE, self.source.rstrip(), _RULE]
@@ -87,9 +98,14 @@ def captured_output(cell: Any) -> str:
     return "\n".join(parts)
 
 
-def run_notebook(path: str | os.PathLike[str], *, kernel_name: str = DEFAULT_KERNEL,
-                 timeout: float | None = DEFAULT_TIMEOUT, env: dict[str, str] | None = None,
-                 cwd: str | os.PathLike[str] | None = None) -> Any:
+def run_notebook(
+    path: str | os.PathLike[str],
+    *,
+    kernel_name: str = DEFAULT_KERNEL,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    env: dict[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Any:
     """Execute every code cell of the notebook at `path` on a fresh kernel; return the notebook.
 
     Raises NotebookFailure at the first failing cell (cells tagged `raises-exception` may fail,
@@ -108,14 +124,12 @@ def run_notebook(path: str | os.PathLike[str], *, kernel_name: str = DEFAULT_KER
     folder = Path(cwd) if cwd is not None else nb_path.resolve().parent
     if env and "GEM_WORKBENCH_HOME" in env:
         return run_sync(_run)(nb_path, kernel_name, limit, kernel_env, folder)
-    with tempfile.TemporaryDirectory(prefix="gem-workbench-nb-",
-                                     ignore_cleanup_errors=True) as home:
+    with tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True) as home:
         kernel_env["GEM_WORKBENCH_HOME"] = home
         return run_sync(_run)(nb_path, kernel_name, limit, kernel_env, folder)
 
 
-async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str, str],
-               cwd: Path) -> Any:
+async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str, str], cwd: Path) -> Any:
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
@@ -135,17 +149,28 @@ async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str,
     # close open benches and their Deno sandboxes, leaving no process behind.
     km = AsyncKernelManager(kernel_name=kernel_name)
     client = NotebookClient(
-        nb, km=km, kernel_name=kernel_name, timeout=timeout, startup_timeout=STARTUP_TIMEOUT,
+        nb,
+        km=km,
+        kernel_name=kernel_name,
+        timeout=timeout,
+        startup_timeout=STARTUP_TIMEOUT,
         resources={"metadata": {"path": str(cwd)}},
         # IPython history in memory: nothing shared between notebook runs.
         extra_arguments=["--HistoryManager.hist_file=:memory:"],
-        on_cell_execute=on_cell_execute, on_cell_error=on_cell_error)
+        on_cell_execute=on_cell_execute,
+        on_cell_error=on_cell_error,
+    )
 
     def failure(kind: str, **extra: Any) -> NotebookFailure:
         cell = current["cell"]
-        return NotebookFailure(path, kind=kind, cell_index=current["index"],
-                               source=cell.get("source", ""), output=captured_output(cell),
-                               **extra)
+        return NotebookFailure(
+            path,
+            kind=kind,
+            cell_index=current["index"],
+            source=cell.get("source", ""),
+            output=captured_output(cell),
+            **extra,
+        )
 
     failed: NotebookFailure | None = None
     try:
@@ -153,8 +178,7 @@ async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str,
     except CellExecutionError as exc:
         reply = current["reply"]
         tb = "\n".join(reply.get("traceback") or []) or str(exc)
-        failed = failure("error", traceback=strip_ansi(tb), ename=exc.ename,
-                         evalue=strip_ansi(exc.evalue))
+        failed = failure("error", traceback=strip_ansi(tb), ename=exc.ename, evalue=strip_ansi(exc.evalue))
     except CellTimeoutError:
         failed = failure("timeout", timeout=timeout)
     except DeadKernelError:

@@ -16,8 +16,9 @@ Loaded in every pytest run of an environment where gem-workbench is installed (e
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,24 +30,45 @@ if TYPE_CHECKING:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gem-workbench", "Gem Workbench notebooks and gems")
-    group.addoption("--nb", action="store_true", default=False,
-                    help="collect *.ipynb notebooks under the given paths as tests, each run "
-                         "on a fresh Gem Workbench kernel")
-    group.addoption("--nb-timeout", type=float, default=None, metavar="SECONDS",
-                    help=f"per-cell timeout of notebook tests (default: ini nb_timeout, "
-                         f"{DEFAULT_TIMEOUT:g}; 0: none)")
-    group.addoption("--nb-kernel", default=None, metavar="NAME",
-                    help=f"kernel notebook tests run on (default: ini nb_kernel, "
-                         f"{DEFAULT_KERNEL})")
-    parser.addini("nb_paths", type="paths", default=[],
-                  help="folders or notebooks whose *.ipynb are collected as tests without --nb "
-                       "(relative to the ini file)")
-    parser.addini("nb_timeout", default=str(DEFAULT_TIMEOUT),
-                  help="per-cell timeout of notebook tests in seconds (0: none)")
+    group.addoption(
+        "--nb",
+        action="store_true",
+        default=False,
+        help="collect *.ipynb notebooks under the given paths as tests, each run "
+        "on a fresh Gem Workbench kernel",
+    )
+    group.addoption(
+        "--nb-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"per-cell timeout of notebook tests (default: ini nb_timeout, {DEFAULT_TIMEOUT:g}; 0: none)",
+    )
+    group.addoption(
+        "--nb-kernel",
+        default=None,
+        metavar="NAME",
+        help=f"kernel notebook tests run on (default: ini nb_kernel, {DEFAULT_KERNEL})",
+    )
+    parser.addini(
+        "nb_paths",
+        type="paths",
+        default=[],
+        help="folders or notebooks whose *.ipynb are collected as tests without --nb "
+        "(relative to the ini file)",
+    )
+    parser.addini(
+        "nb_timeout",
+        default=str(DEFAULT_TIMEOUT),
+        help="per-cell timeout of notebook tests in seconds (0: none)",
+    )
     parser.addini("nb_kernel", default=DEFAULT_KERNEL, help="kernel notebook tests run on")
-    parser.addini("gem", default="",
-                  help="gem folder the `bench` fixture opens when the test has no "
-                       "@pytest.mark.gem (relative to the rootdir)")
+    parser.addini(
+        "gem",
+        default="",
+        help="gem folder the `bench` fixture opens when the test has no "
+        "@pytest.mark.gem (relative to the rootdir)",
+    )
 
 
 _TIMEOUT = pytest.StashKey[float | None]()
@@ -54,16 +76,19 @@ _TIMEOUT = pytest.StashKey[float | None]()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "gem(path, **options): the gem folder the `bench` fixture opens (relative "
-                   "to the rootdir); options go to workbench.open")
+        "markers",
+        "gem(path, **options): the gem folder the `bench` fixture opens (relative "
+        "to the rootdir); options go to workbench.open",
+    )
     value = config.getoption("nb_timeout")
     if value is None:
         raw = config.getini("nb_timeout")
         try:
             value = float(raw)
         except ValueError:
-            raise pytest.UsageError(f"ini option nb_timeout = {raw!r}: give seconds, e.g. "
-                                    "120, or 0 for no timeout") from None
+            raise pytest.UsageError(
+                f"ini option nb_timeout = {raw!r}: give seconds, e.g. 120, or 0 for no timeout"
+            ) from None
     config.stash[_TIMEOUT] = value if value > 0 else None
 
 
@@ -97,15 +122,16 @@ class NotebookItem(pytest.Item):
         kernel = self.config.getoption("nb_kernel") or self.config.getini("nb_kernel")
         run_notebook(self.path, kernel_name=kernel, timeout=self.config.stash[_TIMEOUT])
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str | Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         exc = excinfo.value
         if isinstance(exc, NotebookFailure):
             return exc.report()
         if type(exc).__name__ == "NoSuchKernel":
-            return (f"{self.path}: no kernel named {exc.args[0] if exc.args else '?'!r}. "
-                    "`pip install gem-workbench` installs `gem-workbench` in its environment; "
-                    "for another Jupyter run `gem-workbench kernel install --user`.")
+            return (
+                f"{self.path}: no kernel named {exc.args[0] if exc.args else '?'!r}. "
+                "`pip install gem-workbench` installs `gem-workbench` in its environment; "
+                "for another Jupyter run `gem-workbench kernel install --user`."
+            )
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -113,7 +139,7 @@ class NotebookItem(pytest.Item):
 
 
 @pytest.fixture
-def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator["Bench"]:
+def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bench]:
     """The gem of @pytest.mark.gem("path", **options) or ini `gem`, on mock providers.
 
     State (real providers, if asked for) lives under the test's tmp_path; deletes never go to
@@ -125,8 +151,9 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator["Bench"]:
     config = request.config
     if marker is not None:
         if len(marker.args) != 1:
-            pytest.fail('@pytest.mark.gem takes one gem folder: @pytest.mark.gem("gems/notes")',
-                        pytrace=False)
+            pytest.fail(
+                '@pytest.mark.gem takes one gem folder: @pytest.mark.gem("gems/notes")', pytrace=False
+            )
         where, base = marker.args[0], config.rootpath
         options = dict(marker.kwargs)
     else:
@@ -134,9 +161,11 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator["Bench"]:
         base = config.inipath.parent if config.inipath else config.rootpath
         options = {}
         if not where:
-            pytest.fail('the `bench` fixture needs a gem: mark the test with '
-                        '@pytest.mark.gem("path/to/gem") or set the ini option `gem`',
-                        pytrace=False)
+            pytest.fail(
+                "the `bench` fixture needs a gem: mark the test with "
+                '@pytest.mark.gem("path/to/gem") or set the ini option `gem`',
+                pytrace=False,
+            )
     path = Path(where) if Path(where).is_absolute() else base / where
     if not path.is_dir():
         pytest.fail(f"no gem folder {path} (relative gem paths start at {base})", pytrace=False)

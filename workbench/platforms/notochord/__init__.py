@@ -13,38 +13,99 @@ from .manifest import lint, load_manifest, manifest_schema
 
 M = Method
 CAPABILITIES = (
-    Capability("files", "namespace", "files", (
-        M("list", ("path",)), M("stat", ("path",)), M("read", ("path", "options")),
-        M("write", ("path", "content", "options")), M("mkdir", ("path",)),
-        M("move", ("from", "to")), M("delete", ("path",))),
-        doc="F1–F12: the run folder and the conversation folder"),
-    Capability("data", "collection", "data", (
-        M("insert", ("collection", "doc")), M("get", ("collection", "id")),
-        M("update", ("collection", "id", "patch")), M("delete", ("collection", "id")),
-        M("find", ("collection", "query")), M("count", ("collection", "query"))),
-        doc="D1: collections declared in the manifest"),
-    Capability("storage.kv", "namespace", "kv", (
-        M("get", ("key",)), M("set", ("key", "value")), M("delete", ("key",)),
-        M("list", ("prefix",))), doc="D2: string keys and values"),
-    Capability("storage.sql", "namespace", "sql", (
-        M("query", ("sql", "params")), M("execute", ("sql", "params"))),
-        doc="D3: the gem's private SQLite database"),
-    Capability("email", "namespace", "email", (
-        M("listSince", ("options",)), M("getMessage", ("options",))),
-        grant="email", python_absent="deny", doc="E1–E6: read-only mail of allowed accounts"),
-    Capability("http", "namespace", "http", (M("fetch", ("url", "init"), codec="fetch"),),
-               doc="N10: fetch, with credentials injected by connection"),
-    Capability("extract", "function", "extractor", (M("extract", ("path", "options")),),
-               doc="text of a PDF, HTML or text file"),
-    Capability("resources", "namespace", "resources", (M("path", ("id",)),),
-               grant="resources", doc="R1–R5: the gem's declared downloads"),
-    Capability("idempotencyKey", "value", "idempotency_key", python_alias="idempotency_key",
-               doc="N7: the same on a crash rerun; deduplicate on it"),
+    Capability(
+        "files",
+        "namespace",
+        "files",
+        (
+            M("list", ("path",)),
+            M("stat", ("path",)),
+            M("read", ("path", "options")),
+            M("write", ("path", "content", "options")),
+            M("mkdir", ("path",)),
+            M("move", ("from", "to")),
+            M("delete", ("path",)),
+        ),
+        doc="F1–F12: the run folder and the conversation folder",
+    ),
+    Capability(
+        "data",
+        "collection",
+        "data",
+        (
+            M("insert", ("collection", "doc")),
+            M("get", ("collection", "id")),
+            M("update", ("collection", "id", "patch")),
+            M("delete", ("collection", "id")),
+            M("find", ("collection", "query")),
+            M("count", ("collection", "query")),
+        ),
+        doc="D1: collections declared in the manifest",
+    ),
+    Capability(
+        "storage.kv",
+        "namespace",
+        "kv",
+        (M("get", ("key",)), M("set", ("key", "value")), M("delete", ("key",)), M("list", ("prefix",))),
+        doc="D2: string keys and values",
+    ),
+    Capability(
+        "storage.sql",
+        "namespace",
+        "sql",
+        (M("query", ("sql", "params")), M("execute", ("sql", "params"))),
+        doc="D3: the gem's private SQLite database",
+    ),
+    Capability(
+        "email",
+        "namespace",
+        "email",
+        (M("listSince", ("options",)), M("getMessage", ("options",))),
+        grant="email",
+        python_absent="deny",
+        doc="E1–E6: read-only mail of allowed accounts",
+    ),
+    Capability(
+        "http",
+        "namespace",
+        "http",
+        (M("fetch", ("url", "init"), codec="fetch"),),
+        doc="N10: fetch, with credentials injected by connection",
+    ),
+    Capability(
+        "extract",
+        "function",
+        "extractor",
+        (M("extract", ("path", "options")),),
+        doc="text of a PDF, HTML or text file",
+    ),
+    Capability(
+        "resources",
+        "namespace",
+        "resources",
+        (M("path", ("id",)),),
+        grant="resources",
+        doc="R1–R5: the gem's declared downloads",
+    ),
+    Capability(
+        "idempotencyKey",
+        "value",
+        "idempotency_key",
+        python_alias="idempotency_key",
+        doc="N7: the same on a crash rerun; deduplicate on it",
+    ),
 )
 
 PROFILE = Profile(
-    name="notochord", title="Notochord gems", limits=Limits(), schema_rules=SCHEMA_RULES,
-    entry=EntryPoint(), capabilities=CAPABILITIES, load=load_manifest, lint=lint,
-    grants_for=grants_for)
+    name="notochord",
+    title="Notochord gems",
+    limits=Limits(),
+    schema_rules=SCHEMA_RULES,
+    entry=EntryPoint(),
+    capabilities=CAPABILITIES,
+    load=load_manifest,
+    lint=lint,
+    grants_for=grants_for,
+)
 
 __all__ = ["CAPABILITIES", "PROFILE", "manifest_schema"]

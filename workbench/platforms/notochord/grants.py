@@ -21,24 +21,26 @@ def _has_http(perms: Any) -> bool:
 
 
 def _index(manifest: Manifest, tool: ToolSpec) -> int:
-    return next((i for i, t in enumerate(manifest.raw.get("tools", ()))
-                 if t.get("name") == tool.name), 0)
+    return next((i for i, t in enumerate(manifest.raw.get("tools", ())) if t.get("name") == tool.name), 0)
 
 
 def _email(manifest: Manifest, tool: ToolSpec) -> tuple[str, dict[str, Any]] | None:
     """E1: email needs read at top level (or the Gem Studio draft shorthand) and on the tool."""
     missing = []
     if not (manifest.raw.get("email") is True or _reads_email(manifest.permissions)):
-        missing.append('/permissions/email (top level: {"read": true}, or the Gem Studio draft '
-                       'shorthand "email": true)')
+        missing.append(
+            '/permissions/email (top level: {"read": true}, or the Gem Studio draft shorthand "email": true)'
+        )
     if not _reads_email(tool.permissions):
-        missing.append(f'/tools/{_index(manifest, tool)}/permissions/email ({{"read": true}} on '
-                       f'tool {tool.name!r})')
+        missing.append(
+            f'/tools/{_index(manifest, tool)}/permissions/email ({{"read": true}} on tool {tool.name!r})'
+        )
     if not missing:
         return None
-    return (f"tool {tool.name!r} has no email permission (E1): manifest.json needs "
-            f"{' and '.join(missing)}",
-            {"field": "permissions.email", "missing": [m.split(" ", 1)[0] for m in missing]})
+    return (
+        f"tool {tool.name!r} has no email permission (E1): manifest.json needs {' and '.join(missing)}",
+        {"field": "permissions.email", "missing": [m.split(" ", 1)[0] for m in missing]},
+    )
 
 
 def _http(manifest: Manifest, tool: ToolSpec) -> tuple[str, dict[str, Any]] | None:
@@ -51,16 +53,20 @@ def _http(manifest: Manifest, tool: ToolSpec) -> tuple[str, dict[str, Any]] | No
         missing.append(f"/tools/{_index(manifest, tool)}/permissions/http")
     if not missing:
         return None
-    return (f"tool {tool.name!r} has no http permission (N10): manifest.json needs "
-            f"{' and '.join(missing)}", {"field": "permissions.http", "missing": missing})
+    return (
+        f"tool {tool.name!r} has no http permission (N10): manifest.json needs {' and '.join(missing)}",
+        {"field": "permissions.http", "missing": missing},
+    )
 
 
 def _resources(manifest: Manifest, tool: ToolSpec) -> tuple[str, dict[str, Any]] | None:
     """R1: ctx.resources exists only when the manifest declares `resources`."""
     if manifest.resources:
         return None
-    return (f"gem {manifest.id!r} declares no resources in manifest.json (R1): add "
-            "/resources", {"field": "resources", "missing": ["/resources"]})
+    return (
+        f"gem {manifest.id!r} declares no resources in manifest.json (R1): add /resources",
+        {"field": "resources", "missing": ["/resources"]},
+    )
 
 
 DECIDERS = {"email": _email, "http": _http, "resources": _resources}

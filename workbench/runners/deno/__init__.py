@@ -16,13 +16,13 @@ if TYPE_CHECKING:
 class DenoRunner:
     """The Deno runner of one bench: the gem's sandbox process, started on first use (N3)."""
 
-    def __init__(self, setup: "Setup") -> None:
+    def __init__(self, setup: Setup) -> None:
         options = setup.options or SandboxOptions()
         if setup.readable:  # e.g. R4: the gem's resource cache, read-only
             options = dataclasses.replace(options, readable=(*options.readable, *setup.readable))
         self.sandbox = Sandbox(setup.gem_root, deno_dir=setup.state_dir / "deno", options=options)
 
-    def call(self, tool: "ToolSpec", args: Any, caps: "Capabilities", *, fresh: bool) -> "Outcome":
+    def call(self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
         return self.sandbox.call(tool.file, args, caps, fresh=fresh)
 
     def crash(self) -> str:

@@ -49,8 +49,8 @@ HEADER_LIMIT = 1 << 20  # a header line is small; a longer one means a broken st
 class SandboxOptions:
     """Limits of one gem's sandbox."""
 
-    timeout: float = 30.0          # seconds of wall clock per call; the process is killed after
-    memory_mb: int = 512           # V8 heap limit (--max-old-space-size)
+    timeout: float = 30.0  # seconds of wall clock per call; the process is killed after
+    memory_mb: int = 512  # V8 heap limit (--max-old-space-size)
     readable: tuple[Path, ...] = field(default_factory=tuple)  # resource folders besides the gem
 
 
@@ -98,7 +98,7 @@ class _Output:
             self.logs[fd].write(data[:cut])
             self.ended[fd], self.logs[fd] = self.logs[fd], CappedLog(self.limit)
             self.pending[fd] = b""
-            self.logs[fd].write(data[cut + len(marker):])  # the next call's
+            self.logs[fd].write(data[cut + len(marker) :])  # the next call's
             return
         keep = len(marker) - 1
         self.logs[fd].write(data[:-keep])
@@ -124,8 +124,11 @@ class _Output:
             self.ended[fd] = None
             parts.append((name, log))
         self.marker = None
-        return render_logs(parts, self.limit) if len(parts) == 2 else "".join(
-            render_logs([p], self.limit) for p in parts)
+        return (
+            render_logs(parts, self.limit)
+            if len(parts) == 2
+            else "".join(render_logs([p], self.limit) for p in parts)
+        )
 
 
 class _GemLinks:
@@ -157,10 +160,15 @@ class _GemLinks:
             return None
         link, target = next(iter(sorted(self.bad.items())))
         rel = os.path.relpath(link, self.root)
-        return WorkbenchError("E_SANDBOX", f"the gem folder has a symlink leading outside it: "
-                              f"{rel} -> {target}. Tools may read only the gem folder and its "
-                              "resources (N1): remove the link", capability="read", path=rel,
-                              target=target)
+        return WorkbenchError(
+            "E_SANDBOX",
+            f"the gem folder has a symlink leading outside it: "
+            f"{rel} -> {target}. Tools may read only the gem folder and its "
+            "resources (N1): remove the link",
+            capability="read",
+            path=rel,
+            target=target,
+        )
 
     def _scan(self, dirs: list[str]) -> None:
         now = time.time_ns()
@@ -168,7 +176,7 @@ class _GemLinks:
         while todo:
             d = todo.pop()
             prefix = d + os.sep
-            for k in [k for k in self.bad if k.startswith(prefix) and os.sep not in k[len(prefix):]]:
+            for k in [k for k in self.bad if k.startswith(prefix) and os.sep not in k[len(prefix) :]]:
                 del self.bad[k]
             try:
                 st = os.stat(d)
@@ -214,17 +222,32 @@ class Sandbox:
         path = os.path.join(sock_dir, "rpc")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         readable = [str(self.gem_root), *map(str, self.options.readable)]
-        cmd = [find_deno_bin(), "run", *DENO_FLAGS, "--unstable-worker-options", "--quiet",
-               f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
-               f"--allow-read={','.join([*readable, str(HERE), path])}",
-               f"--allow-write={path}", f"--allow-net=unix:{path}",
-               str(HERE / "host.ts"), path, (HERE / "worker.ts").as_uri(), *readable]
+        cmd = [
+            find_deno_bin(),
+            "run",
+            *DENO_FLAGS,
+            "--unstable-worker-options",
+            "--quiet",
+            f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
+            f"--allow-read={','.join([*readable, str(HERE), path])}",
+            f"--allow-write={path}",
+            f"--allow-net=unix:{path}",
+            str(HERE / "host.ts"),
+            path,
+            (HERE / "worker.ts").as_uri(),
+            *readable,
+        ]
         try:
             listener.bind(path)
             listener.listen(1)
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, env=_env(self.deno_dir),
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_env(self.deno_dir),
+                start_new_session=True,
+            )
             self._sock = _accept(listener, self.proc)
         finally:  # one connection, then nobody else can connect: the path is gone
             listener.close()
@@ -289,7 +312,7 @@ class Sandbox:
         if not chunk:
             return False
         # only the unread rest is kept, and it is a partial header (< HEADER_LIMIT)
-        self._rbuf = self._rbuf[self._rpos:] + chunk if self._rpos < len(self._rbuf) else chunk
+        self._rbuf = self._rbuf[self._rpos :] + chunk if self._rpos < len(self._rbuf) else chunk
         self._rpos = 0
         return True
 
@@ -305,7 +328,7 @@ class Sandbox:
             if not self._read_some(deadline):
                 return None
         try:
-            header = json.loads(self._rbuf[self._rpos:nl])
+            header = json.loads(self._rbuf[self._rpos : nl])
         except ValueError as exc:
             raise _Broken(f"an unreadable header: {exc}") from None
         self._rpos = nl + 1
@@ -316,12 +339,12 @@ class Sandbox:
             return (header, None) if self._skip(n, deadline) else None
         have = len(self._rbuf) - self._rpos
         if have >= n:
-            payload = self._rbuf[self._rpos:self._rpos + n]
+            payload = self._rbuf[self._rpos : self._rpos + n]
             self._rpos += n
             return header, payload
         buf = bytearray(n)
         view = memoryview(buf)
-        view[:have] = self._rbuf[self._rpos:]
+        view[:have] = self._rbuf[self._rpos :]
         self._rbuf, self._rpos = b"", 0
         while have < n:
             if not self._wait(deadline):
@@ -352,7 +375,7 @@ class Sandbox:
         return True
 
     # -- calls -----------------------------------------------------------------------------
-    def call(self, file: Path, args: Any, caps: "Capabilities", *, fresh: bool) -> Outcome:
+    def call(self, file: Path, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
         """Run one call of a JS/TS tool; ctx calls are served by `caps` while it runs. Its
         ctx is the shape its profile's registry gives its grants (built in the Worker)."""
         session = caps.session
@@ -362,10 +385,16 @@ class Sandbox:
             return Outcome(error=link)
         data = json.dumps(args, ensure_ascii=False, separators=(",", ":")).encode()
         if len(data) > limits.bridge_message_bytes:
-            return Outcome(error=WorkbenchError(
-                "E_TOO_LARGE", f"the input is {len(data):,} bytes as JSON; one message to the "
-                f"sandbox holds at most {limits.bridge_message_bytes:,} bytes (limit "
-                "bridge_message_bytes)", size=len(data), limit=limits.bridge_message_bytes))
+            return Outcome(
+                error=WorkbenchError(
+                    "E_TOO_LARGE",
+                    f"the input is {len(data):,} bytes as JSON; one message to the "
+                    f"sandbox holds at most {limits.bridge_message_bytes:,} bytes (limit "
+                    "bridge_message_bytes)",
+                    size=len(data),
+                    limit=limits.bridge_message_bytes,
+                )
+            )
         if self.pid is None:
             self.stop()  # a process that died between calls: close its pipes before a new one
             self._start()
@@ -377,13 +406,25 @@ class Sandbox:
         limit = limits.bridge_message_bytes
         self._output.begin(nonce, limits.log_bytes)
         try:
-            self._send({"t": "call", "id": call_id, "file": file.as_uri(), "fresh": fresh,
-                        "nonce": nonce, "limit": limit,
-                        "ctx": {"shape": profile.js_shape(grants),
-                                "values": profile.values(grants, session),
-                                **profile.entry.message()},
-                        "resultChars": limits.result_chars, "n": len(data)}, data,
-                       deadline=deadline)
+            self._send(
+                {
+                    "t": "call",
+                    "id": call_id,
+                    "file": file.as_uri(),
+                    "fresh": fresh,
+                    "nonce": nonce,
+                    "limit": limit,
+                    "ctx": {
+                        "shape": profile.js_shape(grants),
+                        "values": profile.values(grants, session),
+                        **profile.entry.message(),
+                    },
+                    "resultChars": limits.result_chars,
+                    "n": len(data),
+                },
+                data,
+                deadline=deadline,
+            )
             while True:
                 got = self._recv(deadline, limit)
                 if got is None:
@@ -391,8 +432,11 @@ class Sandbox:
                 msg, payload = got
                 if msg.get("t") == "ctx" and msg.get("id") == call_id:
                     ok, body = _serve(caps, str(msg.get("method")), payload, limits)
-                    self._send({"t": "reply", "id": call_id, "seq": msg.get("seq"), "ok": ok,
-                                "n": len(body)}, body, deadline=deadline)
+                    self._send(
+                        {"t": "reply", "id": call_id, "seq": msg.get("seq"), "ok": ok, "n": len(body)},
+                        body,
+                        deadline=deadline,
+                    )
                 elif msg.get("t") == "done" and msg.get("id") == call_id:
                     logs = self._output.take(nonce, 5)
                     return self._outcome(msg, payload, logs, limits)
@@ -400,33 +444,51 @@ class Sandbox:
             return self._died(deadline)
         except _Broken as exc:  # the host wrote something that is not the protocol: restart it
             logs = self.stop()
-            return Outcome(error=WorkbenchError("E_SANDBOX", f"the sandbox broke the bridge "
-                                                f"protocol ({exc}) and was restarted",
-                                                capability="process"), logs=logs)
+            return Outcome(
+                error=WorkbenchError(
+                    "E_SANDBOX",
+                    f"the sandbox broke the bridge protocol ({exc}) and was restarted",
+                    capability="process",
+                ),
+                logs=logs,
+            )
 
     def _died(self, deadline: float) -> Outcome:
         timed_out = time.monotonic() >= deadline and self.proc is not None and self.proc.poll() is None
         logs = self.stop()
         if timed_out:
-            err = WorkbenchError("E_TIMEOUT", f"the call ran over {self.options.timeout:g} s and "
-                                 "the sandbox was killed; the next call gets a fresh one",
-                                 limit=self.options.timeout)
+            err = WorkbenchError(
+                "E_TIMEOUT",
+                f"the call ran over {self.options.timeout:g} s and "
+                "the sandbox was killed; the next call gets a fresh one",
+                limit=self.options.timeout,
+            )
         elif "out of memory" in logs.lower():
-            err = WorkbenchError("E_OUT_OF_MEMORY", f"the sandbox ran out of memory (V8 heap "
-                                 f"limit {self.options.memory_mb} MB) and was restarted",
-                                 limit=self.options.memory_mb)
+            err = WorkbenchError(
+                "E_OUT_OF_MEMORY",
+                f"the sandbox ran out of memory (V8 heap "
+                f"limit {self.options.memory_mb} MB) and was restarted",
+                limit=self.options.memory_mb,
+            )
         else:
-            err = WorkbenchError("E_SANDBOX", "the Deno sandbox process died during the call; "
-                                 "the next call gets a fresh one", capability="process")
+            err = WorkbenchError(
+                "E_SANDBOX",
+                "the Deno sandbox process died during the call; the next call gets a fresh one",
+                capability="process",
+            )
         return Outcome(error=err, logs=logs)
 
-    def _outcome(self, msg: dict[str, Any], payload: bytes | None, logs: str,
-                 limits: Any) -> Outcome:
+    def _outcome(self, msg: dict[str, Any], payload: bytes | None, logs: str, limits: Any) -> Outcome:
         if payload is None:  # over bridge_message_bytes: the host never sends that
-            return Outcome(error=WorkbenchError(
-                "E_TOO_LARGE", "the tool's result message is over the bridge's limit "
-                f"({limits.bridge_message_bytes:,} bytes)", limit=limits.bridge_message_bytes),
-                logs=logs)
+            return Outcome(
+                error=WorkbenchError(
+                    "E_TOO_LARGE",
+                    "the tool's result message is over the bridge's limit "
+                    f"({limits.bridge_message_bytes:,} bytes)",
+                    limit=limits.bridge_message_bytes,
+                ),
+                logs=logs,
+            )
         text = payload.decode("utf-8", "replace")
         if msg.get("ok") is True:  # N9 is checked on this text by the call pipeline, as for Python
             return Outcome(json=text, logs=logs)
@@ -434,8 +496,7 @@ class Sandbox:
             error = json.loads(text)
         except (ValueError, RecursionError):
             error = None
-        return Outcome(error=self._error(error if isinstance(error, dict) else {}, limits),
-                       logs=logs)
+        return Outcome(error=self._error(error if isinstance(error, dict) else {}, limits), logs=logs)
 
     def _error(self, e: dict[str, Any], limits: Any = DEFAULT_LIMITS) -> WorkbenchError:
         """The tool's error as a coded one. Never raises, whatever the message holds (missing or
@@ -446,8 +507,7 @@ class Sandbox:
         try:
             return self._coded(e, limits)
         except Exception:  # noqa: BLE001  (never out of bench.call)
-            return WorkbenchError("E_TOOL_ERROR", "the tool failed with an error the workbench "
-                                  "cannot read")
+            return WorkbenchError("E_TOOL_ERROR", "the tool failed with an error the workbench cannot read")
 
     def _coded(self, e: dict[str, Any], limits: Any) -> WorkbenchError:
         def text(key: str, default: str = "") -> str:
@@ -458,40 +518,66 @@ class Sandbox:
         stack = _tool_stack(text("stack"), self.gem_root)
         bridge = e.get("bridge")
         code = e.get("code")
-        if (bridge == "ctx" and isinstance(code, str) and re.fullmatch(r"E_[A-Z0-9_]{1,60}", code)):
+        if bridge == "ctx" and isinstance(code, str) and re.fullmatch(r"E_[A-Z0-9_]{1,60}", code):
             return WorkbenchError(code, message, stack=stack)
         size = e.get("size")
         if bridge == "result_too_large" and type(size) is int:  # N9, found by the worker
             return WorkbenchError(
-                "E_RESULT_TOO_LARGE", f"the result is {size:,} JSON characters; at most "
+                "E_RESULT_TOO_LARGE",
+                f"the result is {size:,} JSON characters; at most "
                 f"{limits.result_chars:,}. Write large output to ctx.files or storage and "
-                "return a summary", size=size, limit=limits.result_chars)
+                "return a summary",
+                size=size,
+                limit=limits.result_chars,
+            )
         if bridge == "result_error":
-            return WorkbenchError("E_RESULT_NOT_JSON", f"the tool returned a value JSON.stringify "
-                                  f"cannot serialise: {message}", stack=stack)
+            return WorkbenchError(
+                "E_RESULT_NOT_JSON",
+                f"the tool returned a value JSON.stringify cannot serialise: {message}",
+                stack=stack,
+            )
         if "cache storage directory" in message:  # the Cache API, blocked in _start
-            return WorkbenchError("E_SANDBOX", "the Cache API (caches) writes to disk and the "
-                                  f"sandbox has no write access (N1): {message}",
-                                  capability="write", stack=stack)
+            return WorkbenchError(
+                "E_SANDBOX",
+                f"the Cache API (caches) writes to disk and the sandbox has no write access (N1): {message}",
+                capability="write",
+                stack=stack,
+            )
         m = _CAPABILITY.search(message)
         # a denied import (a file outside the gem, https:, jsr:) fails the module load with a
         # TypeError "Requires read|import access", not NotCapable
-        if (name == "NotCapable" or (name == "TypeError" and m and m.group(1))
-                or "--no-npm" in message or "--no-remote" in message):
-            cap = ((m.group(1) or m.group(2) or m.group(3)) if m else "npm" if "--no-npm" in message
-                   else "import" if "--no-remote" in message
-                   else "permissions")  # e.g. a Worker asking for more than the tool has
-            hint = {"npm": "npm: imports are rejected (N4)",
-                    "import": "remote (https:, jsr:) imports are not allowed"}.get(
-                cap, f"the sandbox has no {cap} access (N1)")
+        if (
+            name == "NotCapable"
+            or (name == "TypeError" and m and m.group(1))
+            or "--no-npm" in message
+            or "--no-remote" in message
+        ):
+            cap = (
+                (m.group(1) or m.group(2) or m.group(3))
+                if m
+                else "npm"
+                if "--no-npm" in message
+                else "import"
+                if "--no-remote" in message
+                else "permissions"
+            )  # e.g. a Worker asking for more than the tool has
+            hint = {
+                "npm": "npm: imports are rejected (N4)",
+                "import": "remote (https:, jsr:) imports are not allowed",
+            }.get(cap, f"the sandbox has no {cap} access (N1)")
             return WorkbenchError("E_SANDBOX", f"{hint}: {message}", capability=cap, stack=stack)
         return WorkbenchError("E_TOOL_ERROR", f"{name}: {message}", stack=stack)
 
 
 def _env(deno_dir: Path) -> dict[str, str]:
     """A minimal environment: nothing of the user's leaks into the sandbox."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(deno_dir),
-            "DENO_DIR": str(deno_dir), "NO_COLOR": "1", "DENO_NO_UPDATE_CHECK": "1"}
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(deno_dir),
+        "DENO_DIR": str(deno_dir),
+        "NO_COLOR": "1",
+        "DENO_NO_UPDATE_CHECK": "1",
+    }
 
 
 def typecheck(files: list[Path], *, deno_dir: Path) -> str | None:
@@ -500,8 +586,13 @@ def typecheck(files: list[Path], *, deno_dir: Path) -> str | None:
 
     deno_dir.mkdir(parents=True, exist_ok=True)
     flags = [f for f in DENO_FLAGS if f != "--no-prompt"]  # `deno check` has no --no-prompt
-    out = subprocess.run([find_deno_bin(), "check", *flags, "--quiet", *map(str, files)],
-                         capture_output=True, text=True, env=_env(deno_dir), timeout=300)
+    out = subprocess.run(
+        [find_deno_bin(), "check", *flags, "--quiet", *map(str, files)],
+        capture_output=True,
+        text=True,
+        env=_env(deno_dir),
+        timeout=300,
+    )
     if out.returncode == 0:
         return None
     return (out.stdout + out.stderr).split("\nStack backtrace:")[0].strip()
@@ -516,8 +607,7 @@ def _error_body(code: str, message: str, **details: Any) -> tuple[bool, bytes]:
     return False, json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _serve(caps: "Capabilities", method: str, payload: bytes | None,
-           limits: Any) -> tuple[bool, bytes]:
+def _serve(caps: Capabilities, method: str, payload: bytes | None, limits: Any) -> tuple[bool, bytes]:
     """One ctx call from JS: (ok, the reply's payload: the value or the error as JSON).
 
     Never raises for what the tool sent (SEC7): arguments that are not a JSON list, nested
@@ -525,38 +615,52 @@ def _serve(caps: "Capabilities", method: str, payload: bytes | None,
     and so is a value that cannot go back."""
     limit = limits.bridge_message_bytes
     if payload is None:  # the worker checks the size first: only a forged message gets here
-        return _error_body("E_TOO_LARGE", f"{method}: the arguments are over {limit:,} bytes "
-                           "(limit bridge_message_bytes)", method=method, limit=limit)
+        return _error_body(
+            "E_TOO_LARGE",
+            f"{method}: the arguments are over {limit:,} bytes (limit bridge_message_bytes)",
+            method=method,
+            limit=limit,
+        )
     try:
         args = json.loads(payload, parse_int=_js_int)
         too_deep = deeper_than(args, limits.json_depth + 1)  # + 1: the argument list itself
     except RecursionError:
         too_deep = True
     except ValueError as exc:
-        return _error_body("E_INVALID_ARGUMENT", f"{method}: the arguments are not JSON: {exc}",
-                           method=method)
+        return _error_body(
+            "E_INVALID_ARGUMENT", f"{method}: the arguments are not JSON: {exc}", method=method
+        )
     if too_deep:
-        return _error_body("E_INVALID_ARGUMENT", f"{method}: an argument is nested deeper than "
-                           f"{limits.json_depth} levels (limit json_depth)", method=method,
-                           limit=limits.json_depth)
+        return _error_body(
+            "E_INVALID_ARGUMENT",
+            f"{method}: an argument is nested deeper than {limits.json_depth} levels (limit json_depth)",
+            method=method,
+            limit=limits.json_depth,
+        )
     if not isinstance(args, list):
-        return _error_body("E_INVALID_ARGUMENT", f"{method}: the arguments are not a list",
-                           method=method)
+        return _error_body("E_INVALID_ARGUMENT", f"{method}: the arguments are not a list", method=method)
     try:
         value = caps.call(method, *args)
-        body = json.dumps(value, ensure_ascii=False, allow_nan=False,
-                          separators=(",", ":")).encode()
+        body = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
     except WorkbenchError as exc:
         return _error_body(exc.code, exc.message, **exc.details)
     except (TypeError, ValueError, RecursionError) as exc:
         # what cannot cross the channel is an error here, not a crash there
-        return _error_body("E_INTERNAL", f"{method}: the value cannot be sent to JavaScript: "
-                           f"{type(exc).__name__}: {exc}", method=method)
+        return _error_body(
+            "E_INTERNAL",
+            f"{method}: the value cannot be sent to JavaScript: {type(exc).__name__}: {exc}",
+            method=method,
+        )
     if len(body) > limit:
-        return _error_body("E_TOO_LARGE", f"{method}: the result is {len(body):,} bytes as "
-                           f"JSON; one message to the sandbox holds at most {limit:,} bytes "
-                           "(limit bridge_message_bytes)", method=method, size=len(body),
-                           limit=limit)
+        return _error_body(
+            "E_TOO_LARGE",
+            f"{method}: the result is {len(body):,} bytes as "
+            f"JSON; one message to the sandbox holds at most {limit:,} bytes "
+            "(limit bridge_message_bytes)",
+            method=method,
+            size=len(body),
+            limit=limit,
+        )
     return True, body
 
 
@@ -574,8 +678,7 @@ def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
 def _tool_stack(stack: str, root: Path) -> str:
     """Only the frames in the gem's own files, with paths relative to the gem."""
     prefix = root.as_uri() + "/"
-    return "\n".join(line.strip().replace(prefix, "") for line in stack.splitlines()
-                     if prefix in line)
+    return "\n".join(line.strip().replace(prefix, "") for line in stack.splitlines() if prefix in line)
 
 
 def _terminate(proc: subprocess.Popen[bytes]) -> None:
