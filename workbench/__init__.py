@@ -5,8 +5,9 @@ bench = workbench.open("notebooks/gems/notes")
 res = bench.call("add_note", {"title": "hi"})
 """
 
-from ._bench import Bench, open
+from ._bench import Bench
 from ._errors import CODES, GemLoadError, UsageError, WorkbenchError
+from ._open import open
 from ._result import CallResult
 from .platforms.base import Limits
 

@@ -1,27 +1,23 @@
-"""Bench: one open gem on its providers; calls tools and shows state."""
+"""Bench: one open gem on its providers; calls tools and shows state (made by `workbench.open`,
+in _open.py)."""
 
 from __future__ import annotations
 
-import builtins
-import os
 import random
-import re
 import secrets
-import sqlite3
 import threading
 import time
-from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._email import BenchEmail
 from ._errors import UsageError, WorkbenchError
+from ._hints import explain_absent
 from ._json import to_json
 from ._result import CallResult
-from .ctx import CallSession, Capabilities, CtxCrash, desktop_has_trash, prepare
+from .ctx import CallSession, Capabilities, CtxCrash, prepare
 from .ctx import history as _history
 from .ctx.limits import DEFAULT, Limits, deadline_after
-from .providers import default_state_dir, make_mailbox, make_providers
+from .providers import default_state_dir
 from .providers.mailmock import MockMailbox
 from .runners import RUNNER_FOR, RUNNERS, Runner, Setup
 from .runners.deno import Sandbox, SandboxOptions
@@ -31,214 +27,8 @@ if TYPE_CHECKING:
 
     from .gem import Manifest, ToolSpec
     from .inspect.snapshot import Snapshot
-    from .platforms import Grants, Profile
-    from .providers import Mailbox, Providers
-
-
-def open(
-    path: str | os.PathLike[str],
-    *,
-    providers: str | dict[str, str] = "mock",
-    workspace: str | os.PathLike[str] | None = None,
-    state_dir: str | os.PathLike[str] | None = None,
-    conversation: bool = True,
-    strict: bool = False,
-    headless: bool | None = None,
-    reuse: Literal["always", "never", "random"] = "always",
-    timeout: float = 30.0,
-    memory_mb: int = 512,
-    mailbox: str | os.PathLike[str] | Mailbox | Mapping[str, str | os.PathLike[str]] | None = None,
-    resources: Mapping[str, bytes | str | os.PathLike[str]] | None = None,
-    http: Any = "mock",
-    credentials: Mapping[str, Mapping[str, Any]] | str | os.PathLike[str] | None = None,
-    http_timeout: float = 10.0,
-    limits: Limits | None = None,
-    keep_runs: int | None = 50,
-    keep_run_days: float = 7.0,
-) -> Bench:
-    """Open the gem folder at `path` on mock or real providers.
-
-    providers: "mock", "real", or per capability, e.g. {"files": "real", "storage": "mock"}.
-    workspace: the conversation folder (real files: used in place; mock: copied into memory).
-    state_dir: where real SQLite state and run folders live (default: per gem folder,
-        `<gem id>-<hash of the folder's path>` under $GEM_WORKBENCH_HOME or
-        ~/.local/state/gem-workbench, so a gem copying another's id gets none of its state).
-    conversation: False makes every `workspace:` path fail with E_PERM_DENIED (F11).
-    strict: platform rules the platform itself does not check (D4) become errors.
-    headless: True deletes permanently (the headless build); default: no trash under CI or
-        without a display.
-    reuse: whether a call reuses the tool's module instance from the previous call (N5):
-        "always" (fast; the default), "never", or "random" (flushes out tools that keep state
-        in memory, which the platform does not promise to keep).
-    timeout, memory_mb: per-call wall clock (seconds) and V8 heap limit of the Deno sandbox.
-        The timeout also bounds every ctx call a tool makes, Python tools included: a ctx call
-        still running at the deadline is stopped with E_TIMEOUT, none starts after it (SEC5).
-    mailbox: what ctx.email reads. Default: the mock, from the gem's fixtures/mailbox.json if
-        present, else empty. A path to a `.json` list of messages or a folder of `.eml` files
-        (mock, in memory), a Maildir folder or an mbox file (read in place), {account id:
-        path}, or a Mailbox object (e.g. an IMAP mailbox). No account is allowed until
-        `bench.email.allow(...)` (E2).
-    resources: mock ctx.resources files, {id: bytes or path} (default: the gem's
-        fixtures/resources/<id>). With providers="real" or {"resources": "real"} they are
-        downloaded with httpx from `url`, then each mirror (R1–R5, ctx/resources.py).
-    http: what ctx.http.fetch reaches (N10): "mock" (no handlers: every request is E_HTTP),
-        a list of mock handlers [{"match": url prefix or predicate, "method"?, "respond"}],
-        "real" (httpx), or a transport object. http_timeout: seconds per fetch in total
-        (connecting, redirects, the whole body), and never past the call's own timeout (SEC5).
-    limits: the bounds of every call (ctx/limits.py: file and result sizes, SQL rows, HTTP
-        bodies, captured output…); default: the platform's and the workbench's (SEC5).
-    credentials: {connection name: {"headers": {name: value}} (or "token": "…"), "hosts":
-        [host or host:port, …], "paths"?: [...]}, or the path of a JSON secrets file of that
-        shape; default: env GEM_WORKBENCH_CONN_<NAME>_TOKEN (a Bearer token) with
-        GEM_WORKBENCH_CONN_<NAME>_HOSTS (and _PATHS), then the keyring. Injected for
-        `connection: name` only where both these hosts/paths and the manifest's grant allow
-        (SEC4, ctx/http.py); a {name: {header: value}} without hosts is refused.
-    keep_runs, keep_run_days: run folders retention, applied when a bench on real files
-        opens: a run folder is deleted once it is neither among the `keep_runs` most recently
-        modified nor modified within `keep_run_days` days (default: the last 50 calls, and
-        anything from the last 7 days); keep_runs=None keeps them all. The same open removes
-        temp files left by a write that was killed (kill -9) before it finished.
-    """
-    _check_options(
-        reuse=reuse, http_timeout=http_timeout, keep_runs=keep_runs, keep_run_days=keep_run_days
-    )  # before anything is opened or started
-    from .platforms import detect
-
-    profile = detect(path)  # manifest.json's "platform": whose rules, limits and ctx shape
-    manifest = profile.load(Path(path))
-    # ctx.resources' source: mock (fixtures/resources/<id>, `resources=`) or real (httpx)
-    res_kind = providers if isinstance(providers, str) else dict(providers).get("resources", "mock")
-    if isinstance(providers, dict) and "resources" in providers:
-        providers = {k: v for k, v in providers.items() if k != "resources"} or "mock"
-    if not isinstance(providers, str) and res_kind not in ("mock", "real"):
-        raise UsageError(f"providers['resources']={res_kind!r}: use 'mock' or 'real'")
-    from .ctx.http_credentials import HttpState
-    from .providers.http import make_transport
-
-    http_state = HttpState(make_transport(http), credentials, timeout=float(http_timeout))
-    mail = make_mailbox(mailbox, gem_root=manifest.root)
-    try:
-        provs = make_providers(
-            manifest.id,
-            providers,
-            gem_root=manifest.root,
-            workspace=Path(workspace) if workspace else None,
-            state_dir=Path(state_dir) if state_dir else None,
-        )
-    except sqlite3.DatabaseError as exc:
-        raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
-    provs.mailbox = mail
-    provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
-    if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
-        housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs
-    try:
-        from .ctx.resources import make_cache
-        from .providers.resources import HttpSource, MockSource
-
-        source = MockSource(manifest.root, resources) if res_kind == "mock" else HttpSource()
-        provs.resources = make_cache(
-            manifest,
-            source=source,
-            state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root),
-        )
-        return Bench(
-            manifest,
-            provs,
-            conversation=conversation,
-            strict=strict,
-            headless=(not desktop_has_trash()) if headless is None else headless,
-            seed=Path(workspace) if workspace else manifest.root / "fixtures" / "workspace",
-            reuse=reuse,
-            sandbox=SandboxOptions(timeout=timeout, memory_mb=memory_mb),
-            limits=limits or profile.limits,
-            profile=profile,
-        )
-    except BaseException as exc:  # e.g. db/schema.sql fails: leave no connection open
-        provs.data_db.close()
-        provs.sql_db.close()
-        if isinstance(exc, sqlite3.DatabaseError):
-            raise _state_error(exc, provs.state_dir) from None
-        raise
-
-
-def _check_options(*, reuse: Any, http_timeout: Any, keep_runs: Any, keep_run_days: Any) -> None:
-    if reuse not in ("always", "never", "random"):
-        raise UsageError(f"reuse={reuse!r}: use 'always', 'never' or 'random'")
-    if isinstance(http_timeout, bool) or not isinstance(http_timeout, (int, float)) or http_timeout <= 0:
-        raise UsageError(f"http_timeout={http_timeout!r}: give seconds (> 0)")
-    if keep_runs is not None and (
-        isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 0
-    ):
-        raise UsageError(f"keep_runs={keep_runs!r}: give a number of run folders (>= 0) or None")
-    if (
-        isinstance(keep_run_days, bool)
-        or not isinstance(keep_run_days, (int, float))
-        or not keep_run_days >= 0
-    ):
-        raise UsageError(f"keep_run_days={keep_run_days!r}: give days (>= 0)")
-
-
-def _state_error(exc: sqlite3.DatabaseError, state_dir: Any) -> WorkbenchError:
-    return WorkbenchError(
-        "E_STATE",
-        f"the bench's state database in {state_dir} cannot be "
-        f"used: {exc}. Move data.sqlite/sql.sqlite away (the gem starts empty) "
-        "or open with another state_dir=",
-        path=str(state_dir),
-    )
-
-
-def _explain_absent(err: WorkbenchError, tool: ToolSpec, profile: Profile, grants: Grants) -> WorkbenchError:
-    """A JS tool's TypeError on a ctx capability it has no grant for (it is undefined, as on
-    the platform, e.g. E1's ctx.email): say why, naming the manifest field to add. Only when
-    the error is about one of its methods and the tool's source uses that capability: a
-    `x.path` on some other undefined value is not R1's."""
-    if err.code != "E_TOOL_ERROR" or tool.language == "python" or "undefined" not in err.message:
-        return err
-    source: str | None = None
-    for cap in profile.capabilities:
-        if cap.grant is None or grants.has(cap.grant):
-            continue
-        if any(f"'{m}'" in err.message for m in cap.method_names()):
-            if source is None:
-                source = _source(tool)
-            name = cap.path.rsplit(".", 1)[-1]
-            if not re.search(rf"\.\s*{re.escape(name)}\b|\b{re.escape(name)}\s*[,}}:]", source):
-                continue
-            hint = grants.denial(cap.grant)
-            return WorkbenchError(
-                err.code,
-                f"{err.message} — ctx.{cap.path} is undefined: {hint.message}",
-                **err.details,
-                missing=hint.details.get("missing", []),
-            )
-    return err
-
-
-def _source(tool: ToolSpec, limit: int = 1 << 20) -> str:
-    """The tool's source text (its first MiB; '' if it cannot be read now)."""
-    try:
-        with builtins.open(tool.file, "rb") as f:
-            return f.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _seed_memory(store: Any, folder: Path) -> None:
-    """Copy a folder into the mock conversation folder: regular files only (a FIFO would block
-    the copy, and the gem could not see it anyway; links are not followed)."""
-    from .providers.folder import read_regular
-
-    for dirpath, dirs, files in os.walk(folder):
-        for name in dirs:
-            store.mkdir("workspace", (Path(dirpath) / name).relative_to(folder).as_posix())
-        for name in files:
-            p = Path(dirpath) / name
-            try:
-                data = read_regular(p)
-            except OSError:  # not a regular file, a link, or gone meanwhile
-                continue
-            store.write("workspace", p.relative_to(folder).as_posix(), data)
+    from .platforms import Profile
+    from .providers import Providers
 
 
 class Bench:
@@ -252,7 +42,6 @@ class Bench:
         conversation: bool,
         strict: bool,
         headless: bool,
-        seed: Path | None = None,
         reuse: str = "always",
         sandbox: SandboxOptions | None = None,
         limits: Limits = DEFAULT,
@@ -277,8 +66,6 @@ class Bench:
         self._lock = threading.RLock()
         self.limits = limits
         prepare(providers, manifest, limits)
-        if providers.kind["files"] == "mock" and seed is not None and seed.is_dir():
-            _seed_memory(providers.files, seed)
         if providers.mailbox is None:
             providers.mailbox = MockMailbox()
         self.email = BenchEmail(self)  # allowed accounts, mock mail, new-mail events
@@ -472,7 +259,7 @@ class Bench:
         if outcome is not None:
             res.logs = outcome.logs
             if outcome.error is not None:
-                res.error = _explain_absent(outcome.error, tool, self.profile, session.grants)
+                res.error = explain_absent(outcome.error, tool, self.profile, session.grants)
             elif outcome.checked:
                 res.value = outcome.value
             else:

@@ -218,7 +218,7 @@ class WorkbenchMagics(Magics):
     def _open(self, args: list[str]) -> None:
         from IPython.display import display
 
-        from .._bench import open as open_bench
+        from .._open import open as open_bench
 
         path: str | None = None
         options: dict[str, Any] = {}

@@ -145,7 +145,7 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bench]:
     State (real providers, if asked for) lives under the test's tmp_path; deletes never go to
     the desktop trash; the bench is closed after the test.
     """
-    from .. import _bench, _errors  # the Face (not the package root, which loads the magics)
+    from .. import _errors, _open  # the Face (not the package root, which loads the magics)
 
     marker = request.node.get_closest_marker("gem")
     config = request.config
@@ -173,7 +173,7 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bench]:
     options.setdefault("state_dir", tmp_path / "gem-state")
     options.setdefault("headless", True)
     try:
-        opened = _bench.open(path, **options)
+        opened = _open.open(path, **options)
     except _errors.WorkbenchError as exc:
         pytest.fail(f"the `bench` fixture could not open {path}: {exc}", pytrace=False)
     try:

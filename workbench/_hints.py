@@ -1,0 +1,49 @@
+"""Hints added to a tool's error where the platform's own message would not say why."""
+
+from __future__ import annotations
+
+import builtins
+import re
+from typing import TYPE_CHECKING
+
+from ._errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from .gem import ToolSpec
+    from .platforms import Grants, Profile
+
+
+def explain_absent(err: WorkbenchError, tool: ToolSpec, profile: Profile, grants: Grants) -> WorkbenchError:
+    """A JS tool's TypeError on a ctx capability it has no grant for (it is undefined, as on
+    the platform, e.g. E1's ctx.email): say why, naming the manifest field to add. Only when
+    the error is about one of its methods and the tool's source uses that capability: a
+    `x.path` on some other undefined value is not R1's."""
+    if err.code != "E_TOOL_ERROR" or tool.language == "python" or "undefined" not in err.message:
+        return err
+    source: str | None = None
+    for cap in profile.capabilities:
+        if cap.grant is None or grants.has(cap.grant):
+            continue
+        if any(f"'{m}'" in err.message for m in cap.method_names()):
+            if source is None:
+                source = _source(tool)
+            name = cap.path.rsplit(".", 1)[-1]
+            if not re.search(rf"\.\s*{re.escape(name)}\b|\b{re.escape(name)}\s*[,}}:]", source):
+                continue
+            hint = grants.denial(cap.grant)
+            return WorkbenchError(
+                err.code,
+                f"{err.message} — ctx.{cap.path} is undefined: {hint.message}",
+                **err.details,
+                missing=hint.details.get("missing", []),
+            )
+    return err
+
+
+def _source(tool: ToolSpec, limit: int = 1 << 20) -> str:
+    """The tool's source text (its first MiB; '' if it cannot be read now)."""
+    try:
+        with builtins.open(tool.file, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
