@@ -1,0 +1,92 @@
+"""A tool's error, as the host reports it, made a coded WorkbenchError."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..._errors import WorkbenchError
+from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
+
+# "Requires read access …"; Deno.exit / self.close (worker.ts); Deno.symlink: "requires
+# unscoped --allow-read and --allow-write"
+_CAPABILITY = re.compile(r"Requires (\w+) access|(?:Deno|self)\.(exit|close)|and --allow-(\w+)")
+
+
+def tool_error(e: dict[str, Any], root: Path, limits: Any = DEFAULT_LIMITS) -> WorkbenchError:
+    """The tool's error as a coded one. Never raises, whatever the message holds (missing or
+    odd fields are E_TOOL_ERROR). A platform code or a result-size verdict is taken only
+    from `bridge`, which worker.ts sets on what it made itself (a ctx error it created, a
+    result too large or not JSON): a tool naming its error "CtxError" or "ResultTooLarge"
+    is an ordinary tool error."""
+    try:
+        return _coded(e, root, limits)
+    except Exception:  # noqa: BLE001  (never out of bench.call)
+        return WorkbenchError("E_TOOL_ERROR", "the tool failed with an error the workbench cannot read")
+
+
+def _coded(e: dict[str, Any], root: Path, limits: Any) -> WorkbenchError:
+    def text(key: str, default: str = "") -> str:
+        v = e.get(key, default)
+        return v if isinstance(v, str) else default
+
+    name, message = text("name", "Error") or "Error", text("message")
+    stack = _tool_stack(text("stack"), root)
+    bridge = e.get("bridge")
+    code = e.get("code")
+    if bridge == "ctx" and isinstance(code, str) and re.fullmatch(r"E_[A-Z0-9_]{1,60}", code):
+        return WorkbenchError(code, message, stack=stack)
+    size = e.get("size")
+    if bridge == "result_too_large" and type(size) is int:  # N9, found by the worker
+        return WorkbenchError(
+            "E_RESULT_TOO_LARGE",
+            f"the result is {size:,} JSON characters; at most "
+            f"{limits.result_chars:,}. Write large output to ctx.files or storage and "
+            "return a summary",
+            size=size,
+            limit=limits.result_chars,
+        )
+    if bridge == "result_error":
+        return WorkbenchError(
+            "E_RESULT_NOT_JSON",
+            f"the tool returned a value JSON.stringify cannot serialise: {message}",
+            stack=stack,
+        )
+    if "cache storage directory" in message:  # the Cache API, blocked in Sandbox._start
+        return WorkbenchError(
+            "E_SANDBOX",
+            f"the Cache API (caches) writes to disk and the sandbox has no write access (N1): {message}",
+            capability="write",
+            stack=stack,
+        )
+    m = _CAPABILITY.search(message)
+    # a denied import (a file outside the gem, https:, jsr:) fails the module load with a
+    # TypeError "Requires read|import access", not NotCapable
+    if (
+        name == "NotCapable"
+        or (name == "TypeError" and m and m.group(1))
+        or "--no-npm" in message
+        or "--no-remote" in message
+    ):
+        cap = (
+            (m.group(1) or m.group(2) or m.group(3))
+            if m
+            else "npm"
+            if "--no-npm" in message
+            else "import"
+            if "--no-remote" in message
+            else "permissions"
+        )  # e.g. a Worker asking for more than the tool has
+        hint = {
+            "npm": "npm: imports are rejected (N4)",
+            "import": "remote (https:, jsr:) imports are not allowed",
+        }.get(cap, f"the sandbox has no {cap} access (N1)")
+        return WorkbenchError("E_SANDBOX", f"{hint}: {message}", capability=cap, stack=stack)
+    return WorkbenchError("E_TOOL_ERROR", f"{name}: {message}", stack=stack)
+
+
+def _tool_stack(stack: str, root: Path) -> str:
+    """Only the frames in the gem's own files, with paths relative to the gem."""
+    prefix = root.as_uri() + "/"
+    return "\n".join(line.strip().replace(prefix, "") for line in stack.splitlines() if prefix in line)

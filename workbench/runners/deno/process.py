@@ -1,0 +1,134 @@
+"""The Deno process's plumbing: its output captured as logs, its environment, its end.
+
+stdout/stderr carry only the tool's console output, at most limits.log_bytes per call (SEC5).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
+from ..python import CappedLog, render_logs
+
+
+class Output:
+    """The tool's stdout and stderr, read by the calling thread whenever it waits.
+
+    No reader threads: waking one per output line cost more than the rest of a warm call. A
+    call's share of each stream ends at its nonce line, written by the host after the tool
+    finished and before the host reports the result. Each share is a CappedLog (SEC5): a tool
+    printing without end costs log_bytes of memory, and the marker is still found, since
+    only the last len(marker) - 1 bytes need keeping to see it across reads.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        self.fds = (proc.stdout.fileno(), proc.stderr.fileno())
+        self.open = set(self.fds)
+        self.limit = DEFAULT_LIMITS.log_bytes
+        self.marker: bytes | None = None
+        self.logs = {fd: CappedLog(self.limit) for fd in self.fds}  # the share being written
+        self.ended: dict[int, CappedLog | None] = dict.fromkeys(self.fds)  # closed by the marker
+        self.pending = dict.fromkeys(self.fds, b"")  # may be the start of the marker
+
+    def begin(self, nonce: str, limit: int) -> None:
+        """A call starts: its share ends at `nonce`; output since the last call belongs to it."""
+        self.marker, self.limit = f"{nonce}\n".encode(), limit
+        for fd, log in self.logs.items():
+            if log.limit != limit and not log.total:
+                self.logs[fd] = CappedLog(limit)
+
+    def pump(self, fd: int) -> None:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            self.open.discard(fd)  # EOF: the process is gone
+            self.logs[fd].write(self.pending[fd])
+            self.pending[fd] = b""
+            return
+        marker = self.marker
+        if marker is None or self.ended[fd] is not None:  # no marker to look for
+            self.logs[fd].write(chunk)
+            return
+        data = self.pending[fd] + chunk if self.pending[fd] else chunk
+        cut = data.find(marker)
+        if cut >= 0:
+            self.logs[fd].write(data[:cut])
+            self.ended[fd], self.logs[fd] = self.logs[fd], CappedLog(self.limit)
+            self.pending[fd] = b""
+            self.logs[fd].write(data[cut + len(marker) :])  # the next call's
+            return
+        keep = len(marker) - 1
+        self.logs[fd].write(data[:-keep])
+        self.pending[fd] = data[-keep:]
+
+    def take(self, nonce: str | None, timeout: float) -> str:
+        """Each stream up to its nonce line (or to EOF when nonce is None / the process died)."""
+        deadline = time.monotonic() + timeout
+        parts: list[tuple[str, CappedLog]] = []
+        for name, fd in zip(("stdout", "stderr"), self.fds):
+            while (nonce is None or self.ended[fd] is None) and fd in self.open:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    break
+                self.pump(fd)
+            log = self.ended[fd]
+            if log is None or nonce is None:  # no marker: all there is, and a fresh share
+                if log is not None:
+                    parts.append((name, log))
+                log = self.logs[fd]
+                log.write(self.pending[fd])
+                self.pending[fd], self.logs[fd] = b"", CappedLog(self.limit)
+            self.ended[fd] = None
+            parts.append((name, log))
+        self.marker = None
+        return (
+            render_logs(parts, self.limit)
+            if len(parts) == 2
+            else "".join(render_logs([p], self.limit) for p in parts)
+        )
+
+
+def minimal_env(deno_dir: Path) -> dict[str, str]:
+    """A minimal environment: nothing of the user's leaks into the sandbox."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(deno_dir),
+        "DENO_DIR": str(deno_dir),
+        "NO_COLOR": "1",
+        "DENO_NO_UPDATE_CHECK": "1",
+    }
+
+
+def terminate(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def accept(listener: socket.socket, proc: subprocess.Popen[bytes]) -> socket.socket:
+    """The host's connection; if Deno dies first, a socket that reads EOF (so start fails)."""
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline:
+        if select.select([listener], [], [], 0.05)[0]:
+            return listener.accept()[0]
+    a, b = socket.socketpair()
+    b.close()
+    return a
+
+
+def kill(proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
+    """Kill the process and close every channel to it (also run when a Sandbox is collected)."""
+    terminate(proc)
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    sock.close()
