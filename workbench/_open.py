@@ -76,7 +76,7 @@ def open(
         shape; default: env GEM_WORKBENCH_CONN_<NAME>_TOKEN (a Bearer token) with
         GEM_WORKBENCH_CONN_<NAME>_HOSTS (and _PATHS), then the keyring. Injected for
         `connection: name` only where both these hosts/paths and the manifest's grant allow
-        (SEC4, ctx/http.py); a {name: {header: value}} without hosts is refused.
+        (SEC4, ctx/http_credentials.py); a {name: {header: value}} without hosts is refused.
     keep_runs, keep_run_days: run folders retention, applied when a bench on real files
         opens: a run folder is deleted once it is neither among the `keep_runs` most recently
         modified nor modified within `keep_run_days` days (default: the last 50 calls, and

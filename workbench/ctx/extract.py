@@ -7,7 +7,7 @@ The seed names `ctx.extract` but gives no signature. The workbench's reading:
 `path` is a gem path (run folder or `workspace:`), resolved and checked exactly as ctx.files
 does (F9–F12: no `..`, no dot-entries in the conversation folder, 20 MB at most). Supported:
 plain text, Markdown and CSV (decoded as UTF-8), HTML (the text, scripts and styles dropped,
-by the same linear converter as mail bodies: providers/mailparse.html_to_text) and PDF (pypdf; `pages` is a list with the text of each page). Any other
+by the same linear converter as mail bodies: providers/mailhtml.html_to_text) and PDF (pypdf; `pages` is a list with the text of each page). Any other
 type fails with E_UNSUPPORTED naming it. `options` may carry `{"maxChars": n}` to cut the text.
 
 Bounds (SEC5): extraction stops at the call's deadline (E_TIMEOUT) and never yields more than
