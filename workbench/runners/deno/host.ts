@@ -15,7 +15,7 @@
 //   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, n} + the arguments (a list)
 //                   {t:"done", id, ok, n} + the result (ok) or {name, message, stack, code,
 //                   bridge?}: `bridge` ("ctx", "result_too_large", "result_error") is set only on
-//                   what worker.ts itself made; sandbox.py takes codes from it alone
+//                   what worker.ts itself made; errors.py takes codes from it alone
 // `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
 // results over `resultChars` (N9) before they are carried; Python checks what it sends.
 
