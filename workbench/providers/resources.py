@@ -119,7 +119,7 @@ class HttpSource:
     ) -> None:
         import httpx
 
-        from .http import Watchdog, no_cookie_jar
+        from .httpreal import Watchdog, no_cookie_jar
 
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
