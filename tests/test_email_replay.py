@@ -12,7 +12,7 @@ from conftest import GemBuilder
 import workbench
 from workbench._replay import Replayer
 from workbench._result import TRACE_COLUMNS, CallResult
-from workbench.inspect.replay import behind, cursor_point, trace_listed, trace_reads
+from workbench.inspect.replay_cursor import behind, cursor_point, trace_listed, trace_reads
 from workbench.jupyter.replay import ReplayView
 
 MAIL_DIGEST = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "mail-digest"

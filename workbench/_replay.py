@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._errors import UsageError, WorkbenchError
-from .inspect.replay import Key, Ledger, Step, same_cursor, trace_listed, trace_reads
+from .inspect.replay import Ledger, Step
+from .inspect.replay_cursor import Key, same_cursor, trace_listed, trace_reads
 
 if TYPE_CHECKING:
     import pandas as pd

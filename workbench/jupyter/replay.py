@@ -28,7 +28,7 @@ import ipywidgets as widgets
 
 from .._errors import UsageError, WorkbenchError
 from .._replay import Replayer
-from ..inspect.replay import behind, cursor_point, when
+from ..inspect.replay_cursor import behind, cursor_point, when
 from .display import _CSS, esc
 
 if TYPE_CHECKING:
