@@ -113,6 +113,11 @@ def _left(v: Any, budget: int, depth: int = 0) -> int:
     JSON. An object is measured whole (its fields differ: a message's body is its 7th); a list
     on its first _SAMPLE items, the rest estimated from them (its items are alike), so the
     check costs the same for a 200-message page as for one message."""
+    t = type(v)  # exact types first: this runs on every ctx call's arguments and result
+    if t is str:
+        return budget - len(v) - 2
+    if v is None or t is int or t is float or t is bool:
+        return budget - 8
     if isinstance(v, str):
         return budget - len(v) - 2
     if v is None or isinstance(v, (int, float)):
@@ -146,6 +151,18 @@ def _left(v: Any, budget: int, depth: int = 0) -> int:
 def _kept(v: Any, budget: int) -> Any:
     """`v` itself when it is JSON-able and about `budget` characters of JSON at most, else None."""
     return v if _left(v, budget) >= 0 else None
+
+
+def _kept_params(args: tuple, kwargs: dict, budget: int) -> Any:
+    """(args, kwargs) as `_kept` would keep them; short scalar arguments (most ctx calls: a
+    key, a path, an id) without the general walk."""
+    if not kwargs and len(args) <= 4:
+        for a in args:
+            t = type(a)
+            if not (a is None or t is int or t is float or t is bool or (t is str and len(a) < 1024)):
+                return _kept((args, kwargs), budget)
+        return (args, kwargs)
+    return _kept((args, kwargs), budget)
 
 
 def _signature(fn: Callable[..., Any]) -> str:
@@ -308,7 +325,7 @@ class CallSession:
             if token is not None:
                 _watchdog.disarm(token)
             row["duration_us"] = round((time.perf_counter() - t0) * 1e6, 1)
-            row["params"] = _kept((args, kwargs), _KEEP_PARAMS)
+            row["params"] = _kept_params(args, kwargs, _KEEP_PARAMS)
             row["result"] = _kept(result, _KEEP_RESULT) if row["ok"] else None
             self.trace.append(row)
 
