@@ -57,9 +57,11 @@ def write_maildir(root: Path, messages: list[dict[str, Any]]) -> Path:
     """A folder of Maildirs, one per account (the account id is the subfolder's name)."""
     root.mkdir(parents=True, exist_ok=True)
     for account, items in by_account(messages).items():
-        md = mailbox.Maildir(root / account, create=True)
-        for d in items:
-            md.add(encoded(d))
+        mailbox.Maildir(root / account, create=True)  # tmp/, new/, cur/
+        # named in order, not by Maildir.add: its names hold a process-wide counter, so two
+        # messages of one date would list in another order once it passes 9, 99, ...
+        for n, d in enumerate(items):
+            (root / account / "new" / f"{n:06d}.M0P0.test").write_bytes(encoded(d))
     return root
 
 
