@@ -15,14 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from ..._errors import GemLoadError
-from ...gem.folder import clip, escaping_links, read_json, realpath, schema_sql, tool_file_problem
+from ...gem.folder import read_json, realpath, schema_sql
+from ...gem.lint import (
+    MAX_PROBLEMS,
+    check_platform,
+    check_tools,
+    gem_root,
+    link_problems,
+    raise_problems,
+    read_manifest,
+)
 from ...gem.model import LANGUAGES, CollectionSpec, Manifest, ToolSpec
 from ...gem.rules import NOTOCHORD as SCHEMA_RULES
-from ...gem.schema import check_input_schema, pointer
-
-MAX_SCHEMA_OBJECTS = 5_000  # objects in all inputSchemas together: jsonschema's metaschema
-# check costs ~1 ms each (real gems: a few hundred)
-MAX_PROBLEMS = 200  # problems one lint reports
 
 
 def manifest_schema() -> dict[str, Any]:
@@ -31,75 +35,18 @@ def manifest_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-def _objects(value: Any) -> int:
-    """How many JSON objects `value` holds (iteratively)."""
-    n, stack = 0, [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            n += 1
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-    return n
-
-
 def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Every problem of the gem at `root` as {file, pointer, message}; empty when it is fine."""
     root = realpath(Path(root)) or Path(root).absolute()
+    raw, problems = read_manifest(root, manifest_schema())
+    if raw is None:
+        return problems
     mpath = root / "manifest.json"
-    try:
-        real = realpath(mpath)
-        if real is not None and mpath.is_symlink() and not real.is_relative_to(root):
-            raise GemLoadError("manifest.json is a link leading outside the gem folder", file=str(mpath))
-        raw = read_json(mpath)
-    except GemLoadError as exc:
-        return [
-            {
-                "file": str(mpath),
-                "pointer": "",
-                "message": exc.message,
-                **{k: v for k, v in exc.details.items() if k != "file"},
-            }
-        ]
-    from jsonschema import Draft202012Validator
-    from referencing import Registry
-
-    # our own schema; an empty registry all the same: nothing is ever fetched
-    validator = Draft202012Validator(manifest_schema(), registry=Registry())
-    problems: list[dict[str, Any]] = []
-    for e in validator.iter_errors(raw):
-        if len(problems) >= MAX_PROBLEMS:
-            break
-        problems.append({"file": str(mpath), "pointer": pointer(e.absolute_path), "message": clip(e.message)})
-    if problems:
-        return sorted(problems, key=lambda p: p["pointer"])
 
     def bad(ptr: str, msg: str) -> None:
         problems.append({"file": str(mpath), "pointer": ptr, "message": msg})
 
-    seen: dict[str, int] = {}
-    objects = 0
-    for i, tool in enumerate(raw["tools"]):
-        name = tool["name"]
-        if name in seen:
-            bad(f"/tools/{i}/name", f"duplicate tool name '{name}' (also /tools/{seen[name]})")
-        seen.setdefault(name, i)
-        why = tool_file_problem(root, tool["file"])
-        if why:
-            bad(f"/tools/{i}/file", why)
-        schema = tool.get("inputSchema", {"type": "object"})
-        objects += _objects(schema)
-        if objects > MAX_SCHEMA_OBJECTS:
-            bad(
-                f"/tools/{i}/inputSchema",
-                f"the inputSchemas hold more than "
-                f"{MAX_SCHEMA_OBJECTS:,} objects in all (up to this tool); checking them would "
-                "take too long",
-            )
-            break
-        for ptr, msg in check_input_schema(schema, SCHEMA_RULES):
-            bad(f"/tools/{i}/inputSchema{ptr}", msg)
+    seen = check_tools(root, raw["tools"], schema_key="inputSchema", rules=SCHEMA_RULES, bad=bad)
     ids: dict[str, int] = {}
     for i, res in enumerate(raw.get("resources", ())):
         if res["id"] in ids:  # one cache file per id: a second would shadow the first
@@ -114,15 +61,7 @@ def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
             schema_sql(root)
         except GemLoadError as exc:
             problems.append({"file": str(sql), "pointer": "", "message": exc.message})
-    for link in escaping_links(root):  # Deno checks paths as written: a link would escape N1
-        problems.append(
-            {
-                "file": str(link),
-                "pointer": "",
-                "message": f"symbolic link {link.relative_to(root)} leads outside the gem "
-                "folder; the sandbox may read only the gem's own files",
-            }
-        )
+    problems.extend(link_problems(root))
     for i, trig in enumerate(raw.get("triggers", ())):
         if trig["tool"] not in seen:
             bad(f"/triggers/{i}/tool", f"trigger names unknown tool '{trig['tool']}'")
@@ -131,23 +70,10 @@ def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
 
 def load_manifest(root: str | os.PathLike[str]) -> Manifest:
     """Load and check the gem at `root`; raise GemLoadError naming file and JSON pointer."""
-    root = realpath(Path(root)) or Path(root).absolute()
-    if not root.is_dir():
-        raise GemLoadError(f"gem folder {root} does not exist", file=str(root))
-    problems = lint(root)
-    if problems:
-        first = problems[0]
-        lines = "; ".join(f"{p['pointer'] or '/'}: {p['message']}" for p in problems)
-        where = {k: v for k, v in first.items() if k != "message"}  # file, pointer, line, column
-        raise GemLoadError(f"{Path(first['file']).name}: {lines}", **where, problems=problems)
+    root = gem_root(root)
+    raise_problems(lint(root))
     raw = read_json(root / "manifest.json")
-    if raw.get("platform", "notochord") != "notochord":  # changed since detect() read it
-        raise GemLoadError(
-            f'manifest.json: "platform": {clip(repr(raw["platform"]), 80)} '
-            "is not a Notochord gem; open it again",
-            file=str(root / "manifest.json"),
-            pointer="/platform",
-        )
+    check_platform(root, raw, "notochord", "a Notochord gem")
     tools = {}
     for t in raw["tools"]:
         file = realpath(root / t["file"]) or root / t["file"]  # checked by lint just now

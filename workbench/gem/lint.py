@@ -1,0 +1,135 @@
+"""The checks every platform's loader runs on a gem folder: manifest.json against the
+platform's JSON Schema, tool files, tool input schemas within a budget, links out of the
+folder. Problems are {file, pointer, message}; `raise_problems` makes them one GemLoadError."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._errors import GemLoadError
+from .folder import clip, escaping_links, read_json, realpath, tool_file_problem
+from .rules import SchemaRules
+from .schema import check_input_schema, pointer
+
+MAX_SCHEMA_OBJECTS = 5_000  # objects in all input schemas together: jsonschema's metaschema
+# check costs ~1 ms each (real gems: a few hundred)
+MAX_PROBLEMS = 200  # problems one lint reports
+
+Problem = dict[str, Any]
+
+
+def objects(value: Any) -> int:
+    """How many JSON objects `value` holds (iteratively)."""
+    n, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            n += 1
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return n
+
+
+def read_manifest(root: Path, schema: dict[str, Any]) -> tuple[Any, list[Problem]]:
+    """manifest.json read within bounds and checked against the platform's `schema`:
+    (the parsed value, []) or (None, its problems, sorted by pointer)."""
+    mpath = root / "manifest.json"
+    try:
+        real = realpath(mpath)
+        if real is not None and mpath.is_symlink() and not real.is_relative_to(root):
+            raise GemLoadError("manifest.json is a link leading outside the gem folder", file=str(mpath))
+        raw = read_json(mpath)
+    except GemLoadError as exc:
+        extra = {k: v for k, v in exc.details.items() if k != "file"}
+        return None, [{"file": str(mpath), "pointer": "", "message": exc.message, **extra}]
+    from jsonschema import Draft202012Validator
+    from referencing import Registry
+
+    # our own schema; an empty registry all the same: nothing is ever fetched
+    validator = Draft202012Validator(schema, registry=Registry())
+    problems: list[Problem] = []
+    for e in validator.iter_errors(raw):
+        if len(problems) >= MAX_PROBLEMS:
+            break
+        problems.append({"file": str(mpath), "pointer": pointer(e.absolute_path), "message": clip(e.message)})
+    if problems:
+        return None, sorted(problems, key=lambda p: p["pointer"])
+    return raw, []
+
+
+def check_tools(
+    root: Path,
+    tools: list[dict[str, Any]],
+    *,
+    schema_key: str,
+    rules: SchemaRules,
+    bad: Callable[[str, str], None],
+) -> dict[str, int]:
+    """Tool names unique, files runnable, input schemas (under `schema_key`) usable within
+    MAX_SCHEMA_OBJECTS in all; returns {tool name: index}."""
+    seen: dict[str, int] = {}
+    total = 0
+    for i, tool in enumerate(tools):
+        name = tool["name"]
+        if name in seen:
+            bad(f"/tools/{i}/name", f"duplicate tool name '{name}' (also /tools/{seen[name]})")
+        seen.setdefault(name, i)
+        why = tool_file_problem(root, tool["file"])
+        if why:
+            bad(f"/tools/{i}/file", why)
+        schema = tool.get(schema_key, {"type": "object"})
+        total += objects(schema)
+        if total > MAX_SCHEMA_OBJECTS:
+            bad(
+                f"/tools/{i}/{schema_key}",
+                f"the {schema_key}s hold more than {MAX_SCHEMA_OBJECTS:,} objects in all (up to this "
+                "tool); checking them would take too long",
+            )
+            break
+        for ptr, msg in check_input_schema(schema, rules):
+            bad(f"/tools/{i}/{schema_key}{ptr}", msg)
+    return seen
+
+
+def link_problems(root: Path) -> list[Problem]:
+    """Links leading out of the gem: the sandbox checks paths as written (N1)."""
+    return [
+        {
+            "file": str(link),
+            "pointer": "",
+            "message": f"symbolic link {link.relative_to(root)} leads outside the gem "
+            "folder; the sandbox may read only the gem's own files",
+        }
+        for link in escaping_links(root)
+    ]
+
+
+def gem_root(folder: Any) -> Path:
+    """The gem folder with links resolved, or GemLoadError when there is none."""
+    root = realpath(Path(folder)) or Path(folder).absolute()
+    if not root.is_dir():
+        raise GemLoadError(f"gem folder {root} does not exist", file=str(root))
+    return root
+
+
+def raise_problems(problems: list[Problem]) -> None:
+    """One GemLoadError for all `problems` (first: file, pointer, line, column), if any."""
+    if problems:
+        first = problems[0]
+        lines = "; ".join(f"{p['pointer'] or '/'}: {p['message']}" for p in problems)
+        where = {k: v for k, v in first.items() if k != "message"}
+        raise GemLoadError(f"{Path(first['file']).name}: {lines}", **where, problems=problems)
+
+
+def check_platform(root: Path, raw: dict[str, Any], name: str, title: str) -> None:
+    """The manifest still names platform `name` (it may have changed since detect() read it)."""
+    if raw.get("platform", "notochord") != name:
+        raise GemLoadError(
+            f'manifest.json: "platform": {clip(repr(raw.get("platform", "notochord")), 80)} '
+            f"is not {title}; open it again",
+            file=str(root / "manifest.json"),
+            pointer="/platform",
+        )
