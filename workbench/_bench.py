@@ -61,6 +61,7 @@ class Bench:
         self.reuse = reuse
         self._rng = random.Random()
         self._sandbox_options = sandbox or SandboxOptions()
+        self._audit: list[dict[str, Any]] = []  # ctx.audit and ctx.tools rows (A6, agent tools)
         self._runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
         # one call at a time: a call is one storage transaction and one sandbox conversation
         self._lock = threading.RLock()
@@ -131,7 +132,13 @@ class Bench:
         return check_input(self._validator(tool), args, tool=tool.name, max_depth=self.limits.json_depth)
 
     def call(
-        self, name: str, input: Any = None, *, crash: int | Literal["random"] | None = None
+        self,
+        name: str,
+        input: Any = None,
+        *,
+        crash: int | Literal["random"] | None = None,
+        as_user: str | None = None,
+        conversation: str | None = None,
     ) -> CallResult:
         """Call a tool as the platform would; errors come back in the result, never raised.
 
@@ -141,16 +148,22 @@ class Bench:
             with the same ctx.idempotencyKey. The result is the rerun's; `res.crash` has the
             crashed run, each run's state diff and the side effects the rerun duplicated.
 
+        as_user, conversation (agent tools, A2): ctx.powerUserId (None: the agent's owner
+            calls) and ctx.conversationId (None: not in a chat session).
+
         Safe to share between threads: calls on one bench run one at a time (each is one
         storage transaction and one conversation with the gem's single sandbox, N3).
         """
+        for what, value in (("as_user", as_user), ("conversation", conversation)):
+            if value is not None and (not isinstance(value, str) or not value or len(value) > 200):
+                raise UsageError(f"{what}={value!r}: give an id (a string of 1 to 200 characters) or None")
         with self._lock:
             self._check_open()
             if crash is not None:
                 from ._crash import crash_call
 
                 return crash_call(self, name, input, crash)
-            return self._call(name, input)
+            return self._call(name, input, options={"as_user": as_user, "conversation": conversation})
 
     def crash_matrix(self, name: str, input: Any = None) -> pd.DataFrame:
         """N7: crash the tool at every point (0..its ctx calls in a clean run), rerun it with
@@ -169,12 +182,22 @@ class Bench:
         key: str | None = None,
         crash_after: int | None = None,
         fresh: bool | None = None,
+        options: dict[str, Any] | None = None,
     ) -> CallResult:
         with self._lock:  # also for the email triggers and the replay driver, which call here
-            return self._call_locked(name, input, key=key, crash_after=crash_after, fresh=fresh)
+            return self._call_locked(
+                name, input, key=key, crash_after=crash_after, fresh=fresh, options=options or {}
+            )
 
     def _call_locked(
-        self, name: str, input: Any, *, key: str | None, crash_after: int | None, fresh: bool | None
+        self,
+        name: str,
+        input: Any,
+        *,
+        key: str | None,
+        crash_after: int | None,
+        fresh: bool | None,
+        options: dict[str, Any],
     ) -> CallResult:
         started = time.time()
         t0 = time.perf_counter()
@@ -197,7 +220,7 @@ class Bench:
         else:
             args, res.error = self._check_input(tool, args)
             if res.error is None:
-                self._run(tool, args, res, crash_after=crash_after, fresh=fresh)
+                self._run(tool, args, res, crash_after=crash_after, fresh=fresh, options=options)
         res.duration_ms = (time.perf_counter() - t0) * 1000
         self.results.append(res)
         return res
@@ -210,6 +233,7 @@ class Bench:
         *,
         crash_after: int | None = None,
         fresh: bool | None = None,
+        options: dict[str, Any] | None = None,
     ) -> None:
         session = CallSession(
             call_id=res.call_id,
@@ -226,6 +250,8 @@ class Bench:
             deadline=deadline_after(self._sandbox_options.timeout),
             limits=self.limits,
             profile=self.profile,
+            values=self.profile.call_values(self.manifest, {"call_id": res.call_id, **(options or {})}),
+            audit_log=self._audit,
         )
         caps = Capabilities(session)
         if fresh is None:
@@ -253,6 +279,8 @@ class Bench:
             failed = caps.end()
             res.trace_rows = session.trace
             res.violations = session.violations
+        if failed is None and session.aborted is not None:  # A5: whatever the tool did after
+            failed = session.aborted
         if failed is not None:
             res.logs, res.error = outcome.logs if outcome else "", failed
             return
@@ -342,6 +370,15 @@ class Bench:
             )
         self._check_open()
         return frames.collection(self.providers.store, collection)
+
+    def audit(self) -> pd.DataFrame:
+        """The activity log (agent tools): one row per ctx.audit(event, data) and per ctx.tools
+        call, scoped to its call: call_id, toolCallId, seq, event, data, time (UTC)."""
+        import pandas as pd
+
+        df = pd.DataFrame(self._audit, columns=["call_id", "toolCallId", "seq", "event", "data", "time"])
+        df["time"] = pd.to_datetime(df["time"], unit="s", utc=True)
+        return df
 
     def kv(self) -> pd.DataFrame:
         from .inspect import frames

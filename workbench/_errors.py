@@ -37,7 +37,9 @@ CODES: dict[str, str] = {
     "E_MAILBOX": "the mail server cannot be reached, refused the login, or broke off",
     "E_HTTP": "ctx.http.fetch got no answer: timeout, connection failure, or no mock handler matched",
     "E_BUSY": "the state folder's database stayed locked by another process past the call's time",
-    "E_STATE": "the bench's state database is unreadable (corrupt, or not a database)",
+    "E_STATE": "the bench's state database is unreadable (corrupt, or not a database), or a ctx "
+    "was used after its call ended",
+    "E_LIMIT": "a platform limit on calls was reached (50 cross-tool calls per invocation)",
     "E_RESOURCE": "a declared resource could not be downloaded and verified from any address",
 }
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._bench import Bench
 from ._errors import UsageError, WorkbenchError
 from .ctx import desktop_has_trash
-from .providers import default_state_dir, make_mailbox, make_providers
+from .providers import default_state_dir, make_mailbox, make_providers, make_websearch
 from .runners.deno import SandboxOptions
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ def open(
     credentials: Mapping[str, Mapping[str, Any]] | str | os.PathLike[str] | None = None,
     http_timeout: float = 10.0,
     limits: Limits | None = None,
+    web_search: Any = "mock",
     keep_runs: int | None = 50,
     keep_run_days: float = 7.0,
 ) -> Bench:
@@ -71,6 +72,9 @@ def open(
         (connecting, redirects, the whole body), and never past the call's own timeout (SEC5).
     limits: the bounds of every call (ctx/limits.py: file and result sizes, SQL rows, HTTP
         bodies, captured output…); default: the platform's and the workbench's (SEC5).
+    web_search: what agent tools' `ctx.tools.web_search` asks (A3): "mock" (the gem's
+        fixtures/web_search.json: [{"query": text or "/regex/", "results": [...]}]), the URL of a
+        SearXNG-compatible JSON endpoint, or an object with search(query, count, *, timeout).
     credentials: {connection name: {"headers": {name: value}} (or "token": "…"), "hosts":
         [host or host:port, …], "paths"?: [...]}, or the path of a JSON secrets file of that
         shape; default: env GEM_WORKBENCH_CONN_<NAME>_TOKEN (a Bearer token) with
@@ -112,6 +116,7 @@ def open(
     except sqlite3.DatabaseError as exc:
         raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
     provs.mailbox = mail
+    provs.websearch = make_websearch(web_search, gem_root=manifest.root)  # agent tools' web_search
     provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs

@@ -17,6 +17,7 @@ from . import _pyctx
 from . import storage as _storage
 from ._pyctx import PythonCtx
 from ._session import CallSession, CtxCrash
+from .audit import Audit
 from .data import Data
 from .email import Email, Grant
 from .extract import Extract
@@ -25,6 +26,7 @@ from .http import FetchResponse, Http
 from .limits import DEFAULT, Limits
 from .resources import Resources
 from .storage import KV, SQL, busy_error
+from .tools import Tools
 
 if TYPE_CHECKING:
     from ..gem import Manifest
@@ -51,6 +53,8 @@ IMPLEMENTATIONS: dict[str, type] = {
     "http": Http,
     "extractor": Extract,
     "resources": Resources,
+    "tools": Tools,
+    "audit": Audit,
 }
 _pyctx.CODECS["fetch"] = FetchResponse  # ctx.http.fetch's reply, as a Response-like object
 
@@ -81,10 +85,16 @@ class Capabilities:
 
     def call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
         """Run a ctx method by name, traced; the one door into the ctx layer."""
-        route = self.session.profile.routes.get(method)
-        if route is None:
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"ctx has no method {method!r}", method=method)
-        return self.session.invoke(method, getattr(getattr(self, route[0]), route[1]), *args, **kwargs)
+        profile = self.session.profile
+        route = profile.routes.get(method)
+        if route is not None:
+            return self.session.invoke(method, getattr(getattr(self, route[0]), route[1]), *args, **kwargs)
+        prefix, _, name = method.rpartition(".")
+        if prefix in profile.dispatch:  # ctx.tools.<name>(input): the name is an argument
+            return self.session.invoke(
+                method, getattr(self, profile.dispatch[prefix]).call, name, *args, **kwargs
+            )
+        raise WorkbenchError("E_INVALID_ARGUMENT", f"ctx has no method {method!r}", method=method)
 
     def begin(self) -> None:
         """Open the call's storage transaction, waiting (up to the call's time) for another

@@ -150,7 +150,10 @@ class PythonCtx:
     def _leaf(self, cap: Capability) -> Any:
         caps, sync = self._caps, self._async
         if cap.kind == "value":
-            return getattr(caps.session, cap.impl)
+            return caps.session.value(cap.impl)
+        if cap.kind == "dispatch":  # the names this tool may call, as its grants list them
+            present = caps.session.profile.present(caps.session.grants)
+            return _Methods(caps, next(c for c in present if c.path == cap.path), asynchronous=sync)
         if cap.kind == "function":
             m = cap.methods[0]
             return _method(caps, cap.path, m.name, (), CODECS.get(m.codec or ""), sync)

@@ -254,6 +254,17 @@ class CallSession:
     used_sql: bool = False  # ctx.storage.sql ran: its TEMP objects go at the end
     profile: Profile = field(default_factory=lambda: _notochord())  # whose rules and shape
     ended: bool = False  # the call returned: its ctx refuses every method
+    values: dict[str, Any] = field(default_factory=dict)  # the platform's per-call values (A2)
+    tool_calls: int = 0  # A5: ctx.tools calls so far in this invocation
+    audit_log: list[dict[str, Any]] = field(default_factory=list)  # A6: the bench's activity log
+    audit_seq: int = 0  # rows this call added to it
+    aborted: WorkbenchError | None = None  # A5: the invocation was aborted; every ctx call fails
+
+    def value(self, impl: str) -> Any:
+        """A per-call value of the registry: a session attribute, or "values.<name>"."""
+        if impl.startswith("values."):
+            return self.values.get(impl[7:])
+        return getattr(self, impl)
 
     @property
     def grants(self) -> Grants:
@@ -277,6 +288,8 @@ class CallSession:
                 "ended; a tool uses the ctx of the call it is running in",
                 method=method,
             )
+        if self.aborted is not None:  # A5: the invocation is over, whatever the tool catches
+            raise self.aborted
         if self.crash_after is None:
             return self._invoke(method, fn, *args, **kwargs)
         if self.crash_after <= len(self.trace):  # crash=0: before the first ctx call runs

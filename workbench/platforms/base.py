@@ -8,6 +8,7 @@ serves beyond what `Limits` and `Grants` tell it; adding a platform is one folde
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable, Mapping
@@ -53,6 +54,8 @@ class Limits:
     log_bytes: int = 1 * MiB  # captured console output per call (head + tail)
     bridge_message_bytes: int = 64 * MiB  # one message between Python and the sandbox
     json_depth: int = 200  # nesting of inputs, results, ctx arguments
+    # agent custom tools (seed 002)
+    tool_calls: int = 50  # A5: cross-tool calls (ctx.tools.<name>) per invocation
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class EntryPoint:
     python: str = "handle"
     # shown when the tool defines none of them
     js_hint: str = "export default async function (input, ctx) {...}"
+    # a plain (non-exported) `function <js_exports[0]>` counts too (agent tools, A1)
+    js_plain: bool = False
 
     def message(self) -> dict[str, Any]:
         """What the sandbox needs to find the function (carried by each call message)."""
@@ -87,7 +92,7 @@ class Method:
     codec: Literal["fetch"] | None = None  # "fetch": the reply becomes a Response
 
 
-Kind = Literal["namespace", "collection", "function", "value"]
+Kind = Literal["namespace", "collection", "function", "value", "dispatch"]
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,9 @@ class Capability:
     path: where the tool finds it ("files", "storage.kv", "extract", "idempotencyKey").
     kind: "namespace" (ctx.files.read(...)), "collection" (ctx.data.collection(name).insert:
         the name is the methods' first argument), "function" (ctx.extract(...): its one
-        method), "value" (a per-call value read from the call's session attribute `impl`).
+        method), "value" (a per-call value: the session attribute `impl`, or its platform
+        value "values.<name>"), "dispatch" (ctx.tools.<name>(input): the names are the
+        grant's list `grant`, each call is the implementation's `call(name, ...)`).
     impl: the ctx layer's implementation (a key of ctx.IMPLEMENTATIONS) or, for a value, the
         CallSession attribute.
     grant: the `Grants` name that makes it present (None: always). When absent, a JS tool
@@ -133,6 +140,7 @@ class Grants:
 
     granted: frozenset[str] = frozenset()
     denials: Mapping[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
+    lists: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # e.g. "tools": names
 
     def has(self, name: str) -> bool:
         return name in self.granted
@@ -161,6 +169,9 @@ class Profile:
     load: Callable[[Path], Manifest]  # raises GemLoadError (file, JSON pointer)
     lint: Callable[[Path], list[dict[str, str]]]  # every problem, [] when loadable
     grants_for: Callable[[Manifest, ToolSpec], Grants]
+    # the platform's per-call values (A2: agentId, toolCallId, ...) from the manifest and the
+    # call's options ({"call_id", "as_user", "conversation"})
+    call_values: Callable[[Manifest, Mapping[str, Any]], dict[str, Any]] = lambda m, o: {}
     marker: str = "manifest.json"  # the file that makes a folder this platform's
     supported: bool = True
 
@@ -180,34 +191,39 @@ class Profile:
         for cap in self.capabilities:
             if cap.kind == "function":
                 out[cap.path] = (cap.impl, cap.methods[0].name)
-            elif cap.kind != "value":
+            elif cap.kind in ("namespace", "collection"):
                 out.update({f"{cap.path}.{m.name}": (cap.impl, m.name) for m in cap.methods})
         return out
 
-    def present(self, grants: Grants) -> tuple[Capability, ...]:
-        """The rows a tool with `grants` sees."""
-        return tuple(c for c in self.capabilities if c.grant is None or grants.has(c.grant))
+    @functools.cached_property
+    def dispatch(self) -> dict[str, str]:
+        """{"tools": impl}: paths whose methods are names the grants list (ctx.tools.<name>)."""
+        return {cap.path: cap.impl for cap in self.capabilities if cap.kind == "dispatch"}
 
-    def names(self, grants: Grants) -> dict[str, list[str]]:
-        """{top-level ctx name: sorted method paths below it} for a tool with `grants`: what
-        both runners must expose (tested against each other per profile)."""
-        out: dict[str, list[str]] = {}
-        for cap in self.present(grants):
-            below = out.setdefault(cap.top, [])
-            if cap.kind in ("namespace", "collection"):
-                below.extend(f"{cap.path}.{m}" for m in cap.method_names())
-        return {k: sorted(v) for k, v in sorted(out.items())}
+    def present(self, grants: Grants) -> tuple[Capability, ...]:
+        """The rows a tool with `grants` sees (a dispatch row with the names it may call)."""
+        out = []
+        for c in self.capabilities:
+            if c.grant is not None and not grants.has(c.grant):
+                continue
+            if c.kind == "dispatch":
+                names = grants.lists.get(c.grant or c.path, ())
+                c = dataclasses.replace(c, methods=tuple(Method(n, ("input",)) for n in names))
+            out.append(c)
+        return tuple(out)
 
     def js_shape(self, grants: Grants) -> str:
         """The ctx shape of a tool with `grants` as JSON text for the sandbox (values are
-        filled per call); cached: a tool's grants do not change while its gem is open."""
-        cache: dict[frozenset[str], str] = self.__dict__.setdefault("_shapes", {})
-        if grants.granted not in cache:
-            cache[grants.granted] = json.dumps(
+        filled per call; a dispatch row is a namespace of the names it may call); cached: a
+        tool's grants do not change while its gem is open."""
+        key = (grants.granted, tuple(sorted(grants.lists.items())))
+        cache: dict[Any, str] = self.__dict__.setdefault("_shapes", {})
+        if key not in cache:
+            cache[key] = json.dumps(
                 [
                     {
                         "path": c.path,
-                        "kind": c.kind,
+                        "kind": "namespace" if c.kind == "dispatch" else c.kind,
                         "methods": [
                             {"name": m.name, "params": list(m.params), "codec": m.codec} for m in c.methods
                         ],
@@ -216,8 +232,8 @@ class Profile:
                 ],
                 separators=(",", ":"),
             )
-        return cache[grants.granted]
+        return cache[key]
 
     def values(self, grants: Grants, session: Any) -> dict[str, Any]:
         """The per-call values ({"idempotencyKey": ...}) a tool with `grants` sees."""
-        return {c.path: getattr(session, c.impl) for c in self.present(grants) if c.kind == "value"}
+        return {c.path: session.value(c.impl) for c in self.present(grants) if c.kind == "value"}

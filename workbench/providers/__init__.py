@@ -55,6 +55,7 @@ class Providers:
     state_dir: Path | None
     mailbox: Mailbox | None = None  # ctx.email's mail (see make_mailbox)
     resources: Any = None  # ctx.resources' ResourceCache (ctx/resources.py); None: none declared
+    websearch: Any = None  # the web_search built-in's WebSearch (agent tools; see make_websearch)
 
 
 def make_providers(
@@ -145,3 +146,22 @@ def make_mailbox(spec: Any, *, gem_root: Path) -> Mailbox:
     except ValueError as exc:
         raise UsageError(f"mailbox: {path}: {exc}", file=str(path)) from None
     raise UsageError(f"mailbox: {path} does not exist")
+
+
+def make_websearch(spec: Any, *, gem_root: Path) -> Any:
+    """The web_search built-in's provider: "mock" (the gem's fixtures/web_search.json, or none:
+    every query is E_NOT_FOUND), an http(s) URL of a SearXNG-compatible endpoint, or an object
+    with `search(query, count, *, timeout)`."""
+    from .._errors import UsageError
+    from .websearch import MockWebSearch, SearxWebSearch
+
+    if spec == "mock":
+        fixtures = gem_root / "fixtures" / "web_search.json"
+        return MockWebSearch.from_file(fixtures) if fixtures.exists() else MockWebSearch()
+    if isinstance(spec, str) and spec.startswith(("http://", "https://")):
+        return SearxWebSearch(spec)
+    if callable(getattr(spec, "search", None)):
+        return spec
+    raise UsageError(
+        f"web_search={spec!r}: use 'mock', the URL of a SearXNG-compatible endpoint, or a WebSearch"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from .entry import entry_file
 from .sandbox import Sandbox, SandboxOptions, typecheck
 
 if TYPE_CHECKING:
@@ -23,7 +24,9 @@ class DenoRunner:
         self.sandbox = Sandbox(setup.gem_root, deno_dir=setup.state_dir / "deno", options=options)
 
     def call(self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
-        return self.sandbox.call(tool.file, args, caps, fresh=fresh)
+        entry = caps.session.profile.entry
+        file = entry_file(tool.file, entry.js_exports[0]) if entry.js_plain else tool.file
+        return self.sandbox.call(file, args, caps, fresh=fresh)
 
     def crash(self) -> str:
         return self.sandbox.stop()  # kill -9: the process dies with the call in flight

@@ -1,0 +1,196 @@
+"""Agent custom tools (seed 002, rules A1–A6) on the platform seam: the profile, its ctx in
+Python and JS, ctx.tools' dispatch and limits, ctx.audit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import GemBuilder
+
+import workbench
+from workbench import GemLoadError
+from workbench.platforms import Limits
+
+IDS = """
+def handle(input, ctx):
+    return {k: getattr(ctx, k) for k in ("agentId", "agentName", "powerUserId", "toolCallId", "conversationId")}
+"""
+JS_IDS = """
+export async function handle(input, ctx) {
+  const { agentId, agentName, powerUserId, toolCallId, conversationId } = ctx;
+  return { agentId, agentName, powerUserId, toolCallId, conversationId };
+}
+"""
+PLAIN = """
+import { helper } from "./lib/helper.js";
+async function handle(input, ctx) { return { plain: helper(input.x) }; }
+"""
+PY_ASYNC = """
+async def handle(input, ctx):
+    r = await ctx.tools.calculate({"expression": input["e"]})
+    await ctx.audit("calculated", {"e": input["e"], "r": r})
+    return r
+"""
+JS_CALC = """
+export async function handle(input, ctx) {
+  const r = await ctx.tools.calculate({ expression: input.e });
+  await ctx.audit("calculated", { e: input.e, r });
+  return r;
+}
+"""
+LOOP = {
+    "py": "def handle(input, ctx):\n    for i in range(100):\n        ctx.tools.calculate({'expression': '1+1'})\n    return 'done'\n",
+    "js": "export async function handle(input, ctx) {\n  for (let i = 0; i < 100; i++) {\n    try { await ctx.tools.calculate({ expression: '1+1' }); } catch (e) {}\n  }\n  return 'done';\n}\n",
+}
+
+
+def agent_gem(gem: GemBuilder, **tools: tuple[str, str]) -> Path:
+    gem.manifest.update(platform="agent", agent={"id": "agent-123", "name": "Research helper"})
+    for name, (src, ext) in tools.items():
+        gem.tool(name, src, ext=ext)
+    for t in gem.manifest["tools"]:  # agent tools declare `parameters`, nothing else
+        t["parameters"] = t.pop("inputSchema")
+        t.pop("sideEffect")
+    return gem.write()
+
+
+@pytest.mark.deno
+def test_A1_handle_exported_plain_or_python(gem: GemBuilder, opened: Callable) -> None:
+    root = agent_gem(gem, plain=(PLAIN, "js"), ids=(IDS, "py"), jsids=(JS_IDS, "js"), pya=(PY_ASYNC, "py"))
+    (root / "tools" / "lib").mkdir()
+    (root / "tools" / "lib" / "helper.js").write_text("export const helper = (x) => x * 2;\n")
+    bench = opened(root)
+    assert bench.profile.name == "agent"
+    assert bench.call("plain", {"x": 21}).value == {"plain": 42}  # its relative import works
+    assert bench.call("pya", {"e": "6*7"}).value == {"result": 42}
+    assert bench.call("jsids").ok and bench.call("ids").ok
+
+
+@pytest.mark.deno
+@pytest.mark.parametrize("tool", ["ids", "jsids"])
+def test_A2_ctx_identity_per_bench_and_call(tool: str, gem: GemBuilder, opened: Callable) -> None:
+    bench = opened(agent_gem(gem, ids=(IDS, "py"), jsids=(JS_IDS, "js")))
+    owner = bench.call(tool).value
+    assert owner["agentId"] == "agent-123" and owner["agentName"] == "Research helper"
+    assert owner["powerUserId"] is None and owner["conversationId"] is None
+    sub = bench.call(tool, as_user="sub-42", conversation="c-1").value
+    assert sub["powerUserId"] == "sub-42" and sub["conversationId"] == "c-1"
+    assert sub["toolCallId"].startswith("call_") and sub["toolCallId"] != owner["toolCallId"]
+
+
+def test_A2_call_options_are_checked(gem: GemBuilder) -> None:
+    with workbench.open(agent_gem(gem, ids=(IDS, "py"))) as bench:
+        with pytest.raises(workbench.UsageError, match="as_user"):
+            bench.call("ids", as_user=42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_A3_A6_a_builtin_call_is_checked_and_audited(lang: str, gem: GemBuilder, opened: Callable) -> None:
+    bench = opened(agent_gem(gem, calc=(PY_ASYNC if lang == "py" else JS_CALC, lang)))
+    res = bench.call("calc", {"e": "2**10"})
+    assert res.value == {"result": 1024}
+    audit = bench.audit()
+    assert audit["event"].tolist() == ["tool:calculate", "calculated"]
+    assert audit["seq"].tolist() == [1, 2] and audit["toolCallId"].nunique() == 1
+    assert audit["data"].iloc[1] == {"e": "2**10", "r": {"result": 1024}}
+    bad = bench.call("calc", {"e": "__import__('os')"}).value  # A4: an envelope, not a throw
+    assert bad["error"] == "invalid_expression"
+
+
+def test_A4_invalid_input_to_a_builtin_is_an_envelope(gem: GemBuilder) -> None:
+    src = "def handle(input, ctx):\n    return ctx.tools.calculate({'expr': 1})\n"
+    with workbench.open(agent_gem(gem, t=(src, "py"))) as bench:
+        env = bench.call("t").value
+    assert env["error"] == "invalid_input" and env["details"]["tool"] == "calculate"
+
+
+def test_A4_a_disabled_builtin_is_not_there(gem: GemBuilder) -> None:
+    src = "def handle(input, ctx):\n    return sorted(dir(ctx.tools))\n"
+    root = agent_gem(gem, t=(src, "py"))
+    gem.manifest["builtins"] = ["calculate"]
+    gem.write()
+    with workbench.open(root) as bench:
+        assert bench.call("t").value == ["calculate", "t"]
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_A5_the_51st_cross_tool_call_aborts_the_invocation(
+    lang: str, gem: GemBuilder, opened: Callable
+) -> None:
+    bench = opened(agent_gem(gem, loop=(LOOP[lang], lang)))
+    res = bench.call("loop")
+    assert res.error is not None and res.error.code == "E_LIMIT", res
+    assert res.error.details["limit"] == 50 and len(res.error.details["chain"]) == 52
+    assert "calculate ×51" in res.error.message
+    assert (bench.audit()["event"] == "tool:calculate").sum() == 50
+
+
+def test_A5_the_limit_is_the_profiles_and_can_be_made_small(gem: GemBuilder) -> None:
+    with workbench.open(agent_gem(gem, loop=(LOOP["py"], "py")), limits=Limits(tool_calls=3)) as bench:
+        res = bench.call("loop")
+    assert res.error.code == "E_LIMIT" and res.error.details["limit"] == 3
+
+
+def test_agent_ctx_has_nothing_else(gem: GemBuilder) -> None:
+    src = "def handle(input, ctx):\n    return sorted(dir(ctx))\n"
+    with workbench.open(agent_gem(gem, t=(src, "py"))) as bench:
+        names = bench.call("t").value
+    assert names == ["agentId", "agentName", "audit", "conversationId", "powerUserId", "toolCallId", "tools"]
+
+
+def test_agent_manifest_errors_name_the_file_and_pointer(gem: GemBuilder) -> None:
+    root = agent_gem(gem, t=("def handle(i, c): return 1", "py"))
+    gem.manifest.pop("agent")
+    gem.manifest["builtins"] = ["teleport"]
+    gem.write()
+    with pytest.raises(GemLoadError) as err:
+        workbench.open(root)
+    pointers = {p["pointer"] for p in err.value.details["problems"]}
+    assert {"", "/builtins/0"} <= pointers, pointers
+
+
+def test_agent_tool_named_like_a_builtin_is_refused(gem: GemBuilder) -> None:
+    root = agent_gem(gem, calculate=("def handle(i, c): return 1", "py"))
+    with pytest.raises(GemLoadError, match="built-in"):
+        workbench.open(root)
+
+
+SEARCH = {
+    "py": "def handle(input, ctx):\n    return ctx.tools.web_search({'query': input['q'], 'count': 2})\n",
+    "js": "export async function handle(input, ctx) {\n  return await ctx.tools.web_search({ query: input.q, count: 2 });\n}\n",
+}
+FIXTURE = [
+    {
+        "query": "deno sandbox",
+        "results": [{"title": "Deno", "url": "https://deno.example/", "snippet": "s"}] * 3,
+    },
+    {
+        "query": "/^jupyter/",
+        "results": [{"title": "Jupyter", "url": "https://jupyter.example/", "snippet": "j"}],
+    },
+]
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_A3_web_search_answers_from_the_gems_fixtures(lang: str, gem: GemBuilder, opened: Callable) -> None:
+    import json
+
+    root = agent_gem(gem, s=(SEARCH[lang], lang))
+    (root / "fixtures").mkdir()
+    (root / "fixtures" / "web_search.json").write_text(json.dumps(FIXTURE))
+    bench = opened(root)
+    assert [r["title"] for r in bench.call("s", {"q": "deno sandbox"}).value] == ["Deno", "Deno"]
+    assert bench.call("s", {"q": "jupyter kernels"}).value[0]["title"] == "Jupyter"
+    miss = bench.call("s", {"q": "nothing"}).value  # A4: an envelope naming the query
+    assert miss["error"] == "search_failed" and "nothing" in miss["details"]["message"]
+
+
+def test_A3_web_search_against_a_searxng_endpoint(gem: GemBuilder, httpserver: Any) -> None:
+    answer = {"results": [{"title": "T", "url": "https://t.example/", "content": "snippet"}]}
+    httpserver.expect_request("/search", query_string={"q": "q1", "format": "json"}).respond_with_json(answer)
+    root = agent_gem(gem, s=(SEARCH["py"], "py"))
+    with workbench.open(root, web_search=httpserver.url_for("/search")) as bench:
+        value = bench.call("s", {"q": "q1"}).value
+    assert value == [{"title": "T", "url": "https://t.example/", "snippet": "snippet"}]

@@ -1,0 +1,151 @@
+"""ctx.tools.<name>(input) (A3–A5): a tool calls the agent's built-in tools as the model would.
+
+Each call is checked against the callee's schema and audited like a model's call. A built-in's
+failure is an error envelope `{error, details}` that the call returns (A4: it resolves); a
+call that cannot be dispatched — a name the agent has not enabled, a callee that crashed — is
+raised (it throws). The 51st cross-tool call of one invocation aborts it (A5): the error names
+the limit and the calls made, and every later ctx call of the invocation fails with it.
+
+The gem's own tools are listed by the seed as reachable too; calling them nests a whole
+invocation, which this version does not run yet: such a call is E_UNSUPPORTED (it throws).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from .._errors import WorkbenchError
+from .audit import record
+
+if TYPE_CHECKING:
+    from ._session import CallSession
+
+_TEXT = {"type": "string", "maxLength": 100_000}
+_ADDRESSES = {
+    "anyOf": [
+        {"type": "string", "maxLength": 320},
+        {"type": "array", "items": {"type": "string", "maxLength": 320}, "maxItems": 50},
+    ]
+}
+#: the built-ins' input schemas, checked as for the model's calls
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "web_search": {
+        "type": "object",
+        "required": ["query"],
+        "additionalProperties": False,
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 2000},
+            "count": {"type": "integer", "minimum": 1, "maximum": 20},
+        },
+    },
+    "send_email": {
+        "type": "object",
+        "required": ["to", "subject", "body_text"],
+        "additionalProperties": False,
+        "properties": {
+            "to": _ADDRESSES,
+            "cc": _ADDRESSES,
+            "subject": {"type": "string", "maxLength": 998},
+            "body_text": _TEXT,
+            "body_html": _TEXT,
+        },
+    },
+    "calculate": {
+        "type": "object",
+        "required": ["expression"],
+        "additionalProperties": False,
+        "properties": {"expression": {"type": "string", "minLength": 1, "maxLength": 2000}},
+    },
+}
+
+
+def envelope(error: str, **details: Any) -> dict[str, Any]:
+    """A built-in's failure as the platform returns it: {error, details}."""
+    return {"error": error, "details": details}
+
+
+class Tools:
+    """ctx.tools for one call."""
+
+    def __init__(self, session: CallSession) -> None:
+        self.s = session
+
+    def call(self, name: str, input: Any = None) -> Any:
+        s = self.s
+        enabled = s.grants.lists.get("tools", ())
+        if name not in enabled:
+            raise WorkbenchError(
+                "E_UNKNOWN_TOOL",
+                f"ctx.tools.{name}: no enabled tool of that name (enabled: {', '.join(enabled) or 'none'}; "
+                "built-ins are enabled by the manifest's `builtins`)",
+                tool=name,
+            )
+        s.tool_calls += 1
+        if s.tool_calls > s.limits.tool_calls:
+            s.aborted = self._over_limit(name)
+            raise s.aborted
+        record(s, f"tool:{name}", input)  # audited as the model's call of the tool
+        if name not in BUILTINS:
+            what = "this built-in" if name in SCHEMAS else "the gem's own tools through ctx.tools"
+            raise WorkbenchError(
+                "E_UNSUPPORTED",
+                f"ctx.tools.{name}: calling {what} is not run by this version of the workbench",
+                tool=name,
+            )
+        problems = _validator(name).violations(input)
+        if problems:
+            return envelope("invalid_input", tool=name, violations=problems[:20])
+        return BUILTINS[name](s, input)
+
+    def _over_limit(self, name: str) -> WorkbenchError:
+        calls = [
+            r["event"][5:]
+            for r in self.s.audit_log
+            if r["call_id"] == self.s.call_id and r["event"].startswith("tool:")
+        ]
+        counts = ", ".join(f"{n} ×{c}" for n, c in Counter([*calls, name]).most_common(5))
+        return WorkbenchError(
+            "E_LIMIT",
+            f"the invocation of {self.s.tool.name!r} made cross-tool call number "
+            f"{self.s.limits.tool_calls + 1} and was aborted (A5: at most {self.s.limits.tool_calls} per invocation; a tool calling "
+            f"itself, directly or not, reaches it quickly). Calls: {self.s.tool.name} → {counts}",
+            limit=self.s.limits.tool_calls,
+            chain=[self.s.tool.name, *calls, name],
+        )
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(name: str) -> Any:
+    if name not in _VALIDATORS:
+        from ..gem.schema import InputValidator
+
+        _VALIDATORS[name] = InputValidator(SCHEMAS[name])
+    return _VALIDATORS[name]
+
+
+def _calculate(session: CallSession, input: dict[str, Any]) -> Any:
+    from .calculate import evaluate
+
+    try:
+        return {"result": evaluate(input["expression"])}
+    except WorkbenchError as exc:
+        return envelope("invalid_expression", message=exc.message)
+
+
+def _web_search(session: CallSession, input: dict[str, Any]) -> Any:
+    provider = session.providers.websearch
+    if provider is None:
+        raise WorkbenchError(
+            "E_INTERNAL", "web_search: this call has no search provider (open the gem with workbench.open)"
+        )
+    left = session.remaining("tools.web_search")
+    try:
+        return provider.search(input["query"], input.get("count", 5), timeout=min(left or 10.0, 10.0))
+    except WorkbenchError as exc:  # no fixture, an endpoint down: the model would see an envelope
+        return envelope("search_failed", code=exc.code, message=exc.message)
+
+
+BUILTINS = {"calculate": _calculate, "web_search": _web_search}

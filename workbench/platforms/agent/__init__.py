@@ -1,0 +1,71 @@
+"""Agent custom tools (seed 002): tools with `handle(input, ctx)` whose ctx carries the agent's
+identity, `ctx.tools.<name>` (the enabled built-ins) and `ctx.audit` — nothing else.
+
+The workbench's readings where the seed is silent: the agent's ids come from the manifest's
+`agent {id, name}`; `powerUserId` is `bench.call(..., as_user=)` (None: the owner calls),
+`conversationId` is `bench.call(..., conversation=)` (None when not given), `toolCallId` is new
+per call (`call_<24 hex>`). Input schemas follow Notochord's keyword rules (the workbench
+cannot check `pattern` safely).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from ...gem.model import Manifest, ToolSpec
+from ...gem.rules import NOTOCHORD as SCHEMA_RULES
+from ..base import Capability, EntryPoint, Grants, Limits, Method, Profile
+from .manifest import BUILTINS, lint, load_manifest, manifest_schema
+
+
+def _value(name: str, doc: str) -> Capability:
+    return Capability(name, "value", f"values.{name}", doc=doc)
+
+
+CAPABILITIES = (
+    _value("agentId", "A2: the agent's stable id"),
+    _value("agentName", "A2: the agent's name"),
+    _value("powerUserId", "A2: the calling subscriber, or null when the owner calls"),
+    _value("toolCallId", "A2: this invocation's id, new per call"),
+    _value("conversationId", "A2: the chat session's id, or null"),
+    Capability("tools", "dispatch", "tools", grant="tools", doc="A3–A5: the enabled built-ins"),
+    Capability("audit", "function", "audit", (Method("audit", ("event", "data")),), doc="A6"),
+)
+
+
+def grants_for(manifest: Manifest, tool: ToolSpec) -> Grants:
+    """Every tool of the agent may call the enabled built-ins and the gem's own tools (A3)."""
+    enabled = tuple(manifest.raw.get("builtins", BUILTINS))
+    return Grants(frozenset({"tools"}), lists={"tools": (*enabled, *sorted(manifest.tools))})
+
+
+def call_values(manifest: Manifest, options: Mapping[str, Any]) -> dict[str, Any]:
+    """A2's fields for one call."""
+    agent = manifest.raw["agent"]
+    return {
+        "agentId": agent["id"],
+        "agentName": agent["name"],
+        "powerUserId": options.get("as_user"),
+        "toolCallId": f"call_{secrets.token_hex(12)}",
+        "conversationId": options.get("conversation"),
+    }
+
+
+PROFILE = Profile(
+    name="agent",
+    title="agent custom tools",
+    limits=Limits(),
+    schema_rules=SCHEMA_RULES,
+    entry=EntryPoint(
+        js_exports=("handle",), js_hint="export async function handle(input, ctx) {...}", js_plain=True
+    ),
+    capabilities=CAPABILITIES,
+    load=load_manifest,
+    lint=lint,
+    grants_for=grants_for,
+    call_values=call_values,
+)
+
+__all__ = ["CAPABILITIES", "PROFILE", "manifest_schema"]
