@@ -41,6 +41,7 @@ CODES: dict[str, str] = {
     "was used after its call ended",
     "E_LIMIT": "a platform limit on calls was reached (50 cross-tool calls per invocation)",
     "E_RESOURCE": "a declared resource could not be downloaded and verified from any address",
+    "E_SMTP": "the SMTP server cannot be reached, refused the login, the sender, a recipient or the message",
 }
 
 
