@@ -57,6 +57,7 @@ def test_mock_exact_then_regex_in_file_order(tmp_path: Path) -> None:
             {"query": "/^rust/i", "results": [R2]},
             {"query": "rust lang", "results": [R1, R2]},
             {"query": "/lang/", "results": []},
+            {"query": "/usr/bin", "results": [R1]},  # not /…/flags: exact text
         ],
     )
     ws: WebSearch = MockWebSearch.from_file(path)
@@ -64,6 +65,7 @@ def test_mock_exact_then_regex_in_file_order(tmp_path: Path) -> None:
     assert ws.search("rust lang", 1, timeout=5) == [R1]  # count clips
     assert ws.search("RUST book", 5, timeout=5) == [{**R2, "snippet": ""}]  # /i
     assert ws.search("golang", 5, timeout=5) == []
+    assert ws.search("/usr/bin", 5, timeout=5) == [R1]
     e = error(ws.search, "python", 5, timeout=5)
     assert e.code == "E_NOT_FOUND" and e.details["query"] == "python" and "'python'" in e.message
     assert e.details["file"] == str(path)
@@ -352,6 +354,11 @@ def test_searx_slow_headers_are_cut_at_the_deadline() -> None:
         ws.close()
         thread.join(5)
     assert e.code == "E_TIMEOUT"
+
+
+@pytest.mark.parametrize("timeout", [0, -1.5])
+def test_searx_with_no_time_left_is_a_timeout(searx: Any, timeout: float) -> None:
+    assert error(searx, SEARX, timeout=timeout).code == "E_TIMEOUT"
 
 
 def test_searx_connection_refused_is_e_http() -> None:

@@ -110,7 +110,9 @@ def compile_pattern(source: str) -> Any:
 
 
 def _is_pattern(query: str) -> bool:
-    return len(query) >= 3 and query.startswith("/") and query[1:].rfind("/") > 0
+    """ "/…/" or "/…/flags" with JavaScript's flag letters; anything else ("/usr/bin") is exact."""
+    body, slash, flags = query[1:].rpartition("/")
+    return query.startswith("/") and bool(slash and body) and set(flags) <= set("dgimsuvy")
 
 
 def parse_entries(data: Any, source: str) -> list[FixtureEntry]:
@@ -276,6 +278,8 @@ class SearxWebSearch:
 
     def search(self, query: str, count: int, *, timeout: float) -> list[dict[str, str]]:
         query, count = check_request(query, count)
+        if timeout <= 0:  # the caller's budget is spent: no request at all
+            raise _fail("E_TIMEOUT", self.url, "no time left for a search", timeout=timeout)
         data = _get_json(self._http(), self.url, {"q": query, "format": "json"}, timeout)
         return _searx_results(data, count, self.url)
 
