@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import GemBuilder
+from test_agent_outbox import smtpd  # noqa: F401  (a fixture: aiosmtpd on 127.0.0.1)
 
 import workbench
 from workbench import GemLoadError
@@ -194,3 +196,60 @@ def test_A3_web_search_against_a_searxng_endpoint(gem: GemBuilder, httpserver: A
     with workbench.open(root, web_search=httpserver.url_for("/search")) as bench:
         value = bench.call("s", {"q": "q1"}).value
     assert value == [{"title": "T", "url": "https://t.example/", "snippet": "snippet"}]
+
+
+MAIL = {
+    "py": "def handle(input, ctx):\n    return ctx.tools.send_email(input)\n",
+    "js": "export async function handle(input, ctx) {\n  return await ctx.tools.send_email(input);\n}\n",
+}
+NOTE = {"to": "ann@acme.example", "subject": "Re: sources", "body_text": "Hi — here's what we found."}
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_A3_send_email_goes_only_to_allowed_recipients(lang: str, gem: GemBuilder, opened: Callable) -> None:
+    bench = opened(agent_gem(gem, mail=(MAIL[lang], lang)))
+    refused = bench.call("mail", NOTE).value  # A4: the recipient check's envelope resolves
+    assert refused["error"] == "recipient_not_allowed" and refused["details"]["recipients"] == [NOTE["to"]]
+    assert bench.outbox().empty
+    bench.allow_recipients("*@acme.example")
+    sent = bench.call("mail", {**NOTE, "cc": ["bob@acme.example"]}).value
+    assert sent["message_id"].startswith("<")
+    out = bench.outbox()
+    assert out["to"].tolist() == [[NOTE["to"]]] and out["cc"].tolist() == [["bob@acme.example"]]
+    assert out["subject"].tolist() == ["Re: sources"] and out["id"].tolist() == [sent["message_id"]]
+    assert (bench.audit()["event"] == "tool:send_email").sum() == 2  # each call audited
+
+
+@pytest.mark.parametrize("subject", ["x\r\nBcc: all@evil.example", "x\nBcc: all@evil.example", "x\rY"])
+def test_A3_send_email_refuses_a_header_injection(subject: str, gem: GemBuilder) -> None:
+    with workbench.open(agent_gem(gem, mail=(MAIL["py"], "py"))) as bench:
+        bench.allow_recipients("*@acme.example")
+        env = bench.call("mail", {**NOTE, "subject": subject}).value
+        assert env["error"] == "invalid_input" and env["details"]["reason"] == "header_injection"
+        assert bench.outbox().empty
+
+
+def test_allow_recipients_checks_its_patterns(gem: GemBuilder) -> None:
+    with workbench.open(agent_gem(gem, mail=(MAIL["py"], "py"))) as bench:
+        for bad in ("nobody", "a@x.example,b@y.example", "a@x\r\n"):
+            with pytest.raises(workbench.UsageError):
+                bench.allow_recipients(bad)
+
+
+def test_A3_send_email_over_smtp(gem: GemBuilder, smtpd: Callable) -> None:
+    from workbench.providers.outbox import SmtpOutbox
+
+    recorder, port = smtpd()
+    outbox = SmtpOutbox("127.0.0.1", port, sender="agent@acme.example", security="none")
+    with workbench.open(agent_gem(gem, mail=(MAIL["py"], "py")), outbox=outbox) as bench:
+        bench.allow_recipients("ann@acme.example")
+        sent = bench.call("mail", NOTE).value
+        refused = bench.call("mail", {**NOTE, "to": "eve@evil.example"}).value
+    assert sent["message_id"] and refused["error"] == "recipient_not_allowed"
+    assert len(recorder.received) == 1
+    got = recorder.message()
+    assert (
+        got["Subject"] == "Re: sources"
+        and got["To"] == NOTE["to"]
+        and got["Message-ID"] == sent["message_id"]
+    )

@@ -62,6 +62,7 @@ class Bench:
         self._rng = random.Random()
         self._sandbox_options = sandbox or SandboxOptions()
         self._audit: list[dict[str, Any]] = []  # ctx.audit and ctx.tools rows (A6, agent tools)
+        self.recipients: tuple[str, ...] = ()  # where send_email may send (allow_recipients)
         self._runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
         # one call at a time: a call is one storage transaction and one sandbox conversation
         self._lock = threading.RLock()
@@ -252,6 +253,7 @@ class Bench:
             profile=self.profile,
             values=self.profile.call_values(self.manifest, {"call_id": res.call_id, **(options or {})}),
             audit_log=self._audit,
+            recipients=self.recipients,
         )
         caps = Capabilities(session)
         if fresh is None:
@@ -370,6 +372,25 @@ class Bench:
             )
         self._check_open()
         return frames.collection(self.providers.store, collection)
+
+    def allow_recipients(self, *patterns: str) -> None:
+        """Let agent tools' send_email mail these addresses (or `*@domain`); none until then,
+        as the platform's recipient checks refuse them (`recipient_not_allowed`)."""
+        for p in patterns:
+            if not isinstance(p, str) or "@" not in p or len(p) > 254 or any(c in p for c in "\r\n,"):
+                raise UsageError(
+                    f"allow_recipients({p!r}): give addresses like 'a@x.example' or '*@x.example'"
+                )
+        self.recipients = tuple(dict.fromkeys((*self.recipients, *(p.strip().lower() for p in patterns))))
+
+    def outbox(self) -> pd.DataFrame:
+        """What agent tools sent with send_email (the mock outbox): id, time, from, to, cc,
+        subject, body_text, body_html."""
+        import pandas as pd
+
+        cols = ["id", "time", "from", "to", "cc", "subject", "body_text", "body_html"]
+        rows: list[dict[str, Any]] = getattr(self.providers.outbox, "rows", list)()
+        return pd.DataFrame(rows, columns=cols)
 
     def audit(self) -> pd.DataFrame:
         """The activity log (agent tools): one row per ctx.audit(event, data) and per ctx.tools

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._bench import Bench
 from ._errors import UsageError, WorkbenchError
 from .ctx import desktop_has_trash
-from .providers import default_state_dir, make_mailbox, make_providers, make_websearch
+from .providers import default_state_dir, make_mailbox, make_outbox, make_providers, make_websearch
 from .runners.deno import SandboxOptions
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ def open(
     http_timeout: float = 10.0,
     limits: Limits | None = None,
     web_search: Any = "mock",
+    outbox: Any = "mock",
     keep_runs: int | None = 50,
     keep_run_days: float = 7.0,
 ) -> Bench:
@@ -75,6 +76,9 @@ def open(
     web_search: what agent tools' `ctx.tools.web_search` asks (A3): "mock" (the gem's
         fixtures/web_search.json: [{"query": text or "/regex/", "results": [...]}]), the URL of a
         SearXNG-compatible JSON endpoint, or an object with search(query, count, *, timeout).
+    outbox: where agent tools' `ctx.tools.send_email` sends: "mock" (kept, `bench.outbox()`) or
+        an Outbox such as providers.outbox.SmtpOutbox(host, port, sender=..., security=...).
+        Recipients must be allowed first: `bench.allow_recipients("a@x.example", "*@acme.example")`.
     credentials: {connection name: {"headers": {name: value}} (or "token": "…"), "hosts":
         [host or host:port, …], "paths"?: [...]}, or the path of a JSON secrets file of that
         shape; default: env GEM_WORKBENCH_CONN_<NAME>_TOKEN (a Bearer token) with
@@ -117,6 +121,7 @@ def open(
         raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
     provs.mailbox = mail
     provs.websearch = make_websearch(web_search, gem_root=manifest.root)  # agent tools' web_search
+    provs.outbox = make_outbox(outbox)  # agent tools' send_email
     provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs

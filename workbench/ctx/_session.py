@@ -258,6 +258,7 @@ class CallSession:
     tool_calls: int = 0  # A5: ctx.tools calls so far in this invocation
     audit_log: list[dict[str, Any]] = field(default_factory=list)  # A6: the bench's activity log
     audit_seq: int = 0  # rows this call added to it
+    recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case
     aborted: WorkbenchError | None = None  # A5: the invocation was aborted; every ctx call fails
 
     def value(self, impl: str) -> Any:

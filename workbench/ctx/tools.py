@@ -148,4 +148,40 @@ def _web_search(session: CallSession, input: dict[str, Any]) -> Any:
         return envelope("search_failed", code=exc.code, message=exc.message)
 
 
-BUILTINS = {"calculate": _calculate, "web_search": _web_search}
+def _send_email(session: CallSession, input: dict[str, Any]) -> Any:
+    outbox = session.providers.outbox
+    if outbox is None:
+        raise WorkbenchError(
+            "E_INTERNAL", "send_email: this call has no outbox (open the gem with workbench.open)"
+        )
+    to, cc = _list(input["to"]), _list(input.get("cc", []))
+    if "\r" in input["subject"] or "\n" in input["subject"]:  # a header injection
+        return envelope("invalid_input", tool="send_email", field="subject", reason="header_injection")
+    refused = [a for a in (*to, *cc) if not allowed(a, session.recipients)]
+    if refused:
+        return envelope(
+            "recipient_not_allowed",
+            recipients=refused,
+            allowed=list(session.recipients),
+            hint="bench.allow_recipients('name@host' or '*@domain', ...)",
+        )
+    message: dict[str, Any] = {"to": to, "cc": cc}
+    message.update({k: input[k] for k in ("subject", "body_text", "body_html") if k in input})
+    try:
+        return {"message_id": outbox.send(message)}
+    except WorkbenchError as exc:  # the provider's checks, the SMTP server's refusal
+        return envelope("send_failed", code=exc.code, message=exc.message)
+
+
+def _list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def allowed(address: str, patterns: tuple[str, ...]) -> bool:
+    """Whether the recipient allowlist (addresses, or `*@domain`) lets mail go to `address`."""
+    address = address.strip().lower()
+    domain = address.rpartition("@")[2]
+    return any(p == address or (p.startswith("*@") and p[2:] == domain) for p in patterns)
+
+
+BUILTINS = {"calculate": _calculate, "web_search": _web_search, "send_email": _send_email}

@@ -56,6 +56,7 @@ class Providers:
     mailbox: Mailbox | None = None  # ctx.email's mail (see make_mailbox)
     resources: Any = None  # ctx.resources' ResourceCache (ctx/resources.py); None: none declared
     websearch: Any = None  # the web_search built-in's WebSearch (agent tools; see make_websearch)
+    outbox: Any = None  # the send_email built-in's Outbox (agent tools): MockOutbox, SmtpOutbox
 
 
 def make_providers(
@@ -165,3 +166,15 @@ def make_websearch(spec: Any, *, gem_root: Path) -> Any:
     raise UsageError(
         f"web_search={spec!r}: use 'mock', the URL of a SearXNG-compatible endpoint, or a WebSearch"
     )
+
+
+def make_outbox(spec: Any) -> Any:
+    """The send_email built-in's provider: "mock" (a MockOutbox) or an object with `send`."""
+    from .._errors import UsageError
+    from .outbox import MockOutbox
+
+    if spec == "mock":
+        return MockOutbox()
+    if callable(getattr(spec, "send", None)):
+        return spec
+    raise UsageError(f"outbox={spec!r}: use 'mock' or an Outbox (e.g. providers.outbox.SmtpOutbox)")
