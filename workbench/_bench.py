@@ -14,8 +14,8 @@ from ._errors import UsageError, WorkbenchError
 from ._hints import explain_absent
 from ._json import to_json
 from ._result import CallResult
+from ._views import Views
 from .ctx import CallSession, Capabilities, CtxCrash, prepare
-from .ctx import history as _history
 from .ctx.limits import DEFAULT, Limits, deadline_after
 from .providers import default_state_dir
 from .providers.mailmock import MockMailbox
@@ -26,12 +26,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .gem import Manifest, ToolSpec
-    from .inspect.snapshot import Snapshot
     from .platforms import Profile
     from .providers import Providers
 
 
-class Bench:
+class Bench(Views):
     """A gem opened on providers. Create it with `workbench.open(...)`."""
 
     def __init__(
@@ -110,12 +109,6 @@ class Bench:
             if hasattr(transport, "close"):
                 transport.close()
             self.closed = True
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise UsageError(
-                f"the bench of {self.manifest.id} is closed; open it again with workbench.open(...)"
-            )
 
     # -- calling tools ----------------------------------------------------------------------
     def _validator(self, tool: ToolSpec) -> Any:
@@ -328,51 +321,6 @@ class Bench:
         assert isinstance(runner, DenoRunner)
         return runner.sandbox
 
-    # -- file history -----------------------------------------------------------------------
-    def history(self, path: str | None = None) -> pd.DataFrame:
-        """Saved versions of conversation-folder files (overwrites, deletes, restores)."""
-        import pandas as pd
-
-        from .providers.datastore import VERSION_COLUMNS
-
-        self._check_open()
-        rows = self.providers.store.history_versions(path.removeprefix("workspace:") if path else None)
-        df = pd.DataFrame(rows, columns=VERSION_COLUMNS)
-        df["saved_at"] = pd.to_datetime(df["saved_at"], unit="ms")
-        df["kept"] = df["kept"].astype(bool)
-        return df
-
-    def restore_file(self, path: str, version: int | None = None) -> int:
-        """Roll one conversation file back to a saved version (default: the latest)."""
-        self._check_open()
-        return _history.restore(
-            self.providers.store, self.providers.files, path, version, limit=self.limits.history_bytes
-        )
-
-    # -- inspection -------------------------------------------------------------------------
-    def tools(self) -> pd.DataFrame:
-        from .inspect import frames
-
-        return frames.tools(self.manifest)
-
-    def files(self) -> pd.DataFrame:
-        """Files of the conversation folder and every run folder: area, path, type, size, modified."""
-        from .inspect import frames
-
-        return frames.files(self.providers.files)
-
-    def data(self, collection: str) -> pd.DataFrame:
-        """A collection's documents: `id` then one column per top-level field."""
-        from .inspect import frames
-
-        if collection not in self.manifest.collections:
-            raise UsageError(
-                f"collection {collection!r} is not declared in manifest.json "
-                f"(declared: {', '.join(self.manifest.collections) or 'none'})"
-            )
-        self._check_open()
-        return frames.collection(self.providers.store, collection)
-
     def allow_recipients(self, *patterns: str) -> None:
         """Let agent tools' send_email mail these addresses (or `*@domain`); none until then,
         as the platform's recipient checks refuse them (`recipient_not_allowed`)."""
@@ -382,88 +330,3 @@ class Bench:
                     f"allow_recipients({p!r}): give addresses like 'a@x.example' or '*@x.example'"
                 )
         self.recipients = tuple(dict.fromkeys((*self.recipients, *(p.strip().lower() for p in patterns))))
-
-    def outbox(self) -> pd.DataFrame:
-        """What agent tools sent with send_email (the mock outbox): id, time, from, to, cc,
-        subject, body_text, body_html."""
-        import pandas as pd
-
-        cols = ["id", "time", "from", "to", "cc", "subject", "body_text", "body_html"]
-        rows: list[dict[str, Any]] = getattr(self.providers.outbox, "rows", list)()
-        return pd.DataFrame(rows, columns=cols)
-
-    def audit(self) -> pd.DataFrame:
-        """The activity log (agent tools): one row per ctx.audit(event, data) and per ctx.tools
-        call, scoped to its call: call_id, toolCallId, seq, event, data, time (UTC)."""
-        import pandas as pd
-
-        df = pd.DataFrame(self._audit, columns=["call_id", "toolCallId", "seq", "event", "data", "time"])
-        df["time"] = pd.to_datetime(df["time"], unit="s", utc=True)
-        return df
-
-    def kv(self) -> pd.DataFrame:
-        from .inspect import frames
-
-        self._check_open()
-        return frames.kv(self.providers.store)
-
-    def sql(self, query: str, params: Any = ()) -> pd.DataFrame:
-        """Run a query on the gem's private database (ctx.storage.sql)."""
-        from .inspect import frames
-
-        return frames.query(self.providers.sql_db, query, params)
-
-    def mailbox(self) -> pd.DataFrame:
-        """Every message's envelope, all accounts (allowed or not), ordered by (date, accountId,
-        id): accountId, id, subject, fromAddr, toAddrs, date (datetime, UTC), date_ms."""
-        from .inspect import frames
-
-        return frames.mailbox(self.email.envelopes())
-
-    def http(self) -> pd.DataFrame:
-        """Every ctx.http.fetch request (N10): call_id, tool, method, url, status, duration_ms,
-        connection, credential ("injected", "denied", "dropped"), reason, redirects, error.
-        Credentials never appear here."""
-        import pandas as pd
-
-        cols = [
-            "call_id",
-            "tool",
-            "method",
-            "url",
-            "status",
-            "duration_ms",
-            "connection",
-            "credential",
-            "reason",
-            "redirects",
-            "error",
-        ]
-        state = getattr(self.providers, "http", None)
-        return pd.DataFrame(list(state.log) if state else [], columns=cols)
-
-    def calls(self) -> pd.DataFrame:
-        from .inspect import frames
-
-        return frames.calls(self.results)
-
-    def snapshot(self) -> Snapshot:
-        """Capture files and storage, to diff against or restore later."""
-        from .inspect.snapshot import take
-
-        self._check_open()
-        return take(self.providers)
-
-    def diff(self, snap: Snapshot) -> pd.DataFrame:
-        """What changed since `snap`: one row per file, document, key or SQL row."""
-        from .inspect.snapshot import diff
-
-        self._check_open()
-        return diff(snap, self.providers)
-
-    def restore(self, snap: Snapshot) -> None:
-        """Put files and storage back exactly as they were at `snap`."""
-        from .inspect.snapshot import restore
-
-        self._check_open()
-        restore(snap, self.providers)
