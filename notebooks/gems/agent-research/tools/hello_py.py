@@ -1,0 +1,2 @@
+async def handle(input, ctx):
+    return { 'ok': True }
