@@ -124,7 +124,7 @@ def test_A5_the_51st_cross_tool_call_aborts_the_invocation(
     bench = opened(agent_gem(gem, loop=(LOOP[lang], lang)))
     res = bench.call("loop")
     assert res.error is not None and res.error.code == "E_LIMIT", res
-    assert res.error.details["limit"] == 50 and len(res.error.details["chain"]) == 52
+    assert res.error.details["limit"] == 50 and len(res.error.details["chain"]) == 51
     assert "calculate ×51" in res.error.message
     assert (bench.audit()["event"] == "tool:calculate").sum() == 50
 
@@ -253,3 +253,81 @@ def test_A3_send_email_over_smtp(gem: GemBuilder, smtpd: Callable) -> None:
         and got["To"] == NOTE["to"]
         and got["Message-ID"] == sent["message_id"]
     )
+
+
+NESTED = {
+    "self_py": "def handle(input, ctx):\n    return ctx.tools.self_py({'n': input.get('n', 0) + 1})\n",
+    "self_js": "export async function handle(input, ctx) {\n  return await ctx.tools.self_py({ n: 0 });\n}\n",
+    "double": "def handle(input, ctx):\n    return {'twice': input['x'] * 2}\n",
+    "js_double": "export async function handle(input, ctx) { return { twice: input.x * 2 }; }\n",
+    "boom": "def handle(input, ctx):\n    raise ValueError('no')\n",
+    "odd": "def handle(input, ctx):\n    return {1, 2}\n",
+    "caller_py": """
+def handle(input, ctx):
+    out = {}
+    for name, arg in input['calls']:
+        try:
+            out[name] = getattr(ctx.tools, name)(arg)
+        except Exception as exc:
+            out[name] = {'thrown': getattr(exc, 'code', type(exc).__name__), 'message': str(exc)}
+    return out
+""",
+    "caller_js": """
+export async function handle(input, ctx) {
+  const out = {};
+  for (const [name, arg] of input.calls) {
+    try { out[name] = await ctx.tools[name](arg); }
+    catch (e) { out[name] = { thrown: e.code ?? e.name, message: e.message }; }
+  }
+  return out;
+}
+""",
+}
+
+
+def nested_gem(gem: GemBuilder) -> Path:
+    tools = {n: (src, "js" if "js" in n else "py") for n, src in NESTED.items()}
+    tools["double"] = (NESTED["double"], "py")
+    root = agent_gem(gem, **tools)
+    for t in gem.manifest["tools"]:
+        if t["name"] in ("double", "js_double"):
+            t["parameters"] = {"type": "object", "required": ["x"], "properties": {"x": {"type": "number"}}}
+    gem.write()
+    return root
+
+
+@pytest.mark.deno
+@pytest.mark.parametrize("caller", ["caller_py", "caller_js"])
+def test_A3_A4_a_tool_calls_the_gems_own_tools(caller: str, gem: GemBuilder, opened: Callable) -> None:
+    bench = opened(nested_gem(gem))
+    calls = [["double", {"x": 21}], ["boom", {}], ["odd", {}]]
+    if caller == "caller_py":
+        calls.append(["js_double", {"x": 4}])
+    out = bench.call(caller, {"calls": calls}).raise_for_error().value
+    assert out["double"] == {"twice": 42}
+    assert out["boom"]["thrown"] == "E_TOOL_ERROR" and "ValueError" in out["boom"]["message"]  # A4: throws
+    assert out["odd"]["thrown"] == "E_RESULT_NOT_JSON"
+    if caller == "caller_py":
+        assert out["js_double"] == {"twice": 8}
+    bad = bench.call(caller, {"calls": [["double", {"x": "no"}]]}).value["double"]
+    assert bad["error"] == "invalid_input"  # the callee's schema, as for the model
+    events = bench.audit()["event"].tolist()
+    assert "tool:double" in events and "tool:boom" in events
+
+
+@pytest.mark.deno
+def test_A3_a_js_tool_calling_a_js_tool_says_it_is_not_run_yet(gem: GemBuilder, opened: Callable) -> None:
+    bench = opened(nested_gem(gem))
+    out = bench.call("caller_js", {"calls": [["js_double", {"x": 1}]]}).value
+    assert out["js_double"]["thrown"] == "E_UNSUPPORTED"
+
+
+@pytest.mark.parametrize("tool", ["self_py", pytest.param("self_js", marks=pytest.mark.deno)])
+def test_A5_recursion_is_stopped_at_50_calls_with_the_chain(
+    tool: str, gem: GemBuilder, opened: Callable
+) -> None:
+    bench = opened(nested_gem(gem))
+    res = bench.call(tool)
+    assert res.error is not None and res.error.code == "E_LIMIT", res
+    assert res.error.details["chain"] == ["self_py"] * 51
+    assert "self_py ×51" in res.error.message

@@ -3,6 +3,7 @@ in _open.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import secrets
 import threading
@@ -247,6 +248,7 @@ class Bench(Views):
             values=self.profile.call_values(self.manifest, {"call_id": res.call_id, **(options or {})}),
             audit_log=self._audit,
             recipients=self.recipients,
+            nest=self._nested,
         )
         caps = Capabilities(session)
         if fresh is None:
@@ -292,6 +294,56 @@ class Bench(Views):
                     max_chars=self.limits.result_chars,
                     max_depth=self.limits.json_depth,
                 )
+
+    def _nested(self, parent: CallSession, tool: ToolSpec, input: Any) -> Any:
+        """ctx.tools.<own tool>(input) (A3): the gem's tool run as a nested invocation — its
+        input checked against its schema (an envelope if not), the caller's deadline, limit of
+        cross-tool calls and activity log shared. Its failure is raised to the caller (a
+        dispatch failure, A4); its result is returned."""
+        from .ctx.tools import envelope
+
+        args, bad = self._check_input(tool, {} if input is None else input)
+        if bad is not None:
+            return envelope("invalid_input", tool=tool.name, message=bad.message)
+        kind = RUNNER_FOR.get(tool.language)
+        if kind is None or (kind == "deno" and "deno" in (*parent.callers, RUNNER_FOR[parent.tool.language])):
+            raise WorkbenchError(
+                "E_UNSUPPORTED",
+                f"ctx.tools.{tool.name}: a JS/TS tool called from a JS/TS tool (the sandbox runs one "
+                "call at a time) is not run by this version of the workbench",
+                tool=tool.name,
+            )
+        session = dataclasses.replace(
+            parent,
+            call_id=f"{parent.call_id}.{len(parent.invocation.calls)}",
+            tool=tool,
+            trace=[],
+            violations=[],
+            values={**parent.values, "toolCallId": f"call_{secrets.token_hex(12)}"},
+            audit_seq=0,
+            callers=(*parent.callers, kind),
+        )
+        try:
+            outcome = self._runner(kind).call(tool, args, Capabilities(session), fresh=False)
+        finally:
+            session.ended = True
+        if outcome.error is not None:
+            raise WorkbenchError(
+                outcome.error.code,
+                f"ctx.tools.{tool.name}: the tool failed: {outcome.error.message}",
+                tool=tool.name,
+            )
+        if outcome.checked:
+            return outcome.value
+        value, err = to_json(
+            outcome.value,
+            text=outcome.json,
+            max_chars=self.limits.result_chars,
+            max_depth=self.limits.json_depth,
+        )
+        if err is not None:
+            raise WorkbenchError(err.code, f"ctx.tools.{tool.name}: {err.message}", tool=tool.name)
+        return value
 
     def _runner(self, kind: str) -> Runner:
         """This bench's runner of `kind` (RUNNER_FOR[language]), made on first use."""

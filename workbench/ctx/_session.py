@@ -232,6 +232,15 @@ class CtxCrash(BaseException):
 
 
 @dataclass
+class Invocation:
+    """What one invocation shares with the tools it calls through ctx.tools (A5): the names of
+    its cross-tool calls, in order, and the error that aborted it."""
+
+    calls: list[str] = field(default_factory=list)
+    aborted: WorkbenchError | None = None
+
+
+@dataclass
 class CallSession:
     """State of one tool call as seen by the ctx layer."""
 
@@ -255,11 +264,18 @@ class CallSession:
     profile: Profile = field(default_factory=lambda: _notochord())  # whose rules and shape
     ended: bool = False  # the call returned: its ctx refuses every method
     values: dict[str, Any] = field(default_factory=dict)  # the platform's per-call values (A2)
-    tool_calls: int = 0  # A5: ctx.tools calls so far in this invocation
+    invocation: Invocation = field(default_factory=lambda: Invocation())  # A5: shared when nested
+    # runs a tool of the gem for ctx.tools.<name> (set by the bench: the ctx layer runs no tool)
+    nest: Callable[[CallSession, ToolSpec, Any], Any] | None = None
+    callers: tuple[str, ...] = ()  # the languages of the tools that called this one, outermost first
     audit_log: list[dict[str, Any]] = field(default_factory=list)  # A6: the bench's activity log
     audit_seq: int = 0  # rows this call added to it
     recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case
-    aborted: WorkbenchError | None = None  # A5: the invocation was aborted; every ctx call fails
+
+    @property
+    def aborted(self) -> WorkbenchError | None:
+        """A5: what aborted this invocation (every later ctx call of it fails with it)."""
+        return self.invocation.aborted
 
     def value(self, impl: str) -> Any:
         """A per-call value of the registry: a session attribute, or "values.<name>"."""

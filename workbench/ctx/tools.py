@@ -6,8 +6,8 @@ call that cannot be dispatched — a name the agent has not enabled, a callee th
 raised (it throws). The 51st cross-tool call of one invocation aborts it (A5): the error names
 the limit and the calls made, and every later ctx call of the invocation fails with it.
 
-The gem's own tools are listed by the seed as reachable too; calling them nests a whole
-invocation, which this version does not run yet: such a call is E_UNSUPPORTED (it throws).
+The gem's own tools are reachable too (the bench runs them as nested invocations that share
+the limit of cross-tool calls and the deadline); that is how recursion happens.
 """
 
 from __future__ import annotations
@@ -81,16 +81,19 @@ class Tools:
                 "built-ins are enabled by the manifest's `builtins`)",
                 tool=name,
             )
-        s.tool_calls += 1
-        if s.tool_calls > s.limits.tool_calls:
-            s.aborted = self._over_limit(name)
-            raise s.aborted
+        calls = s.invocation.calls
+        calls.append(name)
+        if len(calls) > s.limits.tool_calls:
+            s.invocation.aborted = self._over_limit()
+            raise s.invocation.aborted
         record(s, f"tool:{name}", input)  # audited as the model's call of the tool
+        callee = s.manifest.tools.get(name)
+        if callee is not None and s.nest is not None:  # the gem's own tool: a nested invocation
+            return s.nest(s, callee, input)
         if name not in BUILTINS:
-            what = "this built-in" if name in SCHEMAS else "the gem's own tools through ctx.tools"
             raise WorkbenchError(
                 "E_UNSUPPORTED",
-                f"ctx.tools.{name}: calling {what} is not run by this version of the workbench",
+                f"ctx.tools.{name}: this built-in is not run by this version of the workbench",
                 tool=name,
             )
         problems = _validator(name).violations(input)
@@ -98,20 +101,17 @@ class Tools:
             return envelope("invalid_input", tool=name, violations=problems[:20])
         return BUILTINS[name](s, input)
 
-    def _over_limit(self, name: str) -> WorkbenchError:
-        calls = [
-            r["event"][5:]
-            for r in self.s.audit_log
-            if r["call_id"] == self.s.call_id and r["event"].startswith("tool:")
-        ]
-        counts = ", ".join(f"{n} ×{c}" for n, c in Counter([*calls, name]).most_common(5))
+    def _over_limit(self) -> WorkbenchError:
+        s = self.s
+        calls = s.invocation.calls
+        counts = ", ".join(f"{n} ×{c}" for n, c in Counter(calls).most_common(5))
         return WorkbenchError(
             "E_LIMIT",
-            f"the invocation of {self.s.tool.name!r} made cross-tool call number "
-            f"{self.s.limits.tool_calls + 1} and was aborted (A5: at most {self.s.limits.tool_calls} per invocation; a tool calling "
-            f"itself, directly or not, reaches it quickly). Calls: {self.s.tool.name} → {counts}",
-            limit=self.s.limits.tool_calls,
-            chain=[self.s.tool.name, *calls, name],
+            f"the invocation made cross-tool call number {len(calls)} and was aborted (A5: at most "
+            f"{s.limits.tool_calls} per invocation, nested calls included; a tool calling itself, "
+            f"directly or not, reaches it quickly). Calls: {counts}",
+            limit=s.limits.tool_calls,
+            chain=list(calls),
         )
 
 
