@@ -331,3 +331,33 @@ def test_A5_recursion_is_stopped_at_50_calls_with_the_chain(
     assert res.error is not None and res.error.code == "E_LIMIT", res
     assert res.error.details["chain"] == ["self_py"] * 51
     assert "self_py ×51" in res.error.message
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_A4_an_injected_dispatch_failure_throws_and_an_injected_envelope_resolves(
+    lang: str, gem: GemBuilder, opened: Callable
+) -> None:
+    src = {
+        "py": "def handle(input, ctx):\n    try:\n        return ctx.tools.calculate({'expression': '1+1'})\n"
+        "    except Exception as exc:\n        return {'thrown': exc.code, 'message': str(exc)}\n",
+        "js": "export async function handle(input, ctx) {\n  try { return await ctx.tools.calculate({ expression: '1+1' }); }\n"
+        "  catch (e) { return { thrown: e.code, message: e.message }; }\n}\n",
+    }
+    bench = opened(agent_gem(gem, t=(src[lang], lang)))
+    bench.inject_fault("calculate", times=2)
+    bench.inject_fault("calculate", mode="envelope")
+    first, second, third, fourth = (bench.call("t").value for _ in range(4))
+    assert first["thrown"] == second["thrown"] == "E_DISPATCH" and "inject_fault" in first["message"]
+    assert third == {"error": "unavailable", "details": {"tool": "calculate", "injected": True}}
+    assert fourth == {"result": 2}
+
+
+def test_inject_fault_checks_its_arguments(gem: GemBuilder) -> None:
+    with workbench.open(agent_gem(gem, t=("def handle(i, c): return 1", "py"))) as bench:
+        for args, kw in (
+            (("teleport",), {}),
+            (("calculate",), {"times": 0}),
+            (("calculate",), {"mode": "x"}),
+        ):
+            with pytest.raises(workbench.UsageError):
+                bench.inject_fault(*args, **kw)

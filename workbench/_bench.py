@@ -63,6 +63,7 @@ class Bench(Views):
         self._sandbox_options = sandbox or SandboxOptions()
         self._audit: list[dict[str, Any]] = []  # ctx.audit and ctx.tools rows (A6, agent tools)
         self.recipients: tuple[str, ...] = ()  # where send_email may send (allow_recipients)
+        self._faults: dict[str, list[str]] = {}  # built-in -> modes of its next dispatches
         self._runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
         # one call at a time: a call is one storage transaction and one sandbox conversation
         self._lock = threading.RLock()
@@ -249,6 +250,7 @@ class Bench(Views):
             audit_log=self._audit,
             recipients=self.recipients,
             nest=self._nested,
+            faults=self._faults,
         )
         caps = Capabilities(session)
         if fresh is None:
@@ -294,6 +296,27 @@ class Bench(Views):
                     max_chars=self.limits.result_chars,
                     max_depth=self.limits.json_depth,
                 )
+
+    def inject_fault(
+        self, builtin: str, *, times: int = 1, mode: Literal["throw", "envelope"] = "throw"
+    ) -> None:
+        """Make the next `times` dispatches of an agent built-in fail: "throw" as when the
+        platform's connection fails (the call throws E_DISPATCH, A4), or "envelope" (it
+        resolves with {error: "unavailable"}) — to test a tool's resilience."""
+        from .ctx.tools import SCHEMAS
+
+        if builtin not in SCHEMAS:
+            raise UsageError(f"inject_fault({builtin!r}): the built-ins are {', '.join(SCHEMAS)}")
+        if (
+            mode not in ("throw", "envelope")
+            or isinstance(times, bool)
+            or not isinstance(times, int)
+            or times < 1
+        ):
+            raise UsageError(
+                f"inject_fault(mode={mode!r}, times={times!r}): mode 'throw' or 'envelope', times >= 1"
+            )
+        self._faults.setdefault(builtin, []).extend([mode] * times)
 
     def _nested(self, parent: CallSession, tool: ToolSpec, input: Any) -> Any:
         """ctx.tools.<own tool>(input) (A3): the gem's tool run as a nested invocation — its

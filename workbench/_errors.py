@@ -40,6 +40,7 @@ CODES: dict[str, str] = {
     "E_STATE": "the bench's state database is unreadable (corrupt, or not a database), or a ctx "
     "was used after its call ended",
     "E_LIMIT": "a platform limit on calls was reached (50 cross-tool calls per invocation)",
+    "E_DISPATCH": "ctx.tools could not dispatch the call (the platform's connection failed)",
     "E_RESOURCE": "a declared resource could not be downloaded and verified from any address",
     "E_SMTP": "the SMTP server cannot be reached, refused the login, the sender, a recipient or the message",
 }

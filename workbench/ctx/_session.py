@@ -271,6 +271,7 @@ class CallSession:
     audit_log: list[dict[str, Any]] = field(default_factory=list)  # A6: the bench's activity log
     audit_seq: int = 0  # rows this call added to it
     recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case
+    faults: dict[str, list[str]] = field(default_factory=dict)  # bench.inject_fault: per built-in
 
     @property
     def aborted(self) -> WorkbenchError | None:

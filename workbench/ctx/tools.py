@@ -96,6 +96,16 @@ class Tools:
                 f"ctx.tools.{name}: this built-in is not run by this version of the workbench",
                 tool=name,
             )
+        pending = s.faults.get(name)
+        if pending:  # bench.inject_fault: this dispatch fails as the platform's connection would
+            if pending.pop(0) == "throw":
+                raise WorkbenchError(
+                    "E_DISPATCH",
+                    f"ctx.tools.{name}: the call could not be dispatched (a fault injected with bench.inject_fault)",
+                    tool=name,
+                    injected=True,
+                )
+            return envelope("unavailable", tool=name, injected=True)
         problems = _validator(name).violations(input)
         if problems:
             return envelope("invalid_input", tool=name, violations=problems[:20])
