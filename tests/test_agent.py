@@ -361,3 +361,16 @@ def test_inject_fault_checks_its_arguments(gem: GemBuilder) -> None:
         ):
             with pytest.raises(workbench.UsageError):
                 bench.inject_fault(*args, **kw)
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_agent_ctx_files_is_undefined_with_an_explanation(
+    lang: str, gem: GemBuilder, opened: Callable
+) -> None:
+    src = {
+        "py": "def handle(input, ctx):\n    return ctx.files.read('a.txt')\n",
+        "js": "export async function handle(input, ctx) {\n  return await ctx.files.read('a.txt');\n}\n",
+    }
+    err = opened(agent_gem(gem, t=(src[lang], lang))).call("t").error
+    assert err.code == "E_TOOL_ERROR"
+    assert "agent custom tools have no ctx.files" in err.message and "ctx.tools" in err.message

@@ -21,12 +21,14 @@ def explain_absent(err: WorkbenchError, tool: ToolSpec, profile: Profile, grants
     if err.code != "E_TOOL_ERROR" or tool.language == "python" or "undefined" not in err.message:
         return err
     source: str | None = None
+    for name, why in profile.foreign.items():  # another platform's capability
+        if re.search(rf"\bctx\s*\.\s*{re.escape(name)}\b", source := source or _source(tool)):
+            return WorkbenchError(err.code, f"{err.message} — ctx.{name} is undefined: {why}", **err.details)
     for cap in profile.capabilities:
         if cap.grant is None or grants.has(cap.grant):
             continue
         if any(f"'{m}'" in err.message for m in cap.method_names()):
-            if source is None:
-                source = _source(tool)
+            source = source or _source(tool)
             name = cap.path.rsplit(".", 1)[-1]
             if not re.search(rf"\.\s*{re.escape(name)}\b|\b{re.escape(name)}\s*[,}}:]", source):
                 continue

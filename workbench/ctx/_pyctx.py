@@ -126,6 +126,9 @@ class PythonCtx:
         if name.startswith("_"):  # never instance state: copy/pickle probe these half-built
             raise AttributeError(name)
         rows = self._rows.get(name)
+        foreign = self._caps.session.profile.foreign.get(name)
+        if rows is None and foreign is not None:
+            raise AttributeError(f"ctx has no attribute {name!r}: {foreign}")
         if rows is None:
             raise AttributeError(f"ctx has no attribute {name!r} (it has: {', '.join(self._present())})")
         grants = self._caps.session.grants

@@ -172,6 +172,9 @@ class Profile:
     # the platform's per-call values (A2: agentId, toolCallId, ...) from the manifest and the
     # call's options ({"call_id", "as_user", "conversation"})
     call_values: Callable[[Manifest, Mapping[str, Any]], dict[str, Any]] = lambda m, o: {}
+    # what other platforms' ctx has and this one has not, with why ({"files": "..."}): a tool
+    # written for another platform is told, not left with "undefined"
+    foreign: Mapping[str, str] = field(default_factory=dict)
     marker: str = "manifest.json"  # the file that makes a folder this platform's
     supported: bool = True
 

@@ -66,6 +66,12 @@ PROFILE = Profile(
     lint=lint,
     grants_for=grants_for,
     call_values=call_values,
+    foreign={
+        name: f"agent custom tools have no ctx.{name}: their ctx is the agent's ids (agentId, "
+        "agentName, powerUserId, toolCallId, conversationId), ctx.tools.<name> (the built-ins and "
+        "the gem's own tools) and ctx.audit (seed 002)"
+        for name in ("files", "data", "storage", "email", "http", "extract", "resources", "idempotencyKey")
+    },
 )
 
 __all__ = ["CAPABILITIES", "PROFILE", "manifest_schema"]
