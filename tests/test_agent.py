@@ -374,3 +374,12 @@ def test_agent_ctx_files_is_undefined_with_an_explanation(
     err = opened(agent_gem(gem, t=(src[lang], lang))).call("t").error
     assert err.code == "E_TOOL_ERROR"
     assert "agent custom tools have no ctx.files" in err.message and "ctx.tools" in err.message
+
+
+def test_nested_calls_are_in_bench_calls_with_their_parent(gem: GemBuilder) -> None:
+    with workbench.open(nested_gem(gem)) as bench:
+        outer = bench.call("caller_py", {"calls": [["double", {"x": 1}], ["boom", {}]]})
+        calls = bench.calls()
+    nested = calls[calls["parent"] == outer.call_id]
+    assert nested["tool"].tolist() == ["double", "boom"] and nested["ok"].tolist() == [True, False]
+    assert calls.loc[calls["call_id"] == outer.call_id, "parent"].isna().all()

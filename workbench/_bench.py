@@ -322,12 +322,32 @@ class Bench(Views):
         """ctx.tools.<own tool>(input) (A3): the gem's tool run as a nested invocation — its
         input checked against its schema (an envelope if not), the caller's deadline, limit of
         cross-tool calls and activity log shared. Its failure is raised to the caller (a
-        dispatch failure, A4); its result is returned."""
+        dispatch failure, A4); its result is returned. It is in `bench.calls()` with its parent."""
         from .ctx.tools import envelope
 
-        args, bad = self._check_input(tool, {} if input is None else input)
-        if bad is not None:
-            return envelope("invalid_input", tool=tool.name, message=bad.message)
+        t0 = time.perf_counter()
+        res = CallResult(
+            call_id=f"{parent.call_id}.{len(parent.invocation.calls)}",
+            tool=tool.name,
+            input=input,
+            started=time.time(),
+            idempotency_key=parent.idempotency_key,
+            parent=parent.call_id,
+        )
+        try:
+            args, res.error = self._check_input(tool, {} if input is None else input)
+            if res.error is not None:
+                return envelope("invalid_input", tool=tool.name, message=res.error.message)
+            res.value = self._run_nested(parent, tool, args, res)
+            return res.value
+        except WorkbenchError as exc:
+            res.error = exc
+            raise
+        finally:
+            res.duration_ms = (time.perf_counter() - t0) * 1000
+            self.results.append(res)
+
+    def _run_nested(self, parent: CallSession, tool: ToolSpec, args: Any, res: CallResult) -> Any:
         kind = RUNNER_FOR.get(tool.language)
         if kind is None or (kind == "deno" and "deno" in (*parent.callers, RUNNER_FOR[parent.tool.language])):
             raise WorkbenchError(
@@ -338,7 +358,7 @@ class Bench(Views):
             )
         session = dataclasses.replace(
             parent,
-            call_id=f"{parent.call_id}.{len(parent.invocation.calls)}",
+            call_id=res.call_id,
             tool=tool,
             trace=[],
             violations=[],
@@ -350,6 +370,8 @@ class Bench(Views):
             outcome = self._runner(kind).call(tool, args, Capabilities(session), fresh=False)
         finally:
             session.ended = True
+            res.trace_rows = session.trace
+        res.logs = outcome.logs
         if outcome.error is not None:
             raise WorkbenchError(
                 outcome.error.code,

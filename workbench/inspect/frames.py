@@ -109,6 +109,7 @@ def calls(results: list[CallResult]) -> pd.DataFrame:
             "started": r.started,
             "idempotency_key": r.idempotency_key,
             "crashed": r.crash is not None,
+            "parent": r.parent,
         }
         for r in results
     ]
@@ -126,6 +127,7 @@ def calls(results: list[CallResult]) -> pd.DataFrame:
             "started",
             "idempotency_key",
             "crashed",
+            "parent",
         ],
     )
     df["started"] = pd.to_datetime(df["started"], unit="s")
