@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 
+import bench_agent as ba
 import bench_concurrency as bc
 import bench_deno as bd
 import bench_email as be
@@ -173,6 +174,15 @@ def concurrency(f: Figures) -> Report:
     )
 
 
+def tools_round_trip(f: Figures) -> Report:
+    return (
+        f"agent ctx.tools.calculate from JS: {f['tools_us']:.0f} µs/call vs a ctx round trip "
+        f"(kv.get) {f['kv_us']:.0f} µs {f['ratio']:.2f}×  target <= 1.5×; a 50-call ctx.tools chain "
+        f"(Python): {f['chain_ms']:.1f} ms  target: reported",
+        f["ratio"] <= 1.5,
+    )
+
+
 Benchmark = tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]
 BENCHMARKS: dict[str, Benchmark] = {
     "call_overhead": (b.bench_call_overhead, call_overhead),
@@ -190,6 +200,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "fetch_vs_files": (b6.bench_fetch_vs_files, fetch_vs_files),
     "resource_path": (b6.bench_resource_path, resource_path),
     "concurrency": (bc.bench_concurrency, concurrency),
+    "deno_agent_tools": (ba.bench_tools_round_trip, tools_round_trip),
 }
 
 
