@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import pytest
+from conftest import EXAMPLE_GEM
 
 import workbench
 from workbench.jupyter.forms import ToolForm
@@ -255,3 +256,14 @@ def _walk(w):
     yield w
     for child in getattr(w, "children", ()):
         yield from _walk(child)
+
+
+def test_a_form_for_an_agent_tool_is_built_from_its_parameters(tmp_path):
+    bench = workbench.open(EXAMPLE_GEM.parent / "agent-research", state_dir=tmp_path)
+    try:
+        f = bench.form("research")
+        assert set(f.fields) == {"email", "topic", "domain"}
+        labels = [w.value for w in _walk(f) if isinstance(w, widgets.HTML) and "<b>" in w.value]
+        assert all("*" in v for v in labels if "<b>topic</b>" in v)
+    finally:
+        bench.close()

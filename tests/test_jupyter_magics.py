@@ -366,3 +366,15 @@ def test_state_sql_is_not_variable_expanded(ip, capsys):
     open_notes(ip, capsys)
     df = ip.run_line_magic("state", "sql select '$x {y}' as s")
     assert df["s"].tolist() == ["$x {y}"]
+
+
+def test_magics_work_unchanged_on_an_agent_gem(ip, capsys):
+    """The agent example gem (notebooks/gems/agent-research) through %gem and %tool."""
+    gem = EXAMPLE_GEM.parent / "agent-research"
+    assert run(ip, f"%gem open {gem}").success
+    bench = ip.user_ns["bench"]
+    assert bench.profile.name == "agent"
+    res = run(ip, "%tool hello_py")
+    assert res.success and res.result.value == {"ok": True}
+    res = run(ip, '%tool resilient {"topic": "workers"}')
+    assert res.success and res.result.value["ok"] is True
