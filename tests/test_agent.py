@@ -383,3 +383,46 @@ def test_nested_calls_are_in_bench_calls_with_their_parent(gem: GemBuilder) -> N
     nested = calls[calls["parent"] == outer.call_id]
     assert nested["tool"].tolist() == ["double", "boom"] and nested["ok"].tolist() == [True, False]
     assert calls.loc[calls["call_id"] == outer.call_id, "parent"].isna().all()
+
+
+SURFACE = {
+    "py": "def handle(input, ctx):\n    return ctx.tools.surface_file(input)\n",
+    "js": "export async function handle(input, ctx) {\n  return await ctx.tools.surface_file(input);\n}\n",
+}
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_A3_surface_file_shows_a_file_of_the_agents_files(
+    lang: str, gem: GemBuilder, opened: Callable, tmp_path: Path
+) -> None:
+    import os
+
+    from workbench.jupyter.display import result_html
+
+    root = agent_gem(gem, s=(SURFACE[lang], lang))
+    files = tmp_path / "files"  # open(files=...): the agent's files, outside the gem
+    (files / "reports").mkdir(parents=True)
+    (files / "reports" / "q3.csv").write_text("region,total\nnorth,12\n")
+    (tmp_path / "secret.txt").write_text("secret")
+    (files / "link.txt").symlink_to(tmp_path / "secret.txt")
+    os.mkfifo(files / "pipe.csv")
+    bench = opened(root, files=files)
+    res = bench.call("s", {"path": "reports/q3.csv", "title": "Q3"})
+    assert res.value == {
+        "surfaced": True,
+        "path": "reports/q3.csv",
+        "name": "q3.csv",
+        "mimeType": "text/csv",
+        "sizeBytes": 22,
+        "title": "Q3",
+    }
+    page = result_html(res)
+    assert "shown to the user (1)" in page and "north,12" in page
+    for bad, error in (
+        ("../manifest.json", "invalid_path"),
+        ("/etc/passwd", "invalid_path"),
+        ("link.txt", "invalid_path"),
+        ("pipe.csv", "not_found"),
+        ("nope.txt", "not_found"),
+    ):
+        assert bench.call("s", {"path": bad}).value["error"] == error, bad

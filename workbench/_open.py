@@ -39,6 +39,7 @@ def open(
     limits: Limits | None = None,
     web_search: Any = "mock",
     outbox: Any = "mock",
+    files: str | os.PathLike[str] | None = None,
     keep_runs: int | None = 50,
     keep_run_days: float = 7.0,
 ) -> Bench:
@@ -79,6 +80,8 @@ def open(
     outbox: where agent tools' `ctx.tools.send_email` sends: "mock" (kept, `bench.outbox()`) or
         an Outbox such as providers.outbox.SmtpOutbox(host, port, sender=..., security=...).
         Recipients must be allowed first: `bench.allow_recipients("a@x.example", "*@acme.example")`.
+    files: the agent's files, which agent tools' `ctx.tools.surface_file({path})` shows to the
+        user (default: the gem's fixtures/files/); paths are confined to this folder.
     credentials: {connection name: {"headers": {name: value}} (or "token": "…"), "hosts":
         [host or host:port, …], "paths"?: [...]}, or the path of a JSON secrets file of that
         shape; default: env GEM_WORKBENCH_CONN_<NAME>_TOKEN (a Bearer token) with
@@ -122,6 +125,7 @@ def open(
     provs.mailbox = mail
     provs.websearch = make_websearch(web_search, gem_root=manifest.root)  # agent tools' web_search
     provs.outbox = make_outbox(outbox)  # agent tools' send_email
+    provs.agent_files = Path(files) if files is not None else manifest.root / "fixtures" / "files"
     provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs

@@ -34,6 +34,7 @@ class CallResult:
     idempotency_key: str = ""  # N7: ctx.idempotencyKey of this call (kept on a crash rerun)
     crash: CrashReport | None = field(default=None, repr=False)  # set by call(crash=...)
     parent: str | None = None  # agent tools: the call_id of the call whose ctx.tools ran this one
+    surfaced: list[dict[str, Any]] = field(default_factory=list)  # agent tools: surface_file's files
 
     @property
     def ok(self) -> bool:

@@ -272,6 +272,7 @@ class CallSession:
     audit_seq: int = 0  # rows this call added to it
     recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case
     faults: dict[str, list[str]] = field(default_factory=dict)  # bench.inject_fault: per built-in
+    surfaced: list[dict[str, Any]] = field(default_factory=list)  # surface_file's files, this call
 
     @property
     def aborted(self) -> WorkbenchError | None:

@@ -12,7 +12,11 @@ the limit of cross-tool calls and the deadline); that is how recursion happens.
 
 from __future__ import annotations
 
+import mimetypes
+import os
+import stat
 from collections import Counter
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
@@ -49,6 +53,14 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "subject": {"type": "string", "maxLength": 998},
             "body_text": _TEXT,
             "body_html": _TEXT,
+        },
+    },
+    "surface_file": {
+        "type": "object",
+        "required": ["path"],
+        "properties": {  # the seed writes surface_file({path, …}): other fields are kept, unread
+            "path": {"type": "string", "minLength": 1, "maxLength": 1024},
+            "title": {"type": "string", "maxLength": 200},
         },
     },
     "calculate": {
@@ -194,4 +206,39 @@ def allowed(address: str, patterns: tuple[str, ...]) -> bool:
     return any(p == address or (p.startswith("*@") and p[2:] == domain) for p in patterns)
 
 
-BUILTINS = {"calculate": _calculate, "web_search": _web_search, "send_email": _send_email}
+def _surface_file(session: CallSession, input: dict[str, Any]) -> Any:
+    """Show a file of the agent's files (`open(files=…)`, default the gem's fixtures/files/) to
+    the user: confined to that folder, a regular file within limits.file_bytes."""
+    root, rel = session.providers.agent_files, input["path"]
+    parts = PurePosixPath(rel).parts
+    if root is None or rel.startswith("/") or ".." in parts or "\x00" in rel or "\\" in rel:
+        return envelope("invalid_path", path=rel, message="a path inside the agent's files, without '..'")
+    base = os.path.realpath(root)
+    target = os.path.realpath(os.path.join(base, rel))
+    if os.path.commonpath([base, target]) != base:
+        return envelope("invalid_path", path=rel, message="the path leads outside the agent's files")
+    try:
+        info = os.stat(target)
+    except OSError:
+        return envelope("not_found", path=rel)
+    if not stat.S_ISREG(info.st_mode):
+        return envelope("not_found", path=rel, message="not a regular file")
+    if info.st_size > session.limits.file_bytes:
+        return envelope("too_large", path=rel, sizeBytes=info.st_size, limit=session.limits.file_bytes)
+    entry = {
+        "path": rel,
+        "name": os.path.basename(target),
+        "mimeType": mimetypes.guess_type(target)[0] or "application/octet-stream",
+        "sizeBytes": info.st_size,
+        "title": input.get("title"),
+    }
+    session.surfaced.append({**entry, "file": target})
+    return {"surfaced": True, **entry}
+
+
+BUILTINS = {
+    "calculate": _calculate,
+    "web_search": _web_search,
+    "send_email": _send_email,
+    "surface_file": _surface_file,
+}

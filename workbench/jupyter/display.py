@@ -7,6 +7,7 @@ printing a 50 MB result cannot flood a notebook. Everything shown is escaped.
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 from typing import TYPE_CHECKING, Any
@@ -260,6 +261,9 @@ def result_html(res: CallResult) -> str:
     marks = _marks(res.error)
     if res.input not in (None, {}) or marks:
         out.append(_section("input", json_html(res.input, limit=_INPUT, marks=marks), opened=bool(marks)))
+    if res.surfaced:
+        body = "".join(_surfaced_html(f) for f in res.surfaced)
+        out.append(_section(f"shown to the user ({len(res.surfaced)})", body, opened=True))
     if res.trace_rows:
         out.append(_section(f"ctx calls ({n:,})", _trace_html(res.trace_rows), opened=n <= 10))
     if res.logs:
@@ -273,6 +277,28 @@ def result_html(res: CallResult) -> str:
         )
     out.append("</div>")
     return "".join(out)
+
+
+_IMAGE, _TEXT = 2 * 1024 * 1024, 64 * 1024  # bytes of a surfaced image / text shown inline
+
+
+def _surfaced_html(f: dict[str, Any]) -> str:
+    """A file an agent tool surfaced (surface_file): an image inline, text as text, else its
+    name, type and size (the platform shows it to the user; here, in the notebook)."""
+    head = f"<div><b>{esc(f['title'] or f['name'])}</b> <span class=m>{esc(f['path'])} · {esc(f['mimeType'])} · {f['sizeBytes']:,} bytes</span></div>"
+    mime, size = f["mimeType"], f["sizeBytes"]
+    try:
+        if mime.startswith("image/") and size <= _IMAGE and mime != "image/svg+xml":  # svg: script
+            with open(f["file"], "rb") as fh:
+                data = base64.b64encode(fh.read(_IMAGE)).decode()
+            return f"{head}<img src='data:{esc(mime)};base64,{data}' style='max-width:100%'>"
+        if mime.startswith("text/") or mime in ("application/json", "text/csv"):
+            with open(f["file"], "rb") as fh:
+                text = fh.read(_TEXT).decode("utf-8", "replace")
+            return f"{head}<pre>{_clip_escaped(text, _TEXT)}</pre>"
+    except OSError:
+        return f"{head}<div class=m>(the file cannot be read now)</div>"
+    return head
 
 
 def result_text(res: CallResult) -> str:

@@ -57,6 +57,7 @@ class Providers:
     resources: Any = None  # ctx.resources' ResourceCache (ctx/resources.py); None: none declared
     websearch: Any = None  # the web_search built-in's WebSearch (agent tools; see make_websearch)
     outbox: Any = None  # the send_email built-in's Outbox (agent tools): MockOutbox, SmtpOutbox
+    agent_files: Path | None = None  # the folder surface_file shows files of (agent tools)
 
 
 def make_providers(
