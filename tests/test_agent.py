@@ -426,3 +426,27 @@ def test_A3_surface_file_shows_a_file_of_the_agents_files(
         ("nope.txt", "not_found"),
     ):
         assert bench.call("s", {"path": bad}).value["error"] == error, bad
+
+
+def test_the_result_display_shows_the_call_tree(gem: GemBuilder) -> None:
+    from workbench.jupyter.display import result_html
+
+    with workbench.open(nested_gem(gem)) as bench:
+        outer = bench.call("caller_py", {"calls": [["double", {"x": 1}], ["boom", {}]]})
+        page = result_html(outer)
+        assert [c.tool for c in outer.children] == ["double", "boom"]
+        assert "calls through ctx.tools (2)" in page and "<b>double</b>" in page and "E_TOOL_ERROR" in page
+        deep = bench.call("self_py")  # the recursion: 50 nested levels, one line each
+        node, depth = deep, 0
+        while node.children:
+            node, depth = node.children[0], depth + 1
+        assert depth == 50 and result_html(deep).count("<b>self_py</b>") == 51  # itself + 50 nested
+
+
+def test_the_result_display_shows_what_the_agent_and_the_user_see(gem: GemBuilder) -> None:
+    from workbench.jupyter.display import result_html
+
+    src = "def handle(input, ctx):\n    return {'rows': 3, '_llm': 'three rows found', '_render': {'type': 'table'}}\n"
+    with workbench.open(agent_gem(gem, t=(src, "py"))) as bench:
+        page = result_html(bench.call("t"))
+    assert "what the agent sees" in page and "three rows found" in page and "table" in page

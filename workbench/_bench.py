@@ -277,7 +277,7 @@ class Bench(Views):
             failed = caps.end()
             res.trace_rows = session.trace
             res.violations = session.violations
-            res.surfaced = session.surfaced
+            res.surfaced, res.children = session.surfaced, session.children
         if failed is None and session.aborted is not None:  # A5: whatever the tool did after
             failed = session.aborted
         if failed is not None:

@@ -49,6 +49,7 @@ def nested(bench: Bench, parent: CallSession, tool: ToolSpec, input: Any) -> Any
     finally:
         res.duration_ms = (time.perf_counter() - t0) * 1000
         bench.results.append(res)
+        parent.children.append(res)
 
 
 def _run(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: CallResult) -> Any:
@@ -69,6 +70,7 @@ def _run(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: Call
         values={**parent.values, "toolCallId": f"call_{secrets.token_hex(12)}"},
         audit_seq=0,
         callers=(*parent.callers, kind),
+        children=res.children,
     )
     try:
         outcome = bench._runner(kind).call(tool, args, Capabilities(session), fresh=False)

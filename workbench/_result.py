@@ -35,6 +35,7 @@ class CallResult:
     crash: CrashReport | None = field(default=None, repr=False)  # set by call(crash=...)
     parent: str | None = None  # agent tools: the call_id of the call whose ctx.tools ran this one
     surfaced: list[dict[str, Any]] = field(default_factory=list)  # agent tools: surface_file's files
+    children: list[CallResult] = field(default_factory=list, repr=False)  # its nested ctx.tools calls
 
     @property
     def ok(self) -> bool:

@@ -273,6 +273,7 @@ class CallSession:
     recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case
     faults: dict[str, list[str]] = field(default_factory=dict)  # bench.inject_fault: per built-in
     surfaced: list[dict[str, Any]] = field(default_factory=list)  # surface_file's files, this call
+    children: list[Any] = field(default_factory=list)  # the CallResults of its nested ctx.tools calls
 
     @property
     def aborted(self) -> WorkbenchError | None:

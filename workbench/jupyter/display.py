@@ -258,6 +258,12 @@ def result_html(res: CallResult) -> str:
         out.append(error_html(res.error))
     else:
         out.append(_section("value", json_html(res.value, limit=_VALUE), opened=True))
+        if isinstance(res.value, dict) and _SHAPE_KEYS & res.value.keys():
+            out.append(
+                _section("what the agent sees · what the user sees", _sees_html(res.value), opened=True)
+            )
+    if res.children:
+        out.append(_section(f"calls through ctx.tools ({len(res.children):,})", _tree_html(res), opened=True))
     marks = _marks(res.error)
     if res.input not in (None, {}) or marks:
         out.append(_section("input", json_html(res.input, limit=_INPUT, marks=marks), opened=bool(marks)))
@@ -277,6 +283,45 @@ def result_html(res: CallResult) -> str:
         )
     out.append("</div>")
     return "".join(out)
+
+
+# The seed names a result-shape contract (_render, _interactive, _llm) detailed on a page we do
+# not have. The workbench's reading: `_llm`, when present, is what the agent (the model) is
+# given, else the value without these keys; `_render` and `_interactive` are what the user is
+# shown (a render spec, interactive elements), never sent to the model.
+_SHAPE_KEYS = {"_render", "_interactive", "_llm"}
+
+
+def _sees_html(value: dict[str, Any]) -> str:
+    agent = value["_llm"] if "_llm" in value else {k: v for k, v in value.items() if k not in _SHAPE_KEYS}
+    user = {k: value[k] for k in ("_render", "_interactive") if k in value}
+    cell = "<td style='vertical-align:top;width:50%'>"
+    return (
+        f"<table><tr><th>what the agent sees</th><th>what the user sees</th></tr><tr>"
+        f"{cell}{json_html(agent, limit=_VALUE // 2)}</td>"
+        f"{cell}{json_html(user, limit=_VALUE // 2) if user else '<span class=m>(nothing beyond the reply)</span>'}</td>"
+        "</tr></table>"
+    )
+
+
+_TREE_NODES = 200  # nested calls listed in one result's tree
+
+
+def _tree_html(res: CallResult) -> str:
+    """The calls a tool made through ctx.tools, nested as they ran (agent tools)."""
+    lines: list[str] = []
+    stack = [(child, 0) for child in reversed(res.children)]
+    while stack and len(lines) < _TREE_NODES:
+        node, depth = stack.pop()
+        status = _badge(node.ok, "ok" if node.ok else (node.error.code if node.error else "failed"))
+        lines.append(
+            f"<div style='margin-left:{depth * 1.5}em'>{status} <b>{esc(node.tool)}</b> "
+            f"<span class=m>{node.duration_ms:,.2f} ms · {esc(node.call_id)}</span></div>"
+        )
+        stack.extend((child, depth + 1) for child in reversed(node.children))
+    if stack:
+        lines.append(f"<div class=m>{_more(len(stack), 'call')}</div>")
+    return "".join(lines)
 
 
 _IMAGE, _TEXT = 2 * 1024 * 1024, 64 * 1024  # bytes of a surfaced image / text shown inline
