@@ -203,7 +203,9 @@ def test_calls_frame(bench):
         "started",
         "idempotency_key",
         "crashed",
+        "parent",  # agent tools' nested calls: the calling call's id
     ]
+    assert df["parent"].isna().all()  # a Notochord gem's calls are all top-level
     assert df["call_id"].tolist() == [r.call_id for r in (r1, r2, r3, r4, r5)]
     assert df["tool"].tolist() == ["ops", "ops", "look", "nope", "ops"]
     assert df["ok"].tolist() == [True, False, True, False, False]

@@ -7,7 +7,6 @@ printing a 50 MB result cannot flood a notebook. Everything shown is escaped.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 from typing import TYPE_CHECKING, Any
@@ -245,6 +244,8 @@ def result_html(res: CallResult) -> str:
         f"<span class=m>{res.duration_ms:,.2f} ms · {n:,} ctx call{'' if n == 1 else 's'}"
         f" · {esc(res.call_id)}</span>"
     )
+    from .display_agent import SHAPE_KEYS, sees_html, surfaced_html, tree_html  # agent tools' parts
+
     out = [_CSS, "<div class=wbd>", f"<div>{head}</div>"]
     warn_left = _WARN
     for i, v in enumerate(res.violations):
@@ -258,17 +259,17 @@ def result_html(res: CallResult) -> str:
         out.append(error_html(res.error))
     else:
         out.append(_section("value", json_html(res.value, limit=_VALUE), opened=True))
-        if isinstance(res.value, dict) and _SHAPE_KEYS & res.value.keys():
+        if isinstance(res.value, dict) and SHAPE_KEYS & res.value.keys():
             out.append(
-                _section("what the agent sees · what the user sees", _sees_html(res.value), opened=True)
+                _section("what the agent sees · what the user sees", sees_html(res.value), opened=True)
             )
     if res.children:
-        out.append(_section(f"calls through ctx.tools ({len(res.children):,})", _tree_html(res), opened=True))
+        out.append(_section(f"calls through ctx.tools ({len(res.children):,})", tree_html(res), opened=True))
     marks = _marks(res.error)
     if res.input not in (None, {}) or marks:
         out.append(_section("input", json_html(res.input, limit=_INPUT, marks=marks), opened=bool(marks)))
     if res.surfaced:
-        body = "".join(_surfaced_html(f) for f in res.surfaced)
+        body = "".join(surfaced_html(f) for f in res.surfaced)
         out.append(_section(f"shown to the user ({len(res.surfaced)})", body, opened=True))
     if res.trace_rows:
         out.append(_section(f"ctx calls ({n:,})", _trace_html(res.trace_rows), opened=n <= 10))
@@ -283,67 +284,6 @@ def result_html(res: CallResult) -> str:
         )
     out.append("</div>")
     return "".join(out)
-
-
-# The seed names a result-shape contract (_render, _interactive, _llm) detailed on a page we do
-# not have. The workbench's reading: `_llm`, when present, is what the agent (the model) is
-# given, else the value without these keys; `_render` and `_interactive` are what the user is
-# shown (a render spec, interactive elements), never sent to the model.
-_SHAPE_KEYS = {"_render", "_interactive", "_llm"}
-
-
-def _sees_html(value: dict[str, Any]) -> str:
-    agent = value["_llm"] if "_llm" in value else {k: v for k, v in value.items() if k not in _SHAPE_KEYS}
-    user = {k: value[k] for k in ("_render", "_interactive") if k in value}
-    cell = "<td style='vertical-align:top;width:50%'>"
-    return (
-        f"<table><tr><th>what the agent sees</th><th>what the user sees</th></tr><tr>"
-        f"{cell}{json_html(agent, limit=_VALUE // 2)}</td>"
-        f"{cell}{json_html(user, limit=_VALUE // 2) if user else '<span class=m>(nothing beyond the reply)</span>'}</td>"
-        "</tr></table>"
-    )
-
-
-_TREE_NODES = 200  # nested calls listed in one result's tree
-
-
-def _tree_html(res: CallResult) -> str:
-    """The calls a tool made through ctx.tools, nested as they ran (agent tools)."""
-    lines: list[str] = []
-    stack = [(child, 0) for child in reversed(res.children)]
-    while stack and len(lines) < _TREE_NODES:
-        node, depth = stack.pop()
-        status = _badge(node.ok, "ok" if node.ok else (node.error.code if node.error else "failed"))
-        lines.append(
-            f"<div style='margin-left:{depth * 1.5}em'>{status} <b>{esc(node.tool)}</b> "
-            f"<span class=m>{node.duration_ms:,.2f} ms · {esc(node.call_id)}</span></div>"
-        )
-        stack.extend((child, depth + 1) for child in reversed(node.children))
-    if stack:
-        lines.append(f"<div class=m>{_more(len(stack), 'call')}</div>")
-    return "".join(lines)
-
-
-_IMAGE, _TEXT = 2 * 1024 * 1024, 64 * 1024  # bytes of a surfaced image / text shown inline
-
-
-def _surfaced_html(f: dict[str, Any]) -> str:
-    """A file an agent tool surfaced (surface_file): an image inline, text as text, else its
-    name, type and size (the platform shows it to the user; here, in the notebook)."""
-    head = f"<div><b>{esc(f['title'] or f['name'])}</b> <span class=m>{esc(f['path'])} · {esc(f['mimeType'])} · {f['sizeBytes']:,} bytes</span></div>"
-    mime, size = f["mimeType"], f["sizeBytes"]
-    try:
-        if mime.startswith("image/") and size <= _IMAGE and mime != "image/svg+xml":  # svg: script
-            with open(f["file"], "rb") as fh:
-                data = base64.b64encode(fh.read(_IMAGE)).decode()
-            return f"{head}<img src='data:{esc(mime)};base64,{data}' style='max-width:100%'>"
-        if mime.startswith("text/") or mime in ("application/json", "text/csv"):
-            with open(f["file"], "rb") as fh:
-                text = fh.read(_TEXT).decode("utf-8", "replace")
-            return f"{head}<pre>{_clip_escaped(text, _TEXT)}</pre>"
-    except OSError:
-        return f"{head}<div class=m>(the file cannot be read now)</div>"
-    return head
 
 
 def result_text(res: CallResult) -> str:
