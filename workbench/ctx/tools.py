@@ -102,11 +102,9 @@ class Tools:
         callee = s.manifest.tools.get(name)
         if callee is not None and s.nest is not None:  # the gem's own tool: a nested invocation
             return s.nest(s, callee, input)
-        if name not in BUILTINS:
+        if callee is not None:  # a session made outside a bench has no way to run a tool
             raise WorkbenchError(
-                "E_UNSUPPORTED",
-                f"ctx.tools.{name}: this built-in is not run by this version of the workbench",
-                tool=name,
+                "E_DISPATCH", f"ctx.tools.{name}: this call has no bench to run the tool", tool=name
             )
         pending = s.faults.get(name)
         if pending:  # bench.inject_fault: this dispatch fails as the platform's connection would
