@@ -175,8 +175,6 @@ class Profile:
     # what other platforms' ctx has and this one has not, with why ({"files": "..."}): a tool
     # written for another platform is told, not left with "undefined"
     foreign: Mapping[str, str] = field(default_factory=dict)
-    marker: str = "manifest.json"  # the file that makes a folder this platform's
-    supported: bool = True
 
     def grants(self, manifest: Manifest, tool: ToolSpec) -> Grants:
         """The tool's grants, decided once per (profile, gem, tool): cached on the manifest,
