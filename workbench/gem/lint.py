@@ -10,6 +10,7 @@ from typing import Any
 
 from .._errors import GemLoadError
 from .folder import clip, escaping_links, read_json, realpath, tool_file_problem
+from .model import LANGUAGES, ToolSpec
 from .rules import SchemaRules
 from .schema import check_input_schema, pointer
 
@@ -105,6 +106,44 @@ def link_problems(root: Path) -> list[Problem]:
         }
         for link in escaping_links(root)
     ]
+
+
+def shipped_schema(package: str) -> dict[str, Any]:
+    """The manifest.schema.json a platform's package ships."""
+    import json
+    from importlib import resources
+
+    return json.loads(resources.files(package).joinpath("manifest.schema.json").read_text("utf-8"))
+
+
+def load_checked(
+    folder: Any, lint: Callable[[Path], list[Problem]], name: str, title: str
+) -> tuple[Path, Any]:
+    """(the gem folder, its parsed manifest.json) once `lint` finds no problem and the manifest
+    still names platform `name`; else one GemLoadError naming file and JSON pointer."""
+    root = gem_root(folder)
+    raise_problems(lint(root))
+    raw = read_json(root / "manifest.json")
+    check_platform(root, raw, name, title)
+    return root, raw
+
+
+def tool_specs(root: Path, tools: list[dict[str, Any]], *, schema_key: str) -> dict[str, ToolSpec]:
+    """The checked manifest's tools ({name: ToolSpec}); its input schema under `schema_key`,
+    `sideEffect` and `permissions` where the platform's format has them."""
+    out = {}
+    for t in tools:
+        out[t["name"]] = ToolSpec(
+            name=t["name"],
+            file=realpath(root / t["file"]) or root / t["file"],  # checked by lint just now
+            rel_file=t["file"],
+            description=t.get("description", ""),
+            input_schema=t.get(schema_key, {"type": "object"}),
+            side_effect=t.get("sideEffect", "write"),
+            permissions=t.get("permissions", {}),
+            language=LANGUAGES[Path(t["file"]).suffix],
+        )
+    return out
 
 
 def gem_root(folder: Any) -> Path:

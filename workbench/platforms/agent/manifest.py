@@ -4,23 +4,21 @@ gem model. The checks every platform shares are gem.lint's; here: the agent's ow
 
 from __future__ import annotations
 
-import json
 import os
-from importlib import resources as _res
 from pathlib import Path
 from typing import Any
 
-from ...gem.folder import read_json, realpath
+from ...gem.folder import realpath
 from ...gem.lint import (
     MAX_PROBLEMS,
-    check_platform,
     check_tools,
-    gem_root,
     link_problems,
-    raise_problems,
+    load_checked,
     read_manifest,
+    shipped_schema,
+    tool_specs,
 )
-from ...gem.model import LANGUAGES, Manifest, ToolSpec
+from ...gem.model import Manifest
 from ...gem.rules import NOTOCHORD as SCHEMA_RULES
 
 BUILTINS = ("web_search", "send_email", "calculate", "surface_file")
@@ -28,8 +26,7 @@ BUILTINS = ("web_search", "send_email", "calculate", "surface_file")
 
 def manifest_schema() -> dict[str, Any]:
     """The JSON Schema of an agent gem's manifest.json (shipped with the package)."""
-    text = _res.files(__package__).joinpath("manifest.schema.json").read_text("utf-8")
-    return json.loads(text)
+    return shipped_schema(__package__)
 
 
 def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
@@ -53,23 +50,8 @@ def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
 
 def load_manifest(root: str | os.PathLike[str]) -> Manifest:
     """Load and check the agent gem at `root`; GemLoadError naming file and JSON pointer."""
-    root = gem_root(root)
-    raise_problems(lint(root))
-    raw = read_json(root / "manifest.json")
-    check_platform(root, raw, "agent", "an agent gem")
-    tools = {}
-    for t in raw["tools"]:
-        file = realpath(root / t["file"]) or root / t["file"]  # checked by lint just now
-        tools[t["name"]] = ToolSpec(
-            name=t["name"],
-            file=file,
-            rel_file=t["file"],
-            description=t.get("description", ""),
-            input_schema=t.get("parameters", {"type": "object"}),
-            side_effect="write",
-            permissions={},
-            language=LANGUAGES[Path(t["file"]).suffix],
-        )
+    root, raw = load_checked(root, lint, "agent", "an agent gem")
+    tools = tool_specs(root, raw["tools"], schema_key="parameters")
     return Manifest(
         root=root,
         id=raw["id"],

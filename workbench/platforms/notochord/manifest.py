@@ -8,31 +8,28 @@ safe names or stay inside the gem folder (SEC2).
 
 from __future__ import annotations
 
-import json
 import os
-from importlib import resources as _res
 from pathlib import Path
 from typing import Any
 
 from ..._errors import GemLoadError
-from ...gem.folder import read_json, realpath, schema_sql
+from ...gem.folder import realpath, schema_sql
 from ...gem.lint import (
     MAX_PROBLEMS,
-    check_platform,
     check_tools,
-    gem_root,
     link_problems,
-    raise_problems,
+    load_checked,
     read_manifest,
+    shipped_schema,
+    tool_specs,
 )
-from ...gem.model import LANGUAGES, CollectionSpec, Manifest, ToolSpec
+from ...gem.model import CollectionSpec, Manifest
 from ...gem.rules import NOTOCHORD as SCHEMA_RULES
 
 
 def manifest_schema() -> dict[str, Any]:
     """The JSON Schema of manifest.json that ships with the package."""
-    text = _res.files(__package__).joinpath("manifest.schema.json").read_text("utf-8")
-    return json.loads(text)
+    return shipped_schema(__package__)
 
 
 def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
@@ -70,23 +67,8 @@ def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
 
 def load_manifest(root: str | os.PathLike[str]) -> Manifest:
     """Load and check the gem at `root`; raise GemLoadError naming file and JSON pointer."""
-    root = gem_root(root)
-    raise_problems(lint(root))
-    raw = read_json(root / "manifest.json")
-    check_platform(root, raw, "notochord", "a Notochord gem")
-    tools = {}
-    for t in raw["tools"]:
-        file = realpath(root / t["file"]) or root / t["file"]  # checked by lint just now
-        tools[t["name"]] = ToolSpec(
-            name=t["name"],
-            file=file,
-            rel_file=t["file"],
-            description=t.get("description", ""),
-            input_schema=t.get("inputSchema", {"type": "object"}),
-            side_effect=t.get("sideEffect", "write"),
-            permissions=t.get("permissions", {}),
-            language=LANGUAGES[Path(t["file"]).suffix],
-        )
+    root, raw = load_checked(root, lint, "notochord", "a Notochord gem")
+    tools = tool_specs(root, raw["tools"], schema_key="inputSchema")
     colls = {
         n: CollectionSpec(n, tuple(c.get("indexes", ())))
         for n, c in raw.get("data", {}).get("collections", {}).items()
