@@ -24,6 +24,8 @@ from benchmarks import NOOP, _call
 from deno import find_deno_bin
 
 import workbench
+from workbench.runners.deno.process import minimal_env
+from workbench.runners.deno.sandbox import DENO_FLAGS  # the sandbox's own, for a fair bare run
 
 ONE = "export default async function () { return 1 }\n"
 KV = """\
@@ -85,18 +87,11 @@ const w = {_ECHO_WORKER};
 await new Promise((resolve) => {{ w.onmessage = resolve; w.postMessage(0); }});
 w.terminate();
 """
-DENO_FLAGS = ("--no-prompt", "--no-config", "--no-lock", "--no-npm", "--no-remote")
 
 
 def _deno_env(deno_dir: Path) -> dict[str, str]:
-    """The minimal environment the sandbox gets."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(deno_dir),
-        "DENO_DIR": str(deno_dir),
-        "NO_COLOR": "1",
-        "DENO_NO_UPDATE_CHECK": "1",
-    }
+    """The minimal environment the sandbox gets (the same as the workbench's own)."""
+    return minimal_env(deno_dir)
 
 
 def _deno_script(folder: Path, name: str, source: str) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .._errors import GemLoadError
 from .._text import is_unicode
-from .schema import pointer
+from .schema_text import linked_pointer
 
 MiB = 1024 * 1024
 MAX_JSON_BYTES = 4 * MiB  # manifest.json: far above any real one (tens of KB)
@@ -103,12 +103,7 @@ def hostile_value(value: Any) -> tuple[str, str]:
     stack: list[tuple[Any, int, int, Any]] = [(value, 0, -1, None)]  # value, depth, parent, key
 
     def at(parent: int, key: Any) -> str:
-        parts = [] if parent < 0 else [key]
-        while parent >= 0:
-            parent, k = up[parent]
-            if parent >= 0:
-                parts.append(k)
-        return pointer(reversed(parts))
+        return linked_pointer(up, parent, key)
 
     while stack:
         v, depth, parent, key = stack.pop()

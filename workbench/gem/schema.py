@@ -22,7 +22,7 @@ from typing import Any
 from .._errors import WorkbenchError
 from .rules import NOTOCHORD, SchemaRules
 from .schema_budget import Budget, Exhausted, bounded_validator_class, current
-from .schema_text import clip, pointer
+from .schema_text import clip, linked_pointer, pointer
 from .schema_walk import MAX_SCHEMA_STATES, Doc, TooComplex, in_place_cycle, walk_schema
 
 # Bounds of the workbench's own (candidates for ctx/limits.py): far above what a real schema or
@@ -220,12 +220,7 @@ def scan_input(value: Any, max_depth: int) -> tuple[int, dict[str, Any] | None]:
     count = 0
 
     def path_of(parent: int, key: Any) -> str:
-        parts = [] if parent < 0 else [key]
-        while parent >= 0:
-            parent, k = parents[parent]
-            if parent >= 0:
-                parts.append(k)
-        return pointer(reversed(parts)) or "/"
+        return linked_pointer(parents, parent, key) or "/"
 
     while stack:
         v, depth, parent, key = stack.pop()

@@ -24,6 +24,18 @@ def pointer(parts: Any) -> str:
     return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def linked_pointer(links: list[tuple[int, Any]], parent: int, key: Any) -> str:
+    """The JSON pointer of `key` in container `parent`, where `links[i]` is container i's
+    (parent container, key there): what an iterative walk of hostile data keeps instead of
+    recursing."""
+    parts = [] if parent < 0 else [key]
+    while parent >= 0:
+        parent, k = links[parent]
+        if parent >= 0:
+            parts.append(k)
+    return pointer(reversed(parts))
+
+
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     text = text if len(text) <= limit else text[: limit - 1] + "…"
     return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
