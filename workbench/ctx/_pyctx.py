@@ -112,11 +112,7 @@ class PythonCtx:
 
     def __init__(self, caps: Capabilities, *, asynchronous: bool) -> None:
         self._caps, self._async = caps, asynchronous
-        self._rows: dict[str, list[Capability]] = {}
-        for cap in caps.session.profile.capabilities:
-            self._rows.setdefault(cap.top, []).append(cap)
-            if cap.python_alias:
-                self._rows[cap.python_alias] = [cap]
+        self._rows = caps.session.profile.tops
 
     def _present(self) -> list[str]:
         session = self._caps.session

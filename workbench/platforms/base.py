@@ -73,6 +73,7 @@ class EntryPoint:
     # a plain (non-exported) `function <js_exports[0]>` counts too (agent tools, A1)
     js_plain: bool = False
 
+    @functools.cached_property
     def message(self) -> dict[str, Any]:
         """What the sandbox needs to find the function (carried by each call message)."""
         names = " or ".join(self.js_exports)
@@ -237,4 +238,18 @@ class Profile:
 
     def values(self, grants: Grants, session: Any) -> dict[str, Any]:
         """The per-call values ({"idempotencyKey": ...}) a tool with `grants` sees."""
-        return {c.path: session.value(c.impl) for c in self.present(grants) if c.kind == "value"}
+        return {
+            c.path: session.value(c.impl)
+            for c in self.capabilities
+            if c.kind == "value" and (c.grant is None or grants.has(c.grant))
+        }
+
+    @functools.cached_property
+    def tops(self) -> dict[str, list[Capability]]:
+        """{top-level ctx name (or a Python alias): its rows}, for the Python ctx."""
+        out: dict[str, list[Capability]] = {}
+        for cap in self.capabilities:
+            out.setdefault(cap.top, []).append(cap)
+            if cap.python_alias:
+                out[cap.python_alias] = [cap]
+        return out

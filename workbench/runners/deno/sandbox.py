@@ -272,7 +272,7 @@ class Sandbox:
                     "ctx": {
                         "shape": profile.js_shape(grants),
                         "values": profile.values(grants, session),
-                        **profile.entry.message(),
+                        **profile.entry.message,
                     },
                     "resultChars": limits.result_chars,
                     "n": len(data),
