@@ -327,21 +327,12 @@ class Bench(Views):
     def _runner(self, kind: str) -> Runner:
         """This bench's runner of `kind` (RUNNER_FOR[language]), made on first use."""
         with self._lock:  # bench.sandbox from another thread must not make a second one (N3)
-            return self._runners.get(kind) or self._new_runner(kind)
-
-    def _new_runner(self, kind: str) -> Runner:
-        if kind not in self._runners:
-            base = self.providers.state_dir or default_state_dir(self.manifest.id, self.manifest.root)
-            readable = (self.providers.resources.root,) if self.providers.resources else ()
-            self._runners[kind] = RUNNERS[kind](
-                Setup(
-                    gem_root=self.manifest.root,
-                    state_dir=base,
-                    options=self._sandbox_options,
-                    readable=readable,
-                )
-            )
-        return self._runners[kind]
+            if kind not in self._runners:
+                base = self.providers.state_dir or default_state_dir(self.manifest.id, self.manifest.root)
+                readable = (self.providers.resources.root,) if self.providers.resources else ()
+                setup = Setup(self.manifest.root, base, options=self._sandbox_options, readable=readable)
+                self._runners[kind] = RUNNERS[kind](setup)
+            return self._runners[kind]
 
     @property
     def sandbox(self) -> Sandbox:
