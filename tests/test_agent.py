@@ -450,3 +450,60 @@ def test_the_result_display_shows_what_the_agent_and_the_user_see(gem: GemBuilde
     with workbench.open(agent_gem(gem, t=(src, "py"))) as bench:
         page = result_html(bench.call("t"))
     assert "what the agent sees" in page and "three rows found" in page and "table" in page
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_A6_audit_refuses_what_a_log_row_cannot_hold(lang: str, gem: GemBuilder, opened: Callable) -> None:
+    """Hostile arguments to ctx.audit: a coded E_INVALID_ARGUMENT each, nothing logged."""
+    src = {
+        "py": """
+def handle(input, ctx):
+    deep = []
+    for _ in range(1000):
+        deep = [deep]
+    cyclic = {}
+    cyclic["self"] = cyclic
+    out = []
+    for args in (("x" * 201,), (42,), ("", None), ("e", deep), ("e", cyclic), ("e", "x" * 2_000_000)):
+        try:
+            ctx.audit(*args)
+            out.append("logged")
+        except Exception as exc:
+            out.append(exc.code)
+    return out
+""",
+        "js": """
+export async function handle(input, ctx) {
+  let deep = [];
+  for (let i = 0; i < 1000; i++) deep = [deep];
+  const out = [];
+  for (const args of [["x".repeat(201)], [42], ["", null], ["e", deep], ["e", 10n], ["e", "x".repeat(2000000)]]) {
+    try { await ctx.audit(...args); out.push("logged"); } catch (e) { out.push(e.code); }
+  }
+  return out;
+}
+""",
+    }
+    bench = opened(agent_gem(gem, t=(src[lang], lang)))
+    res = bench.call("t")
+    assert res.value == ["E_INVALID_ARGUMENT"] * 6 or (
+        lang == "js" and res.value[:4] == ["E_INVALID_ARGUMENT"] * 4
+    ), res
+    assert bench.audit().empty
+
+
+@pytest.mark.parametrize(
+    "file",
+    ["tools/../../outside.py", "tools/../manifest.py", "tools/link.py"],
+    ids=["up", "gem-root", "link-out"],
+)
+def test_the_agent_loader_confines_tool_files(file: str, gem: GemBuilder, tmp_path: Path) -> None:
+    root = agent_gem(gem, t=("def handle(i, c): return 1", "py"))
+    (tmp_path / "outside.py").write_text("def handle(i, c): return 'escaped'\n")
+    (root / "manifest.py").write_text("def handle(i, c): return 'root'\n")
+    (root / "tools" / "link.py").symlink_to(tmp_path / "outside.py")
+    gem.manifest["tools"][0]["file"] = file
+    gem.write()
+    with pytest.raises(GemLoadError) as err:
+        workbench.open(root)
+    assert err.value.code == "E_MANIFEST"
