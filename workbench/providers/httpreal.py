@@ -24,7 +24,8 @@ class Watchdog:
     extension) and shuts them down when the deadline passes, which wakes a blocked read; the
     caller then sees `fired` and reports a timeout. Use one per exchange, with `trace` passed
     as `extensions={"trace": dog.trace}` and connections not kept alive (a reused connection
-    would not be traced)."""
+    would not be traced). Other clients (smtplib) hand their sockets to `watch`. Each socket is
+    kept as a duplicate: shutting that down also stops a TLS socket later wrapped around it."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = max(0.0, seconds)
@@ -40,6 +41,9 @@ class Watchdog:
 
     def __exit__(self, *exc: Any) -> None:
         self._timer.cancel()
+        with self._lock:
+            for dup in self._socks:
+                dup.close()
 
     def trace(self, name: str, info: dict[str, Any]) -> None:
         if not name.endswith("connect_tcp.complete"):
@@ -47,10 +51,14 @@ class Watchdog:
         stream = info.get("return_value")
         sock = stream.get_extra_info("socket") if stream is not None else None
         if isinstance(sock, socket.socket):
-            with self._lock:
-                self._socks.append(sock)
-                if self.fired:  # connected after the deadline: stop at once
-                    self._shutdown(sock)
+            self.watch(sock)
+
+    def watch(self, sock: socket.socket) -> None:
+        """Cut `sock` at the deadline (at once if it has passed)."""
+        with self._lock:
+            self._socks.append(sock.dup())
+            if self.fired:  # connected after the deadline: stop at once
+                self._shutdown(self._socks[-1])
 
     def _fire(self) -> None:
         with self._lock:

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from .._errors import UsageError, WorkbenchError
 from .._text import well_formed
+from .httpreal import Watchdog
 
 MAX_RECIPIENTS = 50  # to + cc
 MAX_ADDRESS_CHARS = 254  # RFC 5321's path limit, less the angle brackets
@@ -207,7 +208,7 @@ class SmtpOutbox:
         msg, recipients = build_message(message, self.sender)
         context = self._context or ssl.create_default_context()
         msg_id = str(msg["Message-ID"])
-        with _Deadline(self.timeout) as deadline:
+        with Watchdog(self.timeout) as deadline:
             try:
                 refused = self._deliver(msg, recipients, context, deadline)
             except WorkbenchError:
@@ -229,7 +230,7 @@ class SmtpOutbox:
         return msg_id
 
     def _deliver(
-        self, msg: EmailMessage, rcpts: list[str], context: ssl.SSLContext, deadline: _Deadline
+        self, msg: EmailMessage, rcpts: list[str], context: ssl.SSLContext, deadline: Watchdog
     ) -> Any:
         implicit = context if self.security == "ssl" else None
         session = _Session(deadline, implicit, timeout=self.timeout, local_hostname=self.local_hostname)
@@ -246,48 +247,6 @@ class SmtpOutbox:
                 session.quit()
             except (OSError, smtplib.SMTPException, WorkbenchError):
                 session.close()
-
-
-class _Deadline:
-    """Cuts every socket of one send when `seconds` have passed: smtplib's timeout is per
-    socket operation, so a server dripping one line a second would never trip it. It keeps
-    a duplicate of each socket: shutting that down stops the TLS socket wrapped around it."""
-
-    def __init__(self, seconds: float) -> None:
-        self.fired = False
-        self._dups: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(max(0.0, seconds), self._fire)
-        self._timer.daemon = True
-
-    def __enter__(self) -> _Deadline:
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._timer.cancel()
-        with self._lock:
-            for dup in self._dups:
-                dup.close()
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._dups.append(sock.dup())
-            if self.fired:
-                self._cut(self._dups[-1])
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            for dup in self._dups:
-                self._cut(dup)
-
-    @staticmethod
-    def _cut(sock: socket.socket) -> None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 class _Budget:
@@ -317,7 +276,7 @@ class _Session(smtplib.SMTP):
 
     _host: str  # smtplib's: the name STARTTLS checks the certificate against
 
-    def __init__(self, deadline: _Deadline, implicit_tls: ssl.SSLContext | None, **kw: Any) -> None:
+    def __init__(self, deadline: Watchdog, implicit_tls: ssl.SSLContext | None, **kw: Any) -> None:
         self.deadline, self.implicit_tls, self.heard = deadline, implicit_tls, 0
         super().__init__(**kw)
 
