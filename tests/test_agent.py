@@ -258,6 +258,7 @@ def test_A3_send_email_over_smtp(gem: GemBuilder, smtpd: Callable) -> None:
 NESTED = {
     "self_py": "def handle(input, ctx):\n    return ctx.tools.self_py({'n': input.get('n', 0) + 1})\n",
     "self_js": "export async function handle(input, ctx) {\n  return await ctx.tools.self_py({ n: 0 });\n}\n",
+    "self_jsr": "export async function handle(input, ctx) {\n  return await ctx.tools.self_jsr({});\n}\n",
     "double": "def handle(input, ctx):\n    return {'twice': input['x'] * 2}\n",
     "js_double": "export async function handle(input, ctx) { return { twice: input.x * 2 }; }\n",
     "boom": "def handle(input, ctx):\n    raise ValueError('no')\n",
@@ -316,10 +317,17 @@ def test_A3_A4_a_tool_calls_the_gems_own_tools(caller: str, gem: GemBuilder, ope
 
 
 @pytest.mark.deno
-def test_A3_a_js_tool_calling_a_js_tool_says_it_is_not_run_yet(gem: GemBuilder, opened: Callable) -> None:
+def test_A3_a_js_tool_calls_a_js_tool_in_the_same_sandbox(gem: GemBuilder, opened: Callable) -> None:
     bench = opened(nested_gem(gem))
-    out = bench.call("caller_js", {"calls": [["js_double", {"x": 1}]]}).value
-    assert out["js_double"]["thrown"] == "E_UNSUPPORTED"
+    res = bench.call("caller_js", {"calls": [["js_double", {"x": 1}], ["js_double", {"x": "no"}]]})
+    out = res.raise_for_error().value
+    assert out["js_double"]["error"] == "invalid_input"  # the callee's schema
+    res = bench.call("caller_js", {"calls": [["js_double", {"x": 5}]]})
+    assert res.value == {"js_double": {"twice": 10}}
+    assert [c.tool for c in res.children] == ["js_double"] and res.children[0].parent == res.call_id
+    # the caller's ctx still works after the nested call ended (its own call is in flight)
+    again = bench.call("caller_js", {"calls": [["js_double", {"x": 2}], ["double", {"x": 3}]]})
+    assert again.value == {"js_double": {"twice": 4}, "double": {"twice": 6}}
 
 
 @pytest.mark.parametrize("tool", ["self_py", pytest.param("self_js", marks=pytest.mark.deno)])
@@ -331,6 +339,16 @@ def test_A5_recursion_is_stopped_at_50_calls_with_the_chain(
     assert res.error is not None and res.error.code == "E_LIMIT", res
     assert res.error.details["chain"] == ["self_py"] * 51
     assert "self_py ×51" in res.error.message
+
+
+@pytest.mark.deno
+def test_A5_a_js_tool_recursing_through_js_is_stopped_at_50_calls(gem: GemBuilder, opened: Callable) -> None:
+    bench = opened(nested_gem(gem))
+    res = bench.call("self_jsr")
+    assert res.error is not None and res.error.code == "E_LIMIT", res
+    assert res.error.details["chain"] == ["self_jsr"] * 51
+    assert len(bench.calls()) == 51  # the top call and its 50 nested ones, each with its parent
+    assert bench.call("js_double", {"x": 1}).value == {"twice": 2}  # the sandbox is still fine
 
 
 @pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])

@@ -54,11 +54,10 @@ def nested(bench: Bench, parent: CallSession, tool: ToolSpec, input: Any) -> Any
 
 def _run(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: CallResult) -> Any:
     kind = RUNNER_FOR.get(tool.language)
-    if kind is None or (kind == "deno" and "deno" in (*parent.callers, RUNNER_FOR[parent.tool.language])):
+    if kind is None:
         raise WorkbenchError(
             "E_UNSUPPORTED",
-            f"ctx.tools.{tool.name}: a JS/TS tool called from a JS/TS tool (the sandbox runs one "
-            "call at a time) is not run by this version of the workbench",
+            f"ctx.tools.{tool.name}: the workbench does not run {tool.language} tools",
             tool=tool.name,
         )
     session = dataclasses.replace(
@@ -69,7 +68,6 @@ def _run(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: Call
         violations=[],
         values={**parent.values, "toolCallId": f"call_{secrets.token_hex(12)}"},
         audit_seq=0,
-        callers=(*parent.callers, kind),
         children=res.children,
     )
     try:

@@ -267,7 +267,6 @@ class CallSession:
     invocation: Invocation = field(default_factory=lambda: Invocation())  # A5: shared when nested
     # runs a tool of the gem for ctx.tools.<name> (set by the bench: the ctx layer runs no tool)
     nest: Callable[[CallSession, ToolSpec, Any], Any] | None = None
-    callers: tuple[str, ...] = ()  # the languages of the tools that called this one, outermost first
     audit_log: list[dict[str, Any]] = field(default_factory=list)  # A6: the bench's activity log
     audit_seq: int = 0  # rows this call added to it
     recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case

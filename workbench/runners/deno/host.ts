@@ -11,6 +11,7 @@
 // worker as bytes (to the worker through a shared buffer, see startWorker). So a big input or
 // file costs a few copies, not a scan of everything buffered per chunk read (SEC5).
 //   python -> host  {t:"call", id, file (URL), fresh, nonce, ctx, limit, resultChars, n} + input
+//                   (also while another call is in flight: a nested call, nonce "")
 //                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
 //   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, n} + the arguments (a list)
 //                   {t:"done", id, ok, n} + the result (ok) or {name, message, stack, code,
@@ -57,7 +58,10 @@ const workerPermissions = {
 type Sandboxed = { w: Worker; port: MessagePort; ctrl: Int32Array; data: Uint8Array; gen: number;
   queue: [Uint8Array, Uint8Array][]; busy: boolean };
 let worker: Sandboxed | null = null;
-let current: { id: string; nonce: string } | null = null;
+// The calls in flight: a tool's ctx.tools call runs another tool of the gem in this worker while
+// the caller waits (nested, A3), so more than one may be; each id maps to its log nonce ("" for a
+// nested call, whose output is its top call's).
+const active = new Map<string, string>();
 // SharedArrayBuffer layout (see worker.ts): [generation, ack, header bytes (-1: a continuation),
 // payload bytes in all, chunk bytes] then the header and a chunk of the payload. A payload
 // travels in chunks of at most CHUNK bytes, so the buffer stays small whatever the message.
@@ -79,7 +83,8 @@ function startWorker(): Sandboxed {
   w.onmessage = () => {};
   w.onerror = (e: ErrorEvent) => {
     e.preventDefault();
-    finish(false, encoder.encode(JSON.stringify({ name: "Error", message: e.message, stack: "" })));
+    const error = encoder.encode(JSON.stringify({ name: "Error", message: e.message, stack: "" }));
+    for (const id of [...active.keys()].reverse()) finish(id, false, error); // innermost first
     stopWorker();
   };
   return { w, port: port1, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab),
@@ -125,24 +130,25 @@ async function pump(sb: Sandboxed): Promise<void> {
   sb.busy = false;
 }
 
-function finish(ok: boolean, payload: Uint8Array): void {
-  if (!current) return;
-  const { id, nonce } = current;
-  current = null;
-  // the markers close this call's logs on both streams, after everything the tool wrote
-  console.log(nonce);
-  console.error(nonce);
+function finish(id: string, ok: boolean, payload: Uint8Array): void {
+  const nonce = active.get(id);
+  if (nonce === undefined) return;
+  active.delete(id);
+  if (nonce) { // the markers close this call's logs on both streams, after all the tool wrote
+    console.log(nonce);
+    console.error(nonce);
+  }
   send({ t: "done", id, ok, n: payload.length }, payload);
 }
 
 function onWorkerMessage(msg: any): void {
   // only worker.ts holds this port; still, accept only what ctx itself may do
-  if (!current || typeof msg !== "object" || msg === null || msg.id !== current.id) return;
+  if (typeof msg !== "object" || msg === null || !active.has(msg.id)) return;
   if (msg.t === "ctx" && typeof msg.method === "string" && Number.isInteger(msg.seq) &&
       msg.args instanceof Uint8Array && msg.args.length <= limit) {
     send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, n: msg.args.length }, msg.args);
   } else if (msg.t === "done" && msg.payload instanceof Uint8Array) {
-    finish(msg.ok === true && msg.payload.length <= limit, msg.payload.length <= limit ? msg.payload
+    finish(msg.id, msg.ok === true && msg.payload.length <= limit, msg.payload.length <= limit ? msg.payload
       : encoder.encode(JSON.stringify({ name: "ResultTooLarge", size: msg.payload.length,
                                                     bridge: "result_too_large" })));
   }
@@ -153,9 +159,9 @@ const EMPTY = new Uint8Array(0);
 function onMessage(msg: any, payload: Uint8Array | null): void {
   if (msg.t === "call") {
     if (Number.isInteger(msg.limit)) limit = msg.limit;
-    if (msg.fresh) stopWorker();
+    if (msg.fresh && !active.size) stopWorker(); // never under a call in flight
     worker ??= startWorker();
-    current = { id: msg.id, nonce: msg.nonce };
+    active.set(msg.id, typeof msg.nonce === "string" ? msg.nonce : "");
     toWorker({ t: "call", id: msg.id, file: msg.file, ctx: msg.ctx, limit,
                resultChars: msg.resultChars ?? limit }, payload ?? encoder.encode("null"));
   } else if (msg.t === "reply") {

@@ -61,6 +61,11 @@ class Sandbox:
         self._mtimes: dict[Path, int] = {}
         self._finalizer: weakref.finalize | None = None
         self._links = GemLinks(gem_root)
+        # the calls in flight, outermost first: a JS tool's ctx.tools call may run another JS
+        # tool of the gem while it waits (nested, A3), served by this same loop re-entered
+        self._active: dict[str, Capabilities] = {}
+        self._early: dict[str, tuple[dict[str, Any], bytes | None]] = {}  # an outer call's "done"
+        self._death: WorkbenchError | None = None  # how the process ended, for the outer calls
 
     # -- process ---------------------------------------------------------------------------
     def _start(self) -> None:
@@ -111,6 +116,8 @@ class Sandbox:
         self._output = Output(self.proc)
         self._finalizer = weakref.finalize(self, kill, self.proc, self._sock)
         self._mtimes.clear()
+        self._early.clear()
+        self._death: WorkbenchError | None = None
         got = self._recv(time.monotonic() + 30, 0)
         if not got or got[0].get("t") != "ready":
             err = self.stop()
@@ -232,7 +239,13 @@ class Sandbox:
     # -- calls -----------------------------------------------------------------------------
     def call(self, file: Path, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
         """Run one call of a JS/TS tool; ctx calls are served by `caps` while it runs. Its
-        ctx is the shape its profile's registry gives its grants (built in the Worker)."""
+        ctx is the shape its profile's registry gives its grants (built in the Worker).
+
+        Called again while a call is in flight (a ctx call of that tool runs another JS/TS tool
+        of the gem: ctx.tools, A3), the nested call runs in the same Worker beside it; this
+        loop then also serves the outer calls' ctx calls. A nested call's console output is
+        part of its top call's logs, and it never re-imports an edited tool (the next top call
+        does)."""
         session = caps.session
         limits, profile, grants = session.limits, session.profile, session.grants
         link = self._links.check()
@@ -250,16 +263,24 @@ class Sandbox:
                     limit=limits.bridge_message_bytes,
                 )
             )
-        if self.pid is None:
+        nested = bool(self._active)
+        if self.pid is None and not nested:
             self.stop()  # a process that died between calls: close its pipes before a new one
             self._start()
-        mtime = file.stat().st_mtime_ns
-        fresh = fresh or self._mtimes.get(file, mtime) != mtime  # an edited tool: re-import
-        self._mtimes[file] = mtime
-        call_id, nonce = caps.session.call_id, f"--wb-end-{secrets.token_hex(16)}--"
+        if nested:
+            fresh = False
+        else:
+            mtime = file.stat().st_mtime_ns
+            fresh = fresh or self._mtimes.get(file, mtime) != mtime  # an edited tool: re-import
+            self._mtimes[file] = mtime
+        call_id = caps.session.call_id
+        nonce = "" if nested else f"--wb-end-{secrets.token_hex(16)}--"
         deadline = caps.session.deadline or time.monotonic() + self.options.timeout
         limit = limits.bridge_message_bytes
-        self._output.begin(nonce, limits.log_bytes)
+        if not nested:
+            self._output.begin(nonce, limits.log_bytes)
+        self._active[call_id] = caps
+        proc = self.proc
         try:
             self._send(
                 {
@@ -281,19 +302,27 @@ class Sandbox:
                 deadline=deadline,
             )
             while True:
-                got = self._recv(deadline, limit)
+                got = self._early.pop(call_id, None) or self._recv(deadline, limit)
                 if got is None:
                     return self._died(deadline)
                 msg, payload = got
-                if msg.get("t") == "ctx" and msg.get("id") == call_id:
-                    ok, body = _serve(caps, str(msg.get("method")), payload, limits)
+                mid = msg.get("id")
+                of = self._active.get(mid) if isinstance(mid, str) else None
+                if of is None:
+                    continue
+                if msg.get("t") == "ctx":
+                    ok, body = _serve(of, str(msg.get("method")), payload, limits)
+                    if self.proc is not proc:  # a nested call it ran ended the process
+                        return self._died(deadline)
                     self._send(
-                        {"t": "reply", "id": call_id, "seq": msg.get("seq"), "ok": ok, "n": len(body)},
+                        {"t": "reply", "id": msg["id"], "seq": msg.get("seq"), "ok": ok, "n": len(body)},
                         body,
                         deadline=deadline,
                     )
-                elif msg.get("t") == "done" and msg.get("id") == call_id:
-                    logs = self._output.take(nonce, 5)
+                elif msg.get("t") == "done" and msg["id"] != call_id:
+                    self._early[msg["id"]] = got  # an outer call ended first: its loop reads it
+                elif msg.get("t") == "done":
+                    logs = self._output.take(nonce, 5) if nonce else ""
                     return self._outcome(msg, payload, logs, limits)
         except (BrokenPipeError, ConnectionResetError, TimeoutError):  # it died (or hung)
             return self._died(deadline)
@@ -307,8 +336,12 @@ class Sandbox:
                 ),
                 logs=logs,
             )
+        finally:
+            del self._active[call_id]
 
     def _died(self, deadline: float) -> Outcome:
+        if self.proc is None and self._death is not None:  # a nested call saw it end first
+            return Outcome(error=self._death)
         timed_out = time.monotonic() >= deadline and self.proc is not None and self.proc.poll() is None
         logs = self.stop()
         if timed_out:
@@ -331,6 +364,7 @@ class Sandbox:
                 "the Deno sandbox process died during the call; the next call gets a fresh one",
                 capability="process",
             )
+        self._death = err
         return Outcome(error=err, logs=logs)
 
     def _outcome(self, msg: dict[str, Any], payload: bytes | None, logs: str, limits: Any) -> Outcome:

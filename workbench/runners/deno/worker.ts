@@ -1,4 +1,5 @@
-// Runs inside the sandboxed Worker: imports the tool, builds `ctx`, runs one call at a time.
+// Runs inside the sandboxed Worker: imports the tool, builds `ctx`, runs its call (and the calls
+// nested in it: a tool calling another JS/TS tool of the gem through ctx.tools).
 // ctx methods post {t:"ctx"} to the host, which forwards them to the Python ctx layer.
 //
 // Tool code shares this realm and may patch any global or prototype, in one call, for the next
@@ -248,8 +249,10 @@ let seq = 0;
 const MAX_INFLIGHT = 1024;
 const INFLIGHT_FACTOR = 4;
 let inflight = 0, inflightBytes = 0, callGen = 0;
-// the call whose ctx may be used now ("" between calls): a ctx kept from an ended call is refused
-let currentCall = "";
+// the calls whose ctx may be used now: a ctx kept from an ended call is refused. More than one
+// when a tool's ctx.tools call runs another JS/TS tool of the gem here (nested, A3).
+const activeCalls: Record<string, true> = objectCreate(null);
+let activeCount = 0;
 let post: (msg: unknown) => void = () => {};
 let limit = 64 * 1024 * 1024; // bridge_message_bytes of the current call
 
@@ -293,10 +296,15 @@ async function receive(sab: SharedArrayBuffer): Promise<void> {
 function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
   if (msg.t === "call") {
     limit = msg.limit as number;
-    callGen++;
-    currentCall = msg.id as string;
-    inflight = 0;
-    inflightBytes = 0;
+    if (activeCount === 0) { // a top call starts the in-flight count anew; a nested one shares it
+      callGen++;
+      inflight = 0;
+      inflightBytes = 0;
+    }
+    if (activeCalls[msg.id as string] !== true) {
+      activeCalls[msg.id as string] = true;
+      activeCount++;
+    }
     run(msg.id as string, msg.file as string, payload, msg.ctx as CallCtx, msg.resultChars as number);
   } else if (msg.t === "reply") {
     const n = msg.seq as number;
@@ -356,7 +364,7 @@ function argName(method: string, i: number): string {
 // or an oversized value is an error the tool can catch, not a message the host cannot send.
 function ctxCall(callId: string, method: string, args: unknown[]): Promise<unknown> {
   const origin = new NativeError();
-  if (callId !== currentCall) {
+  if (activeCalls[callId] !== true) {
     return rejected("E_STATE", `${method}: this ctx belongs to a call that has ended; a tool ` +
                     "uses the ctx of the call it is running in", origin, { method });
   }
@@ -644,7 +652,10 @@ function describe(err: unknown): Described {
 }
 
 function done(id: string, ok: boolean, text: string): void {
-  if (id === currentCall) currentCall = "";
+  if (activeCalls[id] === true) {
+    ReflectDelete(activeCalls, id);
+    activeCount--;
+  }
   post({ t: "done", id, ok, payload: encode(text) });
 }
 
