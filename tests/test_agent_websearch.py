@@ -72,7 +72,7 @@ def test_mock_exact_then_regex_in_file_order(tmp_path: Path) -> None:
 
 
 def test_mock_clips_fields_and_copies_results() -> None:
-    ws = MockWebSearch([{"query": "q", "results": [{"title": "t" * 5000, "url": "u", "snippet": "s" * 9}]}])
+    ws = MockWebSearch([{"query": "q", "results": [{"title": "t" * 5000, "url": "https://u.example/", "snippet": "s" * 9}]}])
     out = ws.search("q", 3, timeout=5)
     assert len(out[0]["title"]) == MAX_FIELD_CHARS and out[0]["snippet"] == "s" * 9
     out[0]["title"] = "changed"
@@ -109,6 +109,9 @@ def test_lone_surrogates_in_the_query_are_made_well_formed() -> None:
         ([{"query": "q", "results": [{"title": "t"}]}], "/0/results/0", '"url"'),
         ([{"query": "q", "results": [{**R1, "rank": 1}]}], "/0/results/0", "optionally"),
         ([{"query": "q", "results": [R1, {**R1, "snippet": None}]}], "/0/results/1/snippet", "string"),
+        ([{"query": "q", "results": [{**R1, "url": "javascript:alert(1)"}]}], "/0/results/0/url", "http"),
+        ([{"query": "q", "results": [{**R1, "url": "file:///etc/passwd"}]}], "/0/results/0/url", "http"),
+        ([{"query": "q", "results": [{**R1, "url": "https:///nohost"}]}], "/0/results/0/url", "http"),
         ([{"query": "q", "results": []}, {"query": "q", "results": []}], "/1/query", "already at /0"),
         ([{"query": "/(a)\\1/", "results": []}], "/0/query", "RE2"),
         ([{"query": "/(?=a)b/", "results": []}], "/0/query", "RE2"),
@@ -237,6 +240,20 @@ def test_searx_maps_results_and_sends_the_query(searx: Any, httpserver: Any) -> 
     request, _ = httpserver.log[0]
     assert request.method == "GET" and request.args.to_dict() == {"q": "rust", "format": "json"}
     assert "cookie" not in request.headers
+
+
+def test_searx_drops_results_whose_url_is_not_a_web_address(searx: Any) -> None:
+    links = [
+        "javascript:alert(1)",
+        "data:text/html,<script>x</script>",
+        "file:///etc/passwd",
+        "//no-scheme.example/",
+        "https://ok.example/\n<script>",
+        "http://[::1",
+        "https://ok.example/a",
+    ]
+    out = searx({"results": [{"title": str(i), "url": u} for i, u in enumerate(links)]})
+    assert [r["url"] for r in out] == ["https://ok.example/a"]
 
 
 def test_searx_count_and_existing_query_parameters(httpserver: Any) -> None:

@@ -69,6 +69,19 @@ def make_result(title: str, url: str, snippet: str) -> dict[str, str]:
     return {k: well_formed(v[:MAX_FIELD_CHARS]) for k, v in zip(FIELDS, (title, url, snippet))}
 
 
+def web_url(text: str) -> bool:
+    """A result's url is a web address (absolute http/https with a host), as a real search
+    engine's are: a `javascript:`, `data:` or `file:` link never reaches a tool, from a fixture
+    (a load error) or from a real endpoint (the entry is dropped)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        return parts.scheme in ("http", "https") and bool(parts.hostname) and text.isprintable()
+    except ValueError:
+        return False
+
+
 def _short(text: str, n: int = 200) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
@@ -159,6 +172,8 @@ def parse_entries(data: Any, source: str) -> list[FixtureEntry]:
             for k in FIELDS:
                 if not isinstance(r.get(k, ""), str):
                     raise bad(f"{rat}/{k}", "expected a string")
+            if not web_url(r["url"]):
+                raise bad(f"{rat}/url", "expected an absolute http:// or https:// address")
             rows.append(make_result(r["title"], r["url"], r.get("snippet", "")))
         entries.append(FixtureEntry(query, pattern, tuple(rows), at))
     return entries
@@ -347,7 +362,7 @@ def _get_json(client: Any, url: str, params: dict[str, str], timeout: float) -> 
 
 
 def _searx_results(data: Any, count: int, url: str) -> list[dict[str, str]]:
-    """The first `count` usable entries of `results[]` (a string title and url; content or "")."""
+    """The first `count` usable entries of `results[]` (a string title, a web url; content or "")."""
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(results, list):
         raise _fail("E_HTTP", url, "the JSON answer has no `results` list", reason="json")
@@ -358,6 +373,6 @@ def _searx_results(data: Any, count: int, url: str) -> list[dict[str, str]]:
         if not isinstance(item, dict):
             continue
         title, link, content = item.get("title"), item.get("url"), item.get("content")
-        if isinstance(title, str) and isinstance(link, str) and link:
+        if isinstance(title, str) and isinstance(link, str) and web_url(link):
             out.append(make_result(title, link, content if isinstance(content, str) else ""))
     return out
