@@ -149,17 +149,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.set_defaults(fn=_call)
     p = sub.add_parser(
         "test",
-        help="run notebooks as tests on fresh Gem Workbench kernels "
-        "(exit code of pytest); after `--`, arguments for pytest",
+        help="run notebooks as tests on fresh Gem Workbench kernels, and an Ekanos "
+        "integration's tests/*.test.ts with deno test (exit code of pytest); after `--`, "
+        "arguments for pytest",
     )
     p.add_argument(
-        "notebooks", nargs="*", metavar="NOTEBOOK", help="notebooks or folders (default: notebooks/*.ipynb)"
+        "notebooks",
+        nargs="*",
+        metavar="PATH",
+        help="notebooks, folders, or integration folders / *.test.ts files (default: notebooks/*.ipynb)",
     )
     p.add_argument(
         "--timeout",
         type=float,
         metavar="SECONDS",
-        help="per-cell timeout (default: ini nb_timeout, 120; 0: none)",
+        help="per-cell timeout, per file for TS tests (default: ini nb_timeout, 120; 0: none)",
     )
     p.add_argument("--kernel", metavar="NAME", help="kernel to run on (default: gem-workbench)")
     p.set_defaults(fn=_test)

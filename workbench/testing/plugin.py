@@ -10,6 +10,9 @@ Loaded in every pytest run of an environment where gem-workbench is installed (e
 - each notebook is one test item, run with nbclient on a fresh `gem-workbench` kernel (ini
   `nb_kernel`, `--nb-kernel`) whose GEM_WORKBENCH_HOME is a new temporary folder; per-cell
   timeout `--nb-timeout` / ini `nb_timeout` (seconds, default 120; 0: none).
+- the `tests/**/*.test.ts` (or .js) of an Ekanos integration folder (integration.ts, no
+  manifest.json) are collected by the same rule as notebooks; each file runs once with
+  `deno test` and each of its test cases is an item (`tstests`); `--nb-timeout` is per file.
 - `bench` opens the gem of `@pytest.mark.gem("path", **open_options)` or of the ini option
   `gem` on mock providers, with its state in the test's tmp_path, and closes it after.
 """
@@ -23,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .notebook import DEFAULT_KERNEL, DEFAULT_TIMEOUT, NotebookFailure
+from .tstests import SUFFIXES as TS_SUFFIXES
+from .tstests import collect_ts_file
 
 if TYPE_CHECKING:
     from .._bench import Bench
@@ -103,6 +108,8 @@ def _wants_notebook(path: Path, parent: pytest.Collector) -> bool:
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if file_path.suffix == ".ipynb" and _wants_notebook(file_path, parent):
         return NotebookFile.from_parent(parent, path=file_path)
+    if file_path.name.endswith(TS_SUFFIXES) and _wants_notebook(file_path, parent):
+        return collect_ts_file(file_path, parent, parent.config.stash[_TIMEOUT])
     return None
 
 

@@ -1,0 +1,206 @@
+"""Run an Ekanos integration's TypeScript tests (`tests/**/*.test.ts`) with `deno test`.
+
+Each test file runs in its own `deno test` process, with the SDK's import map (`@ekanos/sdk`,
+`@ekanos/sdk/testing`, `vitest`), read access to the integration folder and the SDK only (no
+net, env, write, run), the sandbox's minimal environment and a timeout. One process per file
+because Deno's JUnit report names the file that called `Deno.test`, which under the vitest shim
+is the shim; and because a file that throws at import then fails alone. Results come from the
+JUnit report (`--junit-path`); the console output is kept only for what the report lacks (an
+uncaught error, a timeout), bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..python import CappedLog, render_logs
+from .process import minimal_env
+from .sandbox import DENO_FLAGS
+
+#: The SDK folder served to tests through its import map.
+SDK_DIR = Path(__file__).resolve().parents[2] / "platforms" / "ekanos" / "sdk"
+IMPORT_MAP = SDK_DIR / "import_map.json"
+#: Bytes of console output kept per file (its head and tail).
+OUTPUT_LIMIT = 64 * 1024
+JUNIT_LIMIT = 16 * 1024 * 1024
+TEST_SUFFIXES = (".test.ts", ".test.js")
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+# Deno exits 1 when a test used `only` even if all passed; vitest does not, and neither do we.
+_ONLY = 'Test failed because the "only" option was used'
+
+
+@dataclass(frozen=True)
+class TsTestCase:
+    """One test case of a file: `outcome` is "passed", "failed" or "ignored"; `duration` in s."""
+
+    name: str
+    file: Path
+    outcome: str
+    duration: float = 0.0
+    message: str = ""
+
+
+def test_files(folder: Path) -> list[Path]:
+    """`<folder>/tests/**/*.test.ts|js`, sorted; entries that lead out of the folder are left out."""
+    root = folder.resolve()
+    tests = root / "tests"
+    if not tests.is_dir() or not tests.resolve().is_relative_to(root):
+        return []
+    found = []
+    for path in sorted(tests.rglob("*")):
+        if path.name.endswith(TEST_SUFFIXES) and path.is_file() and path.resolve().is_relative_to(root):
+            found.append(path)
+    return found
+
+
+def run_ts_tests(
+    folder: Path, files: list[Path] | None = None, *, deno_dir: Path, timeout: float | None = 120.0
+) -> list[TsTestCase]:
+    """Run the integration's test files (default: all of them); every case of every file.
+
+    `timeout` is per file; a file that runs over it, or fails outside any test (an import error,
+    an uncaught rejection), gives one failed case named "(timeout)" or "(uncaught error)".
+    """
+    folder = folder.resolve()
+    cases: list[TsTestCase] = []
+    for file in test_files(folder) if files is None else files:
+        cases += _run_file(folder, Path(file).resolve(), deno_dir=deno_dir, timeout=timeout)
+    return cases
+
+
+def _command(folder: Path, file: Path, junit: Path) -> list[str]:
+    from deno import find_deno_bin
+
+    return [
+        str(find_deno_bin()),
+        "test",
+        *DENO_FLAGS,
+        # vitest does not type-check either; `gem-workbench check --typecheck` does
+        "--no-check",
+        "--v8-flags=--max-old-space-size=512",
+        f"--import-map={IMPORT_MAP}",
+        f"--allow-read={folder},{SDK_DIR}",
+        f"--junit-path={junit}",
+        str(file),
+    ]
+
+
+def _run_file(folder: Path, file: Path, *, deno_dir: Path, timeout: float | None) -> list[TsTestCase]:
+    deno_dir.mkdir(parents=True, exist_ok=True)
+    # The Cache API writes under DENO_DIR/location_data with no permission check (see Sandbox):
+    # a file in its place makes it fail, so tests cannot write either.
+    blocker = deno_dir / "location_data"
+    if not blocker.is_file():
+        shutil.rmtree(blocker, ignore_errors=True)
+        blocker.touch()
+    tmp = Path(tempfile.mkdtemp(prefix="wb-tstest-"))
+    junit = tmp / "junit.xml"
+    try:
+        proc = subprocess.Popen(
+            _command(folder, file, junit),
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=minimal_env(deno_dir),
+            start_new_session=True,
+        )
+        output, timed_out = _collect(proc, timeout)
+        cases = _parse_junit(junit, file)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if timed_out:
+        return [
+            *cases,
+            TsTestCase("(timeout)", file, "failed", timeout or 0.0, _timeout_message(timeout, output)),
+        ]
+    failed = any(c.outcome == "failed" for c in cases)
+    if proc.returncode != 0 and not failed and not (_ONLY in output and cases):
+        cases.append(TsTestCase("(uncaught error)", file, "failed", 0.0, _uncaught(output, proc.returncode)))
+    return cases
+
+
+def _collect(proc: subprocess.Popen[bytes], timeout: float | None) -> tuple[str, bool]:
+    """The process's output (bounded) and whether it ran over `timeout` (then it is killed)."""
+    assert proc.stdout is not None
+    log = CappedLog(OUTPUT_LIMIT)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out = False
+    fd = proc.stdout.fileno()
+    try:
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                timed_out = True
+                break
+            if not select.select([fd], [], [], left)[0]:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            log.write(chunk)
+    finally:
+        if timed_out or proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+        proc.stdout.close()
+    return _ANSI.sub("", render_logs([("output", log)], OUTPUT_LIMIT)), timed_out
+
+
+def _parse_junit(path: Path, file: Path) -> list[TsTestCase]:
+    try:
+        if path.stat().st_size > JUNIT_LIMIT:
+            return [
+                TsTestCase("(report)", file, "failed", 0.0, f"the JUnit report is over {JUNIT_LIMIT} bytes")
+            ]
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return []  # no report: the process died before writing it; the exit code tells
+    cases: list[TsTestCase] = []
+    seen: dict[str, int] = {}
+    for tc in root.iter("testcase"):
+        name = tc.get("name", "?")
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:  # pytest items of one file need distinct names
+            name = f"{name} [{seen[name]}]"
+        failure = tc.find("failure")
+        if failure is None:
+            failure = tc.find("error")
+        try:
+            duration = float(tc.get("time") or 0)
+        except ValueError:
+            duration = 0.0
+        if failure is not None:
+            text = failure.text or failure.get("message") or "failed"
+            cases.append(TsTestCase(name, file, "failed", duration, _ANSI.sub("", text).strip()))
+        elif tc.find("skipped") is not None:
+            cases.append(TsTestCase(name, file, "ignored", duration))
+        else:
+            cases.append(TsTestCase(name, file, "passed", duration))
+    return cases
+
+
+def _uncaught(output: str, code: int | None) -> str:
+    """The ERRORS section of Deno's report (the uncaught error and its stack), else the output."""
+    start = output.find(" ERRORS ")
+    end = output.find(" FAILURES ", start)
+    if start >= 0:
+        return output[start + len(" ERRORS ") : end if end > 0 else None].strip()
+    return f"deno test exited with code {code}\n{output.strip()}"
+
+
+def _timeout_message(timeout: float | None, output: str) -> str:
+    return f"the test file ran over the {timeout:g} s timeout and was stopped\n{output.strip()}"
