@@ -12,6 +12,8 @@ interface Suite {
   after: Fn[];
   parent: Suite | null;
 }
+// One root per Deno process: the workbench runs each test file in its own process, so hooks
+// registered outside any describe apply to that file's tests only.
 const root: Suite = { names: [], skip: false, only: false, before: [], after: [], parent: null };
 let current = root;
 const DEFAULT_TIMEOUT = 5000;
