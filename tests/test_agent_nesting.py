@@ -4,6 +4,8 @@ a caller that does not wait, a callee that hangs, dies or keeps a ctx, mixed lan
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -120,3 +122,100 @@ def test_A3_python_and_js_tools_nest_through_each_other(bench) -> None:
     assert [c.tool for c in res.children] == ["js_mid"]
     assert [c.tool for c in res.children[0].children] == ["py_mid"]
     assert [c.tool for c in res.children[0].children[0].children] == ["leaf"]
+
+
+# -- found by a red-team pass on the re-entrant bridge ------------------------------------------
+
+SIBLINGS = {
+    "prod": ("export async function handle() { return 'P'; }", "js"),
+    "cons": ("export async function handle() { return 'C' + (await globalThis.gate); }", "js"),
+    # its second call waits for what the first one's result opens
+    "pair": (
+        "export async function handle(input, ctx) {\n"
+        "  let open; globalThis.gate = new Promise((r) => { open = r; });\n"
+        "  const p = ctx.tools.prod({}).then((v) => { open(v); return v; });\n"
+        "  return await Promise.all([p, ctx.tools.cons({})]);\n"
+        "}",
+        "js",
+    ),
+    "fan": (
+        "export async function handle(input, ctx) {\n"
+        "  const all = [];\n"
+        "  for (let i = 0; i < 60; i++) all.push(ctx.tools.leaf({ x: i }).then((v) => v.x, (e) => e.code));\n"
+        "  return await Promise.all(all);\n"
+        "}",
+        "js",
+    ),
+    "noisy": (
+        "export async function handle(i, ctx) { await ctx.audit('x', {}); console.log('NESTED-OUT'); return 1; }",
+        "js",
+    ),
+    "loud": (
+        "export async function handle(i, ctx) { console.log('TOP-OUT'); globalThis.p = ctx.tools.noisy({}); return 'early'; }",
+        "js",
+    ),
+    "callee": ("export async function handle() { return 'v1'; }", "js"),
+    "outer": ("export async function handle(i, ctx) { return await ctx.tools.callee({}); }", "js"),
+    "leaf": TOOLS["leaf"],
+}
+
+
+@pytest.fixture
+def siblings(gem: GemBuilder, opened: Callable) -> object:
+    return opened(agent_gem(gem, **SIBLINGS), timeout=10)
+
+
+def test_A3_concurrent_calls_of_one_tool_run_in_turn_and_a_later_one_may_wait_for_an_earlier(
+    siblings,
+) -> None:
+    res = siblings.call("pair")
+    assert res.value == ["P", "CP"], res  # was a deadlock until the deadline
+    assert [c.tool for c in res.children] == ["prod", "cons"]
+
+
+def test_A5_sixty_concurrent_nested_calls_stop_at_the_51st(siblings) -> None:
+    res = siblings.call("fan")
+    assert res.error is not None and res.error.code == "E_LIMIT"
+    assert len(res.children) == 50 and all(c.error is None for c in res.children)
+    assert siblings.call("leaf", {"x": 1}).value["x"] == 1
+
+
+def test_A3_a_nested_calls_output_is_its_top_calls_even_when_the_top_returned_first(siblings) -> None:
+    res = siblings.call("loud")
+    assert res.value == "early" and "TOP-OUT" in res.logs and "NESTED-OUT" in res.logs
+    assert "NESTED-OUT" not in siblings.call("leaf", {"x": 1}).logs
+
+
+def test_A3_a_tool_first_run_nested_is_reimported_after_an_edit(siblings, gem: GemBuilder) -> None:
+    assert siblings.call("outer").value == "v1"
+    path = gem.root / "tools" / "callee.js"
+    path.write_text("export async function handle() { return 'v2'; }")
+    os.utime(path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    assert siblings.call("callee").value == "v2"
+    assert siblings.call("outer").value == "v2"
+
+
+def test_A4_after_a_nested_call_ended_the_sandbox_the_next_one_is_a_coded_error(
+    gem: GemBuilder, opened: Callable
+) -> None:
+    tools = {
+        "hog": (
+            "export async function handle() { const a = []; for (;;) a.push(new Array(1e6).fill(1.5)); }",
+            "js",
+        ),
+        "leaf": TOOLS["leaf"],
+        "py_mid": (
+            "def handle(input, ctx):\n"
+            "    try:\n        ctx.tools.hog({})\n    except Exception as e:\n        first = e.code\n"
+            "    try:\n        ctx.tools.leaf({'x': 1})\n    except Exception as e:\n        return [first, e.code]\n",
+            "py",
+        ),
+        "top": ("export async function handle(i, ctx) { return await ctx.tools.py_mid({}); }", "js"),
+    }
+    bench = opened(agent_gem(gem, **tools), timeout=20, memory_mb=64)
+    res = bench.call("top")
+    assert res.error is not None and res.error.code == "E_OUT_OF_MEMORY", res
+    mid = res.children[0]
+    assert [c.tool for c in mid.children] == ["hog", "leaf"]
+    assert all(c.error is not None and c.error.code == "E_OUT_OF_MEMORY" for c in mid.children)
+    assert bench.call("leaf", {"x": 2}).value["x"] == 2

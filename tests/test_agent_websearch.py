@@ -72,7 +72,9 @@ def test_mock_exact_then_regex_in_file_order(tmp_path: Path) -> None:
 
 
 def test_mock_clips_fields_and_copies_results() -> None:
-    ws = MockWebSearch([{"query": "q", "results": [{"title": "t" * 5000, "url": "https://u.example/", "snippet": "s" * 9}]}])
+    ws = MockWebSearch(
+        [{"query": "q", "results": [{"title": "t" * 5000, "url": "https://u.example/", "snippet": "s" * 9}]}]
+    )
     out = ws.search("q", 3, timeout=5)
     assert len(out[0]["title"]) == MAX_FIELD_CHARS and out[0]["snippet"] == "s" * 9
     out[0]["title"] = "changed"

@@ -263,6 +263,8 @@ def test_K1_seed_integration_describes(tmp_path: Path):
         "acme_payments_get_current_weather",
         "acme_payments_list_recent_payments",
         "acme_payments_refund_payment",
+        "acme_payments_get_data",
+        "acme_payments_check_url",
     ]
     assert got["storage"]["account"]["settings/location"]["required"] == ["latitude", "longitude"]
     assert got["tools"][1]["outputExample"] == {

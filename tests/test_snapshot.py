@@ -195,8 +195,10 @@ def test_calls_frame(bench):
         "call_id",
         "tool",
         "ok",
+        "outcome",  # K2: success, expected_failure (Ekanos' {error}) or fault
         "error",
         "message",
+        "warnings",
         "duration_ms",
         "ctx_calls",
         "violations",

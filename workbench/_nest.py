@@ -46,6 +46,9 @@ def nested(bench: Bench, parent: CallSession, tool: ToolSpec, input: Any) -> Any
     except WorkbenchError as exc:
         res.error = exc
         raise
+    except BaseException as exc:  # the ctx layer makes it E_INTERNAL for the caller: say so here
+        res.error = WorkbenchError("E_INTERNAL", f"ctx.tools.{tool.name}: {type(exc).__name__}: {exc}")
+        raise
     finally:
         res.duration_ms = (time.perf_counter() - t0) * 1000
         bench.results.append(res)

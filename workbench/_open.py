@@ -42,6 +42,9 @@ def open(
     files: str | os.PathLike[str] | None = None,
     keep_runs: int | None = 50,
     keep_run_days: float = 7.0,
+    account_storage: Mapping[str, Any] | None = None,
+    secrets: Any = None,
+    fetch_handlers: list[Mapping[str, Any]] | None = None,
 ) -> Bench:
     """Open the gem folder at `path` on mock or real providers.
 
@@ -88,6 +91,12 @@ def open(
         GEM_WORKBENCH_CONN_<NAME>_HOSTS (and _PATHS), then the keyring. Injected for
         `connection: name` only where both these hosts/paths and the manifest's grant allow
         (SEC4, ctx/http_credentials.py); a {name: {header: value}} without hosts is refused.
+    account_storage, secrets, fetch_handlers (Ekanos integrations, K6/K7, as createMockContext
+        takes them): records {key: value} stored at open (`ctx.storage.account.get(key)` then
+        gives {key, data: value, updatedAt}; checked against the integration's storage
+        schemas); secrets {name: value} (also createMockContext's {"account": {…}}), default: env
+        GEM_WORKBENCH_SECRET_<SLUG>_<NAME>, then the keyring (user "<slug>:<name>"); fetch_handlers: mock
+        handlers for ctx.fetch, the same as `http=[...]`.
     keep_runs, keep_run_days: run folders retention, applied when a bench on real files
         opens: a run folder is deleted once it is neither among the `keep_runs` most recently
         modified nor modified within `keep_run_days` days (default: the last 50 calls, and
@@ -100,6 +109,13 @@ def open(
     from .platforms import detect
 
     profile = detect(path)  # manifest.json's "platform": whose rules, limits and ctx shape
+    ekanos = profile.name == "ekanos"
+    if not ekanos and (account_storage is not None or secrets is not None or fetch_handlers is not None):
+        raise UsageError("account_storage=, secrets= and fetch_handlers= are for Ekanos integrations")
+    if fetch_handlers is not None:
+        if http != "mock":
+            raise UsageError("give fetch_handlers= or http=, not both (they are the same transport)")
+        http = list(fetch_handlers)
     manifest = profile.load(Path(path))
     # ctx.resources' source: mock (fixtures/resources/<id>, `resources=`) or real (httpx)
     res_kind = providers if isinstance(providers, str) else dict(providers).get("resources", "mock")
@@ -127,6 +143,10 @@ def open(
     provs.outbox = make_outbox(outbox)  # agent tools' send_email
     provs.agent_files = Path(files) if files is not None else manifest.root / "fixtures" / "files"
     provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
+    if ekanos:
+        from .providers.secrets import make_secrets
+
+        provs.secrets = make_secrets(secrets, manifest.id)
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs
     try:
@@ -139,6 +159,7 @@ def open(
             source=source,
             state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root),
         )
+        profile.opened(manifest)  # K4: effective names are claimed by one integration at a time
         bench = Bench(
             manifest,
             provs,
@@ -153,8 +174,11 @@ def open(
         seed = Path(workspace) if workspace else manifest.root / "fixtures" / "workspace"
         if provs.kind["files"] == "mock" and seed.is_dir():
             _seed_memory(provs.files, seed)
+        if account_storage is not None:
+            _seed_account(bench, account_storage)
         return bench
     except BaseException as exc:  # e.g. db/schema.sql fails: leave no connection open
+        profile.closed(manifest)
         provs.data_db.close()
         provs.sql_db.close()
         if isinstance(exc, sqlite3.DatabaseError):
@@ -204,3 +228,28 @@ def _seed_memory(store: Any, folder: Path) -> None:
             except OSError:  # not a regular file, a link, or gone meanwhile
                 continue
             store.write("workspace", p.relative_to(folder).as_posix(), data)
+
+
+def _seed_account(bench: Bench, records: Mapping[str, Any]) -> None:
+    """`account_storage={key: value}`: stored as ctx.storage.account.set would (checked against
+    the storage schemas), in one transaction."""
+    from ._json import to_json
+    from .ctx.account import PREFIX, stored
+
+    if set(records) == {"account"} and isinstance(records["account"], Mapping):
+        records = records["account"]  # createMockContext's {account: {…}}, accepted as is
+    db, store = bench.providers.data_db, bench.providers.store
+    for key, value in records.items():
+        data, err = to_json(
+            value, max_chars=bench.limits.sql_value_bytes // 2, max_depth=bench.limits.json_depth
+        )
+        if not isinstance(key, str) or not key or err is not None:
+            raise UsageError(f"account_storage[{key!r}]: give string keys and JSON values")
+        if bench.profile.check_stored is not None:
+            try:
+                bench.profile.check_stored(bench.manifest, "account", key, data, bench.limits.json_depth)
+            except WorkbenchError as exc:
+                raise UsageError(f"account_storage: {exc.message}", **exc.details) from None
+        store.kv_set(PREFIX + key, stored(data))
+    if db.in_transaction:
+        db.commit()

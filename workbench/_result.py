@@ -36,10 +36,23 @@ class CallResult:
     parent: str | None = None  # agent tools: the call_id of the call whose ctx.tools ran this one
     surfaced: list[dict[str, Any]] = field(default_factory=list)  # agent tools: surface_file's files
     children: list[CallResult] = field(default_factory=list, repr=False)  # its nested ctx.tools calls
+    # Ekanos (K2, K6): the value is `{error}` the model explains; ctx.logger's rows; warnings
+    # about the result (its shape against outputExample)
+    expected_failure: bool = False
+    log_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def outcome(self) -> str:
+        """K2's three outcomes: "success", "expected_failure" (Ekanos: a returned `{error}`) or
+        "fault" (a throw, or any error of the call)."""
+        if self.error is not None:
+            return "fault"
+        return "expected_failure" if self.expected_failure else "success"
 
     @property
     def runs(self) -> list[CallResult]:

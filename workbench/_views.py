@@ -105,6 +105,13 @@ class Views:
         self._check_open()
         return frames.kv(self.providers.store)
 
+    def account_storage(self) -> pd.DataFrame:
+        """Ekanos integrations: the account's records (ctx.storage.account): key, data, updatedAt."""
+        from .inspect import frames
+
+        self._check_open()
+        return frames.account_storage(self.providers.store)
+
     def sql(self, query: str, params: Any = ()) -> pd.DataFrame:
         """Run a query on the gem's private database (ctx.storage.sql)."""
         from .inspect import frames

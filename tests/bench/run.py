@@ -18,6 +18,7 @@ from collections.abc import Callable
 import bench_agent as ba
 import bench_concurrency as bc
 import bench_deno as bd
+import bench_ekanos as bk6
 import bench_email as be
 import bench_imap as bi
 import bench_issue6 as b6
@@ -183,6 +184,15 @@ def tools_round_trip(f: Figures) -> Report:
     )
 
 
+def ekanos_call(f: Figures) -> Report:
+    return (
+        f"Ekanos trivial tool (one storage.account.get): {f['workbench_us']:.0f} µs/call through the "
+        f"workbench vs {f['direct_us']:.1f} µs with createMockContext under deno test "
+        f"{f['ratio']:.0f}×  target: reported",
+        True,
+    )
+
+
 Benchmark = tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]
 BENCHMARKS: dict[str, Benchmark] = {
     "call_overhead": (b.bench_call_overhead, call_overhead),
@@ -201,6 +211,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "resource_path": (b6.bench_resource_path, resource_path),
     "concurrency": (bc.bench_concurrency, concurrency),
     "deno_agent_tools": (ba.bench_tools_round_trip, tools_round_trip),
+    "deno_ekanos_call": (bk6.bench_ekanos_call, ekanos_call),
 }
 
 

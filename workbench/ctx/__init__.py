@@ -17,6 +17,7 @@ from . import _pyctx
 from . import storage as _storage
 from ._pyctx import PythonCtx
 from ._session import CallSession, CtxCrash
+from .account import Account
 from .audit import Audit
 from .data import Data
 from .email import Email, Grant
@@ -24,7 +25,9 @@ from .extract import Extract
 from .files import Files, desktop_has_trash
 from .http import FetchResponse, Http
 from .limits import DEFAULT, Limits
+from .logger import Logger
 from .resources import Resources
+from .secrets import Secrets
 from .storage import KV, SQL, busy_error
 from .tools import Tools
 
@@ -55,8 +58,13 @@ IMPLEMENTATIONS: dict[str, type] = {
     "resources": Resources,
     "tools": Tools,
     "audit": Audit,
+    "account": Account,
+    "secrets": Secrets,
+    "logger": Logger,
 }
 _pyctx.CODECS["fetch"] = FetchResponse  # ctx.http.fetch's reply, as a Response-like object
+_pyctx.CODECS["response"] = FetchResponse  # Python has no Response class: the same object
+_pyctx.CODECS["void"] = lambda _: None
 
 
 def prepare(providers: Providers, manifest: Manifest, limits: Limits = DEFAULT) -> None:

@@ -273,6 +273,7 @@ class CallSession:
     faults: dict[str, list[str]] = field(default_factory=dict)  # bench.inject_fault: per built-in
     surfaced: list[dict[str, Any]] = field(default_factory=list)  # surface_file's files, this call
     children: list[Any] = field(default_factory=list)  # the CallResults of its nested ctx.tools calls
+    log_rows: list[dict[str, Any]] = field(default_factory=list)  # ctx.logger's rows (K6)
 
     @property
     def aborted(self) -> WorkbenchError | None:
@@ -358,7 +359,13 @@ class CallSession:
                 _watchdog.disarm(token)
             row["duration_us"] = round((time.perf_counter() - t0) * 1e6, 1)
             row["params"] = _kept_params(args, kwargs, _KEEP_PARAMS)
-            row["result"] = _kept(result, _KEEP_RESULT) if row["ok"] else None
+            # a secret's value (K6 secrets.get) is never kept: the trace is shown and shared
+            secret = method in self.profile.secret_methods
+            row["result"] = _kept(result, _KEEP_RESULT) if row["ok"] and not secret else None
+            if self.http is not None and self.http.has_secrets:  # K6/SEC4: shown masked
+                row["args"] = self.http.mask(row["args"])
+                row["params"] = self.http.mask_value(row["params"])
+                row["result"] = self.http.mask_value(row["result"])
             self.trace.append(row)
 
     def _interrupt(self) -> None:

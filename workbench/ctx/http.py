@@ -39,6 +39,7 @@ from urllib.parse import urljoin
 
 from .._errors import WorkbenchError
 from .http_credentials import Credential, HttpState, credential_reason, grant_reason
+from .http_egress import egress_host, egress_problem
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
 from .http_urls import Url, parse_url
 
@@ -153,6 +154,9 @@ class Http:
                 f"fetch: url must be an absolute http(s) URL, got {type(url).__name__}",
                 field="url",
             )
+        egress = s.grants.lists.get("egress")
+        if egress is not None:  # K6: an integration's fetch reaches its egress hosts only
+            egress_check(url, egress, state)
         try:
             target = parse_url(url)
         except ValueError as exc:
@@ -296,6 +300,9 @@ class Http:
                 if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
                     method, body = "GET", b""
                     headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
+                egress = self.s.grants.lists.get("egress")
+                if egress is not None:  # every hop: a redirect is a request too
+                    egress_check(nxt.text, egress, state)
                 current, redirects = nxt, redirects + 1
         except WorkbenchError as exc:
             row["error"] = exc.code
@@ -321,6 +328,23 @@ class Http:
         if denied is not None:
             reply["credentialDenied"] = denied
         return reply
+
+
+def egress_check(url: str, egress: tuple[str, ...], state: HttpState) -> None:
+    """K6: `url` is https to a host of the integration's `egress` (ctx/http_egress.py), or
+    E_PERM_DENIED naming the host and the egress list."""
+    why = egress_problem(egress, url)
+    if why is not None:
+        host, _ = egress_host(url)
+        shown = state.mask(url)[:300]
+        raise WorkbenchError(
+            "E_PERM_DENIED",
+            f"fetch {shown}: {why}; an integration reaches only https hosts in its `egress` "
+            f"({', '.join(egress) or 'none'}): add the host there in defineIntegration",
+            host=host,
+            egress=list(egress),
+            url=shown,
+        )
 
 
 class FetchResponse:

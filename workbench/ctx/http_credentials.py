@@ -196,6 +196,11 @@ class HttpState:
             f"timeout {self.timeout:g} s, credentials for {sorted(self.credentials)}>"
         )
 
+    def remember_secret(self, value: str) -> None:
+        """A secret handed to a tool (ctx.secrets.get, K6): masked from now on, as credentials."""
+        if len(value) >= 4:  # shorter would mask ordinary text; the seeds' secrets are keys
+            self._secrets.add(value)
+
     def _remember(self, headers: Iterable[tuple[str, str]]) -> None:
         for _, v in headers:
             if len(v) >= 4:
@@ -242,6 +247,19 @@ class HttpState:
         """The credential's headers (whatever its hosts), for inspection in tests."""
         cred = self.credential(connection)
         return dict(cred.headers) if cred is not None else None
+
+    @property
+    def has_secrets(self) -> bool:
+        return bool(self._secrets)
+
+    def mask_value(self, value: Any) -> Any:
+        """A JSON value with every secret in its strings masked (None if it is not JSON)."""
+        if not self._secrets or value is None:
+            return value
+        try:
+            return json.loads(self.mask(json.dumps(value, ensure_ascii=False)))
+        except (TypeError, ValueError, RecursionError):
+            return None
 
     def mask(self, text: str) -> str:
         for s in sorted(self._secrets, key=len, reverse=True):

@@ -45,3 +45,5 @@ class Manifest:
     tools: dict[str, ToolSpec]
     schema_sql: str | None
     raw: dict[str, Any] = field(repr=False)
+    # other names a tool is called by: {name: the tool's key} (Ekanos' effective names, K4)
+    aliases: dict[str, str] = field(default_factory=dict, repr=False)

@@ -23,11 +23,15 @@ FILE_COLUMNS = ["area", "path", "type", "size", "modified", "call_id", "hidden"]
 
 def tools(manifest: Manifest) -> pd.DataFrame:
     rows = []
+    effective = {v: k for k, v in manifest.aliases.items()}  # K4: the name the assistant sees
     for t in manifest.tools.values():
         props, req = t.input_schema.get("properties", {}), set(t.input_schema.get("required", ()))
         rows.append(
             {
                 "name": t.name,
+                **(
+                    {"effective_name": effective.get(t.name, t.name)} if manifest.platform == "ekanos" else {}
+                ),
                 "language": t.language,
                 "file": t.rel_file,
                 "sideEffect": t.side_effect,
@@ -35,7 +39,10 @@ def tools(manifest: Manifest) -> pd.DataFrame:
                 "description": t.description,
             }
         )
-    return pd.DataFrame(rows, columns=["name", "language", "file", "sideEffect", "inputs", "description"])
+    columns = ["name", "language", "file", "sideEffect", "inputs", "description"]
+    if manifest.platform == "ekanos":
+        columns.insert(1, "effective_name")
+    return pd.DataFrame(rows, columns=columns)
 
 
 def files(store: FileStore) -> pd.DataFrame:
@@ -85,6 +92,14 @@ def kv(store: DataStore) -> pd.DataFrame:
     return pd.DataFrame(store.kv_items(), columns=["key", "value"])
 
 
+def account_storage(store: DataStore) -> pd.DataFrame:
+    """Ekanos' account records (ctx.storage.account, K6) as a tool's get() sees them."""
+    from ..ctx.account import PREFIX, record
+
+    rows = [record(k[len(PREFIX) :], v) for k, v in store.kv_items() if k.startswith(PREFIX)]
+    return pd.DataFrame(rows, columns=["key", "data", "updatedAt"])
+
+
 def query(db: sqlite3.Connection, sql: str, params: Any = ()) -> pd.DataFrame:
     try:
         cur = db.execute(sql, params)
@@ -95,14 +110,24 @@ def query(db: sqlite3.Connection, sql: str, params: Any = ()) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def _expected(r: CallResult) -> str | None:
+    """The message of an expected failure (K2: the `error` the model explains)."""
+    if not r.expected_failure:
+        return None
+    err = r.value.get("error")
+    return err if isinstance(err, str) else str(err)[:500]
+
+
 def calls(results: list[CallResult]) -> pd.DataFrame:
     rows = [
         {
             "call_id": r.call_id,
             "tool": r.tool,
             "ok": r.ok,
+            "outcome": r.outcome,
             "error": r.error.code if r.error else None,
-            "message": r.error.message if r.error else None,
+            "message": r.error.message if r.error else _expected(r),
+            "warnings": len(r.warnings),
             "duration_ms": round(r.duration_ms, 3),
             "ctx_calls": len(r.trace_rows),
             "violations": len(r.violations),
@@ -119,8 +144,10 @@ def calls(results: list[CallResult]) -> pd.DataFrame:
             "call_id",
             "tool",
             "ok",
+            "outcome",
             "error",
             "message",
+            "warnings",
             "duration_ms",
             "ctx_calls",
             "violations",

@@ -32,7 +32,7 @@ _VALUE, _INPUT, _TRACE, _LOGS, _ERROR, _WARN = 50_000, 12_000, 12_000, 8_000, 8_
 _CSS = """<style>
 .wbd{font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.45}
 .wbd .b{display:inline-block;padding:0 .5em;border-radius:3px;color:#fff;font-weight:600}
-.wbd .ok{background:#2e7d32}.wbd .no{background:#c62828}
+.wbd .ok{background:#2e7d32}.wbd .no{background:#c62828}.wbd .ef{background:#b26a00}
 .wbd .w{background:#fff3cd;color:#664d03;border-left:3px solid #f0ad4e;padding:2px 6px;margin:2px 0}
 .wbd .e{color:#c62828}.wbd .m{color:#888;font-style:italic}
 .wbd details>div{padding-left:1.2em;border-left:1px dotted #bbb}.wbd summary{cursor:pointer}
@@ -229,6 +229,21 @@ def _trace_html(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def _log_rows_html(rows: list[dict[str, Any]]) -> str:
+    """ctx.logger's rows (Ekanos, K6): level, message, fields."""
+    body = [
+        [
+            esc(r.get("level", "")),
+            _cell(r.get("message"), 500),
+            ""
+            if r.get("fields") is None
+            else f"<code>{_cell(json.dumps(r['fields'], ensure_ascii=False), 300)}</code>",
+        ]
+        for r in rows[:MAX_TRACE_ROWS]
+    ]
+    return _table(["level", "message", "fields"], body, limit=_LOGS, what="row", total=len(rows))
+
+
 def _section(title: str, body: str, *, opened: bool) -> str:
     return (
         f"<details{' open' if opened else ''}><summary><b>{esc(title)}</b></summary>"
@@ -239,8 +254,13 @@ def _section(title: str, body: str, *, opened: bool) -> str:
 def result_html(res: CallResult) -> str:
     """The HTML of one call: status, value, error and where, violations, ctx calls, logs."""
     n = len(res.trace_rows)
+    badge = (
+        "<span class='b ef'>expected failure</span>"  # K2: an {error} the model explains
+        if res.expected_failure
+        else _badge(res.ok, "ok" if res.ok else "failed")
+    )
     head = (
-        f"{_badge(res.ok, 'ok' if res.ok else 'failed')} <b>{esc(res.tool)}</b> "
+        f"{badge} <b>{esc(res.tool)}</b> "
         f"<span class=m>{res.duration_ms:,.2f} ms · {n:,} ctx call{'' if n == 1 else 's'}"
         f" · {esc(res.call_id)}</span>"
     )
@@ -248,10 +268,11 @@ def result_html(res: CallResult) -> str:
 
     out = [_CSS, "<div class=wbd>", f"<div>{head}</div>"]
     warn_left = _WARN
-    for i, v in enumerate(res.violations):
+    notes = [*res.violations, *res.warnings]
+    for i, v in enumerate(notes):
         item = f"<div class=w>⚠ {_clip_escaped(v, 1_000)}</div>"
         if warn_left - len(item) < 0:
-            out.append(f"<div class=m>{_more(len(res.violations) - i, 'violation')}</div>")
+            out.append(f"<div class=m>{_more(len(notes) - i, 'warning')}</div>")
             break
         warn_left -= len(item)
         out.append(item)
@@ -273,6 +294,8 @@ def result_html(res: CallResult) -> str:
         out.append(_section(f"shown to the user ({len(res.surfaced)})", body, opened=True))
     if res.trace_rows:
         out.append(_section(f"ctx calls ({n:,})", _trace_html(res.trace_rows), opened=n <= 10))
+    if res.log_rows:
+        out.append(_section(f"logger ({len(res.log_rows):,})", _log_rows_html(res.log_rows), opened=True))
     if res.logs:
         lines = res.logs.count("\n") + (not res.logs.endswith("\n"))
         out.append(
@@ -289,11 +312,12 @@ def result_html(res: CallResult) -> str:
 def result_text(res: CallResult) -> str:
     """Readable text of one call for terminals (IPython's pretty printer), bounded in size."""
     n = len(res.trace_rows)
+    status = "expected failure" if res.expected_failure else "ok" if res.ok else "failed"
     lines = [
-        f"{res.tool}: {'ok' if res.ok else 'failed'} ({res.duration_ms:,.2f} ms, {n:,} ctx "
+        f"{res.tool}: {status} ({res.duration_ms:,.2f} ms, {n:,} ctx "
         f"call{'' if n == 1 else 's'}, call {res.call_id})"
     ]
-    for v in res.violations[:20]:
+    for v in [*res.violations, *res.warnings][:20]:
         lines.append(f"  ⚠ {clip(v, 500)[0]}")
     if res.crash is not None:  # N7: call(crash=N)
         c = res.crash

@@ -24,7 +24,11 @@ if TYPE_CHECKING:
 #: every platform the workbench knows, by the name a manifest's `platform` uses
 KNOWN = {"notochord": "Notochord gems", "agent": "agent custom tools", "ekanos": "Ekanos integrations"}
 _ISSUES = {"agent": "agent custom tools (seed 002)", "ekanos": "Ekanos integrations (seed 003)"}
-_MODULES = {"notochord": "notochord", "agent": "agent"}  # the platforms built so far: name -> subpackage
+_MODULES = {
+    "notochord": "notochord",
+    "agent": "agent",
+    "ekanos": "ekanos",
+}  # the platforms built so far: name -> subpackage
 
 
 def profile(name: str) -> Profile:

@@ -72,6 +72,9 @@ class EntryPoint:
     js_hint: str = "export default async function (input, ctx) {...}"
     # a plain (non-exported) `function <js_exports[0]>` counts too (agent tools, A1)
     js_plain: bool = False
+    # the export is a list under this key whose element named like the tool has `run`,
+    # called as run(ctx, input) (Ekanos: `default.tools[i].run`, K1); None: the export is it
+    js_member: str | None = None
 
     @functools.cached_property
     def message(self) -> dict[str, Any]:
@@ -80,6 +83,7 @@ class EntryPoint:
         return {
             "exports": list(self.js_exports),
             "missing": f"the tool module has no {names} export function ({self.js_hint})",
+            "member": self.js_member,
         }
 
 
@@ -90,7 +94,10 @@ class Method:
 
     name: str
     params: tuple[str, ...] = ()
-    codec: Literal["fetch"] | None = None  # "fetch": the reply becomes a Response
+    # "fetch": the reply becomes a Response-like object; "response": a real Response (JS);
+    # "void": fire and forget (the tool gets undefined at once; a failure is only logged)
+    codec: Literal["fetch", "response", "void"] | None = None
+    secret: bool = False  # its result is a secret: the trace never keeps it (K6 secrets.get)
 
 
 Kind = Literal["namespace", "collection", "function", "value", "dispatch"]
@@ -176,6 +183,19 @@ class Profile:
     # what other platforms' ctx has and this one has not, with why ({"files": "..."}): a tool
     # written for another platform is told, not left with "undefined"
     foreign: Mapping[str, str] = field(default_factory=dict)
+    # a returned `{error}` is an expected failure, not a success (K2: Ekanos)
+    error_envelope: bool = False
+    # checks a value a tool stores under a declared schema: (manifest, scope, key, value,
+    # max_depth), raising a coded error (K6 storage.account.set); None: nothing declared
+    check_stored: Callable[[Manifest, str, str, Any, int], None] | None = None
+    # warnings about a successful result, e.g. its shape against outputExample (Ekanos)
+    result_warnings: Callable[[Manifest, ToolSpec, Any], list[str]] = lambda m, t, v: []
+    # the sandbox's import map and the folders its Worker may read besides the gem (the SDK)
+    import_map: Path | None = None
+    sdk_dirs: tuple[Path, ...] = ()
+    # a bench of this platform opens and closes (Ekanos: effective names claimed, K4)
+    opened: Callable[[Manifest], None] = lambda m: None
+    closed: Callable[[Manifest], None] = lambda m: None
 
     def grants(self, manifest: Manifest, tool: ToolSpec) -> Grants:
         """The tool's grants, decided once per (profile, gem, tool): cached on the manifest,
@@ -196,6 +216,11 @@ class Profile:
             elif cap.kind in ("namespace", "collection"):
                 out.update({f"{cap.path}.{m.name}": (cap.impl, m.name) for m in cap.methods})
         return out
+
+    @functools.cached_property
+    def secret_methods(self) -> frozenset[str]:
+        """The ctx methods whose results are secrets (never kept in the trace)."""
+        return frozenset(f"{c.path}.{m.name}" for c in self.capabilities for m in c.methods if m.secret)
 
     @functools.cached_property
     def dispatch(self) -> dict[str, str]:

@@ -58,6 +58,7 @@ class Providers:
     websearch: Any = None  # the web_search built-in's WebSearch (agent tools; see make_websearch)
     outbox: Any = None  # the send_email built-in's Outbox (agent tools): MockOutbox, SmtpOutbox
     agent_files: Path | None = None  # the folder surface_file shows files of (agent tools)
+    secrets: Any = None  # ctx.secrets' SecretStore (Ekanos integrations; see providers/secrets.py)
 
 
 def make_providers(

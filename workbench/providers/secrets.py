@@ -1,8 +1,25 @@
-"""Secrets from the user's keyring, when the optional `keyring` package is installed."""
+"""Secrets: the user's keyring (connections' credentials, SEC4) and an Ekanos integration's
+secrets (K6 `ctx.secrets.get`). Plain lookups, like the other providers; masking and argument
+checks are the ctx layer's (ctx/secrets.py, ctx/http_credentials.py).
+
+    open(folder, secrets={"api_key": "…"})   # DictSecrets: the mock, as createMockContext's
+    open(folder)                             # LocalSecrets: env GEM_WORKBENCH_SECRET_<SLUG>_<NAME>,
+                                             # then the keyring (service gem-workbench, user <slug>:<name>)
+
+A secret set nowhere is null: the platform's "not configured" (the seed's expected failure).
+"""
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from .._errors import UsageError
+
 KEYRING_SERVICE = "gem-workbench"
+MAX_SECRET_CHARS = 64 * 1024
 
 
 def from_keyring(username: str) -> str | None:
@@ -14,3 +31,59 @@ def from_keyring(username: str) -> str | None:
     except Exception:  # not installed, or no usable keyring backend
         return None
     return str(found) if found else None
+
+
+class SecretStore(Protocol):
+    kind: str
+
+    def get(self, name: str) -> str | None: ...
+
+
+class DictSecrets:
+    """Secrets given to `open(secrets={name: value})` (or createMockContext's `{account: {…}}`)."""
+
+    kind = "mock"
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        if set(values) == {"account"} and isinstance(values["account"], Mapping):
+            values = values["account"]  # createMockContext's shape, accepted as is
+        for name, value in values.items():
+            if not isinstance(name, str) or not (value is None or isinstance(value, str)):
+                raise UsageError(f"secrets={{{name!r}: …}}: give secret names and string values (or None)")
+            if value is not None and len(value) > MAX_SECRET_CHARS:
+                raise UsageError(f"secrets[{name!r}]: over {MAX_SECRET_CHARS:,} characters")
+        self.values = dict(values)
+
+    def get(self, name: str) -> str | None:
+        return self.values.get(name)
+
+
+def env_name(slug: str, name: str) -> str:
+    """GEM_WORKBENCH_SECRET_<SLUG>_<NAME>: upper case, anything not a letter or digit as `_`."""
+    return re.sub(r"[^A-Z0-9]", "_", f"GEM_WORKBENCH_SECRET_{slug}_{name}".upper())
+
+
+class LocalSecrets:
+    """The user's own: the environment, then the keyring (as connections' credentials)."""
+
+    kind = "real"
+
+    def __init__(self, slug: str, env: Mapping[str, str] | None = None) -> None:
+        self.slug, self.env = slug, os.environ if env is None else env
+
+    def get(self, name: str) -> str | None:
+        value = self.env.get(env_name(self.slug, name)) or from_keyring(f"{self.slug}:{name}")
+        return value[:MAX_SECRET_CHARS] if value else None
+
+
+def make_secrets(spec: Any, slug: str) -> SecretStore:
+    """`open(secrets=spec)`: {name: value}, None (the environment, then the keyring), or a
+    store with `get(name)`."""
+    if spec is None:
+        return LocalSecrets(slug)
+    if isinstance(spec, Mapping):
+        return DictSecrets(spec)
+    if hasattr(spec, "get") and not isinstance(spec, str):
+        store: SecretStore = spec
+        return store
+    raise UsageError(f"secrets={spec!r}: give {{name: value}}, or None for the environment and keyring")

@@ -59,9 +59,11 @@ type Sandboxed = { w: Worker; port: MessagePort; ctrl: Int32Array; data: Uint8Ar
   queue: [Uint8Array, Uint8Array][]; busy: boolean };
 let worker: Sandboxed | null = null;
 // The calls in flight: a tool's ctx.tools call runs another tool of the gem in this worker while
-// the caller waits (nested, A3), so more than one may be; each id maps to its log nonce ("" for a
-// nested call, whose output is its top call's).
-const active = new Map<string, string>();
+// the caller waits (nested, A3), so more than one may be. Each has its log nonce ("" for a nested
+// call, whose output is its top call's), its ctx calls Python has not answered yet, and its end
+// once the worker reported it (see settle).
+type Call = { nonce: string; pending: number; done: [boolean, Uint8Array] | null };
+const active = new Map<string, Call>();
 // SharedArrayBuffer layout (see worker.ts): [generation, ack, header bytes (-1: a continuation),
 // payload bytes in all, chunk bytes] then the header and a chunk of the payload. A payload
 // travels in chunks of at most CHUNK bytes, so the buffer stays small whatever the message.
@@ -131,9 +133,29 @@ async function pump(sb: Sandboxed): Promise<void> {
 }
 
 function finish(id: string, ok: boolean, payload: Uint8Array): void {
-  const nonce = active.get(id);
-  if (nonce === undefined) return;
-  active.delete(id);
+  const call = active.get(id);
+  if (!call || call.done) return;
+  call.done = [ok, payload];
+  settle();
+}
+
+// Report the calls that ended: a nested one at once; a top one only once Python answered all
+// its ctx calls and no call nested in it is left. A top call that returned without waiting
+// for a ctx.tools call thus ends after that call, and its logs' markers follow the nested
+// call's output too (else that output would open the next call's logs).
+function settle(): void {
+  for (let again = true; again;) {
+    again = false;
+    for (const [id, call] of active) {
+      if (!call.done || (call.nonce && (call.pending > 0 || active.size > 1))) continue;
+      active.delete(id);
+      report(id, call.nonce, call.done[0], call.done[1]);
+      again = true;
+    }
+  }
+}
+
+function report(id: string, nonce: string, ok: boolean, payload: Uint8Array): void {
   if (nonce) { // the markers close this call's logs on both streams, after all the tool wrote
     console.log(nonce);
     console.error(nonce);
@@ -143,9 +165,11 @@ function finish(id: string, ok: boolean, payload: Uint8Array): void {
 
 function onWorkerMessage(msg: any): void {
   // only worker.ts holds this port; still, accept only what ctx itself may do
-  if (typeof msg !== "object" || msg === null || !active.has(msg.id)) return;
+  const call = typeof msg === "object" && msg !== null ? active.get(msg.id) : undefined;
+  if (!call || call.done) return;
   if (msg.t === "ctx" && typeof msg.method === "string" && Number.isInteger(msg.seq) &&
       msg.args instanceof Uint8Array && msg.args.length <= limit) {
+    call.pending++;
     send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, n: msg.args.length }, msg.args);
   } else if (msg.t === "done" && msg.payload instanceof Uint8Array) {
     finish(msg.id, msg.ok === true && msg.payload.length <= limit, msg.payload.length <= limit ? msg.payload
@@ -161,11 +185,14 @@ function onMessage(msg: any, payload: Uint8Array | null): void {
     if (Number.isInteger(msg.limit)) limit = msg.limit;
     if (msg.fresh && !active.size) stopWorker(); // never under a call in flight
     worker ??= startWorker();
-    active.set(msg.id, typeof msg.nonce === "string" ? msg.nonce : "");
+    active.set(msg.id, { nonce: typeof msg.nonce === "string" ? msg.nonce : "", pending: 0, done: null });
     toWorker({ t: "call", id: msg.id, file: msg.file, ctx: msg.ctx, limit,
                resultChars: msg.resultChars ?? limit }, payload ?? encoder.encode("null"));
   } else if (msg.t === "reply") {
+    const call = active.get(msg.id);
+    if (call) call.pending--;
     toWorker({ t: "reply", seq: msg.seq, ok: msg.ok === true }, payload ?? EMPTY);
+    if (call?.done) settle();
   }
 }
 

@@ -11,8 +11,8 @@ import signal
 import socket
 import subprocess
 import time
-from pathlib import Path
 
+from ..._deno import minimal_env  # noqa: F401  (re-exported: its old home)
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 from ..python import CappedLog, render_logs
 
@@ -92,17 +92,6 @@ class Output:
             if len(parts) == 2
             else "".join(render_logs([p], self.limit) for p in parts)
         )
-
-
-def minimal_env(deno_dir: Path) -> dict[str, str]:
-    """A minimal environment: nothing of the user's leaks into the sandbox."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(deno_dir),
-        "DENO_DIR": str(deno_dir),
-        "NO_COLOR": "1",
-        "DENO_NO_UPDATE_CHECK": "1",
-    }
 
 
 def terminate(proc: subprocess.Popen[bytes]) -> None:

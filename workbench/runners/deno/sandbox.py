@@ -27,19 +27,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..._deno import DENO_FLAGS, minimal_env
 from ..._errors import WorkbenchError
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 from ..python import Outcome
 from .errors import tool_error
 from .links import GemLinks
-from .process import Output, accept, kill, minimal_env, terminate
+from .process import Output, accept, kill, terminate
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 
 if TYPE_CHECKING:
     from ...ctx import Capabilities
 
 HERE = Path(__file__).resolve().parent
-DENO_FLAGS = ("--no-prompt", "--no-config", "--no-lock", "--no-npm", "--no-remote")
 HEADER_LIMIT = 1 << 20  # a header line is small; a longer one means a broken stream
 
 
@@ -50,6 +50,7 @@ class SandboxOptions:
     timeout: float = 30.0  # seconds of wall clock per call; the process is killed after
     memory_mb: int = 512  # V8 heap limit (--max-old-space-size)
     readable: tuple[Path, ...] = field(default_factory=tuple)  # resource folders besides the gem
+    import_map: Path | None = None  # the platform's (Ekanos: @ekanos/sdk), read by Deno itself
 
 
 class Sandbox:
@@ -64,7 +65,9 @@ class Sandbox:
         # the calls in flight, outermost first: a JS tool's ctx.tools call may run another JS
         # tool of the gem while it waits (nested, A3), served by this same loop re-entered
         self._active: dict[str, Capabilities] = {}
-        self._early: dict[str, tuple[dict[str, Any], bytes | None]] = {}  # an outer call's "done"
+        # per call in flight, what arrived for it while a call nested in it ran: its "done", and
+        # its own ctx.tools calls (each would nest again; its own loop serves them in turn)
+        self._held: dict[str, list[tuple[dict[str, Any], bytes | None]]] = {}
         self._death: WorkbenchError | None = None  # how the process ended, for the outer calls
 
     # -- process ---------------------------------------------------------------------------
@@ -88,6 +91,7 @@ class Sandbox:
             *DENO_FLAGS,
             "--unstable-worker-options",
             "--quiet",
+            *([f"--import-map={self.options.import_map}"] if self.options.import_map else []),
             f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
             f"--allow-read={','.join([*readable, str(HERE), path])}",
             f"--allow-write={path}",
@@ -116,8 +120,9 @@ class Sandbox:
         self._output = Output(self.proc)
         self._finalizer = weakref.finalize(self, kill, self.proc, self._sock)
         self._mtimes.clear()
-        self._early.clear()
-        self._death: WorkbenchError | None = None
+        for held in self._held.values():
+            held.clear()  # messages of a process that is gone
+        self._death = None
         got = self._recv(time.monotonic() + 30, 0)
         if not got or got[0].get("t") != "ready":
             err = self.stop()
@@ -242,10 +247,13 @@ class Sandbox:
         ctx is the shape its profile's registry gives its grants (built in the Worker).
 
         Called again while a call is in flight (a ctx call of that tool runs another JS/TS tool
-        of the gem: ctx.tools, A3), the nested call runs in the same Worker beside it; this
-        loop then also serves the outer calls' ctx calls. A nested call's console output is
-        part of its top call's logs, and it never re-imports an edited tool (the next top call
-        does)."""
+        of the gem: ctx.tools, A3), the nested call runs in the same Worker beside it, on this
+        thread's stack: this loop then also serves the outer calls' ctx calls, except their
+        own ctx.tools calls and their end, which wait for their loop to resume. So calls one
+        tool makes through ctx.tools at once run one after the other (a result is held back
+        until the calls started before it ended). A nested call's console output is part of
+        its top call's logs; an edited tool is re-imported by the next top call.
+        """
         session = caps.session
         limits, profile, grants = session.limits, session.profile, session.grants
         link = self._links.check()
@@ -264,15 +272,12 @@ class Sandbox:
                 )
             )
         nested = bool(self._active)
+        if nested and self.proc is None:  # an earlier nested call of this invocation ended it
+            return Outcome(error=self._death or _gone())
         if self.pid is None and not nested:
             self.stop()  # a process that died between calls: close its pipes before a new one
             self._start()
-        if nested:
-            fresh = False
-        else:
-            mtime = file.stat().st_mtime_ns
-            fresh = fresh or self._mtimes.get(file, mtime) != mtime  # an edited tool: re-import
-            self._mtimes[file] = mtime
+        fresh = self._changed(file, fresh, nested)
         call_id = caps.session.call_id
         nonce = "" if nested else f"--wb-end-{secrets.token_hex(16)}--"
         deadline = caps.session.deadline or time.monotonic() + self.options.timeout
@@ -280,6 +285,7 @@ class Sandbox:
         if not nested:
             self._output.begin(nonce, limits.log_bytes)
         self._active[call_id] = caps
+        held = self._held[call_id] = []
         proc = self.proc
         try:
             self._send(
@@ -293,6 +299,7 @@ class Sandbox:
                     "ctx": {
                         "shape": profile.js_shape(grants),
                         "values": profile.values(grants, session),
+                        "tool": session.tool.name,  # the element of entry.js_member to run
                         **profile.entry.message,
                     },
                     "resultChars": limits.result_chars,
@@ -302,29 +309,29 @@ class Sandbox:
                 deadline=deadline,
             )
             while True:
-                got = self._early.pop(call_id, None) or self._recv(deadline, limit)
+                got = held.pop(0) if held else self._recv(deadline, limit)
                 if got is None:
                     return self._died(deadline)
                 msg, payload = got
-                mid = msg.get("id")
+                mid, kind = msg.get("id"), msg.get("t")
                 of = self._active.get(mid) if isinstance(mid, str) else None
                 if of is None:
                     continue
-                if msg.get("t") == "ctx":
+                if mid != call_id and (kind == "done" or (kind == "ctx" and _nests(of, msg))):
+                    self._held[str(mid)].append(got)  # an outer call's: its own loop takes it
+                elif kind == "ctx":
                     ok, body = _serve(of, str(msg.get("method")), payload, limits)
                     if self.proc is not proc:  # a nested call it ran ended the process
-                        return self._died(deadline)
+                        return self._ended(call_id, held, deadline, limits)
                     self._send(
-                        {"t": "reply", "id": msg["id"], "seq": msg.get("seq"), "ok": ok, "n": len(body)},
+                        {"t": "reply", "id": mid, "seq": msg.get("seq"), "ok": ok, "n": len(body)},
                         body,
                         deadline=deadline,
                     )
-                elif msg.get("t") == "done" and msg["id"] != call_id:
-                    self._early[msg["id"]] = got  # an outer call ended first: its loop reads it
-                elif msg.get("t") == "done":
+                elif kind == "done":
                     logs = self._output.take(nonce, 5) if nonce else ""
                     return self._outcome(msg, payload, logs, limits)
-        except (BrokenPipeError, ConnectionResetError, TimeoutError):  # it died (or hung)
+        except OSError:  # it died or hung (a broken pipe, a reset, a timeout, a closed socket)
             return self._died(deadline)
         except _Broken as exc:  # the host wrote something that is not the protocol: restart it
             logs = self.stop()
@@ -337,7 +344,27 @@ class Sandbox:
                 logs=logs,
             )
         finally:
-            del self._active[call_id]
+            del self._active[call_id], self._held[call_id]
+
+    def _changed(self, file: Path, fresh: bool, nested: bool) -> bool:
+        """Whether the Worker must start anew to run `file`: asked to, or a tool it imported
+        was edited since. A nested call cannot restart it (its callers run there): it records
+        the file, so the next top call sees an edit."""
+        if nested:
+            self._mtimes.setdefault(file, _mtime(file))
+            return False
+        now = {f: _mtime(f) for f in {*self._mtimes, file}}
+        fresh = fresh or any(self._mtimes.get(f, m) != m for f, m in now.items())
+        self._mtimes.update(now)
+        return fresh
+
+    def _ended(self, call_id: str, held: list[Any], deadline: float, limits: Any) -> Outcome:
+        """The process ended while this call's ctx call ran a nested one: its result if it had
+        already returned (a caller that did not wait), else how the process ended."""
+        for msg, payload in held:
+            if msg.get("t") == "done":
+                return self._outcome(msg, payload, "", limits)
+        return self._died(deadline)
 
     def _died(self, deadline: float) -> Outcome:
         if self.proc is None and self._death is not None:  # a nested call saw it end first
@@ -408,6 +435,22 @@ def typecheck(files: list[Path], *, deno_dir: Path) -> str | None:
     if out.returncode == 0:
         return None
     return (out.stdout + out.stderr).split("\nStack backtrace:")[0].strip()
+
+
+def _nests(caps: Capabilities, msg: dict[str, Any]) -> bool:
+    """Whether a ctx message runs a tool (ctx.tools.<name>): it would nest another call."""
+    return str(msg.get("method")).rpartition(".")[0] in caps.session.profile.dispatch
+
+
+def _mtime(file: Path) -> int:
+    try:
+        return file.stat().st_mtime_ns
+    except OSError:
+        return -1  # gone: counts as changed, and the import says what is missing
+
+
+def _gone() -> WorkbenchError:
+    return WorkbenchError("E_SANDBOX", "the Deno sandbox ended during this invocation", capability="process")
 
 
 class _Broken(Exception):

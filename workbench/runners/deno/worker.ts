@@ -32,6 +32,8 @@ const NativeUint8Array = Uint8Array;
 const NativeInt32Array = Int32Array;
 const NativeArrayBuffer = ArrayBuffer;
 const NativeHeaders = Headers;
+const NativeResponse = Response;
+const consoleError = console.error;
 const NativeURL = URL;
 const NativeURLSearchParams = URLSearchParams;
 const stringify = JSON.stringify;
@@ -531,8 +533,25 @@ function pathParts(path: string): string[] {
   }
 }
 
-// ctx.http.fetch(url, init) -> Response-like (+ credentialDenied); permission checked in Python
-function fetchMethod(callId: string, name: string) {
+// A real Response (Ekanos' ctx.fetch, K6) from the reply; url and redirected as own values
+const NULL_BODY: Record<number, true> = { __proto__: null, 101: true, 103: true, 204: true, 205: true, 304: true } as unknown as Record<number, true>;
+
+function realResponse(r: FetchReply): Response {
+  const headers = new NativeHeaders();
+  for (let i = 0; i < r.headers.length; i++) {
+    ReflectApply(headersAppend, headers, [r.headers[i][0], r.headers[i][1]]);
+  }
+  const status = r.status >= 200 && r.status <= 599 ? r.status : 502; // 1xx is never final
+  const res = new NativeResponse(NULL_BODY[status] ? null : fromBase64(r.body),
+                                 { status, statusText: r.statusText, headers });
+  defineProperty(res, "url", data(r.url, true));
+  defineProperty(res, "redirected", data(r.redirected, true));
+  return res;
+}
+
+// ctx.http.fetch(url, init) -> Response-like (+ credentialDenied); permission checked in Python.
+// codec "response": a real Response instead (not frozen: a Response is the tool's to use).
+function fetchMethod(callId: string, name: string, codec: string) {
   return (input: unknown, init?: unknown) => {
     let args: unknown[];
     try {
@@ -544,6 +563,10 @@ function fetchMethod(callId: string, name: string) {
       ReflectApply(promiseThen, ctxCall(callId, name, args), [
         (r: unknown) => {
           try {
+            if (codec === "response") {
+              resolveWith(resolve, realResponse(r as FetchReply));
+              return;
+            }
             const res = makeResponse(r as FetchReply);
             resolveWith(resolve, res);
             freeze(res);
@@ -554,6 +577,17 @@ function fetchMethod(callId: string, name: string) {
 }
 
 function makeCtx(callId: string, shape: CapSpec[], values: Record<string, unknown>) {
+  // a method as its codec makes it: a Response, fire-and-forget, or the plain reply
+  const withCodec = (m: MethodSpec, name: string, bound: unknown[]) => {
+    if (m.codec === "fetch" || m.codec === "response") return fetchMethod(callId, name, m.codec);
+    if (m.codec !== "void") return method(name, bound);
+    const send = method(name, bound);
+    return (...args: unknown[]) => {
+      // the platform's logger never throws: a refused row is reported on stderr (the logs)
+      ReflectApply(promiseThen, send(...args), [undefined, (e: unknown) =>
+        ReflectApply(consoleError, console, [`${name}: ${describe(e).message}`])]);
+    };
+  };
   const method = (name: string, bound: unknown[]) => (...args: unknown[]) => {
     let all = args;
     if (bound.length) {
@@ -568,8 +602,7 @@ function makeCtx(callId: string, shape: CapSpec[], values: Record<string, unknow
     for (let i = 0; i < methods.length; i++) {
       const m = methods[i], name = `${prefix}.${m.name}`;
       PARAMS[name] = m.params;
-      defineProperty(o, m.name, data(m.codec === "fetch" ? fetchMethod(callId, name)
-                                     : method(name, bound), true));
+      defineProperty(o, m.name, data(withCodec(m, name, bound), true));
     }
     return freeze(o);
   };
@@ -594,7 +627,7 @@ function makeCtx(callId: string, shape: CapSpec[], values: Record<string, unknow
     else if (cap.kind === "namespace") place(path, ns(path, methods));
     else if (cap.kind === "function") {
       PARAMS[path] = methods[0].params;
-      place(path, method(path, []));
+      place(path, withCodec(methods[0], path, []));
     } else if (cap.kind === "collection") {
       // collection() is synchronous on the platform: the ctx layer checks the name (D1) on use
       place(path, freeze({ collection: (name: string) => ns(path, methods, name) }));
@@ -664,7 +697,8 @@ function fail(id: string, error: Record<string, unknown>): void {
 }
 
 // what a call message says about the tool's ctx and entry point (workbench/platforms)
-type CallCtx = { shape: string; values: Record<string, unknown>; exports: string[]; missing: string };
+type CallCtx = { shape: string; values: Record<string, unknown>; exports: string[]; missing: string;
+  member: string | null; tool?: string };
 
 function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultChars: number): void {
   const onError = (err: unknown) => fail(id, describe(err));
@@ -693,11 +727,22 @@ function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultCh
   }
   whenSettled(loading, (mod: any) => {
     try {
+      const ctx = makeCtx(id, shapeOf(call.shape), call.values);
+      const args = parseJSON(decode(input));
+      if (call.member) { // default.tools[i].run(ctx, input), the element named like the tool
+        const list = mod.default?.[call.member];
+        let el: any;
+        for (let i = 0; list && i < list.length && el === undefined; i++) {
+          if (list[i]?.name === call.tool) el = list[i];
+        }
+        if (typeof el?.run !== "function") throw new NativeTypeError(call.missing);
+        settle(ReflectApply(el.run, el, [ctx, args]), onValue, onError);
+        return;
+      }
       let fn: unknown;
       for (let i = 0; i < call.exports.length && typeof fn !== "function"; i++) fn = mod[call.exports[i]];
       if (typeof fn !== "function") throw new NativeTypeError(call.missing);
-      const ctx = makeCtx(id, shapeOf(call.shape), call.values);
-      settle((fn as (i: unknown, c: unknown) => unknown)(parseJSON(decode(input)), ctx), onValue, onError);
+      settle((fn as (i: unknown, c: unknown) => unknown)(args, ctx), onValue, onError);
     } catch (err) {
       onError(err);
     }

@@ -92,7 +92,7 @@ describe('egress', () => {
   });
 
   it('the integration is well formed (K3–K5)', () => {
-    expect(integration.tools.map((t) => t.name)).toEqual(['get_current_weather', 'list_recent_payments', 'refund_payment']);
+    expect(integration.tools.map((t) => t.name)).toEqual(['get_current_weather', 'list_recent_payments', 'refund_payment', 'get_data', 'check_url']);
     expect(integration.egress).toEqual(['api.acme.example']);
   });
 });

@@ -1,0 +1,376 @@
+"""Ekanos integrations (seed 003, K1–K7) through the workbench: loading (the SDK's checks, the
+module run in a Worker), the ctx (storage.account, secrets, fetch, logger), the three outcomes,
+effective names and collisions. The SDK itself is tested in test_ekanos_sdk.py."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import workbench
+from workbench import GemLoadError
+from workbench.ctx.http_egress import egress_problem
+from workbench.platforms import lint
+
+pytestmark = pytest.mark.deno
+
+ACME = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "acme-payments"
+SDK = Path(workbench.__file__).parent / "platforms" / "ekanos" / "sdk"
+LOCATION = {"label": "San Francisco", "latitude": 37.7749, "longitude": -122.4194}
+WEATHER = {
+    "match": "https://api.acme.example/v1/weather",
+    "respond": {"json": {"temperature": 12.4, "units": "celsius"}},
+}
+
+
+def integration(root: Path, tools: str, *, slug: str = "demo", extra: str = "", head: str = "") -> Path:
+    """An integration folder whose `tools: [...]` is the given TS text."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "integration.ts").write_text(
+        "import { defineIntegration } from '@ekanos/sdk';\n"
+        + head
+        + f"export default defineIntegration({{ slug: '{slug}', egress: ['api.demo.example'], {extra}\n"
+        + f"  tools: [{textwrap.dedent(tools)}] }});\n"
+    )
+    return root
+
+
+def tool(
+    name: str, run: str, *, params: str = "{ type: 'object', properties: {} }", example: str = "{ ok: true }"
+) -> str:
+    return f"{{ name: '{name}', description: 'd', parameters: {params}, outputExample: {example},\n  async run(ctx, args) {{ {run} }} }},\n"
+
+
+@pytest.fixture
+def acme(opened: Callable) -> Callable[..., workbench.Bench]:
+    def make(**kw: Any) -> workbench.Bench:
+        kw.setdefault("account_storage", {"settings/location": LOCATION})
+        kw.setdefault("secrets", {"api_key": "sk_test_51Habc"})
+        return opened(ACME, **kw)
+
+    return make
+
+
+# -- K1, K4: loading --------------------------------------------------------------------------
+
+
+def test_K1_K4_the_seed_integration_loads_with_effective_names(acme: Callable) -> None:
+    bench = acme()
+    df = bench.tools()
+    seed = ["get_current_weather", "list_recent_payments", "refund_payment"]
+    assert df["name"].tolist() == [*seed, "get_data", "check_url"]
+    assert df["effective_name"].tolist()[:3] == [f"acme_payments_{n}" for n in seed]
+    assert bench.manifest.tools["refund_payment"].input_schema["required"] == ["paymentId"]
+    assert lint(ACME) == []
+
+
+def test_K1_run_gets_ctx_then_args_with_its_tool_as_this(tmp_path: Path, opened: Callable) -> None:
+    root = integration(
+        tmp_path / "i",
+        tool(
+            "probe",
+            "return { args, self: this.name, ctx: Object.keys(ctx).sort(), store: Object.keys(ctx.storage) };",
+        ),
+    )
+    res = opened(root).call("probe", {"a": 1})
+    assert res.value == {
+        "args": {"a": 1},
+        "self": "probe",
+        "ctx": ["fetch", "logger", "secrets", "storage"],
+        "store": ["account"],
+    }, res
+
+
+@pytest.mark.parametrize(
+    "tools, pointer, words",
+    [
+        (tool("x", "return {};", params="{ title: 'T', type: 'object' }"), "tools.0.parameters", "title"),
+        (tool("x", "return {};", params="{ type: 'string' }"), "tools.0.parameters", "object"),
+        (tool("x", "return {};", params="{ type: 'object', $schema: 'x' }"), "tools.0.parameters", "$schema"),
+        (tool("ListPayments", "return {};"), "tools.0.name", "[a-z]"),
+        (tool("list-payments", "return {};"), "tools.0.name", "[a-z]"),
+        (tool("x", "return {};") + tool("x", "return {};"), "tools.1.name", ""),
+        (tool("x", "return {};") + tool("demo_x", "return {};"), "tools.1.name", ""),  # same effective name
+        (tool("x", "return {};", example="[{ id: 1 }]"), "tools.0.outputExample", "array"),
+        ("{ name: 'x', description: 'd', outputExample: {}, run: 5 },", "tools.0.run", "function"),
+    ],
+)
+def test_K3_K4_K5_each_load_check_points_at_its_field(
+    tmp_path: Path, tools: str, pointer: str, words: str
+) -> None:
+    root = integration(tmp_path / "bad", tools)
+    with pytest.raises(GemLoadError) as err:
+        workbench.open(root)
+    e = err.value
+    assert e.code == "E_MANIFEST" and e.details["pointer"] == pointer, e
+    assert words in e.message and e.details["file"].endswith("integration.ts")
+    assert [p["pointer"] for p in lint(root)][:1] == [pointer]
+
+
+def test_K4_no_double_prefix_and_calls_by_either_name(tmp_path: Path, opened: Callable) -> None:
+    root = integration(
+        tmp_path / "i", tool("demo_ping", "return { ok: true };") + tool("pong", "return { ok: 2 };")
+    )
+    bench = opened(root)
+    assert bench.tools()["effective_name"].tolist() == ["demo_ping", "demo_pong"]
+    assert bench.call("demo_pong").value == {"ok": 2} and bench.call("pong").value == {"ok": 2}
+    assert bench.calls()["tool"].tolist() == ["pong", "pong"]
+
+
+def test_K4_two_open_integrations_may_not_share_an_effective_name(tmp_path: Path) -> None:
+    a = integration(tmp_path / "a", tool("ping", "return {ok: true};"), slug="shop")
+    b = integration(tmp_path / "b", tool("shop_ping", "return {ok: true};"), slug="shop")
+    with workbench.open(a, headless=True, state_dir=tmp_path / "sa"):
+        with pytest.raises(GemLoadError) as err:
+            workbench.open(b, headless=True, state_dir=tmp_path / "sb")
+        assert (
+            "shop_ping" in err.value.message and str(a) in err.value.message and str(b) in err.value.message
+        )
+        # the same folder again is not a collision (a notebook cell run twice)
+        workbench.open(a, headless=True, state_dir=tmp_path / "sa2").close()
+    with workbench.open(b, headless=True, state_dir=tmp_path / "sb"):  # a is closed: b may open
+        pass
+
+
+@pytest.mark.parametrize(
+    "source, words",
+    [
+        ("throw new Error('boom at import');", "threw while loading"),
+        ("export const x = 1;", "no default export"),
+        ("export default { slug: 'x', tools: [] };", "not the value defineIntegration"),
+        ("export default defineIntegration({ slug: 'x', tools: [ { name: 'a' ", "integration.ts"),  # syntax
+        ("import x from 'npm:left-pad'; export default x;", "integration.ts"),
+    ],
+)
+def test_K1_bad_modules_are_coded_load_errors(tmp_path: Path, source: str, words: str) -> None:
+    root = tmp_path / "bad"
+    root.mkdir()
+    (root / "integration.ts").write_text("import { defineIntegration } from '@ekanos/sdk';\n" + source + "\n")
+    with pytest.raises(GemLoadError) as err:
+        workbench.open(root)
+    assert words in err.value.message, err.value.message
+    assert "Traceback" not in err.value.message
+
+
+# -- K2: three outcomes -------------------------------------------------------------------------
+
+
+def test_K2_success_expected_failure_and_fault(tmp_path: Path, opened: Callable, acme: Callable) -> None:
+    bench = acme(secrets={}, fetch_handlers=[WEATHER])
+    ok = bench.call("get_current_weather", {"units": "celsius"})
+    expected = bench.call("list_recent_payments", {})  # no api_key: "Integration not configured."
+    root = integration(tmp_path / "f", tool("boom", "throw new Error(`API returned 500`);"))
+    fault = opened(root).call("boom")
+    assert (ok.outcome, expected.outcome, fault.outcome) == ("success", "expected_failure", "fault")
+    assert expected.ok and expected.value == {"error": "Integration not configured."}
+    assert fault.error is not None and "API returned 500" in fault.error.message
+    df = bench.calls()
+    assert df["outcome"].tolist() == ["success", "expected_failure"]
+    assert df["message"].tolist()[1] == "Integration not configured."
+    assert "expected failure" in expected._repr_html_() and "failed" in fault._repr_html_()
+
+
+def test_beyond_K5_a_result_unlike_its_output_example_is_warned(tmp_path: Path, opened: Callable) -> None:
+    root = integration(
+        tmp_path / "i",
+        tool("w", "return args.r;", params="{ type: 'object', properties: { r: {} } }",
+             example="{ temperature: 12.4, units: 'celsius', list: [{ id: 'a' }] }"),
+    )  # fmt: skip
+    bench = opened(root)
+    good = bench.call("w", {"r": {"temperature": 1, "units": "c", "list": [{"id": "b"}], "extra": 1}})
+    bad = bench.call("w", {"r": {"temperature": "hot", "list": [{"id": 3}]}})
+    assert good.warnings == []
+    text = " ".join(bad.warnings)
+    assert "temperature is string" in text and "units is missing" in text and "list[0].id is number" in text
+    assert bench.call("w", {"r": {"error": "nope"}}).warnings == []  # an expected failure: no shape
+
+
+# -- K6: ctx ------------------------------------------------------------------------------------
+
+
+def test_K6_account_storage_get_wraps_and_set_checks_the_declared_schema(
+    tmp_path: Path, opened: Callable
+) -> None:
+    schemas = "storage: { account: { 'prefs': { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } } },"
+    run = """
+      const before = await ctx.storage.account.get('prefs');
+      await ctx.storage.account.set('prefs', { n: args.n });
+      const after = await ctx.storage.account.get('prefs');
+      const errs = {};
+      for (const [k, v] of [['prefs', { n: 'x' }], ['other', 1]]) {
+        try { await ctx.storage.account.set(k, v); } catch (e) { errs[k] = [e.code, e.message]; }
+      }
+      return { before, after, errs };"""
+    root = integration(
+        tmp_path / "i", tool("s", run, params="{ type: 'object', properties: { n: {} } }"), extra=schemas
+    )
+    bench = opened(root)
+    out = bench.call("s", {"n": 3}).raise_for_error().value
+    assert out["before"] is None
+    assert (
+        out["after"]["key"] == "prefs"
+        and out["after"]["data"] == {"n": 3}
+        and out["after"]["updatedAt"].endswith("Z")
+    )
+    assert out["errs"]["prefs"][0] == "E_SCHEMA" and "prefs" in out["errs"]["prefs"][1]
+    assert (
+        out["errs"]["other"][0] == "E_INVALID_ARGUMENT" and "declares no such key" in out["errs"]["other"][1]
+    )
+
+
+def test_K6_real_account_storage_lives_in_the_state_file(tmp_path: Path, acme: Callable) -> None:
+    state = tmp_path / "state"
+    with workbench.open(ACME, providers="real", state_dir=state, headless=True,
+                        account_storage={"settings/location": LOCATION}):  # fmt: skip
+        pass
+    assert (state / "data.sqlite").is_file()
+    with workbench.open(
+        ACME, providers="real", state_dir=state, headless=True, fetch_handlers=[WEATHER]
+    ) as bench:
+        res = bench.call("get_current_weather", {})
+    assert res.value == {"temperature": 12.4, "units": "celsius"}
+
+
+def test_K6_account_storage_fixtures_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(workbench.UsageError, match="settings/location"):
+        workbench.open(
+            ACME, state_dir=tmp_path / "s", account_storage={"settings/location": {"latitude": "x"}}
+        )
+
+
+def test_K6_secrets_are_strings_or_null_and_masked_everywhere(tmp_path: Path, opened: Callable) -> None:
+    secret = "sk_live_0123456789"
+    run = """
+      const k = await ctx.secrets.get('api_key');
+      const none = await ctx.secrets.get('missing');
+      console.log('key is ' + k);
+      ctx.logger.info({ k }, 'using ' + k);
+      const r = await ctx.fetch('https://api.demo.example/v1?key=' + k);
+      return { type: typeof k, none, status: r.status };"""
+    root = integration(tmp_path / "i", tool("s", run))
+    bench = opened(
+        root,
+        secrets={"api_key": secret},
+        fetch_handlers=[{"match": "https://api.demo.example/", "respond": {"json": {}}}],
+    )
+    res = bench.call("s").raise_for_error()
+    assert res.value == {"type": "string", "none": None, "status": 200}
+    shown = json.dumps([res.trace_rows, res.log_rows], default=str) + bench.http().to_string()
+    assert secret not in shown and "***" in shown
+    assert res.trace_rows[0]["result"] is None  # secrets.get's value is never kept
+
+
+def test_K6_secrets_from_the_environment(
+    tmp_path: Path, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEM_WORKBENCH_SECRET_ACME_PAYMENTS_API_KEY", "sk_env_123456")
+    bench = opened(
+        ACME,
+        fetch_handlers=[
+            {"match": "https://api.acme.example/v1/payments", "respond": {"json": {"payments": []}}}
+        ],
+    )
+    assert bench.call("list_recent_payments", {}).value == {"payments": []}
+
+
+def test_K6_fetch_returns_a_real_response(tmp_path: Path, opened: Callable) -> None:
+    run = """
+      const r = await ctx.fetch('https://api.demo.example/v1/x', { method: 'POST', body: JSON.stringify({ a: 1 }) });
+      return { real: r instanceof Response, status: r.status, ok: r.ok, type: r.headers.get('x-kind'),
+               url: r.url, body: await r.json(), used: r.bodyUsed };"""
+    root = integration(tmp_path / "i", tool("f", run))
+    handler = {
+        "match": "https://api.demo.example/",
+        "respond": {"status": 201, "headers": {"x-kind": "k"}, "json": {"b": 2}},
+    }
+    res = opened(root, fetch_handlers=[handler]).call("f").raise_for_error()
+    assert res.value == {"real": True, "status": 201, "ok": True, "type": "k",
+                         "url": "https://api.demo.example/v1/x", "body": {"b": 2}, "used": True}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://api.demo.example/v1",
+        "https://api.demo.example@evil.test/",
+        "https://api.demo.example.evil.test/",
+        "https://evil.test/",
+        "https://api.demo.example:8443/",
+        "https://api.demo.example./",
+    ],
+)
+def test_K6_fetch_outside_egress_throws_and_reaches_nothing(
+    url: str, tmp_path: Path, opened: Callable
+) -> None:
+    reached: list[str] = []
+    run = f"try {{ await ctx.fetch({json.dumps(url)}); return 'sent'; }} catch (e) {{ return [e.code, e.message]; }}"
+    root = integration(tmp_path / "i", tool("f", run))
+    bench = opened(
+        root, fetch_handlers=[{"match": lambda req: reached.append(req.url) or True, "respond": {"json": {}}}]
+    )
+    code, message = bench.call("f").value
+    assert code == "E_PERM_DENIED" and "api.demo.example" in message and reached == []
+
+
+def test_K6_egress_rules_agree_with_the_sdk_table() -> None:
+    cases = json.loads((SDK / "egress_cases.json").read_text())
+    wrong = [c for c in cases if (egress_problem(c["egress"], c["url"]) is None) != c["allowed"]]
+    assert wrong == [] and len(cases) >= 20
+
+
+def test_K6_a_redirect_outside_egress_is_refused(tmp_path: Path, opened: Callable) -> None:
+    run = "try { await ctx.fetch('https://api.demo.example/go'); return 'followed'; } catch (e) { return e.code; }"
+    root = integration(tmp_path / "i", tool("f", run))
+    handlers = [
+        {
+            "match": "https://api.demo.example/go",
+            "respond": {"status": 302, "headers": {"location": "https://evil.test/x"}},
+        },
+        {"match": "https://evil.test/", "respond": {"json": {"stolen": True}}},
+    ]
+    bench = opened(root, fetch_handlers=handlers)
+    assert bench.call("f").value == "E_PERM_DENIED"
+    assert bench.http()["url"].tolist() == ["https://api.demo.example/go"]
+
+
+def test_K6_logger_rows_are_structured(tmp_path: Path, opened: Callable) -> None:
+    run = """
+      ctx.logger.debug('plain');
+      ctx.logger.error({ status: 500 }, 'Forecast fetch failed.');
+      ctx.logger.warn({ big: 'x'.repeat(2e6) }, 'too big');
+      ctx.logger.info(10n);
+      return 1;"""
+    root = integration(tmp_path / "i", tool("l", run))
+    res = opened(root).call("l").raise_for_error()
+    rows = [(r["level"], r["message"], r["fields"]) for r in res.log_rows]
+    assert rows[0] == ("debug", "plain", None)
+    assert rows[1] == ("error", "Forecast fetch failed.", {"status": 500})
+    assert rows[2][0] == "warn" and "_dropped" in rows[2][2]
+    assert len(rows) == 3 and "logger.info" in res.logs  # a BigInt cannot be sent: said on stderr
+
+
+# -- K7: the same fixtures as createMockContext --------------------------------------------------
+
+
+def test_K7_the_seed_test_fixtures_give_the_same_result_in_python(opened: Callable) -> None:
+    """The seed's Testing snippet, with its fixtures given to workbench.open instead."""
+    bench = opened(
+        ACME,
+        account_storage={"account": {"settings/location": LOCATION}},
+        secrets={"account": {"api_key": "test_key"}},
+        fetch_handlers=[
+            {
+                "match": "https://api.acme.example",
+                "respond": {"json": {"temperature": 12.4, "units": "celsius"}},
+            }
+        ],
+    )
+    assert bench.call("get_current_weather", {"units": "celsius"}).value == {
+        "temperature": 12.4,
+        "units": "celsius",
+    }

@@ -1,0 +1,82 @@
+"""ctx.storage.account (K6, Ekanos integrations): the account's records, by key.
+
+`get(key)` returns the stored record `{key, data, updatedAt}` or null: the seed's tool reads
+`saved.data.latitude`, so the value is under `data` (createMockContext is given bare values and
+wraps them the same way). `set(key, data)` stores any JSON value; when the integration declares
+`storage.account` schemas, the key must be one of them and the value must match its schema
+(E_INVALID_ARGUMENT / E_SCHEMA naming the key). Where the seed is silent, the workbench's
+reading: keys are exact (no patterns), 1–200 characters; `updatedAt` is ISO 8601 UTC.
+
+Records live in the data store's kv table under `account:<key>` (in memory for mock storage,
+in the state SQLite file for real), so they are committed or rolled back with the call.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from .._errors import WorkbenchError
+from .._json import to_json
+
+if TYPE_CHECKING:
+    from ._session import CallSession
+
+PREFIX = "account:"
+MAX_KEY_CHARS = 200
+
+
+def _key(method: str, key: Any) -> str:
+    if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS:
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"{method}(key): key is a string of 1 to {MAX_KEY_CHARS} characters, got {type(key).__name__}"
+            + (f" of {len(key)}" if isinstance(key, str) else ""),
+            field="key",
+        )
+    return key
+
+
+def record(key: str, text: str) -> dict[str, Any]:
+    """The record a tool gets from what the store holds."""
+    stored = json.loads(text)
+    return {"key": key, "data": stored["data"], "updatedAt": stored["updatedAt"]}
+
+
+def stored(data: Any) -> str:
+    """What the store holds for `data` (JSON), stamped now."""
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    return json.dumps({"data": data, "updatedAt": stamp}, ensure_ascii=False, separators=(",", ":"))
+
+
+class Account:
+    """ctx.storage.account for one call."""
+
+    def __init__(self, session: CallSession) -> None:
+        self.s = session
+
+    def get(self, key: Any) -> dict[str, Any] | None:
+        key = _key("storage.account.get", key)
+        self.s.flush()
+        text = self.s.providers.store.kv_get(PREFIX + key)
+        return None if text is None else record(key, text)
+
+    def set(self, key: Any, data: Any = None) -> None:
+        key = _key("storage.account.set", key)
+        limits = self.s.limits
+        value, err = to_json(data, max_chars=limits.sql_value_bytes // 2, max_depth=limits.json_depth)
+        if err is not None:
+            raise WorkbenchError(
+                err.code if err.code == "E_TOO_LARGE" else "E_INVALID_ARGUMENT",
+                f"storage.account.set({key!r}, data): {err.message}",
+                field="data",
+                key=key,
+            )
+        check = self.s.profile.check_stored
+        if check is not None:
+            check(self.s.manifest, "account", key, value, limits.json_depth)
+        self.s.writing("storage.account.set")
+        self.s.flush()
+        self.s.providers.store.kv_set(PREFIX + key, stored(value))

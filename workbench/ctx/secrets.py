@@ -1,0 +1,39 @@
+"""ctx.secrets.get(name) (K6, Ekanos integrations): the account's secret, a string, or null
+when it is not configured (the seed's "expected failure" path).
+
+The values come from the bench's secret store (`providers/secrets.py`: `open(secrets=…)`, the
+environment or the system keyring). A value handed to a tool is masked from then on wherever
+the workbench shows text it did not choose to show: the trace (this method's result is never
+kept), the HTTP log, error messages, logger rows and console logs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from ._session import CallSession
+
+MAX_NAME_CHARS = 200
+
+
+class Secrets:
+    """ctx.secrets for one call."""
+
+    def __init__(self, session: CallSession) -> None:
+        self.s = session
+
+    def get(self, name: Any) -> str | None:
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"secrets.get(name): name is a string of 1 to {MAX_NAME_CHARS} characters",
+                field="name",
+            )
+        store = self.s.providers.secrets
+        value = None if store is None else store.get(name)
+        if value is not None and self.s.http is not None:
+            self.s.http.remember_secret(value)
+        return value

@@ -1,0 +1,299 @@
+"""Loading an Ekanos integration (K1–K5): its module is run to be described.
+
+An integration is code, not a manifest: `integration.ts` default-exports
+`defineIntegration({slug, egress, storage, tools})`, and the SDK's own checks run when the
+module is imported. So loading runs the module once, in a Deno Worker that may read only the
+integration's folder and the SDK (as its tools do in the sandbox), bounded in time and output
+(`describe.ts`); the SDK's `describeIntegration` answers with the definition as JSON, which is
+checked again here (it is the integration's to forge) and made the gem model. Every problem
+points where the seed's troubleshooting says: `tools.<index>.<field>`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..._deno import DENO_FLAGS, deno_bin, minimal_env
+from ..._errors import GemLoadError
+from ..._json import deeper_than
+from ...gem.folder import clip, realpath
+from ...gem.model import LANGUAGES, Manifest, ToolSpec
+from ...gem.rules import SchemaRules
+from ...gem.schema import check_input_schema
+from .storage import STORAGE_RULES
+
+HERE = Path(__file__).resolve().parent
+SDK = HERE / "sdk"
+IMPORT_MAP = SDK / "import_map.json"
+ENTRIES = ("integration.ts", "integration.js")
+DESCRIBE_SECONDS = 30.0  # importing the module: its top-level code is the integration's
+MAX_OUTPUT = 1 << 20  # what is read back of the describe process's output (its tail)
+MAX_DEPTH = 64
+NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+#: K3: only these four at the root of `parameters`; inside, anything JSON Schema allows (the
+#: workbench checks `pattern` with RE2 like any keyword... not yet: see README, Ekanos)
+RULES = SchemaRules(
+    unsupported_keywords=("pattern", "patternProperties", "uniqueItems"),
+    null_is_absent=False,
+    root_keys=("type", "properties", "required", "additionalProperties"),
+)
+
+
+def entry(root: Path) -> Path:
+    """The integration's module: integration.ts, else integration.js."""
+    for name in ENTRIES:
+        if os.path.lexists(root / name):
+            return root / name
+    manifest = os.path.lexists(root / "manifest.json")
+    raise GemLoadError(
+        f"{root}: an Ekanos integration is defined by integration.ts (or .js) default-exporting "
+        "defineIntegration({ slug, egress, tools }) from '@ekanos/sdk'"
+        + ("; it has no manifest.json (remove its `platform`, or write integration.ts)" if manifest else ""),
+        file=str(root / ("manifest.json" if manifest else "integration.ts")),
+        pointer="/platform" if manifest else "",
+    )
+
+
+def deno_dir() -> Path:
+    """The Deno cache of describe runs (transpiled TypeScript, shared by every integration)."""
+    base = os.environ.get("GEM_WORKBENCH_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gem-workbench"
+    )
+    return Path(base) / "deno-describe"
+
+
+def describe(root: Path) -> dict[str, Any]:
+    """Run the integration's module and return its description; GemLoadError when it cannot
+    be loaded (it throws, has no default export, or exports something not from
+    defineIntegration), pointing at the field the SDK's check named."""
+    module = entry(root)
+    real, inside = realpath(module), realpath(root)
+    if real is None or inside is None or not real.is_relative_to(inside):
+        raise GemLoadError(f"{module.name} is a link out of the integration's folder", file=str(module))
+    ddir = deno_dir()
+    ddir.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        deno_bin(),
+        "run",
+        *DENO_FLAGS,
+        "--quiet",
+        "--unstable-worker-options",
+        f"--import-map={IMPORT_MAP}",
+        f"--allow-read={inside},{SDK},{HERE}",
+        str(HERE / "describe.ts"),
+        real.as_uri(),
+        str(inside),
+        str(SDK),
+    ]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.run(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=minimal_env(ddir),
+                timeout=DESCRIBE_SECONDS,
+                start_new_session=True,
+            )
+        except subprocess.TimeoutExpired:
+            raise GemLoadError(
+                f"{module.name}: importing the module took over {DESCRIBE_SECONDS:g} s (its "
+                "top-level code runs when the platform loads it)",
+                file=str(module),
+            ) from None
+        text, errors = _tail(out), _tail(err)
+    answer = _answer(text)
+    if answer is None:
+        raise GemLoadError(
+            f"{module.name}: the module could not be loaded (exit {proc.returncode}): "
+            f"{clip(errors.strip() or text.strip(), 2000)}",
+            file=str(module),
+        )
+    if not answer.get("ok"):
+        raise _failure(module, answer)
+    description = answer.get("description")  # checked by check_description
+    return description if isinstance(description, dict) else {}
+
+
+def _tail(f: Any) -> str:
+    size = f.seek(0, os.SEEK_END)
+    f.seek(max(0, size - MAX_OUTPUT))
+    data: bytes = f.read()
+    return data.decode("utf-8", "replace")
+
+
+def _answer(text: str) -> dict[str, Any] | None:
+    at = text.rfind("\n\x1e")
+    if at < 0:
+        return None
+    try:
+        answer = json.loads(text[at + 2 :])
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def _failure(module: Path, a: dict[str, Any]) -> GemLoadError:
+    kind, message = a.get("kind"), str(a.get("message", ""))
+    name = module.name
+    if kind == "definition":  # the SDK's check: "tools.0.parameters: …"
+        path = str(a.get("path", ""))
+        issues = [i for i in a.get("issues", []) if isinstance(i, dict)]
+        return GemLoadError(
+            f"{name}: {clip(message, 2000)}",
+            file=str(module),
+            pointer=path,
+            issues=[
+                {"path": str(i.get("path")), "message": clip(str(i.get("message")), 500)} for i in issues
+            ],
+        )
+    if kind == "no_default":
+        return GemLoadError(
+            f"{name} has no default export; write `export default defineIntegration({{ slug, egress, "
+            "tools }})` (import { defineIntegration } from '@ekanos/sdk')",
+            file=str(module),
+            pointer="default",
+        )
+    if kind == "not_integration":
+        return GemLoadError(
+            f"{name}'s default export is a {clip(message, 40)}, not the value defineIntegration() "
+            "returns: wrap the definition in defineIntegration({ slug, egress, tools }) from "
+            "'@ekanos/sdk'",
+            file=str(module),
+            pointer="default",
+        )
+    where = _line(str(a.get("stack", "")) + "\n" + message, module)
+    return GemLoadError(
+        f"{name}: the module threw while loading{where}: {a.get('name', 'Error')}: {clip(message, 2000)}",
+        file=str(module),
+        **({"line": int(where.rsplit(":", 1)[-1])} if where else {}),
+    )
+
+
+def _line(text: str, module: Path) -> str:
+    m = re.search(re.escape(module.as_uri()) + r":(\d+)", text)
+    return f" at {module.name}:{m.group(1)}" if m else ""
+
+
+# -- the description, checked and made the gem model -------------------------------------------
+
+
+def _bad(module: Path, path: str, message: str) -> GemLoadError:
+    return GemLoadError(f"{module.name}: {path}: {message}", file=str(module), pointer=path)
+
+
+def check_description(module: Path, d: Any) -> list[tuple[str, str]]:
+    """Problems of a description (the SDK checks the same at import: this is the Python side
+    of K3–K5, so a forged description is caught too), as (path, message)."""
+    if not isinstance(d, dict) or deeper_than(d, MAX_DEPTH):
+        return [("", "the description is not an object (or nested too deeply)")]
+    out: list[tuple[str, str]] = []
+    slug = d.get("slug")
+    if not isinstance(slug, str) or not re.fullmatch(r"[a-z][a-z0-9-]{0,62}", slug) or slug.endswith("-"):
+        out.append(("slug", "a slug is lower-case letters, digits and hyphens, starting with a letter"))
+    egress = d.get("egress")
+    if not isinstance(egress, list) or not all(isinstance(h, str) for h in egress):
+        out.append(("egress", "a list of host names"))
+    storage = d.get("storage")
+    if storage is not None and not isinstance(storage, dict):
+        out.append(("storage", "an object {account: {<key>: <JSON Schema>}}"))
+    for scope, keys in (storage or {}).items():
+        if scope != "account" or not isinstance(keys, dict):
+            out.append((f"storage.{scope}", "the scopes are: account (an object of key: JSON Schema)"))
+            continue
+        for key, schema in keys.items():
+            for ptr, msg in check_input_schema(schema, STORAGE_RULES):
+                out.append((f"storage.account.{key}" + ptr.replace("/", "."), msg))
+    tools = d.get("tools")
+    if not isinstance(tools, list) or not tools:
+        return [*out, ("tools", "an integration has a non-empty list of tools")]
+    seen: dict[str, int] = {}
+    for i, t in enumerate(tools):
+        if not isinstance(t, dict):
+            out.append((f"tools.{i}", "a tool is an object"))
+            continue
+        name, eff = t.get("name"), str(t.get("effectiveName"))
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            out.append((f"tools.{i}.name", f"{clip(repr(name), 80)} must match ^[a-z][a-z0-9_]*$ (K4)"))
+        elif isinstance(slug, str) and eff != effective_name(slug, name):
+            out.append((f"tools.{i}.name", "the effective name is not the slug's prefix + the name (K4)"))
+        elif eff in seen:
+            out.append((f"tools.{i}.name", f"{eff!r} is tools.{seen[eff]}'s effective name too (K4)"))
+        else:
+            seen[eff] = i
+        params = t.get("parameters")
+        if params is not None:
+            for ptr, msg in check_input_schema(params, RULES):
+                out.append((f"tools.{i}.parameters" + ptr.replace("/", "."), msg))
+        example = t.get("outputExample")
+        if not isinstance(example, dict):
+            out.append((f"tools.{i}.outputExample", "an object (plain JSON), not an array (K5)"))
+    return out
+
+
+def effective_name(slug: str, name: str) -> str:
+    """K4: the slug with hyphens as underscores, `_`, the name — unless it already has it."""
+    prefix = slug.replace("-", "_") + "_"
+    return name if name.startswith(prefix) else prefix + name
+
+
+def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """Every problem of the integration at `root` as {file, pointer, message}; [] when fine."""
+    root = realpath(Path(root)) or Path(root).absolute()
+    try:
+        module = entry(root)
+        d = describe(root)
+    except GemLoadError as exc:
+        issues = exc.details.get("issues") or [
+            {"path": exc.details.get("pointer", ""), "message": exc.message}
+        ]
+        return [
+            {"file": exc.details.get("file", str(root)), "pointer": i["path"], "message": i["message"]}
+            for i in issues
+        ]
+    return [{"file": str(module), "pointer": p, "message": m} for p, m in check_description(module, d)]
+
+
+def load_integration(root: str | os.PathLike[str]) -> Manifest:
+    """Load the integration at `root`; GemLoadError naming the module and `tools.<i>.<field>`."""
+    root = realpath(Path(root)) or Path(root).absolute()
+    module = entry(root)
+    d = describe(root)
+    problems = check_description(module, d)
+    if problems:
+        raise _bad(module, *problems[0])
+    language = LANGUAGES[module.suffix]
+    tools: dict[str, ToolSpec] = {}
+    for t in d["tools"]:
+        tools[t["name"]] = ToolSpec(
+            name=t["name"],
+            file=module,
+            rel_file=module.name,
+            description=t.get("description") or "",
+            input_schema=t.get("parameters") or {"type": "object"},
+            side_effect="write",
+            permissions={},
+            language=language,
+        )
+    return Manifest(
+        root=root,
+        id=d["slug"],
+        name=d["slug"],
+        version="",
+        platform="ekanos",
+        permissions={},
+        collections={},
+        resources=(),
+        tools=tools,
+        schema_sql=None,
+        raw=d,
+        aliases={t["effectiveName"]: t["name"] for t in d["tools"] if t["effectiveName"] != t["name"]},
+    )
