@@ -16,6 +16,7 @@ import workbench
 from workbench import GemLoadError
 from workbench.ctx.http_egress import egress_problem
 from workbench.platforms import lint
+from workbench.providers.http import HttpRequest, HttpResponse, RealTransport
 
 pytestmark = pytest.mark.deno
 
@@ -374,3 +375,61 @@ def test_K7_the_seed_test_fixtures_give_the_same_result_in_python(opened: Callab
         "temperature": 12.4,
         "units": "celsius",
     }
+
+
+# -- real providers: httpx to a loopback server ----------------------------------------------------
+
+
+class _Resolve(RealTransport):
+    """Real httpx; api.demo.example resolves to the loopback test server (TLS ends here)."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__()
+        self.port = port
+
+    def send(self, request: HttpRequest, timeout: float) -> HttpResponse:
+        url = request.url.replace("https://api.demo.example", f"http://127.0.0.1:{self.port}", 1)
+        return super().send(HttpRequest(request.method, url, request.headers, request.body), timeout)
+
+
+def test_K6_real_fetch_through_httpx_with_redirects_checked(
+    tmp_path: Path, opened: Callable, httpserver: Any
+) -> None:
+    from werkzeug import Response
+
+    httpserver.expect_request("/v1/data", method="POST").respond_with_handler(
+        lambda req: Response(
+            json.dumps({"got": req.get_json()}), headers={"content-type": "application/json"}
+        )
+    )
+    httpserver.expect_request("/v1/away").respond_with_handler(
+        lambda req: Response("", status=302, headers={"location": "https://evil.test/steal"})
+    )
+    run = """
+      const r = await ctx.fetch('https://api.demo.example/v1/data', { method: 'POST',
+        headers: { 'content-type': 'application/json' }, body: JSON.stringify({ a: 1 }) });
+      let away;
+      try { await ctx.fetch('https://api.demo.example/v1/away'); away = 'followed'; } catch (e) { away = e.code; }
+      return { real: r instanceof Response, body: await r.json(), away };"""
+    root = integration(tmp_path / "i", tool("f", run))
+    bench = opened(root, http=_Resolve(httpserver.port))
+    res = bench.call("f").raise_for_error()
+    assert res.value == {"real": True, "body": {"got": {"a": 1}}, "away": "E_PERM_DENIED"}
+    assert [r.path for r, _ in httpserver.log] == ["/v1/data", "/v1/away"]  # evil.test never asked
+
+
+def test_K3_inside_properties_pattern_is_checked_with_re2(tmp_path: Path, opened: Callable) -> None:
+    params = "{ type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}$' }, s: { type: 'string', pattern: '^(a+)+$' } } }"
+    bench = opened(integration(tmp_path / "i", tool("p", "return { ok: true };", params=params)))
+    assert bench.call("p", {"code": "ABC"}).ok
+    bad = bench.call("p", {"code": "abc"})
+    assert bad.error is not None and bad.error.code == "E_SCHEMA" and "code" in bad.error.message
+    slow = bench.call("p", {"s": "a" * 50_000 + "!"})  # catastrophic for a backtracking engine
+    assert slow.error is not None and slow.error.code == "E_SCHEMA"
+    backref = "{ type: 'object', properties: { c: { type: 'string', pattern: '(a)\\\\1' } } }"
+    with pytest.raises(GemLoadError) as err:
+        workbench.open(integration(tmp_path / "j", tool("p", "return {};", params=backref)))
+    assert (
+        err.value.details["pointer"] == "tools.0.parameters.properties.c.pattern"
+        and "RE2" in err.value.message
+    )

@@ -1,4 +1,6 @@
-"""Strings that UTF-8 cannot hold: JavaScript strings (and JSON's "\\ud800") may carry lone
+"""Text the workbench is handed by someone else. Linear-time patterns: a gem's or a fixture's
+regular expression is compiled with RE2 (PyPI google-re2), never Python's backtracking `re`,
+within a memory budget (re2_compile). Strings that UTF-8 cannot hold: JavaScript strings (and JSON's "\\ud800") may carry lone
 UTF-16 surrogates, and os.fsdecode gives them for names that are not UTF-8 on disk. Neutral
 ground: the ctx layer, the providers and the gem loader all ask the same two questions."""
 
@@ -31,3 +33,25 @@ def well_formed_params(params: Any) -> Any:
     if isinstance(params, dict):
         return {k: well_formed(v) if isinstance(v, str) else v for k, v in params.items()}
     return [well_formed(v) if isinstance(v, str) else v for v in params]
+
+
+REGEX_MAX_MEM = 1 << 20  # RE2's budget for one compiled pattern (it refuses larger ones)
+
+
+def re2_compile(body: str, *, case_sensitive: bool = True) -> Any:
+    """`body` compiled with RE2 (linear-time matching, REGEX_MAX_MEM at most); ValueError with
+    RE2's reason when it refuses it (backreferences, lookaround, too big)."""
+    import re2
+
+    options = re2.Options()
+    options.max_mem = REGEX_MAX_MEM
+    options.log_errors = False
+    options.never_capture = True
+    options.case_sensitive = case_sensitive
+    try:
+        return re2.compile(body, options)
+    except re2.error as exc:
+        reason = (
+            exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else exc
+        )
+        raise ValueError(f"RE2 refuses the pattern: {reason}") from None

@@ -16,6 +16,9 @@ class SchemaRules:
     unsupported_keywords: tuple[str, ...] = ("pattern", "patternProperties", "uniqueItems")
     null_is_absent: bool = True
     root_keys: tuple[str, ...] | None = None
+    # `pattern` allowed and checked with RE2 (linear time, bounded memory); a pattern RE2
+    # cannot compile is a load error (Ekanos: "inside properties you are unconstrained")
+    re2_patterns: bool = False
 
 
 NOTOCHORD = SchemaRules()

@@ -66,6 +66,8 @@ def check_input_schema(schema: Any, rules: SchemaRules = NOTOCHORD) -> list[tupl
         return [
             ("", f"schema too complex to check: over {MAX_SCHEMA_STATES:,} subschemas reachable through $ref")
         ]
+    if rules.re2_patterns:
+        _check_patterns(walk, doc)
     problems = [(doc.path(node, rel), msg) for node, rel, msg in doc.problems]
     if not problems:
         cycle = in_place_cycle(walk)
@@ -86,6 +88,24 @@ def check_input_schema(schema: Any, rules: SchemaRules = NOTOCHORD) -> list[tupl
     except RecursionError:
         return [("", "schema nested too deeply to check")]
     return []
+
+
+def _check_patterns(walk: Any, doc: Doc) -> None:
+    """Every `pattern` a $ref can reach compiles with RE2, which checks it at call time."""
+    from .._text import re2_compile
+
+    for sub, _ in walk.nodes:
+        pattern = sub.get("pattern") if isinstance(sub, dict) else None
+        if pattern is None:
+            continue
+        if not isinstance(pattern, str):
+            walk.bad(sub, ("pattern",), "'pattern' must be a string (a regular expression)")
+            continue
+        try:
+            re2_compile(pattern)
+        except ValueError as exc:
+            why = f"{exc}; the workbench checks patterns in linear time (RE2), without backreferences or lookaround"
+            walk.bad(sub, ("pattern",), why)
 
 
 # -- bounded validation --------------------------------------------------------------------

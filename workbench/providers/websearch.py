@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._errors import GemLoadError, UsageError, WorkbenchError
-from .._text import well_formed
+from .._text import re2_compile, well_formed
 
 MAX_COUNT = 20  # results one search may return
 MAX_FIELD_CHARS = 2_000  # each of title, url, snippet is clipped to this
@@ -30,7 +30,6 @@ MAX_BODY_BYTES = 2 * 1024 * 1024  # a SearXNG answer, after decompression
 MAX_FIXTURE_BYTES = 1024 * 1024  # fixtures/web_search.json
 MAX_ENTRIES = 500  # entries in the fixture file
 MAX_PATTERN_CHARS = 500  # a /regex/ query in the fixture file
-REGEX_MAX_MEM = 1 << 20  # RE2's budget for one compiled pattern (it refuses larger ones)
 
 FIELDS = ("title", "url", "snippet")
 
@@ -101,25 +100,12 @@ class FixtureEntry:
 
 def compile_pattern(source: str) -> Any:
     """RE2 pattern for "/body/" or "/body/i" (ValueError with RE2's reason if refused)."""
-    import re2
-
     body, _, flags = source[1:].rpartition("/")
     if flags not in ("", "i"):
         raise ValueError(f"unknown flag(s) {flags!r} after the closing '/': only 'i' is supported")
     if not body:
         raise ValueError("the pattern between the slashes is empty")
-    options = re2.Options()
-    options.max_mem = REGEX_MAX_MEM
-    options.log_errors = False
-    options.never_capture = True
-    options.case_sensitive = flags != "i"
-    try:
-        return re2.compile(body, options)
-    except re2.error as exc:
-        reason = (
-            exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else exc
-        )
-        raise ValueError(f"RE2 refuses the pattern: {reason}") from None
+    return re2_compile(body, case_sensitive=flags != "i")
 
 
 def _is_pattern(query: str) -> bool:
