@@ -99,6 +99,8 @@ def test_K1_run_gets_ctx_then_args_with_its_tool_as_this(tmp_path: Path, opened:
         (tool("x", "return {};") + tool("demo_x", "return {};"), "tools.1.name", ""),  # same effective name
         (tool("x", "return {};", example="[{ id: 1 }]"), "tools.0.outputExample", "array"),
         ("{ name: 'x', description: 'd', outputExample: {}, run: 5 },", "tools.0.run", "function"),
+        ("{ name: 'x', description: '', outputExample: {}, async run() {} },", "tools.0.description", ""),
+        ("{ name: 'x', description: 'd', async run() {} },", "tools.0.outputExample", ""),
     ],
 )
 def test_K3_K4_K5_each_load_check_points_at_its_field(
@@ -111,6 +113,36 @@ def test_K3_K4_K5_each_load_check_points_at_its_field(
     assert e.code == "E_MANIFEST" and e.details["pointer"] == pointer, e
     assert words in e.message and e.details["file"].endswith("integration.ts")
     assert [p["pointer"] for p in lint(root)][:1] == [pointer]
+
+
+@pytest.mark.parametrize(
+    "slug, extra, pointer",
+    [
+        ("Acme Payments", "", "slug"),
+        ("acme-", "", "slug"),
+        ("demo", "storage: { account: { k: { type: 'nope' } } },", "storage.account.k"),
+    ],
+)
+def test_K1_integration_level_checks_point_at_their_field(
+    tmp_path: Path, slug: str, extra: str, pointer: str
+) -> None:
+    root = integration(tmp_path / "bad", tool("x", "return {};"), slug=slug, extra=extra)
+    with pytest.raises(GemLoadError) as err:
+        workbench.open(root)
+    assert err.value.details["pointer"].startswith(pointer), err.value
+
+
+def test_K6_egress_entries_are_bare_host_names(tmp_path: Path) -> None:
+    root = tmp_path / "bad"
+    root.mkdir()
+    (root / "integration.ts").write_text(
+        "import { defineIntegration } from '@ekanos/sdk';\n"
+        "export default defineIntegration({ slug: 'x', egress: ['api.x.example', 'https://evil.test/'],\n"
+        "  tools: [{ name: 'a', description: 'd', outputExample: {}, async run() { return {}; } }] });\n"
+    )
+    with pytest.raises(GemLoadError) as err:
+        workbench.open(root)
+    assert err.value.details["pointer"] == "egress.1" and "host" in err.value.message
 
 
 def test_K4_no_double_prefix_and_calls_by_either_name(tmp_path: Path, opened: Callable) -> None:

@@ -378,3 +378,16 @@ def test_magics_work_unchanged_on_an_agent_gem(ip, capsys):
     assert res.success and res.result.value == {"ok": True}
     res = run(ip, '%tool resilient {"topic": "workers"}')
     assert res.success and res.result.value["ok"] is True
+
+
+@pytest.mark.deno
+def test_gem_open_and_tool_work_for_an_ekanos_integration(ip, capsys):
+    """K1/K2 through the magics: an integration folder opens; %tool calls by effective name."""
+    acme = EXAMPLE_GEM.parent / "acme-payments"
+    assert run(ip, f"%gem open {acme}").success
+    bench = ip.user_ns["bench"]
+    assert bench.profile.name == "ekanos"
+    res = run(ip, "%tool acme_payments_get_current_weather {}")
+    assert res.success and res.result.outcome == "expected_failure"  # no saved location
+    form = bench.form("refund_payment")
+    assert {"paymentId", "reason"} <= set(form.fields)

@@ -78,7 +78,7 @@ class Bench(Views):
     def __repr__(self) -> str:
         kinds = ", ".join(f"{k}={v}" for k, v in self.providers.kind.items())
         return (
-            f"<Bench {self.manifest.id} {self.manifest.version}: {len(self.manifest.tools)} "
+            f"<Bench {' '.join(filter(None, (self.manifest.id, self.manifest.version)))}: {len(self.manifest.tools)} "
             f"tools, {kinds}, {len(self.results)} calls>"
         )
 
@@ -208,7 +208,7 @@ class Bench(Views):
             started=started,
             idempotency_key=key or secrets.token_hex(16),
         )
-        tool = self.manifest.tools.get(name) or self.manifest.tools.get(self.manifest.aliases.get(name, ""))
+        tool = self.manifest.tool(name)
         if tool is None:
             res.error = WorkbenchError(
                 "E_UNKNOWN_TOOL",

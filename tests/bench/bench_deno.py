@@ -24,8 +24,7 @@ from benchmarks import NOOP, _call
 from deno import find_deno_bin
 
 import workbench
-from workbench.runners.deno.process import minimal_env
-from workbench.runners.deno.sandbox import DENO_FLAGS  # the sandbox's own, for a fair bare run
+from workbench._deno import DENO_FLAGS, minimal_env  # the sandbox's own, for a fair bare run
 
 ONE = "export default async function () { return 1 }\n"
 KV = """\

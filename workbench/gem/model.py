@@ -47,3 +47,7 @@ class Manifest:
     raw: dict[str, Any] = field(repr=False)
     # other names a tool is called by: {name: the tool's key} (Ekanos' effective names, K4)
     aliases: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def tool(self, name: str) -> ToolSpec | None:
+        """The tool called `name`, by its own name or another (an Ekanos effective name)."""
+        return self.tools.get(name) or self.tools.get(self.aliases.get(name, ""))

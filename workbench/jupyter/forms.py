@@ -32,8 +32,9 @@ class ToolForm(widgets.VBox):
     """A form for one tool: fields, a Run button, a status line and the result below."""
 
     def __init__(self, bench: Bench, tool: str) -> None:
-        spec = bench.manifest.tools[tool]
-        self.bench, self.tool = bench, tool
+        spec = bench.manifest.tool(tool)
+        assert spec is not None  # form() checked the name
+        self.bench, self.tool = bench, spec.name
         schema = spec.input_schema
         if isinstance(schema.get("properties"), dict) and schema["properties"]:
             self._root: Field = ObjectField("", schema, True, "")
@@ -78,7 +79,8 @@ class ToolForm(widgets.VBox):
         if self._validator is None:
             from ..gem.schema import InputValidator
 
-            self._validator = InputValidator(self.bench.manifest.tools[self.tool].input_schema)
+            schema = self.bench.manifest.tools[self.tool].input_schema
+            self._validator = InputValidator(schema, self.bench.profile.schema_rules)
         return self._validator.violations(self._validator.normalise(args))
 
     def run(self) -> CallResult | None:
@@ -145,7 +147,7 @@ class ToolForm(widgets.VBox):
 
 def form(bench: Bench, tool: str) -> ToolForm:
     """An ipywidgets form for `tool`, generated from its inputSchema (see the module doc)."""
-    if tool not in bench.manifest.tools:
+    if bench.manifest.tool(tool) is None:
         raise WorkbenchError(
             "E_UNKNOWN_TOOL",
             f"no tool {tool!r} in gem {bench.manifest.id} "

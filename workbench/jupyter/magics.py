@@ -274,7 +274,7 @@ class WorkbenchMagics(Magics):
                 "the input is the cell body"
             )
         bench = self.bench
-        if name not in bench.manifest.tools:
+        if bench.manifest.tool(name) is None:
             raise MagicError(
                 "E_UNKNOWN_TOOL",
                 f"no tool {name!r} in gem {bench.manifest.id} "

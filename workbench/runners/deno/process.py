@@ -12,7 +12,6 @@ import socket
 import subprocess
 import time
 
-from ..._deno import minimal_env  # noqa: F401  (re-exported: its old home)
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 from ..python import CappedLog, render_logs
 

@@ -23,13 +23,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..._deno import DENO_FLAGS, minimal_env
+from ...platforms.ekanos.loader import IMPORT_MAP
+from ...platforms.ekanos.loader import SDK as SDK_DIR
 from ..python import CappedLog, render_logs
-from .process import minimal_env
-from .sandbox import DENO_FLAGS
 
 #: The SDK folder served to tests through its import map.
-SDK_DIR = Path(__file__).resolve().parents[2] / "platforms" / "ekanos" / "sdk"
-IMPORT_MAP = SDK_DIR / "import_map.json"
 #: Bytes of console output kept per file (its head and tail).
 OUTPUT_LIMIT = 64 * 1024
 JUNIT_LIMIT = 16 * 1024 * 1024
