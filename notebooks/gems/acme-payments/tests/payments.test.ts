@@ -93,6 +93,6 @@ describe('egress', () => {
 
   it('the integration is well formed (K3–K5)', () => {
     expect(integration.tools.map((t) => t.name)).toEqual(['get_current_weather', 'list_recent_payments', 'refund_payment', 'get_data', 'check_url']);
-    expect(integration.egress).toEqual(['api.acme.example']);
+    expect(integration.egress).toEqual(['api.acme.example', 'api.example']);
   });
 });
