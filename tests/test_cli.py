@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import EXAMPLE_GEM
 
 
@@ -104,3 +105,12 @@ def test_call_js_tool_from_cli(tmp_path):
     out = cli("call", str(SEED_GEM), "add_note", "--input", '{"title": "x"}', env_home=tmp_path)
     assert out.returncode == 0, out.stderr
     assert set(json.loads(out.stdout)) == {"id"}
+
+
+@pytest.mark.deno
+def test_ekanos_check_and_call(tmp_path):
+    acme = EXAMPLE_GEM.parent / "acme-payments"
+    assert cli("check", str(acme)).returncode == 0
+    out = cli("call", str(acme), "acme_payments_get_current_weather", "--state-dir", str(tmp_path))
+    assert out.returncode == 0 and json.loads(out.stdout) == {"error": "No location saved for this account."}
+    assert "expected failure" in out.stderr

@@ -14,6 +14,7 @@ import pytest
 
 import workbench
 from workbench import GemLoadError
+from workbench._present import presenter
 from workbench.ctx.http_egress import egress_problem
 from workbench.platforms import lint
 from workbench.providers.http import HttpRequest, HttpResponse, RealTransport
@@ -301,9 +302,12 @@ def test_K6_secrets_are_strings_or_null_and_masked_everywhere(tmp_path: Path, op
 def test_K6_secrets_from_the_environment(
     tmp_path: Path, opened: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("GEM_WORKBENCH_SECRET_ACME_PAYMENTS_API_KEY", "sk_env_123456")
+    monkeypatch.setenv("GEM_WORKBENCH_SECRET_ACME_PAYMENTS__API_KEY", "sk_env_123456")
+    monkeypatch.setenv("GEM_WORKBENCH_SECRET_ACME__PAYMENTS_API_KEY", "sk_other_slug")
+    assert opened(ACME).call("list_recent_payments", {}).outcome == "expected_failure"  # not asked for
     bench = opened(
         ACME,
+        secrets="local",
         fetch_handlers=[
             {"match": "https://api.acme.example/v1/payments", "respond": {"json": {"payments": []}}}
         ],
@@ -465,3 +469,98 @@ def test_K3_inside_properties_pattern_is_checked_with_re2(tmp_path: Path, opened
         err.value.details["pointer"] == "tools.0.parameters.properties.c.pattern"
         and "RE2" in err.value.message
     )
+
+
+def test_K6_a_secret_is_masked_in_its_escaped_and_encoded_forms_too(tmp_path: Path, opened: Callable) -> None:
+    secret = 'k+y/"pem\nline=='
+    run = """
+      const k = await ctx.secrets.get('api_key');
+      ctx.logger.info({ k }, 'x');
+      await ctx.fetch('https://api.demo.example/v1?key=' + encodeURIComponent(k));
+      throw new Error('bad key ' + k);"""
+    root = integration(tmp_path / "i", tool("s", run))
+    bench = opened(root, secrets={"api_key": secret},
+                   fetch_handlers=[{"match": "https://api.demo.example/", "respond": {"json": {}}}])  # fmt: skip
+    res = bench.call("s")
+    shown = (
+        json.dumps([res.trace_rows, res.log_rows], default=str) + bench.http().to_string() + res.error.message
+    )
+    from urllib.parse import quote
+
+    for form in (secret, json.dumps(secret)[1:-1], quote(secret, safe="")):
+        assert form not in shown, form
+    assert res.error.code == "E_TOOL_ERROR" and "***" in res.error.message
+
+
+@pytest.mark.parametrize(
+    "head, words",
+    [
+        ("for (let i = 0; i < 40; i++) await Deno.stdout.write(new Uint8Array(1 << 20));\n", "printed over"),
+        ("const BIG = 'x'.repeat(2e6);\n", "characters as JSON"),
+    ],
+)
+def test_K1_loading_is_bounded_in_output_and_size(tmp_path: Path, head: str, words: str) -> None:
+    example = "{ big: BIG }" if "BIG" in head else "{ ok: true }"
+    root = integration(tmp_path / "i", tool("x", "return {};", example=example), head=head)
+    with pytest.raises(GemLoadError, match=words):
+        workbench.open(root)
+
+
+def test_N1_a_link_out_of_the_integration_stops_loading(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private")
+    root = integration(tmp_path / "i", tool("x", "return {};"))
+    (root / "leak.txt").symlink_to(secret)
+    with pytest.raises(GemLoadError, match="leak.txt"):
+        workbench.open(root)
+
+
+def test_lone_surrogates_are_kept_in_values_and_never_break_a_display(
+    tmp_path: Path, opened: Callable
+) -> None:
+    """A JS string may hold a lone surrogate: the result keeps it (as the platform's JSON would
+    carry it), what the workbench shows or makes (HTML, text, log rows, errors) is well-formed."""
+    run = "ctx.logger.info({ f: 'a\\ud800' }, 'm\\udc00'); if (args.t) throw new Error('e\\ud800'); return { ok: 'x\\ud800', error: args.e ? 'y\\udfff' : undefined };"
+    bench = opened(
+        integration(tmp_path / "i", tool("s", run, params="{ type: 'object', properties: { t: {}, e: {} } }"))
+    )
+    assert bench.call("s").value == {"ok": "x\ud800"}
+    for args in ({}, {"t": True}, {"e": True}):
+        res = bench.call("s", args)
+        shown = json.dumps([res.log_rows, res.error and res.error.message], ensure_ascii=False)
+        for text in (shown, res._repr_html_(), presenter("result_text")(res)):
+            text.encode("utf-8")  # raises on a lone surrogate
+    bench.calls().to_html().encode("utf-8")
+
+
+def test_K6_response_headers_are_byte_strings_as_fetch_gives_them(
+    tmp_path: Path, opened: Callable, httpserver: Any
+) -> None:
+    from werkzeug import Response
+
+    name = "日本".encode().decode("latin-1")  # the UTF-8 bytes, as a server sends them
+    httpserver.expect_request("/v1/h").respond_with_handler(
+        lambda req: Response("ok", headers={"x-name": name})
+    )
+    run = "const r = await ctx.fetch('https://api.demo.example/v1/h'); return { h: r.headers.get('x-name'), t: await r.text() };"
+    bench = opened(integration(tmp_path / "i", tool("h", run)), http=_Resolve(httpserver.port))
+    assert bench.call("h").raise_for_error().value == {"h": name, "t": "ok"}
+
+
+def test_K6_a_request_object_is_refused_not_sent_as_a_get(tmp_path: Path, opened: Callable) -> None:
+    run = "try { await ctx.fetch(new Request('https://api.demo.example/', { method: 'POST', body: 'x' })); return 'sent'; } catch (e) { return e.message; }"
+    bench = opened(
+        integration(tmp_path / "i", tool("r", run)),
+        fetch_handlers=[{"match": "https://api.demo.example/", "respond": {"json": {}}}],
+    )
+    assert "Request object is not supported" in bench.call("r").value and bench.http().empty
+
+
+def test_SEC5_the_trace_keeps_a_bounded_share_of_many_big_ctx_calls(tmp_path: Path, opened: Callable) -> None:
+    run = "const big = 'x'.repeat(60000); for (let i = 0; i < 400; i++) ctx.logger.info({ big }, 'm'); return 1;"
+    res = opened(integration(tmp_path / "i", tool("l", run))).call("l").raise_for_error()
+    assert len(res.trace_rows) == 400
+    kept = [r for r in res.trace_rows if r["params"] is not None]
+    assert 200 < len(kept) < 400  # the first ones, then previews only
+    assert sum(len(json.dumps(r["params"])) for r in kept) < 17 * 1024 * 1024
+    assert all(r["args"] for r in res.trace_rows)  # every row keeps its short preview

@@ -134,6 +134,14 @@ def test_K7_a_file_that_throws_at_import_fails_alone(tmp_path: Path):
     assert "nowhere.ts" in by_file["missing.test.ts", "(uncaught error)"].message
 
 
+def test_N1_a_link_out_of_the_folder_fails_every_file_unrun(tmp_path: Path):
+    (tmp_path / "secret.txt").write_text("private")
+    folder = integration(tmp_path, leak="import { it } from 'vitest';\nit('reads', () => {});\n")
+    (folder / "tests" / "peek.txt").symlink_to(tmp_path / "secret.txt")
+    cases = run_ts_tests(folder, deno_dir=tmp_path / "deno", timeout=60)
+    assert [(c.name, c.outcome) for c in cases] == [("(links)", "failed")] and "peek.txt" in cases[0].message
+
+
 def test_N1_ts_tests_read_only_their_folder_and_the_sdk(tmp_path: Path):
     """The sandbox's rules hold for tests too: no net, env, write, run, or reads elsewhere."""
     (tmp_path / "secret.txt").write_text("s")

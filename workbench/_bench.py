@@ -307,6 +307,9 @@ class Bench(Views):
             if res.error is not None:
                 res.error.message = http.mask(res.error.message)
                 res.error.args = (res.error.message,)
+                for k, v in res.error.details.items():  # the stack repeats the message
+                    if isinstance(v, str):
+                        res.error.details[k] = http.mask(v)
         if res.error is None:
             self._judge(tool, res)
 

@@ -94,8 +94,10 @@ def open(
     account_storage, secrets, fetch_handlers (Ekanos integrations, K6/K7, as createMockContext
         takes them): records {key: value} stored at open (`ctx.storage.account.get(key)` then
         gives {key, data: value, updatedAt}; checked against the integration's storage
-        schemas); secrets {name: value} (also createMockContext's {"account": {…}}), default: env
-        GEM_WORKBENCH_SECRET_<SLUG>_<NAME>, then the keyring (user "<slug>:<name>"); fetch_handlers: mock
+        schemas); secrets {name: value} (also createMockContext's {"account": {…}}), or "local":
+        env GEM_WORKBENCH_SECRET_<SLUG>__<NAME>, then the keyring (user "<slug>:<name>");
+        default none (the user's secrets are read only for a folder they are asked for: an
+        integration names its slug itself); fetch_handlers: mock
         handlers for ctx.fetch, the same as `http=[...]`.
     keep_runs, keep_run_days: run folders retention, applied when a bench on real files
         opens: a run folder is deleted once it is neither among the `keep_runs` most recently

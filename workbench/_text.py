@@ -35,6 +35,17 @@ def well_formed_params(params: Any) -> Any:
     return [well_formed(v) if isinstance(v, str) else v for v in params]
 
 
+def well_formed_value(v: Any) -> Any:
+    """A JSON value with every string (and key) well_formed: for what the workbench shows."""
+    if isinstance(v, str):
+        return well_formed(v)
+    if isinstance(v, list):
+        return [well_formed_value(x) for x in v]
+    if isinstance(v, dict):
+        return {well_formed(k): well_formed_value(x) for k, x in v.items()}
+    return v
+
+
 REGEX_MAX_MEM = 1 << 20  # RE2's budget for one compiled pattern (it refuses larger ones)
 
 

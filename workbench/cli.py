@@ -61,6 +61,7 @@ def _call(args: argparse.Namespace) -> int:
             providers="real" if args.real else "mock",
             workspace=args.workspace,
             state_dir=args.state_dir,
+            **({"secrets": "local"} if args.local_secrets else {}),
         )
     except WorkbenchError as exc:
         return _fail(exc.to_dict())
@@ -70,8 +71,15 @@ def _call(args: argparse.Namespace) -> int:
         print(res.logs, end="" if res.logs.endswith("\n") else "\n", file=sys.stderr)
     if res.error is not None:
         return _fail(res.error.to_dict())
-    for v in res.violations:
+    for v in [*res.violations, *res.warnings]:
         print(f"warning: {v}", file=sys.stderr)
+    for row in res.log_rows:  # Ekanos' ctx.logger
+        print(
+            f"[{row['level']}] {row['message']} {json.dumps(row['fields'], ensure_ascii=False)}",
+            file=sys.stderr,
+        )
+    if res.expected_failure:  # K2: an {error} the model would explain; not a fault
+        print("expected failure: the tool returned {error}", file=sys.stderr)
     print(json.dumps(res.value, ensure_ascii=False, indent=2))
     return 0
 
@@ -146,6 +154,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--real", action="store_true", help="real providers instead of mocks")
     p.add_argument("--workspace", help="the conversation folder")
     p.add_argument("--state-dir", help="where real state lives")
+    p.add_argument(
+        "--local-secrets",
+        action="store_true",
+        help="Ekanos: ctx.secrets from env GEM_WORKBENCH_SECRET_<SLUG>__<NAME>, then the keyring",
+    )
     p.set_defaults(fn=_call)
     p = sub.add_parser(
         "test",

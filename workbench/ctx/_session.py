@@ -17,6 +17,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from .._text import well_formed
 from . import _watchdog
 from . import limits as _limits
 from .storage import sqlite_error
@@ -97,13 +98,17 @@ def _preview(args: tuple, kwargs: dict) -> str:
             continue
         budget = _short(a, out, budget)
     text = "".join(out)
-    return text if len(text) <= _ARG_PREVIEW else text[: _ARG_PREVIEW - 1] + "…"
+    text = text if len(text) <= _ARG_PREVIEW else text[: _ARG_PREVIEW - 1] + "…"
+    return text if text.isascii() else well_formed(text)  # shown: no lone surrogate
 
 
 # The trace keeps each call's arguments ("params") and result as the objects themselves (no
 # copy: cost), when JSON-able and small: a big write or read is not held for the bench's life.
 # Results may be larger than arguments: a full listSince page (200 envelopes) must fit.
 _KEEP_PARAMS, _KEEP_RESULT = 64 * 1024, 256 * 1024  # characters of JSON, about
+# all a call's trace keeps, about: a tool making thousands of ctx calls with big arguments
+# keeps the first ones' and then only the short previews (SEC5)
+_KEEP_PER_CALL = 16 * 1024 * 1024
 _SAMPLE = 4  # items of a longer list measured; the rest are estimated from them
 _DEPTH = 64  # deeper nesting is not kept (nor is a cycle, which nests without end)
 
@@ -148,20 +153,27 @@ def _left(v: Any, budget: int, depth: int = 0) -> int:
     return budget - (start - budget) * (n - measured) // measured
 
 
-def _kept(v: Any, budget: int) -> Any:
-    """`v` itself when it is JSON-able and about `budget` characters of JSON at most, else None."""
-    return v if _left(v, budget) >= 0 else None
+def _kept(v: Any, budget: int) -> tuple[Any, int]:
+    """(`v` itself, about its size as JSON) when it is JSON-able and within `budget`
+    characters, else (None, 0)."""
+    left = _left(v, budget)
+    return (v, budget - left) if left >= 0 else (None, 0)
 
 
-def _kept_params(args: tuple, kwargs: dict, budget: int) -> Any:
+def _kept_params(args: tuple, kwargs: dict, budget: int) -> tuple[Any, int]:
     """(args, kwargs) as `_kept` would keep them; short scalar arguments (most ctx calls: a
     key, a path, an id) without the general walk."""
     if not kwargs and len(args) <= 4:
+        size = 8
         for a in args:
             t = type(a)
-            if not (a is None or t is int or t is float or t is bool or (t is str and len(a) < 1024)):
+            if t is str and len(a) < 1024:
+                size += len(a) + 3
+            elif a is None or t is int or t is float or t is bool:
+                size += 8
+            else:
                 return _kept((args, kwargs), budget)
-        return (args, kwargs)
+        return ((args, kwargs), size) if size <= budget else (None, 0)
     return _kept((args, kwargs), budget)
 
 
@@ -274,6 +286,7 @@ class CallSession:
     surfaced: list[dict[str, Any]] = field(default_factory=list)  # surface_file's files, this call
     children: list[Any] = field(default_factory=list)  # the CallResults of its nested ctx.tools calls
     log_rows: list[dict[str, Any]] = field(default_factory=list)  # ctx.logger's rows (K6)
+    kept: int = 0  # characters of ctx arguments and results the trace keeps, about (SEC5)
 
     @property
     def aborted(self) -> WorkbenchError | None:
@@ -358,10 +371,14 @@ class CallSession:
             if token is not None:
                 _watchdog.disarm(token)
             row["duration_us"] = round((time.perf_counter() - t0) * 1e6, 1)
-            row["params"] = _kept_params(args, kwargs, _KEEP_PARAMS)
+            room = _KEEP_PER_CALL - self.kept
+            row["params"], size = _kept_params(args, kwargs, min(_KEEP_PARAMS, room))
             # a secret's value (K6 secrets.get) is never kept: the trace is shown and shared
             secret = method in self.profile.secret_methods
-            row["result"] = _kept(result, _KEEP_RESULT) if row["ok"] and not secret else None
+            row["result"], more = (
+                _kept(result, min(_KEEP_RESULT, room - size)) if row["ok"] and not secret else (None, 0)
+            )
+            self.kept += size + more
             if self.http is not None and self.http.has_secrets:  # K6/SEC4: shown masked
                 row["args"] = self.http.mask(row["args"])
                 row["params"] = self.http.mask_value(row["params"])

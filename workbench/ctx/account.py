@@ -5,7 +5,7 @@
 wraps them the same way). `set(key, data)` stores any JSON value; when the integration declares
 `storage.account` schemas, the key must be one of them and the value must match its schema
 (E_INVALID_ARGUMENT / E_SCHEMA naming the key). Where the seed is silent, the workbench's
-reading: keys are exact (no patterns), 1–200 characters; `updatedAt` is ISO 8601 UTC.
+reading: keys are exact (no patterns), 1–200 characters (Limits.account_key_chars); `updatedAt` is ISO 8601 UTC.
 
 Records live in the data store's kv table under `account:<key>` (in memory for mock storage,
 in the state SQLite file for real), so they are committed or rolled back with the call.
@@ -24,14 +24,13 @@ if TYPE_CHECKING:
     from ._session import CallSession
 
 PREFIX = "account:"
-MAX_KEY_CHARS = 200
 
 
-def _key(method: str, key: Any) -> str:
-    if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS:
+def _key(method: str, key: Any, most: int) -> str:
+    if not isinstance(key, str) or not key or len(key) > most:
         raise WorkbenchError(
             "E_INVALID_ARGUMENT",
-            f"{method}(key): key is a string of 1 to {MAX_KEY_CHARS} characters, got {type(key).__name__}"
+            f"{method}(key): key is a string of 1 to {most} characters, got {type(key).__name__}"
             + (f" of {len(key)}" if isinstance(key, str) else ""),
             field="key",
         )
@@ -58,13 +57,13 @@ class Account:
         self.s = session
 
     def get(self, key: Any) -> dict[str, Any] | None:
-        key = _key("storage.account.get", key)
+        key = _key("storage.account.get", key, self.s.limits.account_key_chars)
         self.s.flush()
         text = self.s.providers.store.kv_get(PREFIX + key)
         return None if text is None else record(key, text)
 
     def set(self, key: Any, data: Any = None) -> None:
-        key = _key("storage.account.set", key)
+        key = _key("storage.account.set", key, self.s.limits.account_key_chars)
         limits = self.s.limits
         value, err = to_json(data, max_chars=limits.sql_value_bytes // 2, max_depth=limits.json_depth)
         if err is not None:

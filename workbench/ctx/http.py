@@ -165,6 +165,8 @@ class Http:
                 f"fetch: url must be an absolute http(s) URL, got {state.mask(url)[:200]!r}: {exc}",
                 field="url",
             ) from None
+        if egress is not None:  # and the URL as it will be sent: one reading, not two
+            egress_check(target.text, egress, state)
         method = opts.get("method", "GET")
         if not isinstance(method, str) or not method.isascii() or not method.isalpha():
             raise WorkbenchError(
@@ -322,12 +324,20 @@ class Http:
             "ok": 200 <= resp.status < 300,
             "url": current.text,
             "redirected": redirects > 0,
-            "headers": [[k.lower(), v] for k, v in resp.headers],
+            "headers": [[_bytestring(k.lower()), _bytestring(v)] for k, v in resp.headers],
             "body": base64.b64encode(resp.body).decode("ascii"),
         }
         if denied is not None:
             reply["credentialDenied"] = denied
         return reply
+
+
+def _bytestring(text: str) -> str:
+    """A header as fetch gives it, each byte a character (ByteString): the real transport
+    already gives them so; a mock handler's value past U+00FF is given as its UTF-8 bytes."""
+    if text.isascii() or max(text) <= "\xff":
+        return text
+    return text.encode("utf-8", "surrogatepass").decode("latin-1")
 
 
 def egress_check(url: str, egress: tuple[str, ...], state: HttpState) -> None:

@@ -197,9 +197,15 @@ class HttpState:
         )
 
     def remember_secret(self, value: str) -> None:
-        """A secret handed to a tool (ctx.secrets.get, K6): masked from now on, as credentials."""
+        """A secret handed to a tool (ctx.secrets.get, K6): masked from now on, as credentials,
+        also as it reads inside JSON text and in a URL (percent-encoded)."""
+        from urllib.parse import quote, quote_plus
+
         if len(value) >= 4:  # shorter would mask ordinary text; the seeds' secrets are keys
-            self._secrets.add(value)
+            self._secrets.update(
+                {value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1],
+                 quote(value, safe=""), quote_plus(value, safe="")}
+            )  # fmt: skip
 
     def _remember(self, headers: Iterable[tuple[str, str]]) -> None:
         for _, v in headers:

@@ -29,7 +29,7 @@ def egress_host(url: str) -> tuple[str | None, str]:
         return None, "URLs with credentials (user@host) are not allowed"
     if "%" in authority:
         return None, "the host has percent-escapes"
-    if authority.startswith("["):
+    if "[" in authority or "]" in authority:  # an IP literal, or a bracket a parser reads as one
         return None, "IP literals are not host names"
     host, colon, port = authority.partition(":")
     if colon and port not in ("", "443"):

@@ -13,6 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .._json import to_json
+from .._text import well_formed, well_formed_value
 
 if TYPE_CHECKING:
     from ._session import CallSession
@@ -47,7 +48,9 @@ class Logger:
         fields: Any = None
         if args and not isinstance(args[0], str):
             fields, args = args[0], args[1:]
-        message = " ".join(a if isinstance(a, str) else _short(a) for a in args)[:MAX_MESSAGE_CHARS]
+        message = well_formed(
+            " ".join(a if isinstance(a, str) else _short(a) for a in args)[:MAX_MESSAGE_CHARS]
+        )
         room = cap - self.used - len(message)
         text = "null"
         if fields is not None:
@@ -63,7 +66,12 @@ class Logger:
         if http is not None:  # a secret the tool logged is shown masked, as everywhere
             message, text = http.mask(message), http.mask(text)
         self.s.log_rows.append(
-            {"seq": len(self.s.log_rows) + 1, "level": level, "message": message, "fields": json.loads(text)}
+            {
+                "seq": len(self.s.log_rows) + 1,
+                "level": level,
+                "message": message,
+                "fields": well_formed_value(json.loads(text)),  # rows are shown: no lone surrogate
+            }
         )
 
 

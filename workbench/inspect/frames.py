@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .._errors import WorkbenchError
+from .._text import well_formed
 
 if TYPE_CHECKING:
     from .._result import CallResult
@@ -115,7 +116,7 @@ def _expected(r: CallResult) -> str | None:
     if not r.expected_failure:
         return None
     err = r.value.get("error")
-    return err if isinstance(err, str) else str(err)[:500]
+    return well_formed(err if isinstance(err, str) else str(err)[:500])  # shown: no lone surrogate
 
 
 def calls(results: list[CallResult]) -> pd.DataFrame:

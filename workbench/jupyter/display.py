@@ -11,6 +11,7 @@ import html
 import json
 from typing import TYPE_CHECKING, Any
 
+from .._text import well_formed
 from ..gem.schema import pointer
 
 if TYPE_CHECKING:
@@ -45,7 +46,10 @@ _CSS = """<style>
 
 
 def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """Escaped for HTML, and well-formed: a lone surrogate (a JS string may hold one) would
+    make the kernel fail to send the whole display."""
+    text = str(value)
+    return html.escape(text if text.isascii() else well_formed(text), quote=True)
 
 
 def _more(n: int, what: str) -> str:
@@ -350,7 +354,7 @@ def result_text(res: CallResult) -> str:
             + shown.replace("\n", "\n    ")
             + (f"\n    {_more(hidden, 'character')}" if hidden else "")
         )
-    return "\n".join(lines)
+    return well_formed("\n".join(lines))
 
 
 # -- Bench -------------------------------------------------------------------------------------

@@ -56,6 +56,8 @@ class Limits:
     json_depth: int = 200  # nesting of inputs, results, ctx arguments
     # agent custom tools (seed 002)
     tool_calls: int = 50  # A5: cross-tool calls (ctx.tools.<name>) per invocation
+    # Ekanos integrations (seed 003; the workbench's reading)
+    account_key_chars: int = 200  # a ctx.storage.account key, declared or used
 
 
 @dataclass(frozen=True)

@@ -261,7 +261,11 @@ class RealTransport:
                             url=request.url,
                             reason="decoding",
                         ) from None
-                    status, headers, reason = r.status_code, list(r.headers.multi_items()), r.reason_phrase
+                    # each byte a character, as fetch's ByteString headers (httpx would decode
+                    # UTF-8, then the JS Headers class refuses anything past U+00FF)
+                    raw = r.headers.raw
+                    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw]
+                    status, reason = r.status_code, r.reason_phrase
             except httpx.TimeoutException as exc:
                 raise http_timeout_error(request, timeout, type(exc).__name__) from None
             except httpx.HTTPError as exc:

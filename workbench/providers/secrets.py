@@ -3,10 +3,14 @@ secrets (K6 `ctx.secrets.get`). Plain lookups, like the other providers; masking
 checks are the ctx layer's (ctx/secrets.py, ctx/http_credentials.py).
 
     open(folder, secrets={"api_key": "…"})   # DictSecrets: the mock, as createMockContext's
-    open(folder)                             # LocalSecrets: env GEM_WORKBENCH_SECRET_<SLUG>_<NAME>,
+    open(folder, secrets="local")            # LocalSecrets: env GEM_WORKBENCH_SECRET_<SLUG>__<NAME>,
                                              # then the keyring (service gem-workbench, user <slug>:<name>)
+    open(folder)                             # none: every secret is "not configured"
 
-A secret set nowhere is null: the platform's "not configured" (the seed's expected failure).
+The user's own secrets are read only when asked for, folder by folder: an integration names its
+slug itself, so any folder could claim another's and read its secrets (and send them to its own
+egress hosts). A secret set nowhere is null: the platform's "not configured" (the seed's
+expected failure).
 """
 
 from __future__ import annotations
@@ -59,8 +63,14 @@ class DictSecrets:
 
 
 def env_name(slug: str, name: str) -> str:
-    """GEM_WORKBENCH_SECRET_<SLUG>_<NAME>: upper case, anything not a letter or digit as `_`."""
-    return re.sub(r"[^A-Z0-9]", "_", f"GEM_WORKBENCH_SECRET_{slug}_{name}".upper())
+    """GEM_WORKBENCH_SECRET_<SLUG>__<NAME>: upper case, anything not a letter or digit as `_`;
+    `__` between slug and name (a slug has no `_`), so acme + payments_key and acme-payments +
+    key are two variables."""
+
+    def part(text: str) -> str:
+        return re.sub(r"[^A-Z0-9]", "_", text.upper())
+
+    return f"GEM_WORKBENCH_SECRET_{part(slug)}__{part(name)}"
 
 
 class LocalSecrets:
@@ -77,13 +87,17 @@ class LocalSecrets:
 
 
 def make_secrets(spec: Any, slug: str) -> SecretStore:
-    """`open(secrets=spec)`: {name: value}, None (the environment, then the keyring), or a
-    store with `get(name)`."""
+    """`open(secrets=spec)`: {name: value}, "local" (the environment, then the keyring), None
+    (none), or a store with `get(name)`."""
     if spec is None:
+        return DictSecrets({})
+    if spec == "local":
         return LocalSecrets(slug)
     if isinstance(spec, Mapping):
         return DictSecrets(spec)
     if hasattr(spec, "get") and not isinstance(spec, str):
         store: SecretStore = spec
         return store
-    raise UsageError(f"secrets={spec!r}: give {{name: value}}, or None for the environment and keyring")
+    raise UsageError(
+        f"secrets={spec!r}: give {{name: value}}, 'local' (the environment, then the keyring) or None"
+    )

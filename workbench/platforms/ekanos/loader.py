@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,11 @@ from ..._deno import DENO_FLAGS, deno_bin, minimal_env
 from ..._errors import GemLoadError
 from ..._json import deeper_than
 from ...gem.folder import clip, realpath
+from ...gem.links import GemLinks
 from ...gem.model import LANGUAGES, Manifest, ToolSpec
 from ...gem.rules import SchemaRules
 from ...gem.schema import check_input_schema
-from .storage import STORAGE_RULES
+from .storage import MAX_KEY_CHARS, STORAGE_RULES
 
 HERE = Path(__file__).resolve().parent
 SDK = HERE / "sdk"
@@ -34,7 +37,10 @@ IMPORT_MAP = SDK / "import_map.json"
 ENTRIES = ("integration.ts", "integration.js")
 DESCRIBE_SECONDS = 30.0  # importing the module: its top-level code is the integration's
 MAX_OUTPUT = 1 << 20  # what is read back of the describe process's output (its tail)
+MAX_PRINTED = 16 << 20  # what the module may print while it is imported
+MAX_DESCRIPTION = MAX_OUTPUT - 4096  # the description, as JSON
 MAX_DEPTH = 64
+MAX_TOOLS = 200  # as the SDK's LIMITS
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 #: K3: only these four at the root of `parameters`; inside, anything JSON Schema allows ("you are
@@ -46,6 +52,23 @@ RULES = SchemaRules(
     root_keys=("type", "properties", "required", "additionalProperties"),
     re2_patterns=True,
 )
+
+
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+# at least two labels after a wildcard: `*.example` would open a whole top-level domain
+_ENTRY = re.compile(rf"\*\.{_LABEL}\.{_LABEL}(?:\.{_LABEL})*|{_LABEL}(?:\.{_LABEL})*")
+
+
+def egress_entry_problem(entry: object) -> str | None:
+    """Why `entry` is not an egress host (`api.acme.example`, `*.acme.example`), or None; the
+    SDK's egressEntryProblem, checked again here (the description is the integration's)."""
+    if not isinstance(entry, str):
+        return f"must be a host name string, got {type(entry).__name__}"
+    if len(entry) > 253 or not _ENTRY.fullmatch(entry):
+        return f"{entry[:100]!r} is not a host name: lower-case letters, digits, hyphens and dots, or '*.domain.tld'"
+    if re.search(r"(?:^|\.)[0-9]+\Z", entry):
+        return f"{entry!r} is an IP address; egress takes host names"
+    return None
 
 
 def entry(root: Path) -> Path:
@@ -87,35 +110,25 @@ def describe(root: Path) -> dict[str, Any]:
         *DENO_FLAGS,
         "--quiet",
         "--unstable-worker-options",
+        "--v8-flags=--max-old-space-size=512",
         f"--import-map={IMPORT_MAP}",
         f"--allow-read={inside},{SDK},{HERE}",
         str(HERE / "describe.ts"),
         real.as_uri(),
         str(inside),
         str(SDK),
+        str(MAX_DESCRIPTION),
     ]
+    links = GemLinks(inside).check()  # N1: Deno would follow a link out of the folder
+    if links is not None:
+        raise GemLoadError(f"{module.name}: {links.message}", file=str(module), **links.details)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        try:
-            proc = subprocess.run(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                env=minimal_env(ddir),
-                timeout=DESCRIBE_SECONDS,
-                start_new_session=True,
-            )
-        except subprocess.TimeoutExpired:
-            raise GemLoadError(
-                f"{module.name}: importing the module took over {DESCRIBE_SECONDS:g} s (its "
-                "top-level code runs when the platform loads it)",
-                file=str(module),
-            ) from None
+        code = _run(cmd, out, err, ddir, module)
         text, errors = _tail(out), _tail(err)
     answer = _answer(text)
     if answer is None:
         raise GemLoadError(
-            f"{module.name}: the module could not be loaded (exit {proc.returncode}): "
+            f"{module.name}: the module could not be loaded (exit {code}): "
             f"{clip(errors.strip() or text.strip(), 2000)}",
             file=str(module),
         )
@@ -123,6 +136,40 @@ def describe(root: Path) -> dict[str, Any]:
         raise _failure(module, answer)
     description = answer.get("description")  # checked by check_description
     return description if isinstance(description, dict) else {}
+
+
+def _run(cmd: list[str], out: Any, err: Any, ddir: Path, module: Path) -> int:
+    """Run the describe process within DESCRIBE_SECONDS and MAX_PRINTED bytes of output (the
+    module's top-level code may print); its exit code, or GemLoadError."""
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=minimal_env(ddir), start_new_session=True
+    )
+    deadline = time.monotonic() + DESCRIBE_SECONDS
+    try:
+        while True:
+            try:
+                return proc.wait(timeout=0.01)
+            except subprocess.TimeoutExpired:
+                pass
+            printed = os.fstat(out.fileno()).st_size + os.fstat(err.fileno()).st_size
+            if printed > MAX_PRINTED:
+                raise GemLoadError(
+                    f"{module.name}: the module printed over {MAX_PRINTED // (1 << 20)} MiB while "
+                    "it was imported; it was stopped",
+                    file=str(module),
+                    limit=MAX_PRINTED,
+                )
+            if time.monotonic() > deadline:
+                raise GemLoadError(
+                    f"{module.name}: importing the module took over {DESCRIBE_SECONDS:g} s (its "
+                    "top-level code runs when the platform loads it)",
+                    file=str(module),
+                    limit=DESCRIBE_SECONDS,
+                )
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def _tail(f: Any) -> str:
@@ -156,6 +203,13 @@ def _failure(module: Path, a: dict[str, Any]) -> GemLoadError:
             issues=[
                 {"path": str(i.get("path")), "message": clip(str(i.get("message")), 500)} for i in issues
             ],
+        )
+    if kind == "too_large":
+        return GemLoadError(
+            f"{name}: the integration's definition is {clip(message, 20)} characters as JSON; the "
+            f"workbench reads at most {MAX_DESCRIPTION:,} (make its schemas and examples smaller)",
+            file=str(module),
+            limit=MAX_DESCRIPTION,
         )
     if kind == "no_default":
         return GemLoadError(
@@ -202,8 +256,10 @@ def check_description(module: Path, d: Any) -> list[tuple[str, str]]:
     if not isinstance(slug, str) or not re.fullmatch(r"[a-z][a-z0-9-]{0,62}", slug) or slug.endswith("-"):
         out.append(("slug", "a slug is lower-case letters, digits and hyphens, starting with a letter"))
     egress = d.get("egress")
-    if not isinstance(egress, list) or not all(isinstance(h, str) for h in egress):
+    if not isinstance(egress, list):
         out.append(("egress", "a list of host names"))
+    else:
+        out += [(f"egress.{i}", why) for i, h in enumerate(egress) if (why := egress_entry_problem(h))]
     storage = d.get("storage")
     if storage is not None and not isinstance(storage, dict):
         out.append(("storage", "an object {account: {<key>: <JSON Schema>}}"))
@@ -212,11 +268,14 @@ def check_description(module: Path, d: Any) -> list[tuple[str, str]]:
             out.append((f"storage.{scope}", "the scopes are: account (an object of key: JSON Schema)"))
             continue
         for key, schema in keys.items():
+            if not key or len(key) > MAX_KEY_CHARS:
+                out.append((f"storage.account.{key[:40]}", f"a key is 1 to {MAX_KEY_CHARS} characters"))
+                continue
             for ptr, msg in check_input_schema(schema, STORAGE_RULES):
                 out.append((f"storage.account.{key}" + ptr.replace("/", "."), msg))
     tools = d.get("tools")
-    if not isinstance(tools, list) or not tools:
-        return [*out, ("tools", "an integration has a non-empty list of tools")]
+    if not isinstance(tools, list) or not tools or len(tools) > MAX_TOOLS:
+        return [*out, ("tools", f"an integration has a list of 1 to {MAX_TOOLS} tools")]
     seen: dict[str, int] = {}
     for i, t in enumerate(tools):
         if not isinstance(t, dict):
@@ -231,6 +290,8 @@ def check_description(module: Path, d: Any) -> list[tuple[str, str]]:
             out.append((f"tools.{i}.name", f"{eff!r} is tools.{seen[eff]}'s effective name too (K4)"))
         else:
             seen[eff] = i
+        if not isinstance(t.get("description"), str) or not t["description"]:
+            out.append((f"tools.{i}.description", "a non-empty string the model reads"))
         params = t.get("parameters")
         if params is not None:
             for ptr, msg in check_input_schema(params, RULES):

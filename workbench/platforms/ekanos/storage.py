@@ -11,8 +11,10 @@ from ..._errors import WorkbenchError
 from ...gem.folder import clip
 from ...gem.model import Manifest
 from ...gem.rules import SchemaRules
+from ..base import Limits
 
 STORAGE_RULES = SchemaRules(null_is_absent=False)
+MAX_KEY_CHARS = Limits().account_key_chars  # of a declared key (a profile's limits may differ)
 
 
 def _validators(manifest: Manifest) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._errors import WorkbenchError
+from ..._text import well_formed
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 
 # "Requires read access …"; Deno.exit / self.close (worker.ts); Deno.symlink: "requires
@@ -29,7 +30,7 @@ def tool_error(e: dict[str, Any], root: Path, limits: Any = DEFAULT_LIMITS) -> W
 def _coded(e: dict[str, Any], root: Path, limits: Any) -> WorkbenchError:
     def text(key: str, default: str = "") -> str:
         v = e.get(key, default)
-        return v if isinstance(v, str) else default
+        return well_formed(v) if isinstance(v, str) else default  # a lone surrogate: U+FFFD
 
     name, message = text("name", "Error") or "Error", text("message")
     stack = _tool_stack(text("stack"), root)

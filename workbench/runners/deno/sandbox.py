@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 from ..._deno import DENO_FLAGS, minimal_env
 from ..._errors import WorkbenchError
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
+from ...gem.links import GemLinks
 from ..python import Outcome
 from .errors import tool_error
-from .links import GemLinks
 from .process import Output, accept, kill, terminate
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 

@@ -23,12 +23,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..._deno import DENO_FLAGS, minimal_env
+from ..._deno import DENO_FLAGS, deno_bin, minimal_env
+from ...gem.links import GemLinks
 from ...platforms.ekanos.loader import IMPORT_MAP
 from ...platforms.ekanos.loader import SDK as SDK_DIR
 from ..python import CappedLog, render_logs
 
-#: The SDK folder served to tests through its import map.
 #: Bytes of console output kept per file (its head and tail).
 OUTPUT_LIMIT = 64 * 1024
 JUNIT_LIMIT = 16 * 1024 * 1024
@@ -72,16 +72,18 @@ def run_ts_tests(
     """
     folder = folder.resolve()
     cases: list[TsTestCase] = []
+    links = GemLinks(folder).check()  # N1: Deno would follow a link out of the folder
+    if links is not None:
+        return [TsTestCase("(links)", Path(f), "failed", message=links.message)
+                for f in (test_files(folder) if files is None else files)]  # fmt: skip
     for file in test_files(folder) if files is None else files:
         cases += _run_file(folder, Path(file).resolve(), deno_dir=deno_dir, timeout=timeout)
     return cases
 
 
 def _command(folder: Path, file: Path, junit: Path) -> list[str]:
-    from deno import find_deno_bin
-
     return [
-        str(find_deno_bin()),
+        deno_bin(),
         "test",
         *DENO_FLAGS,
         # vitest does not type-check either; `gem-workbench check --typecheck` does

@@ -33,6 +33,7 @@ const NativeInt32Array = Int32Array;
 const NativeArrayBuffer = ArrayBuffer;
 const NativeHeaders = Headers;
 const NativeResponse = Response;
+const NativeRequest = Request;
 const consoleError = console.error;
 const NativeURL = URL;
 const NativeURLSearchParams = URLSearchParams;
@@ -436,6 +437,10 @@ function fromBase64(text: string): Uint8Array {
 }
 
 function fetchArgs(input: unknown, init: unknown): unknown[] {
+  if (isA(input, NativeRequest)) { // its body is a stream: not carried; say so, not a silent GET
+    throw new NativeTypeError("fetch(request): a Request object is not supported by ctx's fetch; " +
+                              "pass the URL and an init object: fetch(url, { method, headers, body })");
+  }
   let url: unknown = input;
   if (isA(input, NativeURL)) url = call0(urlHref, input);
   else if (input !== null && typeof input === "object" && typeof safeGet(input, "url") === "string") {

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from ..._errors import WorkbenchError
+from .._errors import WorkbenchError
 
 
 class GemLinks:
