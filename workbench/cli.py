@@ -61,7 +61,7 @@ def _call(args: argparse.Namespace) -> int:
             providers="real" if args.real else "mock",
             workspace=args.workspace,
             state_dir=args.state_dir,
-            **({"secrets": "local"} if args.local_secrets else {}),
+            secrets="local" if args.local_secrets else None,
         )
     except WorkbenchError as exc:
         return _fail(exc.to_dict())
