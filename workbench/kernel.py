@@ -19,7 +19,8 @@ EXTENSION = "workbench"
 
 
 class WorkbenchKernel(IPythonKernel):
-    """IPythonKernel that loads the workbench extension (magics `%gem`, `%tool`, `%state`)."""
+    """IPythonKernel that loads the workbench extension (magics `%gem`, `%tool`, `%state`) and
+    binds `workbench` in the user namespace, next to the `bench` that `%gem open` binds."""
 
     implementation = "gem-workbench"
     implementation_version = __version__
@@ -31,8 +32,10 @@ class WorkbenchKernel(IPythonKernel):
         self.extension_error: str | None = None
         shell = self.shell
         assert shell is not None  # IPythonKernel.__init__ made it
+        shell.push({"workbench": sys.modules[__package__ or "workbench"]}, interactive=False)
         try:
             shell.extension_manager.load_extension(EXTENSION)
+            _quiet_load_ext(shell)
         except Exception as exc:  # noqa: BLE001 - any failure is reported, never fatal
             self.extension_error = f"{type(exc).__name__}: {exc}"
             self.log.warning(
@@ -54,6 +57,25 @@ class WorkbenchKernel(IPythonKernel):
             "%gem open PATH [--real] · %tool NAME {json} · %%tool NAME · "
             "%state files|data NAME|kv|sql QUERY|calls\n"
         )
+
+
+def _quiet_load_ext(shell: Any) -> None:
+    """Make `%load_ext workbench` a silent no-op once the kernel has loaded it.
+
+    Tutorials keep the line so they also run on a plain IPython kernel; on this kernel IPython
+    would print "already loaded" as the notebook's first output.
+    """
+    original = shell.find_line_magic("load_ext")
+    if original is None:
+        return
+
+    def load_ext(line: str) -> Any:
+        if line.strip() == EXTENSION and EXTENSION in shell.extension_manager.loaded:
+            return None
+        return original(line)
+
+    load_ext.__doc__ = original.__doc__
+    shell.register_magic_function(load_ext, "line", "load_ext")
 
 
 def main() -> None:
