@@ -1,0 +1,14 @@
+"""Type declarations of each platform's ctx for tool authors, generated from the registries.
+
+`notochord.d.ts`, `agent.d.ts`, `ekanos.d.ts` (TypeScript; `ekanos.d.ts` declares the
+`@ekanos/sdk` modules) and `notochord.py`, `agent.py`, `ekanos.py` (Protocol classes for Python
+tools). `python -m workbench.types` regenerates them; tests/test_types.py checks they match.
+`gem_files(manifest)` is what a gem's `.gem-workbench/` folder holds (the scaffold writes it,
+`check --typecheck` maps it onto fresh copies).
+"""
+
+from __future__ import annotations
+
+from ._gem import FOLDER, declarations, gem_files
+
+__all__ = ["FOLDER", "declarations", "gem_files"]
