@@ -147,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--typecheck", action="store_true", help="also type-check TypeScript tools with `deno check`"
     )
     p.set_defaults(fn=_check)
+    from .scaffold import add_parser as add_new
+
+    add_new(sub)
     p = sub.add_parser("call", help="call one tool and print its result as JSON (exit 1 on error)")
     p.add_argument("gem")
     p.add_argument("tool")

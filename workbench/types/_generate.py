@@ -287,7 +287,7 @@ def render_py(prof: Profile) -> str:
     text = "\n".join(out).rstrip() + "\n"
     used = lambda names: [n for n in names if re.search(rf"\b{n}\b", text)]  # noqa: E731
     imports = [
-        f"from typing import {', '.join(used(('Any', 'Literal', 'NotRequired', 'Protocol', 'TypedDict')))}"
+        f"from typing import {', '.join(used(('Any', 'Literal', 'NotRequired', 'Protocol', 'TypedDict', 'final')))}"
     ]
     if abc := used(("Awaitable", "Callable")):
         imports.insert(0, f"from collections.abc import {', '.join(abc)}")

@@ -250,6 +250,7 @@ class ExtractResult(TypedDict):
         + _FETCH_PY
     ).splitlines(),
     "agent": '''\
+@final  # so `"error" in result` narrows a result | ErrorEnvelope
 class ErrorEnvelope(TypedDict):
     """A built-in's failure: returned, not raised (A4)."""
 
@@ -257,16 +258,19 @@ class ErrorEnvelope(TypedDict):
     details: dict[str, Any]
 
 
+@final
 class SearchResult(TypedDict):
     title: str
     url: str
     snippet: str
 
 
+@final
 class SendEmailResult(TypedDict):
     message_id: str
 
 
+@final
 class CalculateResult(TypedDict):
     result: float
 

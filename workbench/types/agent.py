@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Awaitable, Callable
-from typing import Any, NotRequired, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict, final
 
 
+@final  # so `"error" in result` narrows a result | ErrorEnvelope
 class ErrorEnvelope(TypedDict):
     """A built-in's failure: returned, not raised (A4)."""
 
@@ -25,16 +26,19 @@ class ErrorEnvelope(TypedDict):
     details: dict[str, Any]
 
 
+@final
 class SearchResult(TypedDict):
     title: str
     url: str
     snippet: str
 
 
+@final
 class SendEmailResult(TypedDict):
     message_id: str
 
 
+@final
 class CalculateResult(TypedDict):
     result: float
 

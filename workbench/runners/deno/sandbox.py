@@ -38,6 +38,7 @@ from .serve import serve_ctx as _serve  # a name of this module: the tests wrap 
 
 if TYPE_CHECKING:
     from ...ctx import Capabilities
+    from ...gem import Manifest
 
 HERE = Path(__file__).resolve().parent
 HEADER_LIMIT = 1 << 20  # a header line is small; a longer one means a broken stream
@@ -419,22 +420,87 @@ class Sandbox:
         return tool_error(e, self.gem_root, limits)
 
 
-def typecheck(files: list[Path], *, deno_dir: Path) -> str | None:
-    """Run `deno check` on TypeScript tools; the compiler's report, or None when they pass."""
+def typecheck(files: list[Path], *, deno_dir: Path, manifest: Manifest | None = None) -> str | None:
+    """Run `deno check` on TypeScript tools; the compiler's report, or None when they pass.
+
+    With the gem's `manifest`, the tools' ctx types are the installed ones: the gem's
+    `.gem-workbench/` folder (where a tool imports `Ctx` from) is mapped onto a fresh copy made
+    from workbench/types and the current manifest, so a stale, edited or missing copy can
+    neither hide an error nor invent one; the platform's import map applies (Ekanos:
+    `@ekanos/sdk`); and JS tools that opt in with `// @ts-check` are checked too.
+    """
     from deno import find_deno_bin
 
     deno_dir.mkdir(parents=True, exist_ok=True)
     flags = [f for f in DENO_FLAGS if f != "--no-prompt"]  # `deno check` has no --no-prompt
-    out = subprocess.run(
-        [find_deno_bin(), "check", *flags, "--quiet", *map(str, files)],
-        capture_output=True,
-        text=True,
-        env=minimal_env(deno_dir),
-        timeout=300,
-    )
+    files = list(dict.fromkeys(files))  # an Ekanos integration is the file of every tool
+    with tempfile.TemporaryDirectory(prefix="wb-types-") as tmp:
+        if manifest is not None:
+            files += [f for f in _ts_checked(manifest) if f not in files]
+            flags.append(f"--import-map={_types_map(manifest, Path(tmp))}")
+        if not files:
+            return None
+        out = subprocess.run(
+            [find_deno_bin(), "check", *flags, "--quiet", *map(str, files)],
+            capture_output=True,
+            text=True,
+            env=minimal_env(deno_dir),
+            timeout=300,
+        )
     if out.returncode == 0:
         return None
     return (out.stdout + out.stderr).split("\nStack backtrace:")[0].strip()
+
+
+def _ts_checked(manifest: Manifest) -> list[Path]:
+    """The JS tools whose source starts with `// @ts-check` (in its first KiB)."""
+    out = []
+    for tool in manifest.tools.values():
+        if tool.language == "javascript":
+            try:
+                with open(tool.file, "rb") as f:
+                    head = f.read(1024)
+            except OSError:
+                continue
+            if b"// @ts-check" in head:
+                out.append(tool.file)
+    return out
+
+
+def _types_map(manifest: Manifest, tmp: Path) -> Path:
+    """An import map for `deno check`: the gem's `.gem-workbench/` onto fresh declarations in
+    `tmp`, plus the platform's own map (its relative targets made absolute)."""
+    from ...platforms import profile
+    from ...types import FOLDER, gem_files
+
+    types = tmp / "types"
+    types.mkdir()
+    for name, text in gem_files(manifest).items():
+        (types / name).write_text(text, encoding="utf-8")
+    imports: dict[str, str] = {}
+    prof = profile(manifest.platform)
+    if prof.import_map is not None:
+        raw = json.loads(prof.import_map.read_text(encoding="utf-8"))
+        base = prof.import_map.parent
+        imports.update({k: (base / v).resolve().as_uri() for k, v in raw.get("imports", {}).items()})
+    for root in {Path(manifest.root).absolute(), Path(manifest.root).resolve()}:
+        imports[(root / FOLDER).as_uri() + "/"] = types.as_uri() + "/"
+    path = tmp / "import_map.json"
+    path.write_text(json.dumps({"imports": imports}), encoding="utf-8")
+    return path
+
+
+def _late(late: Any) -> list[str]:
+    """The warning for ctx calls the tool did not wait for (worker.ts `late`: [count, names])."""
+    if not (isinstance(late, list) and len(late) == 2 and type(late[0]) is int and late[0] > 0):
+        return []
+    names = [n for n in late[1] if isinstance(n, str)][:5] if isinstance(late[1], list) else []
+    more = f" and {late[0] - len(names)} more" if late[0] > len(names) else ""
+    return [
+        f"the tool returned while {late[0]} ctx call{'s' if late[0] > 1 else ''} it made had not "
+        f"completed ({', '.join(names)}{more}): a missing `await`? The platform may end the call "
+        "before they run; here they completed after the tool returned"
+    ]
 
 
 def _nests(caps: Capabilities, msg: dict[str, Any]) -> bool:

@@ -1,0 +1,51 @@
+"""`gem-workbench new NAME`: a working gem folder to start from (like create-cloudflare).
+
+    gem-workbench new my-gem [--platform notochord|agent|ekanos] [--lang ts|js|py] [--dir PARENT]
+
+The folder passes `gem-workbench check`, its tool's first call succeeds, and it holds a
+notebook that calls the tool, a test, fixtures where the platform has them and
+`.gem-workbench/` (the ctx types for editors and the manifest's JSON Schema). This module only
+registers the command; `_create` writes the folder (imported when the command runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_parser"]
+
+PLATFORMS = ("notochord", "agent", "ekanos")
+LANGS = ("ts", "js", "py")
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Register `new` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "new",
+        help="create a working gem folder: manifest or integration, one tool, fixtures, a notebook, a test",
+        description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+    )
+    p.add_argument("name", help="the gem's folder name (and id or slug): lowercase letters, digits, '-'")
+    p.add_argument("--platform", choices=PLATFORMS, default="notochord", help="default: notochord")
+    p.add_argument(
+        "--lang",
+        choices=LANGS,
+        help="the tool's language (default: ts; py for notochord and agent only)",
+    )
+    p.add_argument("--dir", default=".", metavar="PARENT", help="where to create the folder (default: .)")
+    p.add_argument("--tool", default="hello", help="the tool's name (default: hello)")
+    p.set_defaults(fn=_run)
+    return p
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ._create import ScaffoldError, create, next_steps
+
+    try:
+        folder = create(args.name, platform=args.platform, lang=args.lang, parent=args.dir, tool=args.tool)
+    except ScaffoldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(next_steps(folder, platform=args.platform, tool=args.tool))
+    return 0
