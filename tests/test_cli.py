@@ -96,7 +96,7 @@ def test_check_typecheck_passes_good_ts(gem, tmp_path):
     )
     out = cli("check", str(gem.write()), "--typecheck", env_home=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert "1 TypeScript tool type-check" in out.stdout
+    assert "TypeScript tools type-check" in out.stdout
 
 
 def test_call_js_tool_from_cli(tmp_path):

@@ -495,8 +495,11 @@ def test_K6_a_secret_is_masked_in_its_escaped_and_encoded_forms_too(tmp_path: Pa
 @pytest.mark.parametrize(
     "head, words",
     [
-        ("for (let i = 0; i < 40; i++) await Deno.stdout.write(new Uint8Array(1 << 20));\n", "printed over"),
-        ("const BIG = 'x'.repeat(2e6);\n", "characters as JSON"),
+        (
+            "for (let i = 0; i < 40; i++) await Deno.stdout.write(new Uint8Array(1 << 20));\n",
+            "printed too much",
+        ),
+        ("const BIG = 'x'.repeat(2e6);\n", "too large as JSON"),
     ],
 )
 def test_K1_loading_is_bounded_in_output_and_size(tmp_path: Path, head: str, words: str) -> None:

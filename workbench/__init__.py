@@ -5,11 +5,15 @@ bench = workbench.open("notebooks/gems/notes")
 res = bench.call("add_note", {"title": "hi"})
 """
 
-from ._bench import Bench
-from ._errors import CODES, GemLoadError, UsageError, WorkbenchError
-from ._open import open
-from ._result import CallResult
-from .platforms.base import Limits
+from . import _speedups
+
+_speedups.install()  # before anything imports jsonschema: see _speedups.py
+
+from ._bench import Bench  # noqa: E402
+from ._errors import CODES, GemLoadError, UsageError, WorkbenchError  # noqa: E402
+from ._open import open  # noqa: E402
+from ._result import CallResult  # noqa: E402
+from .platforms.base import Limits  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -289,7 +289,7 @@ class Bench(Views):
             res.logs, res.error = outcome.logs if outcome else "", failed
             return
         if outcome is not None:
-            res.logs = outcome.logs
+            res.logs, res.warnings = outcome.logs, list(outcome.warnings)
             if outcome.error is not None:
                 res.error = explain_absent(outcome.error, tool, self.profile, session.grants)
             elif outcome.checked:
@@ -320,7 +320,7 @@ class Bench(Views):
         if self.profile.error_envelope and isinstance(value, dict) and "error" in value:
             res.expected_failure = True
         else:
-            res.warnings = self.profile.result_warnings(self.manifest, tool, value)
+            res.warnings += self.profile.result_warnings(self.manifest, tool, value)
 
     def inject_fault(
         self, builtin: str, *, times: int = 1, mode: Literal["throw", "envelope"] = "throw"

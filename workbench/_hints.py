@@ -18,7 +18,11 @@ def explain_absent(err: WorkbenchError, tool: ToolSpec, profile: Profile, grants
     the platform, e.g. E1's ctx.email): say why, naming the manifest field to add. Only when
     the error is about one of its methods and the tool's source uses that capability: a
     `x.path` on some other undefined value is not R1's."""
-    if err.code != "E_TOOL_ERROR" or tool.language == "python" or "undefined" not in err.message:
+    if err.code != "E_TOOL_ERROR" or tool.language == "python":
+        return err
+    if "is not a function" in err.message:
+        return _wrong_method(err, profile, grants)
+    if "undefined" not in err.message:
         return err
     source: str | None = None
     for name, why in profile.foreign.items():  # another platform's capability
@@ -49,3 +53,28 @@ def _source(tool: ToolSpec, limit: int = 1 << 20) -> str:
             return f.read(limit).decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+_NOT_A_FUNCTION = re.compile(r"\bctx\.((?:\w+\.)*\w+)\.(\w+) is not a function")
+
+
+def _wrong_method(err: WorkbenchError, profile: Profile, grants: Grants) -> WorkbenchError:
+    """`ctx.files.readFile is not a function`: name the methods ctx.files has, and the closest
+    (a Python tool is told the same by its ctx)."""
+    import difflib
+
+    m = _NOT_A_FUNCTION.search(err.message)
+    if m is None:
+        return err
+    path, wrong = m.groups()
+    for cap in profile.present(grants):
+        if cap.path == path and cap.kind in ("namespace", "dispatch"):
+            names = cap.method_names()
+            close = difflib.get_close_matches(wrong, names, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            return WorkbenchError(
+                err.code,
+                f"{err.message} — ctx.{path} has no method {wrong!r} (it has: {', '.join(names)}){hint}",
+                **err.details,
+            )
+    return err

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._bench import Bench
-from ._errors import UsageError, WorkbenchError
+from ._errors import GemLoadError, UsageError, WorkbenchError
 from .ctx import desktop_has_trash
 from .providers import default_state_dir, make_mailbox, make_outbox, make_providers, make_websearch
 from .runners.deno import SandboxOptions
@@ -108,8 +108,13 @@ def open(
     _check_options(
         reuse=reuse, http_timeout=http_timeout, keep_runs=keep_runs, keep_run_days=keep_run_days
     )  # before anything is opened or started
+    from ._check import gem_folder
     from .platforms import detect
 
+    folder, why = gem_folder(path)  # a folder, or the path of its manifest.json / integration.ts
+    if folder is None:
+        raise GemLoadError(why, file=str(path))
+    path = folder
     profile = detect(path)  # manifest.json's "platform": whose rules, limits and ctx shape
     ekanos = profile.name == "ekanos"
     if not ekanos and (account_storage is not None or secrets is not None or fetch_handlers is not None):

@@ -18,32 +18,19 @@ def _fail(err: dict[str, Any]) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ._errors import WorkbenchError
-    from .platforms import lint
+    from ._check import check
 
-    problems = lint(args.gem)  # the same checks as workbench.open: never raises for bad data
+    # the gem's format as workbench.open checks it, then every tool loaded without a call
+    problems = check(args.gem, typecheck=args.typecheck)
     for p in problems:
-        where = f"{p['file']}#{p['pointer']}" if p.get("pointer") else p["file"]
+        where = p["file"] + (
+            f"#{p['pointer']}" if p.get("pointer") else f":{p['line']}" if p.get("line") else ""
+        )
         print(f"{where}: {p['message']}", file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem{'s' if len(problems) > 1 else ''}", file=sys.stderr)
         return 1
-    if args.typecheck:
-        from .platforms import load
-        from .providers import default_state_dir
-        from .runners.deno import typecheck
-
-        try:
-            m = load(args.gem)
-        except WorkbenchError as exc:  # the folder changed since lint
-            return _fail(exc.to_dict())
-        ts = [t.file for t in m.tools.values() if t.language == "typescript"]
-        report = typecheck(ts, deno_dir=default_state_dir(m.id, m.root) / "deno") if ts else None
-        if report:
-            print(report, file=sys.stderr)
-            return 1
-        print(f"{args.gem}: {len(ts)} TypeScript tool{'' if len(ts) == 1 else 's'} type-check")
-    print(f"{args.gem}: ok")
+    print(f"{args.gem}: ok" + (", TypeScript tools type-check" if args.typecheck else ""))
     return 0
 
 

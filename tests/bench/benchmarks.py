@@ -240,3 +240,23 @@ def bench_import(sizes: Sizes = QUICK) -> Figures:
         "ratio": imported / bare,
         "heavy_modules": out.stdout.split(),
     }
+
+
+def bench_startup(sizes: Sizes = QUICK) -> Figures:
+    """Issue 13: `gem-workbench check` on the notes gem and the first `workbench.open` in a
+    fresh process, each against `python -c pass` of the same run (absolute target 0.5 s)."""
+    notes = str(Path(__file__).resolve().parents[2] / "notebooks" / "gems" / "notes")
+    check = [sys.executable, "-m", "workbench.cli", "check", notes]
+    with tempfile.TemporaryDirectory() as d:
+        opened = f"import workbench; workbench.open({notes!r}, state_dir={d!r}).close()"
+        check_ns, bare = paired_median_ns(
+            lambda: subprocess.run(check, check=True, capture_output=True), _python("pass"), sizes.imports
+        )
+        open_ns, bare2 = paired_median_ns(_python(opened), _python("pass"), sizes.imports)
+    return {
+        "check_ms": check_ns / 1e6,
+        "open_ms": open_ns / 1e6,
+        "python_ms": min(bare, bare2) / 1e6,
+        "check_ratio": check_ns / bare,
+        "open_ratio": open_ns / bare2,
+    }

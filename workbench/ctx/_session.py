@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import reprlib
 import sqlite3
 import time
@@ -177,8 +178,23 @@ def _kept_params(args: tuple, kwargs: dict, budget: int) -> tuple[Any, int]:
     return _kept((args, kwargs), budget)
 
 
-def _signature(fn: Callable[..., Any]) -> str:
-    return str(inspect.signature(fn))
+_CALLED = re.compile(r"^[\w.]+\(\) ")  # Python's "Files.write() " before its message
+
+
+def _arguments_error(method: str, params: tuple[str, ...] | None, exc: TypeError, given: int) -> str:
+    """A call with the wrong arguments, said in terms of the ctx method as the registry names its
+    parameters (the same for a JS and a Python tool), not as a Python signature."""
+    text = str(exc)
+    head = f"{method}({', '.join(params)})" if params is not None else method
+    if m := re.search(r"missing \d+ required (?:positional |keyword-only )?arguments?: (.+)", text):
+        names = re.findall(r"'(\w+)'", m.group(1))
+        return f"{head}: missing {' and '.join(names)}"
+    if "positional argument" in text and "given" in text:
+        most = len(params) if params is not None else "fewer"
+        return f"{head}: takes at most {most} arguments, got {given}"
+    if m := re.search(r"unexpected keyword argument '(\w+)'", text):
+        return f"{head}: no argument named {m.group(1)!r}"
+    return f"{head}: {_CALLED.sub('', text)}"
 
 
 def _binds(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bool:
@@ -359,7 +375,9 @@ class CallSession:
                 raise _internal(method, exc) from exc
             row.update(ok=False, error="E_INVALID_ARGUMENT")
             raise WorkbenchError(
-                "E_INVALID_ARGUMENT", f"{method}{_signature(fn)}: {exc}", method=method
+                "E_INVALID_ARGUMENT",
+                _arguments_error(method, self.profile.params.get(method), exc, len(args) + len(kwargs)),
+                method=method,
             ) from None
         except Exception as exc:  # a provider failure is still the ctx layer's to explain
             coded = _coded(method, exc, self.limits)

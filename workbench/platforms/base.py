@@ -220,6 +220,20 @@ class Profile:
         return out
 
     @functools.cached_property
+    def params(self) -> dict[str, tuple[str, ...]]:
+        """ "files.write" -> ("path", "content", "options"): each method's parameter names, for
+        errors that describe a call in the tool's terms."""
+        out: dict[str, tuple[str, ...]] = {}
+        for cap in self.capabilities:
+            if cap.kind == "function":
+                out[cap.path] = cap.methods[0].params
+            elif cap.kind in ("namespace", "collection"):
+                bound = ("collection",) if cap.kind == "collection" else ()
+                out.update({f"{cap.path}.{m.name}": m.params[len(bound) :] if bound else m.params
+                            for m in cap.methods})  # fmt: skip
+        return out
+
+    @functools.cached_property
     def secret_methods(self) -> frozenset[str]:
         """The ctx methods whose results are secrets (never kept in the trace)."""
         return frozenset(f"{c.path}.{m.name}" for c in self.capabilities for m in c.methods if m.secret)

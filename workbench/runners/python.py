@@ -14,7 +14,7 @@ import io
 import sys
 import threading
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ class Outcome:
     logs: str = ""
     json: str | None = None
     checked: bool = False
+    warnings: list[str] = field(default_factory=list)  # e.g. ctx calls still running at the end
 
 
 class CappedLog:

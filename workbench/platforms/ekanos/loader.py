@@ -11,17 +11,12 @@ points where the seed's troubleshooting says: `tools.<index>.<field>`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
-import subprocess
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from ..._deno import DENO_FLAGS, deno_bin, minimal_env
+from ..._deno import ProbeError, probe
 from ..._errors import GemLoadError
 from ..._json import deeper_than
 from ...gem.folder import clip, realpath
@@ -35,10 +30,6 @@ HERE = Path(__file__).resolve().parent
 SDK = HERE / "sdk"
 IMPORT_MAP = SDK / "import_map.json"
 ENTRIES = ("integration.ts", "integration.js")
-DESCRIBE_SECONDS = 30.0  # importing the module: its top-level code is the integration's
-MAX_OUTPUT = 1 << 20  # what is read back of the describe process's output (its tail)
-MAX_PRINTED = 16 << 20  # what the module may print while it is imported
-MAX_DESCRIPTION = MAX_OUTPUT - 4096  # the description, as JSON
 MAX_DEPTH = 64
 MAX_TOOLS = 200  # as the SDK's LIMITS
 NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -102,92 +93,28 @@ def describe(root: Path) -> dict[str, Any]:
     real, inside = realpath(module), realpath(root)
     if real is None or inside is None or not real.is_relative_to(inside):
         raise GemLoadError(f"{module.name} is a link out of the integration's folder", file=str(module))
-    ddir = deno_dir()
-    ddir.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        deno_bin(),
-        "run",
-        *DENO_FLAGS,
-        "--quiet",
-        "--unstable-worker-options",
-        "--v8-flags=--max-old-space-size=512",
-        f"--import-map={IMPORT_MAP}",
-        f"--allow-read={inside},{SDK},{HERE}",
-        str(HERE / "describe.ts"),
-        real.as_uri(),
-        str(inside),
-        str(SDK),
-        str(MAX_DESCRIPTION),
-    ]
     links = GemLinks(inside).check()  # N1: Deno would follow a link out of the folder
     if links is not None:
         raise GemLoadError(f"{module.name}: {links.message}", file=str(module), **links.details)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        code = _run(cmd, out, err, ddir, module)
-        text, errors = _tail(out), _tail(err)
-    answer = _answer(text)
-    if answer is None:
-        raise GemLoadError(
-            f"{module.name}: the module could not be loaded (exit {code}): "
-            f"{clip(errors.strip() or text.strip(), 2000)}",
-            file=str(module),
+    try:
+        answer = probe(
+            [real.as_uri()], read=[inside, SDK], deno_dir=deno_dir(), import_map=IMPORT_MAP, describe=True
         )
-    if not answer.get("ok"):
-        raise _failure(module, answer)
-    description = answer.get("description")  # checked by check_description
+    except ProbeError as exc:
+        raise GemLoadError(f"{module.name}: {_WHY.get(exc.why, 'the module could not be loaded')}: {exc.message}",
+                           file=str(module), **exc.details) from None  # fmt: skip
+    got = (answer.get("modules") or [{}])[0]
+    if not got.get("ok"):
+        raise _failure(module, got)
+    description = got.get("description")  # checked by check_description
     return description if isinstance(description, dict) else {}
 
 
-def _run(cmd: list[str], out: Any, err: Any, ddir: Path, module: Path) -> int:
-    """Run the describe process within DESCRIBE_SECONDS and MAX_PRINTED bytes of output (the
-    module's top-level code may print); its exit code, or GemLoadError."""
-    proc = subprocess.Popen(
-        cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=minimal_env(ddir), start_new_session=True
-    )
-    deadline = time.monotonic() + DESCRIBE_SECONDS
-    try:
-        while True:
-            try:
-                return proc.wait(timeout=0.01)
-            except subprocess.TimeoutExpired:
-                pass
-            printed = os.fstat(out.fileno()).st_size + os.fstat(err.fileno()).st_size
-            if printed > MAX_PRINTED:
-                raise GemLoadError(
-                    f"{module.name}: the module printed over {MAX_PRINTED // (1 << 20)} MiB while "
-                    "it was imported; it was stopped",
-                    file=str(module),
-                    limit=MAX_PRINTED,
-                )
-            if time.monotonic() > deadline:
-                raise GemLoadError(
-                    f"{module.name}: importing the module took over {DESCRIBE_SECONDS:g} s (its "
-                    "top-level code runs when the platform loads it)",
-                    file=str(module),
-                    limit=DESCRIBE_SECONDS,
-                )
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-def _tail(f: Any) -> str:
-    size = f.seek(0, os.SEEK_END)
-    f.seek(max(0, size - MAX_OUTPUT))
-    data: bytes = f.read()
-    return data.decode("utf-8", "replace")
-
-
-def _answer(text: str) -> dict[str, Any] | None:
-    at = text.rfind("\n\x1e")
-    if at < 0:
-        return None
-    try:
-        answer = json.loads(text[at + 2 :])
-    except ValueError:
-        return None
-    return answer if isinstance(answer, dict) else None
+_WHY = {
+    "timeout": "importing the module (its top-level code runs when the platform loads it)",
+    "printed": "the module printed too much while it was imported; it was stopped",
+    "too_large": "the integration's definition is too large as JSON (make its schemas and examples smaller)",
+}
 
 
 def _failure(module: Path, a: dict[str, Any]) -> GemLoadError:
@@ -203,13 +130,6 @@ def _failure(module: Path, a: dict[str, Any]) -> GemLoadError:
             issues=[
                 {"path": str(i.get("path")), "message": clip(str(i.get("message")), 500)} for i in issues
             ],
-        )
-    if kind == "too_large":
-        return GemLoadError(
-            f"{name}: the integration's definition is {clip(message, 20)} characters as JSON; the "
-            f"workbench reads at most {MAX_DESCRIPTION:,} (make its schemas and examples smaller)",
-            file=str(module),
-            limit=MAX_DESCRIPTION,
         )
     if kind == "no_default":
         return GemLoadError(

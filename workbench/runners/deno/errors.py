@@ -81,10 +81,36 @@ def _coded(e: dict[str, Any], root: Path, limits: Any) -> WorkbenchError:
         )  # e.g. a Worker asking for more than the tool has
         hint = {
             "npm": "npm: imports are rejected (N4)",
-            "import": "remote (https:, jsr:) imports are not allowed",
+            "import": "remote (https:, jsr:) imports are not allowed (N4)",
         }.get(cap, f"the sandbox has no {cap} access (N1)")
-        return WorkbenchError("E_SANDBOX", f"{hint}: {message}", capability=cap, stack=stack)
+        # Deno's advice ("run again with the --allow-env flag") is for a command line the
+        # author does not have: say what the platform allows instead
+        message = _RUN_AGAIN.sub("", message)
+        allowed = _ALLOWED.get(cap, "")
+        return WorkbenchError(
+            "E_SANDBOX",
+            f"{hint}: {message}" + (f". {allowed}" if allowed else ""),
+            capability=cap,
+            stack=stack,
+        )
+    if name == "TypeError" and message.startswith("SyntaxError"):  # the module does not parse
+        name, message = "SyntaxError", message[len("SyntaxError") :].lstrip(": ")
+    message = message.replace(root.as_uri() + "/", "")  # "at tools/x.ts:2:21", as the stack
     return WorkbenchError("E_TOOL_ERROR", f"{name}: {message}", stack=stack)
+
+
+_RUN_AGAIN = re.compile(r",?\s*run again with the --allow-[a-z-]+ flag")
+_ALLOWED = {
+    "env": "Tools get no environment variables: settings come from the tool's input or storage",
+    "net": "A tool reaches the network only through its ctx (ctx.http.fetch with the manifest's "
+    "permissions.http, or an Ekanos integration's ctx.fetch to its egress hosts)",
+    "read": "A tool reads only its own gem folder (and its resources); other files come through "
+    "its ctx (ctx.files)",
+    "write": "A tool writes only through its ctx (ctx.files, storage)",
+    "run": "Tools cannot start programs",
+    "ffi": "Tools cannot load native libraries",
+    "sys": "Tools cannot read system information",
+}
 
 
 def _tool_stack(stack: str, root: Path) -> str:

@@ -14,7 +14,7 @@
 //                   (also while another call is in flight: a nested call, nonce "")
 //                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
 //   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, n} + the arguments (a list)
-//                   {t:"done", id, ok, n} + the result (ok) or {name, message, stack, code,
+//                   {t:"done", id, ok, late, n} + the result (ok) or {name, message, stack, code,
 //                   bridge?}: `bridge` ("ctx", "result_too_large", "result_error") is set only on
 //                   what worker.ts itself made; errors.py takes codes from it alone
 // `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
@@ -62,7 +62,7 @@ let worker: Sandboxed | null = null;
 // the caller waits (nested, A3), so more than one may be. Each has its log nonce ("" for a nested
 // call, whose output is its top call's), its ctx calls Python has not answered yet, and its end
 // once the worker reported it (see settle).
-type Call = { nonce: string; pending: number; done: [boolean, Uint8Array] | null };
+type Call = { nonce: string; pending: number; done: [boolean, Uint8Array] | null; late: unknown[] };
 const active = new Map<string, Call>();
 // SharedArrayBuffer layout (see worker.ts): [generation, ack, header bytes (-1: a continuation),
 // payload bytes in all, chunk bytes] then the header and a chunk of the payload. A payload
@@ -149,18 +149,18 @@ function settle(): void {
     for (const [id, call] of active) {
       if (!call.done || (call.nonce && (call.pending > 0 || active.size > 1))) continue;
       active.delete(id);
-      report(id, call.nonce, call.done[0], call.done[1]);
+      report(id, call.nonce, call.done[0], call.done[1], call.late);
       again = true;
     }
   }
 }
 
-function report(id: string, nonce: string, ok: boolean, payload: Uint8Array): void {
+function report(id: string, nonce: string, ok: boolean, payload: Uint8Array, late: unknown[]): void {
   if (nonce) { // the markers close this call's logs on both streams, after all the tool wrote
     console.log(nonce);
     console.error(nonce);
   }
-  send({ t: "done", id, ok, n: payload.length }, payload);
+  send({ t: "done", id, ok, late, n: payload.length }, payload);
 }
 
 function onWorkerMessage(msg: any): void {
@@ -172,6 +172,7 @@ function onWorkerMessage(msg: any): void {
     call.pending++;
     send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, n: msg.args.length }, msg.args);
   } else if (msg.t === "done" && msg.payload instanceof Uint8Array) {
+    call.late = Array.isArray(msg.late) && msg.late.length === 2 ? msg.late : [];
     finish(msg.id, msg.ok === true && msg.payload.length <= limit, msg.payload.length <= limit ? msg.payload
       : encoder.encode(JSON.stringify({ name: "ResultTooLarge", size: msg.payload.length,
                                                     bridge: "result_too_large" })));
@@ -185,7 +186,8 @@ function onMessage(msg: any, payload: Uint8Array | null): void {
     if (Number.isInteger(msg.limit)) limit = msg.limit;
     if (msg.fresh && !active.size) stopWorker(); // never under a call in flight
     worker ??= startWorker();
-    active.set(msg.id, { nonce: typeof msg.nonce === "string" ? msg.nonce : "", pending: 0, done: null });
+    active.set(msg.id, { nonce: typeof msg.nonce === "string" ? msg.nonce : "", pending: 0, done: null,
+                         late: [] });
     toWorker({ t: "call", id: msg.id, file: msg.file, ctx: msg.ctx, limit,
                resultChars: msg.resultChars ?? limit }, payload ?? encoder.encode("null"));
   } else if (msg.t === "reply") {

@@ -408,7 +408,7 @@ class Sandbox:
             )
         text = payload.decode("utf-8", "replace")
         if msg.get("ok") is True:  # N9 is checked on this text by the call pipeline, as for Python
-            return Outcome(json=text, logs=logs)
+            return Outcome(json=text, logs=logs, warnings=_late(msg.get("late")))
         try:
             error = json.loads(text)
         except (ValueError, RecursionError):

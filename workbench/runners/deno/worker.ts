@@ -240,7 +240,7 @@ defineProperty(self, "close", { __proto__: null, value: () => {
 // Pending ctx calls, in a table without a prototype (no Map.prototype.set to hook).
 // `origin` is made where the tool calls ctx, so a ctx error carries the tool's own frames.
 type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void; origin: Error;
-  bytes: number; gen: number };
+  bytes: number; gen: number; call: string; method: string };
 const pending: Record<number, Pending> = objectCreate(null);
 let seq = 0;
 // What one call may have in flight (SEC5): ctx calls fired without awaiting them each keep
@@ -354,6 +354,9 @@ function rejected(code: string, message: string, origin: Error, details: Record<
   return own(new NativePromise<never>((_, reject) => reject(ctxError({ code, message, details }, origin))));
 }
 
+// Methods the platform does not wait for (codec "void": Ekanos' logger): never "late"
+const FIRE_AND_FORGET: Record<string, true> = { __proto__: null } as unknown as Record<string, true>;
+
 // Parameter names, for errors that name an argument: filled from each call's ctx shape
 const PARAMS: Record<string, string[]> = { __proto__: null } as unknown as Record<string, string[]>;
 
@@ -402,7 +405,8 @@ function ctxCall(callId: string, method: string, args: unknown[]): Promise<unkno
   const gen = callGen;
   return own(new NativePromise((resolve, reject) => {
     const n = ++seq;
-    pending[n] = { __proto__: null, resolve, reject, origin, bytes: size, gen } as unknown as Pending;
+    pending[n] = { __proto__: null, resolve, reject, origin, bytes: size, gen, call: callId,
+                   method } as unknown as Pending;
     post({ t: "ctx", id: callId, seq: n, method, args: bytes });
   }));
 }
@@ -586,6 +590,7 @@ function makeCtx(callId: string, shape: CapSpec[], values: Record<string, unknow
   const withCodec = (m: MethodSpec, name: string, bound: unknown[]) => {
     if (m.codec === "fetch" || m.codec === "response") return fetchMethod(callId, name, m.codec);
     if (m.codec !== "void") return method(name, bound);
+    FIRE_AND_FORGET[name] = true;
     const send = method(name, bound);
     return (...args: unknown[]) => {
       // the platform's logger never throws: a refused row is reported on stderr (the logs)
@@ -689,12 +694,26 @@ function describe(err: unknown): Described {
   return { name: kind, message, stack: "", code: null };
 }
 
+// The ctx calls of call `id` still waiting for their reply when it returned: a forgotten
+// `await` (the platform may end the call before they complete). At most 5 names, and how many.
+function late(id: string): unknown[] {
+  const names: unknown[] = [];
+  let count = 0;
+  const seqs = objectKeys(pending);
+  for (let i = 0; i < seqs.length; i++) {
+    const p = pending[seqs[i] as unknown as number];
+    if (p.call !== id || FIRE_AND_FORGET[p.method] === true) continue;
+    if (count++ < 5) append(names, p.method);
+  }
+  return count ? [count, names] : [];
+}
+
 function done(id: string, ok: boolean, text: string): void {
   if (activeCalls[id] === true) {
     ReflectDelete(activeCalls, id);
     activeCount--;
   }
-  post({ t: "done", id, ok, payload: encode(text) });
+  post({ t: "done", id, ok, payload: encode(text), late: late(id) });
 }
 
 function fail(id: string, error: Record<string, unknown>): void {

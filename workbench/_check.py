@@ -1,0 +1,166 @@
+"""`gem-workbench check`: every problem that would stop a gem's tools from running, found
+without calling them (issue 13).
+
+1. The gem's format, as `workbench.open` checks it (its platform's `lint`).
+2. Every tool loads: a Python tool parses and defines its entry function (read with `ast`, not
+   run); a JS/TS tool is imported in a read-only Deno Worker (as the sandbox would, top-level
+   code included) and must export its entry function — syntax errors, a missing export, and
+   `npm:` / `jsr:` / `https:` imports (N4) are reported with file:line.
+3. With `typecheck=True`, TypeScript tools pass `deno check`.
+
+Each problem is {file, message} with `line` or `pointer` when known. Never raises for a bad gem.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from .gem import Manifest, ToolSpec
+    from .platforms import Profile
+
+Problem = dict[str, Any]
+ENTRY_FILES = ("manifest.json", "integration.ts", "integration.js")
+_REMOTE = re.compile(r"""(?:from|import)\s*\(?\s*["']((?:npm|jsr|https?|node):[^"']*)["']""")
+
+
+def gem_folder(path: str | os.PathLike[str]) -> tuple[Path | None, str]:
+    """The gem folder `path` names (itself, or the folder of its manifest.json or
+    integration.ts), or (None, why it names none)."""
+    p = Path(path)
+    if p.is_dir():
+        return p, ""
+    if p.is_file() and p.name in ENTRY_FILES:
+        return p.parent, ""
+    if p.exists():
+        return None, (
+            f"{p} is a file; give a gem folder (with manifest.json), an Ekanos integration folder "
+            "(with integration.ts), or the path of either file"
+        )
+    return None, f"{p}: no such folder"
+
+
+def check(path: str | os.PathLike[str], *, typecheck: bool = False) -> list[Problem]:
+    """Every problem of the gem at `path` (a folder or its manifest.json/integration.ts)."""
+    from .platforms import detect, lint
+
+    folder, why = gem_folder(path)
+    if folder is None:
+        return [{"file": str(path), "message": why}]
+    problems: list[Problem] = list(lint(folder))
+    if problems:
+        return problems
+    try:
+        profile = detect(folder)
+        manifest = profile.load(folder)
+    except WorkbenchError as exc:  # changed since lint
+        return [{"file": str(folder), "message": exc.message}]
+    problems += [p for t in manifest.tools.values() if t.language == "python" for p in _python(t, profile)]
+    if profile.entry.js_member is None:  # Ekanos' module was imported by its loader already
+        js = [t for t in manifest.tools.values() if t.language in ("javascript", "typescript")]
+        problems += _js(js, manifest, profile)
+    if typecheck and not problems:
+        problems += _typecheck(manifest)
+    return problems
+
+
+def _python(tool: ToolSpec, profile: Profile) -> list[Problem]:
+    name = profile.entry.python
+    try:
+        source = tool.file.read_bytes()
+        tree = ast.parse(source, filename=str(tool.file))
+    except SyntaxError as exc:
+        return [{"file": tool.rel_file, "line": exc.lineno, "message": f"SyntaxError: {exc.msg}"}]
+    except (OSError, ValueError, RecursionError) as exc:
+        return [{"file": tool.rel_file, "message": f"cannot read the tool: {exc}"}]
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return []
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            return []
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            return []
+    return [
+        {
+            "file": tool.rel_file,
+            "message": f"no `{name}` function: write `def {name}(input, ctx):` (or `async def`) at the "
+            "module's top level",
+        }
+    ]
+
+
+def _js(tools: list[ToolSpec], manifest: Manifest, profile: Profile) -> list[Problem]:
+    from ._deno import ProbeError, probe
+    from .gem.links import GemLinks
+    from .providers import default_state_dir
+    from .runners.deno.entry import entry_file
+
+    if not tools:
+        return []
+    links = GemLinks(manifest.root).check()  # N1: Deno would follow a link out of the folder
+    if links is not None:
+        return [{"file": str(manifest.root), "message": links.message}]
+    entry = profile.entry
+    files = [entry_file(t.file, entry.js_exports[0]) if entry.js_plain else t.file for t in tools]
+    try:
+        answer = probe(
+            [f.as_uri() for f in files],
+            read=[manifest.root],
+            deno_dir=default_state_dir(manifest.id, manifest.root) / "deno",
+        )
+    except ProbeError as exc:
+        return [{"file": str(manifest.root), "message": f"importing the tools: {exc.message}"}]
+    out: list[Problem] = []
+    for tool, got in zip(tools, answer.get("modules") or []):
+        if not got.get("ok"):
+            out.append(_import_problem(tool, got))
+        elif not any(got.get("exports", {}).get(name) == "function" for name in entry.js_exports):
+            out.append({"file": tool.rel_file, "message": entry.message["missing"]})
+    return out
+
+
+def _import_problem(tool: ToolSpec, got: dict[str, Any]) -> Problem:
+    """What stops the module from loading, with its line: a remote import (N4) is named as
+    such; otherwise Deno's message (a syntax error, a missing file, a throw at top level)."""
+    try:
+        source = tool.file.read_text("utf-8", "replace")
+    except OSError:
+        source = ""
+    for n, text in enumerate(source.splitlines(), 1):
+        m = _REMOTE.search(text)
+        if m:
+            return {
+                "file": tool.rel_file,
+                "line": n,
+                "message": f"imports {m.group(1)!r}: the platform runs tools with no npm:, jsr: or "
+                "remote imports (N4); vendor the code into the gem folder and import it by a relative path",
+            }
+    message = str(got.get("message", ""))
+    found = re.search(
+        re.escape(tool.file.name) + r":(\d+)(?::\d+)?", message + "\n" + str(got.get("stack", ""))
+    )
+    name = got.get("name") or "Error"
+    text = message.split("\n    at ")[0].strip()
+    return {
+        "file": tool.rel_file,
+        **({"line": int(found.group(1))} if found else {}),
+        "message": text if re.match(r"\w*Error\b", text) else f"{name}: {text}",
+    }
+
+
+def _typecheck(manifest: Manifest) -> list[Problem]:
+    from .providers import default_state_dir
+    from .runners.deno import typecheck
+
+    ts = [t.file for t in manifest.tools.values() if t.language == "typescript"]
+    # with the manifest: the installed ctx types, and JS tools marked `// @ts-check` too
+    report = typecheck(ts, deno_dir=default_state_dir(manifest.id, manifest.root) / "deno", manifest=manifest)
+    return [{"file": str(manifest.root), "message": report}] if report else []
