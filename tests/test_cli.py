@@ -114,3 +114,13 @@ def test_ekanos_check_and_call(tmp_path):
     out = cli("call", str(acme), "acme_payments_get_current_weather", "--state-dir", str(tmp_path))
     assert out.returncode == 0 and json.loads(out.stdout) == {"error": "No location saved for this account."}
     assert "expected failure" in out.stderr
+
+
+def test_call_with_state_keeps_it_between_invocations(tmp_path):
+    state = tmp_path / "state"
+    for title in ("a", "b"):
+        assert cli("call", str(EXAMPLE_GEM), "add_note", "--input", json.dumps({"title": title}),
+                   "--state", str(state)).returncode == 0  # fmt: skip
+    out = cli("call", str(EXAMPLE_GEM), "list_notes", "--state", str(state))
+    assert [n["title"] for n in json.loads(out.stdout)["notes"]] == ["a", "b"]
+    assert (state / "workspace").is_dir() and (state / "data.sqlite").is_file()

@@ -173,6 +173,10 @@ def test_E2_no_account_is_allowed_at_open(mail: workbench.Bench, lang: str) -> N
     assert page["ok"] == {"messages": [], "cursor": 0}
     assert work["error"] == get["error"] == "E_PERM_DENIED"
     assert "'work'" in work["message"] and work["field"] == "accountId"
+    [warning] = mail.results[-1].warnings  # the empty page is the user's doing, not the mail's
+    assert "covered no account" in warning and "bench.email.allow" in warning
+    mail.email.allow("all")
+    assert run(mail, lang, ["listSince", {}])[0]["ok"]["messages"] and not mail.results[-1].warnings
 
 
 def test_E2_allowing_some_accounts(mail: workbench.Bench, lang: str) -> None:

@@ -1126,3 +1126,12 @@ def test_F2_empty_folders_of_the_conversation_folder_exist_on_mock_too(gem, open
     gem.tool("l", "def handle(input, ctx):\n    return ctx.files.list('workspace:')\n")
     res = open_bench(gem).call("l")
     assert [(e["name"], e["type"]) for e in res.value] == [("empty", "folder")]
+
+
+def test_F1_a_missing_run_file_that_the_conversation_folder_has_suggests_workspace(ops_bench, kind):
+    ops = ops_bench(seed={"notes/x.txt": "hi"})
+    e = error(ops.one("read", "notes/x.txt"), "E_NOT_FOUND")
+    assert "read 'workspace:notes/x.txt'" in e.message
+    e = error(ops.one("read", "workspace:nope.txt"), "E_NOT_FOUND")
+    if kind == "real":  # where the real conversation folder is, to look for it
+        assert str(ops.bench.providers.files.workspace) in e.message

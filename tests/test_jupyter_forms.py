@@ -58,7 +58,8 @@ def test_add_note_form_widgets(notes):
     assert set(f.fields) == {"title", "priority", "tags"}
     assert isinstance(f.fields["title"], widgets.Text)
     prio = f.fields["priority"]
-    assert isinstance(prio, widgets.BoundedIntText) and (prio.min, prio.max) == (1, 5)
+    # never clamped nor rounded: the bounds are shown, the platform checks them
+    assert type(prio) is widgets.FloatText and prio.tooltip == "integer, ≥ 1, ≤ 5" and prio.value == 1
     assert isinstance(f.fields["tags"], widgets.Textarea)
     assert isinstance(f.run_button, widgets.Button) and isinstance(f.output, widgets.Output)
 
@@ -80,6 +81,20 @@ def test_optional_fields_left_empty_are_omitted(notes):
     assert f.collect() == {"title": "buy milk", "priority": 2, "tags": ["home", "today"]}
 
 
+@pytest.mark.parametrize(
+    "typed, words", [(10, "10 is greater than the maximum of 5"), (2.5, "2.5 is not of type 'integer'")]
+)
+def test_a_value_outside_the_schema_reaches_the_platform_as_typed(notes, typed, words):
+    """Never clamped or rounded by the form: the platform's own E_SCHEMA says what is wrong."""
+    f = notes.form("add_note")
+    f.fields["title"].value = "t"
+    f.fields["priority"].value = typed
+    f.run_button.click()
+    res = f.result
+    assert res is not None and res.error is not None and res.error.code == "E_SCHEMA", res
+    assert res.input["priority"] == typed and words in res.error.message
+
+
 def test_run_calls_the_tool_and_shows_the_result(notes):
     f = notes.form("add_note")
     f.fields["title"].value = "buy <milk>"
@@ -97,20 +112,21 @@ def test_run_calls_the_tool_and_shows_the_result(notes):
     assert len(f.output.outputs) == 1 and len(notes.calls()) == 2
 
 
-def test_invalid_input_shows_violations_and_makes_no_call(notes):
+def test_invalid_input_is_marked_and_the_platforms_error_is_the_result(notes):
     f = notes.form("add_note")
     f.run_button.click()
-    assert f.result is None and len(notes.calls()) == 0
+    assert f.result is not None and f.result.error.code == "E_SCHEMA"  # the platform's own, as a call
+    assert "/title" in f.result.error.message and len(notes.calls()) == 1
     assert f.problems == [{"path": "/title", "message": "missing required field 'title'"}]
-    assert "not run" in f.status.value and f.output.outputs == ()
+    assert "E_SCHEMA" in f.status.value and f.output.outputs
     errors = [w.value for w in _walk(f) if isinstance(w, widgets.HTML) and "✗ missing" in w.value]
     assert errors == ["<div style='color:#c62828'>✗ missing required field &#x27;title&#x27;</div>"]
     f.fields["title"].value = ""  # minLength 1: the empty string is left out, still missing
     f.run_button.click()
-    assert len(notes.calls()) == 0
+    assert f.result.error.code == "E_SCHEMA"
     f.fields["title"].value = "ok now"
     f.run_button.click()
-    assert len(notes.calls()) == 1
+    assert f.result.ok and len(notes.calls()) == 3
     assert not any("✗ missing" in w.value for w in _walk(f) if isinstance(w, widgets.HTML))
 
 
@@ -145,7 +161,7 @@ def test_widget_per_schema_type(echo):
     w = f.fields
     assert isinstance(w["name"], widgets.Text) and not isinstance(w["name"], widgets.Textarea)
     assert isinstance(w["body"], widgets.Textarea)
-    assert isinstance(w["ratio"], widgets.FloatText) and isinstance(w["count"], widgets.IntText)
+    assert isinstance(w["ratio"], widgets.FloatText) and isinstance(w["count"], widgets.FloatText)
     assert isinstance(w["flag"], widgets.Checkbox)
     assert isinstance(w["nums"], widgets.Textarea)
     assert isinstance(w["colours"], widgets.SelectMultiple)
@@ -210,7 +226,7 @@ def test_nested_object_violations_are_shown_at_the_nested_field(echo):
     f = echo.form("echo")
     f.fields["name"].value = "x"
     f.fields["address"].fields["zip"].value = "0150"  # address given, its required city not
-    assert f.run() is None and len(echo.calls()) == 0
+    assert f.run().error.code == "E_SCHEMA" and len(echo.calls()) == 1
     assert f.problems == [{"path": "/address/city", "message": "missing required field 'city'"}]
     city_error = [
         w.value for w in _walk(f.fields["address"]) if isinstance(w, widgets.HTML) and "✗" in w.value
@@ -239,10 +255,10 @@ def test_raw_json_fallback_for_schemas_without_properties(echo):
     f = echo.form("anything")
     f.raw.value = '{"any": ["thing", 1]}'
     assert f.run().value == {"any": ["thing", 1]}
-    f.raw.value = "[1]"  # not an object: the schema says so, inline, and nothing runs
-    assert f.run() is None and f.problems[0]["path"] == "/"
+    f.raw.value = "[1]"  # not an object: the schema says so, inline, and the call's E_SCHEMA
+    assert f.run().error.code == "E_SCHEMA" and f.problems[0]["path"] == "/"
     assert "is not of type &#x27;object&#x27;" in f.children[1].children[1].value
-    assert len(echo.calls()) == 1
+    assert len(echo.calls()) == 2
 
 
 def test_form_on_a_closed_bench_reports_instead_of_raising(echo):

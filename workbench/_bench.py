@@ -14,6 +14,7 @@ from ._email import BenchEmail
 from ._errors import UsageError, WorkbenchError
 from ._hints import explain_absent
 from ._json import to_json
+from ._reload import stamp
 from ._result import CallResult
 from ._views import Views
 from .ctx import CallSession, Capabilities, CtxCrash, prepare
@@ -69,6 +70,7 @@ class Bench(Views):
         self._lock = threading.RLock()
         self.limits = limits
         prepare(providers, manifest, limits)
+        self._stamp = stamp(manifest)  # the definition as loaded: an edit is reloaded (_reload.py)
         if providers.mailbox is None:
             providers.mailbox = MockMailbox()
         self.email = BenchEmail(self)  # allowed accounts, mock mail, new-mail events
@@ -208,6 +210,16 @@ class Bench(Views):
             started=started,
             idempotency_key=key or secrets.token_hex(16),
         )
+        if stamp(self.manifest) != self._stamp:  # the gem's definition was edited: load it again
+            try:
+                self.reload()
+            except WorkbenchError as exc:
+                res.error = WorkbenchError(
+                    exc.code, f"the gem's definition changed and {exc.message}", **exc.details
+                )
+                res.duration_ms = (time.perf_counter() - t0) * 1000
+                self.results.append(res)
+                return res
         tool = self.manifest.tool(name)
         if tool is None:
             res.error = WorkbenchError(
@@ -289,7 +301,7 @@ class Bench(Views):
             res.logs, res.error = outcome.logs if outcome else "", failed
             return
         if outcome is not None:
-            res.logs, res.warnings = outcome.logs, list(outcome.warnings)
+            res.logs, res.warnings = outcome.logs, [*session.warnings, *outcome.warnings]
             if outcome.error is not None:
                 res.error = explain_absent(outcome.error, tool, self.profile, session.grants)
             elif outcome.checked:
@@ -321,6 +333,16 @@ class Bench(Views):
             res.expected_failure = True
         else:
             res.warnings += self.profile.result_warnings(self.manifest, tool, value)
+
+    def reload(self) -> None:
+        """Load the gem's definition again (manifest.json, an integration's module), checked as
+        `workbench.open` checks it; done before a call when it was edited. GemLoadError
+        (file and pointer) when it no longer loads: the bench keeps the last good one."""
+        from ._reload import reload
+
+        with self._lock:
+            self._check_open()
+            reload(self)
 
     def inject_fault(
         self, builtin: str, *, times: int = 1, mode: Literal["throw", "envelope"] = "throw"

@@ -34,6 +34,24 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seeded_workspace(gem: str, state: str) -> str:
+    """DIR/workspace: the conversation folder of `call --state DIR`, first filled from the gem's
+    fixtures/workspace (what the mock starts with), then kept as the calls leave it."""
+    import shutil
+
+    from ._check import gem_folder
+
+    folder = Path(state) / "workspace"
+    if not folder.exists():
+        root, _ = gem_folder(gem)
+        seed = root / "fixtures" / "workspace" if root else None
+        if seed is not None and seed.is_dir():
+            shutil.copytree(seed, folder, symlinks=True)
+        else:
+            folder.mkdir(parents=True)
+    return str(folder)
+
+
 def _call(args: argparse.Namespace) -> int:
     from . import open as open_bench
     from ._errors import WorkbenchError
@@ -42,12 +60,15 @@ def _call(args: argparse.Namespace) -> int:
         data = json.loads(args.input)
     except json.JSONDecodeError as exc:
         return _fail({"code": "E_USAGE", "message": f"--input is not JSON: {exc.msg} at column {exc.colno}"})
+    real, workspace, state_dir = args.real, args.workspace, args.state_dir
+    if args.state:  # state kept between invocations: storage and files in DIR, the mock's seed once
+        real, state_dir, workspace = True, args.state, workspace or _seeded_workspace(args.gem, args.state)
     try:
         bench = open_bench(
             args.gem,
-            providers="real" if args.real else "mock",
-            workspace=args.workspace,
-            state_dir=args.state_dir,
+            providers="real" if real else "mock",
+            workspace=workspace,
+            state_dir=state_dir,
             secrets="local" if args.local_secrets else None,
         )
     except WorkbenchError as exc:
@@ -144,6 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--real", action="store_true", help="real providers instead of mocks")
     p.add_argument("--workspace", help="the conversation folder")
     p.add_argument("--state-dir", help="where real state lives")
+    p.add_argument(
+        "--state",
+        metavar="DIR",
+        help="keep state between invocations in DIR: storage, run folders and the conversation "
+        "folder (DIR/workspace, first copied from the gem's fixtures/workspace)",
+    )
     p.add_argument(
         "--local-secrets",
         action="store_true",

@@ -303,6 +303,12 @@ class CallSession:
     children: list[Any] = field(default_factory=list)  # the CallResults of its nested ctx.tools calls
     log_rows: list[dict[str, Any]] = field(default_factory=list)  # ctx.logger's rows (K6)
     kept: int = 0  # characters of ctx arguments and results the trace keeps, about (SEC5)
+    warnings: list[str] = field(default_factory=list)  # for the result: what the call did oddly
+
+    def warn(self, text: str) -> None:
+        """A warning on the call's result (once each)."""
+        if text not in self.warnings:
+            self.warnings.append(text)
 
     @property
     def aborted(self) -> WorkbenchError | None:

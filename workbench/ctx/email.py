@@ -212,6 +212,12 @@ class Email:
             accounts = [account] if account in mailbox.accounts() else []
         else:
             accounts = grant.accounts(mailbox)
+            if not grant.all and not grant.ids and mailbox.accounts():  # E2: nothing allowed yet
+                self.s.warn(
+                    "email.listSince covered no account: the user has allowed none yet (E2); "
+                    "allow them with bench.email.allow('all') or bench.email.allow([account ids]) "
+                    f"(the mailbox has {', '.join(mailbox.accounts()[:5])})"
+                )
         # dates are whole ms: date > since <=> date > floor(since)
         floor = max(-_FAR, min(_FAR, math.floor(since)))
         with self._reading():

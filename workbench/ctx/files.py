@@ -73,8 +73,18 @@ class Files:
     def _need(self, p: GemPath) -> Entry:
         e = self._entry(p)
         if e is None:
-            raise WorkbenchError("E_NOT_FOUND", f"{p.raw!r} does not exist", path=p.raw)
+            raise WorkbenchError("E_NOT_FOUND", f"{p.raw!r} does not exist{self._elsewhere(p)}", path=p.raw)
         return e
+
+    def _elsewhere(self, p: GemPath) -> str:
+        """A hint when the path exists in the other area: a bare path is the run folder (F1),
+        the conversation folder's files are `workspace:`-prefixed; and where that folder is."""
+        if p.is_workspace:
+            where = getattr(self.store, "workspace", None)  # a real folder; the mock is in memory
+            return f" (the conversation folder is {where})" if where else ""
+        if self.s.conversation and self.store.entry("workspace", p.rel) is not None:
+            return f" in the run folder; the conversation folder has it: read 'workspace:{p.rel}'"
+        return ""
 
     def existing_file(self, p: GemPath) -> Entry:
         """The entry of an existing file, else E_NOT_FOUND / E_IS_A_FOLDER."""

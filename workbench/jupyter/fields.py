@@ -1,7 +1,9 @@
 """The fields of a tool's input form, one per inputSchema property (`ToolForm`).
 
-One widget per property: string → Text (Textarea for long text), number → FloatText, integer →
-IntText (bounded by minimum/maximum), boolean → Checkbox, enum → Dropdown, array of scalars →
+One widget per property: string → Text (Textarea for long text), number and integer →
+FloatText (never clamped to minimum/maximum nor rounded: the bounds are shown beside it, and a
+value outside them, or 2.5 for an integer, is sent as typed so the platform's own E_SCHEMA
+names it), boolean → Checkbox, enum → Dropdown, array of scalars →
 Textarea with one item per line (array of enum → SelectMultiple), object with properties → a
 nested box; anything else → a Textarea of raw JSON. Required fields are starred.
 
@@ -129,21 +131,44 @@ class _Text(Field):
 
 class _Number(_Optional):
     def make(self) -> Any:
+        # FloatText: an IntText would round 2.5, a Bounded one clamp 10 to its maximum; either
+        # would hide the value the platform checks. The bounds are said, not enforced here.
         s, integer = self.schema, _type(self.schema) == "integer"
-        lo = s.get("minimum", s.get("exclusiveMinimum"))
-        hi = s.get("maximum", s.get("exclusiveMaximum"))
-        if integer and "exclusiveMinimum" in s and "minimum" not in s and lo is not None:
-            lo = int(lo) + 1
-        if integer and "exclusiveMaximum" in s and "maximum" not in s and hi is not None:
-            hi = int(hi) - 1
-        if lo is None and hi is None:
-            return (widgets.IntText if integer else widgets.FloatText)(layout=_wide())
-        lo = -_MAX_SAFE if lo is None else lo
-        hi = _MAX_SAFE if hi is None else hi
-        start = min(max(0, lo), hi)
-        if integer:
-            return widgets.BoundedIntText(value=int(start), min=int(lo), max=int(hi), layout=_wide())
-        return widgets.BoundedFloatText(value=float(start), min=float(lo), max=float(hi), layout=_wide())
+        bounds = [
+            f"{word} {s[key]}"
+            for key, word in (
+                ("minimum", "≥"),
+                ("exclusiveMinimum", ">"),
+                ("maximum", "≤"),
+                ("exclusiveMaximum", "<"),
+            )
+            if isinstance(s.get(key), (int, float)) and not isinstance(s.get(key), bool)
+        ]
+        hint = ", ".join(["integer" if integer else "number", *bounds])
+        lo, hi = s.get("minimum"), s.get("maximum")  # where it starts (inside the bounds), only
+        start = (
+            lo
+            if isinstance(lo, (int, float)) and lo > 0
+            else hi
+            if isinstance(hi, (int, float)) and hi < 0
+            else 0
+        )
+        return widgets.FloatText(value=float(start), layout=_wide(), tooltip=hint)
+
+    def get(self, problems: list[dict[str, str]]) -> Any:
+        value = super().get(problems)
+        if isinstance(value, float) and value.is_integer() and _type(self.schema) == "integer":
+            return int(value)  # a whole number typed into an integer field is that integer
+        return value
+
+    def row(self) -> Any:
+        box = super().row()
+        hint = self.widget.tooltip
+        box.children[0].children = (
+            *box.children[0].children,
+            widgets.HTML(f"<span style='color:#888'>{esc(hint)}</span>"),
+        )
+        return box
 
 
 class _Bool(_Optional):

@@ -84,18 +84,27 @@ class ToolForm(widgets.VBox):
         return self._validator.violations(self._validator.normalise(args))
 
     def run(self) -> CallResult | None:
-        """Check the input; if it is fine, call the tool and show the result below the form."""
+        """Call the tool with the form's input and show the result below the form; fields the
+        schema refuses are marked (the call's E_SCHEMA says the same). Not run only when a
+        field's text cannot be read at all (raw JSON that does not parse)."""
         for f in self._by_path.values():
             f.show([])
         self._root.show([])
         try:
+            try:
+                args = self.collect()
+            except WorkbenchError as exc:  # a field's text cannot be read: there is no input
+                self.problems = list(exc.details["violations"])
+                self._show_problems()
+                return None
+            # a value the schema refuses is still sent, as typed: the result is the platform's
+            # own E_SCHEMA, and the fields it names are marked here too
             self.problems = self.check()
             if self.problems:
                 self._show_problems()
-                return None
             self.run_button.disabled = True
             try:
-                res = self.bench.call(self.tool, self.collect())
+                res = self.bench.call(self.tool, args)
             finally:
                 self.run_button.disabled = False
         except Exception as exc:  # a click handler's exception would only reach the kernel log

@@ -1,0 +1,55 @@
+"""The edit loop (issue 13): an open bench notices its gem's definition was edited —
+manifest.json (or an Ekanos integration's module) — and loads it again before the next call,
+checked as `workbench.open` checks it; a definition that no longer loads fails that call with
+its E_MANIFEST (file and pointer), and `bench.reload()` does the same on demand. What reloading
+cannot change in place (another platform) asks to reopen the gem."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ._errors import GemLoadError
+
+if TYPE_CHECKING:
+    from ._bench import Bench
+    from .gem import Manifest
+
+DEFINITIONS = ("manifest.json", "integration.ts", "integration.js", "db/schema.sql")
+
+
+def stamp(manifest: Manifest) -> tuple[int, ...]:
+    """The definition files' modification times (-1: absent), cheap enough to take per call."""
+    out = []
+    for name in DEFINITIONS:
+        try:
+            out.append(os.stat(manifest.root / name).st_mtime_ns)
+        except OSError:
+            out.append(-1)
+    return tuple(out)
+
+
+def reload(bench: Bench) -> None:
+    """Load the gem's definition again into `bench` (GemLoadError when it no longer loads)."""
+    from .ctx import prepare
+    from .platforms import detect
+
+    profile = detect(bench.manifest.root)
+    if profile is not bench.profile:
+        raise GemLoadError(
+            f"the gem's platform changed ({bench.profile.name} → {profile.name}): open it again "
+            "with workbench.open(...) to run it under the other platform's rules",
+            file=str(bench.manifest.root),
+        )
+    at = stamp(bench.manifest)
+    manifest = profile.load(bench.manifest.root)
+    old = bench.manifest
+    profile.closed(old)
+    try:
+        profile.opened(manifest)  # K4: its names may collide now
+    except GemLoadError:
+        profile.opened(old)
+        raise
+    prepare(bench.providers, manifest, bench.limits)  # new collections; db/schema.sql if first
+    bench.manifest, bench._stamp = manifest, at
+    bench._validators.clear()
