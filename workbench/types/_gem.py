@@ -39,7 +39,7 @@ def editor_schema(platform: str) -> str | None:
     def fix(node: Any) -> Any:
         if isinstance(node, dict):
             return {
-                k: (re.sub(r"\\Z$", "$", v) if k == "pattern" and isinstance(v, str) else fix(v))
+                k: (re.sub(r"(?<!\\)\\Z", "$", v) if k == "pattern" and isinstance(v, str) else fix(v))
                 for k, v in node.items()
             }
         if isinstance(node, list):
