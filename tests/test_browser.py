@@ -1,7 +1,9 @@
-"""End to end: JupyterLab started by `gem-workbench lab`, a schema form run in headless Chromium."""
+"""End to end: JupyterLab started by `gem-workbench lab`, in headless Chromium: a schema form, and
+the notebook `gem-workbench new` writes, run with Run All Cells."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -10,7 +12,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -71,26 +75,27 @@ def _drive(page, url: str) -> None:
     page.get_by_text("calls: 1 ['add_note']").wait_for(timeout=15_000)
 
 
-def test_form_runs_in_jupyterlab(tmp_path):
+@contextlib.contextmanager
+def _lab_page(folder: Path, screenshot: str) -> Iterator[tuple[Any, str]]:
+    """JupyterLab on `folder` (started by `gem-workbench lab`) and a Chromium page; stopped after."""
     from playwright.sync_api import sync_playwright
 
-    _notebook(tmp_path)
     port = _free_port()
     env = {
         **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "cfg"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"),
-        "IPYTHONDIR": str(tmp_path / "ipy"),
-        "GEM_WORKBENCH_HOME": str(tmp_path / "home"),
+        "JUPYTER_CONFIG_DIR": str(folder / "cfg"),
+        "JUPYTER_RUNTIME_DIR": str(folder / "rt"),
+        "IPYTHONDIR": str(folder / "ipy"),
+        "GEM_WORKBENCH_HOME": str(folder / "home"),
     }
     exe = shutil.which("gem-workbench", path=os.path.dirname(sys.executable))
-    log = tmp_path / "lab.log"
+    log = folder / "lab.log"
     with log.open("wb") as out:
         lab = subprocess.Popen(
             [
                 exe,
                 "lab",
-                str(tmp_path),
+                str(folder),
                 "--no-browser",
                 "--port",
                 str(port),
@@ -128,10 +133,10 @@ def test_form_runs_in_jupyterlab(tmp_path):
             try:
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 try:
-                    _drive(page, f"{base}/lab/tree/form.ipynb?token={TOKEN}")
+                    yield page, base
                 finally:  # what the page showed, pass or fail, for the CI log
                     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=str(ARTIFACTS / "browser-form.png"))
+                    page.screenshot(path=str(ARTIFACTS / screenshot))
             finally:
                 browser.close()
     finally:
@@ -141,3 +146,33 @@ def test_form_runs_in_jupyterlab(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(lab.pid, signal.SIGKILL)
             lab.wait()
+
+
+def test_form_runs_in_jupyterlab(tmp_path):
+    _notebook(tmp_path)
+    with _lab_page(tmp_path, "browser-form.png") as (page, base):
+        _drive(page, f"{base}/lab/tree/form.ipynb?token={TOKEN}")
+
+
+def test_scaffolded_notebook_runs_in_jupyterlab(tmp_path):
+    """`gem-workbench new`'s notebook, opened in JupyterLab and run with Run All Cells: it opens
+    the gem beside it, calls the tool, its asserts pass and the kv state is shown."""
+    from workbench.cli import main
+
+    assert (
+        main(["new", "browser-gem", "--platform", "notochord", "--lang", "ts", "--dir", str(tmp_path)]) == 0
+    )
+    with _lab_page(tmp_path, "browser-scaffold.png") as (page, base):
+        page.goto(f"{base}/lab/tree/browser-gem/browser-gem.ipynb?token={TOKEN}")
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+        page.get_by_text("Gem Workbench | Idle").wait_for(timeout=60_000)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        # the last cell shows bench.kv(): the call counted one greeting
+        page.locator(".jp-OutputArea-output td", has_text="greetings").first.wait_for(timeout=90_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=30_000)
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+        tracebacks = page.locator(".jp-OutputArea-output", has_text="Traceback")
+        assert tracebacks.count() == 0, tracebacks.all_inner_texts()
+        assert "AssertionError" not in " ".join(errors.all_inner_texts())
+        page.get_by_text("Hello, Ada!").first.wait_for(timeout=5_000)  # the call's result
