@@ -51,11 +51,8 @@ def test_notebooks_pass_and_fail_with_a_readable_report(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines(["*dies.ipynb: cell 2: the kernel died while running it"])
     out = result.stdout.str()
     report = out[out.index("notebook broken.ipynb") :]
-    lines = [  # the cell, its source, its output, then the kernel's traceback
+    lines = [  # the cell, its output, then the kernel's traceback (which quotes the source once)
         "*broken.ipynb: cell 3 raised ZeroDivisionError: division by zero",
-        "------------------",
-        "print('about to divide')",
-        "total = 1 / total",
         "------------------",
         "----- stdout -----",
         "about to divide",
@@ -67,6 +64,19 @@ def test_notebooks_pass_and_fail_with_a_readable_report(pytester: pytest.Pyteste
     pytester_lines = pytest.LineMatcher(report.splitlines())
     pytester_lines.fnmatch_lines(lines, consecutive=False)
     assert "\x1b[" not in out, "ANSI colours are stripped"
+    assert report.count("total = 1 / total") == 1, "the cell's source once, not twice"
+    assert "running over TCP" not in out + result.stderr.str(), "no kernel log noise"
+
+
+def test_a_failed_tool_call_fails_the_notebook_only_when_asked(pytester: pytest.Pytester):
+    cells = (f"%gem open {EXAMPLE_GEM}", '%tool add_note {"title": 3}', "print('after')")
+    write_notebook(pytester.path / "nbs" / "tool.ipynb", *cells)
+    pytester.runpytest("--nb", "nbs", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    result = pytester.runpytest("--nb", "nbs", "--nb-tool-errors=fail", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*tool.ipynb: cell 3 raised MagicError: E_SCHEMA: %tool add_note failed:*"])
+    pytester.makeini("[pytest]\nnb_tool_errors = fail\n")
+    pytester.runpytest("--nb", "nbs", "-p", "no:cacheprovider").assert_outcomes(failed=1)
 
 
 def test_a_cell_over_the_timeout_fails_the_notebook_quickly(pytester: pytest.Pytester):

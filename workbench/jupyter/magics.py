@@ -282,7 +282,15 @@ class WorkbenchMagics(Magics):
                 tool=name,
             )
         args = parse_input(rest if cell is None else cell, self.ns)
-        return bench.call(name, args)
+        res = bench.call(name, args)
+        if res.error is not None and os.environ.get("GEM_WORKBENCH_TOOL_ERRORS") == "fail":
+            # notebook tests that opted in (gem-workbench test --nb-tool-errors=fail): a failed
+            # call fails its cell, after showing the result
+            from IPython.display import display
+
+            display(res)
+            raise MagicError(res.error.code, f"%tool {name} failed: {res.error.message}", tool=name)
+        return res
 
     # %state / %%state ----------------------------------------------------------------------
     @no_var_expand

@@ -71,7 +71,9 @@ class NotebookFailure(Exception):
         )
 
     def report(self) -> str:
-        parts = [self.headline(), _RULE, self.source.rstrip(), _RULE]
+        # IPython's traceback quotes the failing lines of the cell: the source once is enough
+        quoted = self.traceback and re.search(r"^(Cell In\[\d+\]|Input In \[)", self.traceback, re.M)
+        parts = [self.headline(), _RULE] + ([] if quoted else [self.source.rstrip(), _RULE])
         if self.output:
             parts += [self.output.rstrip(), _RULE]
         if self.traceback:
@@ -156,7 +158,9 @@ async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str,
         startup_timeout=STARTUP_TIMEOUT,
         resources={"metadata": {"path": str(cwd)}},
         # IPython history in memory: nothing shared between notebook runs.
-        extra_arguments=["--HistoryManager.hist_file=:memory:"],
+        # its log only from errors up: ipykernel warns on every start that it "is running over
+        # TCP without encryption" (a local test kernel), noise in every failure's report
+        extra_arguments=["--HistoryManager.hist_file=:memory:", "--Application.log_level=ERROR"],
         on_cell_execute=on_cell_execute,
         on_cell_error=on_cell_error,
     )
@@ -177,7 +181,9 @@ async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str,
         await client.async_execute(env=env)
     except CellExecutionError as exc:
         reply = current["reply"]
-        tb = "\n".join(reply.get("traceback") or []) or str(exc)
+        # (no traceback: a magic's one-line error, already in the output; nbclient's text
+        # would repeat the source and the output)
+        tb = "\n".join(reply.get("traceback") or [])
         failed = failure("error", traceback=strip_ansi(tb), ename=exc.ename, evalue=strip_ansi(exc.evalue))
     except CellTimeoutError:
         failed = failure("timeout", timeout=timeout)

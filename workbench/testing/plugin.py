@@ -50,6 +50,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"per-cell timeout of notebook tests (default: ini nb_timeout, {DEFAULT_TIMEOUT:g}; 0: none)",
     )
     group.addoption(
+        "--nb-tool-errors",
+        choices=("show", "fail"),
+        default=None,
+        help="a %%tool call that fails: shown in the notebook (show, the default) or failing "
+        "its cell and so the notebook test (fail); also ini nb_tool_errors",
+    )
+    group.addoption(
         "--nb-kernel",
         default=None,
         metavar="NAME",
@@ -68,6 +75,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="per-cell timeout of notebook tests in seconds (0: none)",
     )
     parser.addini("nb_kernel", default=DEFAULT_KERNEL, help="kernel notebook tests run on")
+    parser.addini("nb_tool_errors", default="show", help="show or fail: what a failed %%tool call does")
     parser.addini(
         "gem",
         default="",
@@ -127,7 +135,9 @@ class NotebookItem(pytest.Item):
         from .notebook import run_notebook
 
         kernel = self.config.getoption("nb_kernel") or self.config.getini("nb_kernel")
-        run_notebook(self.path, kernel_name=kernel, timeout=self.config.stash[_TIMEOUT])
+        tool_errors = self.config.getoption("nb_tool_errors") or self.config.getini("nb_tool_errors")
+        env = {"GEM_WORKBENCH_TOOL_ERRORS": tool_errors} if tool_errors == "fail" else None
+        run_notebook(self.path, kernel_name=kernel, timeout=self.config.stash[_TIMEOUT], env=env)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         exc = excinfo.value
