@@ -69,7 +69,7 @@ def test_check_takes_the_manifest_path_and_says_what_a_file_is_not(gem: GemBuild
     assert "is a file; give a gem folder" in problem["message"]
     with pytest.raises(workbench.GemLoadError, match="give a gem folder"):
         workbench.open(EXAMPLE_GEM / "tools" / "add_note.py")
-    assert "no such folder" in check(EXAMPLE_GEM / "nope")[0]["message"]
+    assert "does not exist" in check(EXAMPLE_GEM / "nope")[0]["message"]
 
 
 def test_check_passes_the_example_gems(opened: Callable) -> None:

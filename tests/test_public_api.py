@@ -35,6 +35,8 @@ def test_all_is_exactly_the_public_surface():
         "testing",
         "kernel",
         "platforms",
+        "scaffold",
+        "types",
     }  # subpackages, loaded on use
     assert public <= set(workbench.__all__)
 

@@ -5,15 +5,34 @@ bench = workbench.open("notebooks/gems/notes")
 res = bench.call("add_note", {"title": "hi"})
 """
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 from . import _speedups
+from ._errors import CODES, GemLoadError, UsageError, WorkbenchError
 
 _speedups.install()  # before anything imports jsonschema: see _speedups.py
 
-from ._bench import Bench  # noqa: E402
-from ._errors import CODES, GemLoadError, UsageError, WorkbenchError  # noqa: E402
-from ._open import open  # noqa: E402
-from ._result import CallResult  # noqa: E402
-from .platforms.base import Limits  # noqa: E402
+if _TYPE_CHECKING:
+    from ._bench import Bench
+    from ._open import open
+    from ._result import CallResult
+    from .platforms.base import Limits
+
+# Imported on first use (PEP 562): `gem-workbench check` and `import workbench` need not load
+# the bench, the ctx layer and the runners (start-up, issue 13)
+_LAZY = {"Bench": "._bench", "open": "._open", "CallResult": "._result", "Limits": ".platforms.base"}
+
+
+def __getattr__(name: str) -> _Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

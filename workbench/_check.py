@@ -43,7 +43,7 @@ def gem_folder(path: str | os.PathLike[str]) -> tuple[Path | None, str]:
             f"{p} is a file; give a gem folder (with manifest.json), an Ekanos integration folder "
             "(with integration.ts), or the path of either file"
         )
-    return None, f"{p}: no such folder"
+    return None, f"{p} does not exist: give a gem folder (with manifest.json or integration.ts)"
 
 
 def check(path: str | os.PathLike[str], *, typecheck: bool = False) -> list[Problem]:
@@ -98,13 +98,13 @@ def _python(tool: ToolSpec, profile: Profile) -> list[Problem]:
 
 
 def _js(tools: list[ToolSpec], manifest: Manifest, profile: Profile) -> list[Problem]:
+    if not tools:
+        return []  # (and none of the imports below: start-up)
     from ._deno import ProbeError, probe
     from .gem.links import GemLinks
     from .providers import default_state_dir
     from .runners.deno.entry import entry_file
 
-    if not tools:
-        return []
     links = GemLinks(manifest.root).check()  # N1: Deno would follow a link out of the folder
     if links is not None:
         return [{"file": str(manifest.root), "message": links.message}]
