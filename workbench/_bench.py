@@ -14,7 +14,7 @@ from ._email import BenchEmail
 from ._errors import UsageError, WorkbenchError
 from ._hints import explain_absent
 from ._json import to_json
-from ._reload import stamp
+from ._reload import definition_files, stamp
 from ._result import CallResult
 from ._views import Views
 from .ctx import CallSession, Capabilities, CtxCrash, prepare
@@ -70,7 +70,9 @@ class Bench(Views):
         self._lock = threading.RLock()
         self.limits = limits
         prepare(providers, manifest, limits)
-        self._stamp = stamp(manifest)  # the definition as loaded: an edit is reloaded (_reload.py)
+        # the definition as loaded: an edit is reloaded before the next call (_reload.py)
+        self._definition = definition_files(manifest)
+        self._stamp = stamp(self._definition)
         if providers.mailbox is None:
             providers.mailbox = MockMailbox()
         self.email = BenchEmail(self)  # allowed accounts, mock mail, new-mail events
@@ -210,7 +212,7 @@ class Bench(Views):
             started=started,
             idempotency_key=key or secrets.token_hex(16),
         )
-        if stamp(self.manifest) != self._stamp:  # the gem's definition was edited: load it again
+        if stamp(self._definition) != self._stamp:  # the gem's definition was edited: load it again
             try:
                 self.reload()
             except WorkbenchError as exc:

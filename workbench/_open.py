@@ -183,6 +183,8 @@ def open(
             _seed_memory(provs.files, seed)
         if account_storage is not None:
             _seed_account(bench, account_storage)
+        if any(t.language in ("javascript", "typescript") for t in manifest.tools.values()):
+            bench._runner("deno").warm()  # the first call finds the sandbox started
         return bench
     except BaseException as exc:  # e.g. db/schema.sql fails: leave no connection open
         profile.closed(manifest)

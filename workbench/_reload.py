@@ -18,12 +18,17 @@ if TYPE_CHECKING:
 DEFINITIONS = ("manifest.json", "integration.ts", "integration.js", "db/schema.sql")
 
 
-def stamp(manifest: Manifest) -> tuple[int, ...]:
-    """The definition files' modification times (-1: absent), cheap enough to take per call."""
+def definition_files(manifest: Manifest) -> tuple[str, ...]:
+    """The definition files the gem has now (as strings: the check runs before every call)."""
+    return tuple(str(manifest.root / n) for n in DEFINITIONS if os.path.lexists(manifest.root / n))
+
+
+def stamp(files: tuple[str, ...]) -> tuple[int, ...]:
+    """Their modification times (-1: gone), cheap enough to take before each call."""
     out = []
-    for name in DEFINITIONS:
+    for name in files:
         try:
-            out.append(os.stat(manifest.root / name).st_mtime_ns)
+            out.append(os.stat(name).st_mtime_ns)
         except OSError:
             out.append(-1)
     return tuple(out)
@@ -41,7 +46,8 @@ def reload(bench: Bench) -> None:
             "with workbench.open(...) to run it under the other platform's rules",
             file=str(bench.manifest.root),
         )
-    at = stamp(bench.manifest)
+    files = definition_files(bench.manifest)
+    at = stamp(files)
     manifest = profile.load(bench.manifest.root)
     old = bench.manifest
     profile.closed(old)
@@ -51,5 +57,5 @@ def reload(bench: Bench) -> None:
         profile.opened(old)
         raise
     prepare(bench.providers, manifest, bench.limits)  # new collections; db/schema.sql if first
-    bench.manifest, bench._stamp = manifest, at
+    bench.manifest, bench._definition, bench._stamp = manifest, files, at
     bench._validators.clear()

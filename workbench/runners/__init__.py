@@ -36,6 +36,9 @@ class Runner(Protocol):
     def call(self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
         """Run one call; ctx calls go to `caps`; `fresh`: a new module instance (N5)."""
 
+    def warm(self) -> None:
+        """Get ready for the first call in the background (start a process); may do nothing."""
+
     def crash(self) -> str:
         """N7: die with the call in flight, as a crash would; return the output it had."""
 

@@ -324,6 +324,9 @@ class PythonRunner:
     def call(self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
         return run(tool, args, caps, modules=self.modules, fresh=fresh)
 
+    def warm(self) -> None:
+        """Nothing to start: tools are imported in-process on their first call."""
+
     def crash(self) -> str:
         return ""  # in-process: the CtxCrash unwound the tool; its output is on the exception
 

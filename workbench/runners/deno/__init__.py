@@ -28,6 +28,10 @@ class DenoRunner:
         file = entry_file(tool.file, entry.js_exports[0]) if entry.js_plain else tool.file
         return self.sandbox.call(file, args, caps, fresh=fresh)
 
+    def warm(self) -> None:
+        """Start the sandbox in the background (the gem has JS/TS tools)."""
+        self.sandbox.warm()
+
     def crash(self) -> str:
         return self.sandbox.stop()  # kill -9: the process dies with the call in flight
 

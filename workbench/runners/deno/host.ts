@@ -200,6 +200,7 @@ function onMessage(msg: any, payload: Uint8Array | null): void {
 
 // Reading: a header is found by scanning only the bytes that just arrived for "\n" (linear in
 // the message, however it is chunked); a payload is read straight into its own buffer.
+worker = startWorker(); // now, not at the first call: it starts while Python gets ready
 await send({ t: "ready" });
 const chunk = new Uint8Array(1 << 16);
 let parts: Uint8Array[] = [];

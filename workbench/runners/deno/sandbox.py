@@ -21,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -70,8 +71,31 @@ class Sandbox:
         # its own ctx.tools calls (each would nest again; its own loop serves them in turn)
         self._held: dict[str, list[tuple[dict[str, Any], bytes | None]]] = {}
         self._death: WorkbenchError | None = None  # how the process ended, for the outer calls
+        self._warming: threading.Thread | None = None  # a start in the background (warm)
 
     # -- process ---------------------------------------------------------------------------
+    def warm(self) -> None:
+        """Start the process (and its Worker) in the background, so the first call pays only
+        what is left of the start: done when a gem with JS/TS tools opens, and after a kill.
+        A failure to start is left for that call to report."""
+        if self.proc is not None or self._warming is not None:
+            return
+
+        def start() -> None:
+            try:
+                self._start()
+            except Exception:  # noqa: BLE001  (the next call starts it again and says why)
+                self.stop()
+
+        self._warming = threading.Thread(target=start, name="gem-workbench-sandbox-start", daemon=True)
+        self._warming.start()
+
+    def _warmed(self) -> None:
+        """Wait for a background start to end (before a call, a stop)."""
+        thread, self._warming = self._warming, None
+        if thread is not None:
+            thread.join()
+
     def _start(self) -> None:
         from deno import find_deno_bin
 
@@ -131,6 +155,8 @@ class Sandbox:
 
     def stop(self) -> str:
         """Kill the process (if any) and return what it printed last; the next call starts anew."""
+        if self._warming is not None and self._warming is not threading.current_thread():
+            self._warmed()
         left = ""
         if self.proc is not None and self._finalizer is not None:
             terminate(self.proc)
@@ -272,6 +298,7 @@ class Sandbox:
                     limit=limits.bridge_message_bytes,
                 )
             )
+        self._warmed()
         nested = bool(self._active)
         if nested and self.proc is None:  # an earlier nested call of this invocation ended it
             return Outcome(error=self._death or _gone())
@@ -393,6 +420,8 @@ class Sandbox:
                 capability="process",
             )
         self._death = err
+        if not self._active or len(self._active) == 1:  # (not under an outer call: it sees the death)
+            self.warm()  # the next call's sandbox starts now, in the background
         return Outcome(error=err, logs=logs)
 
     def _outcome(self, msg: dict[str, Any], payload: bytes | None, logs: str, limits: Any) -> Outcome:
