@@ -124,3 +124,10 @@ def test_call_with_state_keeps_it_between_invocations(tmp_path):
     out = cli("call", str(EXAMPLE_GEM), "list_notes", "--state", str(state))
     assert [n["title"] for n in json.loads(out.stdout)["notes"]] == ["a", "b"]
     assert (state / "workspace").is_dir() and (state / "data.sqlite").is_file()
+
+
+def test_test_runs_notebooks_in_parallel_workers(tmp_path):
+    nbs = [str(EXAMPLE_GEM.parent.parent / n) for n in ("01-quickstart.ipynb", "05-agent-tools.ipynb")]
+    out = cli("test", "-n", "2", *nbs)
+    assert out.returncode == 0, out.stdout[-2000:]
+    assert "2 passed" in out.stdout

@@ -104,6 +104,8 @@ def _test(args: argparse.Namespace) -> int:
         argv.append(f"--nb-timeout={args.timeout}")
     if args.kernel:
         argv.append(f"--nb-kernel={args.kernel}")
+    if args.workers:  # pytest-xdist: each notebook already has its own kernel and state
+        argv += ["-n", args.workers]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         # Otherwise the entry point loads it; loading it twice under two names is an error.
         argv += ["-p", "workbench.testing.plugin"]
@@ -196,6 +198,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="per-cell timeout, per file for TS tests (default: ini nb_timeout, 120; 0: none)",
     )
     p.add_argument("--kernel", metavar="NAME", help="kernel to run on (default: gem-workbench)")
+    p.add_argument(
+        "-n",
+        "--workers",
+        metavar="N",
+        help="run notebooks in N processes at once (pytest-xdist; 'auto': one per CPU)",
+    )
     p.set_defaults(fn=_test)
     p = sub.add_parser("kernel", help="manage the Gem Workbench kernelspec")
     ksub = p.add_subparsers(dest="kernel_command", required=True)

@@ -17,12 +17,14 @@ from collections.abc import Callable
 
 import bench_agent as ba
 import bench_concurrency as bc
+import bench_curves as bcv
 import bench_deno as bd
 import bench_ekanos as bk6
 import bench_email as be
 import bench_imap as bi
 import bench_issue6 as b6
 import bench_kernel as bk
+import bench_notebooks as bnb
 import benchmarks as b
 from benchlib import FULL, QUICK, Figures, Sizes
 from deno import find_deno_bin
@@ -201,6 +203,28 @@ def ekanos_call(f: Figures) -> Report:
     )
 
 
+def curves(f: Figures) -> Report:
+    worst = max(f["files_k"], f["calls_k"], f["diff_k"], f["data_k"])
+    return (
+        f"cost curves (t ≈ c·nᵏ up to {f['files_n']:,} files, {f['calls_n']:,} calls, "
+        f"{f['docs_n']:,} docs): files() k={f['files_k']:.2f} "
+        f"({f['files_ms_max']:.0f} ms), calls() k={f['calls_k']:.2f} ({f['calls_ms_max']:.0f} ms), "
+        f"diff() k={f['diff_k']:.2f} ({f['diff_ms_max']:.0f} ms), data() k={f['data_k']:.2f} "
+        f"({f['data_ms_max']:.0f} ms); a bench keeps {f['kept_mb_per_10k_calls']:.1f} MB per 10⁴ calls"
+        "  target: every k <= 1.15",
+        worst <= 1.15,
+    )
+
+
+def notebooks_parallel(f: Figures) -> Report:
+    return (
+        f"{f['notebooks']:.0f} tutorials: -n 2 {f['parallel_s']:.1f} s vs -n 0 {f['serial_s']:.1f} s, "
+        f"{f['speedup']:.2f}× throughput; one notebook through the plugin {f['plugin_s']:.1f} s vs "
+        f"plain nbclient {f['nbclient_s']:.1f} s {f['overhead']:.2f}×  target: >= 1.6×, <= 1.2×",
+        f["speedup"] >= 1.6 and f["overhead"] <= 1.2,
+    )
+
+
 Benchmark = tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]
 BENCHMARKS: dict[str, Benchmark] = {
     "call_overhead": (b.bench_call_overhead, call_overhead),
@@ -221,6 +245,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "concurrency": (bc.bench_concurrency, concurrency),
     "deno_agent_tools": (ba.bench_tools_round_trip, tools_round_trip),
     "deno_ekanos_call": (bk6.bench_ekanos_call, ekanos_call),
+    "curves": (bcv.bench_curves, curves),
+    "notebooks_parallel": (bnb.bench_notebooks_parallel, notebooks_parallel),
 }
 
 

@@ -1,0 +1,47 @@
+"""Notebook suites in parallel (issue 14 item 5): the tutorials under `gem-workbench test -n 2`
+(pytest-xdist) against `-n 0`, and what the pytest plugin adds to one notebook against plain
+nbclient execution of it on the same kernel, each in fresh processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchlib import Figures, Sizes
+
+ROOT = Path(__file__).resolve().parents[2]
+NBCLIENT = """
+import sys, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, kernel_name="gem-workbench", resources={"metadata": {"path": sys.argv[2]}}).execute()
+"""
+
+
+def _seconds(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT)
+    return time.perf_counter() - t
+
+
+def bench_notebooks_parallel(sizes: Sizes) -> Figures:
+    notebooks = sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
+    if sizes.docs < 100_000:  # quick: the two shortest, enough to see both workers busy
+        notebooks = notebooks[:2]
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--nb"]
+    serial = _seconds([*pytest, "-n", "0", *notebooks])
+    parallel = _seconds([*pytest, "-n", "2", *notebooks])
+    one = notebooks[0]
+    plugin = min(_seconds([*pytest, one]) for _ in range(2))
+    plain = min(_seconds([sys.executable, "-c", NBCLIENT, one, str(Path(one).parent)]) for _ in range(2))
+    return {
+        "notebooks": len(notebooks),
+        "serial_s": serial,
+        "parallel_s": parallel,
+        "speedup": serial / parallel,
+        "plugin_s": plugin,
+        "nbclient_s": plain,
+        "overhead": plugin / plain,
+    }
