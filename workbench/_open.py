@@ -240,25 +240,18 @@ def _seed_memory(store: Any, folder: Path) -> None:
 
 
 def _seed_account(bench: Bench, records: Mapping[str, Any]) -> None:
-    """`account_storage={key: value}`: stored as ctx.storage.account.set would (checked against
-    the storage schemas), in one transaction."""
-    from ._json import to_json
-    from .ctx.account import PREFIX, stored
+    """`account_storage={key: value}`: stored as ctx.storage.account.set would (the same checks:
+    ctx.account.checked), in one transaction."""
+    from .ctx.account import PREFIX, checked, stored
 
     if set(records) == {"account"} and isinstance(records["account"], Mapping):
         records = records["account"]  # createMockContext's {account: {…}}, accepted as is
     db, store = bench.providers.data_db, bench.providers.store
     for key, value in records.items():
-        data, err = to_json(
-            value, max_chars=bench.limits.sql_value_bytes // 2, max_depth=bench.limits.json_depth
-        )
-        if not isinstance(key, str) or not key or err is not None:
-            raise UsageError(f"account_storage[{key!r}]: give string keys and JSON values")
-        if bench.profile.check_stored is not None:
-            try:
-                bench.profile.check_stored(bench.manifest, "account", key, data, bench.limits.json_depth)
-            except WorkbenchError as exc:
-                raise UsageError(f"account_storage: {exc.message}", **exc.details) from None
+        try:
+            key, data = checked(key, value, bench.manifest, bench.profile, bench.limits)
+        except WorkbenchError as exc:
+            raise UsageError(f"account_storage: {exc.message}", **exc.details) from None
         store.kv_set(PREFIX + key, stored(data))
     if db.in_transaction:
         db.commit()

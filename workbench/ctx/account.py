@@ -21,6 +21,8 @@ from .._errors import WorkbenchError
 from .._json import to_json
 
 if TYPE_CHECKING:
+    from ..gem import Manifest
+    from ..platforms import Limits, Profile
     from ._session import CallSession
 
 PREFIX = "account:"
@@ -63,19 +65,24 @@ class Account:
         return None if text is None else record(key, text)
 
     def set(self, key: Any, data: Any = None) -> None:
-        key = _key("storage.account.set", key, self.s.limits.account_key_chars)
-        limits = self.s.limits
-        value, err = to_json(data, max_chars=limits.sql_value_bytes // 2, max_depth=limits.json_depth)
-        if err is not None:
-            raise WorkbenchError(
-                err.code if err.code == "E_TOO_LARGE" else "E_INVALID_ARGUMENT",
-                f"storage.account.set({key!r}, data): {err.message}",
-                field="data",
-                key=key,
-            )
-        check = self.s.profile.check_stored
-        if check is not None:
-            check(self.s.manifest, "account", key, value, limits.json_depth)
+        key, value = checked(key, data, self.s.manifest, self.s.profile, self.s.limits)
         self.s.writing("storage.account.set")
         self.s.flush()
         self.s.providers.store.kv_set(PREFIX + key, stored(value))
+
+
+def checked(key: Any, data: Any, manifest: Manifest, profile: Profile, limits: Limits) -> tuple[str, Any]:
+    """(key, data as JSON) as `set` stores them, or its coded error: the key's bounds, a JSON
+    value within the limits, the integration's storage schema (also for open's fixtures)."""
+    key = _key("storage.account.set", key, limits.account_key_chars)
+    value, err = to_json(data, max_chars=limits.sql_value_bytes // 2, max_depth=limits.json_depth)
+    if err is not None:
+        raise WorkbenchError(
+            err.code if err.code == "E_TOO_LARGE" else "E_INVALID_ARGUMENT",
+            f"storage.account.set({key!r}, data): {err.message}",
+            field="data",
+            key=key,
+        )
+    if profile.check_stored is not None:
+        profile.check_stored(manifest, "account", key, value, limits.json_depth)
+    return key, value
