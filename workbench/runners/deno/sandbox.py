@@ -62,6 +62,7 @@ class Sandbox:
         self.gem_root, self.deno_dir, self.options = gem_root, deno_dir, options
         self.proc: subprocess.Popen[bytes] | None = None
         self._mtimes: dict[Path, int] = {}
+        self._nested: set[Path] = set()  # tools that ran nested: checked for edits at top calls
         self._finalizer: weakref.finalize | None = None
         self._links = GemLinks(gem_root)
         # the calls in flight, outermost first: a JS tool's ctx.tools call may run another JS
@@ -375,13 +376,15 @@ class Sandbox:
             del self._active[call_id], self._held[call_id]
 
     def _changed(self, file: Path, fresh: bool, nested: bool) -> bool:
-        """Whether the Worker must start anew to run `file`: asked to, or a tool it imported
-        was edited since. A nested call cannot restart it (its callers run there): it records
-        the file, so the next top call sees an edit."""
+        """Whether the Worker must start anew to run `file`: asked to, or it or a tool that
+        ran nested (which a caller may run again) was edited since it was imported. A nested
+        call cannot restart it (its callers run there): it records the file, so the next top
+        call sees an edit. Only those files are looked at: one stat per call for most gems."""
         if nested:
             self._mtimes.setdefault(file, _mtime(file))
+            self._nested.add(file)
             return False
-        now = {f: _mtime(f) for f in {*self._mtimes, file}}
+        now = {f: _mtime(f) for f in (file, *self._nested)}
         fresh = fresh or any(self._mtimes.get(f, m) != m for f, m in now.items())
         self._mtimes.update(now)
         return fresh
