@@ -429,3 +429,26 @@ def test_public_action_error_and_import_map(tmp_path: Path):
             "vitest": "./vitest.ts",
         }
     }
+
+
+ENTRIES = [
+    "api.acme.example", "*.acme.example", "x", "a-b.c-d.example", "*.example", "*.", "API.acme.example",
+    "https://api.acme.example", "api.acme.example:443", "user@api.acme.example", "api.acme.example/v1",
+    "10.0.0.1", "host.123", "-bad.example", "bad-.example", "a..b", "", " api.acme.example", 5, None,
+    "a" * 64 + ".example", "xn--bcher-kva.example",
+]  # fmt: skip
+
+
+def test_K6_egress_entries_are_checked_alike_by_the_sdk_and_python(tmp_path: Path):
+    """The entry rule of defineIntegration (egress.ts egressEntryProblem) and the loader's
+    check of a description (egress_entry_problem) accept and refuse the same entries."""
+    from workbench.platforms.ekanos.loader import egress_entry_problem
+
+    sdk = deno_json(
+        tmp_path,
+        f"""
+        import {{ egressEntryProblem }} from '{(SDK_DIR / "egress.ts").as_uri()}';
+        console.log(JSON.stringify({json.dumps(ENTRIES)}.map((e) => egressEntryProblem(e) === null)));
+        """,
+    )
+    assert sdk == [egress_entry_problem(e) is None for e in ENTRIES]
