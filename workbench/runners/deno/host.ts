@@ -55,8 +55,8 @@ const workerPermissions = {
   read: readable, write: false, net: false, env: false, run: false, ffi: false, sys: false,
   import: false,
 };
-type Sandboxed = { w: Worker; port: MessagePort; ctrl: Int32Array; data: Uint8Array; gen: number;
-  queue: [Uint8Array, Uint8Array][]; busy: boolean };
+type Sandboxed = { w: Worker; ctrl: Int32Array; data: Uint8Array; gen: number;
+  queue: [Uint8Array, Uint8Array][]; busy: boolean; back: Int32Array; backData: Uint8Array };
 let worker: Sandboxed | null = null;
 // The calls in flight: a tool's ctx.tools call runs another tool of the gem in this worker while
 // the caller waits (nested, A3), so more than one may be. Each has its log nonce ("" for a nested
@@ -67,21 +67,21 @@ const active = new Map<string, Call>();
 // SharedArrayBuffer layout (see worker.ts): [generation, ack, header bytes (-1: a continuation),
 // payload bytes in all, chunk bytes] then the header and a chunk of the payload. A payload
 // travels in chunks of at most CHUNK bytes, so the buffer stays small whatever the message.
+// One buffer each way: the host writes calls and replies into one, the worker its ctx calls and
+// ends into the other.
 const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, CLEN = 4, DATA = 32;
 const CHUNK = 1 << 20;
 
 function startWorker(): Sandboxed {
   const w = new Worker(workerUrl, { type: "module", deno: { permissions: workerPermissions } });
   // The worker's global port is the tool's too (self.postMessage, self.onmessage): a tool that
-  // listened there saw the next call's id and could post its "done". The worker posts ctx
-  // messages over a MessageChannel port sent first, before any tool code runs, and then held
-  // only inside worker.ts; what arrives on the global port is dropped. Messages to the worker
-  // go through a SharedArrayBuffer sent with it: the worker receives no MessageEvent, whose
-  // prototype tool code could have patched to see the event (and its target, the port).
-  const { port1, port2 } = new MessageChannel();
+  // listened there saw the next call's id and could post its "done". Both directions go
+  // through SharedArrayBuffers sent first, before any tool code runs, and then held only
+  // inside worker.ts; what arrives on the global port is dropped. The worker receives no
+  // MessageEvent, whose prototype tool code could have patched to see the event.
   const sab = new SharedArrayBuffer(DATA + HEADER_LIMIT + CHUNK);
-  w.postMessage({ t: "port", sab }, [port2]);
-  port1.onmessage = (e: MessageEvent) => onWorkerMessage(e.data);
+  const back = new SharedArrayBuffer(DATA + HEADER_LIMIT + CHUNK);
+  w.postMessage({ t: "buffers", sab, back });
   w.onmessage = () => {};
   w.onerror = (e: ErrorEvent) => {
     e.preventDefault();
@@ -89,13 +89,55 @@ function startWorker(): Sandboxed {
     for (const id of [...active.keys()].reverse()) finish(id, false, error); // innermost first
     stopWorker();
   };
-  return { w, port: port1, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab),
-           gen: 0, queue: [], busy: false };
+  const sb = { w, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab), gen: 0, queue: [],
+               busy: false, back: new Int32Array(back, 0, DATA / 4), backData: new Uint8Array(back) };
+  fromWorker(sb);
+  return sb;
+}
+
+// The worker's messages, as worker.ts writes them into the second buffer. A payload over the
+// limit is not kept (its chunks are acknowledged and dropped): the worker refuses those itself,
+// this only guards the host's memory.
+async function fromWorker(sb: Sandboxed): Promise<void> {
+  const { back, backData } = sb;
+  let seen = 0, filled = 0, plen = 0;
+  let head: Uint8Array | null = null, payload: Uint8Array | null = null;
+  for (;;) {
+    const r = Atomics.waitAsync(back, GEN, seen);
+    if (r.async) await r.value;
+    if (worker !== sb) return; // stopped (stopWorker woke it): a new worker has its own buffers
+    const gen = Atomics.load(back, GEN);
+    if (gen === seen) continue;
+    seen = gen;
+    const hlen = Atomics.load(back, HLEN), clen = Atomics.load(back, CLEN);
+    const start = DATA + Math.max(hlen, 0);
+    if (hlen >= 0) {
+      plen = Atomics.load(back, PLEN);
+      head = hlen <= HEADER_LIMIT ? backData.slice(DATA, DATA + hlen) : null;
+      payload = plen <= limit ? new Uint8Array(plen) : null;
+      filled = 0;
+    }
+    const n = Math.max(0, Math.min(clen, plen - filled, backData.length - start));
+    payload?.set(backData.subarray(start, start + n), filled);
+    filled += n;
+    Atomics.store(back, ACK, seen);
+    Atomics.notify(back, ACK);
+    if (filled < plen || head === null) continue;
+    const header = head;
+    head = null;
+    let msg: any;
+    try {
+      msg = JSON.parse(decoder.decode(header));
+    } catch {
+      continue; // not what worker.ts writes: nothing to act on
+    }
+    onWorkerMessage(msg, payload, plen);
+  }
 }
 
 function stopWorker(): void {
   worker?.w.terminate();
-  worker?.port.close();
+  if (worker) Atomics.notify(worker.back, GEN); // its reader then sees it stopped and ends
   worker = null;
 }
 
@@ -163,19 +205,17 @@ function report(id: string, nonce: string, ok: boolean, payload: Uint8Array, lat
   send({ t: "done", id, ok, late, n: payload.length }, payload);
 }
 
-function onWorkerMessage(msg: any): void {
-  // only worker.ts holds this port; still, accept only what ctx itself may do
+function onWorkerMessage(msg: any, payload: Uint8Array | null, size: number): void {
+  // only worker.ts holds this buffer; still, accept only what ctx itself may do
   const call = typeof msg === "object" && msg !== null ? active.get(msg.id) : undefined;
   if (!call || call.done) return;
-  if (msg.t === "ctx" && typeof msg.method === "string" && Number.isInteger(msg.seq) &&
-      msg.args instanceof Uint8Array && msg.args.length <= limit) {
+  if (msg.t === "ctx" && typeof msg.method === "string" && Number.isInteger(msg.seq) && payload) {
     call.pending++;
-    send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, n: msg.args.length }, msg.args);
-  } else if (msg.t === "done" && msg.payload instanceof Uint8Array) {
+    send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, n: payload.length }, payload);
+  } else if (msg.t === "done") {
     call.late = Array.isArray(msg.late) && msg.late.length === 2 ? msg.late : [];
-    finish(msg.id, msg.ok === true && msg.payload.length <= limit, msg.payload.length <= limit ? msg.payload
-      : encoder.encode(JSON.stringify({ name: "ResultTooLarge", size: msg.payload.length,
-                                                    bridge: "result_too_large" })));
+    finish(msg.id, msg.ok === true && payload !== null, payload ?? encoder.encode(JSON.stringify(
+      { name: "ResultTooLarge", size, bridge: "result_too_large" })));
   }
 }
 

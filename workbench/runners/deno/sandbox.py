@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import select
 import shutil
 import socket
 import subprocess
@@ -182,19 +181,8 @@ class Sandbox:
             self._sock.sendall(payload)
 
     def _wait(self, deadline: float) -> bool:
-        """Until the channel is readable (True) or the deadline passed (False), pumping the
-        tool's output meanwhile. A tool printing without pause keeps the output readable all
-        the time: the deadline is checked on every turn, not only when nothing is ready."""
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            ready = select.select([self._r, *self._output.open], [], [], left)[0]
-            for fd in ready:
-                if fd != self._r:
-                    self._output.pump(fd)
-            if self._r in ready:
-                return True
+        """Until the channel is readable (True) or the deadline passed (False)."""
+        return self._output.wait(self._r, deadline)
 
     def _read_some(self, deadline: float) -> bool:
         """More bytes into the read buffer; False on timeout or when the process is gone."""
