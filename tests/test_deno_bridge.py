@@ -230,3 +230,23 @@ def test_trace_has_one_row_per_ctx_call_like_python(gem: GemBuilder, opened: Cal
     cols = ["seq", "method", "args", "ok", "error"]
     assert len(js.trace) == 5
     assert js.trace[cols].to_dict("records") == py.trace[cols].to_dict("records")
+
+
+@pytest.mark.parametrize("reuse", ["always", "never"])
+def test_each_ctx_shape_reaches_every_new_worker(gem: GemBuilder, opened: Callable, reuse: str) -> None:
+    """A ctx shape's text crosses once per process, then its number: a Worker started afresh
+    (reuse="never", or after a tool that did not load) still builds each tool's own ctx."""
+    keys = "export default async (input, ctx) => Object.keys(ctx).sort()"
+    gem.tool("plain", keys, ext="js")
+    gem.tool("mail", keys, ext="js", permissions={"email": {"read": True}})
+    gem.tool("broken", "export default async (input, ctx) => {", ext="js")
+    gem.manifest["permissions"] = {"email": {"read": True}}  # the gem's grant, then the tool's
+    bench = opened(gem, reuse=reuse)
+    plain = bench.call("plain").value
+    assert "email" not in plain and "files" in plain
+    assert bench.call("broken").error.code == "E_TOOL_ERROR"
+    for _ in range(2):
+        assert bench.call("mail").value == sorted([*plain, "email"])
+        assert bench.call("plain").value == plain
+    bench.sandbox.stop()  # a new process: the texts cross again
+    assert bench.call("mail").value == sorted([*plain, "email"])

@@ -11,6 +11,7 @@
 // worker as bytes (to the worker through a shared buffer, see startWorker). So a big input or
 // file costs a few copies, not a scan of everything buffered per chunk read (SEC5).
 //   python -> host  {t:"call", id, file (URL), fresh, nonce, ctx, limit, resultChars, n} + input
+//                   (ctx.shape is a number; ctx.shapeText its JSON text, the first time only)
 //                   (also while another call is in flight: a nested call, nonce "")
 //                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
 //   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, n} + the arguments (a list)
@@ -56,7 +57,10 @@ const workerPermissions = {
   import: false,
 };
 type Sandboxed = { w: Worker; ctrl: Int32Array; data: Uint8Array; gen: number;
-  queue: [Uint8Array, Uint8Array][]; busy: boolean; back: Int32Array; backData: Uint8Array };
+  queue: [Uint8Array, Uint8Array][]; busy: boolean; back: Int32Array; backData: Uint8Array;
+  shapes: Set<number> };
+// the ctx shapes' texts by number, as Python sent them: each Worker gets a text once
+const shapes = new Map<number, string>();
 let worker: Sandboxed | null = null;
 // The calls in flight: a tool's ctx.tools call runs another tool of the gem in this worker while
 // the caller waits (nested, A3), so more than one may be. Each has its log nonce ("" for a nested
@@ -90,7 +94,8 @@ function startWorker(): Sandboxed {
     stopWorker();
   };
   const sb = { w, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab), gen: 0, queue: [],
-               busy: false, back: new Int32Array(back, 0, DATA / 4), backData: new Uint8Array(back) };
+               busy: false, back: new Int32Array(back, 0, DATA / 4), backData: new Uint8Array(back),
+               shapes: new Set<number>() };
   fromWorker(sb);
   return sb;
 }
@@ -197,10 +202,15 @@ function settle(): void {
   }
 }
 
+function writeSyncAll(stream: typeof Deno.stdout, bytes: Uint8Array): void {
+  for (let w = 0; w < bytes.length;) w += stream.writeSync(bytes.subarray(w));
+}
+
 function report(id: string, nonce: string, ok: boolean, payload: Uint8Array, late: unknown[]): void {
   if (nonce) { // the markers close this call's logs on both streams, after all the tool wrote
-    console.log(nonce);
-    console.error(nonce);
+    const line = encoder.encode(nonce + "\n");
+    writeSyncAll(Deno.stdout, line);
+    writeSyncAll(Deno.stderr, line);
   }
   send({ t: "done", id, ok, late, n: payload.length }, payload);
 }
@@ -228,7 +238,13 @@ function onMessage(msg: any, payload: Uint8Array | null): void {
     worker ??= startWorker();
     active.set(msg.id, { nonce: typeof msg.nonce === "string" ? msg.nonce : "", pending: 0, done: null,
                          late: [] });
-    toWorker({ t: "call", id: msg.id, file: msg.file, ctx: msg.ctx, limit,
+    const { shapeText, ...ctx } = msg.ctx;
+    if (typeof shapeText === "string") shapes.set(ctx.shape, shapeText);
+    if (!worker.shapes.has(ctx.shape)) {
+      ctx.shapeText = shapes.get(ctx.shape);
+      worker.shapes.add(ctx.shape);
+    }
+    toWorker({ t: "call", id: msg.id, file: msg.file, ctx, limit,
                resultChars: msg.resultChars ?? limit }, payload ?? encoder.encode("null"));
   } else if (msg.t === "reply") {
     const call = active.get(msg.id);

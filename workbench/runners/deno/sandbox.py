@@ -72,6 +72,9 @@ class Sandbox:
         self._held: dict[str, list[tuple[dict[str, Any], bytes | None]]] = {}
         self._death: WorkbenchError | None = None  # how the process ended, for the outer calls
         self._warming: threading.Thread | None = None  # a start in the background (warm)
+        # ctx shapes by number: a shape's text (~2 kB) crosses once per process, then its number
+        self._shape_ids: dict[str, int] = {}
+        self._shapes_sent: set[int] = set()
 
     # -- process ---------------------------------------------------------------------------
     def warm(self) -> None:
@@ -145,6 +148,7 @@ class Sandbox:
         self._output = Output(self.proc)
         self._finalizer = weakref.finalize(self, kill, self.proc, self._sock)
         self._mtimes.clear()
+        self._shapes_sent.clear()
         for held in self._held.values():
             held.clear()  # messages of a process that is gone
         self._death = None
@@ -314,7 +318,7 @@ class Sandbox:
                     "nonce": nonce,
                     "limit": limit,
                     "ctx": {
-                        "shape": profile.js_shape(grants),
+                        **self._shape(profile.js_shape(grants)),
                         "values": profile.values(grants, session),
                         "tool": session.tool.name,  # the element of entry.js_member to run
                         **profile.entry.message,
@@ -362,6 +366,15 @@ class Sandbox:
             )
         finally:
             del self._active[call_id], self._held[call_id]
+
+    def _shape(self, text: str) -> dict[str, Any]:
+        """A call's ctx shape: its number, and its text the first time this process sees it
+        (the host keeps the texts and gives each new Worker the ones it needs)."""
+        sid = self._shape_ids.setdefault(text, len(self._shape_ids))
+        if sid in self._shapes_sent:
+            return {"shape": sid}
+        self._shapes_sent.add(sid)
+        return {"shape": sid, "shapeText": text}
 
     def _changed(self, file: Path, fresh: bool, nested: bool) -> bool:
         """Whether the Worker must start anew to run `file`: asked to, or it or a tool that
