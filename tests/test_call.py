@@ -278,3 +278,22 @@ def test_call_on_a_closed_bench_is_a_usage_error(echo):
     echo.close()
     with pytest.raises(workbench.UsageError, match="closed"):
         echo.call("echo", {"title": "a"})
+
+
+def test_the_tool_gets_a_copy_of_its_input_and_the_caller_a_copy_of_its_result(gem, open_bench):
+    """A flat input or result (no nesting) is copied too: what the caller passed stays as it
+    was, and a value the tool keeps and changes later does not change a result given."""
+    gem.tool(
+        "keep",
+        "KEPT = {}\n"
+        "def handle(input, ctx):\n"
+        "    input['added'] = 1\n"
+        "    KEPT.update(input)\n"
+        "    return KEPT\n",
+    )
+    bench = open_bench(gem)
+    given = {"title": "a", "n": 2}
+    first = bench.call("keep", given)
+    assert given == {"title": "a", "n": 2} and first.value == {"title": "a", "n": 2, "added": 1}
+    bench.call("keep", {"other": True})
+    assert first.value == {"title": "a", "n": 2, "added": 1}

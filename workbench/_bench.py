@@ -19,6 +19,7 @@ from ._result import CallResult
 from ._views import Views
 from .ctx import CallSession, Capabilities, CtxCrash, prepare
 from .ctx.limits import DEFAULT, Limits, deadline_after
+from .gem.schema import check_input
 from .providers import default_state_dir
 from .providers.mailmock import MockMailbox
 from .runners import RUNNER_FOR, RUNNERS, Runner, Setup
@@ -129,8 +130,6 @@ class Bench(Views):
     def _check_input(self, tool: ToolSpec, args: Any) -> tuple[Any, WorkbenchError | None]:
         """The input as the tool receives it, or E_SCHEMA naming the field (N8): any value,
         however deep, cyclic or costly to check, is a coded error, never an exception (SEC7)."""
-        from .gem.schema import check_input
-
         return check_input(self._validator(tool), args, tool=tool.name, max_depth=self.limits.json_depth)
 
     def call(
@@ -203,14 +202,15 @@ class Bench(Views):
     ) -> CallResult:
         started = time.time()
         t0 = time.perf_counter()
-        call_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+        token = secrets.token_hex(19)  # one read of the system's randomness for both
+        call_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{token[:6]}"
         args = {} if input is None else input
         res = CallResult(
             call_id=call_id,
             tool=name,
             input=args,
             started=started,
-            idempotency_key=key or secrets.token_hex(16),
+            idempotency_key=key or token[6:],
         )
         if stamp(self._definition) != self._stamp:  # the gem's definition was edited: load it again
             try:

@@ -18,6 +18,30 @@ MAX_RESULT_CHARS = 1_048_576  # N9, counted like JavaScript's string length (UTF
 MAX_JSON_DEPTH = 200  # SEC7: nesting of results and arguments (limits.DEFAULT.json_depth)
 
 _FLOATY = re.compile(r"[0-9][.e]")  # a float may be in the text (or a string: then harmless)
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # made once: it is per call
+_WIDE = 1 << 63  # a flat value's ints are below this: far from Python's digit limit for str()
+
+
+def flat(value: Any) -> bool:
+    """Whether `value` is a dict (string keys) or list of str, bool, None and ints below 2**63,
+    exactly those types: nothing in it nests, cycles, is NaN or is written otherwise by JS, so
+    its JSON round trip is a shallow copy. Most results and inputs are; checked in one pass."""
+    t = type(value)
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            tv = type(v)
+            if not (tv is str or tv is bool or v is None or (tv is int and -_WIDE < v < _WIDE)):
+                return False
+        return True
+    if t is list:
+        for v in value:
+            tv = type(v)
+            if not (tv is str or tv is bool or v is None or (tv is int and -_WIDE < v < _WIDE)):
+                return False
+        return True
+    return False
 
 
 def why_not_json(
@@ -27,37 +51,55 @@ def why_not_json(
 
     Iterative (SEC7): a value nested 100,000 levels deep, or one that contains itself, is an
     answer here, not a RecursionError. Nesting beyond `max_depth` (limits.json_depth) is one.
+    The path of a value ("result.items[3].name") is spelled out only for the one found.
     """
     path = set() if seen is None else seen  # the containers on the way down: a cycle's mark
-    stack: list[tuple[Any, str, int, bool]] = [(value, where, 0, False)]
+    links: list[tuple[int, Any]] = []  # container -> (its parent container, its key there)
+    # (value, depth, parent container, key); a negative depth leaves container ~depth
+    stack: list[tuple[Any, int, int, Any]] = [(value, 0, -1, None)]
+
+    def at(parent: int, key: Any) -> str:
+        keys = []
+        while parent >= 0:
+            keys.append(key)
+            parent, key = links[parent]
+        return where + "".join(f"[{k}]" if type(k) is int else f".{k}" for k in reversed(keys))
+
     while stack:
-        v, at, depth, leaving = stack.pop()
-        if leaving:
+        v, depth, parent, key = stack.pop()
+        if depth < 0:
             path.discard(id(v))
-        elif v is None or isinstance(v, (str, bool, int)):
             continue
-        elif isinstance(v, float):
+        t = type(v)
+        if t is str or t is int or t is bool or v is None:
+            continue
+        if t is float or isinstance(v, float):
             if not math.isfinite(v):
-                return f"{at} is {v} (JSON has no NaN/Infinity)"
+                return f"{at(parent, key)} is {v} (JSON has no NaN/Infinity)"
+        elif isinstance(v, (str, bool, int)):
+            continue
         elif isinstance(v, (list, tuple, dict)):
             if id(v) in path:
-                return f"{at} contains itself (a cycle)"
+                return f"{at(parent, key)} contains itself (a cycle)"
             if depth >= max_depth:
-                short = at if len(at) <= 80 else f"{at[:40]}…{at[-30:]}"
+                full = at(parent, key)
+                short = full if len(full) <= 80 else f"{full[:40]}…{full[-30:]}"
                 return f"{short} is nested deeper than {max_depth} levels"
             path.add(id(v))
-            stack.append((v, at, depth, True))
+            stack.append((v, -1, -1, None))
+            links.append((parent, key))
+            me = len(links) - 1
             if isinstance(v, dict):
                 for k in v:
                     if not isinstance(k, str):
-                        return f"{at} has a non-string key {k!r}"
-                items = [(f"{at}.{k}", c) for k, c in v.items()]
+                        return f"{at(parent, key)} has a non-string key {k!r}"
+                items: Any = v.items()
             else:
-                items = [(f"{at}[{i}]", c) for i, c in enumerate(v)]
-            for sub, c in reversed(items):  # reversed: the first item is looked at first
-                stack.append((c, sub, depth + 1, False))
+                items = enumerate(v)
+            # reversed: the first item is looked at first
+            stack.extend([(c, depth + 1, me, k) for k, c in items][::-1])
         else:
-            return f"{at} is a {type(v).__name__}, which is not JSON"
+            return f"{at(parent, key)} is a {type(v).__name__}, which is not JSON"
     return None
 
 
@@ -129,6 +171,22 @@ def deeper_than(value: Any, max_depth: int) -> bool:
     return False
 
 
+def _size(text: str) -> int:
+    """Length of `text` as JavaScript counts it (UTF-16 units)."""
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _too_large(size: int, max_chars: int) -> WorkbenchError:
+    return WorkbenchError(
+        "E_RESULT_TOO_LARGE",
+        f"the result is {size:,} JSON characters; at most "
+        f"{max_chars:,}. Write large output to ctx.files or storage and return a "
+        "summary",
+        size=size,
+        limit=max_chars,
+    )
+
+
 def to_json(
     value: Any, *, text: str | None = None, max_chars: int = MAX_RESULT_CHARS, max_depth: int = MAX_JSON_DEPTH
 ) -> tuple[Any, WorkbenchError | None]:
@@ -140,6 +198,11 @@ def to_json(
     (limits.result_chars) is E_RESULT_TOO_LARGE.
     """
     extra = 0  # characters JS would write beyond Python's text (tiny floats)
+    if text is None and max_depth >= 1 and flat(value):  # JSON as it is: the text only to measure
+        size = _size(_ENCODE(value))
+        if size > max_chars:
+            return None, _too_large(size, max_chars)
+        return (dict(value) if type(value) is dict else list(value)), None
     if text is None:
         why = why_not_json(value, max_depth=max_depth)
         if why:
@@ -150,21 +213,13 @@ def to_json(
                 field=why.split(" ", 1)[0],
                 **limit,
             )
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        text = _ENCODE(value)
         if _FLOATY.search(text):  # N9 counts what JSON.stringify writes: 1.0 is "1", 1e-5 "0.00001"
             value, extra = _as_js(value)
-            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    size = len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
-    size += extra
+            text = _ENCODE(value)
+    size = _size(text) + extra
     if size > max_chars:
-        return None, WorkbenchError(
-            "E_RESULT_TOO_LARGE",
-            f"the result is {size:,} JSON characters; at most "
-            f"{max_chars:,}. Write large output to ctx.files or storage and return a "
-            "summary",
-            size=size,
-            limit=max_chars,
-        )
+        return None, _too_large(size, max_chars)
     try:
         parsed = json.loads(text)
         too_deep = isinstance(parsed, (list, dict)) and deeper_than(parsed, max_depth)

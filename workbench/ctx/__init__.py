@@ -76,6 +76,13 @@ def prepare(providers: Providers, manifest: Manifest, limits: Limits = DEFAULT) 
     _storage.apply_schema(providers.sql_db, manifest.schema_sql, limits)
 
 
+def _busy_timeout(seconds: float) -> str:
+    """The PRAGMA that makes SQLite wait up to `seconds` for a lock: whole 10 ms below a second
+    or more (the statement's text, cached by sqlite3, is then the same from call to call)."""
+    ms = int(seconds * 1000)
+    return f"PRAGMA busy_timeout = {ms if ms < 1000 else ms - ms % 10}"
+
+
 class Capabilities:
     """The ctx methods of one call, addressed by name ("files.read", "email.listSince", …)."""
 
@@ -107,8 +114,10 @@ class Capabilities:
     def begin(self) -> None:
         """Open the call's storage transaction, waiting (up to the call's time) for another
         process on the same state folder to finish its call: writes take turns, none is lost."""
-        db, left = self.session.providers.data_db, self.session.remaining("storage")
-        db.execute(f"PRAGMA busy_timeout = {int((left if left is not None else 60) * 1000)}")
+        providers = self.session.providers
+        db, left = providers.data_db, self.session.remaining("storage")
+        if providers.kind.get("storage") != "mock":  # in memory (mock), no other process waits
+            db.execute(_busy_timeout(60 if left is None else left))
         try:
             # IMMEDIATE: a DEFERRED transaction that read first cannot take the write lock once
             # another process committed, and SQLite refuses it at once instead of waiting

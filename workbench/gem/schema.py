@@ -16,10 +16,12 @@ bounded keywords of validation in schema_budget.py, quoting in schema_text.py.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from .._errors import WorkbenchError
+from .._json import flat, why_not_json
 from .rules import NOTOCHORD, SchemaRules
 from .schema_budget import Budget, Exhausted, bounded_validator_class, current
 from .schema_text import clip, linked_pointer, pointer
@@ -274,10 +276,9 @@ def check_input(
 ) -> tuple[Any, WorkbenchError | None]:
     """The input as the tool receives it (a JSON copy, top-level nulls dropped), or E_SCHEMA
     naming the field: never an exception for any value (N8, SEC7)."""
-    import json
-
-    from .._json import why_not_json
-
+    if max_depth >= 1 and flat(args):  # nothing nests or cycles; its JSON round trip is a copy
+        args = dict(args) if type(args) is dict else list(args)
+        return _validated(validator, validator.normalise(args), 1 + len(args), tool)
     size, problem = scan_input(args, max_depth)
     if problem is not None:
         return None, WorkbenchError(
@@ -294,7 +295,13 @@ def check_input(
         return None, WorkbenchError(
             "E_SCHEMA", f"input for '{tool}' is not JSON: {why}", violations=[{"path": "/", "message": why}]
         )
-    args = validator.normalise(args)
+    return _validated(validator, validator.normalise(args), size, tool)
+
+
+def _validated(
+    validator: InputValidator, args: Any, size: int, tool: str
+) -> tuple[Any, WorkbenchError | None]:
+    """`args` (the tool's copy, of `size` values) checked against the inputSchema (N8)."""
     result = validator.check(args, size=size)
     problems = list(result.violations)
     if result.stopped:

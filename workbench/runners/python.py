@@ -7,7 +7,6 @@ storage: it gets the ctx layer's `Capabilities` and turns them into the tool's `
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
 import inspect
 import io
@@ -20,6 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from .._json import to_json
 from ..ctx import CtxCrash, PythonCtx
 
 if TYPE_CHECKING:
@@ -147,6 +147,8 @@ class CappedWriter(io.TextIOBase):
         return len(s)
 
     def getvalue(self) -> str:
+        if not self.log.total:  # most calls print nothing
+            return ""
         return render_logs([("output", self.log)], self.log.limit)
 
 
@@ -242,8 +244,6 @@ def _checked(value: Any, limits: Limits) -> Outcome:
     """The tool's value as plain JSON data, or E_RESULT_NOT_JSON when reading it fails (an int
     past Python's digit limit, a dict subclass whose __iter__ raises, a float whose __repr__
     does...): checked here, where the tool's own code may run, so nothing raises later."""
-    from .._json import to_json
-
     try:
         parsed, err = to_json(value, max_chars=limits.result_chars, max_depth=limits.json_depth)
     except Exception as exc:  # noqa: BLE001
@@ -278,33 +278,37 @@ def _run_coroutine(coro: Any) -> Any:
     return box["value"]
 
 
+def _call(tool: ToolSpec, args: Any, caps: Capabilities, modules: Modules, fresh: bool) -> Outcome:
+    """Import the tool, call its entry point and check what it returned (N9)."""
+    module = _load(tool, fresh, modules)
+    entry = caps.session.profile.entry.python
+    handle = getattr(module, entry, None)
+    if not callable(handle):
+        return Outcome(
+            error=WorkbenchError(
+                "E_TOOL_ERROR",
+                f"{tool.rel_file} defines no {entry}(input, ctx) function",
+                file=tool.rel_file,
+            )
+        )
+    is_async = inspect.iscoroutinefunction(handle)
+    ctx = PythonCtx(caps, asynchronous=is_async)
+    value = _run_coroutine(handle(args, ctx)) if is_async else handle(args, ctx)
+    if inspect.isawaitable(value):  # a sync def returning a coroutine: await it too
+        value = _run_coroutine(value)
+    return _checked(value, caps.session.limits)
+
+
 def run(tool: ToolSpec, args: Any, caps: Capabilities, *, modules: Modules, fresh: bool = False) -> Outcome:
     """Run one call of a Python tool; `fresh` gives it a new module instance (N5); `modules`
     is the calling bench's cache of imported tools."""
-    out, root = CappedWriter(caps.session.limits.log_bytes), tool.file.parent.parent
+    out = CappedWriter(caps.session.limits.log_bytes)
+    saved = sys.stdout, sys.stderr  # contextlib's redirect_stdout and redirect_stderr, in one
+    sys.stdout = sys.stderr = out
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            module = _load(tool, fresh, modules)
-            entry = caps.session.profile.entry.python
-            handle = getattr(module, entry, None)
-            if not callable(handle):
-                return Outcome(
-                    error=WorkbenchError(
-                        "E_TOOL_ERROR",
-                        f"{tool.rel_file} defines no {entry}(input, ctx) function",
-                        file=tool.rel_file,
-                    ),
-                    logs=out.getvalue(),
-                )
-            is_async = inspect.iscoroutinefunction(handle)
-            ctx = PythonCtx(caps, asynchronous=is_async)
-            value = _run_coroutine(handle(args, ctx)) if is_async else handle(args, ctx)
-            if inspect.isawaitable(value):  # a sync def returning a coroutine: await it too
-                value = _run_coroutine(value)
-            outcome = _checked(value, caps.session.limits)
-        outcome.logs = out.getvalue()
-        return outcome
+        outcome = _call(tool, args, caps, modules, fresh)
     except CtxCrash as exc:  # N7: a simulated crash; the bench reruns the call
+        sys.stdout, sys.stderr = saved
         exc.logs = out.getvalue()
         raise
     except KeyboardInterrupt:  # the user pressed stop (which cannot be told from a tool's own)
@@ -312,7 +316,11 @@ def run(tool: ToolSpec, args: Any, caps: Capabilities, *, modules: Modules, fres
     except BaseException as exc:  # noqa: BLE001  SystemExit, GeneratorExit, a tool's own
         # BaseException subclass, a ctx error it did not catch (keeps its code): all coded
         sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
-        return Outcome(error=_tool_error(exc, root, tool.rel_file), logs=out.getvalue())
+        outcome = Outcome(error=_tool_error(exc, tool.file.parent.parent, tool.rel_file))
+    finally:
+        sys.stdout, sys.stderr = saved
+    outcome.logs = out.getvalue()
+    return outcome
 
 
 class PythonRunner:
