@@ -1,0 +1,97 @@
+"""A quick yes for the common inputSchema: an object of typed fields, some required, perhaps
+no others. It only ever answers "valid" for an input jsonschema would find valid; anything
+else (an input it rejects, a schema with any other keyword) goes to the full, bounded check,
+which alone writes violations. Most tools' schemas are of this shape, and checking one input
+against it with jsonschema costs more than the rest of a call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+# keywords that never make an input invalid
+_ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
+)
+_ROOT = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
+_FIELD = _ANNOTATIONS | {"type"}
+_TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean", "null"})
+
+
+def _is(kind: str, v: Any) -> bool:
+    """jsonschema's Draft 2020-12 type test, on parsed JSON (an input's copy holds nothing else)."""
+    t = type(v)
+    if kind == "string":
+        return t is str
+    if kind == "integer":
+        return t is int or (t is float and v.is_integer())
+    if kind == "number":
+        return t is int or t is float
+    if kind == "boolean":
+        return t is bool
+    if kind == "object":
+        return t is dict
+    if kind == "array":
+        return t is list
+    return v is None  # "null"
+
+
+def _types(schema: dict[str, Any]) -> tuple[str, ...] | None:
+    """The types `schema["type"]` allows (() = any), or None when it is not a plain type list."""
+    kind = schema.get("type")
+    if kind is None:
+        return () if "type" not in schema else None
+    kinds = [kind] if isinstance(kind, str) else kind
+    if not isinstance(kinds, list) or not kinds or not all(isinstance(k, str) and k in _TYPES for k in kinds):
+        return None
+    return tuple(kinds)
+
+
+def _field(schema: Any) -> tuple[str, ...] | None:
+    """The types a field's subschema allows (() = any), or None when it says more than that."""
+    if schema is True:
+        return ()
+    if not isinstance(schema, dict) or not _FIELD.issuperset(schema):
+        return None
+    return _types(schema)
+
+
+def quick_check(schema: Any) -> Callable[[Any], bool] | None:
+    """For a schema of only type, properties (each field: type and annotations), required and
+    additionalProperties (true or false): a function saying True for inputs that are valid for
+    certain. None for any other schema."""
+    if not isinstance(schema, dict) or not _ROOT.issuperset(schema):
+        return None
+    root = _types(schema)
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if root is None or not isinstance(props, dict) or type(extra) is not bool:
+        return None
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return None
+    fields: dict[str, tuple[str, ...]] = {}
+    for name, sub in props.items():
+        kinds = _field(sub)
+        if kinds is None:
+            return None
+        fields[name] = kinds
+
+    def valid(instance: Any) -> bool:
+        if root and not any(_is(k, instance) for k in root):
+            return False
+        if type(instance) is not dict:
+            return True  # properties, required, additionalProperties apply to objects only
+        for name in required:
+            if name not in instance:
+                return False
+        for name, v in instance.items():
+            kinds = fields.get(name)
+            if kinds is None:
+                if not extra:
+                    return False
+            elif kinds and not any(_is(k, v) for k in kinds):
+                return False
+        return True
+
+    return valid
