@@ -69,6 +69,7 @@ class Bench(Views):
         self._runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
         # one call at a time: a call is one storage transaction and one sandbox conversation
         self._lock = threading.RLock()
+        self._second: tuple[int, str] = (0, "")  # a second and its text in call ids
         self.limits = limits
         prepare(providers, manifest, limits)
         # the definition as loaded: an edit is reloaded before the next call (_reload.py)
@@ -203,7 +204,10 @@ class Bench(Views):
         started = time.time()
         t0 = time.perf_counter()
         token = secrets.token_hex(19)  # one read of the system's randomness for both
-        call_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{token[:6]}"
+        second = int(started)
+        if second != self._second[0]:  # the call ids' time of day, formatted once a second
+            self._second = (second, time.strftime("%Y%m%d-%H%M%S", time.localtime(second)))
+        call_id = f"{self._second[1]}-{token[:6]}"
         args = {} if input is None else input
         res = CallResult(
             call_id=call_id,
@@ -279,7 +283,9 @@ class Bench(Views):
             return
         try:
             if tool.language in RUNNER_FOR:
-                outcome = self._runner(RUNNER_FOR[tool.language]).call(tool, args, caps, fresh=fresh)
+                kind = RUNNER_FOR[tool.language]
+                runner = self._runners.get(kind) or self._runner(kind)
+                outcome = runner.call(tool, args, caps, fresh=fresh)
             else:
                 outcome = None
                 res.error = WorkbenchError(

@@ -10,6 +10,7 @@ import asyncio
 import importlib.util
 import inspect
 import io
+import os
 import sys
 import threading
 import traceback
@@ -159,7 +160,7 @@ def _load(tool: ToolSpec, fresh: bool, modules: Modules) -> ModuleType:
     """Import the tool's file; again when it changed on disk, or when `fresh` (reuse policy).
 
     `modules` is the bench's own cache: two benches of one gem never share a module's state."""
-    mtime = tool.file.stat().st_mtime_ns
+    mtime = os.stat(tool.file).st_mtime_ns
     cached = modules.get(tool.file)
     if cached and cached[0] == mtime and not fresh:
         return cached[1]
@@ -278,6 +279,9 @@ def _run_coroutine(coro: Any) -> Any:
     return box["value"]
 
 
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})  # never awaitable
+
+
 def _call(tool: ToolSpec, args: Any, caps: Capabilities, modules: Modules, fresh: bool) -> Outcome:
     """Import the tool, call its entry point and check what it returned (N9)."""
     module = _load(tool, fresh, modules)
@@ -294,7 +298,7 @@ def _call(tool: ToolSpec, args: Any, caps: Capabilities, modules: Modules, fresh
     is_async = inspect.iscoroutinefunction(handle)
     ctx = PythonCtx(caps, asynchronous=is_async)
     value = _run_coroutine(handle(args, ctx)) if is_async else handle(args, ctx)
-    if inspect.isawaitable(value):  # a sync def returning a coroutine: await it too
+    if type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync def returning a coroutine
         value = _run_coroutine(value)
     return _checked(value, caps.session.limits)
 
