@@ -81,6 +81,9 @@ class DataStore(Protocol):
     def docs(self, collection: str) -> list[tuple[str, str]]:
         """Every (id, doc) of a collection in insertion order; none if it is not stored."""
 
+    def docs_joined(self, collection: str) -> tuple[list[str], bytes]:
+        """What `docs` gives, read at once: the ids, and the docs as one JSON array (UTF-8)."""
+
     # -- kv
     def kv_get(self, key: str) -> str | None: ...
 
@@ -213,6 +216,26 @@ class SqliteDataStore:
         if collection not in self.collections():
             return []
         return self.db.execute(f"SELECT id, doc FROM {table(collection)} ORDER BY rid").fetchall()
+
+    def docs_joined(self, collection: str) -> tuple[list[str], bytes]:
+        if collection not in self.collections():
+            return [], b"[]"
+        # one row rather than one per document (bench.data of 10^5 documents): both aggregates
+        # read the same rows, in rid order (the subquery's, and the order of a scan of the table)
+        try:
+            n, ids, docs = self.db.execute(
+                "SELECT count(*), group_concat(id, ','), CAST('[' || group_concat(doc, ',') || ']' "
+                f"AS BLOB) FROM (SELECT id, doc FROM {table(collection)} ORDER BY rid)"
+            ).fetchone()
+        except sqlite3.DataError:  # longer than a SQLite string can be (1 GB): row by row
+            rows = self.docs(collection)
+            return [i for i, _ in rows], ("[" + ",".join(d for _, d in rows) + "]").encode()
+        if not n:
+            return [], b"[]"
+        split = ids.split(",")
+        if len(split) != n:  # an id with a comma in it
+            split = [i for (i,) in self.db.execute(f"SELECT id FROM {table(collection)} ORDER BY rid")]
+        return split, docs
 
     # -- kv
     def kv_get(self, key: str) -> str | None:
