@@ -31,6 +31,8 @@ import heapq
 import math
 from collections.abc import Iterable
 from contextlib import contextmanager
+from itertools import islice
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError, WorkbenchError
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 DEFAULT_LIMIT, MAX_LIMIT = 20, 200
 METHODS = ("listSince", "getMessage")
 _FAR = 2**62  # ms: a `since` beyond ±this reads as the far future / past
+_ORDER = attrgetter("date", "accountId", "id")  # E4: how pages of several accounts merge
 
 
 def _show(value: Any) -> str:
@@ -222,8 +225,8 @@ class Email:
         floor = max(-_FAR, min(_FAR, math.floor(since)))
         with self._reading():
             pages: list[list[Envelope]] = [mailbox.envelopes_since(a, floor, limit) for a in accounts]
-        merged = heapq.merge(*pages, key=lambda e: (e.date, e.accountId, e.id))
-        messages = [e.to_json() for _, e in zip(range(limit), merged)]
+        merged = pages[0] if len(pages) == 1 else heapq.merge(*pages, key=_ORDER)
+        messages = [e.to_json() for e in islice(merged, limit)]
         cursor = messages[-1]["date"] if messages else since
         return {"messages": messages, "cursor": cursor}
 

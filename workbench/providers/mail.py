@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextvars
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from .._errors import WorkbenchError
 
@@ -48,9 +48,9 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
-@dataclass(frozen=True)
-class Envelope:
-    """What `listSince` returns for one message (no body)."""
+class Envelope(NamedTuple):
+    """What `listSince` returns for one message (no body). Immutable; a tuple, because a
+    page of listSince makes hundreds of them (a frozen dataclass costs 3x as much to make)."""
 
     accountId: str
     id: str
@@ -60,18 +60,18 @@ class Envelope:
     date: int  # ms since the epoch
 
     def to_json(self) -> dict[str, Any]:
-        subject, from_, to = self.subject, self.fromAddr, self.toAddrs
+        account, id_, subject, from_, to, date = self
         # SEC5: hostile or huge headers are cut (each toAddrs entry is cut where mail is read:
         # mailparse, IMAP, the mock's fixtures; this stays off listSince's fast path)
         if len(subject) > SUBJECT_MAX_CHARS or len(from_) > ADDRESS_MAX_CHARS or len(to) > ADDRESSES_MAX:
             return self.bounded().to_json()
         return {
-            "accountId": self.accountId,
-            "id": self.id,
+            "accountId": account,
+            "id": id_,
             "subject": subject,
             "fromAddr": from_,
             "toAddrs": list(to),
-            "date": self.date,
+            "date": date,
         }
 
     def bounded(self) -> Envelope:

@@ -14,6 +14,7 @@ file is skipped. Sizes of what getMessage returns are bounded at the ctx door (S
 
 from __future__ import annotations
 
+import functools
 import os
 from array import array
 from bisect import bisect_left, bisect_right
@@ -39,6 +40,11 @@ def _short(v: object) -> str:
         return type(v).__name__
     text = repr(v)
     return text if len(text) <= 80 else text[:79] + "…"
+
+
+# Envelope((accountId, id, subject, fromAddr, toAddrs, date)) without NamedTuple's Python-level
+# __new__: a listSince page makes hundreds
+_envelope = functools.partial(tuple.__new__, Envelope)
 
 
 class DateIndex:
@@ -189,7 +195,9 @@ class MockMailbox:
         if index is None:
             return []
         records = self._records[account]
-        return [self._envelope(account, i, records[i]) for i in index.since(since, limit)]
+        return [
+            _envelope((account, i, (r := records[i])[1], r[2], r[3], r[0])) for i in index.since(since, limit)
+        ]
 
     def message(self, account: str, id: str) -> Message | None:
         rec = self._records.get(account, {}).get(id)
