@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -43,43 +44,53 @@ for line in sys.stdin.buffer:
     out.write(json.dumps(json.loads(line), separators=(",", ":")).encode() + b"\\n")
     out.flush()
 """
-# the same echo in Deno on stdin/stdout pipes (host.ts now uses a Unix socket, which Deno serves
-# without helper threads: its round trip is well below this one)
-DENO_ECHO = """\
-const enc = new TextEncoder(), dec = new TextDecoder(), chunk = new Uint8Array(1 << 16);
-let buf = "";
-for (let n; (n = await Deno.stdin.read(chunk)) !== null;) {
-  buf += dec.decode(chunk.subarray(0, n), { stream: true });
-  for (let nl; (nl = buf.indexOf("\\n")) >= 0;) {
-    const bytes = enc.encode(JSON.stringify(JSON.parse(buf.slice(0, nl))) + "\\n");
-    buf = buf.slice(nl + 1);
-    for (let w = 0; w < bytes.length;) w += await Deno.stdout.write(bytes.subarray(w));
+# The hops of a ctx round trip, each alone. Deno reads and writes a Unix socket (as host.ts does)
+# and moves messages to and from a Worker through two SharedArrayBuffers, waiting with
+# Atomics.waitAsync (as host.ts and worker.ts do). Args: socket path, "main" (main echoes) or
+# "worker" (main forwards each message to a Worker that echoes it: the four hand-offs every ctx
+# call makes, Python -> main -> Worker -> main -> Python, with no ctx work).
+DENO_SOCKET_ECHO = """\
+const [path, mode] = Deno.args;
+const conn = await Deno.connect({ transport: "unix", path });
+const chunk = new Uint8Array(1 << 16);
+const toW = new Int32Array(new SharedArrayBuffer(8 + (1 << 16)));
+const fromW = new Int32Array(new SharedArrayBuffer(8 + (1 << 16)));
+const w = mode === "worker" ? new Worker(URL.createObjectURL(new Blob([`
+  onmessage = async (e) => {
+    const [toW, fromW] = e.data, inb = new Uint8Array(toW.buffer, 8), out = new Uint8Array(fromW.buffer, 8);
+    for (let seen = 0;;) {
+      const r = Atomics.waitAsync(toW, 0, seen);
+      if (r.async) await r.value;
+      seen = Atomics.load(toW, 0);
+      const n = Atomics.load(toW, 1);
+      out.set(inb.subarray(0, n));
+      Atomics.store(fromW, 1, n);
+      Atomics.store(fromW, 0, seen);
+      Atomics.notify(fromW, 0);
+    }
+  };`], { type: "text/javascript" })), { type: "module" }) : null;
+w?.postMessage([toW, fromW]);
+async function viaWorker(bytes, gen) {
+  new Uint8Array(toW.buffer, 8).set(bytes);
+  Atomics.store(toW, 1, bytes.length);
+  Atomics.store(toW, 0, gen);
+  Atomics.notify(toW, 0);
+  for (;;) {
+    const r = Atomics.waitAsync(fromW, 0, gen - 1);
+    if (r.async) await r.value;
+    if (Atomics.load(fromW, 0) === gen) break;
   }
+  return new Uint8Array(fromW.buffer, 8, Atomics.load(fromW, 1)).slice();
 }
+for (let gen = 1, n; (n = await conn.read(chunk)) !== null; gen++) {
+  const bytes = w ? await viaWorker(chunk.subarray(0, n), gen) : chunk.subarray(0, n);
+  for (let at = 0; at < bytes.length;) at += await conn.write(bytes.subarray(at));
+}
+w?.terminate();
 """
-# a worker echoing messages: on its global port, and on a MessageChannel port it is sent
-_ECHO_WORKER = """new Worker(URL.createObjectURL(new Blob([`onmessage = (e) => {
-  const port = e.ports[0];
-  if (port) port.onmessage = (m) => port.postMessage(m.data); else postMessage(e.data);
-}`], { type: "text/javascript" })), { type: "module" })"""
-# args: trips, message; prints µs per main -> worker -> main round trip over a MessageChannel
-# (the host's RPC port to worker.ts), after a warm-up
-DENO_WORKER_PING = f"""\
-const [trips, msg] = [Number(Deno.args[0]), JSON.parse(Deno.args[1])];
-const w = {_ECHO_WORKER};
-const {{ port1, port2 }} = new MessageChannel();
-w.postMessage(null, [port2]);
-const trip = () => new Promise((resolve) => {{
-  port1.onmessage = resolve;
-  port1.postMessage(msg);
-}});
-for (let i = 0; i < 200; i++) await trip();
-const t0 = performance.now();
-for (let i = 0; i < trips; i++) await trip();
-console.log((performance.now() - t0) * 1000 / trips);
-w.terminate();
-port1.close();
-"""
+# a worker echoing messages on its global port: what a cold start must at least wait for
+_ECHO_WORKER = """new Worker(URL.createObjectURL(new Blob([`onmessage = (e) => postMessage(e.data)`],
+  { type: "text/javascript" })), { type: "module" })"""
 # the floor of a sandbox that runs tools in a Worker: start one, wait for its first message
 DENO_ONE_WORKER = f"""\
 const w = {_ECHO_WORKER};
@@ -181,59 +192,83 @@ def bench_warm_call(sizes: Sizes = QUICK) -> Figures:
     return {"js_ms": js_med / 1e6, "py_ms": py_med / 1e6, "ratio": js_med / py_med}
 
 
+def _pingpong(send: Callable[[bytes], object], recv: Callable[[], bytes]) -> Callable[[int], float]:
+    """trips(n): µs per round trip of one JSON line (a ctx request), over n trips."""
+    buf = b""
+
+    def trip() -> None:
+        nonlocal buf
+        send((json.dumps(MESSAGE, separators=(",", ":")) + "\n").encode())
+        while b"\n" not in buf:
+            buf += recv()
+        line, buf = buf.split(b"\n", 1)
+        json.loads(line)
+
+    def trips(n: int) -> float:
+        for _ in range(min(n, 200)):  # warm-up
+            trip()
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            trip()
+        return (time.perf_counter_ns() - t0) / n / 1e3
+
+    return trips
+
+
 @contextmanager
-def _echo(cmd: list[str], env: dict[str, str] | None = None) -> Iterator[Callable[[int], float]]:
-    """A child echoing JSON lines; yields trips(n): µs per round trip over n trips.
-
-    The parent side writes and reads like the sandbox does (os.write / os.read, one JSON line).
-    """
-    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env) as child:
+def _pipe_echo(cmd: list[str]) -> Iterator[Callable[[int], float]]:
+    """A child echoing JSON lines on stdin/stdout; the parent writes and reads with os.write and
+    os.read, as the sandbox once did."""
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as child:
         assert child.stdin and child.stdout
-        w, r, buf = child.stdin.fileno(), child.stdout.fileno(), b""
-
-        def trip() -> None:
-            nonlocal buf
-            os.write(w, (json.dumps(MESSAGE, separators=(",", ":")) + "\n").encode())
-            while b"\n" not in buf:
-                buf += os.read(r, 1 << 16)
-            line, buf = buf.split(b"\n", 1)
-            json.loads(line)
-
-        def trips(n: int) -> float:
-            for _ in range(min(n, 200)):  # warm-up
-                trip()
-            t0 = time.perf_counter_ns()
-            for _ in range(n):
-                trip()
-            return (time.perf_counter_ns() - t0) / n / 1e3
-
+        w, r = child.stdin.fileno(), child.stdout.fileno()
         try:
-            yield trips
+            yield _pingpong(lambda b: os.write(w, b), lambda: os.read(r, 1 << 16))
         finally:
             child.stdin.close()
+
+
+@contextmanager
+def _socket_echo(folder: Path, mode: str, env: dict[str, str]) -> Iterator[Callable[[int], float]]:
+    """DENO_SOCKET_ECHO in `mode`, connected to a Unix socket we listen on, as the sandbox is."""
+    path = str(folder / f"echo-{mode}.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(path)
+        listener.listen(1)
+        flags = [f"--allow-read={path}", f"--allow-write={path}", f"--allow-net=unix:{path}"]
+        script = _deno_script(folder, "socket_echo.js", DENO_SOCKET_ECHO)
+        with subprocess.Popen([*script[:-1], *flags, script[-1], path, mode], env=env) as child:
+            listener.settimeout(30)
+            conn = listener.accept()[0]
+            try:
+                yield _pingpong(conn.sendall, lambda: conn.recv(1 << 16))
+            finally:
+                conn.close()
+                child.wait(10)
 
 
 def bench_ctx_round_trip(sizes: Sizes = QUICK) -> Figures:
     """`await ctx.storage.kv.get("k")` from JS (timed in the tool) vs a Python↔Python JSON
     ping-pong on pipes; alternating, median of `sizes.trip_reps` repetitions.
 
-    Parts, timed alongside: the Python↔Deno pipe round trip (a Deno echo on stdin/stdout),
-    the Deno main↔worker postMessage round trip, and the ctx layer (the trace's duration_us).
+    Parts, timed alongside: Python↔Deno main on a Unix socket; the chain of the four hand-offs
+    every ctx call makes (Python -> Deno main -> Worker through a SharedArrayBuffer, and back)
+    with no ctx work: the floor of this design; and the ctx layer (the trace's duration_us).
     """
     n = sizes.trips
     js: list[float] = []
     ping: list[float] = []
-    pipe: list[float] = []
-    worker: list[float] = []
+    main: list[float] = []
+    chain: list[float] = []
     layer: list[float] = []
     with tempfile.TemporaryDirectory() as d, _workbench_home(Path(d)):
         tmp = Path(d)
         env = _deno_env(tmp / "deno")
-        worker_ping = _deno_script(tmp, "worker_ping.js", DENO_WORKER_PING)
         with (
             _open(write_gem(tmp / "gem", {"kv.js": KV}), tmp / "state") as bench,
-            _echo([sys.executable, "-c", PY_ECHO]) as py_trips,
-            _echo(_deno_script(tmp, "echo.js", DENO_ECHO), env) as deno_trips,
+            _pipe_echo([sys.executable, "-c", PY_ECHO]) as py_trips,
+            _socket_echo(tmp, "main", env) as main_trips,
+            _socket_echo(tmp, "worker", env) as chain_trips,
             no_gc(),
         ):
             _call(bench, "kv", {"n": min(n, 200)})  # warm-up
@@ -242,15 +277,16 @@ def bench_ctx_round_trip(sizes: Sizes = QUICK) -> Figures:
                 js.append(res.value["us"])
                 layer.append(statistics.median(r["duration_us"] for r in res.trace_rows))
                 ping.append(py_trips(n))
-                pipe.append(deno_trips(n))
-                worker.append(float(_run([*worker_ping, str(n), json.dumps(MESSAGE)], env)))
+                main.append(main_trips(n))
+                chain.append(chain_trips(n))
     med = statistics.median
     return {
         "trips": n,
         "js_us": med(js),
         "pingpong_us": med(ping),
         "ratio": med(js) / med(ping),
-        "pipe_us": med(pipe),
-        "worker_us": med(worker),
+        "main_us": med(main),
+        "chain_us": med(chain),
+        "chain_ratio": med(chain) / med(ping),
         "layer_us": med(layer),
     }

@@ -175,7 +175,7 @@ class Sandbox:
 
     # -- channel ---------------------------------------------------------------------------
     def _send(self, header: dict[str, Any], payload: bytes = b"", *, deadline: float) -> None:
-        head = (json.dumps(header, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        head = (_COMPACT.encode(header) + "\n").encode()
         # the host reads all the time; the timeout only covers a host that stopped reading
         self._sock.settimeout(max(deadline - time.monotonic(), 0.001))
         if len(payload) <= 1 << 16:
@@ -215,7 +215,7 @@ class Sandbox:
             if not self._read_some(deadline):
                 return None
         try:
-            header = json.loads(self._rbuf[self._rpos : nl])
+            header = json.loads(self._rbuf[self._rpos : nl].decode())
         except ValueError as exc:
             raise _Broken(f"an unreadable header: {exc}") from None
         self._rpos = nl + 1
@@ -279,7 +279,7 @@ class Sandbox:
         link = self._links.check()
         if link is not None:
             return Outcome(error=link)
-        data = json.dumps(args, ensure_ascii=False, separators=(",", ":")).encode()
+        data = _COMPACT.encode(args).encode()
         if len(data) > limits.bridge_message_bytes:
             return Outcome(
                 error=WorkbenchError(
@@ -550,6 +550,9 @@ def _mtime(file: Path) -> int:
 
 def _gone() -> WorkbenchError:
     return WorkbenchError("E_SANDBOX", "the Deno sandbox ended during this invocation", capability="process")
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once, not per message
 
 
 class _Broken(Exception):

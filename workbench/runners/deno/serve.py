@@ -32,7 +32,7 @@ def serve_ctx(caps: Capabilities, method: str, payload: bytes | None, limits: An
             limit=limit,
         )
     try:
-        args = json.loads(payload, parse_int=_js_int)
+        args = _ARGS.decode(payload.decode())
         too_deep = deeper_than(args, limits.json_depth + 1)  # + 1: the argument list itself
     except RecursionError:
         too_deep = True
@@ -51,7 +51,7 @@ def serve_ctx(caps: Capabilities, method: str, payload: bytes | None, limits: An
         return _error_body("E_INVALID_ARGUMENT", f"{method}: the arguments are not a list", method=method)
     try:
         value = caps.call(method, *args)
-        body = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+        body = _VALUE.encode(value).encode()
     except WorkbenchError as exc:
         return _error_body(exc.code, exc.message, **exc.details)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -79,6 +79,11 @@ def _js_int(text: str) -> int | float:
     float here too (12345678901234567890 binds to SQLite as a REAL, as the platform's would)."""
     n = int(text)
     return n if -(2**53) <= n <= 2**53 else float(n)
+
+
+# made once: json.loads/dumps with options build a decoder/encoder per call
+_ARGS = json.JSONDecoder(parse_int=_js_int)  # the worker sends UTF-8 (TextEncoder)
+_VALUE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
