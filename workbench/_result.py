@@ -12,9 +12,10 @@ if TYPE_CHECKING:
 
 TRACE_COLUMNS = ["seq", "method", "args", "ok", "error", "duration_us"]
 # Each trace row also holds, outside the DataFrame: "params", the call's (positional arguments,
-# keyword arguments), and "result", what it returned — the objects themselves, not copies (a
-# Python tool that changes them later changes these); None when the call failed, or when not
-# JSON or too big to keep (ctx/_session.py). "args" stays the short text preview.
+# keyword arguments) as they were passed (a copy where a tool could change them afterwards),
+# and "result", what it returned — the object itself, not a copy (a Python tool that changes it
+# later changes this); None when the call failed, or when not JSON or too big to keep. "args"
+# is the short text preview; it and "params" are made when the row is first read (ctx/_trace.py).
 
 
 @dataclass(eq=False)

@@ -7,19 +7,15 @@ enters through `CallSession.invoke`, so the trace and the platform rules are the
 from __future__ import annotations
 
 import inspect
-import json
 import re
-import reprlib
 import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
-from .._text import well_formed
-from . import _watchdog
+from . import _trace, _watchdog
 from . import limits as _limits
 from .storage import sqlite_error
 
@@ -30,152 +26,12 @@ if TYPE_CHECKING:
     from .email import Grant
     from .http_credentials import HttpState
 
-_ARG_PREVIEW = 160
-
 
 def _notochord() -> Profile:
     """The default profile of a session made outside a bench (tests, tools of the ctx layer)."""
     from ..platforms.notochord import PROFILE
 
     return PROFILE
-
-
-def _short(v: Any, out: list[str], budget: int) -> int:
-    """Append a JSON-like rendering of v to out until about `budget` characters are spent:
-    a preview costs the same for a 60,000-key document and cannot recurse without end."""
-    if budget <= 0:
-        return budget
-    if isinstance(v, dict):
-        out.append("{")
-        budget -= 1
-        for i, (k, x) in enumerate(v.items()):
-            if budget <= 0:
-                break
-            text = (", " if i else "") + json.dumps(str(k), ensure_ascii=False)[:60] + ": "
-            out.append(text)
-            budget = _short(x, out, budget - len(text))
-        out.append("}")
-        return budget - 1
-    if isinstance(v, (list, tuple)):
-        out.append("[")
-        budget -= 1
-        for i, x in enumerate(v):
-            if budget <= 0:
-                break
-            if i:
-                out.append(", ")
-            budget = _short(x, out, budget - (2 if i else 0))
-        out.append("]")
-        return budget - 1
-    if isinstance(v, (str, bytes)) and len(v) > 60:
-        text = f"<{len(v)} chars>"
-    elif v is None or isinstance(v, (str, bool, int, float)):
-        try:
-            text = json.dumps(v, ensure_ascii=False)
-        except ValueError:
-            text = repr(v)
-    else:
-        text = f"<{type(v).__name__}>"
-    out.append(text)
-    return budget - len(text)
-
-
-_REPR = reprlib.Repr()  # bounded in depth and length, safe on cycles
-_REPR.maxstring = _REPR.maxother = 60
-
-
-def _preview(args: tuple, kwargs: dict) -> str:
-    out: list[str] = []
-    budget = _ARG_PREVIEW + 1
-    for i, a in enumerate((*args, *kwargs.items())):
-        if budget <= 0:
-            break
-        if i:
-            out.append(", ")
-        if i >= len(args):  # a keyword (Python tools): "name=repr(value)"
-            text = json.dumps(f"{a[0]}={_REPR.repr(a[1])}", ensure_ascii=False)
-            out.append(text)
-            budget -= len(text)
-            continue
-        budget = _short(a, out, budget)
-    text = "".join(out)
-    text = text if len(text) <= _ARG_PREVIEW else text[: _ARG_PREVIEW - 1] + "…"
-    return text if text.isascii() else well_formed(text)  # shown: no lone surrogate
-
-
-# The trace keeps each call's arguments ("params") and result as the objects themselves (no
-# copy: cost), when JSON-able and small: a big write or read is not held for the bench's life.
-# Results may be larger than arguments: a full listSince page (200 envelopes) must fit.
-_KEEP_PARAMS, _KEEP_RESULT = 64 * 1024, 256 * 1024  # characters of JSON, about
-# all a call's trace keeps, about: a tool making thousands of ctx calls with big arguments
-# keeps the first ones' and then only the short previews (SEC5)
-_KEEP_PER_CALL = 16 * 1024 * 1024
-_SAMPLE = 4  # items of a longer list measured; the rest are estimated from them
-_DEPTH = 64  # deeper nesting is not kept (nor is a cycle, which nests without end)
-
-
-def _left(v: Any, budget: int, depth: int = 0) -> int:
-    """`budget` less about the characters of `v` as JSON; below 0 when `v` is larger or not
-    JSON. An object is measured whole (its fields differ: a message's body is its 7th); a list
-    on its first _SAMPLE items, the rest estimated from them (its items are alike), so the
-    check costs the same for a 200-message page as for one message."""
-    t = type(v)  # exact types first: this runs on every ctx call's arguments and result
-    if t is str:
-        return budget - len(v) - 2
-    if v is None or t is int or t is float or t is bool:
-        return budget - 8
-    if isinstance(v, str):
-        return budget - len(v) - 2
-    if v is None or isinstance(v, (int, float)):
-        return budget - 8
-    is_dict = isinstance(v, dict)
-    if not is_dict and not isinstance(v, (list, tuple)):
-        return -1  # bytes, a Path, any other object
-    n = len(v)
-    budget -= 2 + (4 if is_dict else 2) * n  # brackets, separators, a key's quotes and colon
-    if budget < 0 or not n:
-        return budget
-    if depth >= _DEPTH:
-        return -1
-    if is_dict:
-        for key, item in v.items():
-            if not isinstance(key, str):
-                return -1
-            budget = _left(item, budget - len(key), depth + 1)
-            if budget < 0:
-                return budget
-        return budget
-    start = budget
-    for item in islice(v, _SAMPLE):
-        budget = _left(item, budget, depth + 1)
-        if budget < 0:
-            return budget
-    measured = min(n, _SAMPLE)
-    return budget - (start - budget) * (n - measured) // measured
-
-
-def _kept(v: Any, budget: int) -> tuple[Any, int]:
-    """(`v` itself, about its size as JSON) when it is JSON-able and within `budget`
-    characters, else (None, 0)."""
-    left = _left(v, budget)
-    return (v, budget - left) if left >= 0 else (None, 0)
-
-
-def _kept_params(args: tuple, kwargs: dict, budget: int) -> tuple[Any, int]:
-    """(args, kwargs) as `_kept` would keep them; short scalar arguments (most ctx calls: a
-    key, a path, an id) without the general walk."""
-    if not kwargs and len(args) <= 4:
-        size = 8
-        for a in args:
-            t = type(a)
-            if t is str and len(a) < 1024:
-                size += len(a) + 3
-            elif a is None or t is int or t is float or t is bool:
-                size += 8
-            else:
-                return _kept((args, kwargs), budget)
-        return ((args, kwargs), size) if size <= budget else (None, 0)
-    return _kept((args, kwargs), budget)
 
 
 _CALLED = re.compile(r"^[\w.]+\(\) ")  # Python's "Files.write() " before its message
@@ -357,13 +213,10 @@ class CallSession:
 
     def _invoke(self, method: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
-        row: dict[str, Any] = {
-            "seq": len(self.trace) + 1,
-            "method": method,
-            "args": _preview(args, kwargs),
-            "ok": True,
-            "error": None,
-        }
+        room = _trace.KEEP_PER_CALL - self.kept
+        given = _trace.arguments(args, kwargs, min(_trace.KEEP_PARAMS, room))
+        size = given[3]
+        ok, error = True, None
         token = None
         result: Any = None
         try:
@@ -373,13 +226,13 @@ class CallSession:
             result = fn(*args, **kwargs)
             return result
         except WorkbenchError as exc:
-            row.update(ok=False, error=exc.code)
+            ok, error = False, exc.code
             raise
         except TypeError as exc:
             if _binds(fn, args, kwargs):
-                row.update(ok=False, error="E_INTERNAL")
+                ok, error = False, "E_INTERNAL"
                 raise _internal(method, exc) from exc
-            row.update(ok=False, error="E_INVALID_ARGUMENT")
+            ok, error = False, "E_INVALID_ARGUMENT"
             raise WorkbenchError(
                 "E_INVALID_ARGUMENT",
                 _arguments_error(method, self.profile.params.get(method), exc, len(args) + len(kwargs)),
@@ -387,22 +240,21 @@ class CallSession:
             ) from None
         except Exception as exc:  # a provider failure is still the ctx layer's to explain
             coded = _coded(method, exc, self.limits)
-            row.update(ok=False, error=coded.code if coded else "E_INTERNAL")
+            ok, error = False, coded.code if coded else "E_INTERNAL"
             if coded is not None:
                 raise coded from None
             raise _internal(method, exc) from exc
         finally:
             if token is not None:
                 _watchdog.disarm(token)
-            row["duration_us"] = round((time.perf_counter() - t0) * 1e6, 1)
-            room = _KEEP_PER_CALL - self.kept
-            row["params"], size = _kept_params(args, kwargs, min(_KEEP_PARAMS, room))
+            duration_us = round((time.perf_counter() - t0) * 1e6, 1)
             # a secret's value (K6 secrets.get) is never kept: the trace is shown and shared
             secret = method in self.profile.secret_methods
-            row["result"], more = (
-                _kept(result, min(_KEEP_RESULT, room - size)) if row["ok"] and not secret else (None, 0)
+            kept, more = (
+                _trace.kept(result, min(_trace.KEEP_RESULT, room - size)) if ok and not secret else (None, 0)
             )
             self.kept += size + more
+            row = _trace.row(len(self.trace) + 1, method, given, (ok, error, duration_us), kept)
             if self.http is not None and self.http.has_secrets:  # K6/SEC4: shown masked
                 row["args"] = self.http.mask(row["args"])
                 row["params"] = self.http.mask_value(row["params"])
