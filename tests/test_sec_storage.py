@@ -279,6 +279,33 @@ def test_SEC7_locked_state_folder_is_E_BUSY_not_E_INTERNAL(gem: GemBuilder, tmp_
         assert bench.call("t").ok  # once the other call is done, this one goes through
 
 
+def test_a_call_takes_the_storage_lock_at_its_first_ctx_call(gem: GemBuilder, tmp_path: Path) -> None:
+    """A tool that makes no ctx call takes no lock (the ctx layer is the only way to storage);
+    one whose ctx call cannot get it fails with E_BUSY, its later ctx calls too, caught or not."""
+    gem.tool("pure", "def handle(i, ctx): return 2")
+    gem.tool(
+        "caught",
+        "def handle(i, ctx):\n"
+        "    for k in ('a', 'b'):\n"
+        "        try:\n"
+        "            ctx.storage.kv.set(k, 'v')\n"
+        "        except Exception:\n"
+        "            pass\n"
+        "    return 1",
+    )
+    state = tmp_path / "state"
+    with workbench.open(gem.write(), providers="real", state_dir=state, timeout=0.3) as bench:
+        other = sqlite3.connect(state / "data.sqlite", isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            assert bench.call("pure").value == 2
+            res = bench.call("caught")
+            assert res.error is not None and res.error.code == "E_BUSY" and res.value is None
+        finally:
+            other.close()
+        assert bench.call("caught").ok and bench.kv()["key"].tolist() == ["a", "b"]
+
+
 KV_JS = """
 export default async function (input, ctx) {
   const lone = "a\\ud800b";

@@ -276,11 +276,7 @@ class Bench(Views):
         caps = Capabilities(session)
         if fresh is None:
             fresh = self.reuse == "never" or (self.reuse == "random" and self._rng.random() < 0.5)
-        try:
-            caps.begin()
-        except WorkbenchError as exc:  # E_BUSY: another process kept the state folder
-            res.error = exc
-            return
+        caps.begin()  # opened at the tool's first ctx call (E_BUSY then fails the call)
         try:
             if tool.language in RUNNER_FOR:
                 kind = RUNNER_FOR[tool.language]

@@ -10,6 +10,7 @@ implementations, is the call's platform profile's capability registry (workbench
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
@@ -112,12 +113,18 @@ class Capabilities:
         raise WorkbenchError("E_INVALID_ARGUMENT", f"ctx has no method {method!r}", method=method)
 
     def begin(self) -> None:
+        """Open the call's storage transaction at its first ctx call (the ctx layer is the only
+        way to storage, so a call that makes none needs no lock); see `open`."""
+        self.session.invocation.opening = self.open
+
+    def open(self) -> None:
         """Open the call's storage transaction, waiting (up to the call's time) for another
         process on the same state folder to finish its call: writes take turns, none is lost."""
-        providers = self.session.providers
-        db, left = providers.data_db, self.session.remaining("storage")
+        providers, deadline = self.session.providers, self.session.deadline
+        db = providers.data_db
         if providers.kind.get("storage") != "mock":  # in memory (mock), no other process waits
-            db.execute(_busy_timeout(60 if left is None else left))
+            # past the deadline: no wait (the ctx call that opens it then fails with E_TIMEOUT)
+            db.execute(_busy_timeout(60 if deadline is None else max(0.0, deadline - time.monotonic())))
         try:
             # IMMEDIATE: a DEFERRED transaction that read first cannot take the write lock once
             # another process committed, and SQLite refuses it at once instead of waiting
@@ -129,8 +136,12 @@ class Capabilities:
         """Write buffered inserts and commit the call's storage writes, success or not; if the
         writes themselves fail, roll them all back and return why (never raise: SEC7)."""
         db, failed = self.session.providers.data_db, None
+        invocation = self.session.invocation
+        invocation.opening = None  # no ctx call opens it now
         try:
-            if not db.in_transaction:  # interrupted at the deadline: SQLite rolled it all back
+            if not invocation.opened:  # no ctx call opened it (or it could not): nothing to write
+                pass
+            elif not db.in_transaction:  # interrupted at the deadline: SQLite rolled it all back
                 failed = WorkbenchError(
                     "E_TIMEOUT",
                     "the call ran out of time during a storage "

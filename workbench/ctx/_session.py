@@ -118,10 +118,13 @@ class CtxCrash(BaseException):
 @dataclass
 class Invocation:
     """What one invocation shares with the tools it calls through ctx.tools (A5): the names of
-    its cross-tool calls, in order, and the error that aborted it."""
+    its cross-tool calls, in order, the error that aborted it, and the opening of its storage
+    transaction, due at its first ctx call (Capabilities.begin)."""
 
     calls: list[str] = field(default_factory=list)
     aborted: WorkbenchError | None = None
+    opening: Callable[[], None] | None = None
+    opened: bool = False  # the storage transaction is open (its end commits it)
 
 
 @dataclass
@@ -201,6 +204,15 @@ class CallSession:
             )
         if self.aborted is not None:  # A5: the invocation is over, whatever the tool catches
             raise self.aborted
+        invocation = self.invocation
+        if invocation.opening is not None:  # its first ctx call: the storage transaction opens
+            opening, invocation.opening = invocation.opening, None
+            try:
+                opening()
+            except WorkbenchError as exc:  # E_BUSY: no ctx call of it can run
+                invocation.aborted = exc
+                raise
+            invocation.opened = True
         if self.crash_after is None:
             return self._invoke(method, fn, *args, **kwargs)
         if self.crash_after <= len(self.trace):  # crash=0: before the first ctx call runs
