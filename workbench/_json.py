@@ -26,22 +26,38 @@ def flat(value: Any) -> bool:
     """Whether `value` is a dict (string keys) or list of str, bool, None and ints below 2**63,
     exactly those types: nothing in it nests, cycles, is NaN or is written otherwise by JS, so
     its JSON round trip is a shallow copy. Most results and inputs are; checked in one pass."""
+    return flat_chars(value) >= 0
+
+
+def flat_chars(value: Any) -> int:
+    """At most how many characters (UTF-16 units) a `flat` value takes as JSON (a string of n
+    characters: 6n + 2, each escaped as \\uXXXX); -1 when it is not flat."""
     t = type(value)
     if t is dict:
+        n = 2 + len(value)
         for k, v in value.items():
             if type(k) is not str:
-                return False
+                return -1
             tv = type(v)
-            if not (tv is str or tv is bool or v is None or (tv is int and -_WIDE < v < _WIDE)):
-                return False
-        return True
+            if tv is str:
+                n += 6 * (len(k) + len(v)) + 5
+            elif tv is bool or v is None or (tv is int and -_WIDE < v < _WIDE):
+                n += 6 * len(k) + 23
+            else:
+                return -1
+        return n
     if t is list:
+        n = 2 + len(value)
         for v in value:
             tv = type(v)
-            if not (tv is str or tv is bool or v is None or (tv is int and -_WIDE < v < _WIDE)):
-                return False
-        return True
-    return False
+            if tv is str:
+                n += 6 * len(v) + 2
+            elif tv is bool or v is None or (tv is int and -_WIDE < v < _WIDE):
+                n += 20
+            else:
+                return -1
+        return n
+    return -1
 
 
 def why_not_json(
@@ -198,8 +214,9 @@ def to_json(
     (limits.result_chars) is E_RESULT_TOO_LARGE.
     """
     extra = 0  # characters JS would write beyond Python's text (tiny floats)
-    if text is None and max_depth >= 1 and flat(value):  # JSON as it is: the text only to measure
-        size = _size(_ENCODE(value))
+    bound = flat_chars(value) if text is None and max_depth >= 1 else -1
+    if bound >= 0:  # JSON as it is: the text is made only to measure one that may be too large
+        size = bound if bound <= max_chars else _size(_ENCODE(value))
         if size > max_chars:
             return None, _too_large(size, max_chars)
         return (dict(value) if type(value) is dict else list(value)), None

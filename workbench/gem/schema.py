@@ -148,10 +148,15 @@ class InputValidator:
             return {k: v for k, v in args.items() if not (v is None and k not in self._required)}
         return args
 
+    def sure_valid(self, args: Any) -> bool:
+        """Whether `args` is valid for certain without jsonschema (schema_quick.py); False
+        says nothing: `check` tells."""
+        return self._quick is not None and self._quick(args)
+
     def check(self, args: Any, *, size: int = 1) -> Check:
         """Validate `args` (of `size` JSON values) within steps linear in `size` and
         CHECK_SECONDS; list at most MAX_VIOLATIONS violations, count the rest best-effort."""
-        if self._quick is not None and self._quick(args):
+        if self.sure_valid(args):
             return Check([], 0, complete=True)
         budget = Budget(CHECK_STEPS + CHECK_STEPS_PER_VALUE * size, CHECK_SECONDS)
         out: list[dict[str, str]] = []
@@ -281,8 +286,12 @@ def check_input(
     """The input as the tool receives it (a JSON copy, top-level nulls dropped), or E_SCHEMA
     naming the field: never an exception for any value (N8, SEC7)."""
     if max_depth >= 1 and flat(args):  # nothing nests or cycles; its JSON round trip is a copy
-        args = dict(args) if type(args) is dict else list(args)
-        return _validated(validator, validator.normalise(args), 1 + len(args), tool)
+        copy = validator.normalise(args)
+        if copy is args:
+            copy = dict(args) if type(args) is dict else list(args)
+        if validator.sure_valid(copy):
+            return copy, None
+        return _validated(validator, copy, 1 + len(args), tool)
     size, problem = scan_input(args, max_depth)
     if problem is not None:
         return None, WorkbenchError(
