@@ -188,10 +188,10 @@ class TraceRow(dict[str, Any]):
             return
         if source is None:
             return
-        self._source = None
         params = marshal.loads(source) if type(source) is bytes else source
         dict.__setitem__(self, "params", params)
         dict.__setitem__(self, "args", preview(*params))
+        self._source = None  # last: a reader in another thread meanwhile writes the same again
 
     def __getitem__(self, key: Any) -> Any:
         if key in _LAZY:
