@@ -127,7 +127,7 @@ class Invocation:
     opened: bool = False  # the storage transaction is open (its end commits it)
 
 
-@dataclass
+@dataclass(slots=True)
 class CallSession:
     """State of one tool call as seen by the ctx layer."""
 
