@@ -7,6 +7,7 @@ extension/kernelspec/). Kernel start stays as fast as the plain python3 kernel's
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Any
 
@@ -46,6 +47,40 @@ class WorkbenchKernel(IPythonKernel):
                 EXTENSION,
                 exc_info=True,
             )
+
+    async def shutdown_request(self, stream: Any, ident: Any, parent: Any) -> None:
+        """ipykernel's shutdown, with the shell loop stopped only after this control message
+        is done.
+
+        ipykernel (7.4) stops the shell loop from inside this handler; the control thread then
+        flushes stdout and stderr through the IOPub thread. The main thread, its loop stopped,
+        closes the IOPub thread meanwhile, and a flush that lost that race waits its 10 s
+        timeout: about one shutdown in 15 took 10-20 s here (the same race as
+        posit-dev/positron#7142). Here the loops stop from a callback on the control loop,
+        which runs once the handler's caller has flushed.
+        """
+        if not self.session:
+            return
+        content = self.do_shutdown(parent["content"]["restart"])
+        if inspect.isawaitable(content):
+            content = await content
+        self.session.send(stream, "shutdown_reply", content, parent, ident=ident)
+        self._shutdown_message = self.session.msg("shutdown_reply", content, parent)
+        await self._at_shutdown()
+        loops = [self.io_loop]
+        if self.shell_stream and self.shell_stream.io_loop is not self.io_loop:
+            loops.append(self.shell_stream.io_loop)
+        if self.control_stream:
+            loops.append(self.control_stream.io_loop)  # last: it runs this callback
+            control = self.control_stream.io_loop
+        else:
+            control = self.io_loop
+
+        def stop() -> None:
+            for loop in loops:
+                loop.add_callback(loop.stop)
+
+        control.add_callback(stop)
 
     @property
     def banner(self) -> str:  # type: ignore[override]  # a plain attribute in Kernel
