@@ -16,7 +16,8 @@ import threading
 import time
 from collections.abc import Callable
 
-_lock = threading.Condition()
+_mutex = threading.RLock()  # arm and disarm take it directly (a Condition's `with` is Python code)
+_lock = threading.Condition(_mutex)
 _armed: dict[int, tuple[float, Callable[[], None]]] = {}  # token -> (deadline, what to call)
 _queue: list[tuple[float, int]] = []  # (deadline, token), lazily pruned
 _tokens = itertools.count(1)
@@ -26,7 +27,7 @@ _thread: threading.Thread | None = None
 def arm(deadline: float, interrupt: Callable[[], None]) -> int:
     """Call `interrupt()` at `deadline` (time.monotonic()) unless disarmed first."""
     global _thread
-    with _lock:
+    with _mutex:
         if len(_queue) > 2 * len(_armed) + 64:  # mostly disarmed entries: rebuild from the armed
             _queue[:] = [(d, t) for t, (d, _) in _armed.items()]
             heapq.heapify(_queue)
@@ -44,7 +45,7 @@ def arm(deadline: float, interrupt: Callable[[], None]) -> int:
 
 def disarm(token: int) -> None:
     """The work finished in time: do not interrupt it."""
-    with _lock:
+    with _mutex:
         _armed.pop(token, None)
 
 
