@@ -355,7 +355,7 @@ function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
       activeCount++;
     }
     const call = msg.ctx as CallCtx; // its shape is kept now: the tool may not load this time
-    if (typeof call.shapeText === "string") SHAPES[call.shape] = parseJSON(call.shapeText) as CapSpec[];
+    if (typeof call.shapeText === "string") SHAPES[call.shape] = prepare(parseJSON(call.shapeText) as CapSpec[]);
     run(msg.id as string, msg.file as string, payload, call, msg.resultChars as number);
   } else if (msg.t === "reply") {
     const n = msg.seq as number;
@@ -564,11 +564,26 @@ function makeResponse(r: FetchReply) {
 // method list. A capability the tool has no grant for is not in the shape: undefined, as on
 // the platform (E1's ctx.email, R1's ctx.resources).
 
-type MethodSpec = { name: string; params: string[]; codec: string | null };
+type MethodSpec = { name: string; params: string[]; codec: string | null; full: string };
 type CapSpec = { path: string; kind: string; methods: MethodSpec[] };
 
 // parsed shapes by number: a gem's tools have a handful between them
 const SHAPES: Record<number, CapSpec[]> = { __proto__: null } as unknown as Record<number, CapSpec[]>;
+
+// What every call of a shape shares, worked out once: each method's full name ("files.read"),
+// its parameter names (for errors) and whether the platform waits for it
+function prepare(shape: CapSpec[]): CapSpec[] {
+  for (let i = 0; i < shape.length; i++) {
+    const cap = shape[i];
+    for (let j = 0; j < cap.methods.length; j++) {
+      const m = cap.methods[j];
+      m.full = cap.kind === "function" ? cap.path : `${cap.path}.${m.name}`;
+      PARAMS[m.full] = m.params;
+      if (m.codec === "void") FIRE_AND_FORGET[m.full] = true;
+    }
+  }
+  return shape;
+}
 
 function shapeOf(call: CallCtx): CapSpec[] {
   const shape = SHAPES[call.shape];
@@ -633,10 +648,10 @@ function fetchMethod(callId: string, name: string, codec: string) {
 
 function makeCtx(callId: string, shape: CapSpec[], values: Record<string, unknown>) {
   // a method as its codec makes it: a Response, fire-and-forget, or the plain reply
-  const withCodec = (m: MethodSpec, name: string, bound: unknown[]) => {
+  const withCodec = (m: MethodSpec, bound: unknown[]) => {
+    const name = m.full;
     if (m.codec === "fetch" || m.codec === "response") return fetchMethod(callId, name, m.codec);
     if (m.codec !== "void") return method(name, bound);
-    FIRE_AND_FORGET[name] = true;
     const send = method(name, bound);
     return (...args: unknown[]) => {
       // the platform's logger never throws: a refused row is reported on stderr (the logs)
@@ -653,12 +668,11 @@ function makeCtx(callId: string, shape: CapSpec[], values: Record<string, unknow
     }
     return ctxCall(callId, name, all);
   };
-  const ns = (prefix: string, methods: MethodSpec[], ...bound: unknown[]) => {
+  const ns = (methods: MethodSpec[], ...bound: unknown[]) => {
     const o = {};
     for (let i = 0; i < methods.length; i++) {
-      const m = methods[i], name = `${prefix}.${m.name}`;
-      PARAMS[name] = m.params;
-      defineProperty(o, m.name, data(withCodec(m, name, bound), true));
+      const m = methods[i];
+      defineProperty(o, m.name, data(withCodec(m, bound), true));
     }
     return freeze(o);
   };
@@ -680,13 +694,11 @@ function makeCtx(callId: string, shape: CapSpec[], values: Record<string, unknow
   for (let i = 0; i < shape.length; i++) {
     const cap = shape[i], path = cap.path, methods = cap.methods;
     if (cap.kind === "value") place(path, hasOwn(values, path) ? values[path] : undefined);
-    else if (cap.kind === "namespace") place(path, ns(path, methods));
-    else if (cap.kind === "function") {
-      PARAMS[path] = methods[0].params;
-      place(path, withCodec(methods[0], path, []));
-    } else if (cap.kind === "collection") {
+    else if (cap.kind === "namespace") place(path, ns(methods));
+    else if (cap.kind === "function") place(path, withCodec(methods[0], []));
+    else if (cap.kind === "collection") {
       // collection() is synchronous on the platform: the ctx layer checks the name (D1) on use
-      place(path, freeze({ collection: (name: string) => ns(path, methods, name) }));
+      place(path, freeze({ collection: (name: string) => ns(methods, name) }));
     }
   }
   for (let i = 0; i < inner.length; i++) freeze(inner[i]);
@@ -770,6 +782,11 @@ function fail(id: string, error: Record<string, unknown>): void {
 type CallCtx = { shape: number; shapeText?: string; values: Record<string, unknown>; exports: string[]; missing: string;
   member: string | null; tool?: string };
 
+// The tools' modules this Worker imported, by URL: import() of a module already evaluated gives
+// the same namespace, after a turn of the loader (~35 µs a call). An edited tool gets a new
+// Worker (the call is "fresh"), so this never holds a stale module.
+const MODULES: Record<string, unknown> = objectCreate(null);
+
 function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultChars: number): void {
   const onError = (err: unknown) => fail(id, describe(err));
   const onValue = (value: unknown) => {
@@ -789,13 +806,7 @@ function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultCh
     }
     done(id, true, json);
   };
-  let loading: Promise<unknown>;
-  try {
-    loading = import(url);
-  } catch (err) {
-    return onError(err);
-  }
-  whenSettled(loading, (mod: any) => {
+  const start = (mod: any) => {
     try {
       const ctx = makeCtx(id, shapeOf(call), call.values);
       const args = parseJSON(decode(input));
@@ -816,6 +827,18 @@ function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultCh
     } catch (err) {
       onError(err);
     }
+  };
+  const mod = MODULES[url];
+  if (mod !== undefined) return start(mod);
+  let loading: Promise<unknown>;
+  try {
+    loading = import(url);
+  } catch (err) {
+    return onError(err);
+  }
+  whenSettled(loading, (m: unknown) => {
+    MODULES[url] = m;
+    start(m);
   }, onError);
 }
 
