@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import bench_agent as ba
 import bench_concurrency as bc
@@ -255,6 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10k docs, fewer repetitions (CI smoke)")
     parser.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="also write the figures as a Markdown table (for docs/benchmarks.md)",
+    )
+    parser.add_argument(
         "names", nargs="*", metavar="NAME", help=f"run only these ({', '.join(BENCHMARKS)}); default: all"
     )
     args = parser.parse_args(argv)
@@ -263,18 +269,24 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     selected = [BENCHMARKS[n] for n in args.names or BENCHMARKS]
     deno = subprocess.run([find_deno_bin(), "--version"], capture_output=True, text=True).stdout
+    load = os.getloadavg()[0]
     print(
         f"# Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{deno.splitlines()[0]}, {platform.machine()} x{os.cpu_count()}, load average "
-        f"{os.getloadavg()[0]:.1f}; {'quick' if sizes is QUICK else 'full'} run: {sizes}",
+        f"{load:.1f}; {'quick' if sizes is QUICK else 'full'} run: {sizes}",
         flush=True,
     )
-    t0, missed = time.perf_counter(), 0
-    for bench, report in selected:
+    t0, missed, rows = time.perf_counter(), 0, []
+    for name, (bench, report) in zip(args.names or BENCHMARKS, selected):
         text, ok = report(bench(sizes))
         missed += not ok
+        rows.append(f"| `{name}` | {text.replace('|', '/')} | {'OK' if ok else 'MISS'} |")
         print(f"{text}  {'OK' if ok else 'MISS'}", flush=True)
     print(f"# {len(selected) - missed} OK, {missed} MISS in {time.perf_counter() - t0:.1f} s")
+    if args.markdown:
+        head = f"{'Quick' if sizes is QUICK else 'Full'} run, {time.strftime('%Y-%m-%d')}, load average {load:.1f}"
+        table = ["| benchmark | figure, baseline, ratio, target | verdict |", "|---|---|---|", *rows]
+        Path(args.markdown).write_text(f"{head}\n\n" + "\n".join(table) + "\n", encoding="utf-8")
     return 0
 
 
