@@ -31,6 +31,8 @@ class Output:
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None and proc.stderr is not None
         self.fds = (proc.stdout.fileno(), proc.stderr.fileno())
+        for fd in self.fds:  # read when there may be something, never to wait (see take)
+            os.set_blocking(fd, False)
         self.open = set(self.fds)
         self.limit = DEFAULT_LIMITS.log_bytes
         self.marker: bytes | None = None
@@ -78,7 +80,10 @@ class Output:
                 return True
 
     def pump(self, fd: int) -> None:
-        chunk = os.read(fd, 1 << 16)
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:  # nothing there after all
+            return
         if not chunk:
             self.open.discard(fd)  # EOF: the process is gone
             self.logs[fd].write(self.pending[fd])
@@ -105,11 +110,15 @@ class Output:
         deadline = time.monotonic() + timeout
         parts: list[tuple[str, CappedLog]] = []
         for name, fd in zip(("stdout", "stderr"), self.fds):
+            # the host wrote the markers before it reported the end: read first, wait after
+            waited = False
             while (nonce is None or self.ended[fd] is None) and fd in self.open:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([fd], [], [], left)[0]:
-                    break
+                if waited:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not select.select([fd], [], [], left)[0]:
+                        break
                 self.pump(fd)
+                waited = True
             log = self.ended[fd]
             if log is None or nonce is None:  # no marker: all there is, and a fresh share
                 if log is not None:
