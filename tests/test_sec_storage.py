@@ -306,6 +306,34 @@ def test_a_call_takes_the_storage_lock_at_its_first_ctx_call(gem: GemBuilder, tm
         assert bench.call("caught").ok and bench.kv()["key"].tolist() == ["a", "b"]
 
 
+THREADS = """
+import threading
+
+def handle(i, ctx):
+    errors = []
+    def put(k):
+        try:
+            ctx.storage.kv.set(k, "v")
+        except Exception as e:
+            errors.append(repr(e))
+    ts = [threading.Thread(target=put, args=(f"k{n}",)) for n in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return errors
+"""
+
+
+def test_threads_of_a_tool_open_one_storage_transaction(gem: GemBuilder, open_bench) -> None:
+    gem.tool("threads", THREADS)
+    bench = open_bench(gem)
+    for _ in range(5):
+        res = bench.call("threads")
+        assert res.ok and res.value == [], res
+    assert sorted(bench.kv()["key"]) == [f"k{n}" for n in range(8)]
+
+
 KV_JS = """
 export default async function (input, ctx) {
   const lone = "a\\ud800b";

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -125,6 +126,8 @@ class Invocation:
     aborted: WorkbenchError | None = None
     opening: Callable[[], None] | None = None
     opened: bool = False  # the storage transaction is open (its end commits it)
+    # a tool's threads making their first ctx calls at once: one opens, the others wait for it
+    opening_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass(slots=True)
@@ -206,13 +209,19 @@ class CallSession:
             raise self.aborted
         invocation = self.invocation
         if invocation.opening is not None:  # its first ctx call: the storage transaction opens
-            opening, invocation.opening = invocation.opening, None
-            try:
-                opening()
-            except WorkbenchError as exc:  # E_BUSY: no ctx call of it can run
-                invocation.aborted = exc
-                raise
-            invocation.opened = True
+            with invocation.opening_lock:
+                opening = invocation.opening
+                if opening is not None:
+                    try:
+                        opening()
+                    except WorkbenchError as exc:  # E_BUSY: no ctx call of it can run
+                        invocation.aborted = exc
+                    else:
+                        invocation.opened = True
+                    finally:  # only now: another thread's first ctx call waits until here
+                        invocation.opening = None
+            if invocation.aborted is not None:
+                raise invocation.aborted
         if self.crash_after is None:
             return self._invoke(method, fn, *args, **kwargs)
         if self.crash_after <= len(self.trace):  # crash=0: before the first ctx call runs
