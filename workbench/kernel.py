@@ -65,7 +65,7 @@ class WorkbenchKernel(IPythonKernel):
         if inspect.isawaitable(content):
             content = await content
         self.session.send(stream, "shutdown_reply", content, parent, ident=ident)
-        self._shutdown_message = self.session.msg("shutdown_reply", content, parent)
+        self._shutdown_message = self.session.msg("shutdown_reply", content, parent)  # type: ignore[assignment]  # None in the class body
         await self._at_shutdown()
         loops = [self.io_loop]
         if self.shell_stream and self.shell_stream.io_loop is not self.io_loop:

@@ -23,6 +23,7 @@ const { freeze, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, keys: 
 const hasOwn = ObjectCtor.hasOwn;
 const ReflectApply = Reflect.apply;
 const ReflectDelete = Reflect.deleteProperty;
+const ReflectSetPrototypeOf = Reflect.setPrototypeOf;
 const NativePromise = Promise;
 const PromiseProto = Promise.prototype;
 const promiseThen = PromiseProto.then;
@@ -101,6 +102,12 @@ const JSON_PROTOS: object[] = [
   NativeURL.prototype, NativeURLSearchParams.prototype, NativeHeaders.prototype,
 ];
 const JSON_TOJSON: unknown[] = [];
+// ... and what each inherited from: a tool that put a Proxy between Array.prototype and
+// Object.prototype had its `get` trap asked for "toJSON" with every array serialised
+const JSON_PARENTS: (object | null)[] = [];
+for (let i = 0; i < JSON_PROTOS.length; i++) {
+  JSON_PARENTS[i] = getPrototypeOf(JSON_PROTOS[i]);
+}
 for (let i = 0; i < JSON_PROTOS.length; i++) {
   JSON_TOJSON[i] = getOwnPropertyDescriptor(JSON_PROTOS[i], "toJSON")?.value;
 }
@@ -133,14 +140,28 @@ function safeGet(o: unknown, key: string): unknown {
   return undefined;
 }
 
-// JSON.stringify with toJSON planted on built-in prototypes set aside while it runs
+// JSON.stringify with toJSON planted on built-in prototypes, and prototypes a tool gave them,
+// set aside while it runs
 function safeStringify(value: unknown): string | undefined {
   const planted: number[] = [];
   const saved: PropertyDescriptor[] = [];
+  const moved: number[] = [];
+  const parents: (object | null)[] = [];
+  for (let i = 0; i < JSON_PROTOS.length; i++) {
+    const parent = getPrototypeOf(JSON_PROTOS[i]);
+    if (parent === JSON_PARENTS[i]) continue;
+    if (!ReflectSetPrototypeOf(JSON_PROTOS[i], JSON_PARENTS[i])) {
+      for (let k = 0; k < moved.length; k++) ReflectSetPrototypeOf(JSON_PROTOS[moved[k]], parents[k]);
+      throw new NativeTypeError("a tool gave a built-in prototype a prototype that cannot be set back");
+    }
+    append(moved, i);
+    append(parents, parent);
+  }
   for (let i = 0; i < JSON_PROTOS.length; i++) {
     const d = getOwnPropertyDescriptor(JSON_PROTOS[i], "toJSON");
     if (d === undefined || (hasOwn(d, "value") && d.value === JSON_TOJSON[i])) continue;
     if (!ReflectDelete(JSON_PROTOS[i], "toJSON")) {
+      for (let k = 0; k < moved.length; k++) ReflectSetPrototypeOf(JSON_PROTOS[moved[k]], parents[k]);
       throw new NativeTypeError("a tool made a built-in prototype's toJSON unremovable");
     }
     append(planted, i);
@@ -150,6 +171,7 @@ function safeStringify(value: unknown): string | undefined {
     return stringify(value);
   } finally {
     for (let k = 0; k < planted.length; k++) defineProperty(JSON_PROTOS[planted[k]], "toJSON", saved[k]);
+    for (let k = 0; k < moved.length; k++) ReflectSetPrototypeOf(JSON_PROTOS[moved[k]], parents[k]);
   }
 }
 
@@ -355,7 +377,9 @@ function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
       activeCount++;
     }
     const call = msg.ctx as CallCtx; // its shape is kept now: the tool may not load this time
-    if (typeof call.shapeText === "string") SHAPES[call.shape] = prepare(parseJSON(call.shapeText) as CapSpec[]);
+    // own properties only: shapeText is left out after the first call of a shape, and a read
+    // of a missing key reaches Object.prototype, where a tool may have planted a getter
+    if (hasOwn(call, "shapeText")) SHAPES[call.shape] = prepare(parseJSON(call.shapeText as string) as CapSpec[]);
     run(msg.id as string, msg.file as string, payload, call, msg.resultChars as number);
   } else if (msg.t === "reply") {
     const n = msg.seq as number;
@@ -577,7 +601,9 @@ function prepare(shape: CapSpec[]): CapSpec[] {
     const cap = shape[i];
     for (let j = 0; j < cap.methods.length; j++) {
       const m = cap.methods[j];
-      m.full = cap.kind === "function" ? cap.path : `${cap.path}.${m.name}`;
+      // defined, not assigned: an assignment of a key the object lacks runs a setter a tool
+      // planted on Object.prototype (and then reading it back would run its getter)
+      defineProperty(m, "full", data(cap.kind === "function" ? cap.path : `${cap.path}.${m.name}`));
       PARAMS[m.full] = m.params;
       if (m.codec === "void") FIRE_AND_FORGET[m.full] = true;
     }
