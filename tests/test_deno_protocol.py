@@ -225,3 +225,30 @@ def test_a_planted_prototype_sees_and_changes_no_other_call(gem: GemBuilder, pla
             assert bench.call("seen").value == []  # the plant never ran on the bridge's data
     finally:
         bench.close()
+
+
+def test_what_the_bridge_sets_aside_is_put_back_when_it_cannot_serialise(gem: GemBuilder) -> None:
+    """A tool made one toJSON removable (Object.prototype) and the next unremovable
+    (Array.prototype): its ctx call fails with a coded error, and the bridge leaves the realm
+    as the tool made it (it used to keep the first one deleted). Nothing can be serialised in
+    that realm any more, its own result neither: the tool reports on its console."""
+    gem.tool(
+        "plant",
+        """
+        export default async (input, ctx) => {
+          const mine = function () { return "mine"; };
+          Object.prototype.toJSON = mine;
+          Object.defineProperty(Array.prototype, "toJSON", { value: () => "x", configurable: false });
+          let code = null;
+          try { await ctx.storage.kv.set("k", "v"); } catch (e) { code = e.code; }
+          console.log(`code=${code} kept=${Object.prototype.toJSON === mine}`);
+          return 1;
+        }""",
+        ext="js",
+    )
+    bench = workbench.open(gem.write(), providers="mock", reuse="never", timeout=10)
+    try:
+        res = bench.call("plant")
+        assert "code=E_INVALID_ARGUMENT kept=true" in res.logs
+    finally:
+        bench.close()

@@ -147,27 +147,25 @@ function safeStringify(value: unknown): string | undefined {
   const saved: PropertyDescriptor[] = [];
   const moved: number[] = [];
   const parents: (object | null)[] = [];
-  for (let i = 0; i < JSON_PROTOS.length; i++) {
-    const parent = getPrototypeOf(JSON_PROTOS[i]);
-    if (parent === JSON_PARENTS[i]) continue;
-    if (!ReflectSetPrototypeOf(JSON_PROTOS[i], JSON_PARENTS[i])) {
-      for (let k = 0; k < moved.length; k++) ReflectSetPrototypeOf(JSON_PROTOS[moved[k]], parents[k]);
-      throw new NativeTypeError("a tool gave a built-in prototype a prototype that cannot be set back");
+  try { // whatever was set aside is put back, also when a later one cannot be
+    for (let i = 0; i < JSON_PROTOS.length; i++) {
+      const parent = getPrototypeOf(JSON_PROTOS[i]);
+      if (parent === JSON_PARENTS[i]) continue;
+      if (!ReflectSetPrototypeOf(JSON_PROTOS[i], JSON_PARENTS[i])) {
+        throw new NativeTypeError("a tool gave a built-in prototype a prototype that cannot be set back");
+      }
+      append(moved, i);
+      append(parents, parent);
     }
-    append(moved, i);
-    append(parents, parent);
-  }
-  for (let i = 0; i < JSON_PROTOS.length; i++) {
-    const d = getOwnPropertyDescriptor(JSON_PROTOS[i], "toJSON");
-    if (d === undefined || (hasOwn(d, "value") && d.value === JSON_TOJSON[i])) continue;
-    if (!ReflectDelete(JSON_PROTOS[i], "toJSON")) {
-      for (let k = 0; k < moved.length; k++) ReflectSetPrototypeOf(JSON_PROTOS[moved[k]], parents[k]);
-      throw new NativeTypeError("a tool made a built-in prototype's toJSON unremovable");
+    for (let i = 0; i < JSON_PROTOS.length; i++) {
+      const d = getOwnPropertyDescriptor(JSON_PROTOS[i], "toJSON");
+      if (d === undefined || (hasOwn(d, "value") && d.value === JSON_TOJSON[i])) continue;
+      if (!ReflectDelete(JSON_PROTOS[i], "toJSON")) {
+        throw new NativeTypeError("a tool made a built-in prototype's toJSON unremovable");
+      }
+      append(planted, i);
+      append(saved, nullDesc(d));
     }
-    append(planted, i);
-    append(saved, nullDesc(d));
-  }
-  try {
     return stringify(value);
   } finally {
     for (let k = 0; k < planted.length; k++) defineProperty(JSON_PROTOS[planted[k]], "toJSON", saved[k]);
