@@ -250,3 +250,24 @@ def test_each_ctx_shape_reaches_every_new_worker(gem: GemBuilder, opened: Callab
         assert bench.call("plain").value == plain
     bench.sandbox.stop()  # a new process: the texts cross again
     assert bench.call("mail").value == sorted([*plain, "email"])
+
+
+@pytest.mark.parametrize("after_ms", [0, 30])
+def test_an_uncaught_error_out_of_any_call_ends_the_call_not_the_sandbox(
+    gem: GemBuilder, opened: Callable, after_ms: int
+) -> None:
+    # The host waits for the worker blocking, then (after a few ms) on its event loop, where the
+    # worker's error event comes; it must not take the process down with the worker (a wait on
+    # the event loop that nothing else keeps alive did, about one call in five)
+    gem.tool(
+        "bomb",
+        "export default async (i) => { setTimeout(() => { throw new Error('later'); }, i.ms);"
+        " await new Promise((r) => setTimeout(r, 500)); return 'never'; }",
+        ext="js",
+    )
+    gem.tool("one", "export default async () => 1", ext="js")
+    bench = opened(gem, conversation=False)
+    for _ in range(8):
+        res = bench.call("bomb", {"ms": after_ms})
+        assert res.error.code == "E_TOOL_ERROR" and "later" in res.error.message, res.error
+        assert bench.call("one").value == 1

@@ -244,16 +244,18 @@ def test_N1_reading_inside_the_gem_works(escape: tuple[workbench.Bench, dict]) -
     assert res.value == "inside the gem"
 
 
-def test_N1_rpc_socket_and_fds_are_unreachable(escape: tuple[workbench.Bench, dict]) -> None:
+def test_N1_rpc_channel_and_fds_are_unreachable(escape: tuple[workbench.Bench, dict]) -> None:
     bench, _ = escape
     assert bench.call("read_inside").ok  # the sandbox is up: its channel exists
     proc = bench.sandbox.proc
     args = [str(a) for a in proc.args]
-    sock = args[args.index(str(HERE / "host.ts")) + 1]  # the host's RPC socket path
-    assert not os.path.exists(sock)  # accepted once, then unlinked: nobody can connect again
+    at = args.index(str(HERE / "host.ts"))
+    fifos = args[at + 1 : at + 3]  # the host's RPC channel: a FIFO each way
+    assert all("wb-rpc-" in f for f in fifos)
+    assert not any(map(os.path.exists, fifos))  # unlinked once open: nobody can open them again
     pid = bench.sandbox.pid
     paths = [
-        sock,
+        *fifos,
         "/dev/stdin",
         "/dev/stdout",
         "/proc/self/environ",
@@ -270,8 +272,8 @@ def test_N1_rpc_socket_and_fds_are_unreachable(escape: tuple[workbench.Bench, di
         assert set(res.value.values()) == {"NotCapable"}, {
             p: v for p, v in res.value.items() if v != "NotCapable"
         }
-    # the worker may not connect to the socket even were it still there (Deno checks read first)
-    res = bench.call("connect_unix", {"path": sock})
+    # nor connect to a socket there (Deno checks read first)
+    res = bench.call("connect_unix", {"path": fifos[0]})
     assert res.error.code == "E_SANDBOX" and res.error.details["capability"] == "read"
     assert bench.call("read_inside").value == "inside the gem"  # the channel still works
 

@@ -1,13 +1,23 @@
 // Gem Workbench sandbox host: one Deno process per gem (N3).
 //
 // The tool runs in a Worker whose permissions allow only reading the gem folder and its
-// resources. This main module alone holds the RPC channel: a Unix socket the Python side listens
-// on for exactly one connection (then unlinks), which the worker has no permission to reach.
-// (A socket, not pipes: Deno serves pipes on helper threads, ~10x slower per round trip.)
-// Tool output on stdout/stderr is only ever captured as logs, never parsed as protocol.
+// resources. This main module alone holds the RPC channel: two FIFOs in a private folder (one
+// each way) that the Python side made and unlinks once both are open, which the worker has no
+// permission to reach. Tool output on stdout/stderr is only ever captured as logs, never parsed
+// as protocol.
+//
+// The main thread waits by blocking, not through the event loop: it reads the FIFO with
+// readSync and waits for the worker with Atomics.wait. A ctx call makes four hand-offs between
+// threads (Worker -> main -> Python -> main -> Worker); an event-loop wake (epoll, a resolved
+// promise) cost ~40 µs more per hand-off than a blocking one on 2 cores (tests/bench:
+// deno_ctx_round_trip). This works because the conversation takes turns: Python writes only
+// when the host waits for it (no call in flight, or every call in flight waits for Python's
+// answer to a ctx call, or ended and waits for them), and the worker acts otherwise (see
+// pythonsTurn). Waiting for the worker falls back to the event loop after SYNC_MS, so a worker's
+// uncaught error (an event) still ends its calls.
 //
 // Protocol: a message is one JSON header line; a header with `n` is followed by exactly n bytes
-// of payload (JSON text), which the host never parses: it moves between the socket and the
+// of payload (JSON text), which the host never parses: it moves between the channel and the
 // worker as bytes (to the worker through a shared buffer, see startWorker). So a big input or
 // file costs a few copies, not a scan of everything buffered per chunk read (SEC5).
 //   python -> host  {t:"call", id, file (URL), fresh, nonce, ctx, limit, resultChars, n} + input
@@ -21,35 +31,51 @@
 // `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
 // results over `resultChars` (N9) before they are carried; Python checks what it sends.
 
-const [socketPath, workerUrl, ...readable] = Deno.args;
-const channel = await Deno.connect({ transport: "unix", path: socketPath });
+const [inPath, outPath, workerUrl, ...readable] = Deno.args;
+const input = Deno.openSync(inPath, { read: true }); // blocks until Python opened its end
+const output = Deno.openSync(outPath, { write: true });
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const HEADER_LIMIT = 1 << 20; // headers are small; a longer line is a broken stream
+const SYNC_MS = 5; // how long a wait for the worker blocks before it lets the event loop run
 let limit = 64 * 1024 * 1024; // bridge_message_bytes, as the current call's limits say
 
-// Writes are queued: two messages written concurrently would interleave their chunks
-let writing: Promise<void> = Promise.resolve();
-
-async function writeAll(bytes: Uint8Array): Promise<void> {
-  let written = 0;
-  while (written < bytes.length) written += await channel.write(bytes.subarray(written));
+function writeSyncAll(out: { writeSync(p: Uint8Array): number }, bytes: Uint8Array): void {
+  for (let w = 0; w < bytes.length;) w += out.writeSync(bytes.subarray(w));
 }
 
 function send(header: Record<string, unknown>, payload?: Uint8Array): void {
   const head = encoder.encode(JSON.stringify(header) + "\n");
-  let bytes = head;
-  if (payload && payload.length <= 1 << 16) { // one write for the usual small message
-    bytes = new Uint8Array(head.length + payload.length);
-    bytes.set(head);
-    bytes.set(payload, head.length);
-    payload = undefined;
+  try {
+    if (payload && payload.length <= 1 << 16) { // one write for the usual small message
+      const bytes = new Uint8Array(head.length + payload.length);
+      bytes.set(head);
+      bytes.set(payload, head.length);
+      writeSyncAll(output, bytes);
+    } else {
+      writeSyncAll(output, head);
+      if (payload) writeSyncAll(output, payload);
+    }
+  } catch {
+    Deno.exit(0); // the Python side is gone
   }
-  const rest = payload;
-  writing = writing.then(async () => {
-    await writeAll(bytes);
-    if (rest) await writeAll(rest);
-  }).catch(() => Deno.exit(0)); // the Python side is gone
+}
+
+// Until ia[i] is no longer `value`: blocking first (the cheapest wake), then, after SYNC_MS,
+// through the event loop, where a worker's error event can arrive (stopWorker then wakes this).
+async function waitChange(ia: Int32Array, i: number, value: number): Promise<void> {
+  if (Atomics.wait(ia, i, value, SYNC_MS) !== "timed-out") return;
+  const r = Atomics.waitAsync(ia, i, value);
+  if (!r.async) return;
+  // A notify reaches this wait as a V8 task, which does not keep Deno's event loop alive: once
+  // the worker is gone (stopWorker), Deno would end the process ("Top-level await promise never
+  // resolved") before it came. A timer does keep the loop alive.
+  const alive = setTimeout(() => {}, 2 ** 31 - 1);
+  try {
+    await r.value;
+  } finally {
+    clearTimeout(alive);
+  }
 }
 
 const workerPermissions = {
@@ -57,8 +83,9 @@ const workerPermissions = {
   import: false,
 };
 type Sandboxed = { w: Worker; ctrl: Int32Array; data: Uint8Array; gen: number;
-  queue: [Uint8Array, Uint8Array][]; busy: boolean; back: Int32Array; backData: Uint8Array;
-  shapes: Set<number> };
+  back: Int32Array; backData: Uint8Array; shapes: Set<number>;
+  // the message being read from the worker's buffer (see fromWorker)
+  seen: number; filled: number; plen: number; head: Uint8Array | null; payload: Uint8Array | null };
 // the ctx shapes' texts by number, as Python sent them: each Worker gets a text once
 const shapes = new Map<number, string>();
 let worker: Sandboxed | null = null;
@@ -93,90 +120,78 @@ function startWorker(): Sandboxed {
     for (const id of [...active.keys()].reverse()) finish(id, false, error); // innermost first
     stopWorker();
   };
-  const sb = { w, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab), gen: 0, queue: [],
-               busy: false, back: new Int32Array(back, 0, DATA / 4), backData: new Uint8Array(back),
-               shapes: new Set<number>() };
-  fromWorker(sb);
-  return sb;
+  return { w, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab), gen: 0,
+           back: new Int32Array(back, 0, DATA / 4), backData: new Uint8Array(back),
+           shapes: new Set<number>(), seen: 0, filled: 0, plen: 0, head: null, payload: null };
 }
 
-// The worker's messages, as worker.ts writes them into the second buffer. A payload over the
-// limit is not kept (its chunks are acknowledged and dropped): the worker refuses those itself,
-// this only guards the host's memory.
+// The next chunk the worker wrote into the second buffer, once there is one; a whole message
+// goes to onWorkerMessage. A payload over the limit is not kept (its chunks are acknowledged
+// and dropped): the worker refuses those itself, this only guards the host's memory.
 async function fromWorker(sb: Sandboxed): Promise<void> {
   const { back, backData } = sb;
-  let seen = 0, filled = 0, plen = 0;
-  let head: Uint8Array | null = null, payload: Uint8Array | null = null;
-  for (;;) {
-    const r = Atomics.waitAsync(back, GEN, seen);
-    if (r.async) await r.value;
-    if (worker !== sb) return; // stopped (stopWorker woke it): a new worker has its own buffers
-    const gen = Atomics.load(back, GEN);
-    if (gen === seen) continue;
-    seen = gen;
-    const hlen = Atomics.load(back, HLEN), clen = Atomics.load(back, CLEN);
-    const start = DATA + Math.max(hlen, 0);
-    if (hlen >= 0) {
-      plen = Atomics.load(back, PLEN);
-      head = hlen <= HEADER_LIMIT ? backData.slice(DATA, DATA + hlen) : null;
-      payload = plen <= limit ? new Uint8Array(plen) : null;
-      filled = 0;
-    }
-    const n = Math.max(0, Math.min(clen, plen - filled, backData.length - start));
-    payload?.set(backData.subarray(start, start + n), filled);
-    filled += n;
-    Atomics.store(back, ACK, seen);
-    Atomics.notify(back, ACK);
-    if (filled < plen || head === null) continue;
-    const header = head;
-    head = null;
-    let msg: any;
-    try {
-      msg = JSON.parse(decoder.decode(header));
-    } catch {
-      continue; // not what worker.ts writes: nothing to act on
-    }
-    onWorkerMessage(msg, payload, plen);
+  await waitChange(back, GEN, sb.seen);
+  if (worker !== sb) return; // stopped (stopWorker woke it): a new worker has its own buffers
+  const gen = Atomics.load(back, GEN);
+  if (gen === sb.seen) return;
+  sb.seen = gen;
+  const hlen = Atomics.load(back, HLEN), clen = Atomics.load(back, CLEN);
+  const start = DATA + Math.max(hlen, 0);
+  if (hlen >= 0) {
+    sb.plen = Atomics.load(back, PLEN);
+    sb.head = hlen <= HEADER_LIMIT ? backData.slice(DATA, DATA + hlen) : null;
+    sb.payload = sb.plen <= limit ? new Uint8Array(sb.plen) : null;
+    sb.filled = 0;
   }
+  const n = Math.max(0, Math.min(clen, sb.plen - sb.filled, backData.length - start));
+  sb.payload?.set(backData.subarray(start, start + n), sb.filled);
+  sb.filled += n;
+  Atomics.store(back, ACK, gen);
+  Atomics.notify(back, ACK);
+  if (sb.filled < sb.plen || sb.head === null) return;
+  const header = sb.head;
+  sb.head = null;
+  let msg: any;
+  try {
+    msg = JSON.parse(decoder.decode(header));
+  } catch {
+    return; // not what worker.ts writes: nothing to act on
+  }
+  onWorkerMessage(msg, sb.payload, sb.plen);
 }
 
 function stopWorker(): void {
   worker?.w.terminate();
-  if (worker) Atomics.notify(worker.back, GEN); // its reader then sees it stopped and ends
+  if (worker) { // its waits then see it stopped and end
+    Atomics.notify(worker.back, GEN);
+    Atomics.notify(worker.ctrl, ACK);
+  }
   worker = null;
 }
 
-function toWorker(header: Record<string, unknown>, payload: Uint8Array): void {
-  if (!worker) return;
-  worker.queue.push([encoder.encode(JSON.stringify(header)), payload]);
-  if (!worker.busy) pump(worker);
-}
-
-// One chunk at a time in the buffer: the next waits until the worker has copied it out
-async function pump(sb: Sandboxed): Promise<void> {
-  sb.busy = true;
-  while (sb.queue.length && worker === sb) {
-    const [head, payload] = sb.queue.shift()!;
-    let off = 0;
-    do {
-      for (let ack; (ack = Atomics.load(sb.ctrl, ACK)) !== sb.gen;) {
-        const r = Atomics.waitAsync(sb.ctrl, ACK, ack, 1000);
-        if (r.async) await r.value;
-        if (worker !== sb) return; // stopped meanwhile: a new worker has its own buffer
-      }
-      const hlen = off === 0 ? head.length : 0;
-      if (off === 0) sb.data.set(head, DATA);
-      const n = Math.min(payload.length - off, CHUNK);
-      sb.data.set(payload.subarray(off, off + n), DATA + hlen);
-      Atomics.store(sb.ctrl, HLEN, off === 0 ? hlen : -1);
-      Atomics.store(sb.ctrl, PLEN, payload.length);
-      Atomics.store(sb.ctrl, CLEN, n);
-      Atomics.store(sb.ctrl, GEN, ++sb.gen);
-      Atomics.notify(sb.ctrl, GEN);
-      off += n;
-    } while (off < payload.length);
-  }
-  sb.busy = false;
+// One chunk at a time in the buffer: the next once the worker has copied the last one out.
+// The worker reads its buffer on its own event loop, whatever its tool is doing with the other.
+async function toWorker(header: Record<string, unknown>, payload: Uint8Array): Promise<void> {
+  const sb = worker;
+  if (!sb) return;
+  const head = encoder.encode(JSON.stringify(header));
+  let off = 0;
+  do {
+    for (let ack; (ack = Atomics.load(sb.ctrl, ACK)) !== sb.gen;) {
+      await waitChange(sb.ctrl, ACK, ack);
+      if (worker !== sb) return; // stopped meanwhile: a new worker has its own buffer
+    }
+    const hlen = off === 0 ? head.length : 0;
+    if (off === 0) sb.data.set(head, DATA);
+    const n = Math.min(payload.length - off, CHUNK);
+    sb.data.set(payload.subarray(off, off + n), DATA + hlen);
+    Atomics.store(sb.ctrl, HLEN, off === 0 ? hlen : -1);
+    Atomics.store(sb.ctrl, PLEN, payload.length);
+    Atomics.store(sb.ctrl, CLEN, n);
+    Atomics.store(sb.ctrl, GEN, ++sb.gen);
+    Atomics.notify(sb.ctrl, GEN);
+    off += n;
+  } while (off < payload.length);
 }
 
 function finish(id: string, ok: boolean, payload: Uint8Array): void {
@@ -202,8 +217,12 @@ function settle(): void {
   }
 }
 
-function writeSyncAll(stream: typeof Deno.stdout, bytes: Uint8Array): void {
-  for (let w = 0; w < bytes.length;) w += stream.writeSync(bytes.subarray(w));
+// Python's turn to write: no call in flight, or each one waits for Python's answer to a ctx call
+// or has ended (and waits for those answers or for a call nested in it). Otherwise the worker
+// owes the next message, and Python waits for it.
+function pythonsTurn(): boolean {
+  for (const call of active.values()) if (!call.done && call.pending === 0) return false;
+  return true;
 }
 
 function report(id: string, nonce: string, ok: boolean, payload: Uint8Array, late: unknown[]): void {
@@ -231,7 +250,7 @@ function onWorkerMessage(msg: any, payload: Uint8Array | null, size: number): vo
 
 const EMPTY = new Uint8Array(0);
 
-function onMessage(msg: any, payload: Uint8Array | null): void {
+async function onMessage(msg: any, payload: Uint8Array | null): Promise<void> {
   if (msg.t === "call") {
     if (Number.isInteger(msg.limit)) limit = msg.limit;
     if (msg.fresh && !active.size) stopWorker(); // never under a call in flight
@@ -244,33 +263,31 @@ function onMessage(msg: any, payload: Uint8Array | null): void {
       ctx.shapeText = shapes.get(ctx.shape);
       worker.shapes.add(ctx.shape);
     }
-    toWorker({ t: "call", id: msg.id, file: msg.file, ctx, limit,
-               resultChars: msg.resultChars ?? limit }, payload ?? encoder.encode("null"));
+    await toWorker({ t: "call", id: msg.id, file: msg.file, ctx, limit,
+                     resultChars: msg.resultChars ?? limit }, payload ?? encoder.encode("null"));
   } else if (msg.t === "reply") {
     const call = active.get(msg.id);
     if (call) call.pending--;
-    toWorker({ t: "reply", seq: msg.seq, ok: msg.ok === true }, payload ?? EMPTY);
+    await toWorker({ t: "reply", seq: msg.seq, ok: msg.ok === true }, payload ?? EMPTY);
     if (call?.done) settle();
   }
 }
 
 // Reading: a header is found by scanning only the bytes that just arrived for "\n" (linear in
 // the message, however it is chunked); a payload is read straight into its own buffer.
-worker = startWorker(); // now, not at the first call: it starts while Python gets ready
-await send({ t: "ready" });
 const chunk = new Uint8Array(1 << 16);
 let parts: Uint8Array[] = [];
 let partsLength = 0;
 let rest: Uint8Array = new Uint8Array(0); // bytes read past the last complete piece
 
-async function more(): Promise<boolean> {
-  const n = await channel.read(chunk);
+function more(): boolean {
+  const n = input.readSync(chunk);
   if (n === null) return false;
   rest = chunk.slice(0, n);
   return true;
 }
 
-async function readHeader(): Promise<any | null> {
+function readHeader(): any | null {
   for (;;) {
     const nl = rest.indexOf(10);
     if (nl >= 0) {
@@ -290,33 +307,41 @@ async function readHeader(): Promise<any | null> {
     parts.push(rest);
     partsLength += rest.length;
     if (partsLength > HEADER_LIMIT) throw new Error("bridge: header line too long");
-    if (!(await more())) return null;
+    if (!more()) return null;
   }
 }
 
-async function readPayload(n: number): Promise<Uint8Array | null> {
+function readPayload(n: number): Uint8Array | null {
   const out = new Uint8Array(n);
   let have = Math.min(n, rest.length);
   out.set(rest.subarray(0, have));
   rest = rest.subarray(have);
   while (have < n) {
-    const got = await channel.read(out.subarray(have));
+    const got = input.readSync(out.subarray(have));
     if (got === null) return null;
     have += got;
   }
   return out;
 }
 
+worker = startWorker(); // now, not at the first call: it starts while Python gets ready
+send({ t: "ready" });
 for (;;) {
-  const msg = await readHeader();
+  if (!pythonsTurn()) {
+    if (worker) await fromWorker(worker);
+    else for (const id of [...active.keys()].reverse()) finish(id, false, encoder.encode(
+      JSON.stringify({ name: "Error", message: "the worker stopped", stack: "" })));
+    continue;
+  }
+  const msg = readHeader();
   if (msg === null) break;
   let payload: Uint8Array | null = null;
   if (Number.isInteger(msg.n) && msg.n > 0) {
     // the Python side checks sizes before sending; this only guards the host's own memory
     if (msg.n > Math.max(limit, msg.limit ?? 0)) throw new Error("bridge: message over the limit");
-    payload = await readPayload(msg.n);
+    payload = readPayload(msg.n);
     if (payload === null) break;
   }
-  onMessage(msg, payload);
+  await onMessage(msg, payload);
 }
 Deno.exit(0);

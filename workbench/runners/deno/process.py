@@ -5,10 +5,10 @@ stdout/stderr carry only the tool's console output, at most limits.log_bytes per
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
-import socket
 import subprocess
 import time
 
@@ -78,6 +78,8 @@ class Output:
                     self.flowing = True
             if channel in ready:
                 return True
+            if not self.open:  # both streams ended: the process is gone (or shut them)
+                return bool(select.select([channel], [], [], 0)[0])
 
     def pump(self, fd: int) -> None:
         try:
@@ -145,21 +147,26 @@ def terminate(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def accept(listener: socket.socket, proc: subprocess.Popen[bytes]) -> socket.socket:
-    """The host's connection; if Deno dies first, a socket that reads EOF (so start fails)."""
+def open_writer(path: str, proc: subprocess.Popen[bytes]) -> int:
+    """Our end of the FIFO the host reads (non-blocking): it opens once the host is reading
+    it. If Deno dies first, -1 (so start fails)."""
     deadline = time.monotonic() + 30
     while proc.poll() is None and time.monotonic() < deadline:
-        if select.select([listener], [], [], 0.05)[0]:
-            return listener.accept()[0]
-    a, b = socket.socketpair()
-    b.close()
-    return a
+        try:
+            return os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:  # ENXIO: the host has not opened it yet
+            if exc.errno != errno.ENXIO:
+                raise
+        time.sleep(0.002)
+    return -1
 
 
-def kill(proc: subprocess.Popen[bytes], sock: socket.socket) -> None:
+def kill(proc: subprocess.Popen[bytes], fds: tuple[int, ...]) -> None:
     """Kill the process and close every channel to it (also run when a Sandbox is collected)."""
     terminate(proc)
     for stream in (proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
-    sock.close()
+    for fd in fds:
+        if fd >= 0:
+            os.close(fd)

@@ -2,8 +2,8 @@
 
 The tool runs in a Worker that may only read the gem folder and its resources (N1); `npm:` and
 remote imports are switched off (N4); one process serves one gem and is never shared (N3).
-RPC travels on a Unix socket that only the host module may connect to (granted to the host, not
-to the worker), accepted once and unlinked at once. stdout/stderr carry only the tool's console
+RPC travels on two FIFOs (one each way) in a private folder that only the host module may open
+(granted to the host, not to the worker), unlinked once both ends are open. stdout/stderr carry only the tool's console
 output, captured as logs, at most limits.log_bytes per call (SEC5).
 
 Framing (host.ts has the message list): a JSON header line, then `n` payload bytes when the
@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import select
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -33,7 +33,7 @@ from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 from ...gem.links import GemLinks
 from ..python import Outcome
 from .errors import tool_error
-from .process import Output, accept, kill, terminate
+from .process import Output, kill, open_writer, terminate
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 
 if TYPE_CHECKING:
@@ -110,9 +110,10 @@ class Sandbox:
         if not blocker.is_file():
             shutil.rmtree(blocker, ignore_errors=True)
             blocker.touch()
-        sock_dir = tempfile.mkdtemp(prefix="wb-rpc-")  # 0700: only we can reach the socket
-        path = os.path.join(sock_dir, "rpc")
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # 0700: only we can reach the FIFOs; unlinked once both ends are open (the host sent
+        # "ready"). FIFOs, not a socket: the host reads them with readSync (see host.ts).
+        fifo_dir = tempfile.mkdtemp(prefix="wb-rpc-")
+        to_host, from_host = os.path.join(fifo_dir, "in"), os.path.join(fifo_dir, "out")
         readable = [str(self.gem_root), *map(str, self.options.readable)]
         cmd = [
             find_deno_bin(),
@@ -122,17 +123,17 @@ class Sandbox:
             "--quiet",
             *([f"--import-map={self.options.import_map}"] if self.options.import_map else []),
             f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
-            f"--allow-read={','.join([*readable, str(HERE), path])}",
-            f"--allow-write={path}",
-            f"--allow-net=unix:{path}",
+            f"--allow-read={','.join([*readable, str(HERE), to_host])}",
+            f"--allow-write={from_host}",
             str(HERE / "host.ts"),
-            path,
+            to_host,
+            from_host,
             (HERE / "worker.ts").as_uri(),
             *readable,
         ]
         try:
-            listener.bind(path)
-            listener.listen(1)
+            os.mkfifo(to_host, 0o600)
+            os.mkfifo(from_host, 0o600)
             self.proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
@@ -141,19 +142,20 @@ class Sandbox:
                 env=minimal_env(self.deno_dir),
                 start_new_session=True,
             )
-            self._sock = accept(listener, self.proc)
-        finally:  # one connection, then nobody else can connect: the path is gone
-            listener.close()
-            shutil.rmtree(sock_dir, ignore_errors=True)
-        self._r, self._rbuf, self._rpos = self._sock.fileno(), b"", 0
-        self._output = Output(self.proc)
-        self._finalizer = weakref.finalize(self, kill, self.proc, self._sock)
-        self._mtimes.clear()
-        self._shapes_sent.clear()
-        for held in self._held.values():
-            held.clear()  # messages of a process that is gone
-        self._death = None
-        got = self._recv(time.monotonic() + 30, 0)
+            # ours before the host opens its writing end (after `in`), so that open never blocks
+            self._r = os.open(from_host, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            self._w = open_writer(to_host, self.proc)
+            self._rbuf, self._rpos = b"", 0
+            self._output = Output(self.proc)
+            self._finalizer = weakref.finalize(self, kill, self.proc, (self._r, self._w))
+            self._mtimes.clear()
+            self._shapes_sent.clear()
+            for held in self._held.values():
+                held.clear()  # messages of a process that is gone
+            self._death = None
+            got = self._recv(time.monotonic() + 30, 0) if self._w >= 0 else None
+        finally:  # both ends open (or never): nobody else can open them again
+            shutil.rmtree(fifo_dir, ignore_errors=True)
         if not got or got[0].get("t") != "ready":
             err = self.stop()
             raise WorkbenchError("E_SANDBOX", f"the Deno sandbox did not start: {err.strip()[-500:]}")
@@ -177,13 +179,38 @@ class Sandbox:
     # -- channel ---------------------------------------------------------------------------
     def _send(self, header: dict[str, Any], payload: bytes = b"", *, deadline: float) -> None:
         head = (_COMPACT.encode(header) + "\n").encode()
-        # the host reads all the time; the timeout only covers a host that stopped reading
-        self._sock.settimeout(max(deadline - time.monotonic(), 0.001))
         if len(payload) <= 1 << 16:
-            self._sock.sendall(head + payload)
+            self._write(head + payload, deadline)
         else:
-            self._sock.sendall(head)
-            self._sock.sendall(payload)
+            self._write(head, deadline)
+            self._write(payload, deadline)
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        """All of `data` into the host's FIFO; OSError when the host is gone or stopped reading
+        (the host reads whenever Python may write: the deadline covers one that hung)."""
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._w, view) :]
+            except BlockingIOError:  # the FIFO is full: wait until the host read some
+                pass
+            left = deadline - time.monotonic()
+            if view and (left <= 0 or not select.select([], [self._w], [], left)[1]):
+                raise TimeoutError("the sandbox host stopped reading its channel")
+
+    def _read(self, size: int = READ_CHUNK) -> bytes:
+        """At most `size` bytes the host wrote (b"" when it is gone), once select said so."""
+        try:
+            return os.read(self._r, size)
+        except BlockingIOError:  # cannot be (we are its only reader): taken as a broken channel
+            return b""
+
+    def _read_into(self, view: memoryview) -> int:
+        """Like _read, straight into `view`; 0 when the host is gone."""
+        try:
+            return os.readv(self._r, [view])
+        except BlockingIOError:
+            return 0
 
     def _wait(self, deadline: float) -> bool:
         """Until the channel is readable (True) or the deadline passed (False)."""
@@ -193,12 +220,9 @@ class Sandbox:
         """More bytes into the read buffer; False on timeout or when the process is gone."""
         if not self._wait(deadline):
             return False
-        try:
-            # 64 KiB, not more: CPython allocates the whole size per recv, and 1 MiB comes from
-            # mmap (~20 µs a call); a bigger payload is read straight into its buffer (_recv)
-            chunk = self._sock.recv(READ_CHUNK)
-        except (ConnectionResetError, BlockingIOError, TimeoutError):
-            chunk = b""
+        # 64 KiB, not more: CPython allocates the whole size per read, and 1 MiB comes from
+        # mmap (~20 µs a call); a bigger payload is read straight into its buffer (_recv)
+        chunk = self._read()
         if not chunk:
             return False
         # only the unread rest is kept, and it is a partial header (< HEADER_LIMIT)
@@ -239,10 +263,7 @@ class Sandbox:
         while have < n:
             if not self._wait(deadline):
                 return None
-            try:
-                got = self._sock.recv_into(view[have:])
-            except (ConnectionResetError, BlockingIOError, TimeoutError):
-                got = 0
+            got = self._read_into(view[have:])
             if not got:
                 return None
             have += got
@@ -255,10 +276,7 @@ class Sandbox:
         while have < n:
             if not self._wait(deadline):
                 return False
-            try:
-                got = len(self._sock.recv(min(n - have, READ_CHUNK)))
-            except (ConnectionResetError, BlockingIOError, TimeoutError):
-                got = 0
+            got = len(self._read(min(n - have, READ_CHUNK)))
             if not got:
                 return False
             have += got
