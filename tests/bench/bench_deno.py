@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,23 +43,23 @@ for line in sys.stdin.buffer:
     out.write(json.dumps(json.loads(line), separators=(",", ":")).encode() + b"\\n")
     out.flush()
 """
-# The hops of a ctx round trip, each alone. Deno reads and writes a Unix socket (as host.ts does)
-# and moves messages to and from a Worker through two SharedArrayBuffers, waiting with
-# Atomics.waitAsync (as host.ts and worker.ts do). Args: socket path, "main" (main echoes) or
-# "worker" (main forwards each message to a Worker that echoes it: the four hand-offs every ctx
-# call makes, Python -> main -> Worker -> main -> Python, with no ctx work).
-DENO_SOCKET_ECHO = """\
-const [path, mode] = Deno.args;
-const conn = await Deno.connect({ transport: "unix", path });
+# The hops of a ctx round trip, each alone, as host.ts and worker.ts make them. Deno's main thread
+# reads and writes a pipe blocking (readSync/writeSync, as host.ts does its FIFOs) and moves
+# messages to and from a Worker through two SharedArrayBuffers, waiting with Atomics.wait (as
+# host.ts does, and worker.ts for a ctx reply). Arg: "main" (main echoes) or "worker" (main
+# forwards each message to a Worker that echoes it: the four hand-offs every ctx call makes,
+# Python -> main -> Worker -> main -> Python, with no ctx work).
+DENO_ECHO = """\
+const [mode] = Deno.args;
 const chunk = new Uint8Array(1 << 16);
 const toW = new Int32Array(new SharedArrayBuffer(8 + (1 << 16)));
 const fromW = new Int32Array(new SharedArrayBuffer(8 + (1 << 16)));
 const w = mode === "worker" ? new Worker(URL.createObjectURL(new Blob([`
-  onmessage = async (e) => {
+  onmessage = (e) => {
     const [toW, fromW] = e.data, inb = new Uint8Array(toW.buffer, 8), out = new Uint8Array(fromW.buffer, 8);
+    postMessage("ready");
     for (let seen = 0;;) {
-      const r = Atomics.waitAsync(toW, 0, seen);
-      if (r.async) await r.value;
+      Atomics.wait(toW, 0, seen);
       seen = Atomics.load(toW, 0);
       const n = Atomics.load(toW, 1);
       out.set(inb.subarray(0, n));
@@ -69,24 +68,20 @@ const w = mode === "worker" ? new Worker(URL.createObjectURL(new Blob([`
       Atomics.notify(fromW, 0);
     }
   };`], { type: "text/javascript" })), { type: "module" }) : null;
-w?.postMessage([toW, fromW]);
-async function viaWorker(bytes, gen) {
+if (w) await new Promise((ready) => { w.onmessage = ready; w.postMessage([toW, fromW]); });
+function viaWorker(bytes, gen) {
   new Uint8Array(toW.buffer, 8).set(bytes);
   Atomics.store(toW, 1, bytes.length);
   Atomics.store(toW, 0, gen);
   Atomics.notify(toW, 0);
-  for (;;) {
-    const r = Atomics.waitAsync(fromW, 0, gen - 1);
-    if (r.async) await r.value;
-    if (Atomics.load(fromW, 0) === gen) break;
-  }
+  while (Atomics.load(fromW, 0) !== gen) Atomics.wait(fromW, 0, gen - 1);
   return new Uint8Array(fromW.buffer, 8, Atomics.load(fromW, 1)).slice();
 }
-for (let gen = 1, n; (n = await conn.read(chunk)) !== null; gen++) {
-  const bytes = w ? await viaWorker(chunk.subarray(0, n), gen) : chunk.subarray(0, n);
-  for (let at = 0; at < bytes.length;) at += await conn.write(bytes.subarray(at));
+for (let gen = 1, n; (n = Deno.stdin.readSync(chunk)) !== null; gen++) {
+  const bytes = w ? viaWorker(chunk.subarray(0, n), gen) : chunk.subarray(0, n);
+  for (let at = 0; at < bytes.length;) at += Deno.stdout.writeSync(bytes.subarray(at));
 }
-w?.terminate();
+Deno.exit(0); // the worker blocks in Atomics.wait: end it with the process
 """
 # a worker echoing messages on its global port: what a cold start must at least wait for
 _ECHO_WORKER = """new Worker(URL.createObjectURL(new Blob([`onmessage = (e) => postMessage(e.data)`],
@@ -216,10 +211,10 @@ def _pingpong(send: Callable[[bytes], object], recv: Callable[[], bytes]) -> Cal
 
 
 @contextmanager
-def _pipe_echo(cmd: list[str]) -> Iterator[Callable[[int], float]]:
+def _pipe_echo(cmd: list[str], env: dict[str, str] | None = None) -> Iterator[Callable[[int], float]]:
     """A child echoing JSON lines on stdin/stdout; the parent writes and reads with os.write and
-    os.read, as the sandbox once did."""
-    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as child:
+    os.read, as the sandbox does its FIFOs."""
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env) as child:
         assert child.stdin and child.stdout
         w, r = child.stdin.fileno(), child.stdout.fileno()
         try:
@@ -228,32 +223,13 @@ def _pipe_echo(cmd: list[str]) -> Iterator[Callable[[int], float]]:
             child.stdin.close()
 
 
-@contextmanager
-def _socket_echo(folder: Path, mode: str, env: dict[str, str]) -> Iterator[Callable[[int], float]]:
-    """DENO_SOCKET_ECHO in `mode`, connected to a Unix socket we listen on, as the sandbox is."""
-    path = str(folder / f"echo-{mode}.sock")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        listener.bind(path)
-        listener.listen(1)
-        flags = [f"--allow-read={path}", f"--allow-write={path}", f"--allow-net=unix:{path}"]
-        script = _deno_script(folder, "socket_echo.js", DENO_SOCKET_ECHO)
-        with subprocess.Popen([*script[:-1], *flags, script[-1], path, mode], env=env) as child:
-            listener.settimeout(30)
-            conn = listener.accept()[0]
-            try:
-                yield _pingpong(conn.sendall, lambda: conn.recv(1 << 16))
-            finally:
-                conn.close()
-                child.wait(10)
-
-
 def bench_ctx_round_trip(sizes: Sizes = QUICK) -> Figures:
     """`await ctx.storage.kv.get("k")` from JS (timed in the tool) vs a Python↔Python JSON
     ping-pong on pipes; alternating, median of `sizes.trip_reps` repetitions.
 
-    Parts, timed alongside: Python↔Deno main on a Unix socket; the chain of the four hand-offs
-    every ctx call makes (Python -> Deno main -> Worker through a SharedArrayBuffer, and back)
-    with no ctx work: the floor of this design; and the ctx layer (the trace's duration_us).
+    Parts, timed alongside: Python↔Deno main on a pipe; the chain of the four hand-offs every
+    ctx call makes (Python -> Deno main -> Worker through a SharedArrayBuffer, and back) with no
+    ctx work: the floor of this design; and the ctx layer (the trace's duration_us).
     """
     n = sizes.trips
     js: list[float] = []
@@ -264,11 +240,12 @@ def bench_ctx_round_trip(sizes: Sizes = QUICK) -> Figures:
     with tempfile.TemporaryDirectory() as d, _workbench_home(Path(d)):
         tmp = Path(d)
         env = _deno_env(tmp / "deno")
+        echo = _deno_script(tmp, "echo.js", DENO_ECHO)
         with (
             _open(write_gem(tmp / "gem", {"kv.js": KV}), tmp / "state") as bench,
             _pipe_echo([sys.executable, "-c", PY_ECHO]) as py_trips,
-            _socket_echo(tmp, "main", env) as main_trips,
-            _socket_echo(tmp, "worker", env) as chain_trips,
+            _pipe_echo([*echo, "main"], env) as main_trips,
+            _pipe_echo([*echo, "worker"], env) as chain_trips,
             no_gc(),
         ):
             _call(bench, "kv", {"n": min(n, 200)})  # warm-up

@@ -119,7 +119,7 @@ def ctx_round_trip(f: Figures) -> Report:
         f"ctx round trip from JS (await ctx.storage.kv.get x{_docs(f['trips'])}): "
         f"{f['js_us']:.0f} µs/call (Python↔Python JSON ping-pong on pipes "
         f"{f['pingpong_us']:.0f} µs) {f['ratio']:.2f}×; its parts timed alone: Python↔Deno "
-        f"main on a Unix socket {f['main_us']:.0f} µs, the four hand-offs of a ctx call with "
+        f"main on a pipe {f['main_us']:.0f} µs, the four hand-offs of a ctx call with "
         f"no ctx work (Python→Deno main→Worker→main→Python) {f['chain_us']:.0f} µs "
         f"{f['chain_ratio']:.2f}×, ctx layer {f['layer_us']:.0f} µs  target <= 2×",
         f["ratio"] <= 2,

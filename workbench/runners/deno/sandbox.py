@@ -373,7 +373,7 @@ class Sandbox:
                 elif kind == "done":
                     logs = self._output.take(nonce, 5) if nonce else ""
                     return self._outcome(msg, payload, logs, limits)
-        except OSError:  # it died or hung (a broken pipe, a reset, a timeout, a closed socket)
+        except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO)
             return self._died(deadline)
         except _Broken as exc:  # the host wrote something that is not the protocol: restart it
             logs = self.stop()
