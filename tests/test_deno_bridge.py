@@ -271,3 +271,29 @@ def test_an_uncaught_error_out_of_any_call_ends_the_call_not_the_sandbox(
         res = bench.call("bomb", {"ms": after_ms})
         assert res.error.code == "E_TOOL_ERROR" and "later" in res.error.message, res.error
         assert bench.call("one").value == 1
+
+
+@pytest.mark.parametrize(
+    "leftover",
+    [
+        "setTimeout(() => { throw new Error('late boom'); }, 20);",
+        "ctx.storage.kv.get('k').then(() => { throw new Error('late boom'); });",
+    ],
+)
+def test_an_error_left_by_an_earlier_call_fails_no_later_call(
+    gem: GemBuilder, opened: Callable, leftover: str
+) -> None:
+    # the worker's error event comes while the host waits for Python, blocking: it is seen at
+    # the next call, which the worker (its event loop ended) never read: that call must run
+    import time
+
+    gem.tool("latebomb", f"export default async (i, ctx) => {{ {leftover} return 'returned'; }}", ext="js")
+    gem.tool("plain", "export default async () => 'plain ok'", ext="js")
+    bench = opened(gem, conversation=False)
+    for _ in range(3):
+        first = bench.call("latebomb")
+        assert first.value == "returned"
+        time.sleep(0.3)
+        res = bench.call("plain")
+        assert res.ok and res.value == "plain ok", res.error
+        assert "late boom" in first.logs + res.logs  # the process printed it, after or before the end

@@ -231,3 +231,67 @@ def test_restarts_leak_no_fd_or_thread(gem: GemBuilder, opened: Callable) -> Non
         time.sleep(0.01)
     assert threading.active_count() <= threads
     assert deno_pids(gem.root) == [bench.sandbox.pid]
+
+
+# -- Python gone: the sandbox must not outlive it (red-team findings of issue 14) ---------------
+
+ORPHAN = """
+import os, sys, threading, time
+import workbench
+bench = workbench.open(sys.argv[1], providers="mock", state_dir=sys.argv[2], headless=True, timeout=60)
+if sys.argv[3] == "start":  # gone while the sandbox starts in the background (open warms it)
+    time.sleep(float(sys.argv[4]))
+else:  # gone while the tool runs (the host then waits for the worker, not for Python)
+    threading.Thread(target=bench.call, args=(sys.argv[3], {}), daemon=True).start()
+    time.sleep(1.5)
+print("exiting", flush=True)
+os._exit(0)
+"""
+
+
+def _no_host_left(root: Path) -> list[int]:
+    deadline = time.monotonic() + 10
+    while deno_pids(root) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return deno_pids(root)
+
+
+@pytest.mark.parametrize("tool", ["hang", "spin"])
+def test_the_sandbox_ends_when_python_dies_during_a_call(gem: GemBuilder, tmp_path: Path, tool: str) -> None:
+    import subprocess
+    import sys
+
+    gem.tool(
+        "hang",
+        "export default async (i, ctx) => { await ctx.storage.kv.get('x'); await new Promise(() => {}); }",
+        ext="js",
+    )
+    gem.tool(
+        "spin", "export default async (i, ctx) => { await ctx.storage.kv.get('x'); for (;;) {} }", ext="js"
+    )
+    root = gem.write()
+    out = subprocess.run(
+        [sys.executable, "-c", ORPHAN, str(root), str(tmp_path / "state"), tool],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "exiting" in out.stdout, out.stderr
+    assert _no_host_left(root) == []
+
+
+def test_the_sandbox_ends_when_python_dies_while_it_starts(gem: GemBuilder, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    gem.tool("one", OK, ext="js")
+    root = gem.write()
+    for delay in ("0", "0.02", "0.05", "0.08", "0.15"):
+        out = subprocess.run(
+            [sys.executable, "-c", ORPHAN, str(root), str(tmp_path / "state"), "start", delay],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "exiting" in out.stdout, out.stderr
+        assert _no_host_left(root) == [], delay

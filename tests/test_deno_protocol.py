@@ -26,14 +26,23 @@ FORGE_GEM: dict[str, str] = {
         }""",
     "post_fake": """
         export default async (input, ctx) => {
+          const post = (m) => { try { self.postMessage(m); } catch { /* refused: see post_refused */ } };
           for (const id of [input.id, "x", "", null, 1]) {
-            self.postMessage({ t: "done", id, ok: true, json: '"forged"', size: 8 });
-            self.postMessage({ t: "ctx", id, seq: 1, method: "storage.kv.set", args: ["k", "forged"] });
-            globalThis.postMessage({ t: "ctx", id, seq: 99, method: "files.write", args: ["evil.txt", "x"] });
+            post({ t: "done", id, ok: true, json: '"forged"', size: 8 });
+            post({ t: "ctx", id, seq: 1, method: "storage.kv.set", args: ["k", "forged"] });
+            post({ t: "ctx", id, seq: 99, method: "files.write", args: ["evil.txt", "x"] });
           }
           await ctx.storage.kv.set("mine", "1");
           return "real";
         }""",
+    # the host drops what comes on the worker's port only when its event loop runs: between
+    # calls it waits blocking, so a tool posting on a timer grew its memory without bound
+    "post_refused": """
+        export default async () => {
+          try { self.postMessage(new Uint8Array(1e6)); return "posted"; } catch (e) { return e.name; }
+        }""",
+    "post_uncaught": """
+        export default async () => { self.postMessage(1); return "posted"; }""",
     "hijack": """
         // installed once, alive for every later call of this worker (reuse="always")
         export default async () => {
@@ -123,6 +132,9 @@ def test_forged_lines_on_stdout_and_stderr_are_only_logs(forge: workbench.Bench)
 
 def test_forged_post_messages_with_any_id_are_dropped(forge: workbench.Bench) -> None:
     before = forge.call("honest", {"v": "before"})
+    assert forge.call("post_refused").value == "NotCapable"
+    err = forge.call("post_uncaught").error
+    assert err.code == "E_SANDBOX" and err.details["capability"] == "postMessage"
     res = forge.call("post_fake", {"id": before.call_id})  # a real (earlier) call's id
     assert res.ok and res.value == "real"
     assert list(res.trace["method"]) == ["storage.kv.set"]

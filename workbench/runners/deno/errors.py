@@ -10,9 +10,9 @@ from ..._errors import WorkbenchError
 from ..._text import well_formed
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 
-# "Requires read access …"; Deno.exit / self.close (worker.ts); Deno.symlink: "requires
-# unscoped --allow-read and --allow-write"
-_CAPABILITY = re.compile(r"Requires (\w+) access|(?:Deno|self)\.(exit|close)|and --allow-(\w+)")
+# "Requires read access …"; Deno.exit / self.close / self.postMessage (worker.ts); Deno.symlink:
+# "requires unscoped --allow-read and --allow-write"
+_CAPABILITY = re.compile(r"Requires (\w+) access|(?:Deno|self)\.(exit|close|postMessage)|and --allow-(\w+)")
 
 
 def tool_error(e: dict[str, Any], root: Path, limits: Any = DEFAULT_LIMITS) -> WorkbenchError:

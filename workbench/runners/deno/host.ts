@@ -31,9 +31,22 @@
 // `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
 // results over `resultChars` (N9) before they are carried; Python checks what it sends.
 
-const [inPath, outPath, workerUrl, ...readable] = Deno.args;
-const input = Deno.openSync(inPath, { read: true }); // blocks until Python opened its end
-const output = Deno.openSync(outPath, { write: true });
+const [inPath, outPath, parentPid, workerUrl, ...readable] = Deno.args;
+// Python gone (we were handed to another parent) ends this process, whatever the main thread
+// waits for then: an open below, or the worker (a FIFO's end is seen only when it is read).
+// The timer also keeps the event loop alive while it waits for the worker through
+// Atomics.waitAsync (a notify comes as a V8 task, which does not).
+// (Python's pid comes as an argument: it may be gone before this line runs.)
+const fifos = [inPath, outPath, inPath.slice(0, inPath.lastIndexOf("/"))];
+const unlink = () => { for (const path of fifos) try { Deno.removeSync(path); } catch { /* gone */ } };
+const alive = () => { if (String(Deno.ppid) !== parentPid) { unlink(); Deno.exit(0); } };
+alive();
+setInterval(alive, 500);
+// Opened on the event loop, not with openSync: a FIFO's open blocks until its other end is open,
+// and a Python gone before it opened its end must still end this process (above).
+const input = await Deno.open(inPath, { read: true });
+const output = await Deno.open(outPath, { write: true });
+unlink(); // both ends are open: nobody may open them again (Python removes them too)
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const HEADER_LIMIT = 1 << 20; // headers are small; a longer line is a broken stream
@@ -66,16 +79,7 @@ function send(header: Record<string, unknown>, payload?: Uint8Array): void {
 async function waitChange(ia: Int32Array, i: number, value: number): Promise<void> {
   if (Atomics.wait(ia, i, value, SYNC_MS) !== "timed-out") return;
   const r = Atomics.waitAsync(ia, i, value);
-  if (!r.async) return;
-  // A notify reaches this wait as a V8 task, which does not keep Deno's event loop alive: once
-  // the worker is gone (stopWorker), Deno would end the process ("Top-level await promise never
-  // resolved") before it came. A timer does keep the loop alive.
-  const alive = setTimeout(() => {}, 2 ** 31 - 1);
-  try {
-    await r.value;
-  } finally {
-    clearTimeout(alive);
-  }
+  if (r.async) await r.value;
 }
 
 const workerPermissions = {
@@ -84,6 +88,8 @@ const workerPermissions = {
 };
 type Sandboxed = { w: Worker; ctrl: Int32Array; data: Uint8Array; gen: number;
   back: Int32Array; backData: Uint8Array; shapes: Set<number>;
+  // the top call written last, with the generation of its first chunk (see onerror)
+  top: { msg: any; payload: Uint8Array | null; gen: number } | null;
   // the message being read from the worker's buffer (see fromWorker)
   seen: number; filled: number; plen: number; head: Uint8Array | null; payload: Uint8Array | null };
 // the ctx shapes' texts by number, as Python sent them: each Worker gets a text once
@@ -116,13 +122,26 @@ function startWorker(): Sandboxed {
   w.onmessage = () => {};
   w.onerror = (e: ErrorEvent) => {
     e.preventDefault();
+    // An uncaught error ends the worker's event loop: a call it never read did not cause it.
+    // The error came from what an earlier call left running (a timer), and came late because
+    // this thread waited blocking meanwhile: that call runs in a fresh worker instead (the
+    // error is in its logs, as the process prints it); the calls the worker was running fail.
+    const top = sb.top;
+    stopWorker();
+    if (top && active.size === 1 && active.has(top.msg.id) && Atomics.load(sb.ctrl, ACK) < top.gen) {
+      active.delete(top.msg.id);
+      onMessage(top.msg, top.payload);
+      return;
+    }
     const error = encoder.encode(JSON.stringify({ name: "Error", message: e.message, stack: "" }));
     for (const id of [...active.keys()].reverse()) finish(id, false, error); // innermost first
-    stopWorker();
   };
-  return { w, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab), gen: 0,
-           back: new Int32Array(back, 0, DATA / 4), backData: new Uint8Array(back),
-           shapes: new Set<number>(), seen: 0, filled: 0, plen: 0, head: null, payload: null };
+  const sb: Sandboxed = {
+    w, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab), gen: 0,
+    back: new Int32Array(back, 0, DATA / 4), backData: new Uint8Array(back), shapes: new Set<number>(),
+    top: null, seen: 0, filled: 0, plen: 0, head: null, payload: null,
+  };
+  return sb;
 }
 
 // The next chunk the worker wrote into the second buffer, once there is one; a whole message
@@ -255,6 +274,7 @@ async function onMessage(msg: any, payload: Uint8Array | null): Promise<void> {
     if (Number.isInteger(msg.limit)) limit = msg.limit;
     if (msg.fresh && !active.size) stopWorker(); // never under a call in flight
     worker ??= startWorker();
+    worker.top = active.size ? null : { msg, payload, gen: worker.gen + 1 };
     active.set(msg.id, { nonce: typeof msg.nonce === "string" ? msg.nonce : "", pending: 0, done: null,
                          late: [] });
     const { shapeText, ...ctx } = msg.ctx;

@@ -124,10 +124,11 @@ class Sandbox:
             *([f"--import-map={self.options.import_map}"] if self.options.import_map else []),
             f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
             f"--allow-read={','.join([*readable, str(HERE), to_host])}",
-            f"--allow-write={from_host}",
+            f"--allow-write={fifo_dir}",  # to write `out`, and remove both once open
             str(HERE / "host.ts"),
             to_host,
             from_host,
+            str(os.getpid()),  # the host ends once its parent is another (we died)
             (HERE / "worker.ts").as_uri(),
             *readable,
         ]

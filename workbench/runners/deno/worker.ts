@@ -238,7 +238,7 @@ function cut(text: unknown, max: number): string {
   return s.length > max ? ReflectApply(strSlice, s, [0, max]) as string + "…" : s;
 }
 
-// -- Deno.exit / self.close -------------------------------------------------------------------
+// -- Deno.exit / self.close / self.postMessage -----------------------------------------------
 
 // Deno.exit in a worker silently ends the worker, so the call would only end at its timeout:
 // make it an error the tool sees at once (reported as E_SANDBOX, capability "exit").
@@ -251,6 +251,15 @@ defineProperty(Deno, "exit", { __proto__: null, value: (code?: number) => {
 // self.close() ends the worker just as silently: the same treatment.
 defineProperty(self, "close", { __proto__: null, value: () => {
   const e = new NativeError("self.close() is not available to tools");
+  defineProperty(e, "name", data("NotCapable"));
+  throw e;
+} } as PropertyDescriptor);
+
+// self.postMessage would queue messages the host drops only when its event loop runs: between
+// calls it waits blocking (host.ts), so a tool posting on a timer grew the host's memory
+// without bound. Tools have no use for the port (the bridge does not use it either).
+defineProperty(self, "postMessage", { __proto__: null, value: () => {
+  const e = new NativeError("self.postMessage() is not available to tools");
   defineProperty(e, "name", data("NotCapable"));
   throw e;
 } } as PropertyDescriptor);
@@ -283,79 +292,36 @@ let limit = 64 * 1024 * 1024; // bridge_message_bytes of the current call
 const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, CLEN = 4, DATA = 32;
 const taSet = TypedArrayProto.set;
 
-// What the host wrote into the buffer, as read so far
-type Inbox = { sab: SharedArrayBuffer; ctrl: Int32Array; seen: number; filled: number;
-  head: Uint8Array | null; payload: Uint8Array };
-let inbox: Inbox | null = null;
-
 async function receive(sab: SharedArrayBuffer): Promise<void> {
-  const box: Inbox = inbox = { __proto__: null, sab, ctrl: new NativeInt32Array(sab, 0, DATA / 4), seen: 0,
-    filled: 0, head: null, payload: new NativeUint8Array(0) } as unknown as Inbox;
+  const ctrl = new NativeInt32Array(sab, 0, DATA / 4);
+  let seen = 0, filled = 0;
+  let head: Uint8Array | null = null, payload = new NativeUint8Array(0);
   for (;;) {
-    const w = waitAsync(box.ctrl, GEN, box.seen);
+    const w = waitAsync(ctrl, GEN, seen);
     if (w.async) await own(w.value);
-    take(box, false); // nothing new (a timeout, a spurious wake, taken by awaitReply): no replay
-  }
-}
-
-// Take the chunk the host wrote last, unless taken already; with `onlyReply`, only a whole
-// reply (anything else is left to receive). Returns whether one was taken.
-function take(box: Inbox, onlyReply: boolean): boolean {
-  const { sab, ctrl } = box;
-  const gen = atomicsLoad(ctrl, GEN);
-  if (gen === box.seen) return false;
-  const hlen = atomicsLoad(ctrl, HLEN), plen = atomicsLoad(ctrl, PLEN);
-  const clen = atomicsLoad(ctrl, CLEN);
-  // a copy (not shared): decode refuses shared memory
-  const head = hlen >= 0 ? new NativeUint8Array(new NativeUint8Array(sab, DATA, hlen)) : null;
-  let msg: Record<string, unknown> | null = null;
-  if (onlyReply) {
-    if (head === null || clen !== plen) return false;
-    try {
-      msg = parseJSON(decode(head));
-    } catch {
-      return false;
+    const gen = atomicsLoad(ctrl, GEN);
+    if (gen === seen) continue; // woken with nothing new (a timeout, a spurious wake): no replay
+    seen = gen;
+    const hlen = atomicsLoad(ctrl, HLEN), plen = atomicsLoad(ctrl, PLEN);
+    const clen = atomicsLoad(ctrl, CLEN);
+    if (hlen >= 0) { // a new message; copies (not shared): decode refuses shared memory
+      head = new NativeUint8Array(new NativeUint8Array(sab, DATA, hlen));
+      payload = new NativeUint8Array(plen);
+      filled = 0;
     }
-    if (msg === null || typeof msg !== "object" || msg.t !== "reply") return false;
+    ReflectApply(taSet, payload, [new NativeUint8Array(sab, DATA + (hlen > 0 ? hlen : 0), clen), filled]);
+    filled += clen;
+    atomicsStore(ctrl, ACK, seen);
+    atomicsNotify(ctrl, ACK);
+    if (filled < plen || head === null) continue;
+    const header = head;
+    head = null;
+    try {
+      dispatch(parseJSON(decode(header)), payload);
+    } catch {
+      // a malformed message from the host: nothing to answer
+    }
   }
-  box.seen = gen;
-  if (head !== null) { // a new message
-    box.head = head;
-    box.payload = new NativeUint8Array(plen);
-    box.filled = 0;
-  }
-  ReflectApply(taSet, box.payload, [new NativeUint8Array(sab, DATA + (hlen > 0 ? hlen : 0), clen), box.filled]);
-  box.filled += clen;
-  atomicsStore(ctrl, ACK, gen);
-  atomicsNotify(ctrl, ACK);
-  if (box.filled < plen || box.head === null) return true;
-  const header = box.head;
-  box.head = null;
-  try {
-    dispatch(msg ?? parseJSON(decode(header)), box.payload);
-  } catch {
-    // a malformed message from the host: nothing to answer
-  }
-  return true;
-}
-
-// Once the tool is waiting (its code and every microtask ran) with ctx calls in flight, wait
-// for a reply blocking, up to SYNC_MS, instead of sleeping in the event loop: a blocking wait
-// wakes this thread ~40 µs sooner on 2 cores (tests/bench: deno_ctx_round_trip), and the host
-// answers well within SYNC_MS unless Python's ctx call itself takes long. A 0 ms timer runs
-// it: after all microtasks, so a tool that returns without awaiting its ctx calls is done (and
-// warned about them) before any reply comes, as before. Only a reply is taken: a nested call
-// (ctx.tools) starts from the event loop, as before.
-const SYNC_MS = 5;
-const atomicsWait = Atomics.wait;
-const setTimer = setTimeout;
-let replyAwaited = false;
-
-function awaitReply(): void {
-  replyAwaited = false;
-  const box = inbox;
-  if (box === null || inflight === 0) return;
-  if (atomicsWait(box.ctrl, GEN, box.seen, SYNC_MS) !== "timed-out") take(box, true);
 }
 
 // Messages to the host: a header (JSON) and a payload, written into the second buffer in the
@@ -521,10 +487,6 @@ function ctxCall(callId: string, method: string, args: unknown[]): Promise<unkno
     pending[n] = { __proto__: null, resolve, reject, origin, bytes: size, gen, call: callId,
                    method } as unknown as Pending;
     send({ t: "ctx", id: callId, seq: n, method }, bytes);
-    if (!replyAwaited) {
-      replyAwaited = true;
-      setTimer(awaitReply, 0);
-    }
   }));
 }
 
