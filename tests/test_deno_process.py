@@ -15,6 +15,7 @@ import pytest
 from _deno import OK, deno_home, deno_pids, gone  # noqa: F401  (fixtures)
 from conftest import GemBuilder
 
+from workbench import WorkbenchError
 from workbench.runners.deno import sandbox as sandbox_mod
 
 pytestmark = pytest.mark.deno
@@ -295,3 +296,46 @@ def test_the_sandbox_ends_when_python_dies_while_it_starts(gem: GemBuilder, tmp_
         )
         assert "exiting" in out.stdout, out.stderr
         assert _no_host_left(root) == [], delay
+
+
+def test_an_interrupted_call_leaves_no_sandbox_waiting_for_it(
+    gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C while Python serves a ctx call: the host still waits for that answer; the next call
+    # waited for it in vain until its timeout (E_TIMEOUT on an innocent call)
+    gem.tool(
+        "kv", "export default async (i, ctx) => { await ctx.storage.kv.set('a', 'b'); return 1 }", ext="js"
+    ).tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=5)
+    assert bench.call("ok").ok
+
+    def interrupted(*args: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sandbox_mod, "_serve", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        bench.call("kv")
+    monkeypatch.undo()
+    res = bench.call("ok")  # in a fresh sandbox: else E_TIMEOUT
+    assert res.ok, res.error
+    assert bench.call("kv").value == 1
+
+
+def test_a_host_that_starts_with_garbage_is_a_failed_start_not_an_exception(
+    gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gem.tool("ok", OK, ext="js")
+    recv, starts = sandbox_mod.Sandbox._recv, []
+
+    def garbage_first(self: Any, deadline: float, limit: int) -> Any:
+        starts.append(1)  # the start at open (in the background), then the call's own
+        if len(starts) == 2:
+            monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", recv)
+        raise sandbox_mod._Broken("an unreadable header")  # as if the host wrote no JSON
+
+    monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", garbage_first)
+    bench = opened(gem)
+    with pytest.raises(WorkbenchError) as failed:  # as any failed start: coded, not _Broken
+        bench.call("ok")
+    assert failed.value.code == "E_SANDBOX" and "did not start" in failed.value.message
+    assert bench.call("ok").value == "ok"

@@ -46,20 +46,21 @@ for line in sys.stdin.buffer:
 # The hops of a ctx round trip, each alone, as host.ts and worker.ts make them. Deno's main thread
 # reads and writes a pipe blocking (readSync/writeSync, as host.ts does its FIFOs) and moves
 # messages to and from a Worker through two SharedArrayBuffers, waiting with Atomics.wait (as
-# host.ts does, and worker.ts for a ctx reply). Arg: "main" (main echoes) or "worker" (main
-# forwards each message to a Worker that echoes it: the four hand-offs every ctx call makes,
-# Python -> main -> Worker -> main -> Python, with no ctx work).
+# host.ts does); the Worker waits on its event loop (Atomics.waitAsync, as worker.ts does). Arg:
+# "main" (main echoes) or "worker" (main forwards each message to a Worker that echoes it: the
+# four hand-offs every ctx call makes, Python -> main -> Worker -> main -> Python, no ctx work).
 DENO_ECHO = """\
 const [mode] = Deno.args;
 const chunk = new Uint8Array(1 << 16);
 const toW = new Int32Array(new SharedArrayBuffer(8 + (1 << 16)));
 const fromW = new Int32Array(new SharedArrayBuffer(8 + (1 << 16)));
 const w = mode === "worker" ? new Worker(URL.createObjectURL(new Blob([`
-  onmessage = (e) => {
+  onmessage = async (e) => {
     const [toW, fromW] = e.data, inb = new Uint8Array(toW.buffer, 8), out = new Uint8Array(fromW.buffer, 8);
     postMessage("ready");
     for (let seen = 0;;) {
-      Atomics.wait(toW, 0, seen);
+      const r = Atomics.waitAsync(toW, 0, seen);
+      if (r.async) await r.value;
       seen = Atomics.load(toW, 0);
       const n = Atomics.load(toW, 1);
       out.set(inb.subarray(0, n));
@@ -81,7 +82,7 @@ for (let gen = 1, n; (n = Deno.stdin.readSync(chunk)) !== null; gen++) {
   const bytes = w ? viaWorker(chunk.subarray(0, n), gen) : chunk.subarray(0, n);
   for (let at = 0; at < bytes.length;) at += Deno.stdout.writeSync(bytes.subarray(at));
 }
-Deno.exit(0); // the worker blocks in Atomics.wait: end it with the process
+Deno.exit(0); // the worker waits for ever: end it with the process
 """
 # a worker echoing messages on its global port: what a cold start must at least wait for
 _ECHO_WORKER = """new Worker(URL.createObjectURL(new Blob([`onmessage = (e) => postMessage(e.data)`],

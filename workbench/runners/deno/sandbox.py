@@ -154,7 +154,10 @@ class Sandbox:
             for held in self._held.values():
                 held.clear()  # messages of a process that is gone
             self._death = None
-            got = self._recv(time.monotonic() + 30, 0) if self._w >= 0 else None
+            try:
+                got = self._recv(time.monotonic() + 30, 0) if self._w >= 0 else None
+            except _Broken:  # not the protocol: it did not start
+                got = None
         finally:  # both ends open (or never): nobody else can open them again
             shutil.rmtree(fifo_dir, ignore_errors=True)
         if not got or got[0].get("t") != "ready":
@@ -386,6 +389,9 @@ class Sandbox:
                 ),
                 logs=logs,
             )
+        except BaseException:  # interrupted (Ctrl-C in a notebook): where the host is in the
+            self.stop()  # conversation is unknown, and the next call would wait for it in vain
+            raise
         finally:
             del self._active[call_id], self._held[call_id]
 
