@@ -129,12 +129,16 @@ def test_N6_killed_mid_call_gives_a_clear_error_and_recovers(gem: GemBuilder, op
     assert bench.sandbox.pid not in (None, pid)
 
 
+def _kv_and_ok(gem: GemBuilder) -> None:
+    """A tool that makes one ctx call, and one that makes none."""
+    kv = "export default async (i, ctx) => { await ctx.storage.kv.set('a', 'b'); return 1 }"
+    gem.tool("kv", kv, ext="js").tool("ok", OK, ext="js")
+
+
 def test_killed_while_a_ctx_reply_is_sent_never_raises(
     gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gem.tool(
-        "kv", "export default async (i, ctx) => { await ctx.storage.kv.set('a', 'b'); return 1 }", ext="js"
-    ).tool("ok", OK, ext="js")
+    _kv_and_ok(gem)
     bench = opened(gem)
     assert bench.call("ok").ok
     serve = sandbox_mod._serve
@@ -303,9 +307,7 @@ def test_an_interrupted_call_leaves_no_sandbox_waiting_for_it(
 ) -> None:
     # Ctrl-C while Python serves a ctx call: the host still waits for that answer; the next call
     # waited for it in vain until its timeout (E_TIMEOUT on an innocent call)
-    gem.tool(
-        "kv", "export default async (i, ctx) => { await ctx.storage.kv.set('a', 'b'); return 1 }", ext="js"
-    ).tool("ok", OK, ext="js")
+    _kv_and_ok(gem)
     bench = opened(gem, timeout=5)
     assert bench.call("ok").ok
 
