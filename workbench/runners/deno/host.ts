@@ -1,10 +1,10 @@
 // Gem Workbench sandbox host: one Deno process per gem (N3).
 //
 // The tool runs in a Worker whose permissions allow only reading the gem folder and its
-// resources. This main module alone holds the RPC channel: two FIFOs in a private folder (one
-// each way) that the Python side made and unlinks once both are open, which the worker has no
-// permission to reach. Tool output on stdout/stderr is only ever captured as logs, never parsed
-// as protocol.
+// resources. This main module alone holds the RPC channel: two FIFOs (one each way) in a private
+// folder the Python side made, which the worker has no permission to reach, removed once both
+// ends are open. Tool output on stdout/stderr is only ever captured as logs, never parsed as
+// protocol.
 //
 // The main thread waits by blocking, not through the event loop: it reads the FIFO with
 // readSync and waits for the worker with Atomics.wait. A ctx call makes four hand-offs between
@@ -32,11 +32,11 @@
 // results over `resultChars` (N9) before they are carried; Python checks what it sends.
 
 const [inPath, outPath, parentPid, workerUrl, ...readable] = Deno.args;
-// Python gone (we were handed to another parent) ends this process, whatever the main thread
-// waits for then: an open below, or the worker (a FIFO's end is seen only when it is read).
-// The timer also keeps the event loop alive while it waits for the worker through
-// Atomics.waitAsync (a notify comes as a V8 task, which does not).
-// (Python's pid comes as an argument: it may be gone before this line runs.)
+// Python gone (we were handed to another parent; its pid is an argument, as it may be gone
+// before this line runs) ends this process, whatever the main thread waits for then: an open
+// below, or the worker (a FIFO's end is seen only when it is read). The timer also keeps the
+// event loop alive while it waits for the worker through Atomics.waitAsync (a notify comes as a
+// V8 task, which does not).
 const fifos = [inPath, outPath, inPath.slice(0, inPath.lastIndexOf("/"))];
 const unlink = () => { for (const path of fifos) try { Deno.removeSync(path); } catch { /* gone */ } };
 const alive = () => { if (String(Deno.ppid) !== parentPid) { unlink(); Deno.exit(0); } };
@@ -122,6 +122,7 @@ function startWorker(): Sandboxed {
   w.onmessage = () => {};
   w.onerror = (e: ErrorEvent) => {
     e.preventDefault();
+    if (worker !== sb) return; // one stopped already: its calls were settled then
     // An uncaught error ends the worker's event loop: a call it never read did not cause it.
     // The error came from what an earlier call left running (a timer), and came late because
     // this thread waited blocking meanwhile: that call runs in a fresh worker instead (the
