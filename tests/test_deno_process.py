@@ -341,3 +341,28 @@ def test_a_host_that_starts_with_garbage_is_a_failed_start_not_an_exception(
         bench.call("ok")
     assert failed.value.code == "E_SANDBOX" and "did not start" in failed.value.message
     assert bench.call("ok").value == "ok"
+
+
+def test_an_interrupted_start_leaves_no_host_and_the_next_call_works(
+    gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C while Python waits for the host to open its FIFO: that host lived on (its folder
+    # gone, its open never done), and the next call wrote to the closed channel of the last one
+    gem.tool("ok", OK, ext="js")
+    bench = opened(gem)
+    assert bench.call("ok").ok
+    bench.sandbox.stop()
+    open_writer = sandbox_mod.open_writer
+
+    def interrupted(path: str, proc: Any) -> int:
+        time.sleep(0.5)  # the host now waits in its open of `in`
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sandbox_mod, "open_writer", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        bench.call("ok")
+    assert deno_pids(gem.root) == []
+    monkeypatch.setattr(sandbox_mod, "open_writer", open_writer)
+    res = bench.call("ok")
+    assert res.ok, res.error
+    assert len(deno_pids(gem.root)) == 1

@@ -38,7 +38,9 @@ const [inPath, outPath, parentPid, workerUrl, ...readable] = Deno.args;
 // event loop alive while it waits for the worker through Atomics.waitAsync (a notify comes as a
 // V8 task, which does not).
 const fifos = [inPath, outPath, inPath.slice(0, inPath.lastIndexOf("/"))];
-const unlink = () => { for (const path of fifos) try { Deno.removeSync(path); } catch { /* gone */ } };
+const unlink = () => {
+  for (const path of fifos) try { Deno.removeSync(path); } catch { /* gone already */ }
+};
 const alive = () => { if (String(Deno.ppid) !== parentPid) { unlink(); Deno.exit(0); } };
 alive();
 setInterval(alive, 500);
@@ -88,7 +90,7 @@ const workerPermissions = {
 };
 type Sandboxed = { w: Worker; ctrl: Int32Array; data: Uint8Array; gen: number;
   back: Int32Array; backData: Uint8Array; shapes: Set<number>;
-  // the top call written last, with the generation of its first chunk (see onerror)
+  // the top call written last, with the generation of its last chunk (see onerror)
   top: { msg: any; payload: Uint8Array | null; gen: number } | null;
   // the message being read from the worker's buffer (see fromWorker)
   seen: number; filled: number; plen: number; head: Uint8Array | null; payload: Uint8Array | null };
@@ -123,13 +125,14 @@ function startWorker(): Sandboxed {
   w.onerror = (e: ErrorEvent) => {
     e.preventDefault();
     if (worker !== sb) return; // one stopped already: its calls were settled then
-    // An uncaught error ends the worker's event loop: a call it never read did not cause it.
+    // An uncaught error ends the worker's event loop: a call it never read whole did not cause it.
     // The error came from what an earlier call left running (a timer), and came late because
     // this thread waited blocking meanwhile: that call runs in a fresh worker instead (the
     // error is in its logs, as the process prints it); the calls the worker was running fail.
     const top = sb.top;
     stopWorker();
-    if (top && active.size === 1 && active.has(top.msg.id) && Atomics.load(sb.ctrl, ACK) < top.gen) {
+    const unread = top && Atomics.load(sb.ctrl, ACK) < top.gen;
+    if (top && unread && active.size === 1 && active.has(top.msg.id)) {
       active.delete(top.msg.id);
       onMessage(top.msg, top.payload);
       return;
@@ -139,8 +142,8 @@ function startWorker(): Sandboxed {
   };
   const sb: Sandboxed = {
     w, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab), gen: 0,
-    back: new Int32Array(back, 0, DATA / 4), backData: new Uint8Array(back), shapes: new Set<number>(),
-    top: null, seen: 0, filled: 0, plen: 0, head: null, payload: null,
+    back: new Int32Array(back, 0, DATA / 4), backData: new Uint8Array(back),
+    shapes: new Set<number>(), top: null, seen: 0, filled: 0, plen: 0, head: null, payload: null,
   };
   return sb;
 }
@@ -275,7 +278,9 @@ async function onMessage(msg: any, payload: Uint8Array | null): Promise<void> {
     if (Number.isInteger(msg.limit)) limit = msg.limit;
     if (msg.fresh && !active.size) stopWorker(); // never under a call in flight
     worker ??= startWorker();
-    worker.top = active.size ? null : { msg, payload, gen: worker.gen + 1 };
+    // the generation of its last chunk: the worker runs a call once it has all of it
+    const chunks = Math.max(1, Math.ceil((payload?.length ?? 4) / CHUNK));
+    worker.top = active.size ? null : { msg, payload, gen: worker.gen + chunks };
     active.set(msg.id, { nonce: typeof msg.nonce === "string" ? msg.nonce : "", pending: 0, done: null,
                          late: [] });
     const { shapeText, ...ctx } = msg.ctx;

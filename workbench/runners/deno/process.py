@@ -161,7 +161,7 @@ def open_writer(path: str, proc: subprocess.Popen[bytes]) -> int:
     return -1
 
 
-def kill(proc: subprocess.Popen[bytes], fds: tuple[int, ...]) -> None:
+def kill(proc: subprocess.Popen[bytes], fds: list[int]) -> None:
     """Kill the process and close every channel to it (also run when a Sandbox is collected)."""
     terminate(proc)
     for stream in (proc.stdout, proc.stderr):

@@ -143,12 +143,15 @@ class Sandbox:
                 env=minimal_env(self.deno_dir),
                 start_new_session=True,
             )
-            # ours before the host opens its writing end (after `in`), so that open never blocks
-            self._r = os.open(from_host, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            self._w = open_writer(to_host, self.proc)
-            self._rbuf, self._rpos = b"", 0
+            # killed with its channel, whatever happens next (a Ctrl-C while it starts included)
+            fds = [-1, -1]
+            self._r = self._w = -1
             self._output = Output(self.proc)
-            self._finalizer = weakref.finalize(self, kill, self.proc, (self._r, self._w))
+            self._finalizer = weakref.finalize(self, kill, self.proc, fds)
+            # ours before the host opens its writing end (after `in`), so that open never blocks
+            self._r = fds[0] = os.open(from_host, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            self._w = fds[1] = open_writer(to_host, self.proc)
+            self._rbuf, self._rpos = b"", 0
             self._mtimes.clear()
             self._shapes_sent.clear()
             for held in self._held.values():
@@ -158,6 +161,9 @@ class Sandbox:
                 got = self._recv(time.monotonic() + 30, 0) if self._w >= 0 else None
             except _Broken:  # not the protocol: it did not start
                 got = None
+        except BaseException:
+            self.stop()
+            raise
         finally:  # both ends open (or never): nobody else can open them again
             shutil.rmtree(fifo_dir, ignore_errors=True)
         if not got or got[0].get("t") != "ready":
