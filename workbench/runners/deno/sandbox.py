@@ -101,8 +101,6 @@ class Sandbox:
             thread.join()
 
     def _start(self) -> None:
-        from deno import find_deno_bin
-
         self.deno_dir.mkdir(parents=True, exist_ok=True)
         # The Cache API (`caches`) writes under DENO_DIR/location_data with no permission check,
         # in nested workers too: a file in that place makes every cache open fail (N1: no write)
@@ -110,29 +108,12 @@ class Sandbox:
         if not blocker.is_file():
             shutil.rmtree(blocker, ignore_errors=True)
             blocker.touch()
-        # 0700: only we can reach the FIFOs; unlinked once both ends are open (the host sent
-        # "ready"). FIFOs, not a socket: the host reads them with readSync (see host.ts).
-        fifo_dir = tempfile.mkdtemp(prefix="wb-rpc-")
-        to_host, from_host = os.path.join(fifo_dir, "in"), os.path.join(fifo_dir, "out")
-        readable = [str(self.gem_root), *map(str, self.options.readable)]
-        cmd = [
-            find_deno_bin(),
-            "run",
-            *DENO_FLAGS,
-            "--unstable-worker-options",
-            "--quiet",
-            *([f"--import-map={self.options.import_map}"] if self.options.import_map else []),
-            f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
-            f"--allow-read={','.join([*readable, str(HERE), to_host])}",
-            f"--allow-write={fifo_dir}",  # to write `out`, and remove both once open
-            str(HERE / "host.ts"),
-            to_host,
-            from_host,
-            str(os.getpid()),  # the host ends once its parent is another (we died)
-            (HERE / "worker.ts").as_uri(),
-            *readable,
-        ]
+        fifo_dir = None
         try:
+            # 0700: only we can reach the FIFOs; removed once both ends are open (the host sent
+            # "ready"). FIFOs, not a socket: the host reads them with readSync (see host.ts).
+            fifo_dir = tempfile.mkdtemp(prefix="wb-rpc-")
+            cmd, to_host, from_host = self._command(fifo_dir)
             os.mkfifo(to_host, 0o600)
             os.mkfifo(from_host, 0o600)
             self.proc = subprocess.Popen(
@@ -165,10 +146,36 @@ class Sandbox:
             self.stop()
             raise
         finally:  # both ends open (or never): nobody else can open them again
-            shutil.rmtree(fifo_dir, ignore_errors=True)
+            if fifo_dir is not None:
+                shutil.rmtree(fifo_dir, ignore_errors=True)
         if not got or got[0].get("t") != "ready":
             err = self.stop()
             raise WorkbenchError("E_SANDBOX", f"the Deno sandbox did not start: {err.strip()[-500:]}")
+
+    def _command(self, fifo_dir: str) -> tuple[list[str], str, str]:
+        """The host's command line, and the paths of its FIFOs (to it, from it) in fifo_dir."""
+        from deno import find_deno_bin
+
+        to_host, from_host = os.path.join(fifo_dir, "in"), os.path.join(fifo_dir, "out")
+        readable = [str(self.gem_root), *map(str, self.options.readable)]
+        cmd = [
+            find_deno_bin(),
+            "run",
+            *DENO_FLAGS,
+            "--unstable-worker-options",
+            "--quiet",
+            *([f"--import-map={self.options.import_map}"] if self.options.import_map else []),
+            f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
+            f"--allow-read={','.join([*readable, str(HERE), to_host])}",
+            f"--allow-write={fifo_dir}",  # to write `out`, and remove both once open
+            str(HERE / "host.ts"),
+            to_host,
+            from_host,
+            str(os.getpid()),  # the host ends once its parent is another (we died)
+            (HERE / "worker.ts").as_uri(),
+            *readable,
+        ]
+        return cmd, to_host, from_host
 
     def stop(self) -> str:
         """Kill the process (if any) and return what it printed last; the next call starts anew."""
