@@ -91,7 +91,7 @@ const workerPermissions = {
 type Sandboxed = { w: Worker; ctrl: Int32Array; data: Uint8Array; gen: number;
   back: Int32Array; backData: Uint8Array; shapes: Set<number>;
   // the top call written last, with the generation of its last chunk (see onerror)
-  top: { msg: any; payload: Uint8Array | null; gen: number } | null;
+  top: { msg: any; payload: Uint8Array; gen: number } | null;
   // the message being read from the worker's buffer (see fromWorker)
   seen: number; filled: number; plen: number; head: Uint8Array | null; payload: Uint8Array | null };
 // the ctx shapes' texts by number, as Python sent them: each Worker gets a text once
@@ -131,14 +131,10 @@ function startWorker(): Sandboxed {
     // error is in its logs, as the process prints it); the calls the worker was running fail.
     const top = sb.top;
     stopWorker();
-    const unread = top && Atomics.load(sb.ctrl, ACK) < top.gen;
-    if (top && unread && active.size === 1 && active.has(top.msg.id)) {
+    if (top && Atomics.load(sb.ctrl, ACK) < top.gen && active.size === 1 && active.has(top.msg.id)) {
       active.delete(top.msg.id);
       onMessage(top.msg, top.payload);
-      return;
-    }
-    const error = encoder.encode(JSON.stringify({ name: "Error", message: e.message, stack: "" }));
-    for (const id of [...active.keys()].reverse()) finish(id, false, error); // innermost first
+    } else failAll(e.message);
   };
   const sb: Sandboxed = {
     w, ctrl: new Int32Array(sab, 0, DATA / 4), data: new Uint8Array(sab), gen: 0,
@@ -217,6 +213,12 @@ async function toWorker(header: Record<string, unknown>, payload: Uint8Array): P
   } while (off < payload.length);
 }
 
+// Every call in flight ends with this error, innermost first (the worker running them is gone)
+function failAll(message: string): void {
+  const error = encoder.encode(JSON.stringify({ name: "Error", message, stack: "" }));
+  for (const id of [...active.keys()].reverse()) finish(id, false, error);
+}
+
 function finish(id: string, ok: boolean, payload: Uint8Array): void {
   const call = active.get(id);
   if (!call || call.done) return;
@@ -272,15 +274,17 @@ function onWorkerMessage(msg: any, payload: Uint8Array | null, size: number): vo
 }
 
 const EMPTY = new Uint8Array(0);
+const NULL_INPUT = encoder.encode("null"); // a call's input when Python sent none
 
 async function onMessage(msg: any, payload: Uint8Array | null): Promise<void> {
   if (msg.t === "call") {
     if (Number.isInteger(msg.limit)) limit = msg.limit;
     if (msg.fresh && !active.size) stopWorker(); // never under a call in flight
     worker ??= startWorker();
+    const input = payload ?? NULL_INPUT;
     // the generation of its last chunk: the worker runs a call once it has all of it
-    const chunks = Math.max(1, Math.ceil((payload?.length ?? 4) / CHUNK));
-    worker.top = active.size ? null : { msg, payload, gen: worker.gen + chunks };
+    const chunks = Math.max(1, Math.ceil(input.length / CHUNK));
+    worker.top = active.size ? null : { msg, payload: input, gen: worker.gen + chunks };
     active.set(msg.id, { nonce: typeof msg.nonce === "string" ? msg.nonce : "", pending: 0, done: null,
                          late: [] });
     const { shapeText, ...ctx } = msg.ctx;
@@ -290,7 +294,7 @@ async function onMessage(msg: any, payload: Uint8Array | null): Promise<void> {
       worker.shapes.add(ctx.shape);
     }
     await toWorker({ t: "call", id: msg.id, file: msg.file, ctx, limit,
-                     resultChars: msg.resultChars ?? limit }, payload ?? encoder.encode("null"));
+                     resultChars: msg.resultChars ?? limit }, input);
   } else if (msg.t === "reply") {
     const call = active.get(msg.id);
     if (call) call.pending--;
@@ -355,8 +359,7 @@ send({ t: "ready" });
 for (;;) {
   if (!pythonsTurn()) {
     if (worker) await fromWorker(worker);
-    else for (const id of [...active.keys()].reverse()) finish(id, false, encoder.encode(
-      JSON.stringify({ name: "Error", message: "the worker stopped", stack: "" })));
+    else failAll("the worker stopped");
     continue;
   }
   const msg = readHeader();

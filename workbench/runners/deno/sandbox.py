@@ -3,8 +3,8 @@
 The tool runs in a Worker that may only read the gem folder and its resources (N1); `npm:` and
 remote imports are switched off (N4); one process serves one gem and is never shared (N3).
 RPC travels on two FIFOs (one each way) in a private folder that only the host module may open
-(granted to the host, not to the worker), unlinked once both ends are open. stdout/stderr carry only the tool's console
-output, captured as logs, at most limits.log_bytes per call (SEC5).
+(granted to the host, not to the worker), removed once both ends are open. stdout/stderr carry
+only the tool's console output, captured as logs, at most limits.log_bytes per call (SEC5).
 
 Framing (host.ts has the message list): a JSON header line, then `n` payload bytes when the
 header has `n`. Payloads are read into their own buffer and never scanned for newlines, so a

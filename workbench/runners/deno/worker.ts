@@ -242,27 +242,20 @@ function cut(text: unknown, max: number): string {
 
 // Deno.exit in a worker silently ends the worker, so the call would only end at its timeout:
 // make it an error the tool sees at once (reported as E_SANDBOX, capability "exit").
-defineProperty(Deno, "exit", { __proto__: null, value: (code?: number) => {
-  const e = new NativeError(`Deno.exit(${code ?? ""}) is not available to tools`);
-  defineProperty(e, "name", data("NotCapable"));
-  throw e;
-} } as PropertyDescriptor);
-
 // self.close() ends the worker just as silently: the same treatment.
-defineProperty(self, "close", { __proto__: null, value: () => {
-  const e = new NativeError("self.close() is not available to tools");
-  defineProperty(e, "name", data("NotCapable"));
-  throw e;
-} } as PropertyDescriptor);
-
 // self.postMessage would queue messages the host drops only when its event loop runs: between
 // calls it waits blocking (host.ts), so a tool posting on a timer grew the host's memory
 // without bound. Tools have no use for the port (the bridge does not use it either).
-defineProperty(self, "postMessage", { __proto__: null, value: () => {
-  const e = new NativeError("self.postMessage() is not available to tools");
-  defineProperty(e, "name", data("NotCapable"));
-  throw e;
-} } as PropertyDescriptor);
+function refuse(target: object, name: string, what: (arg?: unknown) => string): void {
+  defineProperty(target, name, { __proto__: null, value: (arg?: unknown) => {
+    const e = new NativeError(`${what(arg)} is not available to tools`);
+    defineProperty(e, "name", data("NotCapable"));
+    throw e;
+  } } as PropertyDescriptor);
+}
+refuse(Deno, "exit", (code) => `Deno.exit(${code ?? ""})`);
+refuse(self, "close", () => "self.close()");
+refuse(self, "postMessage", () => "self.postMessage()");
 
 // -- the channel ------------------------------------------------------------------------------
 
