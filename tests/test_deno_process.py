@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -254,7 +256,16 @@ os._exit(0)
 """
 
 
-def _no_host_left(root: Path) -> list[int]:
+def _hosts_left_after_python_died(root: Path, state: Path, *how: str) -> list[int]:
+    """Run ORPHAN(root, state, *how) in a child Python; the sandbox hosts of `root` still
+    running (10 s later at most) after it ended."""
+    out = subprocess.run(
+        [sys.executable, "-c", ORPHAN, str(root), str(state), *how],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "exiting" in out.stdout, out.stderr
     deadline = time.monotonic() + 10
     while deno_pids(root) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -263,9 +274,6 @@ def _no_host_left(root: Path) -> list[int]:
 
 @pytest.mark.parametrize("tool", ["hang", "spin"])
 def test_the_sandbox_ends_when_python_dies_during_a_call(gem: GemBuilder, tmp_path: Path, tool: str) -> None:
-    import subprocess
-    import sys
-
     gem.tool(
         "hang",
         "export default async (i, ctx) => { await ctx.storage.kv.get('x'); await new Promise(() => {}); }",
@@ -275,31 +283,14 @@ def test_the_sandbox_ends_when_python_dies_during_a_call(gem: GemBuilder, tmp_pa
         "spin", "export default async (i, ctx) => { await ctx.storage.kv.get('x'); for (;;) {} }", ext="js"
     )
     root = gem.write()
-    out = subprocess.run(
-        [sys.executable, "-c", ORPHAN, str(root), str(tmp_path / "state"), tool],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert "exiting" in out.stdout, out.stderr
-    assert _no_host_left(root) == []
+    assert _hosts_left_after_python_died(root, tmp_path / "state", tool) == []
 
 
 def test_the_sandbox_ends_when_python_dies_while_it_starts(gem: GemBuilder, tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     gem.tool("one", OK, ext="js")
     root = gem.write()
     for delay in ("0", "0.02", "0.05", "0.08", "0.15"):
-        out = subprocess.run(
-            [sys.executable, "-c", ORPHAN, str(root), str(tmp_path / "state"), "start", delay],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert "exiting" in out.stdout, out.stderr
-        assert _no_host_left(root) == [], delay
+        assert _hosts_left_after_python_died(root, tmp_path / "state", "start", delay) == [], delay
 
 
 def test_an_interrupted_call_leaves_no_sandbox_waiting_for_it(
