@@ -29,7 +29,7 @@ from .limits import DEFAULT, Limits
 from .logger import Logger
 from .resources import Resources
 from .secrets import Secrets
-from .storage import KV, SQL, busy_error
+from .storage import KV, SQL
 from .tools import Tools
 
 if TYPE_CHECKING:
@@ -129,8 +129,8 @@ class Capabilities:
             # IMMEDIATE: a DEFERRED transaction that read first cannot take the write lock once
             # another process committed, and SQLite refuses it at once instead of waiting
             db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise busy_error(exc) from None
+        except sqlite3.OperationalError as exc:  # locked until the deadline, or stopped at it
+            raise _storage.sqlite_error(exc, self.session.limits) from None
 
     def end(self) -> WorkbenchError | None:
         """Write buffered inserts and commit the call's storage writes, success or not; if the
@@ -141,8 +141,8 @@ class Capabilities:
         try:
             if not invocation.opened:  # no ctx call opened it (or it could not): nothing to write
                 pass
-            elif not db.in_transaction:  # interrupted at the deadline: SQLite rolled it all back
-                failed = WorkbenchError(
+            elif not db.in_transaction:  # SQLite rolled it all back (the ctx call that saw it said why)
+                failed = invocation.aborted or WorkbenchError(
                     "E_TIMEOUT",
                     "the call ran out of time during a storage "
                     "operation; its storage writes were rolled back",

@@ -94,6 +94,14 @@ def _coded(method: str, exc: Exception, limits: _limits.Limits) -> WorkbenchErro
             f"{method}: a number is too large for storage (integers are 64-bit)",
             method=method,
         )
+    if isinstance(exc, MemoryError):  # SQLITE_NOMEM: the work hit the heap limit confine() sets
+        return WorkbenchError(
+            "E_TOO_LARGE",
+            f"{method} needs more memory than SQLite may hold ({limits.sqlite_heap_bytes:,} "
+            "bytes); ask for less at a time (fewer conditions, smaller documents)",
+            method=method,
+            limit=limits.sqlite_heap_bytes,
+        )
     for kind, code in _OS_CODES.items():
         if isinstance(exc, kind):  # the folder changed under the call (another process), or
             # holds what the gem cannot see (a FIFO where it writes)
@@ -238,6 +246,7 @@ class CallSession:
         given = _trace.arguments(args, kwargs, min(_trace.KEEP_PARAMS, room))
         size = given[3]
         ok, error = True, None
+        failure: WorkbenchError | None = None
         token = None
         result: Any = None
         try:
@@ -247,27 +256,31 @@ class CallSession:
             result = fn(*args, **kwargs)
             return result
         except WorkbenchError as exc:
-            ok, error = False, exc.code
+            failure = exc
             raise
         except TypeError as exc:
             if _binds(fn, args, kwargs):
-                ok, error = False, "E_INTERNAL"
-                raise _internal(method, exc) from exc
-            ok, error = False, "E_INVALID_ARGUMENT"
-            raise WorkbenchError(
+                failure = _internal(method, exc)
+                raise failure from exc
+            failure = WorkbenchError(
                 "E_INVALID_ARGUMENT",
                 _arguments_error(method, self.profile.params.get(method), exc, len(args) + len(kwargs)),
                 method=method,
-            ) from None
+            )
+            raise failure from None
         except Exception as exc:  # a provider failure is still the ctx layer's to explain
             coded = _coded(method, exc, self.limits)
-            ok, error = False, coded.code if coded else "E_INTERNAL"
             if coded is not None:
+                failure = coded
                 raise coded from None
-            raise _internal(method, exc) from exc
+            failure = _internal(method, exc)
+            raise failure from exc
         finally:
             if token is not None:
                 _watchdog.disarm(token)
+            if failure is not None:
+                ok, error = False, failure.code
+                self._rolled_back(method, failure)
             duration_us = round((time.perf_counter() - t0) * 1e6, 1)
             # a secret's value (K6 secrets.get) is never kept: the trace is shown and shared
             secret = method in self.profile.secret_methods
@@ -281,6 +294,19 @@ class CallSession:
                 row["params"] = self.http.mask_value(row["params"])
                 row["result"] = self.http.mask_value(row["result"])
             self.trace.append(row)
+
+    def _rolled_back(self, method: str, failure: WorkbenchError) -> None:
+        """SQLite ends the call's storage transaction itself when a statement is interrupted at
+        the deadline or runs out of memory. A later write would then commit on its own, outside
+        the transaction the call's end commits or reports as lost: the invocation is over."""
+        invocation = self.invocation
+        if invocation.opened and invocation.aborted is None and not self.providers.data_db.in_transaction:
+            invocation.aborted = WorkbenchError(
+                failure.code,
+                f"{failure.message}; SQLite rolled back the call's storage writes, so no "
+                "later ctx call of this call runs",
+                **failure.details,
+            )
 
     def _interrupt(self) -> None:
         """Stop whatever SQLite work this call is doing (the watchdog calls it at the deadline)."""

@@ -5,6 +5,11 @@ on megabyte strings, `randomblob` of 30 MB, a sort) can run for minutes without 
 `Connection.interrupt()` is safe from another thread and stops the statement wherever it is:
 the watchdog calls it at the deadline. Arming and disarming cost a lock and a dict operation;
 the thread wakes only at the nearest armed deadline, never once per statement.
+
+An interrupt that lands while no statement runs is lost: SQLite clears the flag when the next
+statement starts. The work may be between two statements at its deadline (Python code, or a
+statement still being prepared), so the watchdog repeats the interrupt every `REPEAT` seconds
+until the work is disarmed: whatever starts after the deadline is stopped within that time.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ _armed: dict[int, tuple[float, Callable[[], None]]] = {}  # token -> (deadline, 
 _queue: list[tuple[float, int]] = []  # (deadline, token), lazily pruned
 _tokens = itertools.count(1)
 _thread: threading.Thread | None = None
+REPEAT = 0.01  # seconds between interrupts once a deadline has passed
 
 
 def arm(deadline: float, interrupt: Callable[[], None]) -> int:
@@ -63,9 +69,10 @@ def _run() -> None:
                 _lock.wait(left)
                 continue
             heapq.heappop(_queue)
-            fire = _armed.pop(token, None)
+            fire = _armed.get(token)
             if fire is not None:
                 fire[1]()  # under the lock: a disarm that raced it has not returned yet
+                heapq.heappush(_queue, (time.monotonic() + REPEAT, token))  # until disarmed
 
 
 def _forget_thread() -> None:

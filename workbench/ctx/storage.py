@@ -176,7 +176,10 @@ def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: Limits)
     guard = _Guard(read_only=False).install(db)
     token = _watchdog.arm(time.monotonic() + limits.schema_seconds, db.interrupt)
     try:
-        db.executescript(f"BEGIN;\n{schema_sql}\n;COMMIT;")
+        try:
+            db.executescript(f"BEGIN;\n{schema_sql}\n;COMMIT;")
+        finally:  # before the ROLLBACK: the watchdog repeats its interrupt until disarmed
+            _watchdog.disarm(token)
     except sqlite3.Error as exc:
         if db.in_transaction:
             db.execute("ROLLBACK")
@@ -189,7 +192,6 @@ def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: Limits)
         )
         raise GemLoadError(f"db/schema.sql failed: {why}", file="db/schema.sql") from None
     finally:
-        _watchdog.disarm(token)
         guard.remove(db)
     if db.execute("PRAGMA user_version").fetchone()[0] == 0:
         db.execute("PRAGMA user_version = 1")
