@@ -45,6 +45,20 @@ def _server_info(pid: int) -> dict[str, Any] | None:
         return None
 
 
+def _listening(info: dict[str, Any]) -> bool:
+    """Jupyter writes its server info file before its event loop binds the port: a URL
+    printed on the file alone could be refused (seen once in a test run)."""
+    import socket
+
+    host = info.get("hostname") or "127.0.0.1"
+    host = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    try:
+        with socket.create_connection((host, int(info["port"])), timeout=1):
+            return True
+    except (OSError, KeyError, TypeError, ValueError):
+        return False
+
+
 def run(
     path: str,
     *,
@@ -74,7 +88,7 @@ def run(
     try:
         while proc.poll() is None:
             info = _server_info(proc.pid)
-            if info is not None:
+            if info is not None and _listening(info):
                 url = f"{info['url']}lab"
                 if info.get("token"):
                     url += f"?token={info['token']}"
