@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench import WorkbenchError
+from workbench.ctx import calculate
 from workbench.ctx.calculate import (
     FUNCTIONS,
     MAX_EXPRESSION_CHARS,
@@ -133,6 +134,12 @@ def test_size_bounds() -> None:
     assert len("-" * (MAX_EXPRESSION_CHARS - 1) + "1") == MAX_EXPRESSION_CHARS  # the longest chain
     many = "+".join(["(1)"] * 400)  # nodes past MAX_NODES need more text than the limit allows
     assert evaluate(many) == 400 and MAX_NODES >= MAX_EXPRESSION_CHARS // 2
+
+
+def test_parts_are_counted_as_they_are_visited(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(calculate, "MAX_NODES", 5)  # the text limit keeps the real one out of reach
+    assert evaluate("1+2+3") == 6  # five parts
+    assert "over 5 parts" in refused("1+2+3+4").message
 
 
 def test_deep_nesting_is_refused_or_evaluated_without_recursion() -> None:

@@ -4,7 +4,9 @@ SQLite's progress handler runs between VM instructions, so one expensive instruc
 on megabyte strings, `randomblob` of 30 MB, a sort) can run for minutes without reaching it.
 `Connection.interrupt()` is safe from another thread and stops the statement wherever it is:
 the watchdog calls it at the deadline. Arming and disarming cost a lock and a dict operation;
-the thread wakes only at the nearest armed deadline, never once per statement.
+the thread wakes only when the earliest deadline queued is due, and an arm wakes it only for a
+deadline earlier than that one: never once per ctx call (the calls of one tool call share its
+deadline). Disarmed entries wait in the queue until due, or until `arm` rebuilds it.
 
 An interrupt that lands while no statement runs is lost: SQLite clears the flag when the next
 statement starts. The work may be between two statements at its deadline (Python code, or a
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import os
 import threading
 import time
@@ -27,6 +30,7 @@ _armed: dict[int, tuple[float, Callable[[], None]]] = {}  # token -> (deadline, 
 _queue: list[tuple[float, int]] = []  # (deadline, token), lazily pruned
 _tokens = itertools.count(1)
 _thread: threading.Thread | None = None
+_wake_at = math.inf  # when the thread wakes next (inf: when notified)
 REPEAT = 0.01  # seconds between interrupts once a deadline has passed
 
 
@@ -39,12 +43,11 @@ def arm(deadline: float, interrupt: Callable[[], None]) -> int:
             heapq.heapify(_queue)
         token = next(_tokens)
         _armed[token] = (deadline, interrupt)
-        wake = not _queue or deadline < _queue[0][0]
         heapq.heappush(_queue, (deadline, token))
         if _thread is None:
             _thread = threading.Thread(target=_run, name="workbench-watchdog", daemon=True)
             _thread.start()
-        elif wake:
+        elif deadline < _wake_at:
             _lock.notify()
     return token
 
@@ -56,23 +59,18 @@ def disarm(token: int) -> None:
 
 
 def _run() -> None:
+    global _wake_at
     with _lock:
         while True:
-            while _queue and _queue[0][1] not in _armed:  # disarmed: drop without waking
-                heapq.heappop(_queue)
-            if not _queue:
-                _lock.wait()
-                continue
-            deadline, token = _queue[0]
-            left = deadline - time.monotonic()
-            if left > 0:
-                _lock.wait(left)
-                continue
-            heapq.heappop(_queue)
-            fire = _armed.get(token)
-            if fire is not None:
-                fire[1]()  # under the lock: a disarm that raced it has not returned yet
-                heapq.heappush(_queue, (time.monotonic() + REPEAT, token))  # until disarmed
+            now = time.monotonic()
+            while _queue and _queue[0][0] <= now:  # due: fire it if still armed, else drop it
+                _, token = heapq.heappop(_queue)
+                fire = _armed.get(token)
+                if fire is not None:
+                    fire[1]()  # under the lock: a disarm that raced it has not returned yet
+                    heapq.heappush(_queue, (now + REPEAT, token))  # until disarmed
+            _wake_at = _queue[0][0] if _queue else math.inf
+            _lock.wait(None if not _queue else _wake_at - now)
 
 
 def _forget_thread() -> None:

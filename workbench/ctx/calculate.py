@@ -177,7 +177,8 @@ def _apply(node: ast.expr, args: list[Number]) -> Any:
 
 
 def parse(expression: Any) -> ast.Expression:
-    """The bounded, parsed expression (E_INVALID_ARGUMENT if it is too long or not arithmetic)."""
+    """The parsed expression (E_INVALID_ARGUMENT if it is too long or not arithmetic); evaluate()
+    bounds its parts (MAX_NODES) as it visits them."""
     if not isinstance(expression, str) or not expression.strip():
         raise _bad("`expression` must be a non-empty string")
     if len(expression) > MAX_EXPRESSION_CHARS:
@@ -192,9 +193,7 @@ def parse(expression: Any) -> ast.Expression:
         tree = ast.parse(expression.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise _bad(f"not a valid expression ({getattr(exc, 'msg', None) or type(exc).__name__})") from None
-    if sum(isinstance(n, ast.expr) for n in ast.walk(tree)) > MAX_NODES:
-        raise _bad(f"the expression has over {MAX_NODES:,} parts")
-    return tree
+    return tree  # evaluate() counts its parts as it visits them (MAX_NODES)
 
 
 def evaluate(expression: str) -> int | float:
@@ -203,9 +202,13 @@ def evaluate(expression: str) -> int | float:
     source = expression.strip()
     stack: list[tuple[ast.expr, bool]] = [(tree.body, False)]
     values: list[Number] = []
+    parts = 0
     while stack:
         node, ready = stack.pop()
         if not ready:
+            parts += 1
+            if parts > MAX_NODES:
+                raise _bad(f"the expression has over {MAX_NODES:,} parts")
             kids = _children(node, source)
             stack.append((node, True))
             stack.extend((k, False) for k in reversed(kids))

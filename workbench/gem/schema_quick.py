@@ -14,7 +14,8 @@ _ANNOTATIONS = frozenset(
     {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
 )
 _ROOT = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
-_FIELD = _ANNOTATIONS | {"type"}
+_BOUNDS = ("minLength", "maxLength", "minimum", "maximum")  # the order of a field's bounds tuple
+_FIELD = _ANNOTATIONS | {"type", *_BOUNDS}
 _TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean", "null"})
 
 
@@ -47,19 +48,42 @@ def _types(schema: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(kinds)
 
 
-def _field(schema: Any) -> tuple[str, ...] | None:
-    """The types a field's subschema allows (() = any), or None when it says more than that."""
+Bounds = tuple[Any, Any, Any, Any] | None  # minLength, maxLength, minimum, maximum (None: absent)
+
+
+def _field(schema: Any) -> tuple[tuple[str, ...], Bounds] | None:
+    """The types a field's subschema allows (() = any) and its bounds, or None when it says
+    more than that."""
     if schema is True:
-        return ()
+        return (), None
     if not isinstance(schema, dict) or not _FIELD.issuperset(schema):
         return None
-    return _types(schema)
+    kinds = _types(schema)
+    bounds = tuple(schema.get(k) for k in _BOUNDS)
+    lengths_ok = all(b is None or (type(b) is int and b >= 0) for b in bounds[:2])
+    numbers_ok = all(b is None or type(b) in (int, float) for b in bounds[2:])
+    if kinds is None or not lengths_ok or not numbers_ok:
+        return None
+    return kinds, (bounds if any(b is not None for b in bounds) else None)
+
+
+def _within(v: Any, bounds: tuple[Any, Any, Any, Any]) -> bool:
+    """jsonschema's minLength/maxLength (strings, in code points) and minimum/maximum
+    (numbers, not booleans); each applies to its own kind of value only."""
+    low_len, high_len, low, high = bounds
+    t = type(v)
+    if t is str:
+        n = len(v)
+        return (low_len is None or n >= low_len) and (high_len is None or n <= high_len)
+    if t is int or t is float:  # NaN compares False both ways: not sure, the full check says
+        return (low is None or v >= low) and (high is None or v <= high)
+    return True
 
 
 def quick_check(schema: Any) -> Callable[[Any], bool] | None:
-    """For a schema of only type, properties (each field: type and annotations), required and
-    additionalProperties (true or false): a function saying True for inputs that are valid for
-    certain. None for any other schema."""
+    """For a schema of only type, properties (each field: type, minLength, maxLength, minimum,
+    maximum and annotations), required and additionalProperties (true or false): a function
+    saying True for inputs that are valid for certain. None for any other schema."""
     if not isinstance(schema, dict) or not _ROOT.issuperset(schema):
         return None
     root = _types(schema)
@@ -70,12 +94,12 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
         return None
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         return None
-    fields: dict[str, tuple[str, ...]] = {}
+    fields: dict[str, tuple[tuple[str, ...], Bounds]] = {}
     for name, sub in props.items():
-        kinds = _field(sub)
-        if kinds is None:
+        field = _field(sub)
+        if field is None:
             return None
-        fields[name] = kinds
+        fields[name] = field
 
     def valid(instance: Any) -> bool:
         if root and not any(_is(k, instance) for k in root):
@@ -86,11 +110,15 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
             if name not in instance:
                 return False
         for name, v in instance.items():
-            kinds = fields.get(name)
-            if kinds is None:
+            field = fields.get(name)
+            if field is None:
                 if not extra:
                     return False
-            elif kinds and not any(_is(k, v) for k in kinds):
+                continue
+            kinds, bounds = field
+            if kinds and not any(_is(k, v) for k in kinds):
+                return False
+            if bounds is not None and not _within(v, bounds):
                 return False
         return True
 
