@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -174,3 +175,33 @@ def test_gem_workbench_test_runs_notebooks_through_pytest(tmp_path, monkeypatch,
     assert out.returncode == pytest.ExitCode.TESTS_FAILED, out.stdout + out.stderr
     assert "1 failed, 1 passed" in out.stdout
     assert "notebooks/bad.ipynb: cell 2 raised ZeroDivisionError" in out.stdout
+
+
+def test_under_xdist_notebooks_run_longest_first_by_their_last_time(pytester: pytest.Pytester):
+    for name in ("a", "b", "c", "d"):
+        write_notebook(
+            pytester.path / "nbs" / f"{name}.ipynb",
+            f"import time\ntime.sleep({0.3 if name == 'c' else 0})",
+        )
+    result = pytester.runpytest("--nb", "nbs", "-p", "no:randomly")  # one process: recorded
+    result.assert_outcomes(passed=4)
+    seconds = pytester.path / ".pytest_cache" / "v" / "gem_workbench" / "notebook_seconds"
+    recorded = json.loads(seconds.read_text())
+    assert sorted(recorded) == [f"nbs/{n}.ipynb::{n}" for n in "abcd"]
+    assert recorded["nbs/c.ipynb::c"] > 0.3 and all(v > 0 for v in recorded.values())
+
+    # the last run's times (written here: kernel starts vary more than these notebooks do);
+    # d has none, so it counts as the longest
+    del recorded["nbs/d.ipynb::d"]
+    seconds.write_text(
+        json.dumps({**recorded, "nbs/a.ipynb::a": 2.0, "nbs/b.ipynb::b": 9.0, "nbs/c.ipynb::c": 5.0})
+    )
+    ran = pytester.runpytest_subprocess("--nb", "nbs", "-p", "no:randomly", "-n", "1", "-v")
+    ran.assert_outcomes(passed=4)
+    order = [line.split("::")[0].rsplit("/", 1)[-1] for line in ran.outlines if "PASSED nbs/" in line]
+    assert order == ["d.ipynb", "b.ipynb", "c.ipynb", "a.ipynb"], ran.outlines
+    assert json.loads(seconds.read_text())["nbs/d.ipynb::d"] > 0  # and the new times are kept
+
+    alone = pytester.runpytest("--nb", "nbs", "-p", "no:randomly", "-v")  # one process: name order
+    order = [line.split("::")[0].rsplit("/", 1)[-1] for line in alone.outlines if " PASSED" in line]
+    assert order == ["a.ipynb", "b.ipynb", "c.ipynb", "d.ipynb"], alone.outlines

@@ -1,11 +1,13 @@
 """Notebook suites in parallel (issue 14 item 5): the tutorials under `gem-workbench test -n 2`
-(pytest-xdist) against `-n 0`, and what the pytest plugin adds to one notebook against plain
-nbclient execution of it on the same kernel, each in fresh processes."""
+(pytest-xdist, longest first by the serial run's times) against `-n 0`, and what the pytest
+plugin adds to one notebook against plain nbclient execution of it on the same kernel, each in
+fresh processes."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,11 +34,15 @@ def bench_notebooks_parallel(sizes: Sizes) -> Figures:
         notebooks = notebooks[:2]
     # hypothesis' plugin (our dev extra; not in a user's install) imports hypothesis at the end
     # of every session, ~1.1 s: not what a user of `gem-workbench test` pays
-    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
-    pytest += ["-p", "no:hypothesispytest", "--nb"]
-    serial = _seconds([*pytest, "-n", "0", *notebooks])
-    parallel = _seconds([*pytest, "-n", "2", *notebooks])
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:hypothesispytest", "--nb"]
+    with tempfile.TemporaryDirectory() as cache:
+        # a cache of its own: the serial run records each notebook's time, and the parallel run
+        # starts the longest first (testing/order.py), as every run after a user's first does
+        cached = [*pytest, "-o", f"cache_dir={cache}"]
+        serial = _seconds([*cached, "-n", "0", *notebooks])
+        parallel = _seconds([*cached, "-n", "2", *notebooks])
     one = notebooks[0]
+    pytest += ["-p", "no:cacheprovider"]
     plugin = min(_seconds([*pytest, one]) for _ in range(2))
     plain = min(_seconds([sys.executable, "-c", NBCLIENT, one, str(Path(one).parent)]) for _ in range(2))
     return {

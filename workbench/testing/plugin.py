@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .notebook import DEFAULT_KERNEL, DEFAULT_TIMEOUT, NotebookFailure
+from .order import NotebookSeconds
 from .tstests import SUFFIXES as TS_SUFFIXES
 from .tstests import collect_ts_file
 
@@ -103,6 +104,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"ini option nb_timeout = {raw!r}: give seconds, e.g. 120, or 0 for no timeout"
             ) from None
     config.stash[_TIMEOUT] = value if value > 0 else None
+    cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
+    if cache is not None:
+        config.pluginmanager.register(NotebookSeconds(cache), "gem-workbench-notebook-seconds")
 
 
 def _wants_notebook(path: Path, parent: pytest.Collector) -> bool:
