@@ -321,9 +321,8 @@ def test_a_host_that_starts_with_garbage_is_a_failed_start_not_an_exception(
     recv, starts = sandbox_mod.Sandbox._recv, []
 
     def garbage_first(self: Any, deadline: float, limit: int) -> Any:
-        starts.append(1)  # the start at open (in the background), then the call's own
-        if len(starts) == 2:
-            monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", recv)
+        starts.append(1)  # the start at open, in the background
+        monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", recv)
         raise sandbox_mod._Broken("an unreadable header")  # as if the host wrote no JSON
 
     monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", garbage_first)
@@ -331,6 +330,29 @@ def test_a_host_that_starts_with_garbage_is_a_failed_start_not_an_exception(
     with pytest.raises(WorkbenchError) as failed:  # as any failed start: coded, not _Broken
         bench.call("ok")
     assert failed.value.code == "E_SANDBOX" and "did not start" in failed.value.message
+    assert starts == [1]  # the first call reported the background start's failure: no retry
+    assert bench.call("ok").value == "ok"  # the next one starts afresh
+
+
+def test_a_start_that_hangs_costs_its_wait_once(
+    gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host that never says "ready": the background start at open gives up after its wait,
+    and the first call reports that, instead of starting (and waiting) again."""
+    gem.tool("ok", OK, ext="js")
+    recv, waits = sandbox_mod.Sandbox._recv, []
+
+    def silent_first(self: Any, deadline: float, limit: int) -> Any:
+        waits.append(deadline)
+        monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", recv)
+        return None  # as if the wait for "ready" ran out
+
+    monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", silent_first)
+    bench = opened(gem)
+    with pytest.raises(WorkbenchError) as failed:
+        bench.call("ok")
+    assert failed.value.code == "E_SANDBOX" and "did not start" in failed.value.message
+    assert len(waits) == 1
     assert bench.call("ok").value == "ok"
 
 

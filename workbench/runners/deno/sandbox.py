@@ -73,6 +73,7 @@ class Sandbox:
         self._held: dict[str, list[tuple[dict[str, Any], bytes | None]]] = {}
         self._death: WorkbenchError | None = None  # how the process ended, for the outer calls
         self._warming: threading.Thread | None = None  # a start in the background (warm)
+        self._start_failed: WorkbenchError | None = None  # how it failed, for the next call
         # ctx shapes by number: a shape's text (~2 kB) crosses once per process, then its number
         self._shape_ids: dict[str, int] = {}
         self._shapes_sent: set[int] = set()
@@ -81,13 +82,16 @@ class Sandbox:
     def warm(self) -> None:
         """Start the process (and its Worker) in the background, so the first call pays only
         what is left of the start: done when a gem with JS/TS tools opens, and after a kill.
-        A failure to start is left for that call to report."""
+        A failure to start is that call's error (a start that hangs costs its 30 s once, not
+        again in the call); the call after it starts afresh."""
         if self.proc is not None or self._warming is not None:
             return
 
         def start() -> None:
             try:
                 self._start()
+            except WorkbenchError as exc:
+                self._start_failed = exc
             except Exception:  # noqa: BLE001  (the next call starts it again and says why)
                 self.stop()
 
@@ -333,6 +337,9 @@ class Sandbox:
         nested = bool(self._active)
         if nested and self.proc is None:  # an earlier nested call of this invocation ended it
             return Outcome(error=self._death or _gone())
+        failed, self._start_failed = self._start_failed, None
+        if failed is not None and not nested:
+            raise failed
         if self.pid is None and not nested:
             self.stop()  # a process that died between calls: close its pipes before a new one
             self._start()
