@@ -510,16 +510,22 @@ def test_SEC5_F12_extract_of_pdf_bombs_is_bounded_and_coded(real, lang):
     b, run, ws = real(lang, providers="mock", timeout=6, limits=Limits(file_bytes=1_000_000))
     codes = {}
     for name in BOMBS:
-        t0 = time.monotonic()
-        out = run(["extract", f"workspace:{name}"])[0]
-        codes[name] = (out.get("error"), round(time.monotonic() - t0, 1))
-        assert time.monotonic() - t0 < 12, (name, out)  # the 6 s timeout, not pypdf's pace
-    assert codes["flate.pdf"][0] == "E_TOO_LARGE", codes
-    assert codes["ops.pdf"][0] == "E_TIMEOUT", codes
-    assert codes["pages.pdf"][0] in ("E_TOO_LARGE", "E_TIMEOUT"), codes
-    assert codes["nested.pdf"][0] == "E_INVALID_ARGUMENT", codes
-    assert codes["junk.pdf"][0] == "E_INVALID_ARGUMENT", codes
-    assert codes["text.pdf"][0] == "E_TOO_LARGE", codes
+        res = within(30, lambda name=name: b.call("ops", {"ops": [["extract", f"workspace:{name}"]]}))
+        # the extract call's own outcome, from the trace: a JS call whose time ran out is then
+        # stopped as a whole (E_TIMEOUT), whether or not the extract ended at the deadline
+        (row,) = [r for r in res.trace_rows if r["method"] == "extract"]
+        codes[name] = row["error"]
+        if res.ok:
+            assert res.value[0].get("error") == row["error"], (name, res.value)
+    assert codes["flate.pdf"] == "E_TOO_LARGE", codes
+    # the 6 s timeout, not pypdf's pace: only the PDF reader killed at the call's deadline makes
+    # the extract call itself E_TIMEOUT (pypdf left to its pace spends many seconds on ops.pdf,
+    # then gives its text or stops at a limit of its own: E_TOO_LARGE)
+    assert codes["ops.pdf"] == "E_TIMEOUT", codes
+    assert codes["pages.pdf"] in ("E_TOO_LARGE", "E_TIMEOUT"), codes
+    assert codes["nested.pdf"] == "E_INVALID_ARGUMENT", codes
+    assert codes["junk.pdf"] == "E_INVALID_ARGUMENT", codes
+    assert codes["text.pdf"] == "E_TOO_LARGE", codes
     cut = run(["extract", "workspace:text.pdf", {"maxChars": 100}])[0]["ok"]  # maxChars: a cut
     assert cut["text"] == "A" * 100 and cut["mimeType"] == "application/pdf"
 
@@ -562,15 +568,18 @@ def test_SEC3_store_names_entries_that_list_does_not_report(kind, tmp_path):
 
 @pytest.mark.parametrize("markup", ["<a" * 60_000, "<![" * 10, "<!--" + "x" * 200_000, "<" * 300_000])
 def test_SEC5_extract_of_hostile_html_is_linear_and_coded(markup: str, tmp_path) -> None:
-    """html.parser took 15.7 s on 60,000 '<a' (quadratic) and raised AssertionError on '<!['."""
+    """html.parser took 15.7 s on 60,000 '<a' (quadratic) and raised AssertionError on '<!['.
+    The call's 5 s timeout is the judge: the extract checks the deadline as it converts, and
+    the ctx call after it fails with E_TIMEOUT if the extract, however written, ran past it (a
+    Python tool is not stopped at its deadline, its next ctx call is)."""
     g = GemBuilder(tmp_path / "gem")
     g.tool(
         "x",
         "def handle(i, ctx):\n    ctx.files.write('x.html', i['html'])\n"
-        "    return ctx.extract('x.html')['mimeType']",
+        "    mime = ctx.extract('x.html')['mimeType']\n"
+        "    ctx.files.stat('x.html')  # E_TIMEOUT past the call's deadline\n"
+        "    return mime",
     )
     with workbench.open(g.write(), state_dir=tmp_path / "state", timeout=5) as bench:
-        t0 = time.monotonic()
         res = bench.call("x", {"html": markup})
         assert res.ok and res.value == "text/html", res.error
-        assert time.monotonic() - t0 < 3
