@@ -32,9 +32,12 @@ def bench_notebooks_parallel(sizes: Sizes) -> Figures:
     notebooks = sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
     if sizes.docs < 100_000:  # quick: the two shortest, enough to see both workers busy
         notebooks = notebooks[:2]
-    # hypothesis' plugin (our dev extra; not in a user's install) imports hypothesis at the end
-    # of every session, ~1.1 s: not what a user of `gem-workbench test` pays
-    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:hypothesispytest", "--nb"]
+    # the plugins of our test extra are not in a user's install, so not what a user of
+    # `gem-workbench test` pays: hypothesis' imports hypothesis at the end of every session
+    # (~1.1 s), pytest-httpserver's and anyio's add ~0.15 s to each process's start
+    pytest = [sys.executable, "-m", "pytest", "-q", "--nb"]
+    for plugin in ("randomly", "hypothesispytest", "pytest_httpserver", "anyio"):
+        pytest += ["-p", f"no:{plugin}"]
     with tempfile.TemporaryDirectory() as cache:
         # a cache of its own: the serial run records each notebook's time, and the parallel run
         # starts the longest first (testing/order.py), as every run after a user's first does
