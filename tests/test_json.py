@@ -70,3 +70,32 @@ def test_why_not_json_names_the_first_bad_value_by_its_path() -> None:
     assert why_not_json(deep, max_depth=3) == "result[0][0][0] is nested deeper than 3 levels"
     assert why_not_json(deep).endswith("[0][0] is nested deeper than 200 levels")
     assert why_not_json({"ok": [1.5, (2, "x")], "n": None}) is None
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {},
+        {"a": 1, "b": "x", "c": None, "d": True, "e": 1.5},
+        {"a": float("nan")},
+        {"a": float("-inf")},
+        {1: "x"},
+        {"a": 1, 2: "x"},
+        {_Str("k"): 1},
+        {"a": _Str("v")},
+        {"a": b"bytes"},
+        {"a": [1, 2]},
+        {"a": {"b": float("inf")}},
+    ],
+)
+def test_a_flat_object_gets_the_answer_the_full_walk_gives(doc: dict) -> None:
+    # the one-pass check of a flat object (the common document) against the general walk,
+    # which a one-item list around it always takes
+    inner = why_not_json([doc], "doc")
+    expected = None if inner is None else inner.replace("doc[0]", "doc", 1)
+    assert why_not_json(doc, "doc") == expected
+    assert why_not_json(doc, "doc", max_depth=0) is not None  # nor does it skip the depth bound
