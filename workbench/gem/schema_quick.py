@@ -14,8 +14,7 @@ _ANNOTATIONS = frozenset(
     {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly"}
 )
 _ROOT = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
-_BOUNDS = ("minLength", "maxLength", "minimum", "maximum")  # the order of a field's bounds tuple
-_FIELD = _ANNOTATIONS | {"type", *_BOUNDS}
+_FIELD = _ANNOTATIONS | {"type", "minLength", "maxLength", "minimum", "maximum"}
 _TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean", "null"})
 
 
@@ -59,7 +58,7 @@ def _field(schema: Any) -> tuple[tuple[str, ...], Bounds] | None:
     if not isinstance(schema, dict) or not _FIELD.issuperset(schema):
         return None
     kinds = _types(schema)
-    bounds = tuple(schema.get(k) for k in _BOUNDS)
+    bounds = (schema.get("minLength"), schema.get("maxLength"), schema.get("minimum"), schema.get("maximum"))
     lengths_ok = all(b is None or (type(b) is int and b >= 0) for b in bounds[:2])
     numbers_ok = all(b is None or type(b) in (int, float) for b in bounds[2:])
     if kinds is None or not lengths_ok or not numbers_ok:
