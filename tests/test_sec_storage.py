@@ -7,10 +7,12 @@ providers.
 
 from __future__ import annotations
 
+import _sqlite3
+import ctypes
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -546,20 +548,37 @@ def test_SEC5_data_queries_stop_at_the_deadline(gem: GemBuilder, open_bench, lan
     assert bench.call("peek").value == ["before", "filled"]
 
 
+@pytest.fixture
+def sqlite_heap_restored() -> Iterator[None]:
+    """SQLite's heap limits as they were before the test, after it. They are process-wide, and
+    PRAGMA hard_heap_limit only ever lowers the hard one (a higher value is ignored): a test
+    that lowered it to 64 MiB left every later bench of the process (an xdist worker's too)
+    64 MiB, whatever its limits say. So they are set back through SQLite's C API, in the
+    library the sqlite3 module runs on (its own symbols, or those of the libsqlite3 it links)."""
+    lib = ctypes.CDLL(_sqlite3.__file__)
+    hard, soft = lib.sqlite3_hard_heap_limit64, lib.sqlite3_soft_heap_limit64
+    for f in (hard, soft):
+        f.restype, f.argtypes = ctypes.c_int64, [ctypes.c_int64]
+    before = hard(-1), soft(-1)  # (-1: only read)
+    yield
+    hard(before[0])
+    soft(before[1])  # after the hard one: a hard limit below the soft one lowers it
+    assert (hard(-1), soft(-1)) == before
+
+
+@pytest.mark.usefixtures("sqlite_heap_restored")
 @pytest.mark.parametrize("lang", ["py", "js"])
 def test_SEC5_data_query_out_of_memory_ends_the_call(gem: GemBuilder, open_bench, lang: str) -> None:
-    try:  # 64 MB: unbounded, the count holds ~1 GB
-        bench = open_bench(_count_gem(gem, lang), limits=Limits(sqlite_heap_bytes=64 * 1024 * 1024))
-        assert bench.call("fill", {"docs": 2, "keys": 20_000}).ok
-        res, trace = _count_trace(bench)
-        # SQLite ended the transaction: the first write is lost, so the call fails, and the last
-        # write never runs (it would commit on its own, outside the call's transaction)
-        assert trace == [("storage.kv.set", None), ("data.count", "E_TOO_LARGE")], res.trace
-        assert res.error.code == "E_TOO_LARGE" and "67,108,864 bytes" in res.error.message, res
-        assert "rolled back" in res.error.message
-        assert bench.call("peek").value == ["filled"]
-    finally:  # the heap limit is process-wide: give the next tests the default back
-        sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {Limits().sqlite_heap_bytes}")
+    # 64 MB: unbounded, the count holds ~1 GB
+    bench = open_bench(_count_gem(gem, lang), limits=Limits(sqlite_heap_bytes=64 * 1024 * 1024))
+    assert bench.call("fill", {"docs": 2, "keys": 20_000}).ok
+    res, trace = _count_trace(bench)
+    # SQLite ended the transaction: the first write is lost, so the call fails, and the last
+    # write never runs (it would commit on its own, outside the call's transaction)
+    assert trace == [("storage.kv.set", None), ("data.count", "E_TOO_LARGE")], res.trace
+    assert res.error.code == "E_TOO_LARGE" and "67,108,864 bytes" in res.error.message, res
+    assert "rolled back" in res.error.message
+    assert bench.call("peek").value == ["filled"]
 
 
 def test_SEC5_result_caps_count_row_by_row(sql_bench) -> None:
@@ -569,15 +588,13 @@ def test_SEC5_result_caps_count_row_by_row(sql_bench) -> None:
     assert out[0]["error"] == "E_TOO_LARGE"
 
 
+@pytest.mark.usefixtures("sqlite_heap_restored")
 def test_SEC5_one_row_cannot_make_sqlite_hold_gigabytes(sql_bench) -> None:
-    try:
-        run = sql_bench(limits=Limits(sqlite_heap_bytes=256 * 1024 * 1024))
-        cols = ", ".join(f"randomblob(30000000) AS c{i}" for i in range(40))  # 1.2 GB in one row
-        out = run(("query", f"SELECT {cols}", []))
-        assert out[0]["error"] == "E_TOO_LARGE" and "268,435,456" in out[0]["message"], out
-        assert run(("query", "SELECT length(randomblob(1000)) AS n", []))[0]["ok"] == [{"n": 1000}]
-    finally:  # the heap limit is process-wide: give the next tests the default back
-        sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {Limits().sqlite_heap_bytes}")
+    run = sql_bench(limits=Limits(sqlite_heap_bytes=256 * 1024 * 1024))
+    cols = ", ".join(f"randomblob(30000000) AS c{i}" for i in range(40))  # 1.2 GB in one row
+    out = run(("query", f"SELECT {cols}", []))
+    assert out[0]["error"] == "E_TOO_LARGE" and "268,435,456" in out[0]["message"], out
+    assert run(("query", "SELECT length(randomblob(1000)) AS n", []))[0]["ok"] == [{"n": 1000}]
 
 
 @pytest.mark.parametrize("lang", ["py", "js"])
@@ -736,3 +753,18 @@ def test_D3_a_gem_copying_another_gems_id_gets_none_of_its_state(
         assert b.call("kv").value is None
     with workbench.open(victim.root, providers="real") as b:  # the victim's own state stays
         assert b.call("kv").value == "VICTIM-SECRET"
+
+
+@pytest.mark.usefixtures("sqlite_heap_restored")
+def test_SEC5_the_bench_opened_last_sets_the_heap_limit(gem: GemBuilder, open_bench) -> None:
+    """The limit is process-wide, and the PRAGMA can only lower it: a bench opened with a
+    small one left every later bench of the process (a notebook's) under it."""
+    gem.tool("noop", "def handle(input, ctx):\n    return 1\n")
+
+    def limit() -> int:
+        return sqlite3.connect(":memory:").execute("PRAGMA hard_heap_limit").fetchone()[0]
+
+    open_bench(gem, limits=Limits(sqlite_heap_bytes=64 * 1024 * 1024))
+    assert limit() == 64 * 1024 * 1024
+    open_bench(gem)
+    assert limit() == Limits().sqlite_heap_bytes

@@ -163,7 +163,36 @@ def confine(db: sqlite3.Connection, limits: Limits) -> None:
     # SQLite's heap is the process's: a statement may not make SQLite hold more than this at
     # once (a row of 2,000 × 30 MB blobs, a mock database grown without end). Process-wide:
     # the bench opened last sets it.
-    db.execute(f"PRAGMA hard_heap_limit = {limits.sqlite_heap_bytes}")
+    set_heap_limit(db, limits.sqlite_heap_bytes)
+
+
+def set_heap_limit(db: sqlite3.Connection, limit: int) -> None:
+    """SQLite's process-wide hard heap limit, up or down. The PRAGMA only ever lowers it (so a
+    tool's SQL cannot raise it): a bench opened with a small limit would leave every later one
+    of the process under it. The C call, from the library the sqlite3 module runs on, sets it
+    either way; where that library cannot be reached, the PRAGMA at least lowers it."""
+    global _hard_heap_limit
+    if _hard_heap_limit is None:
+        _hard_heap_limit = _c_hard_heap_limit()
+    if _hard_heap_limit:
+        _hard_heap_limit(limit)
+    else:
+        db.execute(f"PRAGMA hard_heap_limit = {limit}")
+
+
+_hard_heap_limit: Any = None  # sqlite3_hard_heap_limit64, or False where it cannot be reached
+
+
+def _c_hard_heap_limit() -> Any:
+    import _sqlite3
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(_sqlite3.__file__).sqlite3_hard_heap_limit64
+    except (OSError, AttributeError):
+        return False
+    fn.restype, fn.argtypes = ctypes.c_int64, [ctypes.c_int64]
+    return fn
 
 
 def apply_schema(db: sqlite3.Connection, schema_sql: str | None, limits: Limits) -> None:
