@@ -82,17 +82,36 @@ def test_a_failed_tool_call_fails_the_notebook_only_when_asked(pytester: pytest.
 
 
 def test_a_cell_over_the_timeout_fails_the_notebook_quickly(pytester: pytest.Pytester):
-    write_notebook(pytester.path / "slow.ipynb", "print('started')", "import time\ntime.sleep(120)")
+    # the kernel writes its pid first; the slow cell would print "slept" after its sleep
+    write_notebook(
+        pytester.path / "slow.ipynb",
+        "import os, pathlib\npathlib.Path('kernel.pid').write_text(str(os.getpid()))\nprint('started')",
+        "import time\ntime.sleep(120)\nprint('slept')",
+    )
     result = pytester.runpytest("slow.ipynb", "--nb-timeout=0.5", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
             "*slow.ipynb: cell 3 ran over the 1 s cell timeout",  # rounded up
             "*time.sleep(120)",
-            "KeyboardInterrupt*",
+            "KeyboardInterrupt*",  # the cell was interrupted in its sleep…
         ]
     )
-    assert result.duration < 30  # interrupted and shut down, not left to run
+    assert "slept" not in result.stdout.lines  # …and never went on past it (its output)
+    # and the kernel was shut down, not left to run: its process is gone by the time the run
+    # ends (a zombie counts as gone: it runs nothing)
+    pid = int((pytester.path / "kernel.pid").read_text())
+    assert not running(pid), f"the kernel (pid {pid}) is still running"
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    state = next(line for line in status.splitlines() if line.startswith("State:"))
+    return "zombie" not in state
 
 
 def test_notebooks_are_collected_only_when_asked_for(pytester: pytest.Pytester):
