@@ -38,6 +38,18 @@ def test_the_trace_shows_arguments_as_passed_not_as_changed_later(gem: GemBuilde
     assert res.trace["args"].tolist() == [insert["args"], kv["args"]]
 
 
+def test_flat_arguments_are_copied_so_later_changes_do_not_show() -> None:
+    # a document, a patch, SQL params: objects and lists of scalars are copied when passed
+    doc, params = {"title": "first", "n": 1, "done": None}, ["a", 2.5]
+    r = row(1, "m.x", arguments(("notes", doc, params), {}, 64 * 1024), (True, None, 1.0), None)
+    doc["title"], doc["extra"] = "changed", 1
+    params.append("b")
+    assert r["params"] == (("notes", {"title": "first", "n": 1, "done": None}, ["a", 2.5]), {})
+    assert r["args"] == '"notes", {"title": "first", "n": 1, "done": null}, ["a", 2.5]'
+    # over the budget: the preview alone, as for any argument
+    assert arguments(("notes", {"t": "x" * 500}), {}, 100)[0] is not None
+
+
 def _row(*args: Any, **kwargs: Any) -> TraceRow:
     return row(1, "m.x", arguments(args, kwargs, 64 * 1024), (True, None, 1.5), {"r": 1})
 

@@ -175,8 +175,8 @@ class TraceRow(dict[str, Any]):
     """One ctx call of a trace, a dict: seq, method, args, ok, error, duration_us, params,
     result. "args" (the preview text) and "params" (the arguments as they were passed) are
     filled in when either is first read, or the row is read whole (iterated, copied, shown,
-    compared, encoded); until then the row holds the arguments, or their bytes (marshal) when
-    a tool could change them after the call."""
+    compared, encoded); until then the row holds the arguments (or a copy of flat ones), or
+    their bytes (marshal) when a tool could change them after the call."""
 
     __slots__ = ("_source",)  # set by `row`: the arguments, their bytes, or None (shown)
     _source: tuple[Any, ...] | bytes | None
@@ -241,6 +241,50 @@ class TraceRow(dict[str, Any]):
         return (dict, (dict(dict.items(self)),))
 
 
+def _scalar_chars(v: Any) -> int:
+    """About the JSON characters of a plain scalar; -1 for anything else (a subclass too)."""
+    t = type(v)
+    if t is str:
+        return len(v) + 2
+    if v is None or t is int or t is float or t is bool:
+        return 8
+    return -1
+
+
+def _flat_copy(args: tuple, budget: int) -> tuple[tuple, int] | None:
+    """Arguments that are scalars, and objects or lists of scalars one level deep, as a copy
+    (shallow is whole here: a later change by the tool reaches none of it) and about their
+    size, measured in the same pass; None for anything else, or over `budget`."""
+    size, out = 8, []
+    for a in args:
+        t = type(a)
+        n = _scalar_chars(a)
+        if n >= 0:
+            size += n + 1
+        elif t is dict:
+            size += 2 + 4 * len(a)
+            for k, v in a.items():
+                n = _scalar_chars(v)
+                if type(k) is not str or n < 0:
+                    return None
+                size += len(k) + n
+            a = dict(a)
+        elif t is list:
+            size += 2 + 2 * len(a)
+            for v in a:
+                n = _scalar_chars(v)
+                if n < 0:
+                    return None
+                size += n
+            a = list(a)
+        else:
+            return None
+        if size > budget:
+            return None
+        out.append(a)
+    return tuple(out), size
+
+
 def arguments(args: tuple, kwargs: dict, budget: int) -> tuple[str | None, Any, Any, int]:
     """What the trace keeps of a ctx call's arguments, taken when they are passed: the preview
     written now (None: when read), the arguments kept as objects now, what fills the row when
@@ -262,6 +306,9 @@ def arguments(args: tuple, kwargs: dict, budget: int) -> tuple[str | None, Any, 
                 if size <= budget
                 else (preview(args, kwargs), None, None, 0)
             )
+    flat = None if kwargs else _flat_copy(args, budget)
+    if flat is not None:  # a document, a patch, a row's params: copied, so kept as they are
+        return None, None, (flat[0], kwargs), flat[1]
     params, size = kept((args, kwargs), budget)
     if params is None:
         return preview(args, kwargs), None, None, 0
