@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 from conftest import GemBuilder
 
@@ -527,7 +526,7 @@ def test_SEC5_an_interrupt_between_statements_is_not_lost() -> None:
 
 def _count_trace(bench: workbench.Bench) -> tuple[workbench.CallResult, list[tuple[str, Any]]]:
     res = bench.call("count")
-    return res, [(m, None if pd.isna(e) else e) for m, e in zip(res.trace["method"], res.trace["error"])]
+    return res, [(r["method"], r["error"]) for r in res.trace_rows]
 
 
 @pytest.mark.parametrize("lang", ["py", "js"])

@@ -69,15 +69,8 @@ def why_not_json(
     answer here, not a RecursionError. Nesting beyond `max_depth` (limits.json_depth) is one.
     The path of a value ("result.items[3].name") is spelled out only for the one found.
     """
-    if type(value) is dict and max_depth > 0 and (seen is None or id(value) not in seen):
-        for k, v in value.items():  # the common case, a flat object of plain values: one pass
-            t = type(v)
-            if type(k) is not str or not (
-                t is str or t is int or t is bool or v is None or (t is float and math.isfinite(v))
-            ):
-                break
-        else:
-            return None
+    if max_depth >= 1 and (seen is None or id(value) not in seen) and flat(value):
+        return None  # the common case (a document, a row), in one pass: nothing in it nests
     path = set() if seen is None else seen  # the containers on the way down: a cycle's mark
     links: list[tuple[int, Any]] = []  # container -> (its parent container, its key there)
     # (value, depth, parent container, key); a negative depth leaves container ~depth

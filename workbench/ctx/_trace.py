@@ -252,23 +252,26 @@ def _scalar_chars(v: Any) -> int:
 
 
 def _flat_copy(args: tuple, budget: int) -> tuple[tuple, int] | None:
-    """Arguments that are scalars, and objects or lists of scalars one level deep, as a copy
-    (shallow is whole here: a later change by the tool reaches none of it) and about their
-    size, measured in the same pass; None for anything else, or over `budget`."""
-    size, out = 8, []
-    for a in args:
+    """Arguments that are scalars, and objects or lists of scalars one level deep, kept as
+    they are with each object or list copied (shallow is whole here: a later change by the tool
+    reaches none of it), and about their size, measured in the same pass; None for anything
+    else, or past `budget` (measuring stops there)."""
+    size, copied = 8, None
+    for i, a in enumerate(args):
         t = type(a)
-        n = _scalar_chars(a)
-        if n >= 0:
-            size += n + 1
-        elif t is dict:
+        if t is str:  # most ctx calls: a key, a path, an id
+            size += len(a) + 3
+        elif a is None or t is int or t is float or t is bool:
+            size += 8
+        elif t is dict:  # a document, a patch, a row's params
             size += 2 + 4 * len(a)
             for k, v in a.items():
                 n = _scalar_chars(v)
                 if type(k) is not str or n < 0:
                     return None
                 size += len(k) + n
-            a = dict(a)
+            copied = copied or list(args)
+            copied[i] = dict(a)
         elif t is list:
             size += 2 + 2 * len(a)
             for v in a:
@@ -276,13 +279,13 @@ def _flat_copy(args: tuple, budget: int) -> tuple[tuple, int] | None:
                 if n < 0:
                     return None
                 size += n
-            a = list(a)
+            copied = copied or list(args)
+            copied[i] = list(a)
         else:
             return None
         if size > budget:
             return None
-        out.append(a)
-    return tuple(out), size
+    return (args if copied is None else tuple(copied)), size
 
 
 def arguments(args: tuple, kwargs: dict, budget: int) -> tuple[str | None, Any, Any, int]:
@@ -290,24 +293,8 @@ def arguments(args: tuple, kwargs: dict, budget: int) -> tuple[str | None, Any, 
     written now (None: when read), the arguments kept as objects now, what fills the row when
     read, and about how many characters it keeps (within `budget`). Past the budget, or not
     JSON, only the preview is kept, written now: the arguments themselves are not."""
-    if not kwargs and len(args) <= 4:  # short scalars (most ctx calls: a key, a path, an id)
-        size = 8
-        for a in args:
-            t = type(a)
-            if t is str and len(a) < 1024:
-                size += len(a) + 3
-            elif a is None or t is int or t is float or t is bool:
-                size += 8
-            else:
-                break
-        else:  # kept as they are: nothing in them can change
-            return (
-                (None, None, (args, kwargs), size)
-                if size <= budget
-                else (preview(args, kwargs), None, None, 0)
-            )
     flat = None if kwargs else _flat_copy(args, budget)
-    if flat is not None:  # a document, a patch, a row's params: copied, so kept as they are
+    if flat is not None:  # nothing in them can change now
         return None, None, (flat[0], kwargs), flat[1]
     params, size = kept((args, kwargs), budget)
     if params is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
@@ -171,26 +172,23 @@ def set_heap_limit(db: sqlite3.Connection, limit: int) -> None:
     tool's SQL cannot raise it): a bench opened with a small limit would leave every later one
     of the process under it. The C call, from the library the sqlite3 module runs on, sets it
     either way; where that library cannot be reached, the PRAGMA at least lowers it."""
-    global _hard_heap_limit
-    if _hard_heap_limit is None:
-        _hard_heap_limit = _c_hard_heap_limit()
-    if _hard_heap_limit:
-        _hard_heap_limit(limit)
+    hard_heap_limit = _c_hard_heap_limit()
+    if hard_heap_limit is not None:
+        hard_heap_limit(limit)
     else:
         db.execute(f"PRAGMA hard_heap_limit = {limit}")
 
 
-_hard_heap_limit: Any = None  # sqlite3_hard_heap_limit64, or False where it cannot be reached
-
-
+@functools.cache
 def _c_hard_heap_limit() -> Any:
+    """sqlite3_hard_heap_limit64 of the library the sqlite3 module runs on, or None."""
     import _sqlite3
     import ctypes
 
     try:
         fn = ctypes.CDLL(_sqlite3.__file__).sqlite3_hard_heap_limit64
     except (OSError, AttributeError):
-        return False
+        return None
     fn.restype, fn.argtypes = ctypes.c_int64, [ctypes.c_int64]
     return fn
 
