@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import EXAMPLE_GEM
@@ -224,3 +225,21 @@ def test_under_xdist_notebooks_run_longest_first_by_their_last_time(pytester: py
     alone = pytester.runpytest("--nb", "nbs", "-p", "no:randomly", "-v")  # one process: name order
     order = [line.split("::")[0].rsplit("/", 1)[-1] for line in alone.outlines if " PASSED" in line]
     assert order == ["a.ipynb", "b.ipynb", "c.ipynb", "d.ipynb"], alone.outlines
+
+
+@pytest.mark.parametrize(
+    "stored", [["not", "a", "dict"], "text", {"nbs/a.ipynb::a": "9", "nbs/b.ipynb::b": None}]
+)
+def test_a_cache_file_of_any_shape_orders_nothing_and_breaks_nothing(stored: Any) -> None:
+    """The cache is the user's file: what is not {nodeid: seconds} counts as never timed."""
+    from types import SimpleNamespace
+
+    from workbench.testing.order import NotebookSeconds
+
+    cache = SimpleNamespace(get=lambda key, default: stored)
+    items = [SimpleNamespace(nodeid=f"nbs/{n}.ipynb::{n}") for n in "ab"] + [
+        SimpleNamespace(nodeid="t.py::x")
+    ]
+    ordered = list(items)
+    NotebookSeconds(cache).pytest_collection_modifyitems(SimpleNamespace(workerinput={}), ordered)
+    assert ordered == items
