@@ -32,6 +32,7 @@ from ..._errors import WorkbenchError
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 from ...gem.links import GemLinks
 from ..python import Outcome
+from .affinity import RELEASE_AFTER, Colocation
 from .errors import tool_error
 from .process import Output, kill, open_writer, terminate
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
@@ -77,6 +78,8 @@ class Sandbox:
         # ctx shapes by number: a shape's text (~2 kB) crosses once per process, then its number
         self._shape_ids: dict[str, int] = {}
         self._shapes_sent: set[int] = set()
+        self._colocation = Colocation()  # a call's threads on one CPU (affinity.py)
+        self._joined: set[int] | None = None  # the calling thread's mask while it is pinned
 
     # -- process ---------------------------------------------------------------------------
     def warm(self) -> None:
@@ -234,7 +237,16 @@ class Sandbox:
             return 0
 
     def _wait(self, deadline: float) -> bool:
-        """Until the channel is readable (True) or the deadline passed (False)."""
+        """Until the channel is readable (True) or the deadline passed (False). A wait longer
+        than RELEASE_AFTER sets the call's threads free of their CPU (affinity.py)."""
+        if self._joined is not None:
+            soon = min(deadline, time.monotonic() + RELEASE_AFTER)
+            if self._output.wait(self._r, soon):
+                return True
+            if soon == deadline or time.monotonic() < soon:  # the deadline, or the process ended
+                return False
+            self._colocation.release(self._joined)
+            self._joined = None
         return self._output.wait(self._r, deadline)
 
     def _read_some(self, deadline: float) -> bool:
@@ -348,11 +360,13 @@ class Sandbox:
         nonce = "" if nested else f"--wb-end-{secrets.token_hex(16)}--"
         deadline = caps.session.deadline or time.monotonic() + self.options.timeout
         limit = limits.bridge_message_bytes
+        proc = self.proc
+        assert proc is not None  # started above; a nested call returned if it was gone
         if not nested:
             self._output.begin(nonce, limits.log_bytes)
+            self._joined = self._colocation.join(proc.pid)
         self._active[call_id] = caps
         held = self._held[call_id] = []
-        proc = self.proc
         try:
             self._send(
                 {
@@ -414,6 +428,9 @@ class Sandbox:
             raise
         finally:
             del self._active[call_id], self._held[call_id]
+            if not nested:
+                self._colocation.leave(self._joined)
+                self._joined = None
 
     def _shape(self, text: str) -> dict[str, Any]:
         """A call's ctx shape: its number, and its text the first time this process sees it
