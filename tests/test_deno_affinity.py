@@ -4,6 +4,7 @@ set free when the sandbox computes, the caller's own mask always given back."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from conftest import GemBuilder
 
 from workbench.runners.deno import affinity
 from workbench.runners.deno import sandbox as sandbox_mod
+from workbench.runners.deno.process import Output
 
 pytestmark = [
     pytest.mark.deno,
@@ -23,6 +25,7 @@ pytestmark = [
     ),
 ]
 
+FREE = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()  # at collection
 KV = "export default async (i, ctx) => { await ctx.storage.kv.get('k'); return 1 }"
 SPIN_THEN_KV = """export default async (i, ctx) => {
   const end = performance.now() + 200;
@@ -45,78 +48,114 @@ def _masks(pid: int) -> dict[str, set[int]]:
 
 
 class Seen:
-    """What each ctx call served from JS saw: the serving thread's CPUs, the sandbox's threads'."""
+    """What the calling thread saw: its CPUs at each wait for the sandbox, and at each ctx
+    call it served from JS, with the sandbox's threads' CPUs then."""
 
     def __init__(self) -> None:
         self.pid = 0
+        self.waits: list[set[int]] = []
         self.calls: list[dict[str, Any]] = []
+        self.kill = False  # kill the sandbox at the next ctx call
+
+    def clear(self) -> None:
+        self.waits.clear()
+        self.calls.clear()
 
 
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch) -> Seen:
-    serve, out = sandbox_mod._serve, Seen()
+    serve, wait, out = sandbox_mod._serve, Output.wait, Seen()
 
-    def looking(*args: Any) -> Any:
-        if out.pid:
+    def serving(*args: Any) -> Any:
+        if out.kill:
+            out.kill = False
+            os.kill(out.pid, signal.SIGKILL)
+        elif out.pid:
             out.calls.append({"caller": os.sched_getaffinity(0), "sandbox": _masks(out.pid)})
         return serve(*args)
 
-    monkeypatch.setattr(sandbox_mod, "_serve", looking)
+    def waiting(self: Output, *args: Any) -> bool:
+        if out.pid:
+            out.waits.append(os.sched_getaffinity(0))
+        return wait(self, *args)
+
+    monkeypatch.setattr(sandbox_mod, "_serve", serving)
+    monkeypatch.setattr(Output, "wait", waiting)
     return out
 
 
-def _bench(gem: GemBuilder, opened: Callable, seen: Seen) -> Any:
+def _bench(gem: GemBuilder, opened: Callable, seen: Seen) -> tuple[Any, set[int]]:
+    """A bench whose sandbox ran one call, and the caller's CPUs before it opened."""
+    before = os.sched_getaffinity(0)
+    assert before == FREE  # no pin left over from an earlier test
     gem.tool("kv", KV, ext="js").tool("spin", SPIN_THEN_KV, ext="js")
     bench = opened(gem)
     assert bench.call("kv").value == 1  # started, and pinned once
     seen.pid = bench.sandbox.pid or 0
-    return bench
+    return bench, before
 
 
-def test_a_quick_call_runs_on_the_callers_cpu_and_gives_its_mask_back(
+def test_a_quick_call_waits_on_one_cpu_with_the_sandbox(
     gem: GemBuilder, opened: Callable, seen: Seen
 ) -> None:
-    bench = _bench(gem, opened, seen)
-    before = os.sched_getaffinity(0)
+    bench, before = _bench(gem, opened, seen)
     assert bench.call("kv").value == 1
     assert os.sched_getaffinity(0) == before  # the caller's own mask, back
+    assert seen.waits and all(len(cpus) == 1 for cpus in seen.waits), seen.waits
     (ctx_call,) = seen.calls
-    (cpu,) = ctx_call["caller"]  # one CPU while it served the ctx call
+    # serving the ctx call, the caller is free: nothing it starts then inherits a pin
+    assert ctx_call["caller"] == before
     sandbox = ctx_call["sandbox"]
-    assert sandbox["deno"] == {cpu} and sandbox["worker-1"] == {cpu}, sandbox
+    assert sandbox["deno"] == sandbox["worker-1"] == seen.waits[0], sandbox
     v8 = [cpus for name, cpus in sandbox.items() if name.startswith("V8 ")]
     assert v8 and all(cpus == before for cpus in v8), sandbox  # GC and compiling stay free
 
 
 def test_a_call_that_computes_sets_every_thread_free(gem: GemBuilder, opened: Callable, seen: Seen) -> None:
-    bench = _bench(gem, opened, seen)
-    before = os.sched_getaffinity(0)
+    bench, before = _bench(gem, opened, seen)
+    seen.clear()
     assert bench.call("spin").value == 1  # 200 ms without a word: past RELEASE_AFTER
     (ctx_call,) = seen.calls
-    assert ctx_call["caller"] == before
     assert all(cpus == before for cpus in ctx_call["sandbox"].values()), ctx_call["sandbox"]
+    assert len(seen.waits[0]) == 1 and seen.waits[-1] == before, seen.waits  # free after
     assert os.sched_getaffinity(0) == before
+    seen.clear()
     assert bench.call("kv").value == 1  # and the next quick call pins again
-    assert len(seen.calls[-1]["caller"]) == 1
+    assert all(len(cpus) == 1 for cpus in seen.waits), seen.waits
 
 
 def test_a_caller_pinned_by_its_user_is_left_as_it_is(gem: GemBuilder, opened: Callable, seen: Seen) -> None:
-    bench = _bench(gem, opened, seen)
-    bench.sandbox._colocation.release(None)  # the sandbox free, as after a long call
-    before = os.sched_getaffinity(0)
+    bench, before = _bench(gem, opened, seen)
+    bench.sandbox._colocation.release()  # the sandbox free, as after a long call
     mine = {min(before)}
     os.sched_setaffinity(0, mine)
     try:
+        seen.clear()
         assert bench.call("kv").value == 1
-        assert os.sched_getaffinity(0) == mine
+        assert os.sched_getaffinity(0) == mine and set(map(frozenset, seen.waits)) == {frozenset(mine)}
         (ctx_call,) = seen.calls
         assert all(cpus == before for cpus in ctx_call["sandbox"].values()), ctx_call["sandbox"]
     finally:
         os.sched_setaffinity(0, before)
 
 
-def test_a_sandbox_gone_before_it_is_pinned_is_no_error(tmp_path: Path) -> None:
+def test_a_sandbox_started_by_a_call_is_not_pinned(gem: GemBuilder, opened: Callable, seen: Seen) -> None:
+    bench, before = _bench(gem, opened, seen)
+    seen.kill = True
+    res = bench.call("kv")  # the process dies in it; the next one starts now, in the background
+    assert res.error is not None and res.error.code == "E_SANDBOX", res
+    bench.sandbox._warmed()
+    new = bench.sandbox.pid
+    assert new not in (None, seen.pid)
+    assert all(cpus == before for cpus in _masks(new).values()), _masks(new)
+    seen.pid = new
+    seen.clear()
+    assert bench.call("kv").value == 1  # and it joins the caller's CPU at its first call
+    assert seen.calls[0]["sandbox"]["deno"] == seen.waits[0] and len(seen.waits[0]) == 1
+
+
+def test_a_sandbox_gone_before_it_is_pinned_is_no_error() -> None:
     colocation = affinity.Colocation()
     before = os.sched_getaffinity(0)
     assert colocation.join(2**22 + 12345) is None  # no such process: nothing pinned
-    assert os.sched_getaffinity(0) == before and colocation.pid is None
+    assert os.sched_getaffinity(0) == before and colocation.cpu == -1

@@ -4,15 +4,17 @@ A JS call is a chain of hand-offs (Python -> Deno main -> Worker -> main -> Pyth
 per ctx call) in which one thread runs at a time. On the VMs we measure on, a hand-off to a
 thread asleep on another vCPU costs an inter-processor interrupt, tens of µs each: keeping the
 chain on the CPU the calling thread already runs on took a kv.get round trip from JS from
-~400 to ~260 µs (tests/bench, `deno_ctx_round_trip`).
+~400 to ~260 µs (tests/bench, `deno_ctx_round_trip`; docs/benchmarks.md).
 
-So for the time of a top-level call, the calling thread is pinned to its current CPU, and the
-sandbox's threads join it there (moved again only when the caller is on another CPU next
-time). V8's platform threads (concurrent GC and compilation) stay free: they run beside the
-tool, not in turns with it. Nothing stays pinned through a long wait: when the sandbox has
-worked for `RELEASE_AFTER` without a word (a tool computing), its threads are set free again
-and the calling thread with them, so the scheduler can spread the work as before. Where
-affinity cannot be set (not Linux, one CPU, a mask the caller set), nothing happens.
+So while the calling thread waits for the sandbox, it is pinned to its current CPU, and the
+sandbox's threads are pinned there too (moved again only when the caller is on another CPU at
+a later wait). The caller is pinned for its waits only: a thread or a process it starts
+meanwhile (serving a ctx call, starting a new sandbox) would inherit its mask. V8's platform
+threads (concurrent GC and compilation) stay free: they run beside the tool, not in turns with
+it. Nothing stays pinned through a long wait: when the sandbox has worked for `RELEASE_AFTER`
+without a word (a tool computing), its threads are set free again for the rest of the call,
+so the scheduler can spread the work as before. Where affinity cannot be set (not Linux, one
+CPU, a caller whose mask has one CPU), nothing happens.
 """
 
 from __future__ import annotations
@@ -40,16 +42,16 @@ def _getcpu() -> Callable[[], int] | None:
 
 
 class Colocation:
-    """The CPU one sandbox process's threads are pinned to, if any."""
+    """Where one sandbox process's threads are pinned, if anywhere."""
 
     def __init__(self) -> None:
-        self.pid: int | None = None  # the process pinned, and where, and its mask before
-        self.cpu = -1
+        self.pid: int | None = None  # the process, and its threads' mask before any pin
         self.mask: set[int] = set()
+        self.cpu = -1  # the CPU its threads are pinned to; -1: free
 
     def join(self, pid: int) -> set[int] | None:
         """Pin the calling thread to its CPU, and the process's threads there too; the
-        thread's mask to give back to `leave` (None: nothing was pinned)."""
+        thread's own mask, for `leave` (None: nothing was pinned)."""
         getcpu = _getcpu()
         if getcpu is None:
             return None
@@ -58,33 +60,33 @@ class Colocation:
             mine = os.sched_getaffinity(0)
             if len(mine) < 2 or cpu not in mine:
                 return None
-            if self.pid != pid or self.cpu != cpu:
-                if self.pid != pid:
-                    self.mask = os.sched_getaffinity(pid)
+            if self.pid != pid:  # a new process: read before any pin, so its own
+                self.pid, self.mask, self.cpu = pid, os.sched_getaffinity(pid), -1
+            if self.cpu != cpu:
+                self.cpu = -2  # unknown until every thread is moved
                 self._set(pid, {cpu})
-                self.pid, self.cpu = pid, cpu
+                self.cpu = cpu
             os.sched_setaffinity(0, {cpu})
         except OSError:  # the process is gone, or affinity is not ours to set
             return None
         return mine
 
     def leave(self, mine: set[int] | None) -> None:
-        """Give the calling thread its mask back (after `join`)."""
+        """Give the calling thread its own mask back (after `join`)."""
         if mine is not None:
             try:
                 os.sched_setaffinity(0, mine)
             except OSError:
                 pass
 
-    def release(self, mine: set[int] | None) -> None:
-        """The sandbox is computing: its threads and the calling thread are free again."""
-        if self.pid is not None:
+    def release(self) -> None:
+        """The sandbox is computing: its threads are free again."""
+        if self.pid is not None and self.cpu != -1:
             try:
                 self._set(self.pid, self.mask)
+                self.cpu = -1
             except OSError:
                 pass
-            self.pid = None
-        self.leave(mine)
 
     @staticmethod
     def _set(pid: int, cpus: set[int]) -> None:

@@ -79,7 +79,7 @@ class Sandbox:
         self._shape_ids: dict[str, int] = {}
         self._shapes_sent: set[int] = set()
         self._colocation = Colocation()  # a call's threads on one CPU (affinity.py)
-        self._joined: set[int] | None = None  # the calling thread's mask while it is pinned
+        self._colocated: int | None = None  # the thread whose waits do so (a top call's)
 
     # -- process ---------------------------------------------------------------------------
     def warm(self) -> None:
@@ -237,16 +237,23 @@ class Sandbox:
             return 0
 
     def _wait(self, deadline: float) -> bool:
-        """Until the channel is readable (True) or the deadline passed (False). A wait longer
-        than RELEASE_AFTER sets the call's threads free of their CPU (affinity.py)."""
-        if self._joined is not None:
+        """Until the channel is readable (True) or the deadline passed (False). The calling
+        thread of a top-level call waits on one CPU with the sandbox's threads, until a wait
+        lasts RELEASE_AFTER (affinity.py)."""
+        proc = self.proc
+        if proc is None or self._colocated != threading.get_ident():
+            return self._output.wait(self._r, deadline)
+        mine = self._colocation.join(proc.pid)
+        try:
             soon = min(deadline, time.monotonic() + RELEASE_AFTER)
             if self._output.wait(self._r, soon):
                 return True
             if soon == deadline or time.monotonic() < soon:  # the deadline, or the process ended
                 return False
-            self._colocation.release(self._joined)
-            self._joined = None
+            self._colocation.release()
+            self._colocated = None  # for the rest of this call
+        finally:
+            self._colocation.leave(mine)
         return self._output.wait(self._r, deadline)
 
     def _read_some(self, deadline: float) -> bool:
@@ -364,7 +371,7 @@ class Sandbox:
         assert proc is not None  # started above; a nested call returned if it was gone
         if not nested:
             self._output.begin(nonce, limits.log_bytes)
-            self._joined = self._colocation.join(proc.pid)
+            self._colocated = threading.get_ident()
         self._active[call_id] = caps
         held = self._held[call_id] = []
         try:
@@ -429,8 +436,7 @@ class Sandbox:
         finally:
             del self._active[call_id], self._held[call_id]
             if not nested:
-                self._colocation.leave(self._joined)
-                self._joined = None
+                self._colocated = None
 
     def _shape(self, text: str) -> dict[str, Any]:
         """A call's ctx shape: its number, and its text the first time this process sees it
