@@ -7,6 +7,7 @@ tell them apart.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 from conftest import GemBuilder
 
 import workbench
-from workbench.ctx.data import where_sql
+from workbench.ctx.data import new_id, where_sql
 from workbench.providers.datastore import expr, table
 
 # One tool drives any storage method: steps are ["data", coll, method, *args],
@@ -875,3 +876,18 @@ def test_real_state_survives_reopen(gem, open_bench, kind):
     else:  # mock state lives in memory: a new bench starts from the fixtures
         assert b2.data("notes").empty and b2.kv().empty
         assert b2.sql("SELECT name FROM items")["name"].tolist() == ["seed"]
+
+
+def test_document_ids_are_random_and_a_forked_child_draws_its_own() -> None:
+    ids = [new_id() for _ in range(2000)]  # past several draws of 512
+    assert len(set(ids)) == 2000 and all(re.fullmatch("[0-9a-f]{16}", i) for i in ids)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the ids the parent drew and has not given are not its own
+        os.write(w, new_id().encode())
+        os._exit(0)
+    os.close(w)
+    child = os.read(r, 64).decode()
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert re.fullmatch("[0-9a-f]{16}", child) and child != new_id()

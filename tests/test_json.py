@@ -6,8 +6,11 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from workbench._json import flat, to_json, why_not_json
+from workbench import _json
+from workbench._json import dump_flat, flat, to_json, why_not_json
 
 FLAT = [
     {},
@@ -37,6 +40,30 @@ def test_a_flat_value_comes_back_as_its_json_round_trip(value: Any) -> None:
     assert [type(v) for v in (out.values() if isinstance(out, dict) else out)] == [
         type(v) for v in (expected.values() if isinstance(expected, dict) else expected)
     ]  # True stays True, not 1
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("value", FLAT)
+@pytest.mark.parametrize("encoder", ["c", "stdlib"])
+def test_a_flat_value_is_written_as_json_dumps_writes_it(
+    value: Any, encoder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _json._CHUNKS is not None  # this Python's C encoder is the one json.dumps uses
+    if encoder == "stdlib":  # where it is missing or differs
+        monkeypatch.setattr(_json, "_CHUNKS", None)
+    assert dump_flat(value) == _dumps(value)
+
+
+SCALAR = st.one_of(st.text(), st.integers(-(2**63) + 1, 2**63 - 1), st.booleans(), st.none())
+
+
+@given(st.one_of(st.dictionaries(st.text(), SCALAR), st.lists(SCALAR)))
+def test_any_flat_value_is_written_as_json_dumps_writes_it(value: Any) -> None:
+    assert flat(value)
+    assert dump_flat(value) == _dumps(value)
 
 
 @pytest.mark.parametrize("value", NOT_FLAT)

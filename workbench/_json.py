@@ -22,6 +22,31 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # 
 _WIDE = 1 << 63  # a flat value's ints are below this: far from Python's digit limit for str()
 
 
+_DUMP = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+def _flat_chunks() -> Any:
+    """The C encoder json.dumps builds for each call, built once, or None where the C encoder
+    is missing or differs (another Python's private API). It has no circular check: for flat
+    values only, in which nothing nests."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+
+        chunks = c_make_encoder(None, None, encode_basestring, None, ":", ",", False, False, False)
+        probe = {"a": [1, "é\n\ud800", None, True, -(2**62)], "b": ""}
+        return chunks if "".join(chunks(probe, 0)) == _DUMP(probe) else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+_CHUNKS = _flat_chunks()
+
+
+def dump_flat(value: Any) -> str:
+    """A `flat` value as compact JSON text, as json.dumps(separators=(",", ":"),
+    ensure_ascii=False) writes it, in half the time for a small document."""
+    return "".join(_CHUNKS(value, 0)) if _CHUNKS is not None else _DUMP(value)
+
 def flat(value: Any) -> bool:
     """Whether `value` is a dict (string keys) or list of str, bool, None and ints below 2**63,
     exactly those types: nothing in it nests, cycles, is NaN or is written otherwise by JS, so
