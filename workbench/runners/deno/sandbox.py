@@ -135,6 +135,7 @@ class Sandbox:
             fds = [-1, -1]
             self._r = self._w = -1
             self._output = Output(self.proc)
+            self._colocation.forget()
             self._finalizer = weakref.finalize(self, kill, self.proc, fds)
             # ours before the host opens its writing end (after `in`), so that open never blocks
             self._r = fds[0] = os.open(from_host, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -243,8 +244,8 @@ class Sandbox:
         proc = self.proc
         if proc is None or self._colocated != threading.get_ident():
             return self._output.wait(self._r, deadline)
-        mine = self._colocation.join(proc.pid)
         try:
+            self._colocation.join(proc)
             soon = min(deadline, time.monotonic() + RELEASE_AFTER)
             if self._output.wait(self._r, soon):
                 return True
@@ -253,7 +254,7 @@ class Sandbox:
             self._colocation.release()
             self._colocated = None  # for the rest of this call
         finally:
-            self._colocation.leave(mine)
+            self._colocation.leave()
         return self._output.wait(self._r, deadline)
 
     def _read_some(self, deadline: float) -> bool:
@@ -437,6 +438,7 @@ class Sandbox:
             del self._active[call_id], self._held[call_id]
             if not nested:
                 self._colocated = None
+                self._colocation.leave()  # (a Ctrl-C in a wait's own leave left it pinned)
 
     def _shape(self, text: str) -> dict[str, Any]:
         """A call's ctx shape: its number, and its text the first time this process sees it
