@@ -167,25 +167,59 @@ def bench_cold_start(sizes: Sizes = QUICK) -> Figures:
     }
 
 
+def _cpu_us(pid: int) -> dict[str, float]:
+    """CPU time (user + system, µs) of each thread of `pid` by name, V8's platform workers as
+    one, from /proc (in clock ticks: summed over many calls, not per call)."""
+    tick = 1e6 / os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        key = "v8" if name.startswith("V8 ") else "worker" if name.startswith("worker-") else "host"
+        out[key] = out.get(key, 0.0) + (int(fields[11]) + int(fields[12])) * tick
+    return out
+
+
 def bench_warm_call(sizes: Sizes = QUICK) -> Figures:
     """Median bench.call of a trivial JS tool (reuse="always") vs a trivial Python tool.
 
     Calls are timed one by one, in alternating blocks of 50 (alternating call by call slowed
     both: each paid for what the other left running, e.g. the sandbox's log reader threads).
+    Where the JS calls' time goes: the CPU time per call of the calling thread and of the
+    sandbox's threads (the host's: main and tokio's; the Worker; V8's platform workers), over
+    the JS blocks.
     """
     js_ns: list[int] = []
     py_ns: list[int] = []
+    cpu: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as d, _workbench_home(Path(d)):
         gem = write_gem(Path(d) / "gem", {"one.js": ONE, "noop": NOOP})
         with _open(gem, Path(d) / "state") as bench, no_gc():
+            _call(bench, "one", {})  # (started)
+            pid = bench.sandbox.pid or 0
             for block in range(-1, max(1, sizes.warm_calls // 50)):  # block -1 warms up
+                before, mine = _cpu_us(pid), time.thread_time_ns()
                 js = [time_ns(lambda: _call(bench, "one", {})) for _ in range(50)]
+                after, mine = _cpu_us(pid), time.thread_time_ns() - mine
                 py = [time_ns(lambda: _call(bench, "noop", {})) for _ in range(50)]
                 if block >= 0:
                     js_ns += js
                     py_ns += py
+                    cpu["python"] = cpu.get("python", 0.0) + mine / 1e3
+                    for k, v in after.items():
+                        cpu[k] = cpu.get(k, 0.0) + v - before.get(k, 0.0)
     js_med, py_med = statistics.median(js_ns), statistics.median(py_ns)
-    return {"js_ms": js_med / 1e6, "py_ms": py_med / 1e6, "ratio": js_med / py_med}
+    calls = len(js_ns)
+    return {
+        "js_ms": js_med / 1e6,
+        "py_ms": py_med / 1e6,
+        "ratio": js_med / py_med,
+        **{f"cpu_{k}_us": cpu.get(k, 0.0) / calls for k in ("python", "host", "worker", "v8")},
+    }
 
 
 def _pingpong(send: Callable[[bytes], object], recv: Callable[[], bytes]) -> Callable[[int], float]:
