@@ -47,6 +47,7 @@ def dump_flat(value: Any) -> str:
     ensure_ascii=False) writes it, in half the time for a small document."""
     return "".join(_CHUNKS(value, 0)) if _CHUNKS is not None else _DUMP(value)
 
+
 def flat(value: Any) -> bool:
     """Whether `value` is a dict (string keys) or list of str, bool, None and ints below 2**63,
     exactly those types: nothing in it nests, cycles, is NaN or is written otherwise by JS, so
