@@ -434,7 +434,7 @@ def test_an_interrupted_start_leaves_no_host_and_the_next_call_works(
     bench.sandbox.stop()
     open_writer = sandbox_mod.open_writer
 
-    def interrupted(path: str, proc: Any) -> int:
+    def interrupted(path: str, proc: Any, fds: list[int]) -> bool:
         time.sleep(0.5)  # the host now waits in its open of `in`
         raise KeyboardInterrupt
 

@@ -30,6 +30,7 @@ class Output:
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None and proc.stderr is not None
+        self.proc = proc
         self.fds = (proc.stdout.fileno(), proc.stderr.fileno())
         for fd in self.fds:  # read when there may be something, never to wait (see take)
             os.set_blocking(fd, False)
@@ -80,6 +81,15 @@ class Output:
                 return True
             if not self.open:  # both streams ended: the process is gone (or shut them)
                 return bool(select.select([channel], [], [], 0)[0])
+
+    def close(self) -> None:
+        """Read no more: the pipes' numbers are forgotten (`open` emptied) before the pipes are
+        closed, so that nothing here reads a closed number, or one reused by another file, even
+        after a Ctrl-C between the two. Done again, it does nothing more."""
+        self.open.clear()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
     def pump(self, fd: int) -> None:
         try:
@@ -147,26 +157,50 @@ def terminate(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def open_writer(path: str, proc: subprocess.Popen[bytes]) -> int:
-    """Our end of the FIFO the host reads (non-blocking): it opens once the host is reading
-    it. If Deno dies first, -1 (so start fails)."""
+def open_writer(path: str, proc: subprocess.Popen[bytes], fds: list[int]) -> bool:
+    """Our end of the FIFO the host reads (non-blocking), appended to `fds`: it opens once the
+    host is reading it. If Deno dies first, False (so start fails)."""
     deadline = time.monotonic() + 30
     while proc.poll() is None and time.monotonic() < deadline:
         try:
-            return os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            open_into(fds, path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            return True
         except OSError as exc:  # ENXIO: the host has not opened it yet
             if exc.errno != errno.ENXIO:
                 raise
         time.sleep(0.002)
-    return -1
+    return False
 
 
-def kill(proc: subprocess.Popen[bytes], fds: list[int]) -> None:
-    """Kill the process and close every channel to it (also run when a Sandbox is collected)."""
-    terminate(proc)
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()
-    for fd in fds:
-        if fd >= 0:
-            os.close(fd)
+def open_into(fds: list[int], path: str, flags: int) -> None:
+    """os.open(path, flags), its fd appended to `fds` within the same C call (list.extend of a
+    map): a Ctrl-C is raised between bytecodes only, so none comes between the open and the
+    append, and the fd is never lost (whoever closes `fds` closes it)."""
+    fds.extend(map(os.open, (path,), (flags,)))
+
+
+def close_all(fds: list[int]) -> None:
+    """Close every fd in `fds`, emptying it. Each is taken out of the list and closed within one
+    C call (any() over a map of os.close on list.pop), so a Ctrl-C never leaves a closed number
+    in the list (closed again later, maybe another file's by then) nor an open one out of it."""
+    while fds:
+        try:
+            any(map(os.close, iter(fds.pop, None)))  # os.close returns None: runs to the end
+        except IndexError:  # all closed: pop on the empty list ends the map
+            return
+        except OSError:  # that one is closed all the same (close frees the number even then)
+            continue
+
+
+def kill(proc: subprocess.Popen[bytes], output: Output | None, fds: list[int]) -> None:
+    """Kill the process and close every channel to it (also run when a Sandbox is collected).
+    Each step may be done again, so a stop cut short by a Ctrl-C can be finished later."""
+    try:
+        terminate(proc)
+    finally:
+        if output is not None:
+            output.close()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        close_all(fds)

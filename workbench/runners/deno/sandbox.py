@@ -13,6 +13,7 @@ message costs time linear in its size; each is bounded by limits.bridge_message_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -34,7 +35,7 @@ from ...gem.links import GemLinks
 from ..python import Outcome
 from .affinity import RELEASE_AFTER, Colocation
 from .errors import tool_error
-from .process import Output, kill, open_writer, terminate
+from .process import Output, close_all, kill, open_into, open_writer, terminate
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 
 if TYPE_CHECKING:
@@ -62,6 +63,15 @@ class Sandbox:
     def __init__(self, gem_root: Path, *, deno_dir: Path, options: SandboxOptions) -> None:
         self.gem_root, self.deno_dir, self.options = gem_root, deno_dir, options
         self.proc: subprocess.Popen[bytes] | None = None
+        self._output: Output | None = None  # its stdout and stderr
+        # the channel's fds (and those stop opens to free a host it does not know): stop closes
+        # them; _r and _w are its ends while they are open, -1 from before they are closed
+        self._fds: list[int] = []
+        self._r = self._w = -1
+        self._fifo_dir: str | None = None  # a start's FIFO folder, until it is removed
+        # a start, or a top-level call (a conversation with the host), began and did not end:
+        # the host is in a state nobody knows (a Ctrl-C cut it short), so the next call restarts
+        self._unsure = False
         self._mtimes: dict[Path, int] = {}
         self._nested: set[Path] = set()  # tools that ran nested: checked for edits at top calls
         self._finalizer: weakref.finalize | None = None
@@ -73,7 +83,9 @@ class Sandbox:
         # its own ctx.tools calls (each would nest again; its own loop serves them in turn)
         self._held: dict[str, list[tuple[dict[str, Any], bytes | None]]] = {}
         self._death: WorkbenchError | None = None  # how the process ended, for the outer calls
-        self._warming: threading.Thread | None = None  # a start in the background (warm)
+        # a start in the background (warm), and who claimed it: the thread, or a caller that
+        # waited for it before it began (it then never will)
+        self._warming: tuple[threading.Thread, dict[str, str]] | None = None
         self._start_failed: WorkbenchError | None = None  # how it failed, for the next call
         # ctx shapes by number: a shape's text (~2 kB) crosses once per process, then its number
         self._shape_ids: dict[str, int] = {}
@@ -89,25 +101,40 @@ class Sandbox:
         again in the call); the call after it starts afresh."""
         if self.proc is not None or self._warming is not None:
             return
+        claim: dict[str, str] = {}
+        thread = threading.Thread(
+            target=self._background, args=(claim,), name="gem-workbench-sandbox-start", daemon=True
+        )
+        try:
+            thread.start()
+        finally:  # published even after a Ctrl-C in start(), which may or may not have started it
+            self._warming = thread, claim
 
-        def start() -> None:
-            try:
-                self._start()
-            except WorkbenchError as exc:
-                self._start_failed = exc
-            except Exception:  # noqa: BLE001  (the next call starts it again and says why)
-                self.stop()
-
-        self._warming = threading.Thread(target=start, name="gem-workbench-sandbox-start", daemon=True)
-        self._warming.start()
+    def _background(self, claim: dict[str, str]) -> None:
+        if claim.setdefault("by", "thread") != "thread":
+            return  # a caller waited for this start before it began: it gave up on it
+        try:
+            self._start()
+        except WorkbenchError as exc:
+            self._start_failed = exc
+        except Exception:  # noqa: BLE001  (the next call starts it again and says why)
+            self.stop()
 
     def _warmed(self) -> None:
-        """Wait for a background start to end (before a call, a stop)."""
-        thread, self._warming = self._warming, None
-        if thread is not None:
+        """Wait for a background start to end (before a call, a stop). A thread that has not
+        begun its start is told not to (a Ctrl-C in warm may have kept it from ever running:
+        join would fail on it). Interrupted, the start stays known, and the next call waits."""
+        warming = self._warming
+        if warming is None:
+            return
+        thread, claim = warming
+        if claim.setdefault("by", "caller") == "thread":  # one step: the thread claims it or not
             thread.join()
+        self._warming = None
 
     def _start(self) -> None:
+        self._unsure = True  # until "ready": a start cut short is ended by the next call's stop
+        self._release()  # what a stop cut short by a Ctrl-C left, if anything
         self.deno_dir.mkdir(parents=True, exist_ok=True)
         # The Cache API (`caches`) writes under DENO_DIR/location_data with no permission check,
         # in nested workers too: a file in that place makes every cache open fail (N1: no write)
@@ -115,14 +142,17 @@ class Sandbox:
         if not blocker.is_file():
             shutil.rmtree(blocker, ignore_errors=True)
             blocker.touch()
-        fifo_dir = None
+        # 0700: only we can reach the FIFOs; removed once both ends are open (the host sent
+        # "ready"). FIFOs, not a socket: the host reads them with readSync (see host.ts). Named
+        # before it is made (not mkdtemp), so that a Ctrl-C at any point leaves it to stop
+        self._fifo_dir = fifo_dir = os.path.join(tempfile.gettempdir(), f"wb-rpc-{secrets.token_hex(8)}")
         try:
-            # 0700: only we can reach the FIFOs; removed once both ends are open (the host sent
-            # "ready"). FIFOs, not a socket: the host reads them with readSync (see host.ts).
-            fifo_dir = tempfile.mkdtemp(prefix="wb-rpc-")
+            os.mkdir(fifo_dir, 0o700)
             cmd, to_host, from_host = self._command(fifo_dir)
             os.mkfifo(to_host, 0o600)
             os.mkfifo(from_host, 0o600)
+            fds: list[int] = []
+            self._fds = fds  # (the last process's list: emptied by _release)
             self.proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
@@ -131,15 +161,15 @@ class Sandbox:
                 env=minimal_env(self.deno_dir),
                 start_new_session=True,
             )
-            # killed with its channel, whatever happens next (a Ctrl-C while it starts included)
-            fds = [-1, -1]
-            self._r = self._w = -1
             self._output = Output(self.proc)
             self._colocation.forget()
-            self._finalizer = weakref.finalize(self, kill, self.proc, fds)
+            # killed with its channel when the Sandbox is collected (stop does it itself)
+            self._finalizer = weakref.finalize(self, kill, self.proc, self._output, fds)
             # ours before the host opens its writing end (after `in`), so that open never blocks
-            self._r = fds[0] = os.open(from_host, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            self._w = fds[1] = open_writer(to_host, self.proc)
+            open_into(fds, from_host, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            self._r = fds[0]
+            if open_writer(to_host, self.proc, fds):
+                self._w = fds[1]
             self._rbuf, self._rpos = b"", 0
             self._mtimes.clear()
             self._shapes_sent.clear()
@@ -153,12 +183,11 @@ class Sandbox:
         except BaseException:
             self.stop()
             raise
-        finally:  # both ends open (or never): nobody else can open them again
-            if fifo_dir is not None:
-                shutil.rmtree(fifo_dir, ignore_errors=True)
         if not got or got[0].get("t") != "ready":
             err = self.stop()
             raise WorkbenchError("E_SANDBOX", f"the Deno sandbox did not start: {err.strip()[-500:]}")
+        self._remove_fifos(poke=False)  # both ends open: nobody else can open them again
+        self._unsure = False
 
     def _command(self, fifo_dir: str) -> tuple[list[str], str, str]:
         """The host's command line, and the paths of its FIFOs (to it, from it) in fifo_dir."""
@@ -186,16 +215,61 @@ class Sandbox:
         return cmd, to_host, from_host
 
     def stop(self) -> str:
-        """Kill the process (if any) and return what it printed last; the next call starts anew."""
-        if self._warming is not None and self._warming is not threading.current_thread():
+        """Kill the process (if any) and return what it printed last; the next call starts anew.
+        A Ctrl-C anywhere in it leaves nothing that a later stop (the next call's) does not end:
+        each step may be done again."""
+        warming = self._warming
+        if warming is not None and warming[0] is not threading.current_thread():
             self._warmed()
         left = ""
-        if self.proc is not None and self._finalizer is not None:
-            terminate(self.proc)
-            left = self._output.take(None, 2)
-            self._finalizer()
-        self.proc, self._finalizer = None, None
+        proc, output = self.proc, self._output
+        if proc is not None:
+            self._r = self._w = -1
+            terminate(proc)
+            if output is not None and output.proc is proc:
+                left = output.take(None, 2)
+        self._release()
         return left
+
+    def _release(self) -> None:
+        """End the process and close all it had (its pipes, its channel, its FIFOs), in steps
+        that may be done again; its fd numbers are forgotten before they are closed, and the
+        process last, so that a Ctrl-C in here leaves it all to the next stop."""
+        self._r = self._w = -1
+        proc = self.proc
+        if proc is not None:
+            terminate(proc)
+        if self._output is not None:
+            self._output.close()
+        if proc is not None:
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        self._remove_fifos(poke=True)
+        close_all(self._fds)
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self.proc, self._finalizer = None, None
+
+    def _remove_fifos(self, *, poke: bool) -> None:
+        """Remove the FIFOs and their folder (never through an fd: a Ctrl-C in shutil.rmtree
+        could close its fd twice). With `poke`, each is opened first, both ways (which never
+        blocks), into the channel's fds: a host whose Popen a Ctrl-C lost, waiting in its open
+        of one, gets past it and finds its channel closed or gone, and ends."""
+        folder = self._fifo_dir
+        if folder is None:
+            return
+        paths = [os.path.join(folder, "in"), os.path.join(folder, "out")]
+        if poke:
+            for path in paths:
+                with contextlib.suppress(OSError):  # not made yet
+                    open_into(self._fds, path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        for path in paths:
+            with contextlib.suppress(OSError):  # not made yet, or the host removed it
+                os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+        self._fifo_dir = None
 
     @property
     def pid(self) -> int | None:
@@ -241,13 +315,15 @@ class Sandbox:
         """Until the channel is readable (True) or the deadline passed (False). The calling
         thread of a top-level call waits on one CPU with the sandbox's threads, until a wait
         lasts RELEASE_AFTER (affinity.py)."""
-        proc = self.proc
-        if proc is None or self._colocated != threading.get_ident():
-            return self._output.wait(self._r, deadline)
+        proc, output = self.proc, self._output
+        if proc is None or output is None or self._r < 0:  # stopped: nothing more will come
+            return False
+        if self._colocated != threading.get_ident():
+            return output.wait(self._r, deadline)
         try:
             self._colocation.join(proc)
             soon = min(deadline, time.monotonic() + RELEASE_AFTER)
-            if self._output.wait(self._r, soon):
+            if output.wait(self._r, soon):
                 return True
             if soon == deadline or time.monotonic() < soon:  # the deadline, or the process ended
                 return False
@@ -255,7 +331,7 @@ class Sandbox:
             self._colocated = None  # for the rest of this call
         finally:
             self._colocation.leave()
-        return self._output.wait(self._r, deadline)
+        return output.wait(self._r, deadline)
 
     def _read_some(self, deadline: float) -> bool:
         """More bytes into the read buffer; False on timeout or when the process is gone."""
@@ -360,22 +436,26 @@ class Sandbox:
         failed, self._start_failed = self._start_failed, None
         if failed is not None and not nested:
             raise failed
-        if self.pid is None and not nested:
-            self.stop()  # a process that died between calls: close its pipes before a new one
+        if not nested and (self._unsure or self.pid is None):
+            # a process that died between calls, or one a Ctrl-C left in the middle of its start
+            # or of a call: ended, and what a stop cut short closed, before a new one
+            self.stop()
             self._start()
+        if not nested:
+            self._unsure = True  # until its "done": cut short, it leaves the host mid-conversation
         fresh = self._changed(file, fresh, nested)
         call_id = caps.session.call_id
         nonce = "" if nested else f"--wb-end-{secrets.token_hex(16)}--"
         deadline = caps.session.deadline or time.monotonic() + self.options.timeout
         limit = limits.bridge_message_bytes
-        proc = self.proc
-        assert proc is not None  # started above; a nested call returned if it was gone
-        if not nested:
-            self._output.begin(nonce, limits.log_bytes)
-            self._colocated = threading.get_ident()
+        proc, output = self.proc, self._output
+        assert proc is not None and output is not None  # started above; a nested call returned if it was gone
         self._active[call_id] = caps
         held = self._held[call_id] = []
         try:
+            if not nested:
+                output.begin(nonce, limits.log_bytes)
+                self._colocated = threading.get_ident()
             self._send(
                 {
                     "t": "call",
@@ -417,8 +497,11 @@ class Sandbox:
                         deadline=deadline,
                     )
                 elif kind == "done":
-                    logs = self._output.take(nonce, 5) if nonce else ""
-                    return self._outcome(msg, payload, logs, limits)
+                    logs = output.take(nonce, 5) if nonce else ""
+                    outcome = self._outcome(msg, payload, logs, limits)
+                    if not nested:
+                        self._unsure = False  # the host is waiting for the next call again
+                    return outcome
         except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO)
             return self._died(deadline)
         except _Broken as exc:  # the host wrote something that is not the protocol: restart it
