@@ -13,6 +13,7 @@ message costs time linear in its size; each is bounded by limits.bridge_message_
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import json
 import os
@@ -26,7 +27,7 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..._deno import DENO_FLAGS, minimal_env
 from ..._errors import WorkbenchError
@@ -39,6 +40,8 @@ from .process import Output, close_all, kill, open_into, open_writer, terminate
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ...ctx import Capabilities
     from ...gem import Manifest
 
@@ -64,8 +67,8 @@ class Sandbox:
         self.gem_root, self.deno_dir, self.options = gem_root, deno_dir, options
         self.proc: subprocess.Popen[bytes] | None = None
         self._output: Output | None = None  # its stdout and stderr
-        # the channel's fds (and those stop opens to free a host it does not know): stop closes
-        # them; _r and _w are its ends while they are open, -1 from before they are closed
+        # the channel's fds, which stop closes; _r and _w are its ends while they are open, -1
+        # from before they are closed
         self._fds: list[int] = []
         self._r = self._w = -1
         self._fifo_dir: str | None = None  # a start's FIFO folder, until it is removed
@@ -83,9 +86,8 @@ class Sandbox:
         # its own ctx.tools calls (each would nest again; its own loop serves them in turn)
         self._held: dict[str, list[tuple[dict[str, Any], bytes | None]]] = {}
         self._death: WorkbenchError | None = None  # how the process ended, for the outer calls
-        # a start in the background (warm), and who claimed it: the thread, or a caller that
-        # waited for it before it began (it then never will)
-        self._warming: tuple[threading.Thread, dict[str, str]] | None = None
+        self._warming: _Job[None] | None = None  # a start in the background (warm)
+        self._spawning: _Job[subprocess.Popen[bytes]] | None = None  # its Popen (_start)
         self._start_failed: WorkbenchError | None = None  # how it failed, for the next call
         # ctx shapes by number: a shape's text (~2 kB) crosses once per process, then its number
         self._shape_ids: dict[str, int] = {}
@@ -101,18 +103,11 @@ class Sandbox:
         again in the call); the call after it starts afresh."""
         if self.proc is not None or self._warming is not None:
             return
-        claim: dict[str, str] = {}
-        thread = threading.Thread(
-            target=self._background, args=(claim,), name="gem-workbench-sandbox-start", daemon=True
-        )
-        try:
-            thread.start()
-        finally:  # published even after a Ctrl-C in start(), which may or may not have started it
-            self._warming = thread, claim
+        job = _Job(self._background)
+        self._warming = job  # before it starts: _warmed waits for it, or keeps it from starting
+        job.start()
 
-    def _background(self, claim: dict[str, str]) -> None:
-        if claim.setdefault("by", "thread") != "thread":
-            return  # a caller waited for this start before it began: it gave up on it
+    def _background(self) -> None:
         try:
             self._start()
         except WorkbenchError as exc:
@@ -121,54 +116,42 @@ class Sandbox:
             self.stop()
 
     def _warmed(self) -> None:
-        """Wait for a background start to end (before a call, a stop). A thread that has not
-        begun its start is told not to (a Ctrl-C in warm may have kept it from ever running:
-        join would fail on it). Interrupted, the start stays known, and the next call waits."""
-        warming = self._warming
-        if warming is None:
-            return
-        thread, claim = warming
-        if claim.setdefault("by", "caller") == "thread":  # one step: the thread claims it or not
-            thread.join()
-        self._warming = None
+        """Wait for a background start to end (before a call, a stop); a Ctrl-C in the wait
+        leaves it known, and the next call waits again."""
+        job = self._warming
+        if job is not None:
+            job.wait()
+            self._warming = None
 
     def _start(self) -> None:
         self._unsure = True  # until "ready": a start cut short is ended by the next call's stop
         self._release()  # what a stop cut short by a Ctrl-C left, if anything
-        self.deno_dir.mkdir(parents=True, exist_ok=True)
-        # The Cache API (`caches`) writes under DENO_DIR/location_data with no permission check,
-        # in nested workers too: a file in that place makes every cache open fail (N1: no write)
-        blocker = self.deno_dir / "location_data"
-        if not blocker.is_file():
-            shutil.rmtree(blocker, ignore_errors=True)
-            blocker.touch()
         # 0700: only we can reach the FIFOs; removed once both ends are open (the host sent
         # "ready"). FIFOs, not a socket: the host reads them with readSync (see host.ts). Named
-        # before it is made (not mkdtemp), so that a Ctrl-C at any point leaves it to stop
+        # here (not by mkdtemp), so that a Ctrl-C at any point leaves it to stop to remove
         self._fifo_dir = fifo_dir = os.path.join(tempfile.gettempdir(), f"wb-rpc-{secrets.token_hex(8)}")
         try:
-            os.mkdir(fifo_dir, 0o700)
             cmd, to_host, from_host = self._command(fifo_dir)
-            os.mkfifo(to_host, 0o600)
-            os.mkfifo(from_host, 0o600)
+            # made in a thread of its own, which a Ctrl-C (raised in the main thread only) cannot
+            # cut short: CPython's Popen and shutil.rmtree lose or twice close fds when one does
+            job = _Job(lambda: self._spawn(cmd, fifo_dir, to_host, from_host))
+            self._spawning = job
+            job.start()
+            failed = self._spawned()
+            if failed is not None:
+                raise failed
+            proc = self.proc
+            assert proc is not None
             fds: list[int] = []
             self._fds = fds  # (the last process's list: emptied by _release)
-            self.proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=minimal_env(self.deno_dir),
-                start_new_session=True,
-            )
-            self._output = Output(self.proc)
+            self._output = Output(proc)
             self._colocation.forget()
             # killed with its channel when the Sandbox is collected (stop does it itself)
-            self._finalizer = weakref.finalize(self, kill, self.proc, self._output, fds)
+            self._finalizer = weakref.finalize(self, kill, proc, self._output, fds)
             # ours before the host opens its writing end (after `in`), so that open never blocks
             open_into(fds, from_host, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
             self._r = fds[0]
-            if open_writer(to_host, self.proc, fds):
+            if open_writer(to_host, proc, fds):
                 self._w = fds[1]
             self._rbuf, self._rpos = b"", 0
             self._mtimes.clear()
@@ -186,8 +169,41 @@ class Sandbox:
         if not got or got[0].get("t") != "ready":
             err = self.stop()
             raise WorkbenchError("E_SANDBOX", f"the Deno sandbox did not start: {err.strip()[-500:]}")
-        self._remove_fifos(poke=False)  # both ends open: nobody else can open them again
+        self._remove_fifos()  # both ends open: nobody else can open them again
         self._unsure = False
+
+    def _spawn(self, cmd: list[str], fifo_dir: str, to_host: str, from_host: str) -> subprocess.Popen[bytes]:
+        """The host's process, with its FIFOs (in the start's _Job)."""
+        self.deno_dir.mkdir(parents=True, exist_ok=True)
+        # The Cache API (`caches`) writes under DENO_DIR/location_data with no permission check,
+        # in nested workers too: a file in that place makes every cache open fail (N1: no write)
+        blocker = self.deno_dir / "location_data"
+        if not blocker.is_file():
+            shutil.rmtree(blocker, ignore_errors=True)
+            blocker.touch()
+        os.mkdir(fifo_dir, 0o700)
+        os.mkfifo(to_host, 0o600)
+        os.mkfifo(from_host, 0o600)
+        return subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=minimal_env(self.deno_dir),
+            start_new_session=True,
+        )
+
+    def _spawned(self) -> Exception | None:
+        """Wait for _spawn to end; its process becomes self.proc, or how it failed is returned.
+        The job is forgotten only after that: a Ctrl-C anywhere here leaves the process to stop."""
+        job = self._spawning
+        if job is None:
+            return None
+        job.wait()
+        if job.result is not None:
+            self.proc = job.result
+        self._spawning = None
+        return job.error
 
     def _command(self, fifo_dir: str) -> tuple[list[str], str, str]:
         """The host's command line, and the paths of its FIFOs (to it, from it) in fifo_dir."""
@@ -218,8 +234,9 @@ class Sandbox:
         """Kill the process (if any) and return what it printed last; the next call starts anew.
         A Ctrl-C anywhere in it leaves nothing that a later stop (the next call's) does not end:
         each step may be done again."""
+        self._unsure = True  # (a Ctrl-C may leave it half stopped: the next call restarts it)
         warming = self._warming
-        if warming is not None and warming[0] is not threading.current_thread():
+        if warming is not None and warming.ident != _thread.get_ident():  # (not its own stop)
             self._warmed()
         left = ""
         proc, output = self.proc, self._output
@@ -236,6 +253,9 @@ class Sandbox:
         that may be done again; its fd numbers are forgotten before they are closed, and the
         process last, so that a Ctrl-C in here leaves it all to the next stop."""
         self._r = self._w = -1
+        # a start a Ctrl-C cut short as it spawned: its process (how it failed, if it did, the
+        # next start finds again)
+        self._spawned()
         proc = self.proc
         if proc is not None:
             terminate(proc)
@@ -245,26 +265,20 @@ class Sandbox:
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
-        self._remove_fifos(poke=True)
+        self._remove_fifos()
         close_all(self._fds)
         if self._finalizer is not None:
             self._finalizer.detach()
         self.proc, self._finalizer = None, None
 
-    def _remove_fifos(self, *, poke: bool) -> None:
-        """Remove the FIFOs and their folder (never through an fd: a Ctrl-C in shutil.rmtree
-        could close its fd twice). With `poke`, each is opened first, both ways (which never
-        blocks), into the channel's fds: a host whose Popen a Ctrl-C lost, waiting in its open
-        of one, gets past it and finds its channel closed or gone, and ends."""
+    def _remove_fifos(self) -> None:
+        """Remove the FIFOs and their folder, if a start left them; not through an fd, as
+        shutil.rmtree does: a Ctrl-C there may close its fd twice (the second time maybe
+        another file's)."""
         folder = self._fifo_dir
         if folder is None:
             return
-        paths = [os.path.join(folder, "in"), os.path.join(folder, "out")]
-        if poke:
-            for path in paths:
-                with contextlib.suppress(OSError):  # not made yet
-                    open_into(self._fds, path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-        for path in paths:
+        for path in (os.path.join(folder, "in"), os.path.join(folder, "out")):
             with contextlib.suppress(OSError):  # not made yet, or the host removed it
                 os.unlink(path)
         with contextlib.suppress(OSError):
@@ -713,3 +727,56 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made o
 
 class _Broken(Exception):
     """The host wrote something that is not the protocol."""
+
+
+_T = TypeVar("_T")
+
+
+class _Job(Generic[_T]):
+    """A function run in a thread of its own, which no Ctrl-C can cut short (Python raises it in
+    the main thread only), and which a caller may wait for, or keep from beginning.
+
+    Started with _thread.start_new_thread, one C call: threading.Thread.start, cut short by a
+    Ctrl-C, may leave a Thread that never runs (join fails on it) or never leaves threading's
+    list. A Ctrl-C in start() may come before that call or after it, and `started` is not set
+    then: the thread and a caller that waits claim the job in one step each (dict.setdefault),
+    and a caller that claims it first does not wait, while the thread, if it runs, does
+    nothing. A wait interrupted by a Ctrl-C may be done again: it waits on a lock the job holds
+    until it ended (not on a threading.Event, whose lock a Ctrl-C as its wait enters the lock's
+    `with` keeps held for good, and every later wait and set then blocks for ever)."""
+
+    def __init__(self, fn: Callable[[], _T]) -> None:
+        self.fn = fn
+        self.claim: dict[str, str] = {}
+        self.gate = threading.Lock()  # held until the job ended
+        self.gate.acquire()
+        self.ended = False  # set before the gate opens
+        self.result: _T | None = None
+        self.error: Exception | None = None
+        self.ident = 0  # the thread's, once it claimed the job
+        self.started = False  # start() returned: the thread runs, or ran
+
+    def start(self) -> None:
+        _thread.start_new_thread(self._run, ())
+        self.started = True
+
+    def _run(self) -> None:
+        if self.claim.setdefault("by", "thread") != "thread":
+            return
+        self.ident = _thread.get_ident()
+        try:
+            self.result = self.fn()
+        except Exception as exc:  # noqa: BLE001  (for the caller, which raises it)
+            self.error = exc
+        finally:
+            self.ended = True
+            self.gate.release()
+
+    def wait(self) -> None:
+        """Until it ended, or at once after a start() cut short before the thread began (it then
+        never will)."""
+        if not (self.started or self.claim.setdefault("by", "caller") == "thread"):
+            return
+        if not self.ended:  # the gate is the job's until then: nobody else can hold it
+            self.gate.acquire()  # (a Ctrl-C once it returned leaves it held, but `ended` set)
+            self.gate.release()
