@@ -148,20 +148,44 @@ class Output:
         )
 
 
+def alive(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the process has not ended. Not Popen.poll: a Ctrl-C between its lock's acquire
+    and the try that releases it keeps that lock for good, and every later poll then says
+    "running" while wait blocks for ever. waitid with WNOWAIT leaves the process to be reaped
+    (by terminate): until then its pid is no other process's."""
+    if proc.returncode is not None:
+        return False
+    if not hasattr(os, "waitid"):  # (not on every Unix)
+        return proc.poll() is None
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # reaped, and a Ctrl-C kept its returncode from being noted
+        return False
+
+
 def terminate(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
+    """Kill the process's group, and reap the process. Not with Popen.wait, which blocks for
+    ever on a lock an interrupted Popen.poll kept (see alive); reaped here and noted as Popen
+    does, it may be done again after a Ctrl-C anywhere."""
+    if alive(proc):
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        proc.wait()
+    if proc.returncode is None:
+        try:
+            status = os.waitpid(proc.pid, 0)[1]
+        except ChildProcessError:  # reaped already (its status lost to a Ctrl-C): it was killed
+            proc.returncode = -signal.SIGKILL
+        else:
+            proc.returncode = os.waitstatus_to_exitcode(status)
 
 
 def open_writer(path: str, proc: subprocess.Popen[bytes], fds: list[int]) -> bool:
     """Our end of the FIFO the host reads (non-blocking), appended to `fds`: it opens once the
     host is reading it. If Deno dies first, False (so start fails)."""
     deadline = time.monotonic() + 30
-    while proc.poll() is None and time.monotonic() < deadline:
+    while alive(proc) and time.monotonic() < deadline:
         try:
             open_into(fds, path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
             return True

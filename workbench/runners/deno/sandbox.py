@@ -36,7 +36,7 @@ from ...gem.links import GemLinks
 from ..python import Outcome
 from .affinity import RELEASE_AFTER, Colocation
 from .errors import tool_error
-from .process import Output, close_all, kill, open_into, open_writer, terminate
+from .process import Output, alive, close_all, kill, open_into, open_writer, terminate
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 
 if TYPE_CHECKING:
@@ -287,7 +287,7 @@ class Sandbox:
 
     @property
     def pid(self) -> int | None:
-        return self.proc.pid if self.proc and self.proc.poll() is None else None
+        return self.proc.pid if self.proc and alive(self.proc) else None
 
     # -- channel ---------------------------------------------------------------------------
     def _send(self, header: dict[str, Any], payload: bytes = b"", *, deadline: float) -> None:
@@ -571,7 +571,7 @@ class Sandbox:
     def _died(self, deadline: float) -> Outcome:
         if self.proc is None and self._death is not None:  # a nested call saw it end first
             return Outcome(error=self._death)
-        timed_out = time.monotonic() >= deadline and self.proc is not None and self.proc.poll() is None
+        timed_out = time.monotonic() >= deadline and self.proc is not None and alive(self.proc)
         logs = self.stop()
         if timed_out:
             err = WorkbenchError(
