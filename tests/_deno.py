@@ -3,10 +3,12 @@ from conftest's `opened`)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +87,26 @@ def server() -> Iterator[Server]:
         yield s
     finally:
         s.stop()
+
+
+Where = Callable[[Any, str, Any], bool]
+
+
+@contextlib.contextmanager
+def interrupted(where: Where) -> Iterator[None]:
+    """The block raises KeyboardInterrupt, at the first profile event `where` accepts (a hook
+    that raises is unset: one Ctrl-C per hook)."""
+    seen = []
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if where(frame, event, arg):
+            seen.append(event)
+            raise KeyboardInterrupt
+
+    sys.setprofile(hook)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        sys.setprofile(None)
+    assert seen, "the Ctrl-C never came"

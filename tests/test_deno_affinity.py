@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _deno import deno_home  # noqa: F401  (fixture)
+from _deno import deno_home, interrupted  # noqa: F401  (fixture)
 from conftest import GemBuilder
 
 from workbench.runners.deno import affinity
@@ -70,6 +70,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Seen:
         if out.kill:
             out.kill = False
             os.kill(out.pid, signal.SIGKILL)
+            out.pid = 0  # (nothing to look at until a test names the next one)
         elif out.pid:
             out.calls.append({"caller": os.sched_getaffinity(0), "sandbox": _masks(out.pid)})
         return serve(*args)
@@ -143,13 +144,15 @@ def test_a_sandbox_started_by_a_call_is_not_pinned(gem: GemBuilder, opened: Call
     seen.kill = True
     res = bench.call("kv")  # the process dies in it; the next one starts now, in the background
     assert res.error is not None and res.error.code == "E_SANDBOX", res
-    bench.sandbox._warmed()
+    assert bench.call("kv").value == 1  # (whether the background start or this call made it)
     new = bench.sandbox.pid
     assert new not in (None, seen.pid)
-    assert all(cpus == before for cpus in _masks(new).values()), _masks(new)
+    # V8's platform threads, never pinned, have the mask the process was started with
+    v8 = [cpus for name, cpus in _masks(new).items() if name.startswith("V8 ")]
+    assert v8 and all(cpus == before for cpus in v8), _masks(new)
     seen.pid = new
     seen.clear()
-    assert bench.call("kv").value == 1  # and it joins the caller's CPU at its first call
+    assert bench.call("kv").value == 1  # and it joins the caller's CPU at its calls
     assert seen.calls[0]["sandbox"]["deno"] == seen.waits[0] and len(seen.waits[0]) == 1
 
 
@@ -192,21 +195,11 @@ def _interrupted_call(gem: GemBuilder, opened: Callable, seen: Seen, where: Call
     """A Ctrl-C raised at `where` during a quick call (a profile hook raises it where the
     interpreter would raise a pending SIGINT: at a function's entry, after a C call returns);
     the calling thread must have its own mask afterwards."""
-    import sys
-
     bench, before = _bench(gem, opened, seen)
-
-    def hook(frame: Any, event: str, arg: Any) -> None:
-        if where(frame, event, arg):
-            sys.setprofile(None)
-            raise KeyboardInterrupt
-
-    sys.setprofile(hook)
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with interrupted(where):
             bench.call("kv")
     finally:
-        sys.setprofile(None)
         after = os.sched_getaffinity(0)
         os.sched_setaffinity(0, before)
     assert after == before  # else pinned for good: every later join sees a one-CPU mask

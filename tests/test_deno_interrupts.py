@@ -17,12 +17,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _deno import OK, deno_home, deno_pids  # noqa: F401  (fixture)
+from _deno import OK, deno_home, deno_pids, interrupted  # noqa: F401  (fixture)
 from conftest import GemBuilder
 
 from workbench.runners.deno import process as process_mod
@@ -30,28 +30,6 @@ from workbench.runners.deno import sandbox as sandbox_mod
 from workbench.runners.deno.sandbox import Sandbox
 
 pytestmark = pytest.mark.deno
-
-Where = Callable[[Any, str, Any], bool]
-
-
-@contextlib.contextmanager
-def interrupted(where: Where) -> Iterator[None]:
-    """The block raises KeyboardInterrupt, at the first profile event `where` accepts (a hook
-    that raises is unset: one Ctrl-C per hook)."""
-    seen = []
-
-    def hook(frame: Any, event: str, arg: Any) -> None:
-        if where(frame, event, arg):
-            seen.append(event)
-            raise KeyboardInterrupt
-
-    sys.setprofile(hook)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            yield
-    finally:
-        sys.setprofile(None)
-    assert seen, "the Ctrl-C never came"
 
 
 def within(frame: Any, name: str) -> bool:

@@ -28,6 +28,8 @@ import subprocess
 from collections.abc import Callable
 from functools import cache
 
+from .process import alive
+
 RELEASE_AFTER = 0.02  # seconds of one wait for the sandbox before its threads are set free
 FREE_THREADS = ("V8 ",)  # thread-name prefixes never pinned: V8's platform workers
 
@@ -78,7 +80,7 @@ class Colocation:
                 self.pid, self.mask = pid, os.sched_getaffinity(pid)
             threads = os.stat(f"/proc/{pid}/task").st_nlink
             if self.cpu != cpu or self.threads != threads:
-                if proc.poll() is not None:  # gone: its pid may soon be another process's
+                if not alive(proc):  # gone: its pid may soon be another process's
                     return
                 self.cpu = -2  # unknown until every thread is set
                 self._set(pid, cpu)
@@ -86,7 +88,7 @@ class Colocation:
             self.held = mine  # before the pin: a Ctrl-C after it still finds what to restore
             os.sched_setaffinity(0, {cpu})
         except OSError:  # gone, or not ours to set (a cpuset, no /proc): leave it be
-            self.failed = proc.poll() is None
+            self.failed = alive(proc)
 
     def leave(self) -> None:
         """Give the calling thread its own mask back, if `join` pinned it."""
