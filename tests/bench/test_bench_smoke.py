@@ -31,6 +31,8 @@ def test_benchmark_reports_positive_figures(benchmark: Benchmark) -> None:
     assert isinstance(heavy, list) and all(isinstance(m, str) for m in heavy)
     assert figures
     for name, value in figures.items():
-        assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, (name, value)
+        # CPU splits are read from /proc in clock ticks (10 ms): a quick run's share may be 0
+        least = 0 if name.startswith("cpu_") else 1e-300
+        assert isinstance(value, (int, float)) and math.isfinite(value) and value >= least, (name, value)
     text, ok = report(figures | {"heavy_modules": heavy})
     assert text and isinstance(ok, bool)
