@@ -22,9 +22,6 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # 
 _WIDE = 1 << 63  # a flat value's ints are below this: far from Python's digit limit for str()
 
 
-_DUMP = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-
-
 def _flat_chunks() -> Any:
     """The C encoder json.dumps builds for each call, built once, or None where the C encoder
     is missing or differs (another Python's private API). It has no circular check: for flat
@@ -34,7 +31,7 @@ def _flat_chunks() -> Any:
 
         chunks = c_make_encoder(None, None, encode_basestring, None, ":", ",", False, False, False)
         probe = {"a": [1, "é\n\ud800", None, True, -(2**62)], "b": ""}
-        return chunks if "".join(chunks(probe, 0)) == _DUMP(probe) else None
+        return chunks if "".join(chunks(probe, 0)) == _ENCODE(probe) else None
     except Exception:  # noqa: BLE001
         return None
 
@@ -45,7 +42,7 @@ _CHUNKS = _flat_chunks()
 def dump_flat(value: Any) -> str:
     """A `flat` value as compact JSON text, as json.dumps(separators=(",", ":"),
     ensure_ascii=False) writes it, in half the time for a small document."""
-    return "".join(_CHUNKS(value, 0)) if _CHUNKS is not None else _DUMP(value)
+    return "".join(_CHUNKS(value, 0)) if _CHUNKS is not None else _ENCODE(value)
 
 
 def flat(value: Any) -> bool:
