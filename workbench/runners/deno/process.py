@@ -216,15 +216,19 @@ def close_all(fds: list[int]) -> None:
             continue
 
 
-def kill(proc: subprocess.Popen[bytes], output: Output | None, fds: list[int]) -> None:
-    """Kill the process and close every channel to it (also run when a Sandbox is collected).
-    Each step may be done again, so a stop cut short by a Ctrl-C can be finished later."""
+def kill(proc: subprocess.Popen[bytes] | None, output: Output | None, fds: list[int]) -> None:
+    """Kill the process and close every channel to it (a stop, and a Sandbox collected). Each
+    step may be done again, so a stop cut short by a Ctrl-C can be finished later. Its pipes
+    are closed both through `output` and directly: after a Ctrl-C in a start, `output` may
+    still be the last process's."""
     try:
-        terminate(proc)
+        if proc is not None:
+            terminate(proc)
     finally:
         if output is not None:
             output.close()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        if proc is not None:
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
         close_all(fds)

@@ -36,7 +36,7 @@ from ...gem.links import GemLinks
 from ..python import Outcome
 from .affinity import RELEASE_AFTER, Colocation
 from .errors import tool_error
-from .process import Output, alive, close_all, kill, open_into, open_writer, terminate
+from .process import Output, alive, kill, open_into, open_writer, terminate
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 
 if TYPE_CHECKING:
@@ -250,23 +250,15 @@ class Sandbox:
 
     def _release(self) -> None:
         """End the process and close all it had (its pipes, its channel, its FIFOs), in steps
-        that may be done again; its fd numbers are forgotten before they are closed, and the
-        process last, so that a Ctrl-C in here leaves it all to the next stop."""
+        that may be done again (process.kill); its fd numbers are forgotten before they are
+        closed, and the process itself last, so that a Ctrl-C in here leaves the rest to the
+        next stop."""
         self._r = self._w = -1
         # a start a Ctrl-C cut short as it spawned: its process (how it failed, if it did, the
         # next start finds again)
         self._spawned()
-        proc = self.proc
-        if proc is not None:
-            terminate(proc)
-        if self._output is not None:
-            self._output.close()
-        if proc is not None:
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
+        kill(self.proc, self._output, self._fds)
         self._remove_fifos()
-        close_all(self._fds)
         if self._finalizer is not None:
             self._finalizer.detach()
         self.proc, self._finalizer = None, None
