@@ -139,6 +139,8 @@ async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str,
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+    from workbench.testing._client import ReadyClient
+
     nb = nbformat.read(path, as_version=4)
     current: dict[str, Any] = {"index": -1, "cell": {"source": "", "outputs": []}, "reply": {}}
 
@@ -151,7 +153,8 @@ async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str,
     # We own the kernel manager (nbclient then leaves shutdown to us) so that a timed-out cell
     # can be interrupted first and every kernel is shut down gracefully: its atexit handlers
     # close open benches and their Deno sandboxes, leaving no process behind.
-    km = AsyncKernelManager(kernel_name=kernel_name)
+    # ReadyClient: no 0.2 s of waiting for IOPub to fall quiet at each start (see its module)
+    km = AsyncKernelManager(kernel_name=kernel_name, client_factory=ReadyClient)
     client = NotebookClient(
         nb,
         km=km,
