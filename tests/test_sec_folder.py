@@ -452,12 +452,13 @@ def _pdf(objects: list[bytes]) -> bytes:
     return bytes(out)
 
 
-def _one_page(content: bytes, *, flate: bool = True) -> bytes:
+def _one_page(content: bytes, *, flate: bool = True, pages: int = 1) -> bytes:
+    """One page (or `pages` that share it) showing `content`."""
     data = zlib.compress(content, 9) if flate else content
     return _pdf(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
-            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Pages /Kids [" + b" ".join([b"3 0 R"] * pages) + b"] /Count %d >>" % pages,
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
             b"/Resources << /Font << /F1 5 0 R >> >> >>",
             b"<< /Length %d%s >>\nstream\n" % (len(data), b" /Filter /FlateDecode" * flate)
@@ -484,8 +485,10 @@ def _page_tree(width: int) -> bytes:  # width * width pages from two nodes of `w
 BOMBS = {
     # 200 MB of spaces in a 200 KB Flate stream: over pypdf's decompression limit
     "flate.pdf": lambda: _one_page(b" " * (200 << 20)),
-    # 9 MB of text operators in 22 KB: parsing them takes pypdf many seconds
-    "ops.pdf": lambda: _one_page(b"BT /F1 1 Tf (x) Tj ET\n" * 400_000),
+    # 8 pages sharing 4.4 MB of text operators in 11 KB: pypdf parses them once per page, ~5 s
+    # each here (a page under pypdf's own parsing budget, which one page of 300,000 reaches
+    # sooner on a fast machine: E_TOO_LARGE before the deadline)
+    "ops.pdf": lambda: _one_page(b"BT /F1 1 Tf (x) Tj ET\n" * 200_000, pages=8),
     # 2.5 billion pages from two small nodes
     "pages.pdf": lambda: _page_tree(50_000),
     # arrays nested 100,000 deep

@@ -12,7 +12,10 @@ def _first_result(kernel_name: str) -> None:
     """Start a kernel, run `1+1`, wait for the reply, shut it down."""
     from jupyter_client.manager import start_new_kernel
 
-    km, kc = start_new_kernel(kernel_name=kernel_name, startup_timeout=60)
+    # (log level: ipykernel warns on every start that it "is running over TCP without encryption")
+    km, kc = start_new_kernel(
+        kernel_name=kernel_name, startup_timeout=60, extra_arguments=["--Application.log_level=ERROR"]
+    )
     try:
         reply = kc.execute_interactive("1+1", timeout=60, output_hook=lambda msg: None)
         assert reply["content"]["status"] == "ok", reply
