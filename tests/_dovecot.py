@@ -59,11 +59,14 @@ service imap-login {{
 """
 
 
+def _command(name: str) -> str | None:
+    """Where `name` is: on PATH, or in /usr/sbin (not on a non-root PATH)."""
+    return shutil.which(name) or (f"/usr/sbin/{name}" if os.path.exists(f"/usr/sbin/{name}") else None)
+
+
 def available() -> str | None:
     """None if Dovecot and openssl are installed; else what is missing (a skip reason)."""
-    missing = [
-        c for c in ("dovecot", "openssl") if not shutil.which(c) and not os.path.exists(f"/usr/sbin/{c}")
-    ]
+    missing = [c for c in ("dovecot", "openssl") if _command(c) is None]
     if missing:
         return f"{' and '.join(missing)} not installed (Debian: apt-get install dovecot-imapd openssl)"
     if os.geteuid() != 0:
@@ -142,6 +145,8 @@ def running_dovecot(setup: Callable[[Path], None] | None = None) -> Iterator[Dov
 
     `setup(maildir)` runs before start, e.g. to write messages with `add_messages`.
     """
+    if reason := available():
+        raise RuntimeError(f"cannot start Dovecot: {reason}")
     # not pytest's tmp_path: it is mode 0700 under root, and mail runs as nobody
     root = Path(tempfile.mkdtemp(prefix="workbench-dovecot-"))
     proc: subprocess.Popen[bytes] | None = None
@@ -180,7 +185,9 @@ def running_dovecot(setup: Callable[[Path], None] | None = None) -> Iterator[Dov
             conf = root / "dovecot.conf"
             conf.write_text(CONFIG.format(t=root, imap=imap, imaps=imaps))
             proc = subprocess.Popen(
-                ["dovecot", "-F", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                [str(_command("dovecot")), "-F", "-c", str(conf)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
             try:
                 _wait_listening(proc, imap, root / "log/dovecot.log")

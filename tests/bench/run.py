@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -278,18 +279,29 @@ def main(argv: list[str] | None = None) -> int:
         f"{load:.1f}; {'quick' if sizes is QUICK else 'full'} run: {sizes}",
         flush=True,
     )
-    t0, missed, rows = time.perf_counter(), 0, []
+    t0, missed, failed, rows = time.perf_counter(), 0, 0, []
     for name, (bench, report) in zip(args.names or BENCHMARKS, selected):
-        text, ok = report(bench(sizes))
-        missed += not ok
-        rows.append(f"| `{name}` | {text.replace('|', '/')} | {'OK' if ok else 'MISS'} |")
-        print(f"{text}  {'OK' if ok else 'MISS'}", flush=True)
-    print(f"# {len(selected) - missed} OK, {missed} MISS in {time.perf_counter() - t0:.1f} s")
+        try:
+            text, ok = report(bench(sizes))
+        except Exception as exc:  # noqa: BLE001 - one that cannot run must not lose the others
+            failed += 1
+            text, verdict = f"{name}: could not run: {type(exc).__name__}: {exc}", "ERROR"
+            traceback.print_exc()
+        else:
+            missed += not ok
+            verdict = "OK" if ok else "MISS"
+        rows.append(f"| `{name}` | {text.replace('|', '/')} | {verdict} |")
+        print(f"{text}  {verdict}", flush=True)
+    ok_count = len(selected) - missed - failed
+    print(
+        f"# {ok_count} OK, {missed} MISS{f', {failed} ERROR' if failed else ''} in "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
     if args.markdown:
         head = f"{'Quick' if sizes is QUICK else 'Full'} run, {time.strftime('%Y-%m-%d')}, load average {load:.1f}"
         table = ["| benchmark | figure, baseline, ratio, target | verdict |", "|---|---|---|", *rows]
         Path(args.markdown).write_text(f"{head}\n\n" + "\n".join(table) + "\n", encoding="utf-8")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
