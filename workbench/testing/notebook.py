@@ -1,13 +1,12 @@
 """Run a notebook on a fresh kernel with nbclient; report a failing cell as nbclient does.
 
-nbclient, nbformat and jupyter_client are imported inside the functions that use them: nbclient
-alone costs over a second to import, and this module is loaded by the pytest plugin in every
-pytest run of the environment.
+nbclient, nbformat, jupyter_client (and asyncio) are imported inside the functions that use
+them: nbclient alone costs over a second to import, and this module is loaded by the pytest
+plugin in every pytest run of the environment, the xdist controller's included.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 import re
@@ -206,6 +205,7 @@ async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str,
 
 async def _shutdown(km: Any, client: Any, *, interrupt: bool) -> dict[str, Any]:
     """Stop the kernel gracefully; return the reply of the cell interrupted first, if any."""
+    import asyncio
     from queue import Empty
 
     reply: dict[str, Any] = {}
