@@ -5,6 +5,7 @@ fresh processes."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -22,10 +23,36 @@ NotebookClient(nb, kernel_name="gem-workbench", resources={"metadata": {"path": 
 """
 
 
+# A plugin (-p, on PYTHONPATH: xdist's workers load it too) that appends each notebook's start
+# and end, on the wall clock, to the file SPAN_FILE names
+SPAN_PLUGIN = """
+import os, time
+def _note(nodeid):
+    with open(os.environ["SPAN_FILE"], "a") as f:
+        f.write(f"{time.time()}\\n")
+def pytest_runtest_logstart(nodeid, location):
+    _note(nodeid)
+def pytest_runtest_logfinish(nodeid, location):
+    _note(nodeid)
+"""
+
+
 def _seconds(cmd: list[str]) -> float:
     t = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT)
     return time.perf_counter() - t
+
+
+def _timed(cmd: list[str], folder: Path) -> tuple[float, float]:
+    """(wall seconds of `cmd`, seconds from its first notebook's start to its last one's end)."""
+    spans = folder / "spans"
+    spans.unlink(missing_ok=True)
+    env = {**os.environ, "SPAN_FILE": str(spans), "PYTHONPATH": str(folder)}
+    t = time.time()
+    subprocess.run([*cmd, "-p", "bench_span"], check=True, capture_output=True, cwd=ROOT, env=env)
+    wall = time.time() - t
+    times = [float(x) for x in spans.read_text().split()]
+    return wall, max(times) - min(times)
 
 
 def bench_notebooks_parallel(sizes: Sizes) -> Figures:
@@ -42,8 +69,9 @@ def bench_notebooks_parallel(sizes: Sizes) -> Figures:
         # a cache of its own: the serial run records each notebook's time, and the parallel run
         # starts the longest first (testing/order.py), as every run after a user's first does
         cached = [*pytest, "-o", f"cache_dir={cache}"]
-        serial = _seconds([*cached, "-n", "0", *notebooks])
-        parallel = _seconds([*cached, "-n", "2", *notebooks])
+        (Path(cache) / "bench_span.py").write_text(SPAN_PLUGIN)
+        serial, serial_span = _timed([*cached, "-n", "0", *notebooks], Path(cache))
+        parallel, parallel_span = _timed([*cached, "-n", "2", *notebooks], Path(cache))
     one = notebooks[0]
     pytest += ["-p", "no:cacheprovider"]
     plugin = min(_seconds([*pytest, one]) for _ in range(2))
@@ -53,6 +81,9 @@ def bench_notebooks_parallel(sizes: Sizes) -> Figures:
         "serial_s": serial,
         "parallel_s": parallel,
         "speedup": serial / parallel,
+        "serial_span_s": serial_span,
+        "parallel_span_s": parallel_span,
+        "span_speedup": serial_span / parallel_span,
         "plugin_s": plugin,
         "nbclient_s": plain,
         "overhead": plugin / plain,
