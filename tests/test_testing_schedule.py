@@ -147,6 +147,7 @@ class ScriptedClient:
         self.iopub_silent_for = iopub_silent_for
         self.alive = alive
         self.info: dict[str, Any] | None = None
+        self.waits: list[float] = []
 
     def kernel_info(self) -> str:
         self.requests += 1
@@ -159,6 +160,7 @@ class ScriptedClient:
 
     async def get_iopub_msg(self, timeout: float) -> dict[str, Any]:
         self.iopub_polls += 1
+        self.waits.append(timeout)
         if self.iopub_polls <= self.iopub_silent_for:
             raise Empty
         return {"msg_type": "status", "content": {"execution_state": "busy"}}
@@ -181,6 +183,13 @@ def test_ready_client_asks_again_until_iopub_carries_a_message():
     wait_for_ready(client)
     assert client.info is not None and client.info["msg_type"] == "kernel_info_reply"
     assert (client.requests, client.iopub_polls) == (4, 4)  # one request per silent poll
+    assert client.waits == [0.01, 0.02, 0.04, 0.08]  # each silence waited twice as long
+
+
+def test_ready_client_asks_a_silent_kernel_at_most_every_200_ms():
+    client = ScriptedClient(iopub_silent_for=10)
+    wait_for_ready(client)
+    assert client.waits[-4:] == [0.2] * 4
 
 
 def test_ready_client_is_ready_at_the_first_iopub_message():

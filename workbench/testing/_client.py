@@ -7,9 +7,9 @@ start, a fifth of the tutorials' serial run:
   status (PUB/SUB drops what was sent before) waited the whole 0.2 s, then asked again;
 - it then reads IOPub until it has been quiet for 0.2 s.
 
-Here the kernel is asked again every IOPUB_RETRY until IOPub carries a message: the messaging
-protocol has a kernel publish its status around every request, so a live subscription hears
-one within milliseconds. Nothing needs flushing afterwards: nbclient reads only the messages
+Here the kernel is asked again after 10, 20, 40 ... ms of silence until IOPub carries a
+message: the messaging protocol has a kernel publish its status around every request, so a
+live subscription hears one within milliseconds. Nothing needs flushing afterwards: nbclient reads only the messages
 whose parent is the cell it runs, on IOPub and shell alike (so the replies to the extra
 requests are dropped there).
 
@@ -23,8 +23,11 @@ from queue import Empty
 
 from jupyter_client.asynchronous.client import AsyncKernelClient
 
-#: How long IOPub may stay silent before the kernel is asked again (seconds).
+#: How long IOPub may stay silent before the kernel is asked again (seconds), at first; the
+#: wait doubles with each silence, up to IOPUB_RETRY_MAX (a kernel whose IOPub never connects
+#: is not asked thousands of times before the startup timeout).
 IOPUB_RETRY = 0.01
+IOPUB_RETRY_MAX = 0.2
 
 
 class ReadyClient(AsyncKernelClient):
@@ -48,12 +51,14 @@ class ReadyClient(AsyncKernelClient):
             if reply is not None and reply.get("msg_type") == "kernel_info_reply":
                 break
             await still_starting()
+        wait = IOPUB_RETRY
         while True:  # ... and IOPub carries what it publishes
             try:
-                await self.get_iopub_msg(timeout=IOPUB_RETRY)
+                await self.get_iopub_msg(timeout=wait)
             except Empty:
                 await still_starting()
                 self.kernel_info()
+                wait = min(2 * wait, IOPUB_RETRY_MAX)
             else:
                 break
         self._handle_kernel_info_reply(reply)
