@@ -43,16 +43,17 @@ def _seconds(cmd: list[str]) -> float:
     return time.perf_counter() - t
 
 
-def _timed(cmd: list[str], folder: Path) -> tuple[float, float]:
-    """(wall seconds of `cmd`, seconds from its first notebook's start to its last one's end)."""
+def _timed(cmd: list[str], folder: Path) -> tuple[float, float, float, float]:
+    """Seconds `cmd` took: in all, to its first notebook's start, from there to its last
+    notebook's end, and from there to its exit."""
     spans = folder / "spans"
     spans.unlink(missing_ok=True)
     env = {**os.environ, "SPAN_FILE": str(spans), "PYTHONPATH": str(folder)}
     t = time.time()
     subprocess.run([*cmd, "-p", "bench_span"], check=True, capture_output=True, cwd=ROOT, env=env)
-    wall = time.time() - t
+    end = time.time()
     times = [float(x) for x in spans.read_text().split()]
-    return wall, max(times) - min(times)
+    return end - t, min(times) - t, max(times) - min(times), end - max(times)
 
 
 def bench_notebooks_parallel(sizes: Sizes) -> Figures:
@@ -70,8 +71,10 @@ def bench_notebooks_parallel(sizes: Sizes) -> Figures:
         # starts the longest first (testing/order.py), as every run after a user's first does
         cached = [*pytest, "-o", f"cache_dir={cache}"]
         (Path(cache) / "bench_span.py").write_text(SPAN_PLUGIN)
-        serial, serial_span = _timed([*cached, "-n", "0", *notebooks], Path(cache))
-        parallel, parallel_span = _timed([*cached, "-n", "2", *notebooks], Path(cache))
+        serial, serial_start, serial_span, serial_stop = _timed([*cached, "-n", "0", *notebooks], Path(cache))
+        parallel, parallel_start, parallel_span, parallel_stop = _timed(
+            [*cached, "-n", "2", *notebooks], Path(cache)
+        )
     one = notebooks[0]
     pytest += ["-p", "no:cacheprovider"]
     plugin = min(_seconds([*pytest, one]) for _ in range(2))
@@ -81,8 +84,12 @@ def bench_notebooks_parallel(sizes: Sizes) -> Figures:
         "serial_s": serial,
         "parallel_s": parallel,
         "speedup": serial / parallel,
+        "serial_start_s": serial_start,
         "serial_span_s": serial_span,
+        "serial_stop_s": serial_stop,
+        "parallel_start_s": parallel_start,
         "parallel_span_s": parallel_span,
+        "parallel_stop_s": parallel_stop,
         "span_speedup": serial_span / parallel_span,
         "plugin_s": plugin,
         "nbclient_s": plain,
