@@ -114,6 +114,31 @@ def test_the_scheduler_hands_a_crashed_workers_notebooks_out_first(pytester: pyt
     assert w1.sent == [1, 2, 3]  # d before the rest of w1's own share
 
 
+def test_the_scheduler_gives_every_worker_two_items_when_times_are_zero(pytester: pytest.Pytester):
+    """A worker holding one item cannot start it: a share of 0 s left is still a share."""
+    times = dict(zip(NBS[:4], [5.0, 0.0, 0.0, 0.0]))  # plan: {a}, {b, c, d}
+    sched, (w0, w1) = scheduler(pytester, times, NBS[:4])
+    assert (w0.sent, w1.sent) == ([0, 3], [1, 2]) and not sched.pending
+    assert w0.shutting_down and w1.shutting_down
+
+
+def test_a_worker_that_replaces_a_crashed_one_gets_what_is_left(pytester: pytest.Pytester):
+    times = dict(zip(NBS, [9.0, 0.0, 0.0, 0.0, 0.0, 0.0]))  # plan: {a}, {b, c, d, e, f}
+    sched, (w0, w1) = scheduler(pytester, times, NBS)
+    assert (w0.sent, w1.sent) == ([0, 5], [1, 2])
+    sched.remove_node(w1)  # running b, holding c
+    w2 = FakeWorker("gw2")
+    sched.add_node(w2)
+    sched.add_node_collection(w2, NBS)
+    sched.schedule()
+    # c (handed back) first, then the last of the share nobody runs now
+    assert w2.sent == [2, 4]
+    sched.mark_test_complete(w2, 2, 0.0)
+    sched.mark_test_complete(w0, 0, 9.0)
+    # every item once, but b: xdist reports the item a worker crashed in, and does not rerun it
+    assert sorted(w0.sent + w2.sent) == [0, 2, 3, 4, 5] and not sched.pending
+
+
 def test_the_scheduler_leaves_mixed_runs_to_xdist(pytester: pytest.Pytester):
     collection = [*NBS[:2], "tests/test_x.py::test_one", "tests/test_x.py::test_two"]
     sched, (w0, w1) = scheduler(pytester, dict(zip(NBS, [1.0, 9.0])), collection)

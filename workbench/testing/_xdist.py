@@ -76,10 +76,10 @@ class TimedScheduling(LoadScheduling):
             i = handed_back[0]
         elif share:
             i = share.pop(0)
-        else:
-            late = max(self.shares.values(), key=lambda s: sum(self.costs[i] for i in s))
-            if not late:
+        else:  # (among shares with items left: all may have 0 s left, recorded times of 0)
+            left = [s for s in self.shares.values() if s]
+            if not left:
                 return None
-            i = late.pop()
+            i = max(left, key=lambda s: sum(self.costs[i] for i in s)).pop()
         self.pending.remove(i)
         return i
