@@ -243,3 +243,77 @@ def test_a_cache_file_of_any_shape_orders_nothing_and_breaks_nothing(stored: Any
     ordered = list(items)
     NotebookSeconds(cache).pytest_collection_modifyitems(SimpleNamespace(workerinput={}), ordered)
     assert ordered == items
+
+
+# A cell that waits (up to 60 s) for another kernel of this pytest process, one started for the
+# next notebook, and writes its pid and its GEM_WORKBENCH_HOME to sibling.json
+FIND_SIBLING = """
+import json, os, pathlib, time
+def kernels_beside_me():
+    found = []
+    for proc in pathlib.Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes().split(b"\\0")
+            environ = (proc / "environ").read_bytes().split(b"\\0")
+        except (OSError, ValueError):
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getppid() and int(proc.name) != os.getpid() and b"workbench.kernel" in cmdline:
+            home = next(e for e in environ if e.startswith(b"GEM_WORKBENCH_HOME="))
+            found.append((int(proc.name), home.split(b"=", 1)[1].decode()))
+    return found
+deadline = time.monotonic() + 60
+while not kernels_beside_me() and time.monotonic() < deadline:
+    time.sleep(0.05)
+[(pid, home)] = kernels_beside_me()
+assert home != os.environ["GEM_WORKBENCH_HOME"]
+pathlib.Path("sibling.json").write_text(json.dumps({"pid": pid, "home": home}))
+"""
+
+
+def test_the_next_notebooks_kernel_starts_while_one_runs(pytester: pytest.Pytester, monkeypatch):
+    # a.ipynb runs first (name order) and sees b's kernel, already started, beside its own;
+    # b then finds its home its own and empty, and runs on that very kernel
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})  # a CPU left idle
+    write_notebook(pytester.path / "a.ipynb", FRESH_STATE, FIND_SIBLING)
+    write_notebook(
+        pytester.path / "b.ipynb",
+        FRESH_STATE,
+        "import json, os\nsibling = json.load(open('sibling.json'))\n"
+        "assert sibling == {'pid': os.getpid(), 'home': os.environ['GEM_WORKBENCH_HOME']}, sibling",
+    )
+    pytester.runpytest("--nb", ".", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+    sibling = json.loads((pytester.path / "sibling.json").read_text())
+    assert not running(sibling["pid"]) and not Path(sibling["home"]).exists()
+
+
+def test_a_kernel_started_for_a_notebook_that_never_runs_is_shut_down(pytester: pytest.Pytester, monkeypatch):
+    # a fails once b's kernel has started; -x ends the session before b runs
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+    write_notebook(pytester.path / "a.ipynb", FIND_SIBLING, "raise RuntimeError('stop here')")
+    write_notebook(pytester.path / "b.ipynb", "open('b-ran', 'w').close()")
+    result = pytester.runpytest("--nb", ".", "-x", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    sibling = json.loads((pytester.path / "sibling.json").read_text())
+    assert not (pytester.path / "b-ran").exists()
+    assert not running(sibling["pid"]), "the kernel started for b is still running"
+    assert not Path(sibling["home"]).exists(), "its GEM_WORKBENCH_HOME is left behind"
+
+
+def test_with_no_cpu_idle_each_kernel_starts_and_ends_in_its_turn(pytester: pytest.Pytester, monkeypatch):
+    # one CPU for one process: while a runs, no other kernel of this process exists, and a's
+    # kernel has exited before b's starts
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0})
+    write_notebook(
+        pytester.path / "a.ipynb",
+        FIND_SIBLING.split("deadline =")[0],
+        "assert kernels_beside_me() == [], kernels_beside_me()\nopen('a.pid', 'w').write(str(os.getpid()))",
+    )
+    write_notebook(
+        pytester.path / "b.ipynb",
+        FIND_SIBLING.split("deadline =")[0],
+        "pid = int(open('a.pid').read())\nassert not pathlib.Path(f'/proc/{pid}').exists(), pid\n"
+        "assert kernels_beside_me() == [], kernels_beside_me()",
+    )
+    pytester.runpytest("--nb", ".", "-p", "no:cacheprovider").assert_outcomes(passed=2)

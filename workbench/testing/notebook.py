@@ -12,6 +12,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,79 @@ def captured_output(cell: Any) -> str:
     return "\n".join(parts)
 
 
+#: Arguments every notebook kernel starts with: IPython history in memory (nothing shared
+#: between notebook runs) and its log only from errors up (ipykernel warns on every start that
+#: it "is running over TCP without encryption", a local test kernel: noise in every report).
+KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:", "--Application.log_level=ERROR"]
+
+
+class NotebookKernel:
+    """A fresh kernel started for one run of one notebook, possibly before that run.
+
+    Made by `astart_kernel`, used once by `arun_started`, which shuts it down; `aclose()` shuts
+    down one that will not run (the pytest plugin starts the next notebook's kernel while the
+    current notebook runs, and closes it if the session ends first).
+    """
+
+    def __init__(self, path: Path, km: Any, cwd: Path, home: Any) -> None:
+        self.path = path
+        self.km = km  # jupyter_client's AsyncKernelManager
+        self.cwd = cwd
+        # the temporary GEM_WORKBENCH_HOME made for it, removed with it (None: the caller's
+        # env named one)
+        self._home: tempfile.TemporaryDirectory[str] | None = home
+
+    async def aclose(self, *, grace: float = 0) -> None:
+        """Wait up to `grace` seconds for the kernel to exit (it was asked to), then kill it if
+        it still runs; free its ports and files, remove its home."""
+        import asyncio
+
+        try:
+            # jupyter_client's graceful shutdown looks at the process every 100 ms: ~50 ms
+            # lost per notebook on average; this looks every 10 ms
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and await self.km.is_alive():
+                await asyncio.sleep(0.01)
+            if self.km.has_kernel:
+                await self.km.shutdown_kernel(now=True)
+            await self.km.cleanup_resources()
+        finally:
+            if self._home is not None:
+                self._home.cleanup()
+                self._home = None
+
+
+async def astart_kernel(
+    path: str | os.PathLike[str],
+    *,
+    kernel_name: str = DEFAULT_KERNEL,
+    env: dict[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> NotebookKernel:
+    """Start the kernel a run of the notebook at `path` will use (see `run_notebook` for
+    `env` and `cwd`); it boots while the caller does something else."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    from workbench.testing._client import ReadyClient
+
+    nb_path = Path(path)
+    kernel_env = {**os.environ, **(env or {})}
+    folder = Path(cwd) if cwd is not None else nb_path.resolve().parent
+    home = None
+    if not (env and "GEM_WORKBENCH_HOME" in env):
+        home = tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True)
+        kernel_env["GEM_WORKBENCH_HOME"] = home.name
+    # ReadyClient: no 0.2 s of waiting for IOPub to fall quiet at each start (see its module)
+    km = AsyncKernelManager(kernel_name=kernel_name, client_factory=ReadyClient)
+    kernel = NotebookKernel(nb_path, km, folder, home)
+    try:
+        await km.start_kernel(extra_arguments=list(KERNEL_ARGUMENTS), env=kernel_env, cwd=str(folder))
+    except BaseException:
+        await kernel.aclose()
+        raise
+    return kernel
+
+
 def run_notebook(
     path: str | os.PathLike[str],
     *,
@@ -121,25 +195,51 @@ def run_notebook(
     """
     from jupyter_core.utils import run_sync
 
-    nb_path = Path(path)
-    limit = math.ceil(timeout) if timeout and timeout > 0 else None
-    kernel_env = {**os.environ, **(env or {})}
-    folder = Path(cwd) if cwd is not None else nb_path.resolve().parent
-    if env and "GEM_WORKBENCH_HOME" in env:
-        return run_sync(_run)(nb_path, kernel_name, limit, kernel_env, folder)
-    with tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True) as home:
-        kernel_env["GEM_WORKBENCH_HOME"] = home
-        return run_sync(_run)(nb_path, kernel_name, limit, kernel_env, folder)
+    async def start_and_run() -> Any:
+        kernel = await astart_kernel(path, kernel_name=kernel_name, env=env, cwd=cwd)
+        return await arun_started(kernel, timeout=timeout)
+
+    return run_sync(start_and_run)()
 
 
-async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str, str], cwd: Path) -> Any:
+async def arun_started(
+    kernel: NotebookKernel,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    on_ready: Callable[[], Awaitable[None]] | None = None,
+    then_close: Callable[[Coroutine[Any, Any, None]], None] | None = None,
+) -> Any:
+    """`run_notebook` on a kernel `astart_kernel` made; it is shut down after, whatever happens.
+
+    `on_ready` is awaited once the kernel answers, before the first cell runs. The kernel is
+    asked to shut down once the last cell ran (or failed); the rest of its end (waiting for the
+    process to exit, killing it if it does not in time, removing its files) is awaited here,
+    or handed to `then_close` to run while the caller goes on.
+    """
+    asked = False
+    try:
+        result = await _run(kernel, math.ceil(timeout) if timeout and timeout > 0 else None, on_ready)
+        asked = True
+        return result
+    except NotebookFailure:
+        asked = True
+        raise
+    finally:
+        closing = kernel.aclose(grace=kernel.km.shutdown_wait_time if asked else 0)
+        if then_close is not None and asked:
+            then_close(closing)
+        else:
+            await closing
+
+
+async def _run(
+    kernel: NotebookKernel, timeout: int | None, on_ready: Callable[[], Awaitable[None]] | None
+) -> Any:
     import nbformat
-    from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    from workbench.testing._client import ReadyClient
-
+    path, km = kernel.path, kernel.km
     nb = nbformat.read(path, as_version=4)
     current: dict[str, Any] = {"index": -1, "cell": {"source": "", "outputs": []}, "reply": {}}
 
@@ -149,24 +249,25 @@ async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str,
     def on_cell_error(cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
         current["reply"] = execute_reply.get("content", {})
 
+    async def on_notebook_start(notebook: Any) -> None:
+        if on_ready is not None:
+            await on_ready()
+
     # We own the kernel manager (nbclient then leaves shutdown to us) so that a timed-out cell
     # can be interrupted first and every kernel is shut down gracefully: its atexit handlers
-    # close open benches and their Deno sandboxes, leaving no process behind.
-    # ReadyClient: no 0.2 s of waiting for IOPub to fall quiet at each start (see its module)
-    km = AsyncKernelManager(kernel_name=kernel_name, client_factory=ReadyClient)
+    # close open benches and their Deno sandboxes, leaving no process behind. The kernel runs
+    # already: nbclient only connects to it.
     client = NotebookClient(
         nb,
         km=km,
-        kernel_name=kernel_name,
+        kernel_name=km.kernel_name,
         timeout=timeout,
         startup_timeout=STARTUP_TIMEOUT,
-        resources={"metadata": {"path": str(cwd)}},
-        # IPython history in memory: nothing shared between notebook runs.
-        # its log only from errors up: ipykernel warns on every start that it "is running over
-        # TCP without encryption" (a local test kernel), noise in every failure's report
-        extra_arguments=["--HistoryManager.hist_file=:memory:", "--Application.log_level=ERROR"],
+        resources={"metadata": {"path": str(kernel.cwd)}},
+        extra_arguments=list(KERNEL_ARGUMENTS),
         on_cell_execute=on_cell_execute,
         on_cell_error=on_cell_error,
+        on_notebook_start=on_notebook_start,
     )
 
     def failure(kind: str, **extra: Any) -> NotebookFailure:
@@ -182,7 +283,7 @@ async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str,
 
     failed: NotebookFailure | None = None
     try:
-        await client.async_execute(env=env)
+        await client.async_execute()
     except CellExecutionError as exc:
         reply = current["reply"]
         # (no traceback: a magic's one-line error, already in the output; nbclient's text
@@ -204,8 +305,8 @@ async def _run(path: Path, kernel_name: str, timeout: int | None, env: dict[str,
 
 
 async def _shutdown(km: Any, client: Any, *, interrupt: bool) -> dict[str, Any]:
-    """Stop the kernel gracefully; return the reply of the cell interrupted first, if any."""
-    import asyncio
+    """Ask the kernel to shut down (a graceful end: its atexit handlers close open benches and
+    their Deno sandboxes); return the reply of the cell interrupted first, if any."""
     from queue import Empty
 
     reply: dict[str, Any] = {}
@@ -219,16 +320,9 @@ async def _shutdown(km: Any, client: Any, *, interrupt: bool) -> dict[str, Any]:
                         reply = msg.get("content", {})
                     except Empty:
                         pass
-            # jupyter_client's graceful shutdown looks at the process every 100 ms: ~50 ms
-            # lost per notebook on average; this looks every 10 ms, then kills what is left
             await km.request_shutdown()
-            deadline = time.monotonic() + km.shutdown_wait_time
-            while await km.is_alive() and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            await km.shutdown_kernel(now=True)  # frees its ports and connection file
     finally:
         if client.kc is not None:
             client.kc.stop_channels()
             client.kc = None
-        await km.cleanup_resources()
     return reply

@@ -19,7 +19,8 @@ Loaded in every pytest run of an environment where gem-workbench is installed (e
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from .tstests import collect_ts_file
 
 if TYPE_CHECKING:
     from .._bench import Bench
+    from .notebook import NotebookKernel
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -86,6 +88,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 _TIMEOUT = pytest.StashKey[float | None]()
+#: Kernels started for notebooks that have not run yet, by node id.
+_STARTED = pytest.StashKey[dict[str, "NotebookKernel"]]()
+#: The ends of kernels whose notebook ran (asyncio tasks), finished while the next ones run.
+_ENDING = pytest.StashKey[list[Any]]()
+#: Whether a kernel's start and end overlap other notebooks (see NotebookItem).
+_OVERLAP = pytest.StashKey[bool]()
+#: The item that runs after a notebook in this process (None: none, or not known yet).
+_NEXT = pytest.StashKey[pytest.Item | None]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -104,9 +114,44 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"ini option nb_timeout = {raw!r}: give seconds, e.g. 120, or 0 for no timeout"
             ) from None
     config.stash[_TIMEOUT] = value if value > 0 else None
+    config.stash[_STARTED] = {}
+    config.stash[_ENDING] = []
+    # a CPU left idle by this run's processes (xdist's workers, or this one alone)
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    config.stash[_OVERLAP] = len(os.sched_getaffinity(0)) > workers
     cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
     if cache is not None:
         config.pluginmanager.register(NotebookSeconds(cache), "gem-workbench-notebook-seconds")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if isinstance(item, NotebookItem):
+        item.stash[_NEXT] = nextitem
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Wait for the kernels of notebooks that ran to end; shut down those started for
+    notebooks that did not run (-x, Ctrl-C, a crash)."""
+    started = session.config.stash.get(_STARTED, {})
+    ending = session.config.stash.get(_ENDING, [])
+    if not (started or ending):
+        return
+    import asyncio
+
+    from jupyter_core.utils import run_sync
+
+    async def end_all() -> None:
+        closing = [kernel.aclose() for kernel in started.values()]
+        started.clear()
+        failures = [e for e in await asyncio.gather(*ending, *closing, return_exceptions=True) if e]
+        ending.clear()
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for exc in failures:
+            if reporter is not None:
+                reporter.write_line(f"gem-workbench: a notebook kernel did not end cleanly: {exc!r}")
+
+    run_sync(end_all)()
 
 
 def _wants_notebook(path: Path, parent: pytest.Collector) -> bool:
@@ -133,15 +178,60 @@ class NotebookFile(pytest.File):
 
 
 class NotebookItem(pytest.Item):
-    """Runs every code cell of a notebook on a fresh kernel; fails at the first failing cell."""
+    """Runs every code cell of a notebook on a fresh kernel; fails at the first failing cell.
+
+    When the run leaves a CPU idle (`pytest`, or fewer xdist workers than CPUs), a kernel's
+    start and end overlap other notebooks: once a notebook's kernel answers, the kernel of the
+    notebook that runs next in this process (if it is one) starts and boots meanwhile (each
+    still has its own process, home folder and environment, taken at that start), and once its
+    last cell ran, the next notebook starts while the kernel exits. With every CPU busy
+    (`-n auto`), that overlap took more CPU and no less time, so each kernel starts and ends
+    in its notebook's turn.
+    """
 
     def runtest(self) -> None:
-        from .notebook import run_notebook
+        from jupyter_core.utils import run_sync
 
+        run_sync(self._run)()
+
+    def _options(self) -> tuple[str, dict[str, str] | None]:
         kernel = self.config.getoption("nb_kernel") or self.config.getini("nb_kernel")
         tool_errors = self.config.getoption("nb_tool_errors") or self.config.getini("nb_tool_errors")
-        env = {"GEM_WORKBENCH_TOOL_ERRORS": tool_errors} if tool_errors == "fail" else None
-        run_notebook(self.path, kernel_name=kernel, timeout=self.config.stash[_TIMEOUT], env=env)
+        return kernel, {"GEM_WORKBENCH_TOOL_ERRORS": tool_errors} if tool_errors == "fail" else None
+
+    async def _start(self) -> NotebookKernel:
+        from .notebook import astart_kernel
+
+        kernel_name, env = self._options()
+        return await astart_kernel(self.path, kernel_name=kernel_name, env=env)
+
+    async def _run(self) -> None:
+        from .notebook import arun_started
+
+        started = self.config.stash[_STARTED]
+        kernel = started.pop(self.nodeid, None) or await self._start()
+        overlap = self.config.stash[_OVERLAP]
+        following = self.stash.get(_NEXT, None) if overlap else None
+
+        async def start_next() -> None:
+            if isinstance(following, NotebookItem) and following.nodeid not in started:
+                try:
+                    started[following.nodeid] = await following._start()
+                except Exception:  # noqa: BLE001 - that notebook's own run reports it
+                    pass
+
+        def then_close(closing: Coroutine[Any, Any, None]) -> None:
+            import asyncio
+
+            # the loop is jupyter_core's one of this thread: the next notebook's run drives it
+            self.config.stash[_ENDING].append(asyncio.ensure_future(closing))
+
+        await arun_started(
+            kernel,
+            timeout=self.config.stash[_TIMEOUT],
+            on_ready=start_next,
+            then_close=then_close if overlap else None,
+        )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         exc = excinfo.value
