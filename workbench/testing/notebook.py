@@ -119,6 +119,7 @@ class NotebookKernel:
     def __init__(self, path: Path, km: Any, cwd: Path, home: Any) -> None:
         self.path = path
         self.km = km  # jupyter_client's AsyncKernelManager
+        self.client: Any = None  # its client once a run has connected one
         self.cwd = cwd
         # the temporary GEM_WORKBENCH_HOME made for it, removed with it (None: the caller's
         # env named one)
@@ -137,11 +138,16 @@ class NotebookKernel:
                 await asyncio.sleep(0.01)
             if self.km.has_kernel:
                 await self.km.shutdown_kernel(now=True)
-            await self.km.cleanup_resources()
         finally:
-            if self._home is not None:
-                self._home.cleanup()
-                self._home = None
+            try:
+                if self.client is not None:
+                    self.client.stop_channels()
+                    self.client = None
+                await self.km.cleanup_resources()
+            finally:
+                if self._home is not None:
+                    self._home.cleanup()
+                    self._home = None
 
 
 async def astart_kernel(
@@ -296,7 +302,7 @@ async def _run(
         failed = failure("dead kernel")
     finally:
         timed_out = failed is not None and failed.kind == "timeout"
-        interrupted = await _shutdown(km, client, interrupt=timed_out)
+        interrupted = await _shutdown(kernel, client, interrupt=timed_out)
     if failed is not None and interrupted.get("traceback"):  # where the cell was stuck
         failed.traceback = strip_ansi("\n".join(interrupted["traceback"]))
     if failed is not None:
@@ -304,11 +310,12 @@ async def _run(
     return nb
 
 
-async def _shutdown(km: Any, client: Any, *, interrupt: bool) -> dict[str, Any]:
+async def _shutdown(kernel: NotebookKernel, client: Any, *, interrupt: bool) -> dict[str, Any]:
     """Ask the kernel to shut down (a graceful end: its atexit handlers close open benches and
     their Deno sandboxes); return the reply of the cell interrupted first, if any."""
     from queue import Empty
 
+    km = kernel.km
     reply: dict[str, Any] = {}
     try:
         if km.has_kernel and await km.is_alive():
@@ -322,7 +329,7 @@ async def _shutdown(km: Any, client: Any, *, interrupt: bool) -> dict[str, Any]:
                         pass
             await km.request_shutdown()
     finally:
-        if client.kc is not None:
-            client.kc.stop_channels()
-            client.kc = None
+        # its channels stay open until the process has ended (NotebookKernel.aclose), as in
+        # jupyter_client's own shutdown
+        kernel.client, client.kc = client.kc, None
     return reply
