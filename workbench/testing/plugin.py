@@ -118,7 +118,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_ENDING] = []
     # a CPU left idle by this run's processes (xdist's workers, or this one alone)
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    config.stash[_OVERLAP] = len(os.sched_getaffinity(0)) > workers
+    affinity = getattr(os, "sched_getaffinity", None)  # (not on macOS)
+    config.stash[_OVERLAP] = (len(affinity(0)) if affinity else os.cpu_count() or 1) > workers
     cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
     if cache is not None:
         config.pluginmanager.register(NotebookSeconds(cache), "gem-workbench-notebook-seconds")
@@ -224,7 +225,10 @@ class NotebookItem(pytest.Item):
             import asyncio
 
             # the loop is jupyter_core's one of this thread: the next notebook's run drives it
-            self.config.stash[_ENDING].append(asyncio.ensure_future(closing))
+            ending = self.config.stash[_ENDING]
+            # (ended tasks are dropped, but those that failed: the session's end reports them)
+            ending[:] = [t for t in ending if not t.done() or (not t.cancelled() and t.exception())]
+            ending.append(asyncio.ensure_future(closing))
 
         await arun_started(
             kernel,
