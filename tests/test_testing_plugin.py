@@ -317,3 +317,87 @@ def test_with_no_cpu_idle_each_kernel_starts_and_ends_in_its_turn(pytester: pyte
         "assert kernels_beside_me() == [], kernels_beside_me()",
     )
     pytester.runpytest("--nb", ".", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+@pytest.fixture
+def idle_cpu(monkeypatch):
+    """This process's run leaves a CPU idle: kernels start and end beside other notebooks."""
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1})
+
+
+def test_a_kernel_started_ahead_has_the_environment_of_its_own_call(pytester: pytest.Pytester, idle_cpu):
+    # a hook sets a variable per item at its setup, after the next kernel may have started
+    pytester.makeconftest(
+        "import os\ndef pytest_runtest_setup(item):\n    os.environ['NB_DATA'] = item.path.stem + '.data'\n"
+    )
+    for name in ("a", "b", "c"):
+        write_notebook(
+            pytester.path / f"{name}.ipynb",
+            f"import os\nassert os.environ['NB_DATA'] == '{name}.data', os.environ['NB_DATA']\n"
+            f"assert os.environ['PYTEST_CURRENT_TEST'] == '{name}.ipynb::{name} (call)', "
+            "os.environ['PYTEST_CURRENT_TEST']",
+        )
+    pytester.runpytest("--nb", ".", "-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
+def test_a_kernel_started_for_a_skipped_notebook_ends_with_it(pytester: pytest.Pytester, idle_cpu):
+    pytester.makeconftest(
+        "import pytest\ndef pytest_runtest_setup(item):\n"
+        "    if item.name == 'b':\n        pytest.skip('not this one')\n"
+    )
+    write_notebook(pytester.path / "a.ipynb", FIND_SIBLING)  # b's kernel, started ahead
+    write_notebook(
+        pytester.path / "c.ipynb",
+        "import json, pathlib\npid = json.load(open('sibling.json'))['pid']\n"
+        "assert not pathlib.Path(f'/proc/{pid}').exists(), f'the kernel of skipped b ({pid}) runs'",
+    )
+    write_notebook(pytester.path / "b.ipynb", "1")
+    pytester.runpytest("--nb", ".", "-p", "no:cacheprovider").assert_outcomes(passed=2, skipped=1)
+
+
+def test_a_kernel_ends_while_a_plain_test_runs(pytester: pytest.Pytester, idle_cpu):
+    # a's kernel was asked to shut down: it is reaped (no zombie) while the plain test waits
+    write_notebook(pytester.path / "a.ipynb", "import os\nopen('a.pid', 'w').write(str(os.getpid()))")
+    pytester.makepyfile(
+        test_z="""
+import pathlib, time
+def test_wait_for_the_kernel_of_a():
+    pid = int(pathlib.Path('a.pid').read_text())
+    deadline = time.monotonic() + 30
+    while pathlib.Path(f'/proc/{pid}').exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pathlib.Path(f'/proc/{pid}').exists(), f'kernel {pid} still there'
+"""
+    )
+    pytester.runpytest("--nb", ".", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_a_test_that_closes_the_event_loop_breaks_no_kernel_end(pytester: pytest.Pytester, idle_cpu):
+    write_notebook(pytester.path / "a.ipynb", "1")
+    pytester.makepyfile(
+        b_test="""
+import asyncio
+from jupyter_core.utils import ensure_event_loop
+def test_closes_the_loop():  # the one notebook runs use, as asyncio.get_event_loop() may give
+    loop = ensure_event_loop()
+    loop.run_until_complete(asyncio.sleep(0))
+    loop.close()
+"""
+    )
+    write_notebook(pytester.path / "c.ipynb", "2")
+    result = pytester.runpytest("--nb", ".", "-p", "no:cacheprovider", "-o", "python_files=*_test.py")
+    result.assert_outcomes(passed=3)
+    assert result.ret == 0
+    assert not [line for line in result.outlines if "Error" in line or "did not end" in line]
+
+
+def test_a_skip_mark_on_a_notebook_skips_it(pytester: pytest.Pytester):
+    # (pytest reports a mark's skip at the item's line: reportinfo once gave none, INTERNALERROR)
+    pytester.makeconftest(
+        "import pytest\ndef pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n        item.add_marker(pytest.mark.skip(reason='later'))\n"
+    )
+    write_notebook(pytester.path / "a.ipynb", "raise RuntimeError('ran')")
+    result = pytester.runpytest("--nb", ".", "-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=1)
+    assert "SKIPPED [1] a.ipynb: later" in result.outlines

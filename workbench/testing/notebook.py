@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
-import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._kernel import NotebookKernel
 
 #: The kernel notebooks run on unless told otherwise (the kernelspec this package installs).
 DEFAULT_KERNEL = "gem-workbench"
@@ -102,85 +103,6 @@ def captured_output(cell: Any) -> str:
     return "\n".join(parts)
 
 
-#: Arguments every notebook kernel starts with: IPython history in memory (nothing shared
-#: between notebook runs) and its log only from errors up (ipykernel warns on every start that
-#: it "is running over TCP without encryption", a local test kernel: noise in every report).
-KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:", "--Application.log_level=ERROR"]
-
-
-class NotebookKernel:
-    """A fresh kernel started for one run of one notebook, possibly before that run.
-
-    Made by `astart_kernel`, used once by `arun_started`, which shuts it down; `aclose()` shuts
-    down one that will not run (the pytest plugin starts the next notebook's kernel while the
-    current notebook runs, and closes it if the session ends first).
-    """
-
-    def __init__(self, path: Path, km: Any, cwd: Path, home: Any) -> None:
-        self.path = path
-        self.km = km  # jupyter_client's AsyncKernelManager
-        self.client: Any = None  # its client once a run has connected one
-        self.cwd = cwd
-        # the temporary GEM_WORKBENCH_HOME made for it, removed with it (None: the caller's
-        # env named one)
-        self._home: tempfile.TemporaryDirectory[str] | None = home
-
-    async def aclose(self, *, grace: float = 0) -> None:
-        """Wait up to `grace` seconds for the kernel to exit (it was asked to), then kill it if
-        it still runs; free its ports and files, remove its home."""
-        import asyncio
-
-        try:
-            # jupyter_client's graceful shutdown looks at the process every 100 ms: ~50 ms
-            # lost per notebook on average; this looks every 10 ms
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and await self.km.is_alive():
-                await asyncio.sleep(0.01)
-            if self.km.has_kernel:
-                await self.km.shutdown_kernel(now=True)
-        finally:
-            try:
-                if self.client is not None:
-                    self.client.stop_channels()
-                    self.client = None
-                await self.km.cleanup_resources()
-            finally:
-                if self._home is not None:
-                    self._home.cleanup()
-                    self._home = None
-
-
-async def astart_kernel(
-    path: str | os.PathLike[str],
-    *,
-    kernel_name: str = DEFAULT_KERNEL,
-    env: dict[str, str] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-) -> NotebookKernel:
-    """Start the kernel a run of the notebook at `path` will use (see `run_notebook` for
-    `env` and `cwd`); it boots while the caller does something else."""
-    from jupyter_client.manager import AsyncKernelManager
-
-    from workbench.testing._client import ReadyClient
-
-    nb_path = Path(path)
-    kernel_env = {**os.environ, **(env or {})}
-    folder = Path(cwd) if cwd is not None else nb_path.resolve().parent
-    home = None
-    if not (env and "GEM_WORKBENCH_HOME" in env):
-        home = tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True)
-        kernel_env["GEM_WORKBENCH_HOME"] = home.name
-    # ReadyClient: no 0.2 s of waiting for IOPub to fall quiet at each start (see its module)
-    km = AsyncKernelManager(kernel_name=kernel_name, client_factory=ReadyClient)
-    kernel = NotebookKernel(nb_path, km, folder, home)
-    try:
-        await km.start_kernel(extra_arguments=list(KERNEL_ARGUMENTS), env=kernel_env, cwd=str(folder))
-    except BaseException:
-        await kernel.aclose()
-        raise
-    return kernel
-
-
 def run_notebook(
     path: str | os.PathLike[str],
     *,
@@ -201,6 +123,8 @@ def run_notebook(
     """
     from jupyter_core.utils import run_sync
 
+    from ._kernel import astart_kernel
+
     async def start_and_run() -> Any:
         kernel = await astart_kernel(path, kernel_name=kernel_name, env=env, cwd=cwd)
         return await arun_started(kernel, timeout=timeout)
@@ -213,29 +137,31 @@ async def arun_started(
     *,
     timeout: float | None = DEFAULT_TIMEOUT,
     on_ready: Callable[[], Awaitable[None]] | None = None,
-    then_close: Callable[[Coroutine[Any, Any, None]], None] | None = None,
+    end_later: Callable[[NotebookKernel], None] | None = None,
 ) -> Any:
-    """`run_notebook` on a kernel `astart_kernel` made; it is shut down after, whatever happens.
+    """`run_notebook` on a kernel `_kernel.astart_kernel` made, which is shut down after.
 
     `on_ready` is awaited once the kernel answers, before the first cell runs. The kernel is
-    asked to shut down once the last cell ran (or failed); the rest of its end (waiting for the
-    process to exit, killing it if it does not in time, removing its files) is awaited here,
-    or handed to `then_close` to run while the caller goes on.
+    asked to shut down once the last cell ran (or failed); its end (the process exiting, or
+    killed if it does not in time; its files removed) is awaited here, or, given `end_later`,
+    waited for by a thread while `end_later(kernel)` makes sure `aclose()` runs once it is done.
     """
-    asked = False
+    later = False
     try:
         result = await _run(kernel, math.ceil(timeout) if timeout and timeout > 0 else None, on_ready)
-        asked = True
+        later = end_later is not None
         return result
-    except NotebookFailure:
-        asked = True
+    except NotebookFailure as exc:
+        # (after a timeout, nbclient's output task still reads the channels: they close once
+        # the process has ended, before this returns)
+        later = end_later is not None and exc.kind != "timeout"
         raise
     finally:
-        closing = kernel.aclose(grace=kernel.km.shutdown_wait_time if asked else 0)
-        if then_close is not None and asked:
-            then_close(closing)
+        grace = kernel.km.shutdown_wait_time
+        if later and end_later is not None and kernel.end_in_background(grace):
+            end_later(kernel)
         else:
-            await closing
+            await kernel.aclose(grace=grace)
 
 
 async def _run(
@@ -270,7 +196,6 @@ async def _run(
         timeout=timeout,
         startup_timeout=STARTUP_TIMEOUT,
         resources={"metadata": {"path": str(kernel.cwd)}},
-        extra_arguments=list(KERNEL_ARGUMENTS),
         on_cell_execute=on_cell_execute,
         on_cell_error=on_cell_error,
         on_notebook_start=on_notebook_start,
@@ -331,5 +256,5 @@ async def _shutdown(kernel: NotebookKernel, client: Any, *, interrupt: bool) -> 
     finally:
         # its channels stay open until the process has ended (NotebookKernel.aclose), as in
         # jupyter_client's own shutdown
-        kernel.client, client.kc = client.kc, None
+        kernel.client = client.kc
     return reply

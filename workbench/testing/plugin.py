@@ -20,7 +20,7 @@ Loaded in every pytest run of an environment where gem-workbench is installed (e
 from __future__ import annotations
 
 import os
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from .tstests import collect_ts_file
 
 if TYPE_CHECKING:
     from .._bench import Bench
-    from .notebook import NotebookKernel
+    from ._kernel import NotebookKernel
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -90,8 +90,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 _TIMEOUT = pytest.StashKey[float | None]()
 #: Kernels started for notebooks that have not run yet, by node id.
 _STARTED = pytest.StashKey[dict[str, "NotebookKernel"]]()
-#: The ends of kernels whose notebook ran (asyncio tasks), finished while the next ones run.
-_ENDING = pytest.StashKey[list[Any]]()
+#: Kernels whose notebook ran, exiting while the next items run (NotebookKernel.ended).
+_ENDING = pytest.StashKey[list["NotebookKernel"]]()
 #: Whether a kernel's start and end overlap other notebooks (see NotebookItem).
 _OVERLAP = pytest.StashKey[bool]()
 #: The item that runs after a notebook in this process (None: none, or not known yet).
@@ -131,28 +131,54 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         item.stash[_NEXT] = nextitem
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """After each item: shut down a kernel started for it if it did not run (a skip), and
+    finish the ends of kernels that have exited."""
+    config = item.config
+    started, ending = config.stash.get(_STARTED, {}), config.stash.get(_ENDING, [])
+    unused = started.pop(item.nodeid, None)
+    if unused is not None or any(k.ended for k in ending):
+        from jupyter_core.utils import run_sync
+
+        run_sync(_end_kernels)(config, [unused] if unused is not None else [], wait=False)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Wait for the kernels of notebooks that ran to end; shut down those started for
     notebooks that did not run (-x, Ctrl-C, a crash)."""
-    started = session.config.stash.get(_STARTED, {})
-    ending = session.config.stash.get(_ENDING, [])
+    config = session.config
+    started = config.stash.get(_STARTED, {})
+    ending = config.stash.get(_ENDING, [])
     if not (started or ending):
         return
-    import asyncio
-
     from jupyter_core.utils import run_sync
 
-    async def end_all() -> None:
-        closing = [kernel.aclose() for kernel in started.values()]
-        started.clear()
-        failures = [e for e in await asyncio.gather(*ending, *closing, return_exceptions=True) if e]
-        ending.clear()
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        for exc in failures:
-            if reporter is not None:
-                reporter.write_line(f"gem-workbench: a notebook kernel did not end cleanly: {exc!r}")
+    unused = list(started.values())
+    started.clear()
+    try:
+        for kernel in ending:
+            kernel.wait_ended()
+    except KeyboardInterrupt:  # a second Ctrl-C: the rest are killed, the session still ends
+        pass
+    run_sync(_end_kernels)(config, unused, wait=True)
 
-    run_sync(end_all)()
+
+async def _end_kernels(config: pytest.Config, unused: list[NotebookKernel], *, wait: bool) -> None:
+    """Shut down `unused` kernels (started for items that did not run); close the kernels in
+    the _ENDING list that have ended (all of them, killed if need be, if `wait`)."""
+    ending = config.stash[_ENDING]
+    done = [k for k in ending if wait or k.ended]
+    ending[:] = [k for k in ending if k not in done]
+    for kernel in [*unused, *done]:
+        try:
+            await kernel.aclose()
+        except Exception as exc:  # noqa: BLE001 - one kernel's end must not stop the others'
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(
+                    f"gem-workbench: the kernel of {kernel.path} did not end cleanly: {exc!r}"
+                )
 
 
 def _wants_notebook(path: Path, parent: pytest.Collector) -> bool:
@@ -200,41 +226,41 @@ class NotebookItem(pytest.Item):
         tool_errors = self.config.getoption("nb_tool_errors") or self.config.getini("nb_tool_errors")
         return kernel, {"GEM_WORKBENCH_TOOL_ERRORS": tool_errors} if tool_errors == "fail" else None
 
-    async def _start(self) -> NotebookKernel:
-        from .notebook import astart_kernel
+    async def _start(self, *, ahead: bool = False) -> NotebookKernel:
+        """Start this notebook's kernel; `ahead`: during another item, with the environment
+        pytest gives this one's call."""
+        from ._kernel import astart_kernel
 
         kernel_name, env = self._options()
+        if ahead:
+            env = {**(env or {}), "PYTEST_CURRENT_TEST": f"{self.nodeid} (call)"}
         return await astart_kernel(self.path, kernel_name=kernel_name, env=env)
 
     async def _run(self) -> None:
         from .notebook import arun_started
 
-        started = self.config.stash[_STARTED]
-        kernel = started.pop(self.nodeid, None) or await self._start()
-        overlap = self.config.stash[_OVERLAP]
+        config = self.config
+        started = config.stash[_STARTED]
+        kernel = started.pop(self.nodeid, None)
+        if kernel is not None and kernel.environ != {**os.environ, **(self._options()[1] or {})}:
+            await kernel.aclose()  # a fixture or a hook changed the environment since its start
+            kernel = None
+        kernel = kernel or await self._start()
+        overlap = config.stash[_OVERLAP]
         following = self.stash.get(_NEXT, None) if overlap else None
 
         async def start_next() -> None:
             if isinstance(following, NotebookItem) and following.nodeid not in started:
                 try:
-                    started[following.nodeid] = await following._start()
+                    started[following.nodeid] = await following._start(ahead=True)
                 except Exception:  # noqa: BLE001 - that notebook's own run reports it
                     pass
 
-        def then_close(closing: Coroutine[Any, Any, None]) -> None:
-            import asyncio
-
-            # the loop is jupyter_core's one of this thread: the next notebook's run drives it
-            ending = self.config.stash[_ENDING]
-            # (ended tasks are dropped, but those that failed: the session's end reports them)
-            ending[:] = [t for t in ending if not t.done() or (not t.cancelled() and t.exception())]
-            ending.append(asyncio.ensure_future(closing))
-
         await arun_started(
             kernel,
-            timeout=self.config.stash[_TIMEOUT],
+            timeout=config.stash[_TIMEOUT],
             on_ready=start_next,
-            then_close=then_close if overlap else None,
+            end_later=config.stash[_ENDING].append if overlap else None,
         )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
@@ -250,7 +276,7 @@ class NotebookItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"notebook {self.path.name}"
+        return self.path, 0, f"notebook {self.path.name}"  # (a skip mark needs a line: the first)
 
 
 @pytest.fixture

@@ -1,0 +1,133 @@
+"""A notebook's kernel apart from its run: started before the run, ended after it.
+
+The pytest plugin starts the next notebook's kernel while one runs, and lets a kernel exit
+while the next notebook runs (see `plugin.NotebookItem`); `notebook.run_notebook` does both in
+turn. Imported only when a notebook runs (it imports jupyter_client).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+
+from ._client import ReadyClient
+
+#: Arguments every notebook kernel starts with: IPython history in memory (nothing shared
+#: between notebook runs) and its log only from errors up (ipykernel warns on every start that
+#: it "is running over TCP without encryption", a local test kernel: noise in every report).
+KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:", "--Application.log_level=ERROR"]
+
+
+class NotebookKernel:
+    """A fresh kernel started for one run of one notebook, possibly before that run.
+
+    `environ` is the environment its process started with, but GEM_WORKBENCH_HOME (a
+    temporary folder made for it, removed with it, unless the caller's env named one).
+    """
+
+    def __init__(self, path: Path, km: AsyncKernelManager, cwd: Path, environ: dict[str, str]) -> None:
+        self.path = path
+        self.km = km
+        self.cwd = cwd
+        self.environ = environ
+        self.client: Any = None  # its client, once a run has connected one
+        self._home: tempfile.TemporaryDirectory[str] | None = None
+        self._ending: threading.Thread | None = None
+        self._process: subprocess.Popen[bytes] | None = None  # what _ending waits for
+
+    def end_in_background(self, grace: float) -> bool:
+        """After a shutdown request: a thread waits up to `grace` seconds for the process to
+        exit and kills it if it does not. False (nothing started) if its process is not one
+        this process can wait for; `aclose(grace=…)` then does it all."""
+        process = getattr(self.km.provisioner, "process", None)
+        if not isinstance(process, subprocess.Popen):
+            return False
+        self._process = process
+
+        def end() -> None:
+            try:
+                process.wait(grace)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+        self._ending = threading.Thread(target=end, name=f"end of kernel {process.pid}", daemon=True)
+        self._ending.start()
+        return True
+
+    @property
+    def ended(self) -> bool:
+        """Whether the thread of `end_in_background` is done (its process has exited)."""
+        return self._ending is not None and not self._ending.is_alive()
+
+    def wait_ended(self) -> None:
+        """Wait for the thread of `end_in_background`; on Ctrl-C, kill the process first."""
+        if self._ending is None or self._process is None:
+            return
+        try:
+            self._ending.join()
+        except KeyboardInterrupt:
+            self._process.kill()
+            self._ending.join()
+            raise
+
+    async def aclose(self, *, grace: float = 0) -> None:
+        """Wait up to `grace` seconds for the kernel to exit (it was asked to), then kill it if
+        it still runs; free its ports and files, remove its home."""
+        try:
+            if self._ending is None:
+                # jupyter_client's graceful shutdown looks at the process every 100 ms: ~50 ms
+                # lost per notebook on average; this looks every 10 ms
+                deadline = time.monotonic() + grace
+                while time.monotonic() < deadline and await self.km.is_alive():
+                    await asyncio.sleep(0.01)
+            if self.km.has_kernel:
+                await self.km.shutdown_kernel(now=True)
+        finally:
+            try:
+                if self.client is not None:
+                    client, self.client = self.client, None
+                    try:
+                        client.stop_channels()
+                    except RuntimeError:  # its sockets' event loop was closed (by a test)
+                        pass
+                await self.km.cleanup_resources()
+            finally:
+                if self._home is not None:
+                    self._home.cleanup()
+                    self._home = None
+
+
+async def astart_kernel(
+    path: str | os.PathLike[str],
+    *,
+    kernel_name: str,
+    env: dict[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> NotebookKernel:
+    """Start the kernel a run of the notebook at `path` will use (see `run_notebook` for
+    `env` and `cwd`); it boots while the caller does something else."""
+    nb_path = Path(path)
+    environ = {**os.environ, **(env or {})}
+    folder = Path(cwd) if cwd is not None else nb_path.resolve().parent
+    # ReadyClient: no 0.2 s of waiting for IOPub to fall quiet at each start (see its module)
+    km = AsyncKernelManager(kernel_name=kernel_name, client_factory=ReadyClient)
+    kernel = NotebookKernel(nb_path, km, folder, environ)
+    kernel_env = dict(environ)
+    if "GEM_WORKBENCH_HOME" not in (env or {}):
+        kernel._home = tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True)
+        kernel_env["GEM_WORKBENCH_HOME"] = kernel._home.name
+    try:
+        await km.start_kernel(extra_arguments=list(KERNEL_ARGUMENTS), env=kernel_env, cwd=str(folder))
+    except BaseException:
+        await kernel.aclose()
+        raise
+    return kernel
