@@ -509,6 +509,19 @@ def test_K1_loading_is_bounded_in_output_and_size(tmp_path: Path, head: str, wor
         workbench.open(root)
 
 
+def test_K1_a_module_that_printed_too_much_before_the_first_look_is_stopped(tmp_path, monkeypatch) -> None:
+    # the loader looks at the output every 10 ms; a busy machine may let the module print it
+    # all and exit before the first look (seen in CI): each wait here lasts until the exit
+    import subprocess
+
+    wait = subprocess.Popen.wait
+    monkeypatch.setattr(subprocess.Popen, "wait", lambda self, timeout=None: wait(self))
+    head = "for (let i = 0; i < 20; i++) await Deno.stdout.write(new Uint8Array(1 << 20));\n"
+    root = integration(tmp_path / "i", tool("x", "return {};"), head=head)
+    with pytest.raises(GemLoadError, match="printed too much"):
+        workbench.open(root)
+
+
 def test_N1_a_link_out_of_the_integration_stops_loading(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("private")

@@ -109,11 +109,14 @@ def _run(cmd: list[str], out: Any, err: Any, deno_dir: Path) -> int:
     try:
         while True:
             try:
-                return proc.wait(timeout=0.01)
+                code: int | None = proc.wait(timeout=0.01)
             except subprocess.TimeoutExpired:
-                pass
+                code = None
+            # (also once it has exited: on a busy machine it may print it all between two looks)
             if os.fstat(out.fileno()).st_size + os.fstat(err.fileno()).st_size > MAX_PRINTED:
                 raise ProbeError("printed", f"printed over {MAX_PRINTED >> 20} MiB", limit=MAX_PRINTED)
+            if code is not None:
+                return code
             if time.monotonic() > deadline:
                 raise ProbeError("timeout", f"took over {PROBE_SECONDS:g} s", limit=PROBE_SECONDS)
     finally:
