@@ -401,3 +401,66 @@ def test_a_skip_mark_on_a_notebook_skips_it(pytester: pytest.Pytester):
     result = pytester.runpytest("--nb", ".", "-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=1)
     assert "SKIPPED [1] a.ipynb: later" in result.outlines
+
+
+def _kernel_startup(pytester: pytest.Pytester, code: str) -> None:
+    """IPython startup code every kernel of the run executes (its IPYTHONDIR is the test's)."""
+    startup = pytester.path / "ipy" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00.py").write_text(code)
+    pytester.makeconftest(
+        f"import os\ndef pytest_configure(config):\n    os.environ['IPYTHONDIR'] = {str(pytester.path / 'ipy')!r}\n"
+    )
+
+
+def test_a_kernel_that_dies_at_start_is_reported_by_its_own_notebook(pytester: pytest.Pytester, idle_cpu):
+    # b's kernel starts (ahead) while a runs, writes a line and dies: b's report has the line,
+    # a's does not, and the report is a few lines, not nbclient's traceback through pluggy
+    _kernel_startup(
+        pytester,
+        "import os\nif 'b.ipynb' in os.environ.get('PYTEST_CURRENT_TEST', ''):\n"
+        "    os.write(2, b'b refuses to start\\n')\n    os._exit(3)\n",
+    )
+    for name in ("a", "b", "c"):
+        write_notebook(pytester.path / f"{name}.ipynb", "import time\ntime.sleep(0.5)")
+    result = pytester.runpytest_subprocess("--nb", ".", "-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=2, failed=1)
+    report = result.stdout.str()
+    b = report[report.index("notebook b.ipynb") : report.index("short test summary")]
+    assert "b.ipynb: its kernel did not start: Kernel died before replying" in b
+    assert "b refuses to start" in b and report.count("b refuses to start") == 1
+    assert len(b.splitlines()) < 15, b
+    assert "Exception ignored in atexit" not in report + result.stderr.str()
+
+
+def test_what_a_failing_notebooks_kernel_writes_as_it_exits_is_in_its_report(
+    pytester: pytest.Pytester, idle_cpu
+):
+    write_notebook(
+        pytester.path / "a.ipynb",
+        "import atexit, os, time\natexit.register(time.sleep, 0.3)\n"
+        "atexit.register(os.write, 2, b'a says goodbye\\n')",
+        "raise ValueError('no')",
+    )
+    write_notebook(pytester.path / "b.ipynb", "import time\ntime.sleep(1)")
+    result = pytester.runpytest("--nb", ".", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    report = result.stdout.str()
+    a = report[report.index("notebook a.ipynb") : report.index("short test summary")]
+    assert "Captured kernel output" in a and "a says goodbye" in a
+
+
+def test_what_a_passing_notebooks_kernel_writes_after_its_test_is_a_warning(
+    pytester: pytest.Pytester, idle_cpu
+):
+    write_notebook(
+        pytester.path / "a.ipynb",
+        "import atexit, os, time\natexit.register(time.sleep, 0.3)\n"
+        "atexit.register(os.write, 2, b'a says goodbye\\n')",
+    )
+    write_notebook(pytester.path / "b.ipynb", "import time\ntime.sleep(1)")
+    # (in a process of its own, as a user runs it, on this machine's two CPUs: run in this
+    # process, pytester's counts of the inner run had no warning and an error not shown)
+    result = pytester.runpytest_subprocess("--nb", ".", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*a.ipynb: its kernel wrote as it exited:*", "*a says goodbye*"])

@@ -8,13 +8,14 @@ turn. Imported only when a notebook runs (it imports jupyter_client).
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from jupyter_client.manager import AsyncKernelManager
 
@@ -24,6 +25,10 @@ from ._client import ReadyClient
 #: between notebook runs) and its log only from errors up (ipykernel warns on every start that
 #: it "is running over TCP without encryption", a local test kernel: noise in every report).
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:", "--Application.log_level=ERROR"]
+
+
+#: How much of a kernel's own output (its process's stdout and stderr) `output()` gives: the end.
+OUTPUT_TAIL = 64 * 1024
 
 
 class NotebookKernel:
@@ -39,6 +44,10 @@ class NotebookKernel:
         self.cwd = cwd
         self.environ = environ
         self.client: Any = None  # its client, once a run has connected one
+        # what its process writes to stdout and stderr, when astart_kernel was asked to keep it
+        self._output: IO[bytes] | None = None
+        self._read = 0  # how much of it output() has given
+        self._left = ""  # what output() had not given when aclose closed the file
         self._home: tempfile.TemporaryDirectory[str] | None = None
         self._ending: threading.Thread | None = None
         self._process: subprocess.Popen[bytes] | None = None  # what _ending waits for
@@ -62,6 +71,21 @@ class NotebookKernel:
         self._ending = threading.Thread(target=end, name=f"end of kernel {process.pid}", daemon=True)
         self._ending.start()
         return True
+
+    def output(self) -> str:
+        """What the kernel's process wrote since the last call (its last OUTPUT_TAIL bytes);
+        "" if its output is not kept."""
+        if self._output is None:
+            text, self._left = self._left, ""
+            return text
+        # (pread and fstat: the kernel shares the file's offset, which is left alone)
+        fd = self._output.fileno()
+        size = os.fstat(fd).st_size
+        start = max(self._read, size - OUTPUT_TAIL)
+        data = os.pread(fd, size - start, start)
+        skipped, self._read = start - self._read, start + len(data)
+        text = data.decode("utf-8", "replace")
+        return f"[{skipped} bytes not shown]\n{text}" if skipped else text
 
     @property
     def ended(self) -> bool:
@@ -89,7 +113,9 @@ class NotebookKernel:
                 deadline = time.monotonic() + grace
                 while time.monotonic() < deadline and await self.km.is_alive():
                     await asyncio.sleep(0.01)
-            if self.km.has_kernel:
+            # a process the end thread reaped gets no signal: its process group id may be
+            # another's by now
+            if self.km.has_kernel and not self.ended:
                 await self.km.shutdown_kernel(now=True)
         finally:
             try:
@@ -104,6 +130,10 @@ class NotebookKernel:
                 if self._home is not None:
                     self._home.cleanup()
                     self._home = None
+                if self._output is not None:
+                    self._left = self.output()
+                    self._output.close()
+                    self._output = None
 
 
 async def astart_kernel(
@@ -112,9 +142,11 @@ async def astart_kernel(
     kernel_name: str,
     env: dict[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
+    keep_output: bool = False,
 ) -> NotebookKernel:
     """Start the kernel a run of the notebook at `path` will use (see `run_notebook` for
-    `env` and `cwd`); it boots while the caller does something else."""
+    `env` and `cwd`); it boots while the caller does something else. `keep_output`: its
+    process writes stdout and stderr to a file of its own (`output()`), not to this process's."""
     nb_path = Path(path)
     environ = {**os.environ, **(env or {})}
     folder = Path(cwd) if cwd is not None else nb_path.resolve().parent
@@ -125,8 +157,16 @@ async def astart_kernel(
     if "GEM_WORKBENCH_HOME" not in (env or {}):
         kernel._home = tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True)
         kernel_env["GEM_WORKBENCH_HOME"] = kernel._home.name
+    streams: dict[str, Any] = {}
+    if keep_output:
+        kernel._output = tempfile.TemporaryFile()
+        # each write of the kernel lands at the end, wherever the shared offset is
+        fcntl.fcntl(kernel._output, fcntl.F_SETFL, fcntl.fcntl(kernel._output, fcntl.F_GETFL) | os.O_APPEND)
+        streams = {"stdout": kernel._output, "stderr": subprocess.STDOUT}
     try:
-        await km.start_kernel(extra_arguments=list(KERNEL_ARGUMENTS), env=kernel_env, cwd=str(folder))
+        await km.start_kernel(
+            extra_arguments=list(KERNEL_ARGUMENTS), env=kernel_env, cwd=str(folder), **streams
+        )
     except BaseException:
         await kernel.aclose()
         raise

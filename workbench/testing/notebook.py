@@ -7,6 +7,7 @@ plugin in every pytest run of the environment, the xdist controller's included.
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import re
@@ -143,22 +144,19 @@ async def arun_started(
 
     `on_ready` is awaited once the kernel answers, before the first cell runs. The kernel is
     asked to shut down once the last cell ran (or failed); its end (the process exiting, or
-    killed if it does not in time; its files removed) is awaited here, or, given `end_later`,
-    waited for by a thread while `end_later(kernel)` makes sure `aclose()` runs once it is done.
+    killed if it does not in time; its files removed) is awaited here, or, for a notebook that
+    passed and given `end_later`, waited for by a thread while `end_later(kernel)` makes sure
+    `aclose()` runs once it is done. (A failure's report then has all the kernel wrote, and
+    after a timeout nbclient's output task still reads the channels until the process ends.)
     """
-    later = False
+    passed = False
     try:
         result = await _run(kernel, math.ceil(timeout) if timeout and timeout > 0 else None, on_ready)
-        later = end_later is not None
+        passed = True
         return result
-    except NotebookFailure as exc:
-        # (after a timeout, nbclient's output task still reads the channels: they close once
-        # the process has ended, before this returns)
-        later = end_later is not None and exc.kind != "timeout"
-        raise
     finally:
         grace = kernel.km.shutdown_wait_time
-        if later and end_later is not None and kernel.end_in_background(grace):
+        if passed and end_later is not None and kernel.end_in_background(grace):
             end_later(kernel)
         else:
             await kernel.aclose(grace=grace)
@@ -226,6 +224,9 @@ async def _run(
     except DeadKernelError:
         failed = failure("dead kernel")
     finally:
+        # nbclient registers an atexit cleanup of the kernel it sets up and forgets it only if
+        # the setup succeeded: one that did not start would be cleaned up again, and fail, at exit
+        atexit.unregister(client._cleanup_kernel)
         timed_out = failed is not None and failed.kind == "timeout"
         interrupted = await _shutdown(kernel, client, interrupt=timed_out)
     if failed is not None and interrupted.get("traceback"):  # where the cell was stuck

@@ -132,16 +132,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item: pytest.Item) -> None:
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """After each item: shut down a kernel started for it if it did not run (a skip), and
-    finish the ends of kernels that have exited."""
+    finish the ends of kernels that have exited; after the last, wait for them all (what
+    they wrote as they exited is a warning: at the session's end it would come too late to
+    be shown)."""
     config = item.config
     started, ending = config.stash.get(_STARTED, {}), config.stash.get(_ENDING, [])
     unused = started.pop(item.nodeid, None)
-    if unused is not None or any(k.ended for k in ending):
+    last = nextitem is None
+    if unused is not None or any(k.ended or last for k in ending):
         from jupyter_core.utils import run_sync
 
-        run_sync(_end_kernels)(config, [unused] if unused is not None else [], wait=False)
+        for kernel in ending if last else ():
+            kernel.wait_ended()
+        run_sync(_end_kernels)(config, [unused] if unused is not None else [], wait=last)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -167,18 +172,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 async def _end_kernels(config: pytest.Config, unused: list[NotebookKernel], *, wait: bool) -> None:
     """Shut down `unused` kernels (started for items that did not run); close the kernels in
     the _ENDING list that have ended (all of them, killed if need be, if `wait`)."""
+    import warnings
+
     ending = config.stash[_ENDING]
-    done = [k for k in ending if wait or k.ended]
-    ending[:] = [k for k in ending if k not in done]
-    for kernel in [*unused, *done]:
+    for kernel in [*unused, *(k for k in list(ending) if wait or k.ended)]:
         try:
             await kernel.aclose()
         except Exception as exc:  # noqa: BLE001 - one kernel's end must not stop the others'
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                reporter.write_line(
-                    f"gem-workbench: the kernel of {kernel.path} did not end cleanly: {exc!r}"
-                )
+            warnings.warn(f"{kernel.path}: its kernel did not end cleanly: {exc!r}", stacklevel=1)
+        if kernel in ending:  # (only now: a Ctrl-C in aclose leaves it to the session's end)
+            ending.remove(kernel)
+            if output := kernel.output():  # written as it exited, after its test passed
+                warnings.warn(f"{kernel.path}: its kernel wrote as it exited:\n{output}", stacklevel=1)
 
 
 def _wants_notebook(path: Path, parent: pytest.Collector) -> bool:
@@ -202,6 +207,10 @@ class NotebookFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         yield NotebookItem.from_parent(self, name=self.path.stem)
+
+
+#: How jupyter_client's wait_for_ready (and ReadyClient's) says a kernel did not start.
+_KERNEL_START_FAILURES = ("Kernel died before replying", "Kernel didn't respond")
 
 
 class NotebookItem(pytest.Item):
@@ -234,7 +243,9 @@ class NotebookItem(pytest.Item):
         kernel_name, env = self._options()
         if ahead:
             env = {**(env or {}), "PYTEST_CURRENT_TEST": f"{self.nodeid} (call)"}
-        return await astart_kernel(self.path, kernel_name=kernel_name, env=env)
+        # its own output goes to this item's report, whenever it runs (with -s: to the terminal)
+        keep = self.config.getoption("capture", "fd") != "no"
+        return await astart_kernel(self.path, kernel_name=kernel_name, env=env, keep_output=keep)
 
     async def _run(self) -> None:
         from .notebook import arun_started
@@ -256,12 +267,16 @@ class NotebookItem(pytest.Item):
                 except Exception:  # noqa: BLE001 - that notebook's own run reports it
                     pass
 
-        await arun_started(
-            kernel,
-            timeout=config.stash[_TIMEOUT],
-            on_ready=start_next,
-            end_later=config.stash[_ENDING].append if overlap else None,
-        )
+        try:
+            await arun_started(
+                kernel,
+                timeout=config.stash[_TIMEOUT],
+                on_ready=start_next,
+                end_later=config.stash[_ENDING].append if overlap else None,
+            )
+        finally:
+            if output := kernel.output():  # (all of it unless its end is still to come)
+                self.add_report_section("call", "kernel output", output)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         exc = excinfo.value
@@ -272,6 +287,13 @@ class NotebookItem(pytest.Item):
                 f"{self.path}: no kernel named {exc.args[0] if exc.args else '?'!r}. "
                 "`pip install gem-workbench` installs `gem-workbench` in its environment; "
                 "for another Jupyter run `gem-workbench kernel install --user`."
+            )
+        if isinstance(exc, RuntimeError) and str(exc).startswith(_KERNEL_START_FAILURES):
+            # (nbclient's words; its traceback, through pytest and pluggy, says nothing more)
+            return (
+                f"{self.path}: its kernel did not start: {exc}. What the kernel wrote is in "
+                "'Captured kernel output' (with -s: above); run `gem-workbench kernel install "
+                "--user` if its kernelspec is out of date."
             )
         return super().repr_failure(excinfo, style=style)
 
