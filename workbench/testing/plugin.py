@@ -144,8 +144,9 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if unused is not None or any(k.ended or last for k in ending):
         from jupyter_core.utils import run_sync
 
-        for kernel in ending if last else ():
-            kernel.wait_ended()
+        if last:
+            for kernel in ending:
+                kernel.wait_ended()
         run_sync(_end_kernels)(config, [unused] if unused is not None else [], wait=last)
 
 
@@ -218,11 +219,12 @@ class NotebookItem(pytest.Item):
 
     When the run leaves a CPU idle (`pytest`, or fewer xdist workers than CPUs), a kernel's
     start and end overlap other notebooks: once a notebook's kernel answers, the kernel of the
-    notebook that runs next in this process (if it is one) starts and boots meanwhile (each
-    still has its own process, home folder and environment, taken at that start), and once its
-    last cell ran, the next notebook starts while the kernel exits. With every CPU busy
-    (`-n auto`), that overlap took more CPU and no less time, so each kernel starts and ends
-    in its notebook's turn.
+    notebook that runs next in this process (if it is one) starts and boots meanwhile, with the
+    environment pytest gives that notebook's call (started afresh if the environment changed
+    by then); once a passing notebook's last cell ran, the next notebook starts while its
+    kernel exits (a failing one's kernel ends in its turn: its report has all it wrote). With
+    every CPU busy (`-n auto`), that overlap took more CPU and no less time, so each kernel
+    starts and ends in its notebook's turn.
     """
 
     def runtest(self) -> None:
