@@ -403,17 +403,24 @@ def test_a_skip_mark_on_a_notebook_skips_it(pytester: pytest.Pytester):
     assert "SKIPPED [1] a.ipynb: later" in result.outlines
 
 
+# The idle_cpu fixture for a run in a process of its own (runpytest_subprocess): a conftest is
+# imported before the plugin's pytest_configure looks at the CPUs
+IDLE_CPU_CONFTEST = "import os\nos.sched_getaffinity = lambda pid: {0, 1}\n"
+
+
 def _kernel_startup(pytester: pytest.Pytester, code: str) -> None:
-    """IPython startup code every kernel of the run executes (its IPYTHONDIR is the test's)."""
+    """IPython startup code every kernel of the run executes (its IPYTHONDIR is the test's),
+    in a run that leaves a CPU idle."""
     startup = pytester.path / "ipy" / "profile_default" / "startup"
     startup.mkdir(parents=True)
     (startup / "00.py").write_text(code)
     pytester.makeconftest(
-        f"import os\ndef pytest_configure(config):\n    os.environ['IPYTHONDIR'] = {str(pytester.path / 'ipy')!r}\n"
+        IDLE_CPU_CONFTEST
+        + f"def pytest_configure(config):\n    os.environ['IPYTHONDIR'] = {str(pytester.path / 'ipy')!r}\n"
     )
 
 
-def test_a_kernel_that_dies_at_start_is_reported_by_its_own_notebook(pytester: pytest.Pytester, idle_cpu):
+def test_a_kernel_that_dies_at_start_is_reported_by_its_own_notebook(pytester: pytest.Pytester):
     # b's kernel starts (ahead) while a runs, writes a line and dies: b's report has the line,
     # a's does not, and the report is a few lines, not nbclient's traceback through pluggy
     _kernel_startup(
@@ -450,17 +457,23 @@ def test_what_a_failing_notebooks_kernel_writes_as_it_exits_is_in_its_report(
     assert "Captured kernel output" in a and "a says goodbye" in a
 
 
-def test_what_a_passing_notebooks_kernel_writes_after_its_test_is_a_warning(
-    pytester: pytest.Pytester, idle_cpu
-):
+def test_what_a_passing_notebooks_kernel_writes_after_its_test_is_a_warning(pytester: pytest.Pytester):
+    pytester.makeconftest(IDLE_CPU_CONFTEST)  # (without the overlap a's kernel ends in its turn)
+    # a's kernel writes as it exits once b runs, so after a's report was made (what it writes
+    # before is in that report)
     write_notebook(
         pytester.path / "a.ipynb",
-        "import atexit, os, time\natexit.register(time.sleep, 0.3)\n"
-        "atexit.register(os.write, 2, b'a says goodbye\\n')",
+        "import atexit, os, pathlib, time\n"
+        "def goodbye():\n"
+        "    deadline = time.monotonic() + 30\n"
+        "    while not pathlib.Path('b-runs').exists() and time.monotonic() < deadline:\n"
+        "        time.sleep(0.01)\n"
+        "    os.write(2, b'a says goodbye\\n')\n"
+        "atexit.register(goodbye)",
     )
-    write_notebook(pytester.path / "b.ipynb", "import time\ntime.sleep(1)")
-    # (in a process of its own, as a user runs it, on this machine's two CPUs: run in this
-    # process, pytester's counts of the inner run had no warning and an error not shown)
+    write_notebook(pytester.path / "b.ipynb", "import time\nopen('b-runs', 'w').close()\ntime.sleep(0.5)")
+    # (in a process of its own, as a user runs it: run in this process, pytester's counts of
+    # the inner run had no warning and an error not shown)
     result = pytester.runpytest_subprocess("--nb", ".", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, warnings=1)
     result.stdout.fnmatch_lines(["*a.ipynb: its kernel wrote as it exited:*", "*a says goodbye*"])
