@@ -30,6 +30,15 @@ KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:", "--Application.log_le
 #: How much of a kernel's own output (its process's stdout and stderr) `output()` gives: the end.
 OUTPUT_TAIL = 64 * 1024
 
+#: The kernels started in this process and not closed yet (what `kill_all` kills).
+_live: set[NotebookKernel] = set()
+
+
+def kill_all() -> None:
+    """Kill every kernel of this process that runs (a second Ctrl-C: no waiting for them)."""
+    for kernel in list(_live):
+        kernel.kill()
+
 
 class NotebookKernel:
     """A fresh kernel started for one run of one notebook, possibly before that run.
@@ -71,6 +80,12 @@ class NotebookKernel:
         self._ending = threading.Thread(target=end, name=f"end of kernel {process.pid}", daemon=True)
         self._ending.start()
         return True
+
+    def kill(self) -> None:
+        """Kill its process now, unless it has ended (and was reaped: its pid may be another's)."""
+        process = getattr(self.km.provisioner, "process", None)
+        if isinstance(process, subprocess.Popen) and process.poll() is None:
+            process.kill()
 
     def output(self) -> str:
         """What the kernel's process wrote since the last call (its last OUTPUT_TAIL bytes);
@@ -127,6 +142,7 @@ class NotebookKernel:
                         pass
                 await self.km.cleanup_resources()
             finally:
+                _live.discard(self)
                 if self._home is not None:
                     self._home.cleanup()
                     self._home = None
@@ -153,6 +169,7 @@ async def astart_kernel(
     # ReadyClient: no 0.2 s of waiting for IOPub to fall quiet at each start (see its module)
     km = AsyncKernelManager(kernel_name=kernel_name, client_factory=ReadyClient)
     kernel = NotebookKernel(nb_path, km, folder, environ)
+    _live.add(kernel)
     kernel_env = dict(environ)
     if "GEM_WORKBENCH_HOME" not in (env or {}):
         kernel._home = tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True)

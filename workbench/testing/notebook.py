@@ -122,15 +122,14 @@ def run_notebook(
     state never leaks between notebooks. `cwd` defaults to the notebook's folder, as in
     JupyterLab.
     """
-    from jupyter_core.utils import run_sync
-
-    from ._kernel import astart_kernel
+    from . import _interrupt
+    from ._kernel import astart_kernel, kill_all
 
     async def start_and_run() -> Any:
         kernel = await astart_kernel(path, kernel_name=kernel_name, env=env, cwd=cwd)
         return await arun_started(kernel, timeout=timeout)
 
-    return run_sync(start_and_run)()
+    return _interrupt.run(start_and_run, what=path, on_again=kill_all)
 
 
 async def arun_started(
@@ -169,6 +168,8 @@ async def _run(
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
+    from . import _interrupt
+
     path, km = kernel.path, kernel.km
     nb = nbformat.read(path, as_version=4)
     current: dict[str, Any] = {"index": -1, "cell": {"source": "", "outputs": []}, "reply": {}}
@@ -180,6 +181,7 @@ async def _run(
         current["reply"] = execute_reply.get("content", {})
 
     async def on_notebook_start(notebook: Any) -> None:
+        _interrupt.reclaim()  # from nbclient, which set its own SIGINT handler (see _interrupt)
         if on_ready is not None:
             await on_ready()
 
@@ -227,8 +229,12 @@ async def _run(
         # nbclient registers an atexit cleanup of the kernel it sets up and forgets it only if
         # the setup succeeded: one that did not start would be cleaned up again, and fail, at exit
         atexit.unregister(client._cleanup_kernel)
+        _interrupt.reclaim()  # (nbclient removed its handler, leaving Python's default one)
         timed_out = failed is not None and failed.kind == "timeout"
-        interrupted = await _shutdown(kernel, client, interrupt=timed_out)
+        interrupted = await _shutdown(kernel, client, interrupt=timed_out or _interrupt.pressed())
+    if _interrupt.pressed():
+        at = f"cell {current['index'] + 1}" if current["index"] >= 0 else "the kernel's start"
+        raise KeyboardInterrupt(f"{path}: Ctrl-C at {at}")
     if failed is not None and interrupted.get("traceback"):  # where the cell was stuck
         failed.traceback = strip_ansi("\n".join(interrupted["traceback"]))
     if failed is not None:

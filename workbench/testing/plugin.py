@@ -228,9 +228,11 @@ class NotebookItem(pytest.Item):
     """
 
     def runtest(self) -> None:
-        from jupyter_core.utils import run_sync
+        from . import _interrupt
+        from ._kernel import kill_all
 
-        run_sync(self._run)()
+        # Ctrl-C stops the session, as in any test (see _interrupt)
+        _interrupt.run(self._run, what=self.path, on_again=kill_all)
 
     def _options(self) -> tuple[str, dict[str, str] | None]:
         kernel = self.config.getoption("nb_kernel") or self.config.getini("nb_kernel")
