@@ -511,3 +511,14 @@ def test_autouse_and_usefixtures_fixtures_apply_to_notebooks(pytester: pytest.Py
     result.stdout.fnmatch_lines(["*SETUP    F server*", "*SETUP    F named*", "*SETUP    F sub*"])
     pytester.runpytest("--nb", ".", "-p", "no:cacheprovider").assert_outcomes(passed=2)
     assert (pytester.path / "teardown-a").exists() and (pytester.path / "teardown-b").exists()
+
+
+def test_a_failing_cells_report_shows_the_end_of_a_long_output(pytester: pytest.Pytester):
+    from workbench.testing.notebook import OUTPUT_TAIL
+
+    write_notebook(pytester.path / "loud.ipynb", "for i in range(5000): print(i, 'x' * 100)\n1/0")
+    result = pytester.runpytest("loud.ipynb", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "characters not shown]" in out and "4999 xxx" in out and "\n0 xxx" not in out
+    assert len(out) < OUTPUT_TAIL + 20_000, len(out)

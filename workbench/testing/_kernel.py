@@ -20,15 +20,13 @@ from typing import IO, Any
 from jupyter_client.manager import AsyncKernelManager
 
 from ._client import ReadyClient
+from .notebook import OUTPUT_TAIL  # (of the kernel's own output too: `output()`)
 
 #: Arguments every notebook kernel starts with: IPython history in memory (nothing shared
 #: between notebook runs) and its log only from errors up (ipykernel warns on every start that
 #: it "is running over TCP without encryption", a local test kernel: noise in every report).
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:", "--Application.log_level=ERROR"]
 
-
-#: How much of a kernel's own output (its process's stdout and stderr) `output()` gives: the end.
-OUTPUT_TAIL = 64 * 1024
 
 #: The kernels started in this process and not closed yet (what `kill_all` kills).
 _live: set[NotebookKernel] = set()

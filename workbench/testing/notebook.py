@@ -25,6 +25,9 @@ DEFAULT_TIMEOUT = 120.0
 #: Seconds the kernel may take to start and answer.
 STARTUP_TIMEOUT = 60.0
 
+#: How much of a failing cell's output a report shows: the end (a kernel's own output likewise).
+OUTPUT_TAIL = 64 * 1024
+
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _RULE = "------------------"
 
@@ -89,7 +92,8 @@ class NotebookFailure(Exception):
 
 
 def captured_output(cell: Any) -> str:
-    """A cell's streams and plain-text results, labelled like nbclient's error message."""
+    """A cell's streams and plain-text results, labelled like nbclient's error message (their
+    last OUTPUT_TAIL characters)."""
     parts = []
     for out in cell.get("outputs", []):
         kind = out.get("output_type")
@@ -101,7 +105,10 @@ def captured_output(cell: Any) -> str:
             if text:
                 text = "".join(text) if isinstance(text, list) else text
                 parts.append(f"----- {kind.replace('_', ' ')} -----\n{strip_ansi(text).rstrip()}")
-    return "\n".join(parts)
+    text = "\n".join(parts)
+    if len(text) > OUTPUT_TAIL:
+        return f"[{len(text) - OUTPUT_TAIL} characters not shown]\n{text[-OUTPUT_TAIL:]}"
+    return text
 
 
 def run_notebook(
