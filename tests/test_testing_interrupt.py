@@ -87,10 +87,10 @@ def test_ctrl_c_during_a_notebook_stops_the_session_and_its_kernels(tmp_path: Pa
     write_notebook(tmp_path / "b.ipynb", "open('b-ran', 'w').close()")
     code, out = _interrupted_run(tmp_path, "-n", workers)
     assert code == pytest.ExitCode.INTERRUPTED, out
-    assert "KeyboardInterrupt" in out and "passed" not in out, out
-    if workers == "0":  # (under xdist b ran on the other worker, and the controller reports)
+    assert "KeyboardInterrupt" in out, out
+    if workers == "0":  # (under xdist b may have run on the other worker; the controller reports)
         assert "KeyboardInterrupt: " + str(tmp_path / "a.ipynb") + ": Ctrl-C at cell 3" in out, out
-        assert not (tmp_path / "b-ran").exists(), "the session went on after Ctrl-C"
+        assert "passed" not in out and not (tmp_path / "b-ran").exists(), "the session went on"
 
 
 def test_a_second_ctrl_c_kills_a_kernel_that_ignores_the_interrupt(tmp_path: Path):
