@@ -137,3 +137,71 @@ def test_run_notebook_raises_keyboard_interrupt_after_its_cleanup(tmp_path: Path
     assert out.strip() == "interrupted: a.ipynb: Ctrl-C at cell 2", out
     assert not running(int((tmp_path / "a.pid").read_text()))
     assert not list(tmp.glob("gem-workbench-nb-*"))
+
+
+def test_ctrl_c_while_the_kernel_boots_stops_the_session(tmp_path: Path):
+    # (nbclient's handler is set while it waits for the kernel to answer: it failed the notebook
+    # with a CancelledError traceback, and the next one ran)
+    startup = tmp_path / "ipy" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00.py").write_text(
+        "import os, pathlib, time\npathlib.Path('a.pid').write_text(str(os.getpid()))\ntime.sleep(3)\n"
+    )
+    (tmp_path / "conftest.py").write_text(
+        f"import os\nos.environ['IPYTHONDIR'] = {str(tmp_path / 'ipy')!r}\n"
+    )
+    write_notebook(tmp_path / "a.ipynb", "print('a')")
+    write_notebook(tmp_path / "b.ipynb", "open('b-ran', 'w').close()")
+    code, out = _interrupted_run(tmp_path)
+    assert code == pytest.ExitCode.INTERRUPTED, out
+    assert "KeyboardInterrupt: " + str(tmp_path / "a.ipynb") + ": Ctrl-C" in out, out
+    assert "CancelledError" not in out and not (tmp_path / "b-ran").exists(), out
+
+
+def test_a_cancelled_wait_for_a_kernels_end_still_kills_it(tmp_path: Path):
+    # a Ctrl-C while aclose waits out the grace of a kernel that does not exit
+    import asyncio
+
+    from workbench.testing._kernel import astart_kernel
+
+    write_notebook(tmp_path / "a.ipynb", "1")
+
+    async def main() -> int:
+        kernel = await astart_kernel(tmp_path / "a.ipynb", kernel_name="gem-workbench")
+        pid = kernel.km.provisioner.process.pid  # type: ignore[union-attr]
+        waiting = asyncio.ensure_future(kernel.aclose(grace=60))  # (never asked to shut down)
+        await asyncio.sleep(0.5)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        return pid
+
+    pid = asyncio.run(main())
+    assert not running(pid), "the kernel still runs"
+
+
+def test_a_notebook_run_on_a_thread_beside_one_on_the_main_thread(tmp_path: Path):
+    # (the thread's run took the main thread's SIGINT handler for its own: RuntimeError)
+    import asyncio
+    import threading
+
+    from workbench.testing import run_notebook
+
+    write_notebook(tmp_path / "a.ipynb", "import time\ntime.sleep(3)")
+    write_notebook(tmp_path / "b.ipynb", "print('b')")
+    errors: list[BaseException] = []
+
+    def on_thread() -> None:
+        time.sleep(1)
+        try:
+            run_notebook(tmp_path / "b.ipynb")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:  # the loop jupyter_core made for this thread
+            asyncio.get_event_loop_policy().get_event_loop().close()
+
+    thread = threading.Thread(target=on_thread)
+    thread.start()
+    run_notebook(tmp_path / "a.ipynb")
+    thread.join()
+    assert errors == []

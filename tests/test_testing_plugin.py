@@ -15,10 +15,13 @@ pytest_plugins = ["pytester"]
 
 @pytest.fixture(autouse=True, scope="module")
 def _import_nbclient_once() -> None:
-    """In-process pytester runs drop modules they imported; nbclient takes >1 s to import."""
+    """In-process pytester runs drop modules they imported; nbclient takes >1 s to import, and
+    numpy (through pandas, which a bench's views import) cannot be loaded twice in one process:
+    a later test of this process that imported it failed."""
     import jupyter_client.manager  # noqa: F401
     import nbclient  # noqa: F401
     import nbformat  # noqa: F401
+    import pandas  # noqa: F401
 
 
 def write_notebook(path: Path, *cells: str) -> Path:

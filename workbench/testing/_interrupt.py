@@ -17,8 +17,9 @@ from typing import TypeVar
 T = TypeVar("T")
 
 #: The handler of the run in progress on the main thread's loop (None: no run, or on a thread,
-#: where there are no signal handlers), and how many times Ctrl-C was pressed during it.
+#: where there are no signal handlers), that loop, and how many times Ctrl-C was pressed.
 _handler: Callable[[], None] | None = None
+_loop: asyncio.AbstractEventLoop | None = None
 _presses = 0
 
 
@@ -29,7 +30,7 @@ def run(fn: Callable[[], Awaitable[T]], *, what: object, on_again: Callable[[], 
     from jupyter_core.utils import run_sync
 
     async def guarded() -> T:
-        global _handler, _presses
+        global _handler, _loop, _presses
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
         assert task is not None
 
@@ -46,7 +47,7 @@ def run(fn: Callable[[], Awaitable[T]], *, what: object, on_again: Callable[[], 
             loop.add_signal_handler(signal.SIGINT, handler)
         except (RuntimeError, ValueError):  # not the main thread: Ctrl-C is not ours to handle
             return await fn()
-        _handler, _presses = handler, 0
+        _handler, _loop, _presses = handler, loop, 0
         try:
             result = await fn()
         except KeyboardInterrupt:  # (fn said where it was)
@@ -57,7 +58,7 @@ def run(fn: Callable[[], Awaitable[T]], *, what: object, on_again: Callable[[], 
                 raise KeyboardInterrupt(_said(what)) from cause
             raise
         finally:
-            _handler = None
+            _handler = _loop = None
             loop.remove_signal_handler(signal.SIGINT)
             if previous is not None:  # (None: a handler not set from Python, left as it is now)
                 signal.signal(signal.SIGINT, previous)
@@ -76,12 +77,18 @@ def _ignore() -> None:
     """The handler of a process started with SIGINT ignored (a background job of a script)."""
 
 
+def _ours() -> bool:
+    """Whether the run in progress is this loop's (another thread may run a notebook too)."""
+    return _handler is not None and asyncio.get_running_loop() is _loop
+
+
 def reclaim() -> None:
     """Handle SIGINT here again after nbclient set (or removed) its own handler."""
-    if _handler is not None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, _handler)
+    if _ours():
+        assert _handler is not None and _loop is not None
+        _loop.add_signal_handler(signal.SIGINT, _handler)
 
 
 def pressed() -> bool:
-    """Whether Ctrl-C was pressed during the run in progress."""
-    return _handler is not None and _presses > 0
+    """Whether Ctrl-C was pressed during this loop's run in progress."""
+    return _ours() and _presses > 0

@@ -120,16 +120,18 @@ class NotebookKernel:
         """Wait up to `grace` seconds for the kernel to exit (it was asked to), then kill it if
         it still runs; free its ports and files, remove its home."""
         try:
-            if self._ending is None:
-                # jupyter_client's graceful shutdown looks at the process every 100 ms: ~50 ms
-                # lost per notebook on average; this looks every 10 ms
-                deadline = time.monotonic() + grace
-                while time.monotonic() < deadline and await self.km.is_alive():
-                    await asyncio.sleep(0.01)
-            # a process the end thread reaped gets no signal: its process group id may be
-            # another's by now
-            if self.km.has_kernel and not self.ended:
-                await self.km.shutdown_kernel(now=True)
+            try:
+                if self._ending is None:
+                    # jupyter_client's graceful shutdown looks at the process every 100 ms:
+                    # ~50 ms lost per notebook on average; this looks every 10 ms
+                    deadline = time.monotonic() + grace
+                    while time.monotonic() < deadline and await self.km.is_alive():
+                        await asyncio.sleep(0.01)
+            finally:  # (also when a Ctrl-C cancelled the wait)
+                # a process the end thread reaped gets no signal: its process group id may be
+                # another's by now
+                if self.km.has_kernel and not self.ended:
+                    await self.km.shutdown_kernel(now=True)
         finally:
             try:
                 if self.client is not None:

@@ -8,6 +8,7 @@ plugin in every pytest run of the environment, the xdist controller's included.
 from __future__ import annotations
 
 import atexit
+import functools
 import math
 import os
 import re
@@ -172,7 +173,6 @@ async def _run(
     kernel: NotebookKernel, timeout: int | None, on_ready: Callable[[], Awaitable[None]] | None
 ) -> Any:
     import nbformat
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     from . import _interrupt
@@ -188,7 +188,6 @@ async def _run(
         current["reply"] = execute_reply.get("content", {})
 
     async def on_notebook_start(notebook: Any) -> None:
-        _interrupt.reclaim()  # from nbclient, which set its own SIGINT handler (see _interrupt)
         if on_ready is not None:
             await on_ready()
 
@@ -196,7 +195,7 @@ async def _run(
     # can be interrupted first and every kernel is shut down gracefully: its atexit handlers
     # close open benches and their Deno sandboxes, leaving no process behind. The kernel runs
     # already: nbclient only connects to it.
-    client = NotebookClient(
+    client = _client_class()(
         nb,
         km=km,
         kernel_name=km.kernel_name,
@@ -238,10 +237,13 @@ async def _run(
         atexit.unregister(client._cleanup_kernel)
         _interrupt.reclaim()  # (nbclient removed its handler, leaving Python's default one)
         timed_out = failed is not None and failed.kind == "timeout"
-        interrupted = await _shutdown(kernel, client, interrupt=timed_out or _interrupt.pressed())
-    if _interrupt.pressed():
-        at = f"cell {current['index'] + 1}" if current["index"] >= 0 else "the kernel's start"
-        raise KeyboardInterrupt(f"{path}: Ctrl-C at {at}")
+        # (after a Ctrl-C, a kernel found idle would never send the reply a timeout waits for)
+        interrupted = await _shutdown(
+            kernel, client, interrupt=timed_out or _interrupt.pressed(), reply=timed_out
+        )
+    if _interrupt.pressed():  # (a cell ran, or the run would have ended cancelled, at once)
+        at = f" at cell {current['index'] + 1}" if current["index"] >= 0 else ""
+        raise KeyboardInterrupt(f"{path}: Ctrl-C{at}")
     if failed is not None and interrupted.get("traceback"):  # where the cell was stuck
         failed.traceback = strip_ansi("\n".join(interrupted["traceback"]))
     if failed is not None:
@@ -249,21 +251,38 @@ async def _run(
     return nb
 
 
-async def _shutdown(kernel: NotebookKernel, client: Any, *, interrupt: bool) -> dict[str, Any]:
+@functools.cache
+def _client_class() -> type:
+    from nbclient import NotebookClient
+
+    from . import _interrupt
+
+    class Client(NotebookClient):
+        """nbclient's client, with Ctrl-C ours while the kernel boots too (see _interrupt)."""
+
+        async def async_start_new_kernel_client(self) -> Any:
+            _interrupt.reclaim()  # (nbclient set its own SIGINT handler just before this)
+            return await super().async_start_new_kernel_client()
+
+    return Client
+
+
+async def _shutdown(kernel: NotebookKernel, client: Any, *, interrupt: bool, reply: bool) -> dict[str, Any]:
     """Ask the kernel to shut down (a graceful end: its atexit handlers close open benches and
-    their Deno sandboxes); return the reply of the cell interrupted first, if any."""
+    their Deno sandboxes); `interrupt` it first, and given `reply` return the reply of the cell
+    it interrupted (if it sends one)."""
     from queue import Empty
 
     km = kernel.km
-    reply: dict[str, Any] = {}
+    content: dict[str, Any] = {}
     try:
         if km.has_kernel and await km.is_alive():
             if interrupt:  # a busy kernel would only be killed after shutdown_wait_time
                 await km.interrupt_kernel()
-                if client.kc is not None:
+                if reply and client.kc is not None:
                     try:  # the interrupted cell's reply: the kernel is idle again
                         msg = await client.kc.get_shell_msg(timeout=5)
-                        reply = msg.get("content", {})
+                        content = msg.get("content", {})
                     except Empty:
                         pass
             await km.request_shutdown()
@@ -271,4 +290,4 @@ async def _shutdown(kernel: NotebookKernel, client: Any, *, interrupt: bool) -> 
         # its channels stay open until the process has ended (NotebookKernel.aclose), as in
         # jupyter_client's own shutdown
         kernel.client = client.kc
-    return reply
+    return content
