@@ -525,3 +525,18 @@ def test_a_failing_cells_report_shows_the_end_of_a_long_output(pytester: pytest.
     out = result.stdout.str()
     assert "characters not shown]" in out and "4999 xxx" in out and "\n0 xxx" not in out
     assert len(out) < OUTPUT_TAIL + 20_000, len(out)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]], ids=["one-process", "xdist"])
+def test_on_ci_the_short_summary_has_a_notebooks_headline_not_its_report(
+    pytester: pytest.Pytester, monkeypatch, workers
+):
+    # (on CI, pytest's short summary shows a report given as text whole: each came twice)
+    monkeypatch.setenv("CI", "true")
+    write_notebook(pytester.path / "bad.ipynb", "print('about to divide')\n1/0")
+    result = pytester.runpytest_subprocess("bad.ipynb", "-p", "no:cacheprovider", *workers)
+    result.assert_outcomes(failed=1)
+    summary = result.stdout.str().split("short test summary info")[1]
+    assert summary.splitlines()[1].endswith("bad.ipynb: cell 2 raised ZeroDivisionError: division by zero")
+    assert "about to divide" not in summary and "Traceback" not in summary, summary
+    assert result.stdout.str().count("Traceback (most recent call last)") == 1

@@ -302,7 +302,9 @@ class NotebookItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         exc = excinfo.value
         if isinstance(exc, NotebookFailure):
-            return exc.report()
+            from ._report import failure_report
+
+            return failure_report(self.path, exc.headline(), exc.report())
         if type(exc).__name__ == "NoSuchKernel":
             return (
                 f"{self.path}: no kernel named {exc.args[0] if exc.args else '?'!r}. "

@@ -53,7 +53,12 @@ class TsTestItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         if isinstance(excinfo.value, TsTestFailure):
-            return f"{self.path}: {self.case.name} failed\n------------------\n{self.case.message}\n"
+            from ._report import failure_report
+
+            headline = f"{self.path}: {self.case.name} failed"
+            return failure_report(
+                self.path, headline, f"{headline}\n------------------\n{self.case.message}\n"
+            )
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
