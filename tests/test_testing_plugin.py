@@ -482,40 +482,6 @@ def test_what_a_passing_notebooks_kernel_writes_after_its_test_is_a_warning(pyte
     result.stdout.fnmatch_lines(["*a.ipynb: its kernel wrote as it exited:*", "*a says goodbye*"])
 
 
-@pytest.mark.parametrize("cpus", [{0}, {0, 1}], ids=["in-turn", "overlap"])
-def test_autouse_and_usefixtures_fixtures_apply_to_notebooks(pytester: pytest.Pytester, monkeypatch, cpus):
-    # each notebook sees the environment its own fixtures set, even on a kernel started ahead
-    monkeypatch.setattr("os.sched_getaffinity", lambda pid: cpus)
-    pytester.makeconftest(
-        """
-        import pytest
-
-        @pytest.fixture(autouse=True)
-        def named(request, monkeypatch):
-            monkeypatch.setenv("FROM_FIXTURE", request.node.name)
-            yield
-            open(f"teardown-{request.node.name}", "w").close()
-
-        @pytest.fixture
-        def server(monkeypatch):
-            monkeypatch.setenv("SERVER", "up")
-        """
-    )
-    pytester.makeini("[pytest]\nusefixtures = server\n")
-    (pytester.path / "sub").mkdir()
-    (pytester.path / "sub" / "conftest.py").write_text(
-        "import pytest\n@pytest.fixture(autouse=True)\ndef sub(monkeypatch):\n    monkeypatch.setenv('SUB', '1')\n"
-    )
-    check = "import os\nassert os.environ['FROM_FIXTURE'] == {name!r}, os.environ.get('FROM_FIXTURE')\n"
-    check += "assert os.environ['SERVER'] == 'up'\nassert os.environ.get('SUB') == {sub!r}"
-    write_notebook(pytester.path / "a.ipynb", check.format(name="a", sub=None))
-    write_notebook(pytester.path / "sub" / "b.ipynb", check.format(name="b", sub="1"))
-    result = pytester.runpytest("--nb", ".", "-p", "no:cacheprovider", "--setup-plan")
-    result.stdout.fnmatch_lines(["*SETUP    F server*", "*SETUP    F named*", "*SETUP    F sub*"])
-    pytester.runpytest("--nb", ".", "-p", "no:cacheprovider").assert_outcomes(passed=2)
-    assert (pytester.path / "teardown-a").exists() and (pytester.path / "teardown-b").exists()
-
-
 def test_a_failing_cells_report_shows_the_end_of_a_long_output(pytester: pytest.Pytester):
     from workbench.testing.notebook import OUTPUT_TAIL
 

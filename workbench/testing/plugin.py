@@ -225,24 +225,7 @@ class NotebookItem(pytest.Item):
     kernel exits (a failing one's kernel ends in its turn: its report has all it wrote). With
     every CPU busy (`-n auto`), that overlap took more CPU and no less time, so each kernel
     starts and ends in its notebook's turn.
-
-    Autouse fixtures and `@pytest.mark.usefixtures` apply, as to doctests: their values stay in
-    this process, and the notebook sees what they do (a server they start, the environment
-    they set before its kernel starts).
     """
-
-    def __init__(self, **kwargs: Any) -> None:
-        from _pytest.fixtures import TopRequest  # (how pytest's own DoctestItem gets fixtures)
-
-        super().__init__(**kwargs)
-        info = self.session._fixturemanager.getfixtureinfo(node=self, func=None, cls=None)
-        self._fixtureinfo = info
-        self.fixturenames = info.names_closure
-        self.funcargs: dict[str, object] = {}
-        self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]
-
-    def setup(self) -> None:
-        self._request._fillfixtures()
 
     def runtest(self) -> None:
         from . import _interrupt
