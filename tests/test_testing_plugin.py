@@ -503,6 +503,26 @@ def test_on_ci_the_short_summary_has_a_notebooks_headline_not_its_report(
     result = pytester.runpytest_subprocess("bad.ipynb", "-p", "no:cacheprovider", *workers)
     result.assert_outcomes(failed=1)
     summary = result.stdout.str().split("short test summary info")[1]
-    assert summary.splitlines()[1].endswith("bad.ipynb: cell 2 raised ZeroDivisionError: division by zero")
+    assert summary.splitlines()[1].endswith(
+        "bad.ipynb::bad - cell 2 raised ZeroDivisionError: division by zero"
+    )
     assert "about to divide" not in summary and "Traceback" not in summary, summary
     assert result.stdout.str().count("Traceback (most recent call last)") == 1
+
+
+def test_a_long_output_keeps_the_label_of_what_it_shows_the_end_of():
+    from workbench.testing.notebook import OUTPUT_TAIL, NotebookFailure, captured_output
+
+    def stream(name: str, text: str) -> dict[str, str]:
+        return {"output_type": "stream", "name": name, "text": text}
+
+    shown = captured_output(
+        {"outputs": [stream("stdout", "a" * 10), stream("stderr", "E" * 100_000), stream("stdout", "ok")]}
+    )
+    assert shown.startswith(f"----- stderr -----\n[{100_010 - OUTPUT_TAIL + 2} characters not shown]\nEEE")
+    assert shown.endswith("EEE\n----- stdout -----\nok")
+    # a long exception message is one line of the headline, cut
+    failure = NotebookFailure(
+        "a.ipynb", kind="error", cell_index=0, source="", ename="ValueError", evalue="v" * 10**6
+    )
+    assert len(failure.headline()) < 600 and failure.headline().endswith("v […]")

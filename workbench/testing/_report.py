@@ -13,8 +13,10 @@ from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebac
 
 
 def failure_report(path: Path, headline: str, text: str) -> ReprExceptionInfo:
-    """`text` as the report (as is), `headline` as its line in the short summary."""
+    """`text` as the report (as is), `headline` as its line in the short summary (less the
+    path it starts with: the item's id there, and the crash location of --tb=line, have it)."""
+    message = headline.removeprefix(f"{path}: ")
     return ReprExceptionInfo(
         reprtraceback=ReprTracebackNative(text.splitlines(keepends=True)),
-        reprcrash=ReprFileLocation(str(path), 1, headline),
+        reprcrash=ReprFileLocation(str(path), 1, message),
     )

@@ -75,7 +75,9 @@ class NotebookFailure(Exception):
         if self.kind == "dead kernel":
             return f"{where}: the kernel died while running it"
         return (
-            f"{where} raised {self.ename}: {self.evalue}" if self.evalue else f"{where} raised {self.ename}"
+            f"{where} raised {self.ename}: {_line(self.evalue)}"
+            if self.evalue
+            else f"{where} raised {self.ename}"
         )
 
     def report(self) -> str:
@@ -95,21 +97,42 @@ class NotebookFailure(Exception):
 def captured_output(cell: Any) -> str:
     """A cell's streams and plain-text results, labelled like nbclient's error message (their
     last OUTPUT_TAIL characters)."""
-    parts = []
+    parts: list[tuple[str, str]] = []
     for out in cell.get("outputs", []):
         kind = out.get("output_type")
         if kind == "stream":
-            text = out.get("text", "")
-            parts.append(f"----- {out.get('name', 'stdout')} -----\n{strip_ansi(text).rstrip()}")
+            parts.append(
+                (f"----- {out.get('name', 'stdout')} -----", strip_ansi(out.get("text", "")).rstrip())
+            )
         elif kind in ("execute_result", "display_data"):
             text = out.get("data", {}).get("text/plain")
             if text:
                 text = "".join(text) if isinstance(text, list) else text
-                parts.append(f"----- {kind.replace('_', ' ')} -----\n{strip_ansi(text).rstrip()}")
-    text = "\n".join(parts)
-    if len(text) > OUTPUT_TAIL:
-        return f"[{len(text) - OUTPUT_TAIL} characters not shown]\n{text[-OUTPUT_TAIL:]}"
-    return text
+                parts.append((f"----- {kind.replace('_', ' ')} -----", strip_ansi(text).rstrip()))
+    kept: list[str] = []  # from the end, whole parts, then the end of one, under its label
+    left = OUTPUT_TAIL
+    for i in range(len(parts) - 1, -1, -1):
+        label, text = parts[i]
+        if len(text) > left:
+            dropped = len(text) - left + sum(len(t) for _, t in parts[:i])
+            kept.append(f"{label}\n[{dropped} characters not shown]\n{text[len(text) - left :]}")
+            break
+        kept.append(f"{label}\n{text}")
+        left -= len(text)
+    return "\n".join(reversed(kept))
+
+
+def _line(text: str, limit: int = 500) -> str:
+    """The first line of `text`, cut to `limit` characters (an exception's message, in a headline)."""
+    first = text.split("\n", 1)[0]
+    return first if len(first) <= limit and first == text else f"{first[:limit]} […]"
+
+
+def _tail(text: str) -> str:
+    """The last OUTPUT_TAIL characters of `text` (a traceback), saying how many were left out."""
+    if len(text) <= OUTPUT_TAIL:
+        return text
+    return f"[{len(text) - OUTPUT_TAIL} characters not shown]\n{text[-OUTPUT_TAIL:]}"
 
 
 def run_notebook(
@@ -226,7 +249,9 @@ async def _run(
         # (no traceback: a magic's one-line error, already in the output; nbclient's text
         # would repeat the source and the output)
         tb = "\n".join(reply.get("traceback") or [])
-        failed = failure("error", traceback=strip_ansi(tb), ename=exc.ename, evalue=strip_ansi(exc.evalue))
+        failed = failure(
+            "error", traceback=_tail(strip_ansi(tb)), ename=exc.ename, evalue=strip_ansi(exc.evalue)
+        )
     except CellTimeoutError:
         failed = failure("timeout", timeout=timeout)
     except DeadKernelError:
@@ -245,7 +270,7 @@ async def _run(
         at = f" at cell {current['index'] + 1}" if current["index"] >= 0 else ""
         raise KeyboardInterrupt(f"{path}: Ctrl-C{at}")
     if failed is not None and interrupted.get("traceback"):  # where the cell was stuck
-        failed.traceback = strip_ansi("\n".join(interrupted["traceback"]))
+        failed.traceback = _tail(strip_ansi("\n".join(interrupted["traceback"])))
     if failed is not None:
         raise failed
     return nb

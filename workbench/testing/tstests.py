@@ -56,9 +56,9 @@ class TsTestItem(pytest.Item):
             from ._report import failure_report
 
             headline = f"{self.path}: {self.case.name} failed"
-            return failure_report(
-                self.path, headline, f"{headline}\n------------------\n{self.case.message}\n"
-            )
+            text = f"{headline}\n------------------\n{self.case.message}\n"
+            cause = self.case.message.strip().split("\n", 1)[0][:500]  # (in the short summary)
+            return failure_report(self.path, f"{headline}: {cause}" if cause else headline, text)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
