@@ -75,7 +75,7 @@ class NotebookFailure(Exception):
         if self.kind == "dead kernel":
             return f"{where}: the kernel died while running it"
         return (
-            f"{where} raised {self.ename}: {_line(self.evalue)}"
+            f"{where} raised {self.ename}: {first_line(self.evalue)}"
             if self.evalue
             else f"{where} raised {self.ename}"
         )
@@ -122,8 +122,9 @@ def captured_output(cell: Any) -> str:
     return "\n".join(reversed(kept))
 
 
-def _line(text: str, limit: int = 500) -> str:
-    """The first line of `text`, cut to `limit` characters (an exception's message, in a headline)."""
+def first_line(text: str, limit: int = 500) -> str:
+    """The first line of `text`, cut to `limit` characters, " […]" after it if that left some
+    out (a failure's message, in a headline or pytest's short summary)."""
     first = text.split("\n", 1)[0]
     return first if len(first) <= limit and first == text else f"{first[:limit]} […]"
 

@@ -54,10 +54,11 @@ class TsTestItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         if isinstance(excinfo.value, TsTestFailure):
             from ._report import failure_report
+            from .notebook import first_line
 
             headline = f"{self.path}: {self.case.name} failed"
             text = f"{headline}\n------------------\n{self.case.message}\n"
-            cause = self.case.message.strip().split("\n", 1)[0][:500]  # (in the short summary)
+            cause = first_line(self.case.message.strip())  # (in the short summary)
             return failure_report(self.path, f"{headline}: {cause}" if cause else headline, text)
         return super().repr_failure(excinfo, style=style)
 
