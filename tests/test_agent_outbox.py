@@ -246,7 +246,8 @@ BAD = [
     ({"subject": "Hi\r\nBcc: eve@evil.example"}, "subject", "header_injection"),
     ({"subject": "Hi\nX-Injected: 1"}, "subject", "header_injection"),
     ({"subject": "Hi\rthere"}, "subject", "header_injection"),
-    ({"subject": "nul\x00"}, "subject", None),
+    ({"subject": "nul\x00"}, "subject", "header_injection"),  # NUL ends a line for some readers
+    ({"subject": "bell\x07"}, "subject", None),
     ({"to": ["ann@example.org\r\nBcc: eve@evil.example"]}, "to/0", "header_injection"),
     ({"cc": ["bob@example.org\n"]}, "cc/0", "header_injection"),
     ({"to": ["ann@example.org, eve@evil.example"]}, "to/0", None),

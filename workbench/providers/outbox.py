@@ -1,12 +1,15 @@
 """Outgoing mail behind the agent platform's `send_email` built-in: one narrow interface,
 `Outbox.send(message) -> message id`, a mock that keeps what was sent, and SMTP (smtplib).
 
-`message` is `{to: [..], cc: [..], subject, body_text, body_html?}`, validated by the caller
-(schema, recipient allowlist). Both outboxes still check it again (defence in depth) with the
-same `build_message`: plain ASCII addresses only, no CR/LF (or any control character) in a
-header value — a header injection is refused with E_INVALID_ARGUMENT, never folded away —
-and every size bounded (MAX_RECIPIENTS, MAX_SUBJECT_CHARS, MAX_BODY_CHARS). The MIME message
-is built by the stdlib `email` package (EmailMessage, policy SMTP).
+`message` is `{to: [..], cc: [..], subject, body_text, body_html?}`. `check_message` is the one
+rule for it: plain ASCII addresses only, no line break (CR, LF, NUL, U+2028, NEL, …) or other
+control character in a header value, as given or once its RFC 2047 words are decoded
+(`outheaders`) — a header injection is refused with E_INVALID_ARGUMENT naming the field, never
+folded away — and every size bounded (MAX_RECIPIENTS, MAX_SUBJECT_CHARS, MAX_BODY_CHARS).
+ctx.tools' send_email applies it before any outbox sees the message; both outboxes apply it
+again (defence in depth) through `build_message`, which writes the message with
+`outheaders.POLICY` (it refuses a generated header that would break its line) and returns the
+bytes: the mock keeps, and SMTP sends, exactly what was checked.
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.message import EmailMessage
-from email.policy import SMTP
 from email.utils import formatdate, make_msgid
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from .._errors import UsageError, WorkbenchError
 from .._text import well_formed
+from . import outheaders
 from .httpreal import Watchdog
 
 MAX_RECIPIENTS = 50  # to + cc
@@ -33,13 +36,15 @@ MAX_SUBJECT_CHARS = 998  # one header line's worth (it is folded on the wire)
 MAX_BODY_CHARS = 1_000_000  # each of body_text and body_html
 MAX_MOCK_MESSAGES = 10_000  # the mock refuses more until cleared
 MAX_REPLY_BYTES = 256 * 1024  # all an SMTP server may say during one send
+FIELDS = ("to", "cc", "subject", "body_text", "body_html")  # all a message may hold
 
 # a dot-atom local part @ a host name: no display names, quotes, comments, IP literals or commas
 _ADDRESS = re.compile(
     r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
     r"@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # tab is the only one allowed
+# the header each field becomes (the sender is From)
+_HEADERS = {"to": "To", "cc": "Cc", "subject": "Subject", "sender": "From"}
 
 
 class Outbox(Protocol):
@@ -48,22 +53,55 @@ class Outbox(Protocol):
     def send(self, message: dict[str, Any]) -> str: ...
 
 
+class Checked(NamedTuple):
+    """A message that passed check_message: addresses as given, text made well-formed."""
+
+    to: list[str]
+    cc: list[str]
+    subject: str
+    body_text: str
+    body_html: str | None
+
+
+class Built(NamedTuple):
+    """What build_message made: the message, its bytes as sent, the envelope recipients."""
+
+    msg: EmailMessage
+    data: bytes
+    recipients: list[str]
+
+
 def _invalid(field: str, what: str, **details: Any) -> WorkbenchError:
     return WorkbenchError("E_INVALID_ARGUMENT", f"send_email: `{field}` {what}", field=field, **details)
+
+
+def _header_value(value: str, field: str) -> str:
+    """`value` unchanged if it is safe as the header `field` becomes, as given and decoded."""
+    name = _HEADERS[field.partition("/")[0]]
+    found = outheaders.problem(name, value)
+    if found is not None:
+        what, reason = found
+        raise _invalid(field, what, **({"reason": reason} if reason else {}))
+    return value
 
 
 def check_address(value: Any, field: str) -> str:
     """A plain address (`name@example.org`), or E_INVALID_ARGUMENT naming `field`."""
     if not isinstance(value, str):
         raise _invalid(field, "must be a string (an email address)")
-    if "\r" in value or "\n" in value:
-        raise _invalid(field, "contains a line break (a header injection)", reason="header_injection")
+    shown = value if len(value) <= 80 else value[:80] + "…"
+    if len(value) <= MAX_ADDRESS_CHARS:  # longer ones are refused below, unparsed
+        _header_value(value, field)
     if len(value) > MAX_ADDRESS_CHARS or not _ADDRESS.fullmatch(value):
-        shown = value if len(value) <= 80 else value[:80] + "…"
         raise _invalid(
             field,
             f"is not a plain email address like name@example.org: {shown!r} (no display name, "
             "no spaces or commas; a non-ASCII domain in its xn-- form)",
+        )
+    name = _HEADERS[field.partition("/")[0]]
+    if any(seen != value for seen in outheaders.decodings(name, value)):
+        raise _invalid(
+            field, f"holds an RFC 2047 encoded word, which an address may not (RFC 2047 §5): {shown!r}"
         )
     return value
 
@@ -83,19 +121,16 @@ def _text(message: Mapping[str, Any], field: str, limit: int, *, header: bool = 
         raise _invalid(field, "must be a string")
     if len(value) > limit:
         raise _invalid(field, f"is {len(value):,} characters, over the limit of {limit:,}", limit=limit)
-    if header and ("\r" in value or "\n" in value):
-        raise _invalid(field, "contains a line break (a header injection)", reason="header_injection")
-    if header and _CONTROL.search(value):
-        raise _invalid(field, "contains a control character")
-    return well_formed(value)
+    value = well_formed(value)
+    return _header_value(value, field) if header else value
 
 
-def build_message(message: Mapping[str, Any], sender: str) -> tuple[EmailMessage, list[str]]:
-    """The MIME message from `sender` and its envelope recipients (to + cc), after checking
-    every field again; E_INVALID_ARGUMENT names the first thing wrong."""
+def check_message(message: Any) -> Checked:
+    """Every field of a send_email message checked; E_INVALID_ARGUMENT names the first thing
+    wrong (`reason: "header_injection"` for a line break in a header, decoded or not)."""
     if not isinstance(message, Mapping):
         raise _invalid("message", "must be an object")
-    unknown = set(message) - {"to", "cc", "subject", "body_text", "body_html"}
+    unknown = set(message) - set(FIELDS)
     if unknown:
         raise _invalid(sorted(map(str, unknown))[0], "is not a field of send_email")
     to = _addresses(message.get("to"), "to")
@@ -107,21 +142,31 @@ def build_message(message: Mapping[str, Any], sender: str) -> tuple[EmailMessage
     subject = _text(message, "subject", MAX_SUBJECT_CHARS, header=True)
     body_text = _text(message, "body_text", MAX_BODY_CHARS)
     html = _text(message, "body_html", MAX_BODY_CHARS) if message.get("body_html") is not None else None
-    msg = EmailMessage(policy=SMTP)
-    try:  # the policy refuses CR/LF itself too: a second net under the checks above
+    return Checked(to, cc, subject, body_text, html)
+
+
+def build_message(message: Mapping[str, Any], sender: str) -> Built:
+    """The MIME message from `sender`, written, after check_message."""
+    m = check_message(message)
+    msg = EmailMessage(policy=outheaders.POLICY)
+    try:  # the policy refuses line breaks itself too: a second net under the checks above
         msg["From"] = sender
-        msg["To"] = ", ".join(to)
-        if cc:
-            msg["Cc"] = ", ".join(cc)
-        msg["Subject"] = subject
+        msg["To"] = ", ".join(m.to)
+        if m.cc:
+            msg["Cc"] = ", ".join(m.cc)
+        msg["Subject"] = m.subject
         msg["Date"] = formatdate(usegmt=True)
         msg["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2])  # no DNS lookup
-        msg.set_content(body_text)
-        if html is not None:
-            msg.add_alternative(html, subtype="html")
-    except (ValueError, TypeError) as exc:
+        msg.set_content(m.body_text)
+        if m.body_html is not None:
+            msg.add_alternative(m.body_html, subtype="html")
+        data = msg.as_bytes()
+    except outheaders.HeaderInjection as exc:
+        field = next((f for f, h in _HEADERS.items() if h.lower() == exc.name.lower()), exc.name)
+        raise _invalid(field, str(exc), reason="header_injection") from None
+    except Exception as exc:  # the library's own refusals (ValueError, MessageError, ...)
         raise _invalid("message", f"cannot be encoded: {exc}") from None
-    return msg, to + cc
+    return Built(msg, data, m.to + m.cc)
 
 
 class MockOutbox:
@@ -136,7 +181,7 @@ class MockOutbox:
         self._lock = threading.Lock()
 
     def send(self, message: dict[str, Any]) -> str:
-        msg, _ = build_message(message, self.sender)  # the same checks as the real one
+        msg = build_message(message, self.sender).msg  # the same checks as the real one
         row = {
             "id": str(msg["Message-ID"]),
             "time": datetime.now(UTC),
@@ -205,12 +250,12 @@ class SmtpOutbox:
         return f"SmtpOutbox({self.host!r}, {self.port}, security={self.security!r}, sender={self.sender!r})"
 
     def send(self, message: dict[str, Any]) -> str:
-        msg, recipients = build_message(message, self.sender)
+        built = build_message(message, self.sender)
         context = self._context or ssl.create_default_context()
-        msg_id = str(msg["Message-ID"])
+        msg_id = str(built.msg["Message-ID"])
         with Watchdog(self.timeout) as deadline:
             try:
-                refused = self._deliver(msg, recipients, context, deadline)
+                refused = self._deliver(built, context, deadline)
             except WorkbenchError:
                 raise
             except (OSError, smtplib.SMTPException, ValueError) as exc:  # ValueError: ssl, encoding
@@ -229,9 +274,7 @@ class SmtpOutbox:
             )
         return msg_id
 
-    def _deliver(
-        self, msg: EmailMessage, rcpts: list[str], context: ssl.SSLContext, deadline: Watchdog
-    ) -> Any:
+    def _deliver(self, built: Built, context: ssl.SSLContext, deadline: Watchdog) -> Any:
         implicit = context if self.security == "ssl" else None
         session = _Session(deadline, implicit, timeout=self.timeout, local_hostname=self.local_hostname)
         session._host = self.host  # set by SMTP(host) only, and we connect later
@@ -241,7 +284,8 @@ class SmtpOutbox:
                 session.starttls(context=context)  # SMTPNotSupportedError if not offered: no fallback
             if self._login is not None:
                 session.login(*self._login)
-            return session.send_message(msg, from_addr=self.sender, to_addrs=rcpts)
+            # the bytes build_message checked and wrote, not a second rendering of the message
+            return session.sendmail(self.sender, built.recipients, built.data)
         finally:
             try:
                 session.quit()
