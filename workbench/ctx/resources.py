@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from ..gem.names import name_problem
 from .limits import DEFAULT
 
 if TYPE_CHECKING:
@@ -49,8 +50,6 @@ if TYPE_CHECKING:
 METHODS = ("path",)
 
 
-#: safe file names for ids (the manifest schema's rule, repeated here: defence in depth)
-SAFE_ID = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 #: bounds of one download attempt (all its addresses): size of the file, seconds in total
 DOWNLOAD_BYTES = DEFAULT.resource_bytes  # the cache is the bench's, made before its calls
@@ -92,12 +91,11 @@ class ResourceCache:
         outside the cache (SEC2)."""
         spec = self.spec(rid)
         index = list(self.specs).index(rid)
-        if not SAFE_ID.fullmatch(rid):
+        why = name_problem(rid)
+        if why:
             raise WorkbenchError(
                 "E_MANIFEST",
-                f"resource id {rid!r} is not a safe file name: a "
-                "letter or digit, then letters, digits, '.', '_' or '-', at most "
-                "128 characters, no '..' (SEC2)",
+                f"resource id {why}",
                 id=rid,
                 field=f"/resources/{index}/id",
             )

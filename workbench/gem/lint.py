@@ -11,6 +11,7 @@ from typing import Any
 from .._errors import GemLoadError
 from .folder import clip, escaping_links, read_json, realpath, tool_file_problem
 from .model import LANGUAGES, ToolSpec
+from .names import reserved
 from .rules import SchemaRules
 from .schema import check_input_schema, pointer
 
@@ -56,9 +57,23 @@ def read_manifest(root: Path, schema: dict[str, Any]) -> tuple[Any, list[Problem
         if len(problems) >= MAX_PROBLEMS:
             break
         problems.append({"file": str(mpath), "pointer": pointer(e.absolute_path), "message": clip(e.message)})
+    if not problems:  # the shape is the schema's: ids match SAFE_NAME; now what Windows reserves
+        problems = reserved_names(mpath, raw)
     if problems:
         return None, sorted(problems, key=lambda p: p["pointer"])
     return raw, []
+
+
+def reserved_names(mpath: Path, raw: dict[str, Any]) -> list[Problem]:
+    """The gem id and resource ids that Windows cannot have as file names (gem.names)."""
+    names = [("/id", raw["id"])] + [
+        (f"/resources/{i}/id", r["id"]) for i, r in enumerate(raw.get("resources", ()))
+    ]
+    return [
+        {"file": str(mpath), "pointer": ptr, "message": f"{why} (SEC2)"}
+        for ptr, value in names
+        if (why := reserved(value))
+    ]
 
 
 def check_tools(

@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..gem.names import reserved
+
 TEMPLATES = Path(__file__).parent / "templates"
 #: folder name = gem id / Ekanos slug: safe as a path, an id (SEC2) and a slug (K4)
 NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}\Z")
@@ -33,6 +35,9 @@ def _check(name: str, platform: str, lang: str, tool: str, target: Path) -> None
             "digits or '-' (at most 63, no trailing '-'), e.g. my-gem; it names the folder, the "
             "gem's id and, for Ekanos, the integration's slug"
         )
+    why = reserved(name)  # the loaders' rule for ids: the gem could not be opened
+    if why:
+        raise ScaffoldError(f"gem name {why}; it would name the folder and the gem's id: choose another name")
     if not TOOL.match(tool):
         raise ScaffoldError(
             f"--tool {tool!r}: a tool name is lowercase snake_case (^[a-z][a-z0-9_]*$), e.g. hello"

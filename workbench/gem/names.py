@@ -1,0 +1,48 @@
+"""Safe names (SEC2): values from a gem that become file or folder names — the gem `id` (its
+state folder; the scaffold's folder), resource ids (cache files), an Ekanos slug (the id).
+
+One rule, here: a letter or digit, then letters, digits, '.', '_' or '-', at most 128
+characters, no '..' (SAFE_NAME, also the `pattern` of the shipped manifest schemas, which a
+test holds equal to it); and not a name Windows keeps for a device or changes (`reserved`):
+CON, PRN, AUX, NUL, COM1–COM9, LPT1–LPT9 in any case and with any extension (`con.txt`,
+`Aux.tar.gz`), or a name ending in a dot or a space, which Windows drops (`gem.` is `gem`).
+Such a folder cannot be made or opened there, or is another folder's.
+"""
+
+from __future__ import annotations
+
+import re
+
+SAFE_NAME = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+#: SAFE_NAME as the manifest schemas write it (their patterns are Python's: \Z ends the string)
+SAFE_NAME_PATTERN = f"^{SAFE_NAME.pattern}\\Z"
+#: Windows' reserved device names, lower case (matched against the name before its first dot)
+DEVICES = frozenset(
+    ["con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))]
+)
+_SAFE_WHAT = "a letter or digit, then letters, digits, '.', '_' or '-', at most 128 characters, no '..'"
+
+
+def reserved(name: str) -> str | None:
+    """Why Windows cannot have a file or folder of this name, or None."""
+    if name.endswith((".", " ")):
+        return (
+            f"{name!r} ends in {'a dot' if name.endswith('.') else 'a space'}, which Windows drops "
+            f"from file names ({name.rstrip('. ')!r} would be the same folder)"
+        )
+    device = name.split(".", 1)[0].rstrip(" ").lower()
+    if device in DEVICES:
+        return (
+            f"{name!r} is a Windows device name ({device.upper()}; CON, PRN, AUX, NUL, COM1-COM9 "
+            "and LPT1-LPT9 are reserved in any case and with any extension): a file or folder "
+            "of that name cannot be made there"
+        )
+    return None
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` is not a safe name (SAFE_NAME, not `reserved`), or None."""
+    if not SAFE_NAME.fullmatch(name):
+        return f"{name[:80]!r} is not a safe file name: {_SAFE_WHAT} (SEC2)"
+    why = reserved(name)
+    return f"{why} (SEC2)" if why else None
