@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from typing import Any
 
 import pytest
 from conftest import GemBuilder
@@ -79,3 +80,84 @@ def test_N9_the_limit_is_the_benchs_and_can_be_shrunk_for_a_test(gem: GemBuilder
             err = bench.call(tool, {"n": 99}).error
             assert err is not None and err.code == "E_RESULT_TOO_LARGE"
             assert err.details["limit"] == 100 and err.details["size"] == 101
+
+
+# -- SEC5: what calls leave in the bench is bounded ------------------------------------------------
+
+MiB = 1024 * 1024
+AUDIT_FLOOD = {  # 1 MiB rows (with the quotes), as many as the input says
+    "py": "def handle(input, ctx):\n    for _ in range(input['n']):\n        ctx.audit('big', 'x' * (2**20 - 2))\n    return 'done'\n",
+    "js": "export async function handle(input, ctx) {\n  for (let i = 0; i < input.n; i++) await ctx.audit('big', 'x'.repeat(2 ** 20 - 2));\n  return 'done';\n}\n",
+}
+
+
+def _agent(gem: GemBuilder, name: str, source: str, ext: str) -> Any:
+    gem.manifest.update(platform="agent", agent={"id": "agent-1", "name": "Flood"})
+    gem.manifest["tools"].append(
+        {"name": name, "file": f"tools/{name}.{ext}", "parameters": {"type": "object"}}
+    )
+    (gem.root / "tools").mkdir(parents=True, exist_ok=True)
+    (gem.root / "tools" / f"{name}.{ext}").write_text(source)
+    return gem.write()
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_a_tool_writing_1_MiB_audit_rows_leaves_the_bench_bounded(
+    lang: str, gem: GemBuilder, opened: Any
+) -> None:
+    """3 calls of 60 rows of 1 MiB each (180 MiB, which the bench kept whole before) leave less
+    than 24 MiB in the bench's process: a call keeps 20 of its rows, the bench 4 MiB of them; the
+    rows that went are counted in a note row of each call and in the log's first row."""
+    import gc
+    import tracemalloc
+
+    from workbench.ctx.limits import Limits
+
+    limits = Limits(audit_rows=20, audit_bench_chars=4 * MiB, results_bench_chars=8 * MiB)
+    bench = opened(_agent(gem, "flood", AUDIT_FLOOD[lang], lang), limits=limits)
+    assert bench.call("flood", {"n": 1}).ok  # the sandbox started, the modules imported
+    tracemalloc.start()
+    try:
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        results = [bench.call("flood", {"n": 60}) for _ in range(3)]
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert [r.value for r in results] == ["done"] * 3, [r.error for r in results]
+    assert grown < 24 * MiB, f"the bench kept {grown:,} bytes more"
+    log = bench.audit()
+    first, last = log.iloc[0], log.iloc[-1]
+    assert first["source"] == "workbench" and first["data"]["rows"] == 1 + 3 * 21 - (len(log) - 1)
+    assert "Limits.audit_bench_chars" in first["data"]["why"]
+    assert last["source"] == "workbench" and last["call_id"] == results[-1].call_id
+    assert last["data"]["rows"] == 40 and last["data"]["chars"] == 40 * (MiB + 3)  # event + data
+    assert "Limits.audit_rows" in last["data"]["why"]
+    assert (log["source"] == "tool").sum() == len(log) - 2 <= 4
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_bench_results_keep_the_newest_calls_within_their_limit(
+    lang: str, gem: GemBuilder, opened: Any
+) -> None:
+    """Each call returns 512 KiB and prints 512 KiB: the bench keeps the newest within
+    results_bench_chars, bench.calls() starts with a row saying how many went."""
+    from workbench.ctx.limits import Limits
+
+    src = {
+        "py": "def handle(i, ctx):\n    print('y' * 2**19)\n    return 'x' * 2**19\n",
+        "js": "export default () => { console.log('y'.repeat(2 ** 19)); return 'x'.repeat(2 ** 19); };\n",
+    }
+    gem.tool("big", src[lang], ext=lang)
+    bench = opened(gem, limits=Limits(results_bench_chars=4 * MiB))
+    calls = [bench.call("big") for _ in range(12)]
+    assert all(r.ok for r in calls), calls[0].error
+    assert 2 <= len(bench.results) <= 4 and bench.results[-1] is calls[-1]
+    assert bench.results.dropped == 12 - len(bench.results)
+    df = bench.calls()
+    assert df["outcome"].iloc[0] == "dropped" and df["call_id"].iloc[1:].tolist() == [
+        r.call_id for r in calls[-len(bench.results) :]
+    ]
+    assert f"{bench.results.dropped:,} older calls" in df["message"].iloc[0]
+    assert "Limits.results_bench_chars" in df["message"].iloc[0]

@@ -257,7 +257,7 @@ def _section(title: str, body: str, *, opened: bool) -> str:
 
 def result_html(res: CallResult) -> str:
     """The HTML of one call: status, value, error and where, violations, ctx calls, logs."""
-    n = len(res.trace_rows)
+    n = res.ctx_calls
     badge = (
         "<span class='b ef'>expected failure</span>"  # K2: an {error} the model explains
         if res.expected_failure
@@ -315,7 +315,7 @@ def result_html(res: CallResult) -> str:
 
 def result_text(res: CallResult) -> str:
     """Readable text of one call for terminals (IPython's pretty printer), bounded in size."""
-    n = len(res.trace_rows)
+    n = res.ctx_calls
     status = "expected failure" if res.expected_failure else "ok" if res.ok else "failed"
     lines = [
         f"{res.tool}: {status} ({res.duration_ms:,.2f} ms, {n:,} ctx "
