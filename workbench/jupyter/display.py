@@ -294,7 +294,7 @@ def result_html(res: CallResult) -> str:
     if res.input not in (None, {}) or marks:
         out.append(_section("input", json_html(res.input, limit=_INPUT, marks=marks), opened=bool(marks)))
     if res.surfaced:
-        body = "".join(surfaced_html(f) for f in res.surfaced)
+        body = surfaced_html(res.surfaced)
         out.append(_section(f"shown to the user ({len(res.surfaced)})", body, opened=True))
     if res.trace_rows:
         out.append(_section(f"ctx calls ({n:,})", _trace_html(res.trace_rows), opened=n <= 10))
