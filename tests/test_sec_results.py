@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -161,3 +162,56 @@ def test_SEC5_bench_results_keep_the_newest_calls_within_their_limit(
     ]
     assert f"{bench.results.dropped:,} older calls" in df["message"].iloc[0]
     assert "Limits.results_bench_chars" in df["message"].iloc[0]
+
+
+# -- a tool's text reaches terminals and reports with its control codes made visible --------------
+
+HOSTILE = (
+    "red \x1b[31mALERT\x1b[2J\x1b[H link \x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\ "
+    "clip \x1b]52;c;cm0gLXJmIH4=\x07 c1 \x9b2J bidi \u202etxt.exe\u2066 cr \rover"
+)
+TERMINAL_CODES = {
+    "py": f"def handle(i, ctx):\n    print({HOSTILE!r})\n    raise ValueError({HOSTILE!r})\n",
+    "js": f"export default () => {{ console.log({json.dumps(HOSTILE)}); throw new Error({json.dumps(HOSTILE)}); }};\n",
+}
+_ACTIVE = ("\x1b", "\x9b", "\u202e", "\u2066", "\x07", "\rover")
+
+
+def _inert(text: str) -> None:
+    """No control code a terminal would act on; each one visible where it was."""
+    assert not [c for c in _ACTIVE if c in text], repr(text)
+    assert "␛]8;;https://evil.example/␛\\click" in text and "␛]52;c;cm0gLXJmIH4=␇" in text
+    assert "\\u009b2J" in text and "\\u202etxt.exe\\u2066" in text and "␍over" in text
+    assert "red ALERT link" in text  # colour and cursor codes are dropped
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC_a_tools_terminal_codes_are_shown_not_acted_on(lang: str, gem: GemBuilder, opened: Any) -> None:
+    """A tool's error and output carrying ANSI colour and cursor codes, OSC 8 and OSC 52, C1
+    controls and bidi overrides: the pytest report (str of the error), the terminal repr, the
+    notebook display and the CLI show them as visible characters."""
+    from workbench._present import presenter
+
+    gem.tool("t", TERMINAL_CODES[lang], ext=lang)
+    res = opened(gem).call("t")
+    assert res.error is not None and HOSTILE[:20] in res.error.message  # the data stays as it was
+    with pytest.raises(workbench.WorkbenchError) as info:
+        res.raise_for_error()
+    _inert(info.exconly())
+    _inert(presenter("result_text")(res))
+    _inert(presenter("result_html")(res))
+    _inert(repr(res))
+    exe = [sys.executable, "-m", "workbench.cli", "call", str(gem.root), "t"]
+    out = subprocess.run(exe, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 1
+    _inert(out.stderr.split("\nerror ", 1)[1])  # the error line and its JSON
+    _inert(out.stderr.split("\nerror ", 1)[0])  # the tool's output
+
+
+def test_SEC_a_notebook_or_TS_failure_report_shows_terminal_codes_visibly(tmp_path) -> None:
+    """The report of a failing notebook cell or TS case (a tool's output in it) and its summary line."""
+    from workbench.testing._report import failure_report
+
+    report = failure_report(tmp_path / "n.ipynb", f"{tmp_path / 'n.ipynb'}: cell 2 raised {HOSTILE}", HOSTILE)
+    _inert(report.reprcrash.message)
+    _inert("".join(report.reprtraceback.reprentries[0].lines))

@@ -11,7 +11,7 @@ import html
 import json
 from typing import TYPE_CHECKING, Any
 
-from .._text import well_formed
+from .._text import terminal_safe
 from ..gem.schema import pointer
 
 if TYPE_CHECKING:
@@ -46,10 +46,10 @@ _CSS = """<style>
 
 
 def esc(value: Any) -> str:
-    """Escaped for HTML, and well-formed: a lone surrogate (a JS string may hold one) would
-    make the kernel fail to send the whole display."""
-    text = str(value)
-    return html.escape(text if text.isascii() else well_formed(text), quote=True)
+    """Escaped for HTML, well-formed (a lone surrogate, which a JS string may hold, would make
+    the kernel fail to send the whole display) and terminal-safe (no bidi override reorders
+    what is shown; a control character is shown, not acted on)."""
+    return html.escape(terminal_safe(str(value)), quote=True)
 
 
 def _more(n: int, what: str) -> str:
@@ -354,7 +354,7 @@ def result_text(res: CallResult) -> str:
             + shown.replace("\n", "\n    ")
             + (f"\n    {_more(hidden, 'character')}" if hidden else "")
         )
-    return well_formed("\n".join(lines))
+    return terminal_safe("\n".join(lines))
 
 
 # -- Bench -------------------------------------------------------------------------------------
