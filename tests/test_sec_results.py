@@ -144,6 +144,7 @@ def test_SEC5_bench_results_keep_the_newest_calls_within_their_limit(
 ) -> None:
     """Each call returns 512 KiB and prints 512 KiB: the bench keeps the newest within
     results_bench_chars, bench.calls() starts with a row saying how many went."""
+    from workbench._present import presenter
     from workbench.ctx.limits import Limits
 
     src = {
@@ -162,6 +163,7 @@ def test_SEC5_bench_results_keep_the_newest_calls_within_their_limit(
     ]
     assert f"{bench.results.dropped:,} older calls" in df["message"].iloc[0]
     assert "Limits.results_bench_chars" in df["message"].iloc[0]
+    assert df["message"].iloc[0] in presenter("bench_html")(bench)
 
 
 # -- a tool's text reaches terminals and reports with its control codes made visible --------------

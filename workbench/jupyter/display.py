@@ -400,5 +400,8 @@ def bench_html(bench: Bench) -> str:
     ]
     if m.collections:
         out.append(f"<div><span class=m>collections:</span> {esc(', '.join(m.collections))}</div>")
+    dropped = bench.results.note("call")  # SEC5: the bench keeps the newest calls
+    if dropped is not None:
+        out.append(f"<div class=m>{esc(dropped)}</div>")
     out.append("</div>")
     return "".join(out)
