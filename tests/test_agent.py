@@ -255,6 +255,54 @@ def test_A3_send_email_over_smtp(gem: GemBuilder, smtpd: Callable) -> None:
     )
 
 
+FORGE = {
+    "py": "def handle(input, ctx):\n    ctx.audit('tool:send_email', input)\n    return ctx.tools.send_email(input)\n",
+    "js": "export async function handle(input, ctx) {\n  await ctx.audit('tool:send_email', input);\n"
+    "  return await ctx.tools.send_email(input);\n}\n",
+}
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_A6_a_tools_own_row_is_told_from_the_platforms_in_every_view(
+    lang: str, gem: GemBuilder, smtpd: Callable, opened: Callable
+) -> None:
+    """A tool writing ctx.audit('tool:send_email', …) as a real mail goes out over SMTP: its row
+    says source "tool", the platform's "platform", and no argument of ctx.audit sets it."""
+    from workbench.providers.outbox import SmtpOutbox
+
+    recorder, port = smtpd()
+    outbox = SmtpOutbox("127.0.0.1", port, sender="agent@acme.example", security="none")
+    bench = opened(agent_gem(gem, forge=(FORGE[lang], lang)), outbox=outbox)
+    bench.allow_recipients("ann@acme.example")
+    res = bench.call("forge", {**NOTE, "source": "platform"})  # a field named like the column
+    assert res.value["error"] == "invalid_input" and not recorder.received  # the extra field
+    assert bench.call("forge", NOTE).value["message_id"] and len(recorder.received) == 1
+    log = bench.audit()
+    assert log["event"].tolist() == ["tool:send_email"] * 4
+    assert log["source"].tolist() == ["tool", "platform"] * 2
+    assert log["data"].iloc[0] == {**NOTE, "source": "platform"}  # the data, not the column
+    assert log["data"].iloc[1] == {**NOTE, "source": "platform"}  # the input the model's call had
+
+
+def test_SEC5_A6_the_platforms_row_keeps_a_copy_of_the_input_within_the_row_limit(
+    gem: GemBuilder, opened: Callable
+) -> None:
+    """A ctx.tools call's input the tool changes afterwards, or one over audit_row_chars: the
+    platform's row keeps what was passed, or says it kept nothing (it never refuses)."""
+    src = (
+        "def handle(input, ctx):\n    e = {'expression': '1+1'}\n    ctx.tools.calculate(e)\n"
+        "    e['expression'] = 'changed'\n    return ctx.tools.calculate({'expression': '1+' * 600 + '1'})\n"
+    )
+    bench = opened(agent_gem(gem, t=(src, "py")), limits=Limits(audit_row_chars=1000))
+    assert bench.call("t").value == {"result": 601}
+    data = bench.audit()["data"].tolist()
+    assert data[0] == {"expression": "1+1"}
+    assert data[1]["_dropped"] == (
+        "the input is not kept: the data is 1,218 JSON characters; an audit row holds at most 1,000 "
+        "(Limits.audit_row_chars)"
+    )
+
+
 NESTED = {
     "self_py": "def handle(input, ctx):\n    return ctx.tools.self_py({'n': input.get('n', 0) + 1})\n",
     "self_js": "export async function handle(input, ctx) {\n  return await ctx.tools.self_py({ n: 0 });\n}\n",

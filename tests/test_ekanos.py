@@ -391,6 +391,18 @@ def test_K6_logger_rows_are_structured(tmp_path: Path, opened: Callable) -> None
     assert len(rows) == 3 and "logger.info" in res.logs  # a BigInt cannot be sent: said on stderr
 
 
+def test_SEC5_logger_keeps_log_rows_rows_per_call(tmp_path: Path, opened: Callable) -> None:
+    """20,000 empty log lines (each under log_bytes' reach) keep Limits.log_rows rows, the last
+    saying the log is full."""
+    from workbench.platforms import Limits
+
+    run = "for (let i = 0; i < 20000; i++) ctx.logger.info(''); return 1;"
+    root = integration(tmp_path / "i", tool("l", run))
+    res = opened(root, limits=Limits(log_rows=50)).call("l").raise_for_error()
+    assert len(res.log_rows) == 50 and res.log_rows[-1]["level"] == "warn"
+    assert res.log_rows[-1]["message"] == "(log full: 50 rows in this call)"
+
+
 # -- K7: the same fixtures as createMockContext --------------------------------------------------
 
 

@@ -185,3 +185,35 @@ def test_bench_html_escapes_and_shows_flags(gem):
         html = bench_html(bench)
     assert "&lt;b&gt;Bold&lt;/b&gt;" in html and "uses &lt;ctx&gt; &amp; more" in html
     assert "strict, no conversation" in html and "0 calls" in html
+
+
+SURFACE_MANY = {
+    "py": "def handle(input, ctx):\n    for i in range(50):\n        ctx.tools.surface_file({'path': f'shot{i % 2}.png'})\n"
+    "    print('<x>' * 2_000_000)\n    return 'x' * 1_000_000\n",
+    "js": "export async function handle(input, ctx) {\n  for (let i = 0; i < 50; i++) await ctx.tools.surface_file({ path: `shot${i % 2}.png` });\n"
+    "  console.log('<x>'.repeat(2000000));\n  return 'x'.repeat(1000000);\n}\n",
+}
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_a_result_display_embeds_at_most_EMBED_of_surfaced_files(lang, gem, tmp_path) -> None:
+    """50 surfaced images of ~1 MB (a 66 MB display before): a few are embedded, the rest listed
+    by name and size with a note; with a 6 MB log and a 1 MB value the display stays bounded."""
+    from workbench.jupyter.display_agent import EMBED
+
+    gem.manifest.update(platform="agent", agent={"id": "a", "name": "Shots"}, builtins=["surface_file"])
+    gem.tool("shots", SURFACE_MANY[lang], ext=lang)
+    for t in gem.manifest["tools"]:
+        t["parameters"] = t.pop("inputSchema")
+        t.pop("sideEffect")
+    files = tmp_path / "files"
+    files.mkdir()
+    for i in range(2):
+        (files / f"shot{i}.png").write_bytes(b"\x89PNG" + bytes([i]) * 999_996)
+    with workbench.open(gem.write(), files=files, state_dir=tmp_path / "s") as bench:
+        res = bench.call("shots")
+    assert res.ok and len(res.surfaced) == 50, res.error
+    page = result_html(res)
+    assert len(page) < EMBED + 2 * MAX_HTML, len(page)
+    assert page.count("<img ") == 3 and page.count("1,000,000 bytes") == 50
+    assert "47 files listed, not embedded: a display embeds 4,194,304 characters" in page

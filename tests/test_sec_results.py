@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+from typing import Any
 
 import pytest
 from conftest import GemBuilder
@@ -79,3 +81,139 @@ def test_N9_the_limit_is_the_benchs_and_can_be_shrunk_for_a_test(gem: GemBuilder
             err = bench.call(tool, {"n": 99}).error
             assert err is not None and err.code == "E_RESULT_TOO_LARGE"
             assert err.details["limit"] == 100 and err.details["size"] == 101
+
+
+# -- SEC5: what calls leave in the bench is bounded ------------------------------------------------
+
+MiB = 1024 * 1024
+AUDIT_FLOOD = {  # 1 MiB rows (with the quotes), as many as the input says
+    "py": "def handle(input, ctx):\n    for _ in range(input['n']):\n        ctx.audit('big', 'x' * (2**20 - 2))\n    return 'done'\n",
+    "js": "export async function handle(input, ctx) {\n  for (let i = 0; i < input.n; i++) await ctx.audit('big', 'x'.repeat(2 ** 20 - 2));\n  return 'done';\n}\n",
+}
+
+
+def _agent(gem: GemBuilder, name: str, source: str, ext: str) -> Any:
+    gem.manifest.update(platform="agent", agent={"id": "agent-1", "name": "Flood"})
+    gem.manifest["tools"].append(
+        {"name": name, "file": f"tools/{name}.{ext}", "parameters": {"type": "object"}}
+    )
+    (gem.root / "tools").mkdir(parents=True, exist_ok=True)
+    (gem.root / "tools" / f"{name}.{ext}").write_text(source)
+    return gem.write()
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_a_tool_writing_1_MiB_audit_rows_leaves_the_bench_bounded(
+    lang: str, gem: GemBuilder, opened: Any
+) -> None:
+    """3 calls of 60 rows of 1 MiB each (180 MiB, which the bench kept whole before) leave less
+    than 24 MiB in the bench's process: a call keeps 20 of its rows, the bench 4 MiB of them; the
+    rows that went are counted in a note row of each call and in the log's first row."""
+    import gc
+    import tracemalloc
+
+    from workbench.ctx.limits import Limits
+
+    limits = Limits(audit_rows=20, audit_bench_chars=4 * MiB, results_bench_chars=8 * MiB)
+    bench = opened(_agent(gem, "flood", AUDIT_FLOOD[lang], lang), limits=limits)
+    assert bench.call("flood", {"n": 1}).ok  # the sandbox started, the modules imported
+    tracemalloc.start()
+    try:
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        results = [bench.call("flood", {"n": 60}) for _ in range(3)]
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert [r.value for r in results] == ["done"] * 3, [r.error for r in results]
+    assert grown < 24 * MiB, f"the bench kept {grown:,} bytes more"
+    log = bench.audit()
+    first, last = log.iloc[0], log.iloc[-1]
+    assert first["source"] == "workbench" and first["data"]["rows"] == 1 + 3 * 21 - (len(log) - 1)
+    assert "Limits.audit_bench_chars" in first["data"]["why"]
+    assert last["source"] == "workbench" and last["call_id"] == results[-1].call_id
+    assert last["data"]["rows"] == 40 and last["data"]["chars"] == 40 * (MiB + 3)  # event + data
+    assert "Limits.audit_rows" in last["data"]["why"]
+    assert (log["source"] == "tool").sum() == len(log) - 2 <= 4
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_bench_results_keep_the_newest_calls_within_their_limit(
+    lang: str, gem: GemBuilder, opened: Any
+) -> None:
+    """Each call returns 512 KiB and prints 512 KiB: the bench keeps the newest within
+    results_bench_chars, bench.calls() starts with a row saying how many went."""
+    from workbench._present import presenter
+    from workbench.ctx.limits import Limits
+
+    src = {
+        "py": "def handle(i, ctx):\n    print('y' * 2**19)\n    return 'x' * 2**19\n",
+        "js": "export default () => { console.log('y'.repeat(2 ** 19)); return 'x'.repeat(2 ** 19); };\n",
+    }
+    gem.tool("big", src[lang], ext=lang)
+    bench = opened(gem, limits=Limits(results_bench_chars=4 * MiB))
+    calls = [bench.call("big") for _ in range(12)]
+    assert all(r.ok for r in calls), calls[0].error
+    assert 2 <= len(bench.results) <= 4 and bench.results[-1] is calls[-1]
+    assert bench.results.dropped == 12 - len(bench.results)
+    df = bench.calls()
+    assert df["outcome"].iloc[0] == "dropped" and df["call_id"].iloc[1:].tolist() == [
+        r.call_id for r in calls[-len(bench.results) :]
+    ]
+    assert f"{bench.results.dropped:,} older calls" in df["message"].iloc[0]
+    assert "Limits.results_bench_chars" in df["message"].iloc[0]
+    assert df["message"].iloc[0] in presenter("bench_html")(bench)
+
+
+# -- a tool's text reaches terminals and reports with its control codes made visible --------------
+
+HOSTILE = (
+    "red \x1b[31mALERT\x1b[2J\x1b[H link \x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\ "
+    "clip \x1b]52;c;cm0gLXJmIH4=\x07 c1 \x9b2J bidi \u202etxt.exe\u2066 cr \rover"
+)
+TERMINAL_CODES = {
+    "py": f"def handle(i, ctx):\n    print({HOSTILE!r})\n    raise ValueError({HOSTILE!r})\n",
+    "js": f"export default () => {{ console.log({json.dumps(HOSTILE)}); throw new Error({json.dumps(HOSTILE)}); }};\n",
+}
+_ACTIVE = ("\x1b", "\x9b", "\u202e", "\u2066", "\x07", "\rover")
+
+
+def _inert(text: str) -> None:
+    """No control code a terminal would act on; each one visible where it was."""
+    assert not [c for c in _ACTIVE if c in text], repr(text)
+    assert "␛]8;;https://evil.example/␛\\click" in text and "␛]52;c;cm0gLXJmIH4=␇" in text
+    assert "\\u009b2J" in text and "\\u202etxt.exe\\u2066" in text and "␍over" in text
+    assert "red ALERT link" in text  # colour and cursor codes are dropped
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC_a_tools_terminal_codes_are_shown_not_acted_on(lang: str, gem: GemBuilder, opened: Any) -> None:
+    """A tool's error and output carrying ANSI colour and cursor codes, OSC 8 and OSC 52, C1
+    controls and bidi overrides: the pytest report (str of the error), the terminal repr, the
+    notebook display and the CLI show them as visible characters."""
+    from workbench._present import presenter
+
+    gem.tool("t", TERMINAL_CODES[lang], ext=lang)
+    res = opened(gem).call("t")
+    assert res.error is not None and HOSTILE[:20] in res.error.message  # the data stays as it was
+    with pytest.raises(workbench.WorkbenchError) as info:
+        res.raise_for_error()
+    _inert(info.exconly())
+    _inert(presenter("result_text")(res))
+    _inert(presenter("result_html")(res))
+    _inert(repr(res))
+    exe = [sys.executable, "-m", "workbench.cli", "call", str(gem.root), "t"]
+    out = subprocess.run(exe, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 1
+    _inert(out.stderr.split("\nerror ", 1)[1])  # the error line and its JSON
+    _inert(out.stderr.split("\nerror ", 1)[0])  # the tool's output
+
+
+def test_SEC_a_notebook_or_TS_failure_report_shows_terminal_codes_visibly(tmp_path) -> None:
+    """The report of a failing notebook cell or TS case (a tool's output in it) and its summary line."""
+    from workbench.testing._report import failure_report
+
+    report = failure_report(tmp_path / "n.ipynb", f"{tmp_path / 'n.ipynb'}: cell 2 raised {HOSTILE}", HOSTILE)
+    _inert(report.reprcrash.message)
+    _inert("".join(report.reprtraceback.reprentries[0].lines))

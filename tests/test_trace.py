@@ -105,3 +105,27 @@ def test_arguments_of_a_tools_own_types_are_kept_as_they_are() -> None:
     tag = Tag("t")
     text, params, source, _ = arguments(({"tag": tag},), {}, 64 * 1024)
     assert source is None and text == '{"tag": "t"}' and params[0][0]["tag"] is tag
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_a_trace_lists_trace_rows_ctx_calls_and_counts_the_rest(
+    lang: str, gem: GemBuilder, opened: Any
+) -> None:
+    """12 ctx calls in one call: the trace lists the first Limits.trace_rows, and one last row
+    says which were not listed; the count of ctx calls stays whole (calls(), repr, crash)."""
+    from workbench.ctx.limits import Limits
+
+    src = {
+        "py": "def handle(i, ctx):\n    for _ in range(i['n']):\n        ctx.storage.kv.get('k')\n    return 1\n",
+        "js": "export default async (i, ctx) => { for (let k = 0; k < i.n; k++) await ctx.storage.kv.get('k'); return 1; };\n",
+    }
+    gem.tool("many", src[lang], ext=lang)
+    bench = opened(gem, limits=Limits(trace_rows=5))
+    res = bench.call("many", {"n": 12}).raise_for_error()
+    assert len(res.trace_rows) == 6 and res.ctx_calls == 12
+    assert [r["seq"] for r in res.trace_rows] == [1, 2, 3, 4, 5, 6]
+    last = res.trace.iloc[-1]
+    assert last["method"] == "(not kept)"
+    assert last["args"] == "ctx calls 6 to 12 are not listed: a call's trace lists 5 (Limits.trace_rows)"
+    assert bench.calls()["ctx_calls"].tolist() == [12] and "12 ctx calls" in repr(res)
+    assert bench.call("many", {"n": 5}).ctx_calls == 5 and len(bench.results[-1].trace_rows) == 5

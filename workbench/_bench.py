@@ -15,9 +15,10 @@ from ._errors import UsageError, WorkbenchError
 from ._hints import explain_absent
 from ._json import to_json
 from ._reload import definition_files, stamp
-from ._result import CallResult
+from ._result import CallResult, results_ring
 from ._views import Views
 from .ctx import CallSession, Capabilities, CtxCrash, prepare
+from .ctx.audit import activity_log
 from .ctx.limits import DEFAULT, Limits, deadline_after
 from .gem.schema import check_input
 from .providers import default_state_dir
@@ -57,13 +58,13 @@ class Bench(Views):
         self.conversation = conversation
         self.strict = strict
         self.headless = headless
-        self.results: list[CallResult] = []
+        self.results = results_ring(limits.results_bench_chars)  # SEC5: the oldest calls go first
         self.closed = False
         self._validators: dict[str, Any] = {}
         self.reuse = reuse
         self._rng = random.Random()
         self._sandbox_options = sandbox or SandboxOptions()
-        self._audit: list[dict[str, Any]] = []  # ctx.audit and ctx.tools rows (A6, agent tools)
+        self._audit = activity_log(limits)  # ctx.audit and ctx.tools rows (A6, agent tools)
         self.recipients: tuple[str, ...] = ()  # where send_email may send (allow_recipients)
         self._faults: dict[str, list[str]] = {}  # built-in -> modes of its next dispatches
         self._runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
@@ -295,7 +296,8 @@ class Bench(Views):
             outcome = crashed_outcome(self, tool, exc)
         finally:
             failed = caps.end()
-            res.trace_rows = session.trace
+            res.trace_rows, res.calls_made = session.trace, session.ctx_calls
+            res.trace_chars = session.kept
             res.violations = session.violations
             res.surfaced, res.children = session.surfaced, session.children
             res.log_rows = session.log_rows

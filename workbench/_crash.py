@@ -62,11 +62,11 @@ def _point(bench: Bench, name: str, input: Any, crash: Any) -> int:
     if crash == "random":
         previous = [r for r in reversed(bench.results) if r.tool == name and r.ok and r.crash is None]
         if previous:
-            n = len(previous[0].trace_rows)
+            n = previous[0].ctx_calls
         else:  # no clean run to count its ctx calls: make one, then put the state back
             snap = bench.snapshot()
             try:
-                n = len(bench._call(name, input).trace_rows)
+                n = bench._call(name, input).ctx_calls
             finally:
                 bench.restore(snap)
         return bench._rng.randint(0, n)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._text import terminal_safe
+
 #: Every code the workbench can report, with what it means.
 CODES: dict[str, str] = {
     "E_MANIFEST": "the gem folder or manifest.json is invalid",
@@ -55,8 +57,8 @@ class WorkbenchError(Exception):
         self.message = message
         self.details = details
 
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
+    def __str__(self) -> str:  # what pytest reports and tracebacks show: a tool's text, made safe
+        return f"{self.code}: {terminal_safe(self.message)}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, **self.details}

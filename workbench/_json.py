@@ -144,6 +144,17 @@ def why_not_json(
     return None
 
 
+def json_chars(value: Any) -> int:
+    """About the characters of a JSON value as text: what keeping it costs (0 when it is not
+    JSON: nothing that is not is kept)."""
+    if type(value) is str:
+        return len(value) + 2
+    try:
+        return len(_ENCODE(value))
+    except (TypeError, ValueError, RecursionError):
+        return 0
+
+
 def js_number(f: float) -> str:
     """A finite float as JavaScript's `String(n)` / `JSON.stringify` writes it (the same
     shortest digits as Python's repr, placed by ECMA-262 Number::toString's rules)."""

@@ -68,16 +68,19 @@ def _run(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: Call
         call_id=res.call_id,
         tool=tool,
         trace=[],
+        ctx_calls=0,
         violations=[],
         values={**parent.values, "toolCallId": f"call_{secrets.token_hex(12)}"},
         audit_seq=0,
+        audit_own=0,
+        audit_note=None,
         children=res.children,
     )
     try:
         outcome = bench._runner(kind).call(tool, args, Capabilities(session), fresh=False)
     finally:
         session.ended = True
-        res.trace_rows = session.trace
+        res.trace_rows, res.calls_made = session.trace, session.ctx_calls
     res.logs = outcome.logs
     if outcome.error is not None:
         raise WorkbenchError(

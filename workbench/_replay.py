@@ -91,7 +91,7 @@ class Replayer:
         self.bench, self.tool, self.cursor_key = bench, tool, cursor_key
         self.input = {} if input is None else input
         self.ledger = Ledger(start_cursor=self.cursor())
-        self._seen = len(bench.results)
+        self._seen = bench.results.appended
         self._mail_count: int | None = None
         self._sync_mail()
 
@@ -146,7 +146,7 @@ class Replayer:
     def _absorb_outside(self) -> None:
         """Calls of the tool made since the last look but not by the replay (a trigger, by hand)."""
         self.bench._check_open()
-        for res in self.bench.results[self._seen :]:
+        for res in self.bench.results.since(self._seen):
             if res.tool == self.tool:
                 self._record(
                     res,
@@ -154,7 +154,7 @@ class Replayer:
                     None,
                     note="called outside the replay (a trigger or by hand); its cursor is not known",
                 )
-        self._seen = len(self.bench.results)
+        self._seen = self.bench.results.appended
 
     # -- actions -----------------------------------------------------------------------
     def step(self) -> CallResult:
@@ -170,7 +170,7 @@ class Replayer:
             res = self.bench.call(self.tool, self.input)
         finally:
             providers.mailbox = inner
-        self._seen = len(self.bench.results)
+        self._seen = self.bench.results.appended
         self._record(
             res, "call", recorder.reads if recorder is not None else None, before=before, after=self.cursor()
         )

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._errors import WorkbenchError
+from ._json import json_chars
+from .ctx.kept import ROW_CHARS, Ring
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,6 +44,14 @@ class CallResult:
     expected_failure: bool = False
     log_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
     warnings: list[str] = field(default_factory=list)
+    # ctx calls made (None: as many as trace_rows lists; SEC5: it lists at most Limits.trace_rows)
+    calls_made: int | None = field(default=None, repr=False)
+    trace_chars: int = field(default=0, repr=False)  # characters of arguments and results it keeps
+
+    @property
+    def ctx_calls(self) -> int:
+        """How many ctx calls the tool made (the trace lists the first Limits.trace_rows)."""
+        return len(self.trace_rows) if self.calls_made is None else self.calls_made
 
     @property
     def ok(self) -> bool:
@@ -90,7 +100,7 @@ class CallResult:
         extra = f", violations={len(self.violations)}" if self.violations else ""
         return (
             f"<CallResult {self.tool} {'ok' if self.ok else 'failed'} {state} "
-            f"({self.duration_ms:.2f} ms, {len(self.trace_rows)} ctx calls{extra})>"
+            f"({self.duration_ms:.2f} ms, {self.ctx_calls} ctx calls{extra})>"
         )
 
 
@@ -116,3 +126,19 @@ class CrashReport:
     @property
     def rerun_diff(self) -> pd.DataFrame:
         return self.diffs[-1]
+
+
+def kept_chars(res: CallResult) -> int:
+    """About the characters `res` holds (its value, logs, log rows, trace, input, error and
+    nested calls): what keeping it in bench.results costs."""
+    n = ROW_CHARS * (1 + len(res.trace_rows) + len(res.log_rows) + len(res.surfaced))
+    n += len(res.logs) + res.trace_chars + json_chars(res.value) + json_chars(res.input)
+    n += sum(len(str(r.get("message", ""))) + json_chars(r.get("fields")) for r in res.log_rows)
+    if res.error is not None:
+        n += len(res.error.message) + json_chars(res.error.details)
+    return n + sum(kept_chars(c) for c in res.children)
+
+
+def results_ring(cap: int) -> Ring[CallResult]:
+    """A bench's `results`: the calls' CallResults, the oldest dropped past `cap` characters."""
+    return Ring(cap, kept_chars, "results_bench_chars")

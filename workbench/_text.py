@@ -6,6 +6,7 @@ ground: the ctx layer, the providers and the gem loader all ask the same two que
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -44,6 +45,34 @@ def well_formed_value(v: Any) -> Any:
     if isinstance(v, dict):
         return {well_formed(k): well_formed_value(x) for k, x in v.items()}
     return v
+
+
+# What a terminal, a pytest report or a notebook would act on rather than show, in text a tool
+# controls (its error, its output, its log rows): colour and cursor codes (CSI, ESC [ …) are
+# dropped; every other escape (OSC 8 hyperlinks, OSC 52 clipboard writes), C0 and C1 controls
+# and bidi overrides are shown as visible characters, so they can be read but do nothing.
+_CSI = "\x1b\\[[0-?]*[ -/]*[@-~]"
+_UNSAFE = re.compile(
+    f"{_CSI}|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)"
+)
+
+
+def _visible(m: re.Match[str]) -> str:
+    c = m.group()
+    if len(c) > 1:
+        return ""  # a colour or cursor code
+    n = ord(c)
+    if n < 0x20:
+        return chr(0x2400 + n)  # U+241B ␛ for ESC, ␍ for a lone CR, …: Unicode's control pictures
+    return "\u2421" if n == 0x7F else f"\\u{n:04x}"  # JSON-safe: ␡, \u009b, \u202e
+
+
+def terminal_safe(text: str) -> str:
+    """`text` as it may reach a terminal, a report or a display: well-formed, its colour codes
+    dropped, every other control character, escape and bidi override shown visibly (ESC as
+    ␛, C1 and bidi as `\\u009b`, `\\u202e`); newlines and tabs kept."""
+    text = well_formed(text)
+    return _UNSAFE.sub(_visible, text) if _UNSAFE.search(text) else text
 
 
 REGEX_MAX_MEM = 1 << 20  # RE2's budget for one compiled pattern (it refuses larger ones)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from ._email import BenchEmail
     from ._result import CallResult
+    from .ctx.kept import Ring
     from .gem import Manifest
     from .inspect.snapshot import Snapshot
     from .platforms import Limits
@@ -24,10 +25,10 @@ class Views:
 
     manifest: Manifest
     providers: Providers
-    results: list[CallResult]
+    results: Ring[CallResult]
     limits: Limits
     email: BenchEmail
-    _audit: list[dict[str, Any]]
+    _audit: Ring[dict[str, Any]]
     closed: bool
 
     def _check_open(self) -> None:
@@ -92,10 +93,21 @@ class Views:
 
     def audit(self) -> pd.DataFrame:
         """The activity log (agent tools): one row per ctx.audit(event, data) and per ctx.tools
-        call, scoped to its call: call_id, toolCallId, seq, event, data, time (UTC)."""
+        call, scoped to its call: call_id, toolCallId, seq, source, event, data, time (UTC).
+        `source` is who wrote the row, which no tool can set: "tool" (its ctx.audit),
+        "platform" (a ctx.tools call) or "workbench" (a note saying what was dropped: the
+        first row when the bench dropped its oldest rows, Limits.audit_bench_chars)."""
         import pandas as pd
 
-        df = pd.DataFrame(self._audit, columns=["call_id", "toolCallId", "seq", "event", "data", "time"])
+        from .ctx.audit import COLUMNS
+
+        rows = list(self._audit)
+        note = self._audit.note("row")
+        if note is not None:
+            first = {"source": "workbench", "event": "workbench:rows dropped", "time": rows[0]["time"]}
+            data = {"rows": self._audit.dropped, "chars": self._audit.dropped_chars, "why": note}
+            rows.insert(0, {**first, "data": data})
+        df = pd.DataFrame(rows, columns=COLUMNS)
         df["time"] = pd.to_datetime(df["time"], unit="s", utc=True)
         return df
 
@@ -150,7 +162,7 @@ class Views:
     def calls(self) -> pd.DataFrame:
         from .inspect import frames
 
-        return frames.calls(self.results)
+        return frames.calls(self.results, dropped=self.results.note("call"))
 
     def snapshot(self) -> Snapshot:
         """Capture files and storage, to diff against or restore later."""

@@ -11,9 +11,16 @@ from pathlib import Path
 from typing import Any
 
 
+def _say(text: str, **kw: Any) -> None:
+    """Print text a tool may control (its output, error, log rows): control codes made visible."""
+    from ._text import terminal_safe
+
+    print(terminal_safe(text), **kw)
+
+
 def _fail(err: dict[str, Any]) -> int:
-    print(f"error {err.get('code', 'E_USAGE')}: {err.get('message', '')}", file=sys.stderr)
-    print(json.dumps({"ok": False, "error": err}, ensure_ascii=False, default=str), file=sys.stderr)
+    _say(f"error {err.get('code', 'E_USAGE')}: {err.get('message', '')}", file=sys.stderr)
+    _say(json.dumps({"ok": False, "error": err}, ensure_ascii=False, default=str), file=sys.stderr)
     return 1
 
 
@@ -76,19 +83,19 @@ def _call(args: argparse.Namespace) -> int:
     with bench:
         res = bench.call(args.tool, data)
     if res.logs:
-        print(res.logs, end="" if res.logs.endswith("\n") else "\n", file=sys.stderr)
+        _say(res.logs, end="" if res.logs.endswith("\n") else "\n", file=sys.stderr)
     if res.error is not None:
         return _fail(res.error.to_dict())
     for v in [*res.violations, *res.warnings]:
-        print(f"warning: {v}", file=sys.stderr)
+        _say(f"warning: {v}", file=sys.stderr)
     for row in res.log_rows:  # Ekanos' ctx.logger
-        print(
+        _say(
             f"[{row['level']}] {row['message']} {json.dumps(row['fields'], ensure_ascii=False)}",
             file=sys.stderr,
         )
     if res.expected_failure:  # K2: an {error} the model would explain; not a fault
         print("expected failure: the tool returned {error}", file=sys.stderr)
-    print(json.dumps(res.value, ensure_ascii=False, indent=2))
+    _say(json.dumps(res.value, ensure_ascii=False, indent=2))
     return 0
 
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from . import _trace, _watchdog
 from . import limits as _limits
+from .audit import activity_log
+from .kept import Ring
 from .storage import sqlite_error
 
 if TYPE_CHECKING:
@@ -165,14 +167,17 @@ class CallSession:
     invocation: Invocation = field(default_factory=lambda: Invocation())  # A5: shared when nested
     # runs a tool of the gem for ctx.tools.<name> (set by the bench: the ctx layer runs no tool)
     nest: Callable[[CallSession, ToolSpec, Any], Any] | None = None
-    audit_log: list[dict[str, Any]] = field(default_factory=list)  # A6: the bench's activity log
-    audit_seq: int = 0  # rows this call added to it
+    audit_log: Ring[dict[str, Any]] = field(default_factory=lambda: activity_log(_limits.DEFAULT))  # A6
+    audit_seq: int = 0  # rows this call added to the bench's activity log
+    audit_own: int = 0  # of them, the tool's own ctx.audit rows (at most limits.audit_rows)
+    audit_note: dict[str, Any] | None = None  # the row counting the ones past that
     recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case
     faults: dict[str, list[str]] = field(default_factory=dict)  # bench.inject_fault: per built-in
     surfaced: list[dict[str, Any]] = field(default_factory=list)  # surface_file's files, this call
     children: list[Any] = field(default_factory=list)  # the CallResults of its nested ctx.tools calls
     log_rows: list[dict[str, Any]] = field(default_factory=list)  # ctx.logger's rows (K6)
     kept: int = 0  # characters of ctx arguments and results the trace keeps, about (SEC5)
+    ctx_calls: int = 0  # ctx calls made (the trace lists the first limits.trace_rows of them)
     warnings: list[str] = field(default_factory=list)  # for the result: what the call did oddly
 
     def warn(self, text: str) -> None:
@@ -232,19 +237,19 @@ class CallSession:
                 raise invocation.aborted
         if self.crash_after is None:
             return self._invoke(method, fn, *args, **kwargs)
-        if self.crash_after <= len(self.trace):  # crash=0: before the first ctx call runs
-            raise CtxCrash(len(self.trace))
+        if self.crash_after <= self.ctx_calls:  # crash=0: before the first ctx call runs
+            raise CtxCrash(self.ctx_calls)
         try:
             return self._invoke(method, fn, *args, **kwargs)
         finally:  # the N-th call had its effect; the tool never sees its result
-            if len(self.trace) >= self.crash_after:
-                raise CtxCrash(len(self.trace))
+            if self.ctx_calls >= self.crash_after:
+                raise CtxCrash(self.ctx_calls)
 
     def _invoke(self, method: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
-        room = _trace.KEEP_PER_CALL - self.kept
-        given = _trace.arguments(args, kwargs, min(_trace.KEEP_PARAMS, room))
-        size = given[3]
+        room = self.limits.trace_chars - self.kept
+        traced = self.ctx_calls < self.limits.trace_rows  # SEC5: later ones are only counted
+        given = _trace.arguments(args, kwargs, min(_trace.KEEP_PARAMS, room)) if traced else _trace.UNKEPT
         ok, error = True, None
         failure: WorkbenchError | None = None
         token = None
@@ -282,18 +287,36 @@ class CallSession:
                 ok, error = False, failure.code
                 self._rolled_back(method, failure)
             duration_us = round((time.perf_counter() - t0) * 1e6, 1)
-            # a secret's value (K6 secrets.get) is never kept: the trace is shown and shared
-            secret = method in self.profile.secret_methods
-            kept, more = (
-                _trace.kept(result, min(_trace.KEEP_RESULT, room - size)) if ok and not secret else (None, 0)
-            )
-            self.kept += size + more
-            row = _trace.row(len(self.trace) + 1, method, given, (ok, error, duration_us), kept)
-            if self.http is not None and self.http.has_secrets:  # K6/SEC4: shown masked
-                row["args"] = self.http.mask(row["args"])
-                row["params"] = self.http.mask_value(row["params"])
-                row["result"] = self.http.mask_value(row["result"])
-            self.trace.append(row)
+            self.ctx_calls += 1
+            if traced:
+                self._traced(method, given, (ok, error, duration_us), result, room)
+            else:  # counted in the trace's last row
+                _trace.untraced(self.trace, self.ctx_calls, self.limits.trace_rows)
+
+    def _traced(
+        self,
+        method: str,
+        given: tuple[str | None, Any, Any, int],
+        outcome: tuple[bool, str | None, float],
+        result: Any,
+        room: int,
+    ) -> None:
+        """The trace row of the ctx call just made, keeping what fits in `room` characters."""
+        size = given[3]
+        # a secret's value (K6 secrets.get) is never kept: the trace is shown and shared
+        secret = method in self.profile.secret_methods
+        kept, more = (
+            _trace.kept(result, min(_trace.KEEP_RESULT, room - size))
+            if outcome[0] and not secret
+            else (None, 0)
+        )
+        self.kept += size + more
+        row = _trace.row(self.ctx_calls, method, given, outcome, kept)
+        if self.http is not None and self.http.has_secrets:  # K6/SEC4: shown masked
+            row["args"] = self.http.mask(row["args"])
+            row["params"] = self.http.mask_value(row["params"])
+            row["result"] = self.http.mask_value(row["result"])
+        self.trace.append(row)
 
     def _rolled_back(self, method: str, failure: WorkbenchError) -> None:
         """SQLite ends the call's storage transaction itself when a statement is interrupted at

@@ -88,9 +88,9 @@ def preview(args: tuple, kwargs: dict) -> str:
 # the object itself (no copy: cost), when JSON-able and small: a big write or read is not held
 # for the bench's life. Results may be larger than arguments: a listSince page (200 envelopes).
 KEEP_PARAMS, KEEP_RESULT = 64 * 1024, 256 * 1024  # characters of JSON, about
-# all a call's trace keeps, about: a tool making thousands of ctx calls with big arguments
-# keeps the first ones' and then only the short previews (SEC5)
-KEEP_PER_CALL = 16 * 1024 * 1024
+# all a call's trace keeps is Limits.trace_chars, about: a tool making thousands of ctx calls
+# with big arguments keeps the first ones' and then only the short previews; past
+# Limits.trace_rows ctx calls, the rest are only counted, in one last row (SEC5)
 _SAMPLE = 4  # items of a longer list measured; the rest are estimated from them
 _DEPTH = 64  # deeper nesting is not kept (nor is a cycle, which nests without end)
 
@@ -330,3 +330,17 @@ def row(
     )
     r._source = source
     return r
+
+
+UNKEPT: tuple[str | None, Any, Any, int] = ("", None, None, 0)  # `arguments` of an untraced call
+UNTRACED = "(not kept)"  # the method of the trace's last row when it lists only the first calls
+
+
+def untraced(trace: list[dict[str, Any]], calls: int, limit: int) -> None:
+    """Count ctx call number `calls`, one past the `limit` a trace lists, in its last row."""
+    text = f"ctx calls {limit + 1:,} to {calls:,} are not listed: a call's trace lists {limit:,} (Limits.trace_rows)"
+    if trace and dict.get(trace[-1], "method") == UNTRACED:
+        dict.__setitem__(trace[-1], "args", text)
+        return
+    outcome = (True, None, 0.0)
+    trace.append(row(calls, UNTRACED, (text, None, None, 0), outcome, None))

@@ -1,21 +1,41 @@
 """ctx.audit(event, data?) (A6): a structured row in the activity log, scoped to the call.
 
-Rows are {toolCallId, seq, event, data, time}; `bench.audit()` shows them. The event is a
-short name, the data any JSON value within the call's depth and the log's size bounds.
+Rows are {call_id, toolCallId, seq, source, event, data, time}; `bench.audit()` shows them.
+`source` says who wrote the row, and no tool can set it: "tool" for its own ctx.audit rows,
+"platform" for the rows the platform writes itself (each ctx.tools call, audited as the
+model's), "workbench" for a note saying what was dropped. A tool's event name is free (the seed
+reserves none), so `ctx.audit('tool:send_email', …)` is kept as written, as a "tool" row.
+
+Bounded (SEC5): one row's data is at most `Limits.audit_row_chars` of JSON (E_INVALID_ARGUMENT
+past it); a call keeps `Limits.audit_rows` of its own rows, and one note row counts the rest;
+the bench's log is a ring of `Limits.audit_bench_chars`, the oldest rows dropped first.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import WorkbenchError
-from .._json import to_json
+from .._json import json_chars, to_json
+from .kept import ROW_CHARS, Ring
 
 if TYPE_CHECKING:
+    from ..platforms import Limits
     from ._session import CallSession
 
 MAX_EVENT_CHARS = 200  # an event name, as shown in the activity log
+COLUMNS = ["call_id", "toolCallId", "seq", "source", "event", "data", "time"]
+Source = Literal["tool", "platform", "workbench"]
+
+
+def activity_log(limits: Limits) -> Ring[dict[str, Any]]:
+    """A bench's activity log: its rows, the oldest dropped past `limits.audit_bench_chars`."""
+    return Ring(limits.audit_bench_chars, _chars, "audit_bench_chars")
+
+
+def _chars(row: dict[str, Any]) -> int:
+    return ROW_CHARS + len(row["event"]) + json_chars(row["data"])
 
 
 class Audit:
@@ -32,23 +52,64 @@ class Audit:
                 f"got {type(event).__name__}",
                 field="event",
             )
-        value, err = to_json(data, max_chars=self.s.limits.log_bytes, max_depth=self.s.limits.json_depth)
-        if err is not None:
-            raise WorkbenchError("E_INVALID_ARGUMENT", f"audit({event!r}, data): {err.message}", field="data")
-        record(self.s, event, value)
+        value, why = _row_data(self.s.limits, data)
+        if why is not None:
+            limit = {"limit": self.s.limits.audit_row_chars} if "Limits." in why else {}
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT", f"audit({event!r}, data): {why}", field="data", **limit
+            )
+        record(self.s, event, value, source="tool")
 
 
-def record(session: CallSession, event: str, data: Any) -> None:
-    """Append one row for `session`'s call (its own ctx.audit, or a ctx.tools call)."""
+def _row_data(limits: Limits, data: Any) -> tuple[Any, str | None]:
+    """`data` as a row keeps it (a JSON copy), or why it cannot be kept."""
+    cap = limits.audit_row_chars
+    value, err = to_json(data, max_chars=cap, max_depth=limits.json_depth)
+    if err is not None and err.code == "E_RESULT_TOO_LARGE":
+        return None, (
+            f"the data is {err.details['size']:,} JSON characters; an audit row holds at most "
+            f"{cap:,} (Limits.audit_row_chars)"
+        )
+    return value, None if err is None else err.message
+
+
+def record(session: CallSession, event: str, data: Any, *, source: Source = "platform") -> None:
+    """Append one row for `session`'s call: its own ctx.audit ("tool"), or a row the platform
+    writes ("platform": a ctx.tools call, whose input is kept as a copy within the row limit)."""
+    log = session.audit_log
+    if source == "platform":
+        data, why = _row_data(session.limits, data)
+        if why is not None:
+            data = {"_dropped": f"the input is not kept: {why}"}
+    elif source == "tool":
+        if session.audit_own >= session.limits.audit_rows:  # the call's share is used: count it
+            _dropped(session, len(event) + json_chars(data))
+            return
+        session.audit_own += 1
     session.audit_seq += 1
-    seq = session.audit_seq
-    session.audit_log.append(
+    log.append(
         {
             "call_id": session.call_id,
             "toolCallId": session.values.get("toolCallId"),
-            "seq": seq,
+            "seq": session.audit_seq,
+            "source": source,
             "event": event,
             "data": data,
             "time": time.time(),
         }
+    )
+
+
+def _dropped(session: CallSession, chars: int) -> None:
+    """One more row of the call not kept: the call's note row says how many, and their size."""
+    note = session.audit_note
+    if note is None:
+        record(session, "workbench:rows dropped", {"rows": 0, "chars": 0}, source="workbench")
+        note = session.audit_note = session.audit_log[-1]
+    data = note["data"]
+    data["rows"] += 1
+    data["chars"] += chars
+    data["why"] = (
+        f"this call wrote {session.audit_own + data['rows']:,} audit rows; a call keeps "
+        f"{session.limits.audit_rows:,} (Limits.audit_rows)"
     )

@@ -62,6 +62,9 @@ class Logger:
         self.used += len(message) + len(text)
         if self.used >= cap:
             level, message, text = "warn", f"(log full: over {cap:,} bytes in this call)", "null"
+        elif len(self.s.log_rows) + 1 >= self.s.limits.log_rows:  # SEC5: ten thousand empty rows
+            self.used = cap
+            level, message, text = "warn", f"(log full: {self.s.limits.log_rows:,} rows in this call)", "null"
         http = self.s.http
         if http is not None:  # a secret the tool logged is shown masked, as everywhere
             message, text = http.mask(message), http.mask(text)

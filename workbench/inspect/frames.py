@@ -14,6 +14,8 @@ from .._errors import WorkbenchError
 from .._text import well_formed
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from .._result import CallResult
     from ..gem import Manifest
     from ..providers.base import FileStore
@@ -148,7 +150,9 @@ def _expected(r: CallResult) -> str | None:
     return well_formed(err if isinstance(err, str) else str(err)[:500])  # shown: no lone surrogate
 
 
-def calls(results: list[CallResult]) -> pd.DataFrame:
+def calls(results: Iterable[CallResult], *, dropped: str | None = None) -> pd.DataFrame:
+    """One row per call; first, when the bench dropped its oldest calls, a row saying so
+    (outcome "dropped", the note in `message`)."""
     rows = [
         {
             "call_id": r.call_id,
@@ -159,7 +163,7 @@ def calls(results: list[CallResult]) -> pd.DataFrame:
             "message": r.error.message if r.error else _expected(r),
             "warnings": len(r.warnings),
             "duration_ms": round(r.duration_ms, 3),
-            "ctx_calls": len(r.trace_rows),
+            "ctx_calls": r.ctx_calls,
             "violations": len(r.violations),
             "started": r.started,
             "idempotency_key": r.idempotency_key,
@@ -168,6 +172,8 @@ def calls(results: list[CallResult]) -> pd.DataFrame:
         }
         for r in results
     ]
+    if dropped is not None:
+        rows.insert(0, {"outcome": "dropped", "message": dropped})
     df = pd.DataFrame(
         rows,
         columns=[

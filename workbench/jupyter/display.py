@@ -11,7 +11,7 @@ import html
 import json
 from typing import TYPE_CHECKING, Any
 
-from .._text import well_formed
+from .._text import terminal_safe
 from ..gem.schema import pointer
 
 if TYPE_CHECKING:
@@ -46,10 +46,10 @@ _CSS = """<style>
 
 
 def esc(value: Any) -> str:
-    """Escaped for HTML, and well-formed: a lone surrogate (a JS string may hold one) would
-    make the kernel fail to send the whole display."""
-    text = str(value)
-    return html.escape(text if text.isascii() else well_formed(text), quote=True)
+    """Escaped for HTML, well-formed (a lone surrogate, which a JS string may hold, would make
+    the kernel fail to send the whole display) and terminal-safe (no bidi override reorders
+    what is shown; a control character is shown, not acted on)."""
+    return html.escape(terminal_safe(str(value)), quote=True)
 
 
 def _more(n: int, what: str) -> str:
@@ -257,7 +257,7 @@ def _section(title: str, body: str, *, opened: bool) -> str:
 
 def result_html(res: CallResult) -> str:
     """The HTML of one call: status, value, error and where, violations, ctx calls, logs."""
-    n = len(res.trace_rows)
+    n = res.ctx_calls
     badge = (
         "<span class='b ef'>expected failure</span>"  # K2: an {error} the model explains
         if res.expected_failure
@@ -294,7 +294,7 @@ def result_html(res: CallResult) -> str:
     if res.input not in (None, {}) or marks:
         out.append(_section("input", json_html(res.input, limit=_INPUT, marks=marks), opened=bool(marks)))
     if res.surfaced:
-        body = "".join(surfaced_html(f) for f in res.surfaced)
+        body = surfaced_html(res.surfaced)
         out.append(_section(f"shown to the user ({len(res.surfaced)})", body, opened=True))
     if res.trace_rows:
         out.append(_section(f"ctx calls ({n:,})", _trace_html(res.trace_rows), opened=n <= 10))
@@ -315,7 +315,7 @@ def result_html(res: CallResult) -> str:
 
 def result_text(res: CallResult) -> str:
     """Readable text of one call for terminals (IPython's pretty printer), bounded in size."""
-    n = len(res.trace_rows)
+    n = res.ctx_calls
     status = "expected failure" if res.expected_failure else "ok" if res.ok else "failed"
     lines = [
         f"{res.tool}: {status} ({res.duration_ms:,.2f} ms, {n:,} ctx "
@@ -354,7 +354,7 @@ def result_text(res: CallResult) -> str:
             + shown.replace("\n", "\n    ")
             + (f"\n    {_more(hidden, 'character')}" if hidden else "")
         )
-    return well_formed("\n".join(lines))
+    return terminal_safe("\n".join(lines))
 
 
 # -- Bench -------------------------------------------------------------------------------------
@@ -400,5 +400,8 @@ def bench_html(bench: Bench) -> str:
     ]
     if m.collections:
         out.append(f"<div><span class=m>collections:</span> {esc(', '.join(m.collections))}</div>")
+    dropped = bench.results.note("call")  # SEC5: the bench keeps the newest calls
+    if dropped is not None:
+        out.append(f"<div class=m>{esc(dropped)}</div>")
     out.append("</div>")
     return "".join(out)

@@ -51,23 +51,63 @@ def tree_html(res: CallResult) -> str:
     return "".join(lines)
 
 
-_IMAGE, _TEXT = 2 * 1024 * 1024, 64 * 1024  # bytes of a surfaced image / text shown inline
+_IMAGE, _TEXT = 1024 * 1024, 64 * 1024  # bytes of one surfaced image / text shown inline
+# HTML characters the surfaced files of one display embed in all (an image is its base64): 50
+# surfaced images of 2 MiB made a display of 140 MB. The others are listed by name and size.
+EMBED = 4 * 1024 * 1024
+_LISTED = 200  # files listed by name past the embedding budget
 
 
-def surfaced_html(f: dict[str, Any]) -> str:
-    """A file an agent tool surfaced (surface_file): an image inline, text as text, else its
-    name, type and size (the platform shows it to the user; here, in the notebook)."""
-    head = f"<div><b>{esc(f['title'] or f['name'])}</b> <span class=m>{esc(f['path'])} · {esc(f['mimeType'])} · {f['sizeBytes']:,} bytes</span></div>"
+def surfaced_html(files: list[dict[str, Any]]) -> str:
+    """The files an agent tool surfaced (surface_file), as the platform shows them to the user:
+    each image inline and text as text while the display's EMBED budget lasts, then by name,
+    type and size with a note saying how many were not embedded."""
+    out: list[str] = []
+    left, listed = EMBED, 0
+    for f in files:
+        part = _surfaced(f, left) if left > 0 else None
+        if part is not None:
+            left -= len(part)
+            out.append(part)
+            continue
+        listed += 1
+        if listed <= _LISTED:
+            out.append(_head(f))
+    if listed:
+        shown = f"; {_more(listed - _LISTED, 'file')}" if listed > _LISTED else ""
+        out.append(
+            f"<div class=m>{listed:,} file{'' if listed == 1 else 's'} listed, not embedded: a display "
+            f"embeds {EMBED:,} characters of surfaced files in all{shown}</div>"
+        )
+    return "".join(out)
+
+
+def _head(f: dict[str, Any]) -> str:
+    return (
+        f"<div><b>{esc(f['title'] or f['name'])}</b> <span class=m>{esc(f['path'])} · "
+        f"{esc(f['mimeType'])} · {f['sizeBytes']:,} bytes</span></div>"
+    )
+
+
+def _surfaced(f: dict[str, Any], left: int) -> str | None:
+    """One file: an image inline, text as text, else its name, type and size; None when what
+    it would embed does not fit in `left` characters."""
+    head = _head(f)
     mime, size = f["mimeType"], f["sizeBytes"]
     try:
         if mime.startswith("image/") and size <= _IMAGE and mime != "image/svg+xml":  # svg: script
+            if len(head) + 4 * (size + 2) // 3 + 100 > left:
+                return None
             with open(f["file"], "rb") as fh:
                 data = base64.b64encode(fh.read(_IMAGE)).decode()
             return f"{head}<img src='data:{esc(mime)};base64,{data}' style='max-width:100%'>"
         if mime.startswith("text/") or mime in ("application/json", "text/csv"):
+            limit = min(_TEXT, left - len(head) - 100)
+            if limit < 1_000:
+                return None
             with open(f["file"], "rb") as fh:
                 text = fh.read(_TEXT).decode("utf-8", "replace")
-            return f"{head}<pre>{_clip_escaped(text, _TEXT)}</pre>"
+            return f"{head}<pre>{_clip_escaped(text, limit)}</pre>"
     except OSError:
         return f"{head}<div class=m>(the file cannot be read now)</div>"
     return head

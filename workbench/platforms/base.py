@@ -54,6 +54,15 @@ class Limits:
     log_bytes: int = 1 * MiB  # captured console output per call (head + tail)
     bridge_message_bytes: int = 64 * MiB  # one message between Python and the sandbox
     json_depth: int = 200  # nesting of inputs, results, ctx arguments
+    # what a call leaves in the bench's memory (SEC5): per row, per call, and per bench as a
+    # ring whose oldest entries go first; a note row or line says what was dropped
+    audit_row_chars: int = 1 * MiB  # one ctx.audit row's data as JSON (E_INVALID_ARGUMENT)
+    audit_rows: int = 1_000  # ctx.audit rows one call keeps (later ones: counted in a note row)
+    audit_bench_chars: int = 64 * MiB  # the bench's activity log (bench.audit())
+    log_rows: int = 10_000  # ctx.logger rows one call keeps (their size: log_bytes)
+    trace_rows: int = 10_000  # ctx calls one call's trace lists (later ones: counted in a note row)
+    trace_chars: int = 16 * MiB  # ctx arguments and results one call's trace keeps, about
+    results_bench_chars: int = 256 * MiB  # bench.results: values, logs, traces of the calls
     # agent custom tools (seed 002)
     tool_calls: int = 50  # A5: cross-tool calls (ctx.tools.<name>) per invocation
     # Ekanos integrations (seed 003; the workbench's reading)

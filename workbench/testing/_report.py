@@ -11,12 +11,14 @@ from pathlib import Path
 
 from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTracebackNative
 
+from .._text import terminal_safe
+
 
 def failure_report(path: Path, headline: str, text: str) -> ReprExceptionInfo:
     """`text` as the report (as is), `headline` as its line in the short summary (less the
     path it starts with: the item's id there, and the crash location of --tb=line, have it)."""
-    message = headline.removeprefix(f"{path}: ")
+    message = terminal_safe(headline.removeprefix(f"{path}: "))  # a tool's text reaches a terminal
     return ReprExceptionInfo(
-        reprtraceback=ReprTracebackNative(text.splitlines(keepends=True)),
+        reprtraceback=ReprTracebackNative(terminal_safe(text).splitlines(keepends=True)),
         reprcrash=ReprFileLocation(str(path), 1, message),
     )

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._text import terminal_safe
+
 if TYPE_CHECKING:
     from ._kernel import NotebookKernel
 
@@ -29,13 +31,13 @@ STARTUP_TIMEOUT = 60.0
 #: How much of a failing cell's output a report shows: the end (a kernel's own output likewise).
 OUTPUT_TAIL = 64 * 1024
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _RULE = "------------------"
 
 
 def strip_ansi(text: str) -> str:
-    """`text` without ANSI colour and cursor codes (IPython colours its tracebacks)."""
-    return _ANSI.sub("", text)
+    """`text` without ANSI colour and cursor codes (IPython colours its tracebacks), every other
+    escape and control character shown visibly (`workbench._text.terminal_safe`)."""
+    return terminal_safe(text)
 
 
 class NotebookFailure(Exception):

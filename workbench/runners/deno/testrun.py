@@ -12,7 +12,6 @@ uncaught error, a timeout), bounded.
 from __future__ import annotations
 
 import os
-import re
 import select
 import shutil
 import signal
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..._deno import DENO_FLAGS, deno_bin, minimal_env
+from ..._text import terminal_safe
 from ...gem.links import GemLinks
 from ...platforms.ekanos.loader import IMPORT_MAP
 from ...platforms.ekanos.loader import SDK as SDK_DIR
@@ -33,7 +33,6 @@ from ..python import CappedLog, render_logs
 OUTPUT_LIMIT = 64 * 1024
 JUNIT_LIMIT = 16 * 1024 * 1024
 TEST_SUFFIXES = (".test.ts", ".test.js")
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 # Deno exits 1 when a test used `only` even if all passed; vitest does not, and neither do we.
 _ONLY = 'Test failed because the "only" option was used'
 
@@ -158,7 +157,7 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float | None) -> tuple[str,
                 pass
         proc.wait()
         proc.stdout.close()
-    return _ANSI.sub("", render_logs([("output", log)], OUTPUT_LIMIT)), timed_out
+    return terminal_safe(render_logs([("output", log)], OUTPUT_LIMIT)), timed_out
 
 
 def _parse_junit(path: Path, file: Path) -> list[TsTestCase]:
@@ -186,7 +185,7 @@ def _parse_junit(path: Path, file: Path) -> list[TsTestCase]:
             duration = 0.0
         if failure is not None:
             text = failure.text or failure.get("message") or "failed"
-            cases.append(TsTestCase(name, file, "failed", duration, _ANSI.sub("", text).strip()))
+            cases.append(TsTestCase(name, file, "failed", duration, terminal_safe(text).strip()))
         elif tc.find("skipped") is not None:
             cases.append(TsTestCase(name, file, "ignored", duration))
         else:

@@ -1,0 +1,81 @@
+"""What calls leave in the bench, bounded (SEC5): a ring that keeps at most so many characters
+of rows or results, the oldest dropped first and counted, so that every view can say what went.
+
+A tool controls how much it writes (ctx.audit rows, log rows, a trace, a result); the bench
+lives for the whole notebook session. Without a bound, a tool writing 1 MiB audit rows for 20 s
+took the bench's process from 35 MB to 2.65 GB, and every later call added to that.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
+from typing import Any, TypeVar, overload
+
+T = TypeVar("T")
+
+#: characters a kept row or result costs beyond its content (the dict and its keys), about:
+#: ten thousand empty rows are not free
+ROW_CHARS = 256
+
+
+class Ring(Sequence[T]):
+    """Items in the order appended, at most `cap` characters of them (each item's `size`);
+    past it the oldest go, counted in `dropped` and `dropped_chars`. The newest item always
+    stays, whatever its size (each one is bounded by the per-call limits already)."""
+
+    def __init__(self, cap: int, size: Callable[[T], int], limit: str) -> None:
+        self.cap, self.limit = cap, limit  # `limit`: the Limits field, for the note
+        self._size = size
+        self._items: deque[tuple[T, int]] = deque()
+        self.chars = 0  # characters held now
+        self.appended = 0  # items ever appended: a reader's cursor that drops do not move
+        self.dropped = 0
+        self.dropped_chars = 0
+
+    def append(self, item: T) -> None:
+        n = self._size(item)
+        self._items.append((item, n))
+        self.chars += n
+        self.appended += 1
+        while self.chars > self.cap and len(self._items) > 1:
+            _, gone = self._items.popleft()
+            self.chars -= gone
+            self.dropped += 1
+            self.dropped_chars += gone
+
+    def since(self, appended: int) -> list[T]:
+        """The items appended after the first `appended` ever (those still kept)."""
+        first = self.appended - len(self._items)  # how many went before the oldest kept
+        return [x for x, _ in islice(self._items, max(appended - first, 0), None)]
+
+    def note(self, what: str) -> str | None:
+        """What the ring dropped, said for a view; None when it dropped nothing."""
+        if not self.dropped:
+            return None
+        return (
+            f"{self.dropped:,} older {what}{'' if self.dropped == 1 else 's'} "
+            f"({self.dropped_chars:,} characters) dropped: the bench keeps the newest "
+            f"{self.cap:,} characters of them (Limits.{self.limit})"
+        )
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[T]:
+        return (x for x, _ in self._items)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [x for x, _ in self._items][i]
+        return self._items[i][0]
+
+    def __repr__(self) -> str:
+        return (
+            f"<Ring {len(self):,} kept, {self.chars:,} of {self.cap:,} characters, {self.dropped:,} dropped>"
+        )
