@@ -4,6 +4,7 @@ effective names and collisions. The SDK itself is tested in test_ekanos_sdk.py."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from workbench import GemLoadError
 from workbench._present import presenter
 from workbench.ctx.http_egress import egress_problem
 from workbench.platforms import lint
+from workbench.platforms.ekanos.loader import egress_entry_problem
+from workbench.providers.hostnames import read_address
 from workbench.providers.http import HttpRequest, HttpResponse, RealTransport
 
 pytestmark = pytest.mark.deno
@@ -354,10 +357,34 @@ def test_K6_fetch_outside_egress_throws_and_reaches_nothing(
     assert code == "E_PERM_DENIED" and "api.demo.example" in message and reached == []
 
 
+def _table() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """egress_cases.json: its URL cases and its entry cases."""
+    cases = json.loads((SDK / "egress_cases.json").read_text(encoding="utf-8"))
+    return [c for c in cases if "url" in c], [c for c in cases if "entry" in c]
+
+
 def test_K6_egress_rules_agree_with_the_sdk_table() -> None:
-    cases = json.loads((SDK / "egress_cases.json").read_text())
-    wrong = [c for c in cases if (egress_problem(c["egress"], c["url"]) is None) != c["allowed"]]
-    assert wrong == [] and len(cases) >= 20
+    urls, entries = _table()
+    wrong = [c for c in urls if (egress_problem(c["egress"], c["url"]) is None) != c["allowed"]]
+    assert wrong == [] and len(urls) >= 20
+    wrong = [c for c in entries if (egress_entry_problem(c["entry"]) is None) != c["valid"]]
+    assert wrong == [] and len(entries) >= 20
+
+
+def test_K6_the_host_normaliser_reads_the_table_as_the_url_parser_does() -> None:
+    """Every spelling of an address in the table (hex, octal, one number, short forms, a
+    trailing dot, IPv4 inside IPv6, fullwidth digits, ideographic dots, percent-escapes) is
+    read as the address the table names; Deno's URL parser is held to the same column in
+    test_ekanos_sdk.py."""
+    import ipaddress
+
+    urls, entries = _table()
+    spelled = [(c["url"][8:].split("/", 1)[0], c["address"]) for c in urls if "address" in c]
+    spelled += [(c["entry"], c["address"]) for c in entries if "address" in c]
+    assert len(spelled) >= 25
+    wrong = [(h, a) for h, a in spelled if read_address(h) != ipaddress.ip_address(a)]
+    assert wrong == []
+    assert read_address("api.acme.example") is None and read_address("0x.example") is None
 
 
 def test_K6_a_redirect_outside_egress_is_refused(tmp_path: Path, opened: Callable) -> None:
@@ -429,15 +456,18 @@ def test_K7_the_seed_test_fixtures_give_the_same_result_in_python(opened: Callab
 
 
 class _Resolve(RealTransport):
-    """Real httpx; api.demo.example resolves to the loopback test server (TLS ends here)."""
+    """Real httpx; https://api.demo.example is sent as http on the test server's port (TLS
+    ends here), and the bench's own hosts table (RealTransport(hosts=…), the one seam that
+    reaches 127.0.0.1, out of tools' reach) says the name is 127.0.0.1. The request keeps its
+    egress guard: any other name is resolved and checked."""
 
     def __init__(self, port: int) -> None:
-        super().__init__()
+        super().__init__(hosts={"api.demo.example": "127.0.0.1"})
         self.port = port
 
     def send(self, request: HttpRequest, timeout: float) -> HttpResponse:
-        url = request.url.replace("https://api.demo.example", f"http://127.0.0.1:{self.port}", 1)
-        return super().send(HttpRequest(request.method, url, request.headers, request.body), timeout)
+        url = request.url.replace("https://api.demo.example", f"http://api.demo.example:{self.port}", 1)
+        return super().send(dataclasses.replace(request, url=url), timeout)
 
 
 def test_K6_real_fetch_through_httpx_with_redirects_checked(

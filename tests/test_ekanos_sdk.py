@@ -274,13 +274,13 @@ def test_K1_seed_integration_describes(tmp_path: Path):
 
 def test_K6_egress_cases_table(tmp_path: Path):
     """egress_cases.json, which the Python side checks too: the rule and ctx.fetch agree with it."""
-    cases = json.loads(CASES.read_text(encoding="utf-8"))
+    cases = [c for c in json.loads(CASES.read_text(encoding="utf-8")) if "url" in c]
     assert len(cases) >= 20 and {True, False} == {c["allowed"] for c in cases}
     got = deno_json(
         tmp_path,
         f"""
         import {{ createMockContext, egressAllows }} from '@ekanos/sdk/testing';
-        const cases = JSON.parse(await Deno.readTextFile({json.dumps(str(CASES))}));
+        const cases = JSON.parse(await Deno.readTextFile({json.dumps(str(CASES))})).filter((c) => 'url' in c);
         const out = [];
         for (const c of cases) {{
           const ctx = createMockContext({{ integration: {{ slug: 'acme' }}, egress: c.egress,
@@ -295,6 +295,37 @@ def test_K6_egress_cases_table(tmp_path: Path):
     )
     for case, row in zip(cases, got):
         assert (row["rule"], row["fetched"]) == (case["allowed"], case["allowed"]), case
+
+
+def test_K6_egress_table_entries_and_addresses_as_deno_reads_them(tmp_path: Path):
+    """The table's entry cases, in Deno: egressEntryProblem and defineIntegration accept and
+    refuse them as the loader does (test_ekanos.py); and its address column is what Deno's
+    URL parser makes of each disguised host (127.0.0.0x1, 0x7f.1, fullwidth digits, …), the
+    reading the Python normaliser is held to."""
+    cases = json.loads(CASES.read_text(encoding="utf-8"))
+    entries = [c for c in cases if "entry" in c]
+    spelled = [c for c in cases if "url" in c and "address" in c]
+    got = deno_json(
+        tmp_path,
+        f"""
+        import {{ defineIntegration }} from '@ekanos/sdk';
+        import {{ egressEntryProblem }} from '{(SDK_DIR / "egress.ts").as_uri()}';
+        const entries = {json.dumps([c["entry"] for c in entries])};
+        const tool = {{ name: 't', description: 'd', outputExample: {{}}, async run() {{ return {{}}; }} }};
+        const defined = entries.map((e) => {{
+          try {{ defineIntegration({{ slug: 'x', egress: ['api.x.example', e], tools: [tool] }}); return null; }}
+          catch (err) {{ return String(err.message); }}
+        }});
+        const hosts = {json.dumps([c["url"] for c in spelled], ensure_ascii=False)}.map((u) => new URL(u).hostname);
+        console.log(JSON.stringify({{ rule: entries.map((e) => egressEntryProblem(e) === null), defined, hosts }}));
+        """,
+    )
+    assert got["rule"] == [c["valid"] for c in entries]
+    for case, why in zip(entries, got["defined"]):
+        assert (why is None) == case["valid"], case
+        assert case["valid"] or "egress.1" in why, (case, why)  # the SDK names the entry
+    want = [c["address"] if "." in c["address"] else f"[{c['address']}]" for c in spelled]
+    assert got["hosts"] == want
 
 
 MOCK = """

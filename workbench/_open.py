@@ -154,6 +154,8 @@ def open(
         from .providers.secrets import make_secrets
 
         provs.secrets = make_secrets(secrets, manifest.id)
+        for value in getattr(provs.secrets, "known", list)():  # K6: masked whoever reads them
+            http_state.remember_secret(value)
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs
     try:

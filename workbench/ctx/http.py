@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from .._errors import WorkbenchError
+from ..providers.hostnames import address_problem
 from .http_credentials import Credential, HttpState, credential_reason, grant_reason
 from .http_egress import egress_host, egress_problem
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
@@ -230,6 +231,8 @@ class Http:
                 denied, cred = {"reason": reason, "host": url.host}, None
         first = url
         max_bytes = self.s.limits.http_body_bytes
+        # K6: an integration's every hop connects only to a public address its name resolves to
+        guard = address_problem if self.s.grants.lists.get("egress") is not None else None
         row: dict[str, Any] = {
             "call_id": self.s.call_id,
             "tool": self.s.tool.name,
@@ -267,7 +270,7 @@ class Http:
                 left = clock.left()
                 if left <= 0:
                     raise clock.out_of_time(method, current.text)
-                request = HttpRequest(method, current.text, send_headers, body)
+                request = HttpRequest(method, current.text, send_headers, body, guard=guard)
                 try:
                     resp: HttpResponse = send(state.transport, request, left, max_bytes)
                 except WorkbenchError as exc:

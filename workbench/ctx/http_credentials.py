@@ -21,7 +21,8 @@ manifest can only narrow that, never widen it.
   "host not granted" / "path not granted" (the manifest), "no credentials", "credential has no
   hosts: …" (how to configure it), "host not allowed by the credential" / "path not allowed
   by the credential" (the user's configuration), "redirected to another host" / "... port".
-- Credentials never reach traces, logs, `bench.http()`, reprs or errors: they are masked.
+- Credentials never reach traces, logs, `bench.http()`, reprs or errors: they are masked, in
+  their encoded forms too (ctx/masking.py).
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ from typing import TYPE_CHECKING, Any
 from .._errors import UsageError
 from ..providers.secrets import from_keyring
 from .http_urls import HostRule, Url, hosts_allowed, path_allowed, path_rule
+from .masking import SecretMask
 
 if TYPE_CHECKING:
     from ..providers.http import Transport
 
-MASK = "***"
 _ENTRY_KEYS = {"headers", "token", "hosts", "paths"}
 
 
@@ -183,7 +184,7 @@ class HttpState:
             )
         self.env = os.environ if env is None else env
         self.log: list[dict[str, Any]] = []
-        self._secrets: set[str] = set()
+        self._secrets = SecretMask()
         self.credentials: dict[str, Credential] = {}
         for name, value in (credentials or {}).items():
             cred = _entry(name, value, where, source)
@@ -197,22 +198,15 @@ class HttpState:
         )
 
     def remember_secret(self, value: str) -> None:
-        """A secret handed to a tool (ctx.secrets.get, K6): masked from now on, as credentials,
-        also as it reads inside JSON text and in a URL (percent-encoded)."""
-        from urllib.parse import quote, quote_plus
-
-        if len(value) >= 4:  # shorter would mask ordinary text; the seeds' secrets are keys
-            self._secrets.update(
-                {value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1],
-                 quote(value, safe=""), quote_plus(value, safe="")}
-            )  # fmt: skip
+        """A secret (ctx.secrets.get's, or one the bench's store holds, K6): masked from now on,
+        as credentials, in every form masking.py knows (JSON, percent-encoded, base64, hex)."""
+        self._secrets.add(value)
 
     def _remember(self, headers: Iterable[tuple[str, str]]) -> None:
         for _, v in headers:
-            if len(v) >= 4:
-                self._secrets.add(v)
-                if " " in v:  # "Bearer abc…": the token alone too
-                    self._secrets.add(v.split(" ", 1)[1])
+            self._secrets.add(v)
+            if " " in v:  # "Bearer abc…": the token alone too
+                self._secrets.add(v.split(" ", 1)[1])
 
     def credential(self, connection: str) -> Credential | None:
         """The user's credential for `connection`: open(credentials=…), then the environment,
@@ -268,9 +262,7 @@ class HttpState:
             return None
 
     def mask(self, text: str) -> str:
-        for s in sorted(self._secrets, key=len, reverse=True):
-            text = text.replace(s, MASK)
-        return text
+        return self._secrets.mask(text)
 
 
 # -- where a credential may go: what both the manifest's grant and the user's entry allow --------

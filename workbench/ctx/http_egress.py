@@ -5,7 +5,12 @@ The SDK's createMockContext applies the same rule (sdk/egress.ts), and both are 
 one table (sdk/egress_cases.json): a URL that two parsers could read differently (backslashes,
 whitespace, `https:host` without slashes, userinfo, percent-escapes in the host) is denied
 before it is parsed; the host is compared as the WHATWG URL parser gives it (lower case,
-punycode, a trailing dot kept: `api.acme.example.` is another name); IP literals never match.
+punycode, fullwidth digits and dots mapped, a trailing dot kept: `api.acme.example.` is another
+name). An address never matches, however it is spelled: `127.0.0.0x1`, `0x7f.1`, `2130706433`,
+`127.0.0.1.` and 127.0.0.1 in fullwidth digits are read as the resolver reads them (providers/hostnames.py) and
+refused as addresses, and so is a name of this machine (`localhost`, `*.localhost`, …) should a
+description carry one. What a name RESOLVES to is checked where the connection is made: the
+request carries `address_problem` as its guard (providers/httpreal.py).
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..providers.hostnames import address_problem, ascii_host, ipv4_reading, name_problem
+
 _START = re.compile(r"https://[^/\\]", re.IGNORECASE)
 _BAD = re.compile(r"[\\\s\x00-\x1f\x7f]")
-_IP = re.compile(r"[0-9.]+|0x[0-9a-f.x]*", re.IGNORECASE)
 
 
 def egress_host(url: str) -> tuple[str | None, str]:
@@ -34,23 +40,31 @@ def egress_host(url: str) -> tuple[str | None, str]:
     host, colon, port = authority.partition(":")
     if colon and port not in ("", "443"):
         return None, f"port {port[:10]} is not allowed (egress is https on port 443)"
-    host = host.lower()
-    if not host.isascii():
-        try:
-            import idna
-
-            host = idna.encode(host, uts46=True).decode("ascii")
-        except (ImportError, ValueError, UnicodeError):
-            return None, "the host is not a valid international name"
+    try:
+        host = ascii_host(host)
+    except ValueError:
+        return None, "the host is not a valid international name"
     if not host:
         return None, "the URL has no host"
+    try:
+        addr = ipv4_reading(host)
+    except ValueError as exc:
+        return None, str(exc)
+    if addr is not None:  # 127.0.0.0x1, 0x7f.1, 2130706433: what a resolver would connect to
+        why = address_problem(addr)
+        return None, f"{host} is the IPv4 address {addr}{f', {why}' if why else ''}; egress lists host names"
     return host, ""
 
 
 def host_allowed(egress: Iterable[str], host: str) -> bool:
     """Whether `host` (as egress_host gives it) is one of `egress` or under a `*.` entry."""
-    if _IP.fullmatch(host):
-        return False  # IP literals (a URL parser reads 2130706433 and 0x7f.1 as addresses)
+    if ":" in host or host.startswith("[") or name_problem(host.rstrip(".")):
+        return False  # an address, or this machine's name: never, whatever a description says
+    try:
+        if ipv4_reading(host) is not None:
+            return False
+    except ValueError:
+        return False
     for entry in egress:
         e = entry.lower()
         if e.startswith("*.") and host.endswith(e[1:]) and len(host) > len(e) - 1:

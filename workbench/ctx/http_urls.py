@@ -12,8 +12,9 @@
   (E_INVALID_ARGUMENT; a redirect there is E_HTTP "bad redirect").
 - A host rule is `api.example` (port 443 only), `api.example:8443`, or `*.example` (any
   subdomain, not the apex); names are compared lower-case, IDNA-encoded, without a trailing
-  dot. A path rule matches whole segments: `/v1/` allows `/v1/x` (not `/v1`), `/api` allows
-  `/api` and `/api/x` but never `/api-evil`.
+  dot; a host a resolver reads as an IPv4 address (`127.1`, `0x7f.1`, `2130706433`) is that
+  address in dotted form, checked and sent so. A path rule matches whole segments: `/v1/`
+  allows `/v1/x` (not `/v1`), `/api` allows `/api` and `/api/x` but never `/api-evil`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
+
+from ..providers.hostnames import ascii_host, ipv4_reading
 
 # -- URLs: one normal form, checked and sent ---------------------------------------------------
 _DEFAULT_PORT = {"http": 80, "https": 443}
@@ -40,16 +43,12 @@ def normal_host(host: str) -> str:
         host = host[1:-1]
     if ":" in host:  # an IPv6 literal (urlsplit strips its brackets)
         return str(ipaddress.IPv6Address(host.split("%")[0]))
-    if not host.isascii():
-        try:
-            import idna
-
-            host = idna.encode(host, uts46=True).decode("ascii")
-        except (ImportError, ValueError, UnicodeError):
-            raise ValueError(f"{host!r} is not a valid international host name") from None
-    host = host.lower()
+    host = ascii_host(host)
     if host.endswith("."):
         host = host[:-1]
+    v4 = ipv4_reading(host) if host else None  # 0x7f.1 is sent as 127.0.0.1: one reading
+    if v4 is not None:
+        return str(v4)
     if not host or len(host) > 253 or not all(_LABEL.fullmatch(x) for x in host.split(".")):
         raise ValueError(f"{host!r} is not a host name")
     return host

@@ -2,9 +2,12 @@
 when it is not configured (the seed's "expected failure" path).
 
 The values come from the bench's secret store (`providers/secrets.py`: `open(secrets=…)`, the
-environment or the system keyring). A value handed to a tool is masked from then on wherever
-the workbench shows text it did not choose to show: the trace (this method's result is never
-kept), the HTTP log, error messages, logger rows and console logs.
+environment or the system keyring). They are masked wherever the workbench shows text it did
+not choose to show: the trace (this method's result is never kept), the HTTP log, error
+messages, logger rows and console logs; as written and encoded (base64, hex, percent-escapes:
+ctx/masking.py). Every value the store can list (given ones, the environment's) is masked from
+the bench's open, so a copy a tool parked in account storage stays masked in a later bench; a
+keyring value, which cannot be listed, from when a tool reads it.
 """
 
 from __future__ import annotations

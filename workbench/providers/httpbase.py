@@ -5,7 +5,7 @@ which calls a transport with or without `max_bytes`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,6 +20,9 @@ class HttpRequest:
     url: str
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
+    #: why an address may not be reached (None: it may); RealTransport resolves the host, asks
+    #: this of EVERY address and connects to the one it checked (K6 egress; None: no check)
+    guard: Callable[[str], str | None] | None = field(default=None, compare=False)
 
     @property
     def text(self) -> str:

@@ -4,11 +4,13 @@ resource downloads too."""
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from .._errors import WorkbenchError
 from .httpbase import HttpRequest, HttpResponse, too_large
@@ -197,15 +199,66 @@ def http_timeout_error(request: HttpRequest, timeout: float, why: str) -> Workbe
     )
 
 
+def _resolve(host: str, port: int) -> list[str]:
+    """Every address the system resolver gives `host` (an IP literal gives itself)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
 class RealTransport:
     """httpx, one client per bench (its TLS setup is costly), but no state in it: no cookie
-    jar, no kept-alive connection; redirects are never followed here (ctx.http does it)."""
+    jar, no kept-alive connection; redirects are never followed here (ctx.http does it).
+
+    A request with a `guard` (K6 egress) is resolved here, every address is checked with it,
+    and the connection goes to the first checked address, the name kept for the Host header,
+    TLS's SNI and the certificate check: a name that resolves to a private address is refused
+    (E_PERM_DENIED) and DNS cannot answer differently between the check and the connection.
+
+    `hosts={"api.demo.example": "127.0.0.1"}` is the bench's own hosts table: those names
+    connect to those addresses without DNS and without the guard, as the one who opened the
+    bench said. It exists for tests that reach a server on 127.0.0.1 under a public-looking
+    name; nothing a tool or a manifest says reaches it."""
 
     kind = "real"
 
-    def __init__(self, verify: Any = True) -> None:
+    def __init__(self, verify: Any = True, hosts: Mapping[str, str] | None = None) -> None:
         self.verify = verify
+        self.hosts = {k.lower(): str(ipaddress.ip_address(v)) for k, v in (hosts or {}).items()}
         self._client: Any = None
+
+    def _pinned(self, request: HttpRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """The URL to connect to (its host the checked address), and the Host header and
+        httpcore extensions that keep the name for HTTP and TLS; as given without a guard."""
+        parts = urlsplit(request.url)
+        host = (parts.hostname or "").lower()
+        if host in self.hosts:
+            addr = self.hosts[host]
+        elif request.guard is None:
+            return request.url, {}, {}
+        else:
+            try:
+                addrs = _resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
+            except (OSError, UnicodeError) as exc:
+                raise WorkbenchError(
+                    "E_HTTP",
+                    f"{request.method} {request.url}: {host} does not resolve ({exc})",
+                    url=request.url,
+                    reason="connection",
+                ) from None
+            for a in addrs:  # every address: a resolver may answer with several, in any order
+                why = request.guard(a)
+                if why is not None:
+                    raise WorkbenchError(
+                        "E_PERM_DENIED",
+                        f"{request.method} {request.url}: {host} resolves to {a}, {why}; an "
+                        "integration's fetch reaches public addresses only",
+                        url=request.url,
+                        host=host,
+                        address=a,
+                    )
+            addr = addrs[0]
+        netloc = (f"[{addr}]" if ":" in addr else addr) + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc)), {"Host": parts.netloc}, {"sni_hostname": host}
 
     def _http(self) -> Any:
         import httpx
@@ -228,9 +281,12 @@ class RealTransport:
         import httpx
 
         client = self._http()
+        # resolved here, as httpx would: getaddrinfo has no timeout and no socket to cut
+        url, host_header, pin = self._pinned(request)
         # the coding is ours to decode (boundedly): what the tool asked for was dropped upstream
         sent = {k: v for k, v in request.headers.items() if k.lower() != "accept-encoding"}
         sent["Accept-Encoding"] = ACCEPT_ENCODING
+        sent.update(host_header)
         with Watchdog(timeout) as dog:
 
             def check() -> None:
@@ -240,11 +296,11 @@ class RealTransport:
             try:
                 with client.stream(
                     request.method,
-                    request.url,
+                    url,
                     headers={k: v.encode("latin-1") for k, v in sent.items()},
                     content=request.body or None,
                     timeout=httpx.Timeout(timeout),
-                    extensions={"trace": dog.trace},
+                    extensions={"trace": dog.trace, **pin},
                 ) as r:
                     declared = _content_length(r.headers)
                     if max_bytes is not None and declared is not None and declared > max_bytes:

@@ -38,6 +38,10 @@ def from_keyring(username: str) -> str | None:
 
 
 class SecretStore(Protocol):
+    """`get(name)`; a store may also have `known()`, the values it can list, which the bench
+    masks from its open (K6: a secret a tool stored and a later bench reads back is still
+    masked, though no ctx.secrets.get handed it out there)."""
+
     kind: str
 
     def get(self, name: str) -> str | None: ...
@@ -60,6 +64,10 @@ class DictSecrets:
 
     def get(self, name: str) -> str | None:
         return self.values.get(name)
+
+    def known(self) -> list[str]:
+        """Every value it holds (masked from the bench's open, whoever reads them)."""
+        return [v for v in self.values.values() if v]
 
 
 def env_name(slug: str, name: str) -> str:
@@ -84,6 +92,12 @@ class LocalSecrets:
     def get(self, name: str) -> str | None:
         value = self.env.get(env_name(self.slug, name)) or from_keyring(f"{self.slug}:{name}")
         return value[:MAX_SECRET_CHARS] if value else None
+
+    def known(self) -> list[str]:
+        """The values of its environment variables (a keyring cannot be listed: a keyring
+        secret is masked once a tool reads it)."""
+        prefix = env_name(self.slug, "")
+        return [v[:MAX_SECRET_CHARS] for k, v in self.env.items() if k.startswith(prefix) and v]
 
 
 def make_secrets(spec: Any, slug: str) -> SecretStore:

@@ -25,6 +25,7 @@ from ...gem.model import LANGUAGES, Manifest, ToolSpec
 from ...gem.names import reserved
 from ...gem.rules import SchemaRules
 from ...gem.schema import check_input_schema
+from ...providers.hostnames import NUMBERISH, address_problem, ipv4_reading, name_problem
 from .storage import MAX_KEY_CHARS, STORAGE_RULES
 
 HERE = Path(__file__).resolve().parent
@@ -53,13 +54,24 @@ _ENTRY = re.compile(rf"\*\.{_LABEL}\.{_LABEL}(?:\.{_LABEL})*|{_LABEL}(?:\.{_LABE
 
 def egress_entry_problem(entry: object) -> str | None:
     """Why `entry` is not an egress host (`api.acme.example`, `*.acme.example`), or None; the
-    SDK's egressEntryProblem, checked again here (the description is the integration's)."""
+    SDK's egressEntryProblem, checked again here (the description is the integration's). An
+    entry a resolver reads as an address (`127.0.0.0x1`, `0x7f.1`) or a name of this machine
+    (`localhost`, `*.localhost`) is refused; sdk/egress_cases.json pins both sides."""
     if not isinstance(entry, str):
         return f"must be a host name string, got {type(entry).__name__}"
     if len(entry) > 253 or not _ENTRY.fullmatch(entry):
         return f"{entry[:100]!r} is not a host name: lower-case letters, digits, hyphens and dots, or '*.domain.tld'"
-    if re.search(r"(?:^|\.)[0-9]+\Z", entry):
-        return f"{entry!r} is an IP address; egress takes host names"
+    name = entry[2:] if entry.startswith("*.") else entry
+    if NUMBERISH.fullmatch(name.rsplit(".", 1)[-1]):  # 127.0.0.0x1, 0x7f.1: read as an address
+        try:
+            addr = ipv4_reading(name)
+        except ValueError:
+            return f"{entry!r} ends in a number: a URL parser refuses it as a host, egress takes host names"
+        why = address_problem(addr) if addr is not None else None
+        return f"{entry!r} is the IP address {addr}{f', {why}' if why else ''}; egress takes host names"
+    why = name_problem(name)
+    if why:
+        return f"{entry!r} is {why} (localhost, *.localhost, *.local, *.internal, …); egress takes public host names"
     return None
 
 

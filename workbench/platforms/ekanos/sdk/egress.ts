@@ -8,6 +8,11 @@ const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
 // At least one dot after a wildcard: `*.example` would open a whole top-level domain.
 const HOST = new RegExp(`^(?:\\*\\.${LABEL}\\.${LABEL}(?:\\.${LABEL})*|${LABEL}(?:\\.${LABEL})*)$`);
 
+// Names every resolver keeps to this machine or its network (RFC 6761, 6762, 8375; /etc/hosts):
+// the same lists as providers/hostnames.py, pinned by the entry cases of egress_cases.json.
+const LOCAL_NAMES = ['localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback'];
+const LOCAL_SUFFIXES = ['.localhost', '.local', '.internal', '.home.arpa', '.localdomain'];
+
 /** Why `entry` is not a valid egress host, or null when it is (`api.acme.example`, `*.acme.example`). */
 export function egressEntryProblem(entry: unknown): string | null {
   if (typeof entry !== 'string') return `must be a host name string, got ${typeof entry}`;
@@ -17,8 +22,13 @@ export function egressEntryProblem(entry: unknown): string | null {
   if (entry.length > 253 || !HOST.test(entry)) {
     return `"${entry.slice(0, 100)}" is not a host name: lowercase letters, digits, hyphens and dots, or "*.domain.tld"`;
   }
-  // An all-digit last label would be an IPv4 literal (or a numeric host the URL parser turns into one).
-  if (/(?:^|\.)[0-9]+$/.test(entry)) return `"${entry}" is an IP address; egress takes host names`;
+  // A last label of digits or 0x-hex is an address to both the URL parser and the system
+  // resolver (`127.0.0.0x1`, `0x7f.1`, `2130706433` are 127.0.0.1), or a host the parser refuses.
+  if (/(?:^|\.)(?:[0-9]+|0x[0-9a-f]*)$/.test(entry)) return `"${entry}" is an IP address; egress takes host names`;
+  const name = entry.startsWith('*.') ? entry.slice(2) : entry;
+  if (LOCAL_NAMES.includes(name) || LOCAL_SUFFIXES.some((s) => name.endsWith(s))) {
+    return `"${entry}" is a name of this machine or its local network (localhost, *.localhost, *.local, *.internal, …); egress takes public host names`;
+  }
   return null;
 }
 
