@@ -17,7 +17,7 @@ from test_sec_resources import DATA, DATA_SHA, past_the_loader
 
 import workbench
 from workbench.cli import main as cli_main
-from workbench.gem.names import DEVICES, slug_problem
+from workbench.gem.names import DEVICES, SLUG, slug_problem
 
 RESERVED = ["con", "CON", "Con", "prn", "aux", "nul", "NUL.txt", "con.tar.gz", "com1", "COM9", "lpt1",
             "Lpt9.log", "aux.", "gem."]  # fmt: skip
@@ -140,3 +140,24 @@ def test_SEC2_new_and_the_ekanos_loader_take_the_same_names(slug: str, tmp_path:
     assert code == (0 if why is None else 2)
     if why is not None:
         assert f"gem name {why}" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.deno
+def test_SEC2_defineIntegration_refuses_the_slugs_the_workbench_refuses(tmp_path: Path) -> None:
+    """The served SDK's defineIntegration, run over the Python table's cases: it refuses exactly
+    the slugs slug_problem does (it took `con` before), a device name as one at `slug`."""
+    from test_ekanos_sdk import PROBE, deno_json
+
+    assert all(SLUG.fullmatch(d) for d in DEVICES)  # so each is a case the TS check must refuse itself
+    slugs = SLUGS_REFUSED + SLUGS_FINE
+    got = deno_json(
+        tmp_path,
+        PROBE + f"console.log(JSON.stringify({json.dumps(slugs)}.map((slug) => probe(good({{ slug }})))));",
+    )
+    assert isinstance(got, list) and len(got) == len(slugs)
+    for slug, row in zip(slugs, got):
+        assert (row is None) == (slug_problem(slug) is None), (slug, row)
+        if row is not None:
+            assert [i["path"] for i in row["issues"]] == ["slug"], (slug, row)
+        if slug in DEVICES:
+            assert "Windows device name" in row["message"], row
