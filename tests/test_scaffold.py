@@ -146,7 +146,7 @@ def test_python_tools_type_check_with_the_generated_protocols(tmp_path):
 )
 def test_bad_names_are_refused(name, tmp_path, capsys):
     assert main(["new", name, "--dir", str(tmp_path)]) == 2
-    assert "is not a gem name: start with a lowercase letter" in capsys.readouterr().err
+    assert "is not a slug: start with a lowercase letter" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 

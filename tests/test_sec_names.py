@@ -17,6 +17,7 @@ from test_sec_resources import DATA, DATA_SHA, past_the_loader
 
 import workbench
 from workbench.cli import main as cli_main
+from workbench.gem.names import DEVICES, SLUG, slug_problem
 
 RESERVED = ["con", "CON", "Con", "prn", "aux", "nul", "NUL.txt", "con.tar.gz", "com1", "COM9", "lpt1",
             "Lpt9.log", "aux.", "gem."]  # fmt: skip
@@ -115,3 +116,48 @@ def test_SEC2_an_ekanos_slug_windows_reserves_is_E_MANIFEST_at_slug(tmp_path: Pa
         workbench.open(root)
     assert err.value.details["pointer"].startswith("slug"), err.value
     assert "Windows device name" in err.value.message
+
+
+# A slug (gem-workbench new, an Ekanos slug): every device in the Python table, names that only
+# look like one, and the syntax's edges (the real end of the string: "con\n" is no slug either).
+SLUGS_REFUSED = sorted(DEVICES) + ["Con", "con.txt", "con-", "con\n", "-a", "1a", "a_b", "", "a" * 64]
+SLUGS_FINE = ["console", "com10", "com0", "lpt", "auxiliary", "con-x", "nul1", "a", "a-b", "a" * 63]
+
+
+def loader_slug_problems(slug: str) -> list[tuple[str, str]]:
+    from workbench.platforms.ekanos.loader import check_description
+
+    return [p for p in check_description(Path("integration.ts"), {"slug": slug}) if p[0] == "slug"]
+
+
+@pytest.mark.parametrize("slug", SLUGS_REFUSED + SLUGS_FINE)
+def test_SEC2_new_and_the_ekanos_loader_take_the_same_names(slug: str, tmp_path: Path, capsys: Any) -> None:
+    """One rule (gem.names.slug_problem): what `new` refuses, an Ekanos loader refuses, and why."""
+    why = slug_problem(slug)
+    assert (why is None) == (slug in SLUGS_FINE)
+    assert loader_slug_problems(slug) == ([] if why is None else [("slug", why)])
+    code = cli_main(["new", "--platform", "ekanos", "--lang", "js", "--dir", str(tmp_path), "--", slug])
+    assert code == (0 if why is None else 2)
+    if why is not None:
+        assert f"gem name {why}" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.deno
+def test_SEC2_defineIntegration_refuses_the_slugs_the_workbench_refuses(tmp_path: Path) -> None:
+    """The served SDK's defineIntegration, run over the Python table's cases: it refuses exactly
+    the slugs slug_problem does (it took `con` before), a device name as one at `slug`."""
+    from test_ekanos_sdk import PROBE, deno_json
+
+    assert all(SLUG.fullmatch(d) for d in DEVICES)  # so each is a case the TS check must refuse itself
+    slugs = SLUGS_REFUSED + SLUGS_FINE
+    got = deno_json(
+        tmp_path,
+        PROBE + f"console.log(JSON.stringify({json.dumps(slugs)}.map((slug) => probe(good({{ slug }})))));",
+    )
+    assert isinstance(got, list) and len(got) == len(slugs)
+    for slug, row in zip(slugs, got):
+        assert (row is None) == (slug_problem(slug) is None), (slug, row)
+        if row is not None:
+            assert [i["path"] for i in row["issues"]] == ["slug"], (slug, row)
+        if slug in DEVICES:
+            assert "Windows device name" in row["message"], row

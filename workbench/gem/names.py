@@ -7,6 +7,11 @@ test holds equal to it); and not a name Windows keeps for a device or changes (`
 CON, PRN, AUX, NUL, COM1–COM9, LPT1–LPT9 in any case and with any extension (`con.txt`,
 `Aux.tar.gz`), or a name ending in a dot or a space, which Windows drops (`gem.` is `gem`).
 Such a folder cannot be made or opened there, or is another folder's.
+
+A slug (SLUG) is the stricter name `gem-workbench new` takes (the folder, the id and, for
+Ekanos, the integration's `slug`) and an Ekanos loader checks: lower case, no '.', at most 63,
+no final '-'; `slug_problem` adds `reserved`. The served SDK's defineIntegration applies the
+same (sdk/index.ts), held to this one by tests/test_sec_names.py over every name in DEVICES.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ SAFE_NAME_PATTERN = f"^{SAFE_NAME.pattern}\\Z"
 DEVICES = frozenset(
     ["con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))]
 )
+#: a slug; fullmatch, so it ends at the real end of the string ("con\n" is not a slug)
+SLUG = re.compile(r"[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?")
+SLUG_WHAT = "start with a lowercase letter, then lowercase letters, digits or '-' (at most 63, no final '-')"
 _SAFE_WHAT = "a letter or digit, then letters, digits, '.', '_' or '-', at most 128 characters, no '..'"
 
 
@@ -44,5 +52,13 @@ def name_problem(name: str) -> str | None:
     """Why `name` is not a safe name (SAFE_NAME, not `reserved`), or None."""
     if not SAFE_NAME.fullmatch(name):
         return f"{name[:80]!r} is not a safe file name: {_SAFE_WHAT} (SEC2)"
+    why = reserved(name)
+    return f"{why} (SEC2)" if why else None
+
+
+def slug_problem(name: str) -> str | None:
+    """Why `name` is not a slug (SLUG, not `reserved`), or None."""
+    if not SLUG.fullmatch(name):
+        return f"{name[:80]!r} is not a slug: {SLUG_WHAT}"
     why = reserved(name)
     return f"{why} (SEC2)" if why else None

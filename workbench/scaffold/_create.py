@@ -14,11 +14,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..gem.names import reserved
+from ..gem.names import slug_problem
 
 TEMPLATES = Path(__file__).parent / "templates"
-#: folder name = gem id / Ekanos slug: safe as a path, an id (SEC2) and a slug (K4)
-NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}\Z")
 TOOL = re.compile(r"^[a-z][a-z0-9_]{0,62}\Z")
 EXT = {"ts": "ts", "js": "js", "py": "py"}
 SCHEMA_REF = "./.gem-workbench/manifest.schema.json"
@@ -29,15 +27,12 @@ class ScaffoldError(Exception):
 
 
 def _check(name: str, platform: str, lang: str, tool: str, target: Path) -> None:
-    if not NAME.match(name) or name.endswith("-"):
-        raise ScaffoldError(
-            f"{name!r} is not a gem name: start with a lowercase letter, then lowercase letters, "
-            "digits or '-' (at most 63, no trailing '-'), e.g. my-gem; it names the folder, the "
-            "gem's id and, for Ekanos, the integration's slug"
-        )
-    why = reserved(name)  # the loaders' rule for ids: the gem could not be opened
+    why = slug_problem(name)  # the loaders' rule for an id and an Ekanos slug: else it could not be opened
     if why:
-        raise ScaffoldError(f"gem name {why}; it would name the folder and the gem's id: choose another name")
+        raise ScaffoldError(
+            f"gem name {why}; choose another, e.g. my-gem: it names the folder, the gem's id and, "
+            "for Ekanos, the integration's slug"
+        )
     if not TOOL.match(tool):
         raise ScaffoldError(
             f"--tool {tool!r}: a tool name is lowercase snake_case (^[a-z][a-z0-9_]*$), e.g. hello"

@@ -22,7 +22,7 @@ from ..._json import deeper_than
 from ...gem.folder import clip, realpath
 from ...gem.links import GemLinks
 from ...gem.model import LANGUAGES, Manifest, ToolSpec
-from ...gem.names import reserved
+from ...gem.names import slug_problem
 from ...gem.rules import SchemaRules
 from ...gem.schema import check_input_schema
 from ...providers.hostnames import NUMBERISH, address_problem, ipv4_reading, name_problem
@@ -186,10 +186,10 @@ def check_description(module: Path, d: Any) -> list[tuple[str, str]]:
         return [("", "the description is not an object (or nested too deeply)")]
     out: list[tuple[str, str]] = []
     slug = d.get("slug")
-    if not isinstance(slug, str) or not re.fullmatch(r"[a-z][a-z0-9-]{0,62}", slug) or slug.endswith("-"):
-        out.append(("slug", "a slug is lower-case letters, digits and hyphens, starting with a letter"))
-    elif why := reserved(slug):  # the slug is the gem's id (gem.names): the workbench's rule, not K4
-        out.append(("slug", f"{why} (SEC2)"))
+    if not isinstance(slug, str):
+        out.append(("slug", "a slug is a string, e.g. 'acme-payments'"))
+    elif why := slug_problem(slug):  # K4, and the gem's id (gem.names: the workbench's rule, SEC2)
+        out.append(("slug", why))
     egress = d.get("egress")
     if not isinstance(egress, list):
         out.append(("egress", "a list of host names"))

@@ -70,6 +70,10 @@ export class IntegrationDefinitionError extends Error {
 // generated schema must give an error, not a hang (STYLE habit 12).
 export const LIMITS = { depth: 64, tools: 200, schemaNodes: 10_000, issues: 100, slug: 63, storageKey: 200 };
 const SLUG = /^[a-z][a-z0-9-]*$/;
+// Windows' device names, refused as a slug (the integration's id names its state folder, SEC2):
+// the workbench's table (gem/names.py DEVICES), which tests/test_sec_names.py holds this to.
+const DIGITS = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+const DEVICES = new Set(['con', 'prn', 'aux', 'nul', ...DIGITS.flatMap((i) => [`com${i}`, `lpt${i}`])]);
 const TOOL_NAME = /^[a-z][a-z0-9_]*$/;
 const ROOT_KEYS = ['type', 'properties', 'required', 'additionalProperties'];
 
@@ -199,6 +203,12 @@ export function defineIntegration<T extends IntegrationDefinition>(def: T): T {
     issues.push({
       path: 'slug',
       message: `${describe(slug)} is not a slug: ^[a-z][a-z0-9-]*$, at most ${LIMITS.slug} characters, no trailing hyphen`,
+    });
+  } else if (DEVICES.has(slug)) {
+    issues.push({
+      path: 'slug',
+      message: `"${slug}" is a Windows device name (CON, PRN, AUX, NUL, COM1-COM9 and LPT1-LPT9 are reserved): ` +
+        'the slug names the integration\'s folder, which cannot be made there',
     });
   }
   let egress: readonly string[] = [];
