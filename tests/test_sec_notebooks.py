@@ -7,6 +7,8 @@ session included. Real notebooks on real kernels.
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,8 @@ import pytest
 
 from workbench.testing import NotebookFailure, run_notebook
 from workbench.testing._outputs import HEAD, OVERHEAD, TAIL
+
+pytest_plugins = ["pytester"]
 
 
 def write_notebook(path: Path, *cells: str) -> Path:
@@ -96,3 +100,70 @@ def test_SEC5_a_display_updated_after_a_flood_is_still_found(tmp_path: Path):
     nb = run_notebook(write_notebook(tmp_path / "upd.ipynb", *cells), timeout=300)
     texts = [o.get("data", {}).get("text/plain") for o in nb.cells[0]["outputs"]]
     assert "'late, updated'" in texts and "'late'" not in texts
+
+
+# Each way out of the kernel's process group: a new session, setsid by hand, a double fork;
+# each writes its pid to pids.txt, then the cell ends (or fails) with them running.
+ESCAPES = """
+import os, subprocess, time
+pids = [subprocess.Popen(["sleep", "600"], start_new_session=True).pid]
+p = subprocess.Popen(["python3", "-c", "import os, time; os.setsid(); print(os.getpid(), flush=True); time.sleep(600)"],
+                     stdout=subprocess.PIPE, text=True)
+pids.append(int(p.stdout.readline()))
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, str(os.getpid()).encode())
+        os.execvp("sleep", ["sleep", "600"])
+    os._exit(0)
+os.close(w)
+pids.append(int(os.read(r, 32)))
+open("pids.txt", "w").write(" ".join(map(str, pids)))
+"""
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie (a zombie waits for PID 1 to reap it: it runs nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("ending", ["passes", "fails"])
+def test_SEC5_processes_a_notebook_started_are_gone_once_its_kernel_ended(tmp_path: Path, ending: str):
+    cells = (ESCAPES, "1/0" if ending == "fails" else "print('done')")
+    pids: list[int] = []
+    try:
+        try:
+            run_notebook(write_notebook(tmp_path / "escape.ipynb", *cells), timeout=60)
+        except NotebookFailure:
+            assert ending == "fails"
+        pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
+        assert len(pids) == 3 and [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:  # (before the fix: they ran on)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_SEC5_processes_of_notebooks_run_by_the_plugin_are_gone_after_the_session(pytester: pytest.Pytester):
+    """Through pytest: a passing notebook's kernel ends while the next one runs (plugin)."""
+    write_notebook(pytester.path / "a_escape.ipynb", ESCAPES)
+    write_notebook(pytester.path / "b_next.ipynb", "print('next')")
+    pids: list[int] = []
+    try:
+        result = pytester.runpytest("a_escape.ipynb", "b_next.ipynb", "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=2)
+        pids = [int(p) for p in (pytester.path / "pids.txt").read_text().split()]
+        assert len(pids) == 3 and [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
