@@ -20,6 +20,7 @@ from typing import IO, Any
 from jupyter_client.manager import AsyncKernelManager
 
 from ._client import ReadyClient
+from ._reap import MARKER, kill_marked, new_marker
 from .notebook import OUTPUT_TAIL  # (of the kernel's own output too: `output()`)
 
 #: Arguments every notebook kernel starts with: IPython history in memory (nothing shared
@@ -58,6 +59,7 @@ class NotebookKernel:
         self._home: tempfile.TemporaryDirectory[str] | None = None
         self._ending: threading.Thread | None = None
         self._process: subprocess.Popen[bytes] | None = None  # what _ending waits for
+        self.marker = new_marker()  # in its environment: its descendants are found by it
 
     def end_in_background(self, grace: float) -> bool:
         """After a shutdown request: a thread waits up to `grace` seconds for the process to
@@ -80,10 +82,12 @@ class NotebookKernel:
         return True
 
     def kill(self) -> None:
-        """Kill its process now, unless it has ended (and was reaped: its pid may be another's)."""
+        """Kill its process now, unless it has ended (and was reaped: its pid may be another's),
+        and every process it started."""
         process = getattr(self.km.provisioner, "process", None)
         if isinstance(process, subprocess.Popen) and process.poll() is None:
             process.kill()
+        kill_marked(self.marker)
 
     def output(self) -> str:
         """What the kernel's process wrote since the last call (its last OUTPUT_TAIL bytes);
@@ -143,6 +147,8 @@ class NotebookKernel:
                 await self.km.cleanup_resources()
             finally:
                 _live.discard(self)
+                # what it started and left running, in a session of its own included (_reap)
+                kill_marked(self.marker)
                 if self._home is not None:
                     self._home.cleanup()
                     self._home = None
@@ -170,7 +176,7 @@ async def astart_kernel(
     km = AsyncKernelManager(kernel_name=kernel_name, client_factory=ReadyClient)
     kernel = NotebookKernel(nb_path, km, folder, environ)
     _live.add(kernel)
-    kernel_env = dict(environ)
+    kernel_env = {**environ, MARKER: kernel.marker}
     if "GEM_WORKBENCH_HOME" not in (env or {}):
         kernel._home = tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True)
         kernel_env["GEM_WORKBENCH_HOME"] = kernel._home.name

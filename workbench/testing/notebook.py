@@ -284,13 +284,27 @@ def _client_class() -> type:
     from nbclient import NotebookClient
 
     from . import _interrupt
+    from ._outputs import OutputBound
 
     class Client(NotebookClient):
-        """nbclient's client, with Ctrl-C ours while the kernel boots too (see _interrupt)."""
+        """nbclient's client, with Ctrl-C ours while the kernel boots too (see _interrupt), and
+        each cell's outputs bounded as they arrive (see _outputs)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._bound = OutputBound()
 
         async def async_start_new_kernel_client(self) -> Any:
             _interrupt.reclaim()  # (nbclient set its own SIGINT handler just before this)
             return await super().async_start_new_kernel_client()
+
+        def output(
+            self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int
+        ) -> Any:
+            out = super().output(outs, msg, display_id, cell_index)
+            if out is not None and outs and outs[-1] is out:  # (an Output widget's hook keeps none)
+                self._bound.added(outs, cell_index, self._display_id_map)
+            return out
 
     return Client
 

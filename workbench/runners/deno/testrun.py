@@ -2,19 +2,18 @@
 
 Each test file runs in its own `deno test` process, with the SDK's import map (`@ekanos/sdk`,
 `@ekanos/sdk/testing`, `vitest`), read access to the integration folder and the SDK only (no
-net, env, write, run), the sandbox's minimal environment and a timeout. One process per file
-because Deno's JUnit report names the file that called `Deno.test`, which under the vitest shim
-is the shim; and because a file that throws at import then fails alone. Results come from the
-JUnit report (`--junit-path`); the console output is kept only for what the report lacks (an
-uncaught error, a timeout), bounded.
+net, env, write, run), the sandbox's minimal environment and a timeout; its static import graph
+is checked first (`imports.py`: Deno loads it without checking `--allow-read`). One process per
+file because Deno's JUnit report names the file that called `Deno.test`, which under the vitest
+shim is the shim; and because a file that throws at import then fails alone. Results come from
+the JUnit report (`--junit-path`: a FIFO, read with a bound as Deno writes it); the console
+output is kept only for what the report lacks (an uncaught error, a timeout), bounded.
 """
 
 from __future__ import annotations
 
 import os
-import select
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -23,14 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..._deno import DENO_FLAGS, deno_bin, minimal_env
+from ..._errors import WorkbenchError
 from ..._text import terminal_safe
 from ...gem.links import GemLinks
 from ...platforms.ekanos.loader import IMPORT_MAP
 from ...platforms.ekanos.loader import SDK as SDK_DIR
 from ..python import CappedLog, render_logs
+from .imports import refused_import
+from .pump import Bytes, capped, pump
 
 #: Bytes of console output kept per file (its head and tail).
 OUTPUT_LIMIT = 64 * 1024
+#: Bytes of a file's JUnit report read at most; more stops the run.
 JUNIT_LIMIT = 16 * 1024 * 1024
 TEST_SUFFIXES = (".test.ts", ".test.js")
 # Deno exits 1 when a test used `only` even if all passed; vitest does not, and neither do we.
@@ -103,72 +106,82 @@ def _run_file(folder: Path, file: Path, *, deno_dir: Path, timeout: float | None
     if not blocker.is_file():
         shutil.rmtree(blocker, ignore_errors=True)
         blocker.touch()
-    tmp = Path(tempfile.mkdtemp(prefix="wb-tstest-"))
-    junit = tmp / "junit.xml"
-    try:
-        proc = subprocess.Popen(
-            _command(folder, file, junit),
-            cwd=folder,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=minimal_env(deno_dir),
-            start_new_session=True,
+    deadline = None if timeout is None else time.monotonic() + timeout
+    refused = refused_import(
+        file, [folder, SDK_DIR], import_map=IMPORT_MAP, deno_dir=deno_dir, deadline=deadline
+    )
+    if refused is not None and refused.code == "E_TIMEOUT":
+        return [
+            TsTestCase("(timeout)", file, "failed", timeout or 0.0, _timeout_message(timeout, str(refused)))
+        ]
+    if refused is not None:
+        return [TsTestCase("(imports)", file, "failed", 0.0, str(refused))]
+    output, code, report = _run_deno_test(folder, file, deno_dir, deadline)
+    if code == "full":
+        over = WorkbenchError(
+            "E_TOO_LARGE",
+            f"the JUnit report of {file.name} is over {JUNIT_LIMIT:,} bytes (the limit of a test "
+            "file's report): the run was stopped as Deno wrote it. Fewer or shorter test names",
+            limit=JUNIT_LIMIT,
         )
-        output, timed_out = _collect(proc, timeout)
-        cases = _parse_junit(junit, file)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if timed_out:
+        return [TsTestCase("(report)", file, "failed", 0.0, str(over))]
+    cases = _parse_junit(report, file)
+    if code == "timeout":
         return [
             *cases,
             TsTestCase("(timeout)", file, "failed", timeout or 0.0, _timeout_message(timeout, output)),
         ]
     failed = any(c.outcome == "failed" for c in cases)
-    if proc.returncode != 0 and not failed and not (_ONLY in output and cases):
-        cases.append(TsTestCase("(uncaught error)", file, "failed", 0.0, _uncaught(output, proc.returncode)))
+    if code != 0 and not failed and not (_ONLY in output and cases):
+        cases.append(TsTestCase("(uncaught error)", file, "failed", 0.0, _uncaught(output, code)))
     return cases
 
 
-def _collect(proc: subprocess.Popen[bytes], timeout: float | None) -> tuple[str, bool]:
-    """The process's output (bounded) and whether it ran over `timeout` (then it is killed)."""
-    assert proc.stdout is not None
-    log = CappedLog(OUTPUT_LIMIT)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    timed_out = False
-    fd = proc.stdout.fileno()
+def _run_deno_test(
+    folder: Path, file: Path, deno_dir: Path, deadline: float | None
+) -> tuple[str, str | int | None, bytes | None]:
+    """(console output, exit code or "timeout" or "full", the JUnit report or None).
+
+    The report goes to a FIFO read as Deno writes it, JUNIT_LIMIT bytes at most: nothing of it
+    is stored on disk, and a report over the limit stops the run (SEC5)."""
+    tmp = Path(tempfile.mkdtemp(prefix="wb-tstest-"))
+    junit = tmp / "junit.xml"
+    log, report = CappedLog(OUTPUT_LIMIT), Bytes(JUNIT_LIMIT)
     try:
-        while True:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                timed_out = True
-                break
-            if not select.select([fd], [], [], left)[0]:
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            log.write(chunk)
-    finally:
-        if timed_out or proc.poll() is None:
+        os.mkfifo(junit, 0o600)
+        fifo = os.open(junit, os.O_RDONLY | os.O_NONBLOCK)  # never blocks: no writer needed
+        try:
+            proc = subprocess.Popen(
+                _command(folder, file, junit),
+                cwd=folder,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=minimal_env(deno_dir),
+                start_new_session=True,
+            )
+            assert proc.stdout is not None
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait()
-        proc.stdout.close()
-    return terminal_safe(render_logs([("output", log)], OUTPUT_LIMIT)), timed_out
+                out = proc.stdout.fileno()
+                status = pump(proc, out, {out: capped(log), fifo: report}, deadline)
+            finally:
+                proc.stdout.close()
+        finally:
+            os.close(fifo)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    output = terminal_safe(render_logs([("output", log)], OUTPUT_LIMIT))
+    code: str | int | None = proc.returncode if status == "done" else status
+    return output, code, bytes(report.data) if report.data else None
 
 
-def _parse_junit(path: Path, file: Path) -> list[TsTestCase]:
-    try:
-        if path.stat().st_size > JUNIT_LIMIT:
-            return [
-                TsTestCase("(report)", file, "failed", 0.0, f"the JUnit report is over {JUNIT_LIMIT} bytes")
-            ]
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
+def _parse_junit(report: bytes | None, file: Path) -> list[TsTestCase]:
+    if report is None:
         return []  # no report: the process died before writing it; the exit code tells
+    try:
+        root = ET.fromstring(report)
+    except ET.ParseError:
+        return []  # cut short (killed while writing it): the exit code or the timeout tells
     cases: list[TsTestCase] = []
     seen: dict[str, int] = {}
     for tc in root.iter("testcase"):
@@ -193,7 +206,7 @@ def _parse_junit(path: Path, file: Path) -> list[TsTestCase]:
     return cases
 
 
-def _uncaught(output: str, code: int | None) -> str:
+def _uncaught(output: str, code: str | int | None) -> str:
     """The ERRORS section of Deno's report (the uncaught error and its stack), else the output."""
     start = output.find(" ERRORS ")
     end = output.find(" FAILURES ", start)

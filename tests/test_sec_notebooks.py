@@ -1,0 +1,169 @@
+"""Issue 25 around notebook tests: what a hostile notebook can do to the run that tests it.
+
+A cell's output is bounded while the cell runs, not only in the report (SEC5); every process a
+notebook's kernel started is gone once its kernel ended, those that left its process group or
+session included. Real notebooks on real kernels.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workbench.testing import NotebookFailure, run_notebook
+from workbench.testing._outputs import HEAD, OVERHEAD, TAIL
+
+pytest_plugins = ["pytester"]
+
+
+def write_notebook(path: Path, *cells: str) -> Path:
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nbformat.write(new_notebook(cells=[new_code_cell(c) for c in cells]), path)
+    return path
+
+
+def kept(cell: Any) -> int:
+    """Characters a cell's outputs hold, each output counted as the bound counts it."""
+    total = 0
+    for out in cell["outputs"]:
+        text = out.get("text") if out["output_type"] == "stream" else "".join(map(str, out["data"].values()))
+        total += len(text) + OVERHEAD
+    return total
+
+
+FLOODS = {
+    # 40 MB in 400 messages of 100 kB
+    "large_prints": "for i in range(400): print(f'{i:04d} ' + 'x' * 100_000)\nprint('THE END')",
+    # 20,000 flushed prints of 200 characters: a message and an output each, unmerged
+    "flushed_prints": "for i in range(20_000): print(f'{i:06d} ' + 'z' * 192, flush=True)\nprint('THE END')",
+    # 12,000 display() results (3 MB counted at 256 each: nbclient drops what comes 4 s after the reply)
+    "displays": "from IPython.display import display\nfor i in range(12_000): display(i)\nprint('THE END')",
+    # one print of 30 MB
+    "one_print": "print('0000 ' + 'y' * 30_000_000 + ' THE END')",
+}
+
+
+@pytest.mark.parametrize("flood", sorted(FLOODS))
+def test_SEC5_a_flooding_cell_keeps_a_bounded_head_and_tail_of_its_output(tmp_path: Path, flood: str):
+    nb = run_notebook(write_notebook(tmp_path / "flood.ipynb", FLOODS[flood]), timeout=300)
+    cell = nb.cells[0]
+    assert kept(cell) <= HEAD + 2 * TAIL + 2 * OVERHEAD + 1000, kept(cell)
+    text = "".join(o.get("text", "") or str(o.get("data", {}).get("text/plain", "")) for o in cell["outputs"])
+    assert text.startswith("0") and text.rstrip().endswith("THE END")
+    assert "characters of this cell's output dropped while it ran" in text or "characters dropped" in text
+
+
+def test_SEC5_a_failing_cell_after_a_flood_reports_its_end(tmp_path: Path):
+    cells = ("for i in range(200): print(f'{i:04d} ' + 'x' * 100_000)\nprint('LAST LINE')\n1/0",)
+    with pytest.raises(NotebookFailure) as failed:
+        run_notebook(write_notebook(tmp_path / "flood.ipynb", *cells), timeout=300)
+    assert "LAST LINE" in failed.value.output and "ZeroDivisionError" in failed.value.headline()
+    assert len(failed.value.output) < 70_000
+
+
+def test_SEC5_outputs_under_the_bound_and_display_updates_are_kept_as_they_were(tmp_path: Path):
+    cells = (
+        "from IPython.display import display\n"
+        "h = display('first', display_id=True)\n"
+        "for i in range(3): print('line', i)\n"
+        "import sys; print('warn', file=sys.stderr)\n"
+        "h.update('updated')\n"
+        "print('done')",
+    )
+    nb = run_notebook(write_notebook(tmp_path / "small.ipynb", *cells), timeout=120)
+    outputs = [
+        (o["output_type"], o.get("name"), o.get("text") or o["data"]["text/plain"])
+        for o in nb.cells[0]["outputs"]
+    ]
+    assert outputs[0] == ("display_data", None, "'updated'")
+    assert ("stream", "stdout", "line 0\nline 1\nline 2\n") in outputs or "".join(
+        t for k, n, t in outputs if n == "stdout"
+    ) == "line 0\nline 1\nline 2\ndone\n"
+    assert ("stream", "stderr", "warn\n") in outputs
+
+
+def test_SEC5_a_display_updated_after_a_flood_is_still_found(tmp_path: Path):
+    """Outputs dropped from the middle move the later ones: the display-id index follows."""
+    cells = (
+        "from IPython.display import display\n"
+        "for i in range(5000): display(i)\n"
+        "h = display('late', display_id=True)\n"
+        "for i in range(2500): display(i)\n"
+        "h.update('late, updated')",
+    )
+    nb = run_notebook(write_notebook(tmp_path / "upd.ipynb", *cells), timeout=300)
+    texts = [o.get("data", {}).get("text/plain") for o in nb.cells[0]["outputs"]]
+    assert "'late, updated'" in texts and "'late'" not in texts
+
+
+# Each way out of the kernel's process group: a new session, setsid by hand, a double fork;
+# each writes its pid to pids.txt, then the cell ends (or fails) with them running.
+ESCAPES = """
+import os, subprocess, time
+pids = [subprocess.Popen(["sleep", "600"], start_new_session=True).pid]
+p = subprocess.Popen(["python3", "-c", "import os, time; os.setsid(); print(os.getpid(), flush=True); time.sleep(600)"],
+                     stdout=subprocess.PIPE, text=True)
+pids.append(int(p.stdout.readline()))
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, str(os.getpid()).encode())
+        os.execvp("sleep", ["sleep", "600"])
+    os._exit(0)
+os.close(w)
+pids.append(int(os.read(r, 32)))
+open("pids.txt", "w").write(" ".join(map(str, pids)))
+"""
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie (a zombie waits for PID 1 to reap it: it runs nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("ending", ["passes", "fails"])
+def test_SEC5_processes_a_notebook_started_are_gone_once_its_kernel_ended(tmp_path: Path, ending: str):
+    cells = (ESCAPES, "1/0" if ending == "fails" else "print('done')")
+    pids: list[int] = []
+    try:
+        try:
+            run_notebook(write_notebook(tmp_path / "escape.ipynb", *cells), timeout=60)
+        except NotebookFailure:
+            assert ending == "fails"
+        pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
+        assert len(pids) == 3 and [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:  # (before the fix: they ran on)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_SEC5_processes_of_notebooks_run_by_the_plugin_are_gone_after_the_session(pytester: pytest.Pytester):
+    """Through pytest: a passing notebook's kernel ends while the next one runs (plugin)."""
+    write_notebook(pytester.path / "a_escape.ipynb", ESCAPES)
+    write_notebook(pytester.path / "b_next.ipynb", "print('next')")
+    pids: list[int] = []
+    try:
+        result = pytester.runpytest("a_escape.ipynb", "b_next.ipynb", "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=2)
+        pids = [int(p) for p in (pytester.path / "pids.txt").read_text().split()]
+        assert len(pids) == 3 and [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
