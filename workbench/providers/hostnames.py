@@ -26,6 +26,8 @@ _SIIT = ipaddress.ip_network("::ffff:0:0:0/96")  # RFC 2765's IPv4-translated ::
 _NOT_PUBLIC = (
     (ipaddress.ip_network("fec0::/10"), "a site-local address (a private range, RFC 3879)"),
     (ipaddress.ip_network("192.0.0.0/24"), "an IETF protocol address (RFC 6890), not public"),
+    (ipaddress.ip_network("3fff::/20"), "a documentation address (RFC 9637), not public"),
+    (ipaddress.ip_network("5f00::/16"), "a segment-routing address (RFC 9602), not public"),
 )
 #: names every resolver keeps to this machine or its network (RFC 6761, 6762, 8375; /etc/hosts)
 LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
