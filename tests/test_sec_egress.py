@@ -132,6 +132,31 @@ def test_K6_a_name_that_resolves_to_a_private_address_is_refused_at_fetch(
     assert httpserver.log == [] and asked == ["api.demo.example"]
 
 
+@pytest.mark.parametrize(
+    "answer, why",
+    [
+        ("fec0::1", "site-local"),  # deprecated, still routed inside some networks
+        ("::ffff:0:7f00:1", "carries 127.0.0.1"),  # SIIT's IPv4-translated 127.0.0.1
+        ("::ffff:0:a9fe:a9fe", "carries 169.254.169.254"),
+        ("192.0.0.8", "IETF protocol"),
+        ("3fff::1", "documentation"),
+        ("5f00::1", "segment-routing"),
+    ],
+)
+def test_K6_a_name_that_resolves_into_a_range_pythons_is_global_misses_is_refused(
+    tmp_path: Path, opened: Callable, httpserver: Any, hostile_dns: Callable, answer: str, why: str
+) -> None:
+    """Ranges Python 3.11's `is_global` calls public: site-local fec0::/10, RFC 2765's
+    translated ::ffff:0:a.b.c.d, 192.0.0.0/24, 3fff::/20, 5f00::/16. A fetch there was
+    attempted before."""
+    hostile_dns({"api.demo.example": [answer]})
+    root = fetcher(tmp_path / "i", ["api.demo.example"])
+    bench = opened(root, http=_ToPort(httpserver.port), http_timeout=3)
+    code, message = bench.call("f", {"url": "https://api.demo.example/v1"}).value
+    assert code == "E_PERM_DENIED" and f"resolves to {answer}" in message and why in message, message
+    assert httpserver.log == []
+
+
 def test_K6_every_redirect_hop_is_resolved_and_checked_again(
     tmp_path: Path, opened: Callable, httpserver: Any, hostile_dns: Callable
 ) -> None:

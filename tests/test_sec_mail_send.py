@@ -49,6 +49,11 @@ ATTACKS: list[tuple[dict[str, Any], str, str | None]] = [
     ({"subject": "a\x0cb"}, "subject", "header_injection"),  # FF
     ({"subject": "a\x00b"}, "subject", "header_injection"),
     ({"subject": "=?utf-8?q?bell=07?="}, "subject", None),  # a control character, decoded
+    # a word whose text is a word: written on the wire as the inner word, which a reader decodes
+    ({"subject": b64("=?utf-8?q?hi=0D=0ABcc:_eve@evil.example?=")}, "subject", "header_injection"),
+    ({"subject": "=?utf-8?q?=3D=3Futf-8=3Fb=3FaGkNCkJjYzogZXZl=3F=3D?="}, "subject", "header_injection"),
+    ({"subject": "Re: " + b64(b64(b64("x\r\nBcc: eve@evil.example")))}, "subject", "header_injection"),
+    ({"subject": "=?utf-8?q?a?=" + b64("=?utf-8?q?=0A?=")}, "subject", "header_injection"),
     ({"to": ["=?utf-8?q?x=0D=0ABcc:_eve=40evil.example?=@acme.example"]}, "to/0", "header_injection"),
     ({"cc": ["=?utf-8?q?x=0ABcc:_eve?=@acme.example"]}, "cc/0", "header_injection"),
     ({"cc": ["bob@acme.example", "=?utf-8?q?ann?=@acme.example"]}, "cc/1", None),  # RFC 2047 §5

@@ -166,6 +166,51 @@ def test_SEC5_bench_results_keep_the_newest_calls_within_their_limit(
     assert df["message"].iloc[0] in presenter("bench_html")(bench)
 
 
+HTTP_FLOOD = {  # n fetches, each with a 16 KiB query, to a mock handler that answers them all
+    "py": "def handle(i, ctx):\n    for k in range(i['n']):\n        ctx.http.fetch(f'https://api.acme.example/v1/{k}?q=' + 'x' * 2**14)\n    return 'done'\n",
+    "js": "export async function handle(i, ctx) {\n  for (let k = 0; k < i.n; k++) await ctx.http.fetch(`https://api.acme.example/v1/${k}?q=` + 'x'.repeat(2 ** 14));\n  return 'done';\n}\n",
+}
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_a_tool_fetching_long_urls_leaves_the_http_log_bounded(
+    lang: str, gem: GemBuilder, opened: Any
+) -> None:
+    """4 calls of 600 fetches with 16 KiB URLs (38 MiB of URLs, which bench.http() kept whole
+    before: one row per fetch, no cap) leave less than 12 MiB in the bench's process: the HTTP
+    log keeps the newest 1 MiB of rows, and its first row says how many went. Only the values
+    and ids are held here (a CallResult holds its trace, bounded by trace_chars)."""
+    import gc
+    import tracemalloc
+
+    from workbench.ctx.limits import Limits
+
+    gem.tool("flood", HTTP_FLOOD[lang], ext=lang)
+    gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
+    limits = Limits(http_log_chars=MiB, trace_chars=MiB, results_bench_chars=4 * MiB)
+    handlers = [{"match": "https://api.acme.example/", "respond": {"text": "ok"}}]
+    bench = opened(gem, limits=limits, http=handlers)
+    assert bench.call("flood", {"n": 1}).ok
+    tracemalloc.start()
+    try:
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        results = [(r.value, r.call_id) for r in (bench.call("flood", {"n": 600}) for _ in range(4))]
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert [value for value, _ in results] == ["done"] * 4
+    assert grown < 12 * MiB, f"the bench kept {grown:,} bytes more"
+    log = bench.http()
+    first, kept = log.iloc[0], log.iloc[1:]
+    assert first["error"] == "dropped" and "Limits.http_log_chars" in first["reason"]
+    assert f"{1 + 4 * 600 - len(kept):,} older requests" in first["reason"]
+    assert 50 <= len(kept) <= 64 and kept["url"].str.len().sum() <= MiB
+    assert kept["url"].iloc[-1].startswith("https://api.acme.example/v1/599?q=xxx")
+    assert (kept["call_id"] == results[-1][1]).all() and (kept["status"] == 200).all()
+
+
 # -- a tool's text reaches terminals and reports with its control codes made visible --------------
 
 HOSTILE = (

@@ -97,3 +97,48 @@ def test_K6_a_secret_read_back_from_storage_in_a_later_bench_is_masked(
     assert SECRET not in text and "leaked ***" in res.error.message
     assert [r["method"] for r in res.trace_rows] == ["storage.account.get", "logger.warn"]  # no secrets.get
     assert res.trace_rows[0]["result"] is not None and "***" in json.dumps(res.trace_rows[0]["result"])
+
+
+#: 1 MiB texts a hostile tool can print: long runs of one token class, a run ended by a
+#: character outside it, percent-escapes with and without a valid %XX, base64 cut by slashes
+_HOSTILE = {
+    "letters": "'a' * N",
+    "dots": "'.' * N",
+    "run then '!'": "'A' * (N - 1) + '!'",
+    "hex then 'g'": "'f' * (N - 1) + 'g'",
+    "escapes": "('%41' * N)[:N]",
+    "broken escapes": "('%4g' * N)[:N]",
+    "base64 between slashes": "('Zm9vYmFy/' * N)[:N]",
+}
+
+
+def test_K6_masking_a_mebibyte_of_hostile_text_takes_linear_time() -> None:
+    """The masker's token patterns start only where a run of their characters starts: the
+    percent pattern scanned to a run's end from every position of it (quadratic: 40,000 letters
+    took 1.3 s, a mebibyte about 13 minutes), so one long console line held the bench. Run in a
+    child process so a regression fails at the timeout instead of hanging the suite; each text
+    ends with the secret, which must still be masked."""
+    import os
+    import subprocess
+    import sys
+
+    import workbench
+
+    here = str(Path(workbench.__file__).parents[1])  # the child imports this workbench, not cwd's
+    script = (
+        "from workbench.ctx.masking import SecretMask\n"
+        f"m = SecretMask(); m.add({SECRET!r}); N = 1 << 20\n"
+        f"for name, text in {{{', '.join(f'{k!r}: {v}' for k, v in _HOSTILE.items())}}}.items():\n"
+        f"    out = m.mask(text + ' ' + {SECRET!r})\n"
+        "    print(name, out.endswith(' ***') and len(out) == len(text) + 4)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=here,
+        env={**os.environ, "PYTHONPATH": here},
+    )
+    assert done.stdout.splitlines() == [f"{name} True" for name in _HOSTILE]

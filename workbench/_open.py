@@ -133,7 +133,12 @@ def open(
     from .ctx.http_credentials import HttpState
     from .providers.http import make_transport
 
-    http_state = HttpState(make_transport(http), credentials, timeout=float(http_timeout))
+    http_state = HttpState(
+        make_transport(http),
+        credentials,
+        timeout=float(http_timeout),
+        log_chars=(limits or profile.limits).http_log_chars,
+    )
     mail = make_mailbox(mailbox, gem_root=manifest.root)
     try:
         provs = make_providers(

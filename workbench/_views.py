@@ -140,7 +140,9 @@ class Views:
     def http(self) -> pd.DataFrame:
         """Every ctx.http.fetch request (N10): call_id, tool, method, url, status, duration_ms,
         connection, credential ("injected", "denied", "dropped"), reason, redirects, error.
-        Credentials never appear here."""
+        Credentials never appear here. The bench keeps the newest Limits.http_log_chars of rows
+        (SEC5); when older ones went, the first row says how many (error "dropped", the note in
+        reason)."""
         import pandas as pd
 
         cols = [
@@ -157,7 +159,11 @@ class Views:
             "error",
         ]
         state = getattr(self.providers, "http", None)
-        return pd.DataFrame(list(state.log) if state else [], columns=cols)
+        rows = list(state.log) if state else []
+        note = state.log.note("request") if state else None
+        if note is not None:  # SEC5: the log keeps the newest Limits.http_log_chars
+            rows.insert(0, {"error": "dropped", "reason": note})
+        return pd.DataFrame(rows, columns=cols)
 
     def calls(self) -> pd.DataFrame:
         from .inspect import frames

@@ -35,8 +35,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError
+from ..platforms.base import Limits
 from ..providers.secrets import from_keyring
 from .http_urls import HostRule, Url, hosts_allowed, path_allowed, path_rule
+from .kept import ROW_CHARS, Ring
 from .masking import SecretMask
 
 if TYPE_CHECKING:
@@ -162,6 +164,11 @@ def _secrets_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
+def _row_chars(row: dict[str, Any]) -> int:
+    """What one HTTP log row costs the bench: its strings (the URL is the tool's, any length)."""
+    return ROW_CHARS + sum(len(v) for v in row.values() if isinstance(v, str))
+
+
 class HttpState:
     """A bench's http: transport, the user's credentials, timeout and the log of every request."""
 
@@ -171,6 +178,7 @@ class HttpState:
         credentials: Mapping[str, Any] | str | os.PathLike[str] | None = None,
         timeout: float = 10.0,
         env: Mapping[str, str] | None = None,
+        log_chars: int = Limits.http_log_chars,
     ) -> None:
         self.transport, self.timeout = transport, timeout
         where, source = "credentials", "credentials="
@@ -183,7 +191,8 @@ class HttpState:
                 "or the path of a JSON secrets file of that shape"
             )
         self.env = os.environ if env is None else env
-        self.log: list[dict[str, Any]] = []
+        # SEC5: a row per fetch (and per redirect hop's URL), the oldest dropped past log_chars
+        self.log: Ring[dict[str, Any]] = Ring(log_chars, _row_chars, "http_log_chars")
         self._secrets = SecretMask()
         self.credentials: dict[str, Credential] = {}
         for name, value in (credentials or {}).items():

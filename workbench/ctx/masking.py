@@ -22,8 +22,11 @@ _DEPTH = 2  # base64 of JSON holding base64 of the secret: two decodings
 # a token starts where no other token character (nor a backslash: JSON's \u00e9) comes before it
 _B64 = re.compile(r"(?<![\\A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{6,}={0,2}")
 _HEX = re.compile(r"(?<![\\0-9A-Za-z])[0-9A-Fa-f]{8,}(?![0-9A-Za-z])")
-# a percent-encoded token ends at a URL's delimiters (/ ? & = : @ ; ,): one query value, not the URL
-_PERCENT = re.compile(r"[A-Za-z0-9._~!*'()+%-]*%[0-9A-Fa-f]{2}[A-Za-z0-9._~!*'()+%-]*")
+# a percent-encoded token ends at a URL's delimiters (/ ? & = : @ ; ,): one query value, not the
+# URL. It starts only where a run of its characters starts: without the lookbehind every position
+# of a long run was a new start scanning to the run's end, quadratic (40,000 letters took 1.3 s)
+_PCHAR = "A-Za-z0-9._~!*'()+%-"
+_PERCENT = re.compile(f"(?<![{_PCHAR}])[{_PCHAR}]*%[0-9A-Fa-f]{{2}}[{_PCHAR}]*")
 
 
 class SecretMask:

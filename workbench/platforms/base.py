@@ -63,6 +63,7 @@ class Limits:
     trace_rows: int = 10_000  # ctx calls one call's trace lists (later ones: counted in a note row)
     trace_chars: int = 16 * MiB  # ctx arguments and results one call's trace keeps, about
     results_bench_chars: int = 256 * MiB  # bench.results: values, logs, traces of the calls
+    http_log_chars: int = 16 * MiB  # the bench's HTTP log (bench.http()): one row per fetch
     # agent custom tools (seed 002)
     tool_calls: int = 50  # A5: cross-tool calls (ctx.tools.<name>) per invocation
     # Ekanos integrations (seed 003; the workbench's reading)

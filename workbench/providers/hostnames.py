@@ -21,6 +21,14 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 NUMBERISH = re.compile(r"[0-9]+|0x[0-9a-f]*", re.IGNORECASE)
 _METADATA = {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_SIIT = ipaddress.ip_network("::ffff:0:0:0/96")  # RFC 2765's IPv4-translated ::ffff:0:a.b.c.d
+#: ranges no public host is in that this Python's `is_global` still calls global
+_NOT_PUBLIC = (
+    (ipaddress.ip_network("fec0::/10"), "a site-local address (a private range, RFC 3879)"),
+    (ipaddress.ip_network("192.0.0.0/24"), "an IETF protocol address (RFC 6890), not public"),
+    (ipaddress.ip_network("3fff::/20"), "a documentation address (RFC 9637), not public"),
+    (ipaddress.ip_network("5f00::/16"), "a segment-routing address (RFC 9602), not public"),
+)
 #: names every resolver keeps to this machine or its network (RFC 6761, 6762, 8375; /etc/hosts)
 LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".home.arpa", ".localdomain")
@@ -80,7 +88,8 @@ def read_address(host: str) -> Address | None:
 
 
 def embedded_ipv4(addr: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 one reaches: mapped, compatible, 6to4, NAT64 or Teredo."""
+    """The IPv4 address an IPv6 one reaches: mapped, translated (SIIT), compatible, 6to4, NAT64
+    or Teredo."""
     if addr.ipv4_mapped is not None:
         return addr.ipv4_mapped
     if addr.sixtofour is not None:
@@ -88,7 +97,7 @@ def embedded_ipv4(addr: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     if addr.teredo is not None:
         return addr.teredo[1]
     value = int(addr)
-    if any(addr in net for net in _NAT64):
+    if addr in _SIIT or any(addr in net for net in _NAT64):
         return ipaddress.IPv4Address(value & 0xFFFFFFFF)
     if value >> 32 == 0 and value > 1:  # ::a.b.c.d, "IPv4-compatible" (deprecated, still routed)
         return ipaddress.IPv4Address(value)
@@ -109,6 +118,7 @@ def address_problem(addr: str | Address) -> str | None:
         (a.is_link_local, "a link-local address"),
         (a.is_multicast, "a multicast address"),
         (a.is_private, "a private address"),
+        *((a in net, why) for net, why in _NOT_PUBLIC if net.version == a.version),
         (not a.is_global, "not a public address"),
     ):
         if test:

@@ -3,7 +3,8 @@
 A value is checked twice before any message is built: as given, and after RFC 2047 decoding —
 both the decoding the `email` package applies when the value is set on a message (its header
 parser decodes encoded words, even inside a word: `a=?utf-8?q?b=0Ac?=d` is "ab\\ncd") and
-`email.header.decode_header`'s, which any reader of the message may apply. Neither may hold a
+`email.header.decode_header`'s, which any reader of the message may apply — and each decoded
+form decoded again while that changes it, since a word may hold another. None may hold a
 character that ends a line for some reader (LINE_BREAKS: CR, LF, NUL and every other character
 `str.splitlines` splits on — VT, FF, FS, GS, RS, NEL, U+2028, U+2029) or another control
 character. `POLICY` writes the message and refuses, at generation, any header whose folded form
@@ -65,11 +66,14 @@ def _policy() -> email.policy.EmailPolicy:
 POLICY = _policy()
 
 
-def decodings(name: str, value: str) -> list[str]:
-    """`value` as readers of header `name` may see it: as given, as the email package parses it
-    when it is set (RFC 2047 words decoded), as email.header decodes it. A parse that fails on a
-    decoded line break counts as one."""
-    seen = [value, decode_words(value)]
+#: rounds of decoding a value is followed through: an encoded word whose text is another word
+NESTING = 8
+
+
+def _decoded_once(name: str, value: str) -> list[str]:
+    """`value` as the email package parses it when it is set (RFC 2047 words decoded) and as
+    email.header decodes it. A parse that fails on a decoded line break counts as one."""
+    seen = [decode_words(value)]
     try:
         seen.append(str(POLICY.header_factory(name, value)))
     except Exception as exc:  # Address() refuses a CR or LF the parser decoded into an address
@@ -77,10 +81,32 @@ def decodings(name: str, value: str) -> list[str]:
     return seen
 
 
+def _forms(name: str, value: str) -> tuple[list[str], bool]:
+    """Every form of `value` a reader may see, and whether decoding still changed it after
+    NESTING rounds. The writer puts the once-decoded text on the wire as it is, so a word whose
+    text is itself a word (`=?utf-8?b?PT91dGYtOD9xPz0wRD0wQT89?=`, the Q word `=0D=0A` in B)
+    goes out as that inner word, and the reader decodes it to a line break."""
+    seen, todo = [value], [value]
+    for _ in range(NESTING):
+        todo = [d for text in todo for d in _decoded_once(name, text) if d not in seen]
+        todo = list(dict.fromkeys(todo))
+        seen += todo
+        if not todo:
+            return seen, False
+    return seen, True
+
+
+def decodings(name: str, value: str) -> list[str]:
+    """`value` as readers of header `name` may see it: as given, and each decoding of it, again
+    and again while a decoding changes it (at most NESTING rounds)."""
+    return _forms(name, value)[0]
+
+
 def problem(name: str, value: str) -> tuple[str, str | None] | None:
     """What is wrong with `value` as the value of header `name`: (what, reason), or None.
     reason is "header_injection" for a line break, in the value or once it is decoded."""
-    for i, text in enumerate(decodings(name, value)):
+    forms, deeper = _forms(name, value)
+    for i, text in enumerate(forms):
         where = "" if i == 0 else " once its RFC 2047 encoded words are decoded"
         found = _BREAK.search(text)
         if found:
@@ -88,4 +114,6 @@ def problem(name: str, value: str) -> tuple[str, str | None] | None:
         found = _CONTROL.search(text)
         if found:
             return f"contains a control character ({found.group()!r}){where}", None
+    if deeper:
+        return f"holds RFC 2047 encoded words nested over {NESTING} deep", None
     return None
