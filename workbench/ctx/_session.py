@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from ..providers.base import LinkInPath
 from . import _trace, _watchdog
 from . import limits as _limits
 from .storage import sqlite_error
@@ -101,6 +102,14 @@ def _coded(method: str, exc: Exception, limits: _limits.Limits) -> WorkbenchErro
             "bytes); ask for less at a time (fewer conditions, smaller documents)",
             method=method,
             limit=limits.sqlite_heap_bytes,
+        )
+    if isinstance(exc, LinkInPath):  # SEC2: swapped in after the path was resolved
+        return WorkbenchError(
+            "E_PATH",
+            f"{method}: '{exc.filename}' became a symbolic link while the call used it; a link "
+            "swapped in after the path was checked is never followed",
+            method=method,
+            path=exc.filename,
         )
     for kind, code in _OS_CODES.items():
         if isinstance(exc, kind):  # the folder changed under the call (another process), or
