@@ -162,3 +162,10 @@ def test_SEC5_call_with_state_skips_a_fifo_in_the_fixtures(tmp_path):
     out = cli("call", str(gem), "list_notes", "--state", str(tmp_path / "state"))
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert not os.path.lexists(tmp_path / "state" / "workspace" / "pipe")
+
+
+def test_SEC7_call_echoing_a_lone_surrogate_prints_its_json_escape(gem):
+    gem.tool("echo", "def handle(input, ctx):\n    return input\n")
+    out = cli("call", str(gem.write()), "echo", "--input", '{"s": "x\\ud800y"}')
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert json.loads(out.stdout) == {"s": "x\ud800y"} and "\\ud800" in out.stdout

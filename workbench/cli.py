@@ -11,9 +11,16 @@ from pathlib import Path
 from typing import Any
 
 
+def _text(text: str) -> str:
+    """Printable text: a lone surrogate (an input's "\\ud800", echoed) as its JSON escape."""
+    from ._json import utf8
+
+    return utf8(text).decode("utf-8")
+
+
 def _fail(err: dict[str, Any]) -> int:
-    print(f"error {err.get('code', 'E_USAGE')}: {err.get('message', '')}", file=sys.stderr)
-    print(json.dumps({"ok": False, "error": err}, ensure_ascii=False, default=str), file=sys.stderr)
+    print(_text(f"error {err.get('code', 'E_USAGE')}: {err.get('message', '')}"), file=sys.stderr)
+    print(_text(json.dumps({"ok": False, "error": err}, ensure_ascii=False, default=str)), file=sys.stderr)
     return 1
 
 
@@ -126,7 +133,7 @@ def _call(args: argparse.Namespace) -> int:
         )
     if res.expected_failure:  # K2: an {error} the model would explain; not a fault
         print("expected failure: the tool returned {error}", file=sys.stderr)
-    print(json.dumps(res.value, ensure_ascii=False, indent=2))
+    print(_text(json.dumps(res.value, ensure_ascii=False, indent=2)))
     return 0
 
 
