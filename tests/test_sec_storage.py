@@ -854,3 +854,64 @@ def test_D3_an_unreadable_record_is_E_STATE(tmp_path: Path, record: bytes) -> No
     with pytest.raises(workbench.WorkbenchError) as exc:
         workbench.open(_gem(tmp_path / "a", "gem.a"), providers="real", state_dir=state)
     assert exc.value.code == "E_STATE" and "gem.json" in exc.value.message
+
+
+# -- D4: an attempt counts, refused or not -----------------------------------------------------
+D4_PY = """
+from workbench import WorkbenchError
+
+def handle(input, ctx):
+    out = []
+    for s in input["steps"]:
+        obj = ctx.data.collection(s[1]) if s[0] == "data" else getattr(ctx.storage, s[0])
+        args = s[3:] if s[0] == "data" else s[2:]
+        method = s[2] if s[0] == "data" else s[1]
+        try:
+            getattr(obj, method)(*args)
+            out.append("ok")
+        except WorkbenchError as e:
+            out.append(e.code)
+    return out
+"""
+D4_JS = """
+export default async function (input, ctx) {
+  const out = [];
+  for (const s of input.steps) {
+    const data = s[0] === "data";
+    const obj = data ? ctx.data.collection(s[1]) : ctx.storage[s[0]];
+    const method = data ? s[2] : s[1];
+    try { await obj[method](...s.slice(data ? 3 : 2)); out.push("ok"); } catch (e) { out.push(e.code); }
+  }
+  return out;
+}
+"""
+BIG = "x" * (1024 + 1)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_D4_a_refused_write_attempt_of_a_read_tool_is_recorded(
+    gem: GemBuilder, open_bench: Callable[..., workbench.Bench], lang: str, strict: bool
+) -> None:
+    """A read tool that tries to write: refused in strict mode (E_SIDE_EFFECT), or failing on
+    its own arguments (too large, not a string, not JSON), the attempt is a D4 violation all
+    the same. Before: a refused write left res.violations empty, so plan mode's report missed
+    the tool that tried."""
+    gem.tool("r", D4_JS if lang == "js" else D4_PY, ext=lang, side_effect="read")
+    gem.collections(notes=[]).schema_sql("CREATE TABLE t (x);")
+    bench = open_bench(gem, strict=strict, limits=Limits(sql_value_bytes=1024))
+    cases = {
+        "storage.sql": ["sql", "execute", "INSERT INTO t VALUES (1)"],
+        "storage.kv.set": ["kv", "set", "k", BIG],  # over the entry limit: E_TOO_LARGE
+        "storage.kv.delete": ["kv", "delete", 5],  # not a string: E_INVALID_ARGUMENT
+        "data.notes.insert": ["data", "notes", "insert", {"t": BIG}],
+        "data.notes.update": ["data", "notes", "update", "no-such-id", {"t": 1}],
+        "data.notes.delete": ["data", "notes", "delete", 7],
+    }
+    for method, step in cases.items():
+        res = bench.call("r", {"steps": [step]})
+        assert res.ok, res.error
+        assert res.value != ["ok"] or method == "storage.sql" and not strict, (method, res.value)
+        assert len(res.violations) == 1 and f"({method})" in res.violations[0], (method, res.violations)
+        if strict and method in ("storage.sql", "data.notes.update"):  # arguments fine: D4 refuses
+            assert res.value == ["E_SIDE_EFFECT"], (method, res.value)
+    assert len(bench.kv()) == 0 and len(bench.data("notes")) == 0
