@@ -1093,3 +1093,25 @@ def test_SEC2_tool_file_linked_elsewhere_in_the_gem_is_rejected(gem: GemBuilder)
     (root / "tools" / "t.py").unlink()
     (root / "tools" / "t.py").symlink_to(root / "other.py")
     assert "/tools/0/file" in pointers(load_error(root))
+
+
+@pytest.mark.parametrize("loop", ["self", "pair"])
+def test_SEC7_a_symlink_loop_in_the_gem_folder_is_named_at_open_and_by_check(
+    gem: GemBuilder, loop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Decision: a loop can never be opened, by a tool or by Deno, so it is a load problem
+    (E_MANIFEST naming the link) like a link leading outside; before, the gem opened without
+    a word."""
+    gem.tool("t", ECHO)
+    root = gem.write()
+    (root / "fixtures").mkdir()
+    if loop == "self":
+        os.symlink("x", root / "fixtures" / "x")
+    else:
+        os.symlink("b", root / "fixtures" / "a")
+        os.symlink("a", root / "fixtures" / "b")
+    with pytest.raises(workbench.GemLoadError) as exc:
+        workbench.open(root)
+    assert "fixtures/" in exc.value.message and "symbolic link loop" in exc.value.message
+    assert cli_main(["check", str(root)]) == 1
+    assert "symbolic link loop" in capsys.readouterr().err

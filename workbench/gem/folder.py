@@ -176,7 +176,9 @@ def tool_file_problem(root: Path, rel: str) -> str | None:
     return None
 
 
-def escaping_links(root: Path) -> list[Path]:
+def escaping_links(root: Path) -> list[tuple[Path, str]]:
+    """The gem folder's symlinks that lead outside it, or nowhere ever (a loop, or a chain of
+    over 40 links, which nothing can open), each with why: (path, "outside" | "loop")."""
     out = []
     for dirpath, dirs, files in os.walk(root):
         for name in dirs + files:
@@ -184,7 +186,15 @@ def escaping_links(root: Path) -> list[Path]:
             if p.is_symlink():
                 target = realpath(p)
                 if target is None or not target.is_relative_to(root):
-                    out.append(p)
+                    out.append((p, "outside"))
+                    continue
+                try:
+                    os.path.realpath(p, strict=True)
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        out.append((p, "loop"))
+                except ValueError:
+                    pass
     return sorted(out)
 
 
