@@ -424,6 +424,28 @@ def test_F1_run_folders_retention_at_open(gem, tmp_path):
         assert len([p for p in b.files()["area"] if p == "run"]) == 1
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_F1_a_long_lived_bench_prunes_run_folders_as_calls_make_them(gem, tmp_path, lang):
+    """The policy applies while the bench is open, not only when it opens: 200 calls of one
+    bench with keep_runs=20, keep_run_days=0 leave at most 20 + 2 run folders (it is applied
+    every tenth of keep_runs new folders), the last call's among them. Before: 200."""
+    src = (
+        RUN_WRITER
+        if lang == "py"
+        else "export default async (input, ctx) => { await ctx.files.write('out.txt', 'x'); return 1; };\n"
+    )
+    root, state = gem.tool("w", src, ext=lang).write(), tmp_path / "state"
+    runs = state / "runs"
+    with workbench.open(
+        root, providers="real", state_dir=state, headless=True, keep_runs=20, keep_run_days=0
+    ) as b:
+        for _ in range(200):
+            res = b.call("w")
+            assert res.ok, res.error
+        left = set(os.listdir(runs)) - {".tmp"}
+        assert 20 <= len(left) <= 22 and res.call_id in left
+
+
 def test_F1_retention_options_are_checked(gem, tmp_path):
     root = gem.tool("w", RUN_WRITER).write()
     for bad in (

@@ -141,6 +141,8 @@ class FolderFileStore:
         self.tmp = Path(tmp) if tmp is not None else self.runs / ".tmp"
         self._tmp_dev: int | None = None
         self._foreign_devs: set[int] = set()  # devices where a rename from the temp folder failed (EXDEV)
+        self._keep: tuple[int, float] | None = None  # retention, from housekeep: applied as runs appear
+        self._new_runs = 0  # run folders made since the last prune
 
     def _base(self, root: str) -> Path:
         return self.workspace if root == "workspace" else self.runs / root.removeprefix("run/")
@@ -153,10 +155,26 @@ class FolderFileStore:
     ) -> AbstractContextManager[tuple[int, str]]:
         """(fd of the folder holding `path`, its last name), every step opened from the root's
         fd without following a link (SEC2: LinkInPath when a step became one)."""
+        if create:
+            self._making(root)
         return _fdpath.parent(os.fspath(self._base(root)), path, create=create)
 
     def _folder(self, root: str, path: str, *, create: bool = False) -> AbstractContextManager[int]:
+        if create:
+            self._making(root)
         return _fdpath.folder(os.fspath(self._base(root)), path.split("/") if path else [], create=create)
+
+    def _making(self, root: str) -> None:
+        """A write is about to make `root`'s folder: when it is a new run folder, apply the
+        retention policy every tenth of `keep_runs` new ones (F1), so a bench open for 1,000
+        calls keeps what one opened for each would (it pruned only at open before)."""
+        if self._keep is None or root == "workspace" or os.path.isdir(self._base(root)):
+            return
+        self._new_runs += 1
+        keep_runs, keep_days = self._keep
+        if self._new_runs >= max(1, keep_runs // 10):
+            self._new_runs = 0
+            self.prune_runs(keep_runs=keep_runs, keep_days=keep_days)  # before it exists: never it
 
     def entry(self, root: str, path: str) -> Entry | None:
         if path == "":
@@ -393,14 +411,16 @@ class FolderFileStore:
         )
         return ["workspace", *runs]
 
-    # -- housekeeping at open ----------------------------------------------------------------
+    # -- housekeeping at open and as run folders appear ----------------------------------------------------------------
     def housekeep(self, *, keep_runs: int | None = 50, keep_days: float = 7.0) -> None:
         """Remove temps of writers that died, then run folders outside the retention policy
-        (keep_runs=None: keep every run folder).
+        (keep_runs=None: keep every run folder), which is applied again as calls make run
+        folders.
 
         Never raises: a file another process removes first, or one we may not remove, is left.
         """
         self.clean_temps()
+        self._keep = None if keep_runs is None else (keep_runs, keep_days)
         if keep_runs is not None:
             self.prune_runs(keep_runs=keep_runs, keep_days=keep_days)
 
