@@ -6,6 +6,8 @@ not valid UTF-8 on disk are skipped (no gem path can name them). Writes go throu
 in the state folder's `runs/.tmp/` (same filesystem: an atomic rename), or, when the conversation
 folder is on another filesystem, through a hidden `.wb-tmp-<pid>-…` file next to the target; a
 process killed mid-write leaves its temp behind, and the next `open` removes it (`housekeep`).
+Every path is opened step by step from its root's fd, never looked up by name again (SEC2,
+_fdpath.py): a folder swapped for a symlink after the ctx layer resolved the path is refused.
 """
 
 from __future__ import annotations
