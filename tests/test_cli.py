@@ -131,3 +131,41 @@ def test_test_runs_notebooks_in_parallel_workers(tmp_path):
     out = cli("test", "-n", "2", *nbs)
     assert out.returncode == 0, out.stdout[-2000:]
     assert "2 passed" in out.stdout
+
+
+@pytest.mark.parametrize("what", ["a file", "a symlink loop", "under a file"])
+def test_SEC7_call_with_a_state_that_cannot_be_a_folder_is_E_STATE(tmp_path, what):
+    state = tmp_path / "state"
+    if what == "a file":
+        state.write_text("x")
+    elif what == "a symlink loop":
+        os.symlink(state, state)
+    else:
+        state.write_text("x")
+        state = state / "inner"
+    out = cli("call", str(EXAMPLE_GEM), "list_notes", "--state", str(state))
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.startswith("error E_STATE: ") and str(state) in out.stderr.splitlines()[0]
+
+
+def test_SEC7_call_with_input_nested_100000_deep_is_E_SCHEMA(tmp_path):
+    out = cli("call", str(EXAMPLE_GEM), "add_note", "--input", "[" * 100_000)  # one argument: < 128 KiB
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.stderr.startswith("error E_SCHEMA: --input is nested too deeply")
+
+
+def test_SEC5_call_with_state_skips_a_fifo_in_the_fixtures(tmp_path):
+    gem = tmp_path / "gem"
+    shutil.copytree(EXAMPLE_GEM, gem)
+    (gem / "fixtures" / "workspace").mkdir(parents=True, exist_ok=True)
+    os.mkfifo(gem / "fixtures" / "workspace" / "pipe")
+    out = cli("call", str(gem), "list_notes", "--state", str(tmp_path / "state"))
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert not os.path.lexists(tmp_path / "state" / "workspace" / "pipe")
+
+
+def test_SEC7_call_echoing_a_lone_surrogate_prints_its_json_escape(gem):
+    gem.tool("echo", "def handle(input, ctx):\n    return input\n")
+    out = cli("call", str(gem.write()), "echo", "--input", '{"s": "x\\ud800y"}')
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert json.loads(out.stdout) == {"s": "x\ud800y"} and "\\ud800" in out.stdout

@@ -293,4 +293,4 @@ def test_F9_F10_end_to_end_nothing_is_written_outside(real_world, raw, op):
     assert hidden_after == hidden_before, (raw, op)
     for rel in _tree(w.root / "state"):
         top = rel.split(os.sep)[0]
-        assert top == "runs" or top.startswith("data.sqlite") or top.startswith("sql.sqlite"), rel
+        assert top in ("runs", "gem.json") or top.startswith(("data.sqlite", "sql.sqlite")), rel

@@ -9,6 +9,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import EXAMPLE_GEM
@@ -63,3 +64,136 @@ def test_an_edited_integration_is_described_again(tmp_path: Path, opened: Callab
     touch_later(module, 1)
     bench.reload()
     assert "check_link" in bench.manifest.tools and "check_url" not in bench.manifest.tools
+
+
+# -- SEC5 on the edit loop: a gem file swapped for a FIFO never blocks a call ----------------
+class Unblocker:
+    """While a call runs, opens each FIFO for writing whenever a reader waits on it (which
+    frees that reader with an empty file) and counts it: a call that never blocks on a FIFO
+    leaves `waited` at 0, whatever the machine's speed."""
+
+    def __init__(self, *fifos: Path) -> None:
+        import threading
+
+        self.fifos, self.waited, self.stop = fifos, 0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            for f in self.fifos:
+                try:  # ENXIO unless a reader has it open
+                    os.close(os.open(f, os.O_WRONLY | os.O_NONBLOCK))
+                    self.waited += 1
+                except OSError:
+                    pass
+            self.stop.wait(0.02)
+
+    def __enter__(self) -> Unblocker:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def swap_for_fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+    touch_later(path, 2)  # an edit the mtime check sees, however coarse the clock
+
+
+SOURCES = {
+    "py": "def handle(input, ctx):\n    return {'v': 1}\n",
+    "js": "export async function handle(input, ctx) { return { v: 1 }; }\n",
+}
+LANGS = [pytest.param("py", id="python"), pytest.param("js", id="js", marks=pytest.mark.deno)]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("platform", ["notochord", "agent"])
+def test_SEC5_a_tool_file_swapped_for_a_fifo_fails_the_call_without_blocking(
+    gem: Any, opened: Callable, lang: str, platform: str
+) -> None:
+    gem.tool("t", SOURCES[lang], ext=lang)
+    if platform == "agent":
+        gem.manifest.update(platform="agent", agent={"id": "agent-1", "name": "A"})
+        for t in gem.manifest["tools"]:
+            t["parameters"] = t.pop("inputSchema")
+            t.pop("sideEffect")
+    bench = opened(gem)
+    assert bench.call("t").value == {"v": 1}
+    tool = gem.root / "tools" / f"t.{lang}"
+    swap_for_fifo(tool)
+    with Unblocker(tool) as watch:
+        res = bench.call("t")
+    assert watch.waited == 0  # before: the import opened the FIFO and waited for a writer
+    assert res.error is not None and res.error.code == "E_MANIFEST", res.error
+    assert f"tools/t.{lang}" in res.error.message and "FIFO" in res.error.message
+    assert res.error.details["pointer"] == "/tools/0/file"
+    tool.unlink()
+    tool.write_text(SOURCES[lang].replace("1", "2"))
+    touch_later(tool, 3)
+    assert bench.call("t").value == {"v": 2}  # the edit loop goes on once it is a file again
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_a_fifo_swapped_in_after_the_check_is_refused_where_the_tool_is_read(
+    gem: Any, opened: Callable, lang: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race: the file was regular when the bench checked it, a FIFO when the runner reads
+    it (Python's import; an agent JS tool's entry module, generated from its source)."""
+    gem.tool("t", SOURCES[lang].replace("export ", ""), ext=lang)
+    gem.manifest.update(platform="agent", agent={"id": "agent-1", "name": "A"})
+    for t in gem.manifest["tools"]:
+        t["parameters"] = t.pop("inputSchema")
+        t.pop("sideEffect")
+    bench = opened(gem)
+    assert bench.call("t").value == {"v": 1}
+    monkeypatch.setattr("workbench._bench.tool_file_error", lambda manifest, tool: None)
+    tool = gem.root / "tools" / f"t.{lang}"
+    swap_for_fifo(tool)
+    with Unblocker(tool) as watch:
+        res = bench.call("t")
+    assert watch.waited == 0
+    assert res.error is not None and res.error.code == "E_MANIFEST", res.error
+    assert f"t.{lang}" in res.error.message and "FIFO" in res.error.message
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "db/schema.sql"])
+def test_SEC5_a_definition_file_swapped_for_a_fifo_fails_the_call_without_blocking(
+    gem: Any, opened: Callable, name: str
+) -> None:
+    gem.tool("t", SOURCES["py"]).schema_sql("CREATE TABLE IF NOT EXISTS t (x);")
+    bench = opened(gem)
+    assert bench.call("t").ok
+    path = gem.root / name
+    swap_for_fifo(path)
+    with Unblocker(path) as watch:
+        res = bench.call("t")
+    assert watch.waited == 0
+    assert res.error is not None and res.error.code == "E_MANIFEST"
+    assert Path(name).name in res.error.message and "FIFO" in res.error.message
+
+
+@pytest.mark.deno
+def test_SEC5_an_integration_module_swapped_for_a_fifo_fails_the_call_without_blocking(
+    tmp_path: Path, opened: Callable
+) -> None:
+    root = tmp_path / "integ"
+    root.mkdir()
+    module = root / "integration.ts"
+    module.write_text(
+        "import { defineIntegration } from '@ekanos/sdk';\n"
+        "export default defineIntegration({ slug: 'demo', egress: ['api.demo.example'], tools: [\n"
+        "  { name: 'a', description: 'd', parameters: { type: 'object', properties: {} },\n"
+        "    outputExample: { ok: true }, async run(ctx, args) { return { ok: true }; } }] });\n"
+    )
+    bench = opened(root)
+    assert bench.call("a").ok
+    swap_for_fifo(module)
+    with Unblocker(module) as watch:
+        res = bench.call("a")
+    assert watch.waited == 0  # before: Deno's import of the module waited until its timeout
+    assert res.error is not None and res.error.code == "E_MANIFEST"
+    assert "integration.ts" in res.error.message and "FIFO" in res.error.message

@@ -352,15 +352,15 @@ def test_F5_write_on_another_filesystem_uses_a_hidden_announced_temp(tmp_path, m
     ws.mkdir()
     store = FolderFileStore(workspace=ws, runs=runs)
     seen: list[list[str]] = []
-    real_replace = os.replace
+    real_rename = os.rename
 
-    def cross_device(src: Any, dst: Any) -> None:
+    def cross_device(src: Any, dst: Any, **fds: Any) -> None:
         seen.append(sorted(os.listdir(ws)) + sorted(os.listdir(store.tmp)))
         if Path(src).parent == store.tmp:  # as rename(2) across mount points answers
             raise OSError(18, "Invalid cross-device link")
-        real_replace(src, dst)
+        real_rename(src, dst, **fds)
 
-    monkeypatch.setattr(os, "replace", cross_device)
+    monkeypatch.setattr(os, "rename", cross_device)
     store.write("workspace", "d/a.txt", b"one")
     store.write("workspace", "d/b.txt", b"two")  # remembered: straight to the fallback
     assert (ws / "d" / "a.txt").read_bytes() == b"one" and (ws / "d" / "b.txt").read_bytes() == b"two"
@@ -422,6 +422,28 @@ def test_F1_run_folders_retention_at_open(gem, tmp_path):
     with opened(keep_runs=1, keep_run_days=0) as b:
         assert len(set(os.listdir(runs)) - {".tmp"}) == 1
         assert len([p for p in b.files()["area"] if p == "run"]) == 1
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_F1_a_long_lived_bench_prunes_run_folders_as_calls_make_them(gem, tmp_path, lang):
+    """The policy applies while the bench is open, not only when it opens: 200 calls of one
+    bench with keep_runs=20, keep_run_days=0 leave at most 20 + 2 run folders (it is applied
+    every tenth of keep_runs new folders), the last call's among them. Before: 200."""
+    src = (
+        RUN_WRITER
+        if lang == "py"
+        else "export default async (input, ctx) => { await ctx.files.write('out.txt', 'x'); return 1; };\n"
+    )
+    root, state = gem.tool("w", src, ext=lang).write(), tmp_path / "state"
+    runs = state / "runs"
+    with workbench.open(
+        root, providers="real", state_dir=state, headless=True, keep_runs=20, keep_run_days=0
+    ) as b:
+        for _ in range(200):
+            res = b.call("w")
+            assert res.ok, res.error
+        left = set(os.listdir(runs)) - {".tmp"}
+        assert 20 <= len(left) <= 22 and res.call_id in left
 
 
 def test_F1_retention_options_are_checked(gem, tmp_path):
@@ -586,3 +608,89 @@ def test_SEC5_extract_of_hostile_html_is_linear_and_coded(markup: str, tmp_path)
     with workbench.open(g.write(), state_dir=tmp_path / "state", timeout=5) as bench:
         res = bench.call("x", {"html": markup})
         assert res.ok and res.value == "text/html", res.error
+
+
+# -- SEC2: a folder swapped for a symlink while the tool works never leads outside ----------
+SWAPPER = """
+import os, sys
+ws, outside, stop = sys.argv[1:]
+d, hold = os.path.join(ws, "d"), os.path.join(ws, ".hold")
+while not os.path.exists(stop):
+    try:
+        os.rename(d, hold)          # the real folder steps aside (a dot-name: hidden from gems)
+        os.symlink(outside, d)      # a link to the outside folder takes its place
+        os.unlink(d)
+        os.rename(hold, d)
+    except OSError:
+        pass
+"""
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_SEC2_a_folder_swapped_for_a_symlink_never_leads_a_write_or_read_outside(real, lang, tmp_path):
+    """Another process swaps workspace:d for a link to a folder outside, over and over, while
+    the tool writes, reads and lists through it: each step is opened from the folder's fd
+    without following a link, so nothing lands or is read outside (before: paths were
+    resolved, then opened by name, and hundreds of writes of one call landed outside)."""
+    b, run, ws = real(lang)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("outside")
+    (ws / "d").mkdir()
+    (ws / "d" / "secret.txt").write_text("inside")
+    stop = tmp_path / "stop"
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(ws), str(outside), str(stop)])
+    try:
+        ops = []
+        for i in range(300):
+            ops += [["write", f"workspace:d/f{i}.txt", "x"], ["read", "workspace:d/secret.txt"]]
+            if i % 10 == 0:
+                ops += [
+                    ["list", "workspace:d"],
+                    ["mkdir", f"workspace:d/sub{i}"],
+                    ["delete", f"workspace:d/f{i}.txt"],
+                ]
+        out = run(*ops)
+    finally:
+        stop.touch()
+        swapper.wait(10)
+    assert sorted(os.listdir(outside)) == ["secret.txt"], "a write landed outside the workspace"
+    assert (outside / "secret.txt").read_text() == "outside"
+    assert all(o.get("ok") != "outside" for o in out), "a read came from outside"
+    errors = {o["error"] for o in out if "error" in o}
+    assert errors <= {"E_PATH", "E_NOT_FOUND", "E_EXISTS", "E_NOT_A_FOLDER"}, [
+        o for o in out if "error" in o
+    ][:3]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_SEC2_a_link_swapped_in_after_resolve_is_E_PATH_for_every_operation(real, lang, tmp_path):
+    """The race made certain: the store is given a path resolved while workspace:d was a
+    folder, and d is a link to an outside folder by the time it is used. Every operation (and
+    the history copy of an overwrite) is E_PATH naming the step; nothing outside is read,
+    written, listed, moved or deleted."""
+    b, run, ws = real(lang)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("outside")
+    (outside / "sub").mkdir()
+    (ws / "e.txt").write_text("e")
+    os.symlink(outside, ws / "d")
+    store = b.providers.files
+    store.resolve = lambda root, path: path  # type: ignore[method-assign]  # what resolve saw before the swap
+    out = run(
+        ["write", "workspace:d/new.txt", "x"],
+        ["write", "workspace:d/secret.txt", "overwritten"],  # an overwrite: its history copy first
+        ["read", "workspace:d/secret.txt"],
+        ["stat", "workspace:d/secret.txt"],
+        ["list", "workspace:d"],
+        ["mkdir", "workspace:d/made"],
+        ["delete", "workspace:d/secret.txt"],
+        ["delete", "workspace:d/sub"],
+        ["move", "workspace:d/secret.txt", "workspace:taken.txt"],
+        ["move", "workspace:e.txt", "workspace:d/e.txt"],
+    )
+    assert sorted(os.listdir(outside)) == ["secret.txt", "sub"]
+    assert (outside / "secret.txt").read_text() == "outside" and (ws / "e.txt").exists()
+    assert [o.get("error") for o in out] == ["E_PATH"] * len(out), out
+    assert "'d' became a symbolic link" in out[0]["message"]

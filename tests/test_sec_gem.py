@@ -433,6 +433,57 @@ def test_SEC7_lone_surrogate_in_input_reaches_the_tool(echo, value: Any) -> None
     assert res.ok and res.value == {"got": value}
 
 
+SURROGATE_TOOLS = {
+    "py": """
+from workbench import WorkbenchError
+
+def handle(input, ctx):
+    s = input["s"]
+    try:
+        ctx.storage.kv.set("k", s)
+        stored = ctx.storage.kv.get("k")
+    except WorkbenchError as e:
+        stored = e.code
+    ctx.files.write("out.txt", s)
+    return {"got": input, "units": [ord(c) for c in s], "stored": stored, "file": ctx.files.read("out.txt")}
+""",
+    "js": """
+export default async function (input, ctx) {
+  const s = input.s;
+  let stored;
+  try { await ctx.storage.kv.set("k", s); stored = await ctx.storage.kv.get("k"); } catch (e) { stored = e.code; }
+  await ctx.files.write("out.txt", s);
+  const units = [];
+  for (let i = 0; i < s.length; i++) units.push(s.charCodeAt(i));
+  return { got: input, units, stored, file: await ctx.files.read("out.txt") };
+}
+""",
+}
+
+
+def test_SEC7_lone_surrogate_in_input_reaches_a_js_or_python_tool_alike(
+    gem: GemBuilder, open_bench: Callable[..., workbench.Bench], lang: str
+) -> None:
+    """JSON carries a lone surrogate as an escape, and JSON.parse makes it one UTF-16 unit: a
+    JS tool gets that unit as a Python tool gets the code point, on mock and real providers;
+    what ctx stores of it is the same for both. Before: bench.call raised UnicodeEncodeError
+    for a JS tool (the input could not be sent to the sandbox as UTF-8)."""
+    gem.tool("t", SURROGATE_TOOLS[lang], ext=lang)
+    bench = open_bench(gem)
+    value = {"s": "x\ud800y", "k\udc00": ["\udfff"]}
+    res = bench.call("t", value)
+    assert res.ok, res.error
+    assert res.value == {
+        "got": value,
+        "units": [0x78, 0xD800, 0x79],
+        "stored": "x\ufffdy",  # storage keeps Unicode text: the lone half becomes U+FFFD
+        "file": "x\ufffdy",  # written as TextEncoder writes it
+    }
+    res._repr_html_().encode("utf-8")  # the result's display is printable
+    bench.calls()
+    json.dumps(res.value)
+
+
 @pytest.mark.parametrize("value,field", [({"n": "\ud800"}, "/n"), ({"n": 1, "k\udc00": 1}, "/k\\udc00")])
 def test_SEC7_lone_surrogate_in_a_violation_is_named_printably(
     gem: GemBuilder, value: Any, field: str
@@ -1042,3 +1093,25 @@ def test_SEC2_tool_file_linked_elsewhere_in_the_gem_is_rejected(gem: GemBuilder)
     (root / "tools" / "t.py").unlink()
     (root / "tools" / "t.py").symlink_to(root / "other.py")
     assert "/tools/0/file" in pointers(load_error(root))
+
+
+@pytest.mark.parametrize("loop", ["self", "pair"])
+def test_SEC7_a_symlink_loop_in_the_gem_folder_is_named_at_open_and_by_check(
+    gem: GemBuilder, loop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Decision: a loop can never be opened, by a tool or by Deno, so it is a load problem
+    (E_MANIFEST naming the link) like a link leading outside; before, the gem opened without
+    a word."""
+    gem.tool("t", ECHO)
+    root = gem.write()
+    (root / "fixtures").mkdir()
+    if loop == "self":
+        os.symlink("x", root / "fixtures" / "x")
+    else:
+        os.symlink("b", root / "fixtures" / "a")
+        os.symlink("a", root / "fixtures" / "b")
+    with pytest.raises(workbench.GemLoadError) as exc:
+        workbench.open(root)
+    assert "fixtures/" in exc.value.message and "symbolic link loop" in exc.value.message
+    assert cli_main(["check", str(root)]) == 1
+    assert "symbolic link loop" in capsys.readouterr().err

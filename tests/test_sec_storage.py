@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import _sqlite3
 import ctypes
+import json
 import sqlite3
 import threading
 import time
@@ -767,3 +768,150 @@ def test_SEC5_the_bench_opened_last_sets_the_heap_limit(gem: GemBuilder, open_be
     assert limit() == 64 * 1024 * 1024
     open_bench(gem)
     assert limit() == Limits().sqlite_heap_bytes
+
+
+# -- D3: a state folder belongs to one gem -----------------------------------------------------
+KEEPER = """
+def handle(input, ctx):
+    if input.get("put"):
+        ctx.storage.kv.set("secret", "A's")
+        ctx.storage.sql.execute("CREATE TABLE IF NOT EXISTS s (v)")
+        ctx.storage.sql.execute("INSERT INTO s VALUES (?)", ["A row"])
+        ctx.files.write("workspace:a.txt", "A's file")
+    return {"kv": ctx.storage.kv.get("secret"),
+            "files": [e["name"] for e in ctx.files.list("workspace:")]}
+"""
+
+
+def _gem(root: Path, gem_id: str, platform: str | None = None) -> Path:
+    g = GemBuilder(root)
+    g.manifest["id"] = gem_id
+    g.tool("keeper", KEEPER)
+    if platform == "agent":
+        g.manifest.update(platform="agent", agent={"id": "agent-1", "name": "A"})
+        for t in g.manifest["tools"]:
+            t["parameters"] = t.pop("inputSchema")
+            t.pop("sideEffect")
+    return g.write()
+
+
+@pytest.mark.parametrize("other", ["another id", "another platform"])
+def test_D3_a_state_folder_opened_for_another_gem_is_E_STATE_naming_both(tmp_path: Path, other: str) -> None:
+    state = tmp_path / "state"
+    a = _gem(tmp_path / "a", "gem.a")
+    with workbench.open(a, providers="real", state_dir=state, workspace=state / "ws") as bench:
+        assert bench.call("keeper", {"put": True}).value == {"kv": "A's", "files": ["a.txt"]}
+    b = _gem(tmp_path / "b", "gem.b") if other == "another id" else _gem(tmp_path / "b", "gem.a", "agent")
+    with pytest.raises(workbench.WorkbenchError) as exc:  # before: B's tool read A's kv and files
+        workbench.open(b, providers="real", state_dir=state, workspace=state / "ws")
+    err = exc.value
+    assert err.code == "E_STATE" and str(state) in err.message
+    assert "gem 'gem.a' (platform notochord)" in err.message
+    assert (
+        "gem 'gem.b' (platform notochord)" if other == "another id" else "(platform agent)"
+    ) in err.message
+    with workbench.open(a, providers="real", state_dir=state, workspace=state / "ws") as bench:
+        assert bench.call("keeper").value == {"kv": "A's", "files": ["a.txt"]}  # its owner still may
+
+
+def test_D3_cli_call_with_another_gems_state_is_a_coded_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    state = tmp_path / "state"
+    cmd = [sys.executable, "-m", "workbench.cli", "call"]
+    for gem, ok in ((_gem(tmp_path / "a", "gem.a"), True), (_gem(tmp_path / "b", "gem.b"), False)):
+        out = subprocess.run(
+            [*cmd, str(gem), "keeper", "--input", '{"put": true}', "--state", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (out.returncode == 0) is ok, out.stderr
+    assert out.stderr.startswith("error E_STATE: ") and "Traceback" not in out.stderr
+    assert "'gem.a'" in out.stderr and "'gem.b'" in out.stderr
+    assert json.loads(out.stderr.split("\n", 1)[1])["error"]["code"] == "E_STATE"
+
+
+def test_D3_a_state_folder_without_a_record_is_adopted(tmp_path: Path) -> None:
+    """A folder from before the record: the first gem opened on it becomes its owner."""
+    state = tmp_path / "state"
+    a, b = _gem(tmp_path / "a", "gem.a"), _gem(tmp_path / "b", "gem.b")
+    with workbench.open(a, providers="real", state_dir=state) as bench:
+        bench.call("keeper", {"put": True})
+    (state / "gem.json").unlink()  # as every state folder was before
+    workbench.open(a, providers="real", state_dir=state).close()
+    assert json.loads((state / "gem.json").read_text()) == {"id": "gem.a", "platform": "notochord"}
+    with pytest.raises(workbench.WorkbenchError, match="belongs to gem 'gem.a'"):
+        workbench.open(b, providers="real", state_dir=state)
+
+
+@pytest.mark.parametrize("record", [b"{", b"[1]", b'{"id": 1, "platform": "x"}', b"\xff"])
+def test_D3_an_unreadable_record_is_E_STATE(tmp_path: Path, record: bytes) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "gem.json").write_bytes(record)
+    with pytest.raises(workbench.WorkbenchError) as exc:
+        workbench.open(_gem(tmp_path / "a", "gem.a"), providers="real", state_dir=state)
+    assert exc.value.code == "E_STATE" and "gem.json" in exc.value.message
+
+
+# -- D4: an attempt counts, refused or not -----------------------------------------------------
+D4_PY = """
+from workbench import WorkbenchError
+
+def handle(input, ctx):
+    out = []
+    for s in input["steps"]:
+        obj = ctx.data.collection(s[1]) if s[0] == "data" else getattr(ctx.storage, s[0])
+        args = s[3:] if s[0] == "data" else s[2:]
+        method = s[2] if s[0] == "data" else s[1]
+        try:
+            getattr(obj, method)(*args)
+            out.append("ok")
+        except WorkbenchError as e:
+            out.append(e.code)
+    return out
+"""
+D4_JS = """
+export default async function (input, ctx) {
+  const out = [];
+  for (const s of input.steps) {
+    const data = s[0] === "data";
+    const obj = data ? ctx.data.collection(s[1]) : ctx.storage[s[0]];
+    const method = data ? s[2] : s[1];
+    try { await obj[method](...s.slice(data ? 3 : 2)); out.push("ok"); } catch (e) { out.push(e.code); }
+  }
+  return out;
+}
+"""
+BIG = "x" * (1024 + 1)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_D4_a_refused_write_attempt_of_a_read_tool_is_recorded(
+    gem: GemBuilder, open_bench: Callable[..., workbench.Bench], lang: str, strict: bool
+) -> None:
+    """A read tool that tries to write: refused in strict mode (E_SIDE_EFFECT), or failing on
+    its own arguments (too large, not a string, not JSON), the attempt is a D4 violation all
+    the same. Before: a refused write left res.violations empty, so plan mode's report missed
+    the tool that tried."""
+    gem.tool("r", D4_JS if lang == "js" else D4_PY, ext=lang, side_effect="read")
+    gem.collections(notes=[]).schema_sql("CREATE TABLE t (x);")
+    bench = open_bench(gem, strict=strict, limits=Limits(sql_value_bytes=1024))
+    cases = {
+        "storage.sql": ["sql", "execute", "INSERT INTO t VALUES (1)"],
+        "storage.kv.set": ["kv", "set", "k", BIG],  # over the entry limit: E_TOO_LARGE
+        "storage.kv.delete": ["kv", "delete", 5],  # not a string: E_INVALID_ARGUMENT
+        "data.notes.insert": ["data", "notes", "insert", {"t": BIG}],
+        "data.notes.update": ["data", "notes", "update", "no-such-id", {"t": 1}],
+        "data.notes.delete": ["data", "notes", "delete", 7],
+    }
+    for method, step in cases.items():
+        res = bench.call("r", {"steps": [step]})
+        assert res.ok, res.error
+        assert res.value != ["ok"] or method == "storage.sql" and not strict, (method, res.value)
+        assert len(res.violations) == 1 and f"({method})" in res.violations[0], (method, res.violations)
+        if strict and method in ("storage.sql", "data.notes.update"):  # arguments fine: D4 refuses
+            assert res.value == ["E_SIDE_EFFECT"], (method, res.value)
+    assert len(bench.kv()) == 0 and len(bench.data("notes")) == 0

@@ -14,7 +14,7 @@ from ._email import BenchEmail
 from ._errors import UsageError, WorkbenchError
 from ._hints import explain_absent
 from ._json import to_json
-from ._reload import definition_files, stamp
+from ._reload import definition_files, stamp, tool_file_error
 from ._result import CallResult, results_ring
 from ._views import Views
 from .ctx import CallSession, Capabilities, CtxCrash, prepare
@@ -237,6 +237,7 @@ class Bench(Views):
         else:
             res.tool = tool.name  # called by another of its names (an Ekanos effective name)
             args, res.error = self._check_input(tool, args)
+            res.error = res.error or tool_file_error(self.manifest, tool)
             if res.error is None:
                 self._run(tool, args, res, crash_after=crash_after, fresh=fresh, options=options)
         res.duration_ms = (time.perf_counter() - t0) * 1000

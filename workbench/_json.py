@@ -39,6 +39,19 @@ def _flat_chunks() -> Any:
 _CHUNKS = _flat_chunks()
 
 
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def utf8(text: str) -> bytes:
+    """JSON text as UTF-8 bytes for the sandbox. A lone surrogate, which UTF-8 cannot hold,
+    goes as its `\\udXXX` escape: JSON.parse reads it back into the same lone UTF-16 unit,
+    which is how the platform's JSON carries it to a tool (SEC7). Only such text pays."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # only inside string literals: escaping there keeps it JSON
+        return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
 def dump_flat(value: Any) -> str:
     """A `flat` value as compact JSON text, as json.dumps(separators=(",", ":"),
     ensure_ascii=False) writes it, in half the time for a small document."""

@@ -147,6 +147,7 @@ def open(
             gem_root=manifest.root,
             workspace=Path(workspace) if workspace else None,
             state_dir=Path(state_dir) if state_dir else None,
+            platform=manifest.platform,
         )
     except sqlite3.DatabaseError as exc:
         raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None

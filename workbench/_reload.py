@@ -10,10 +10,11 @@ import os
 from typing import TYPE_CHECKING
 
 from ._errors import GemLoadError
+from .gem.folder import realpath, regular_fd
 
 if TYPE_CHECKING:
     from ._bench import Bench
-    from .gem import Manifest
+    from .gem import Manifest, ToolSpec
 
 DEFINITIONS = ("manifest.json", "integration.ts", "integration.js", "db/schema.sql")
 
@@ -32,6 +33,30 @@ def stamp(files: tuple[str, ...]) -> tuple[int, ...]:
         except OSError:
             out.append(-1)
     return tuple(out)
+
+
+def tool_file_error(manifest: Manifest, tool: ToolSpec) -> GemLoadError | None:
+    """E_MANIFEST naming the tool's file when it is no longer a regular file, checked before
+    each call: a file swapped for a FIFO would block the import that reads it (the call then
+    hung past its timeout), a folder or device fails it with a traceback. Opened, never read."""
+    real = realpath(tool.file)
+    got = regular_fd(real, follow=False) if real is not None else "cannot be resolved"
+    if isinstance(got, int):
+        os.close(got)
+        return None
+    index = next(
+        (
+            i
+            for i, t in enumerate(manifest.raw.get("tools") or ())
+            if isinstance(t, dict) and t.get("name") == tool.name and "file" in t
+        ),
+        None,
+    )
+    return GemLoadError(
+        f"tool file {tool.rel_file} {got}",
+        file=str(tool.file),
+        pointer=f"/tools/{index}/file" if index is not None else "",
+    )
 
 
 def reload(bench: Bench) -> None:

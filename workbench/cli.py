@@ -12,10 +12,12 @@ from typing import Any
 
 
 def _say(text: str, **kw: Any) -> None:
-    """Print text a tool may control (its output, error, log rows): control codes made visible."""
+    """Print text a tool may control (its output, error, log rows): control codes made visible,
+    a lone surrogate (an input's "\\ud800", echoed) as its JSON escape."""
+    from ._json import utf8
     from ._text import terminal_safe
 
-    print(terminal_safe(text), **kw)
+    print(terminal_safe(utf8(text).decode("utf-8")), **kw)
 
 
 def _fail(err: dict[str, Any]) -> int:
@@ -52,11 +54,34 @@ def _seeded_workspace(gem: str, state: str) -> str:
     if not folder.exists():
         root, _ = gem_folder(gem)
         seed = root / "fixtures" / "workspace" if root else None
-        if seed is not None and seed.is_dir():
-            shutil.copytree(seed, folder, symlinks=True)
-        else:
-            folder.mkdir(parents=True)
+        try:
+            if seed is not None and seed.is_dir():  # FIFOs, sockets, devices: not copied (never read)
+                shutil.copytree(seed, folder, symlinks=True, ignore=_not_copied)
+            else:
+                folder.mkdir(parents=True)
+        except (OSError, shutil.Error) as exc:
+            from ._errors import WorkbenchError
+
+            raise WorkbenchError(
+                "E_STATE", f"the conversation folder {folder} cannot be made: {exc}", path=str(folder)
+            ) from None
     return str(folder)
+
+
+def _not_copied(folder: str, names: list[str]) -> list[str]:
+    """The entries of a seed folder that are not files, folders or links (a FIFO would block)."""
+    import stat
+
+    out = []
+    for n in names:
+        try:
+            mode = os.lstat(os.path.join(folder, n)).st_mode
+        except OSError:
+            out.append(n)
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            out.append(n)
+    return out
 
 
 def _call(args: argparse.Namespace) -> int:
@@ -67,10 +92,25 @@ def _call(args: argparse.Namespace) -> int:
         data = json.loads(args.input)
     except json.JSONDecodeError as exc:
         return _fail({"code": "E_USAGE", "message": f"--input is not JSON: {exc.msg} at column {exc.colno}"})
+    except RecursionError:  # the parser's own guard, near 1,000 levels: far past any input's
+        from .ctx.limits import DEFAULT
+
+        depth = DEFAULT.json_depth
+        message = f"--input is nested too deeply (an input: at most {depth} levels)"
+        return _fail({"code": "E_SCHEMA", "message": message, "field": "--input", "limit": depth})
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        return _fail({"code": "E_USAGE", "message": f"--input is not usable JSON: {exc}"})
     real, workspace, state_dir = args.real, args.workspace, args.state_dir
-    if args.state:  # state kept between invocations: storage and files in DIR, the mock's seed once
-        real, state_dir, workspace = True, args.state, workspace or _seeded_workspace(args.gem, args.state)
     try:
+        if args.state:  # state kept between invocations: storage and files in DIR, the mock's seed once
+            from .providers.statedir import make_state_dir
+
+            make_state_dir(Path(args.state))  # E_STATE for a file or a link loop, not a traceback
+            real, state_dir, workspace = (
+                True,
+                args.state,
+                workspace or _seeded_workspace(args.gem, args.state),
+            )
         bench = open_bench(
             args.gem,
             providers="real" if real else "mock",

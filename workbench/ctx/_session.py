@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from ..providers.base import LinkInPath
 from . import _trace, _watchdog
 from . import limits as _limits
 from .audit import activity_log
@@ -103,6 +104,14 @@ def _coded(method: str, exc: Exception, limits: _limits.Limits) -> WorkbenchErro
             "bytes); ask for less at a time (fewer conditions, smaller documents)",
             method=method,
             limit=limits.sqlite_heap_bytes,
+        )
+    if isinstance(exc, LinkInPath):  # SEC2: swapped in after the path was resolved
+        return WorkbenchError(
+            "E_PATH",
+            f"{method}: '{exc.filename}' became a symbolic link while the call used it; a link "
+            "swapped in after the path was checked is never followed",
+            method=method,
+            path=exc.filename,
         )
     for kind, code in _OS_CODES.items():
         if isinstance(exc, kind):  # the folder changed under the call (another process), or
@@ -336,18 +345,26 @@ class CallSession:
         self.providers.data_db.interrupt()
         self.providers.sql_db.interrupt()
 
-    def writing(self, what: str) -> None:
-        """Called before any storage write: D4 says a read tool must not write storage."""
+    def attempt(self, what: str) -> str | None:
+        """A storage write attempt, recorded before its arguments are checked: D4 says a read
+        tool must not write storage, and one that tries has a violation whether or not the write
+        then happens (refused in strict mode, or failing on its own arguments). Its message."""
         if self.tool.side_effect != "read":
-            return
+            return None
         msg = (
             f"D4: tool '{self.tool.name}' is declared sideEffect: \"read\" but wrote storage "
             f"({what}); plan mode runs read tools before the user approves"
         )
-        if self.strict:
-            raise WorkbenchError("E_SIDE_EFFECT", msg, tool=self.tool.name, method=what)
         if msg not in self.violations:
             self.violations.append(msg)
+        return msg
+
+    def writing(self, what: str) -> None:
+        """Called before any storage write, its arguments checked: recorded (attempt), and
+        refused with E_SIDE_EFFECT in strict mode."""
+        msg = self.attempt(what)
+        if msg is not None and self.strict:
+            raise WorkbenchError("E_SIDE_EFFECT", msg, tool=self.tool.name, method=what)
 
     def on_flush(self, fn: Callable[[], None]) -> None:
         """Register work to finish before any other storage access and at the end of the call."""

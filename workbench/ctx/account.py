@@ -65,6 +65,7 @@ class Account:
         return None if text is None else record(key, text)
 
     def set(self, key: Any, data: Any = None) -> None:
+        self.s.attempt("storage.account.set")  # D4: the attempt, even one refused below
         key, value = checked(key, data, self.s.manifest, self.s.profile, self.s.limits)
         self.s.writing("storage.account.set")
         self.s.flush()

@@ -193,6 +193,7 @@ class Data:
                 docs.clear()
 
     def insert(self, name: str, doc: Any) -> dict[str, str]:
+        self.s.attempt(f"data.{name}.insert")  # D4: the attempt, even one refused below
         self.check(name)
         text = dumps_doc(doc, "document", self.s.limits.sql_value_bytes)
         self.s.writing(f"data.{name}.insert")
@@ -211,6 +212,7 @@ class Data:
         return None if doc is None else _row(id, doc)
 
     def update(self, name: str, id: str, patch: Any) -> dict[str, str]:
+        self.s.attempt(f"data.{name}.update")
         self.check(name)
         id = _id(id)
         text = dumps_doc(patch, "patch", self.s.limits.sql_value_bytes)
@@ -223,6 +225,7 @@ class Data:
         return {"id": id}
 
     def delete(self, name: str, id: str) -> dict[str, bool]:
+        self.s.attempt(f"data.{name}.delete")
         self.check(name)
         id = _id(id)
         self.s.writing(f"data.{name}.delete")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from .._text import well_formed
+from ..providers.base import LinkInPath
 from . import history
 from .limits import DEFAULT
 from .paths import GemPath, resolve
@@ -66,8 +67,8 @@ class Files:
         if p.hidden:
             return None  # F10: dot-entries of the conversation folder do not exist
         e = self.store.entry(p.root, p.rel)
-        if e is not None and e.type == "link":  # resolve() already followed it inside the root
-            e = None
+        if e is not None and e.type == "link":  # resolve() followed every link: swapped in since
+            raise LinkInPath(p.rel)  # SEC2: E_PATH, as for a folder on the path (_session._coded)
         return e
 
     def _need(self, p: GemPath) -> Entry:
@@ -82,7 +83,11 @@ class Files:
         if p.is_workspace:
             where = getattr(self.store, "workspace", None)  # a real folder; the mock is in memory
             return f" (the conversation folder is {where})" if where else ""
-        if self.s.conversation and self.store.entry("workspace", p.rel) is not None:
+        try:  # p.rel was resolved in the run folder: in the conversation folder it may hold a link
+            there = self.s.conversation and self.store.entry("workspace", p.rel) is not None
+        except OSError:
+            there = False
+        if there:
             return f" in the run folder; the conversation folder has it: read 'workspace:{p.rel}'"
         return ""
 

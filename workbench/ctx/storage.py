@@ -248,6 +248,7 @@ class KV:
         return self.store.kv_get(_str(key, "key"))
 
     def set(self, key: str, value: str) -> None:
+        self.s.attempt("storage.kv.set")  # D4: the attempt, even one refused below
         key, value = _str(key, "key"), _str(value, "value")
         if len(key) + len(value) > (cap := self.s.limits.sql_value_bytes):
             raise WorkbenchError(
@@ -258,6 +259,7 @@ class KV:
         self.store.kv_set(key, value)
 
     def delete(self, key: str) -> bool:
+        self.s.attempt("storage.kv.delete")
         key = _str(key, "key")
         self.s.writing("storage.kv.delete")
         self.s.flush()

@@ -22,25 +22,50 @@ MiB = 1024 * 1024
 MAX_JSON_BYTES = 4 * MiB  # manifest.json: far above any real one (tens of KB)
 MAX_DEPTH = 64  # nesting of manifest.json, inputSchemas included
 MAX_SCHEMA_SQL_BYTES = 4 * MiB  # db/schema.sql
+MAX_TOOL_BYTES = 64 * MiB  # one tool's source file, as the runners read it
 
 
-def read_file(path: Path, limit: int) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes, or GemLoadError saying why not.
+def regular_fd(path: Path, *, follow: bool = True) -> int | str:
+    """A read-only fd of the regular file at `path`, or why there is none ("is a FIFO…").
 
-    Opened non-blocking and checked after opening: a FIFO must not hang the load, and a
-    directory, device, symlink loop or huge file is an error, not a traceback."""
+    Opened non-blocking (a FIFO swapped in must not hang the caller: the edit loop re-reads
+    gem files before calls) and checked with fstat on the fd itself, so what is checked is
+    what is read. `follow=False` refuses a link in the last step (O_NOFOLLOW): for a path
+    already resolved, a link there now was swapped in after the check."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
-        raise GemLoadError(f"{path.name} not found in {path.parent}", file=str(path)) from None
+        return "does not exist"
     except OSError as exc:
-        why = "a symbolic link loop" if exc.errno == errno.ELOOP else exc.strerror
-        raise GemLoadError(f"{path.name} cannot be read: {why}", file=str(path)) from None
+        if exc.errno == errno.ELOOP:
+            return "cannot be read: " + ("a symbolic link loop" if follow else "it became a symbolic link")
+        return f"cannot be read: {exc.strerror}"
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-            raise GemLoadError(f"{path.name} is {kind}", file=str(path))
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        return f"cannot be read: {exc.strerror}"
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        return "is a folder" if stat.S_ISDIR(mode) else "is not a regular file (a FIFO, socket or device)"
+    return fd
+
+
+def open_regular(path: Path, *, follow: bool = True) -> int:
+    """regular_fd, or GemLoadError naming the file."""
+    got = regular_fd(path, follow=follow)
+    if isinstance(got, str):
+        got = f"not found in {path.parent}" if got == "does not exist" else got
+        raise GemLoadError(f"{path.name} {got}", file=str(path))
+    return got
+
+
+def read_file(path: Path, limit: int, *, follow: bool = True) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, or GemLoadError saying why not
+    (a directory, FIFO, device, symlink loop or huge file is an error, never a hang)."""
+    fd = open_regular(path, follow=follow)
+    try:
         chunks, size = [], 0
         while size <= limit:
             chunk = os.read(fd, min(1 * MiB, limit + 1 - size))
@@ -142,21 +167,18 @@ def tool_file_problem(root: Path, rel: str) -> str | None:
         return f"tool file {rel} cannot be resolved"
     if not file.is_relative_to(root / "tools"):
         return f"{rel} is outside the gem's tools/ folder"
-    try:
-        info = os.stat(file)
-    except FileNotFoundError:
-        return f"tool file {rel} does not exist"
-    except OSError as exc:
-        why = "a symbolic link loop" if exc.errno == errno.ELOOP else exc.strerror
-        return f"tool file {rel} cannot be read: {why}"
-    if not stat.S_ISREG(info.st_mode):
-        return f"tool file {rel} is not a regular file (a folder, FIFO or device)"
+    got = regular_fd(file, follow=False)  # opened, never waited on: a FIFO is refused
+    if isinstance(got, str):
+        return f"tool file {rel} {got}"
+    os.close(got)
     if file.suffix != Path(rel).suffix:
         return f"tool file {rel} is a link to {file.name}, whose extension differs"
     return None
 
 
-def escaping_links(root: Path) -> list[Path]:
+def escaping_links(root: Path) -> list[tuple[Path, str]]:
+    """The gem folder's symlinks that lead outside it, or nowhere ever (a loop, or a chain of
+    over 40 links, which nothing can open), each with why: (path, "outside" | "loop")."""
     out = []
     for dirpath, dirs, files in os.walk(root):
         for name in dirs + files:
@@ -164,7 +186,15 @@ def escaping_links(root: Path) -> list[Path]:
             if p.is_symlink():
                 target = realpath(p)
                 if target is None or not target.is_relative_to(root):
-                    out.append(p)
+                    out.append((p, "outside"))
+                    continue
+                try:
+                    os.path.realpath(p, strict=True)
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        out.append((p, "loop"))
+                except ValueError:
+                    pass
     return sorted(out)
 
 

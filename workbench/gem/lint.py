@@ -111,15 +111,16 @@ def check_tools(
 
 
 def link_problems(root: Path) -> list[Problem]:
-    """Links leading out of the gem: the sandbox checks paths as written (N1)."""
+    """Links leading out of the gem (the sandbox checks paths as written, N1) or nowhere ever
+    (a loop: a gem that opened without a word, and failed when a tool met it)."""
+    why = {
+        "outside": "leads outside the gem folder; the sandbox may read only the gem's own files",
+        "loop": "is a symbolic link loop (or a chain of over 40 links): nothing can open it; "
+        "remove it or point it at a file",
+    }
     return [
-        {
-            "file": str(link),
-            "pointer": "",
-            "message": f"symbolic link {link.relative_to(root)} leads outside the gem "
-            "folder; the sandbox may read only the gem's own files",
-        }
-        for link in escaping_links(root)
+        {"file": str(link), "pointer": "", "message": f"symbolic link {link.relative_to(root)} {why[kind]}"}
+        for link, kind in escaping_links(root)
     ]
 
 

@@ -16,6 +16,7 @@ from .folder import FolderFileStore
 from .mail import Mailbox
 from .memory import MemoryFileStore
 from .sqlite import open_database
+from .statedir import claim, make_state_dir
 
 __all__ = [
     "DataStore",
@@ -62,9 +63,18 @@ class Providers:
 
 
 def make_providers(
-    gem_id: str, spec: str | dict[str, str], *, gem_root: Path, workspace: Path | None, state_dir: Path | None
+    gem_id: str,
+    spec: str | dict[str, str],
+    *,
+    gem_root: Path,
+    workspace: Path | None,
+    state_dir: Path | None,
+    platform: str | None = None,
 ) -> Providers:
-    """Build providers from "mock", "real", or a mix like {"files": "real", "storage": "mock"}."""
+    """Build providers from "mock", "real", or a mix like {"files": "real", "storage": "mock"}.
+
+    `platform`: the real state folder is claimed for (gem_id, platform), E_STATE when another
+    gem owns it (statedir.py); None leaves it unclaimed (tests of the stores alone)."""
     from .._errors import UsageError
 
     given = {"files": spec, "storage": spec} if isinstance(spec, str) else dict(spec)
@@ -78,7 +88,9 @@ def make_providers(
     state: Path | None = Path(state_dir) if state_dir else None
     if "real" in kinds.values():
         state = state or default_state_dir(gem_id, gem_root)
-        state.mkdir(parents=True, exist_ok=True)
+        make_state_dir(state)
+        if platform is not None:
+            claim(state, gem_id, platform)  # before anything in it is read, written or pruned
     files: FileStore = MemoryFileStore()
     if kinds["files"] == "real" and state is not None:
         ws = Path(workspace) if workspace else state / "workspace"

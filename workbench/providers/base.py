@@ -17,9 +17,18 @@ blocking), nor are names that are not valid UTF-8 on disk. Symlinks are followed
 from __future__ import annotations
 
 import builtins
+import errno
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
+
+
+class LinkInPath(OSError):
+    """A folder on a path the caller resolved is a symbolic link now (swapped in since): the
+    real store never follows it (SEC2). `filename` is the path, relative to its root."""
+
+    def __init__(self, rel: str) -> None:
+        super().__init__(errno.ELOOP, "a folder on the path became a symbolic link", rel)
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,8 @@ class Entry:
 class FileStore(Protocol):
     def entry(self, root: str, path: str) -> Entry | None:
         """The entry at path, or None (also for a FIFO, socket or device). The root itself is
-        always a folder."""
+        always a folder. This and every method below raise LinkInPath when a folder on the
+        path is a symlink: the caller resolved it, so one was swapped in since (SEC2)."""
 
     def resolve(self, root: str, path: str) -> str | None:
         """The canonical path after following symlinks, or None if it leaves the root or does

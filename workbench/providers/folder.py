@@ -6,6 +6,8 @@ not valid UTF-8 on disk are skipped (no gem path can name them). Writes go throu
 in the state folder's `runs/.tmp/` (same filesystem: an atomic rename), or, when the conversation
 folder is on another filesystem, through a hidden `.wb-tmp-<pid>-…` file next to the target; a
 process killed mid-write leaves its temp behind, and the next `open` removes it (`housekeep`).
+Every path is opened step by step from its root's fd, never looked up by name again (SEC2,
+_fdpath.py): a folder swapped for a symlink after the ctx layer resolved the path is refused.
 """
 
 from __future__ import annotations
@@ -14,21 +16,26 @@ import builtins
 import errno
 import functools
 import os
+import secrets
 import shutil
 import stat
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Literal
 
 from .._text import is_unicode
-from .base import Entry
+from . import _fdpath
+from .base import Entry, LinkInPath
 
 TMP_PREFIX = ".wb-tmp-"  # a dot-name: invisible to gems (F10) while a write is in flight
 MAX_LINKS = 40  # symlinks followed per path, as Linux's MAXSYMLINKS: more is a loop for us too
 STALE_TMP_SECONDS = 24 * 3600  # a temp this old is a leftover even if its pid was reused
 _CHUNK = 1 << 20
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
 
 
 @functools.cache
@@ -50,9 +57,10 @@ def _kind(mode: int) -> Literal["file", "folder", "link"] | None:
     return None
 
 
-def _entry(p: str, name: str) -> Entry | None:
+def _entry(dir_fd: int, name: str) -> Entry | None:
+    """The entry `name` in the folder `dir_fd`, a final link not followed."""
     try:
-        st = os.lstat(p)
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except (OSError, ValueError):  # missing, a parent is a file or a loop, name too long
         return None
     kind = _kind(st.st_mode)
@@ -82,16 +90,16 @@ def _tmp_pid(name: str) -> int | None:
     return int(head) if head.isascii() and head.isdigit() else None
 
 
-def open_regular(path: str | os.PathLike[str]) -> int:
+def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> int:
     """A read-only fd of a regular file; FileNotFoundError for anything else, without blocking.
 
     O_NONBLOCK: a FIFO swapped in after the caller's check opens at once instead of waiting
     for a writer; O_NOFOLLOW: a final symlink swapped in is not followed; then fstat of the
     opened file decides, so no check-then-use gap remains.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | _CLOEXEC
     try:
-        fd = os.open(path, flags | getattr(os, "O_BINARY", 0))
+        fd = os.open(path, flags | getattr(os, "O_BINARY", 0), dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EMLINK):  # a symlink, socket, FIFO
             raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path)) from None
@@ -105,10 +113,10 @@ def open_regular(path: str | os.PathLike[str]) -> int:
     return fd
 
 
-def read_regular(path: str | os.PathLike[str]) -> bytes:
+def read_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> bytes:
     """The bytes of a regular file (see open_regular), at most the size it had when opened:
     a file growing meanwhile does not make the read run on."""
-    fd = open_regular(path)
+    fd = open_regular(path, dir_fd=dir_fd)
     try:
         parts, left = [], os.fstat(fd).st_size
         while left > 0:
@@ -135,6 +143,8 @@ class FolderFileStore:
         self.tmp = Path(tmp) if tmp is not None else self.runs / ".tmp"
         self._tmp_dev: int | None = None
         self._foreign_devs: set[int] = set()  # devices where a rename from the temp folder failed (EXDEV)
+        self._keep: tuple[int, float] | None = None  # retention, from housekeep: applied as runs appear
+        self._new_runs = 0  # run folders made since the last prune
 
     def _base(self, root: str) -> Path:
         return self.workspace if root == "workspace" else self.runs / root.removeprefix("run/")
@@ -142,10 +152,42 @@ class FolderFileStore:
     def _abs(self, root: str, path: str) -> Path:
         return self._base(root) / path if path else self._base(root)
 
+    def _parent(
+        self, root: str, path: str, *, create: bool = False
+    ) -> AbstractContextManager[tuple[int, str]]:
+        """(fd of the folder holding `path`, its last name), every step opened from the root's
+        fd without following a link (SEC2: LinkInPath when a step became one)."""
+        if create:
+            self._making(root)
+        return _fdpath.parent(os.fspath(self._base(root)), path, create=create)
+
+    def _folder(self, root: str, path: str, *, create: bool = False) -> AbstractContextManager[int]:
+        if create:
+            self._making(root)
+        return _fdpath.folder(os.fspath(self._base(root)), path.split("/") if path else [], create=create)
+
+    def _making(self, root: str) -> None:
+        """A write is about to make `root`'s folder: when it is a new run folder, apply the
+        retention policy every tenth of `keep_runs` new ones (F1), so a bench open for 1,000
+        calls keeps what one opened for each would (it pruned only at open before)."""
+        if self._keep is None or root == "workspace" or os.path.isdir(self._base(root)):
+            return
+        self._new_runs += 1
+        keep_runs, keep_days = self._keep
+        if self._new_runs >= max(1, keep_runs // 10):
+            self._new_runs = 0
+            self.prune_runs(keep_runs=keep_runs, keep_days=keep_days)  # before it exists: never it
+
     def entry(self, root: str, path: str) -> Entry | None:
         if path == "":
             return Entry("", "folder", 0, 0)
-        return _entry(os.fspath(self._abs(root, path)), os.path.basename(path))
+        try:
+            with self._parent(root, path) as (fd, name):
+                return _entry(fd, name)
+        except LinkInPath:
+            raise  # SEC2: said, not taken for "missing" (a write would then go ahead)
+        except (OSError, ValueError):  # a step missing or a file: no entry there
+            return None
 
     def resolve(self, root: str, path: str) -> str | None:
         """Follow symlinks component by component, at most MAX_LINKS of them (a loop or a
@@ -186,54 +228,60 @@ class FolderFileStore:
         return os.path.relpath(cur, base).replace(os.sep, "/") if cur != base else ""
 
     def list(self, root: str, path: str) -> builtins.list[Entry]:
-        p = self._abs(root, path)
-        if path == "" and not p.exists():
+        if path == "" and not self._base(root).exists():
             return []  # a run folder is created on its first write
-        names = sorted(n for n in os.listdir(p) if is_unicode(n))
-        return [e for n in names if (e := _entry(os.path.join(p, n), n))]
+        with self._folder(root, path) as fd:
+            names = sorted(n for n in os.listdir(fd) if is_unicode(n))
+            return [e for n in names if (e := _entry(fd, n))]
 
     def read(self, root: str, path: str) -> bytes:
-        return read_regular(self._abs(root, path))
+        with self._parent(root, path) as (fd, name):
+            return read_regular(name, dir_fd=fd)
 
     # -- atomic writes ---------------------------------------------------------------------
-    def _staging(self, folder: Path) -> Path | None:
-        """the temp folder when a rename from it into `folder` can work (same device), else None."""
+    def _staging(self, folder_fd: int) -> Path | None:
+        """the temp folder when a rename from it into the folder can work (same device), else None."""
         try:
             if self._tmp_dev is None:
                 self.tmp.mkdir(parents=True, exist_ok=True)
                 self._tmp_dev = os.stat(self.tmp).st_dev
-            dev = os.stat(folder).st_dev
+            dev = os.fstat(folder_fd).st_dev
         except OSError:
             return None
         return self.tmp if dev == self._tmp_dev and dev not in self._foreign_devs else None
 
     def write(self, root: str, path: str, data: bytes) -> None:
-        target = self._abs(root, path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:  # never replace what the store does not show (a FIFO, socket, device)
-            if _kind(os.lstat(target).st_mode) is None:
-                raise FileExistsError(errno.EEXIST, "an entry that is not a file is in the way", str(target))
-        except FileNotFoundError:
-            pass
-        staging = self._staging(target.parent)
-        if staging is not None:
+        with self._parent(root, path, create=True) as (fd, name):
+            try:  # never replace what the store does not show (a FIFO, socket, device)
+                old: os.stat_result | None = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                old = None
+            if old is not None and _kind(old.st_mode) is None:
+                raise FileExistsError(errno.EEXIST, "an entry that is not a file is in the way", path)
+            mode = (
+                stat.S_IMODE(old.st_mode)
+                if old is not None and stat.S_ISREG(old.st_mode)
+                else 0o666 & ~_umask()
+            )
+            staging = self._staging(fd)
+            if staging is not None:
+                try:
+                    self._write_via(fd, name, data, mode, staging=staging)
+                    return
+                except OSError as exc:
+                    if exc.errno != errno.EXDEV:  # e.g. bind mounts: one device, no rename across
+                        raise
+                    self._foreign_devs.add(os.fstat(fd).st_dev)
+            # another filesystem: a hidden temp next to the target, announced in the temp folder so
+            # that the next open can remove it if this process dies before the rename
+            marker = self._announce()
             try:
-                self._write_via(staging, target, data)
-                return
-            except OSError as exc:
-                if exc.errno != errno.EXDEV:  # e.g. bind mounts: one device, no rename across
-                    raise
-                self._foreign_devs.add(os.stat(target.parent).st_dev)
-        # another filesystem: a hidden temp next to the target, announced in the temp folder so that the
-        # next open can remove it if this process dies before the rename
-        marker = self._announce(target.parent)
-        try:
-            self._write_via(target.parent, target, data, marker=marker)
-        finally:
-            if marker is not None:
-                marker.unlink(missing_ok=True)
+                self._write_via(fd, name, data, mode, marker=marker, where=self._abs(root, path).parent)
+            finally:
+                if marker is not None:
+                    marker.unlink(missing_ok=True)
 
-    def _announce(self, folder: Path) -> Path | None:
+    def _announce(self) -> Path | None:
         try:
             self.tmp.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(dir=self.tmp, prefix=f"{os.getpid()}-", suffix=".pending")
@@ -243,93 +291,118 @@ class FolderFileStore:
         return Path(name)
 
     @staticmethod
-    def _write_via(folder: Path, target: Path, data: bytes, *, marker: Path | None = None) -> None:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f"{TMP_PREFIX}{os.getpid()}-")
+    def _write_via(
+        dir_fd: int,
+        name: str,
+        data: bytes,
+        mode: int,
+        *,
+        staging: Path | None = None,
+        marker: Path | None = None,
+        where: Path | None = None,
+    ) -> None:
+        """Write a temp (in `staging`, or next to the target), then rename it over `name` in
+        the folder `dir_fd`: a killed write leaves the old file or the new one."""
+        if staging is not None:
+            fd, tmp = tempfile.mkstemp(dir=staging, prefix=f"{TMP_PREFIX}{os.getpid()}-")
+            src, src_fd = tmp, None
+        else:
+            src = f"{TMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+            fd, src_fd = os.open(src, _NEW_FILE, 0o600, dir_fd=dir_fd), dir_fd
+            tmp = os.fspath((where or Path()) / src)
         try:
             if marker is not None:
                 marker.write_bytes(os.fsencode(tmp))
-            try:  # mkstemp makes it 0600: keep the mode of the file replaced, else the default
-                mode = stat.S_IMODE(os.stat(target).st_mode)
-            except OSError:
-                mode = 0o666 & ~_umask()
-            if hasattr(os, "fchmod"):
+            if hasattr(os, "fchmod"):  # mkstemp makes it 0600: the mode of the file replaced
                 os.fchmod(fd, mode)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, target)
+            os.rename(src, name, src_dir_fd=src_fd, dst_dir_fd=dir_fd)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            try:
+                os.unlink(src, dir_fd=src_fd)
+            except OSError:
+                pass
             raise
 
     def mkdir(self, root: str, path: str) -> None:
-        self._abs(root, path).mkdir(parents=True, exist_ok=True)
+        with self._folder(root, path, create=True):
+            pass
 
     def move(self, src_root: str, src: str, dst_root: str, dst: str) -> None:
-        a, b = self._abs(src_root, src), self._abs(dst_root, dst)
-        b.parent.mkdir(parents=True, exist_ok=True)
-        if a.is_dir() and not a.is_symlink():
-            b.mkdir()  # exclusive: raises FileExistsError; rename then replaces this empty dir
+        with self._parent(src_root, src) as (afd, an), self._parent(dst_root, dst, create=True) as (bfd, bn):
+            if stat.S_ISDIR(os.stat(an, dir_fd=afd, follow_symlinks=False).st_mode):
+                os.mkdir(bn, dir_fd=bfd)  # exclusive: raises FileExistsError; rename then replaces it
+                try:
+                    os.rename(an, bn, src_dir_fd=afd, dst_dir_fd=bfd)
+                except OSError:
+                    os.rmdir(bn, dir_fd=bfd)
+                    # another filesystem: copied by name, anchored at the two folders' fds
+                    shutil.move(f"/proc/self/fd/{afd}/{an}", f"/proc/self/fd/{bfd}/{bn}")
+                return
             try:
-                os.rename(a, b)
-            except OSError:
-                b.rmdir()
-                shutil.move(a, b)  # another filesystem
-            return
-        try:
-            os.link(a, b, follow_symlinks=False)  # atomic, and never replaces an existing b
-        except FileExistsError:
-            raise
-        except OSError:  # another filesystem, or links unsupported: copy exclusively
-            with open(open_regular(a), "rb") as fa, open(b, "xb") as fb:  # no FIFO wait
-                shutil.copyfileobj(fa, fb)
-        os.unlink(a)
+                os.link(
+                    an, bn, src_dir_fd=afd, dst_dir_fd=bfd, follow_symlinks=False
+                )  # atomic, never replaces
+            except FileExistsError:
+                raise
+            except OSError:  # another filesystem, or links unsupported: copy exclusively
+                with (
+                    open(open_regular(an, dir_fd=afd), "rb") as fa,  # no FIFO wait
+                    open(os.open(bn, _NEW_FILE, 0o666, dir_fd=bfd), "wb") as fb,
+                ):
+                    shutil.copyfileobj(fa, fb)
+            os.unlink(an, dir_fd=afd)
 
     def remove(self, root: str, path: str, *, trash: bool) -> None:
-        p = self._abs(root, path)
-        if trash:
+        if trash:  # a desktop's trash takes a path (send2trash): by name
             from send2trash import send2trash
 
-            send2trash(p)
-        elif p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p)
-        else:
-            p.unlink()
+            send2trash(self._abs(root, path))
+            return
+        with self._parent(root, path) as (fd, name):
+            if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                shutil.rmtree(name, dir_fd=fd)  # fd-based: never follows a link inside
+            else:
+                os.unlink(name, dir_fd=fd)
+
+    def _tree(self, root: str, path: str) -> Iterator[tuple[str, builtins.list[tuple[str, Entry | None]]]]:
+        """(folder, its children with their entries, None for what gems never see) for the
+        folder at `path` and every folder below it, parents first; each opened from the root
+        as every path is (a folder that became a link is not entered). Iterative."""
+        todo = [path]
+        while todo:
+            rel = todo.pop()
+            try:
+                with self._folder(root, rel) as fd:
+                    children = [(n, _entry(fd, n)) for n in sorted(os.listdir(fd))]
+            except OSError:
+                continue
+            yield rel, children
+            todo += reversed(
+                [
+                    f"{rel}/{n}" if rel else n
+                    for n, e in children
+                    if e and e.type == "folder" and is_unicode(n)
+                ]
+            )
 
     def walk(self, root: str) -> Iterator[tuple[str, Entry]]:
-        base = self._base(root)
-        for dirpath, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if is_unicode(d))  # not descended into either
-            rel = os.path.relpath(dirpath, base)
-            for n in dirs + sorted(f for f in files if is_unicode(f)):
-                path = n if rel == "." else f"{rel}/{n}".replace(os.sep, "/")
-                if e := _entry(os.path.join(dirpath, n), n):
-                    yield path, e
+        for rel, children in self._tree(root, ""):
+            listed = [(n, e) for n, e in children if e is not None and is_unicode(n)]
+            for n, e in sorted(listed, key=lambda c: c[1].type != "folder"):  # folders first, as os.walk
+                yield (f"{rel}/{n}" if rel else n), e
 
     def unlisted_under(self, root: str, path: str) -> str | None:
         """The first entry in the folder's tree that `list` does not report (a FIFO, socket,
         device, or a name that is not UTF-8), printable; None if there is none. Symlinks are
         not followed; iterative, so a deep tree cannot exhaust the stack."""
-        todo = [os.fspath(self._abs(root, path))]
-        base = os.fspath(self._base(root))
-        while todo:
-            folder = todo.pop()
-            try:
-                with os.scandir(folder) as it:
-                    children = list(it)
-            except OSError:
-                continue
-            for child in children:
-                try:
-                    kind = _kind(child.stat(follow_symlinks=False).st_mode)
-                except OSError:
-                    continue
-                if kind is None or not is_unicode(child.name):
-                    rel = os.path.relpath(child.path, base)
-                    return os.fsencode(rel).decode("utf-8", "backslashreplace").replace(os.sep, "/")
-                if kind == "folder":
-                    todo.append(child.path)
+        for rel, children in self._tree(root, path):
+            for n, e in children:
+                if e is None or not is_unicode(n):
+                    return os.fsencode(f"{rel}/{n}" if rel else n).decode("utf-8", "backslashreplace")
         return None
 
     def roots(self) -> builtins.list[str]:
@@ -340,14 +413,16 @@ class FolderFileStore:
         )
         return ["workspace", *runs]
 
-    # -- housekeeping at open ----------------------------------------------------------------
+    # -- housekeeping at open and as run folders appear ----------------------------------------------------------------
     def housekeep(self, *, keep_runs: int | None = 50, keep_days: float = 7.0) -> None:
         """Remove temps of writers that died, then run folders outside the retention policy
-        (keep_runs=None: keep every run folder).
+        (keep_runs=None: keep every run folder), which is applied again as calls make run
+        folders.
 
         Never raises: a file another process removes first, or one we may not remove, is left.
         """
         self.clean_temps()
+        self._keep = None if keep_runs is None else (keep_runs, keep_days)
         if keep_runs is not None:
             self.prune_runs(keep_runs=keep_runs, keep_days=keep_days)
 

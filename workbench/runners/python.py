@@ -7,6 +7,7 @@ storage: it gets the ctx layer's `Capabilities` and turns them into the tool's `
 from __future__ import annotations
 
 import asyncio
+import importlib.machinery
 import importlib.util
 import inspect
 import io
@@ -19,9 +20,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .._errors import WorkbenchError
+from .._errors import GemLoadError, WorkbenchError
 from .._json import to_json
 from ..ctx import CtxCrash, PythonCtx
+from ..gem.folder import MAX_TOOL_BYTES, read_file
 
 if TYPE_CHECKING:
     from ..ctx import Capabilities
@@ -156,6 +158,20 @@ class CappedWriter(io.TextIOBase):
 Modules = dict[Path, tuple[int, ModuleType]]  # a bench's imported tools: file -> (mtime, module)
 
 
+class _ToolLoader(importlib.machinery.SourceFileLoader):
+    """Python's own loader (its bytecode cache included) reading through folder.read_file:
+    a tool file swapped for a FIFO after the bench's check is an error, never a read that
+    waits for a writer; a cached .pyc that is not a regular file is ignored."""
+
+    def get_data(self, path: str) -> bytes:
+        try:
+            return read_file(Path(path), MAX_TOOL_BYTES)
+        except GemLoadError as exc:
+            if path == self.path:
+                raise
+            raise OSError(exc.message) from None  # the source is read instead
+
+
 def _load(tool: ToolSpec, fresh: bool, modules: Modules) -> ModuleType:
     """Import the tool's file; again when it changed on disk, or when `fresh` (reuse policy).
 
@@ -165,7 +181,7 @@ def _load(tool: ToolSpec, fresh: bool, modules: Modules) -> ModuleType:
     if cached and cached[0] == mtime and not fresh:
         return cached[1]
     name = f"_workbench_tool_{abs(hash(str(tool.file)))}_{tool.name}"
-    spec = importlib.util.spec_from_file_location(name, tool.file)
+    spec = importlib.util.spec_from_file_location(name, tool.file, loader=_ToolLoader(name, str(tool.file)))
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -19,7 +19,7 @@ from typing import Any
 from ..._deno import ProbeError, probe
 from ..._errors import GemLoadError
 from ..._json import deeper_than
-from ...gem.folder import clip, realpath
+from ...gem.folder import clip, open_regular, realpath
 from ...gem.links import GemLinks
 from ...gem.model import LANGUAGES, Manifest, ToolSpec
 from ...gem.names import slug_problem
@@ -109,6 +109,7 @@ def describe(root: Path) -> dict[str, Any]:
     links = GemLinks(inside).check()  # N1: Deno would follow a link out of the folder
     if links is not None:
         raise GemLoadError(f"{module.name}: {links.message}", file=str(module), **links.details)
+    os.close(open_regular(real, follow=False))  # a FIFO would hang Deno's import until its timeout
     try:
         answer = probe(
             [real.as_uri()], read=[inside, SDK], deno_dir=deno_dir(), import_map=IMPORT_MAP, describe=True

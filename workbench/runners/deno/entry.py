@@ -11,6 +11,9 @@ import re
 import tempfile
 from pathlib import Path
 
+from ..._errors import GemLoadError
+from ...gem.folder import regular_fd
+
 MAX_SOURCE_BYTES = 8 * 1024 * 1024  # a tool's source read to look for its handle
 
 _EXPORTED = re.compile(r"\bexport\s+(?:async\s+)?function\s*\*?\s*handle\b|\bexport\s*\{[^}]*\bhandle\b")
@@ -18,9 +21,13 @@ _PLAIN = re.compile(r"^[ \t]*(?:async\s+)?function\s*\*?\s*handle\s*\(", re.M)
 
 
 def entry_file(file: Path, name: str = "handle") -> Path:
-    """The module to import for the tool at `file`: itself, or its generated entry."""
+    """The module to import for the tool at `file`: itself, or its generated entry;
+    GemLoadError when `file` is not a regular file."""
+    got = regular_fd(file)  # never a read that waits: a FIFO swapped in is refused
+    if isinstance(got, str):
+        raise GemLoadError(f"tool file {file.name} {got}", file=str(file))
     try:
-        with open(file, "rb") as f:
+        with os.fdopen(got, "rb") as f:
             source = f.read(MAX_SOURCE_BYTES + 1).decode("utf-8", "replace")
     except OSError:
         return file  # the import reports it

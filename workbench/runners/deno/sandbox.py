@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..._deno import DENO_FLAGS, minimal_env
 from ..._errors import WorkbenchError
+from ..._json import utf8
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 from ...gem.links import GemLinks
 from ..python import Outcome
@@ -423,7 +424,7 @@ class Sandbox:
         link = self._links.check()
         if link is not None:
             return Outcome(error=link)
-        data = _COMPACT.encode(args).encode()
+        data = utf8(_COMPACT.encode(args))  # a lone surrogate as the platform's JSON carries it
         if len(data) > limits.bridge_message_bytes:
             return Outcome(
                 error=WorkbenchError(

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..._errors import WorkbenchError
-from ..._json import deeper_than
+from ..._json import deeper_than, utf8
 
 if TYPE_CHECKING:
     from ...ctx import Capabilities
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def _error_body(code: str, message: str, **details: Any) -> tuple[bool, bytes]:
     body = {"code": code, "message": message, "details": _jsonable(details)}
-    return False, json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    return False, utf8(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
 
 
 def serve_ctx(caps: Capabilities, method: str, payload: bytes | None, limits: Any) -> tuple[bool, bytes]:
@@ -51,7 +51,7 @@ def serve_ctx(caps: Capabilities, method: str, payload: bytes | None, limits: An
         return _error_body("E_INVALID_ARGUMENT", f"{method}: the arguments are not a list", method=method)
     try:
         value = caps.call(method, *args)
-        body = _VALUE.encode(value).encode()
+        body = utf8(_VALUE.encode(value))
     except WorkbenchError as exc:
         return _error_body(exc.code, exc.message, **exc.details)
     except (TypeError, ValueError, RecursionError) as exc:
