@@ -257,6 +257,98 @@ refuse(Deno, "exit", (code) => `Deno.exit(${code ?? ""})`);
 refuse(self, "close", () => "self.close()");
 refuse(self, "postMessage", () => "self.postMessage()");
 
+// -- what a call leaves behind (SEC5, issue 25) ------------------------------------------------
+// When a top call ends nothing it started may run on: its timers and intervals are cleared, its
+// MessageChannel and BroadcastChannel ports closed, once the microtasks it left have run (the
+// probe below, a task after them). The constructors and functions are wrapped here, before any
+// tool code runs, and their ids kept in tables without a prototype. A nested Worker is
+// terminated, and the process is recycled as well: Worker.terminate() does not stop a Worker
+// that spins (measured with Deno 2.9: a busy loop, a microtask flood, `for (;;) await null` all
+// ran on), and only the process's end frees its threads for sure. A microtask flood never lets
+// the probe run: the host sees no idle Worker within its grace and ends the process (host.ts).
+const nativeSetTimeout = setTimeout, nativeSetInterval = setInterval;
+const nativeClearTimeout = clearTimeout, nativeClearInterval = clearInterval;
+const ReflectConstruct = Reflect.construct;
+const NativeWorker = Worker, workerTerminate = Worker.prototype.terminate;
+const NativeMessageChannel = MessageChannel, NativeBroadcastChannel = BroadcastChannel;
+const portClose = MessagePort.prototype.close, broadcastClose = BroadcastChannel.prototype.close;
+const channelPort1 = getter(MessageChannel.prototype, "port1");
+const channelPort2 = getter(MessageChannel.prototype, "port2");
+const TIMERS: Record<number, true> = objectCreate(null); // ids not yet fired or cleared
+const CLOSABLE: [unknown, unknown][] = []; // [close function, its object]: ports and channels
+let nestedWorkers = 0; // Workers made since the last recycle: any means the process ends
+
+function wrap(name: string, fn: (...a: any[]) => unknown): void {
+  defineProperty(globalThis, name, data(fn));
+}
+function timer(native: unknown, once: boolean) {
+  return (fn: unknown, ms?: unknown, ...args: unknown[]) => {
+    const cb = typeof fn !== "function" ? fn : function (this: unknown) {
+      if (once) ReflectDelete(TIMERS, id);
+      return ReflectApply(fn as () => unknown, this, args);
+    };
+    const id = ReflectApply(native as () => number, globalThis, [cb, ms]) as number;
+    TIMERS[id] = true;
+    return id;
+  };
+}
+function untimer(native: unknown) {
+  return (id?: unknown) => {
+    ReflectDelete(TIMERS, id as number);
+    ReflectApply(native as () => void, globalThis, [id]);
+  };
+}
+wrap("setTimeout", timer(nativeSetTimeout, true));
+wrap("setInterval", timer(nativeSetInterval, false));
+wrap("clearTimeout", untimer(nativeClearTimeout));
+wrap("clearInterval", untimer(nativeClearInterval));
+function constructor(name: string, Native: any, track: (o: unknown) => void): void {
+  const C = function (this: unknown, ...args: unknown[]) {
+    if (new.target === undefined) throw new NativeTypeError(`${name} must be called with new`);
+    const o = ReflectConstruct(Native, args, new.target);
+    track(o);
+    return o;
+  };
+  defineProperty(C, "prototype", { __proto__: null, value: Native.prototype } as PropertyDescriptor);
+  defineProperty(C, "name", data(name));
+  wrap(name, C as unknown as (...a: any[]) => unknown);
+}
+constructor("Worker", NativeWorker, (w) => {
+  nestedWorkers++;
+  append(CLOSABLE, [workerTerminate, w]);
+});
+constructor("MessageChannel", NativeMessageChannel, (c) => {
+  append(CLOSABLE, [portClose, call0(channelPort1, c)]);
+  append(CLOSABLE, [portClose, call0(channelPort2, c)]);
+});
+constructor("BroadcastChannel", NativeBroadcastChannel, (c) => append(CLOSABLE, [broadcastClose, c]));
+
+// Once the top call ended and the microtasks it left ran: clear what it left, then tell the
+// host (IDLE in the second buffer: 1 while a top call's leftovers are not yet cleared; RECYCLE:
+// the process must end). Re-armed while ctx replies the call did not wait for are still due:
+// their continuations run first.
+function clearLeftovers(): void {
+  if (activeCount > 0 || back === null) return; // a call started since: its own end clears
+  if (objectKeys(pending).length > 0) {
+    ReflectApply(nativeSetTimeout, globalThis, [clearLeftovers, 1]);
+    return;
+  }
+  const ids = objectKeys(TIMERS);
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i] as unknown as number;
+    ReflectDelete(TIMERS, id);
+    ReflectApply(nativeClearTimeout, globalThis, [+id]);
+    ReflectApply(nativeClearInterval, globalThis, [+id]);
+  }
+  for (let i = 0; i < CLOSABLE.length; i++) {
+    try { ReflectApply(CLOSABLE[i][0] as () => void, CLOSABLE[i][1], []); } catch { /* closed */ }
+  }
+  CLOSABLE.length = 0;
+  if (nestedWorkers > 0) atomicsStore(back.ctrl, RECYCLE, 1);
+  atomicsStore(back.ctrl, IDLE, 0);
+  atomicsNotify(back.ctrl, IDLE);
+}
+
 // -- the channel ------------------------------------------------------------------------------
 
 // Pending ctx calls, in a table without a prototype (no Map.prototype.set to hook).
@@ -283,6 +375,8 @@ let limit = 64 * 1024 * 1024; // bridge_message_bytes of the current call
 // SharedArrayBuffer layout, written by the host: [generation, ack, header bytes (-1: this chunk
 // continues the payload), payload bytes in all, chunk bytes], then the header and the chunk
 const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, CLEN = 4, DATA = 32;
+// in the second buffer only (see clearLeftovers)
+const IDLE = 5, RECYCLE = 6;
 const taSet = TypedArrayProto.set;
 
 async function receive(sab: SharedArrayBuffer): Promise<void> {
@@ -796,6 +890,10 @@ function done(id: string, ok: boolean, text: string): void {
   if (activeCalls[id] === true) {
     ReflectDelete(activeCalls, id);
     activeCount--;
+    if (activeCount === 0 && back !== null) { // a top call ended: its leftovers are due
+      atomicsStore(back.ctrl, IDLE, 1);
+      ReflectApply(nativeSetTimeout, globalThis, [clearLeftovers, 0]);
+    }
   }
   send({ t: "done", id, ok, late: late(id) }, encode(text));
 }
