@@ -31,6 +31,8 @@
 // `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
 // results over `resultChars` (N9) before they are carried; Python checks what it sends.
 
+import process from "node:process"; // cpuUsage: getrusage, no permission needed
+
 const [inPath, outPath, parentPid, workerUrl, ...readable] = Deno.args;
 // Python gone (we were handed to another parent; its pid is an argument, as it may be gone
 // before this line runs) ends this process, whatever the main thread waits for then: an open
@@ -113,10 +115,12 @@ const CHUNK = 1 << 20;
 // In the worker's buffer: IDLE is 1 from a top call's end until the worker cleared what the
 // call left running (worker.ts clearLeftovers); RECYCLE, that the process must end.
 const IDLE = 5, RECYCLE = 6;
-// How long a worker may take to come back idle after a top call: a microtask flood (or a loop
-// in a timer that fired after the call returned) never does, and no Worker.terminate() stops it
-// (worker.ts), so the process ends with RECYCLED and Python starts a fresh one for the next call
-const IDLE_GRACE_MS = 200;
+// How much CPU the process may burn after a top call before its worker is back idle: a
+// microtask flood (or a loop in a timer that fired after the call returned) never is, and no
+// Worker.terminate() stops it (worker.ts), so the process ends with RECYCLED and Python starts a
+// fresh one for the next call. Counted in CPU time, not wall time: on a loaded machine a worker
+// that was not scheduled yet is not taken for a busy one (IDLE_WAIT_MS is the wall-clock cap).
+const IDLE_CPU_MS = 100, IDLE_WAIT_MS = 2000, IDLE_POLL_MS = 10;
 const RECYCLED = 75; // sandbox.py RECYCLED (a test compares them)
 let idleOwed = false; // a top call was reported: see idle() before reading the next message
 
@@ -124,10 +128,12 @@ let idleOwed = false; // a top call was reported: see idle() before reading the 
 // ended (an uncaught error left by the call: onerror, on the event loop, stopped it). Blocking
 // first, as waitChange does, then on the event loop, where that error event can arrive.
 async function idle(sb: Sandboxed | null): Promise<boolean> {
-  const until = performance.now() + IDLE_GRACE_MS;
   if (sb !== null && Atomics.wait(sb.back, IDLE, 1, SYNC_MS) === "timed-out") {
-    for (let left; worker === sb && Atomics.load(sb.back, IDLE) !== 0 && (left = until - performance.now()) > 0;) {
-      const r = Atomics.waitAsync(sb.back, IDLE, 1, left);
+    const until = performance.now() + IDLE_WAIT_MS, cpu = process.cpuUsage();
+    const burnt = () => { const d = process.cpuUsage(cpu); return (d.user + d.system) / 1000; };
+    while (worker === sb && Atomics.load(sb.back, IDLE) !== 0 && burnt() < IDLE_CPU_MS &&
+           performance.now() < until) {
+      const r = Atomics.waitAsync(sb.back, IDLE, 1, IDLE_POLL_MS);
       if (r.async) await r.value;
     }
   }

@@ -229,6 +229,24 @@ function settle(value: unknown, ok: (v: unknown) => void, err: (e: unknown) => v
   ok(value);
 }
 
+// A `then` an earlier call planted on a built-in prototype (Object.prototype.then = ...) would
+// take over every plain value another tool's async function returns: V8 resolves that promise
+// through `then` before the bridge sees it. So a top call starts with such a `then` (one that
+// was not there before any tool ran) removed; one a call plants itself affects that call only.
+const THEN_NATIVE: unknown[] = [];
+for (let i = 0; i < INTRINSICS.length; i++) THEN_NATIVE[i] = getOwnPropertyDescriptor(INTRINSICS[i], "then")?.value;
+
+function removePlantedThen(): void {
+  for (let i = 0; i < INTRINSICS.length; i++) {
+    const d = getOwnPropertyDescriptor(INTRINSICS[i], "then");
+    if (d === undefined || (hasOwn(d, "value") && d.value === THEN_NATIVE[i])) continue;
+    if (!ReflectDelete(INTRINSICS[i], "then")) {
+      throw new NativeTypeError("a tool made a built-in prototype's `then` unremovable: " +
+                                "no value could be returned safely in this Worker");
+    }
+  }
+}
+
 function append(list: unknown[], value: unknown): void {
   defineProperty(list, list.length, data(value, true)); // no setter on Array.prototype[i] runs
 }
@@ -461,10 +479,12 @@ async function flush(): Promise<void> {
 function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
   if (msg.t === "call") {
     limit = msg.limit as number;
+    let refused: unknown = null;
     if (activeCount === 0) { // a top call starts the in-flight count anew; a nested one shares it
       callGen++;
       inflight = 0;
       inflightBytes = 0;
+      try { removePlantedThen(); } catch (e) { refused = e; }
     }
     if (activeCalls[msg.id as string] !== true) {
       activeCalls[msg.id as string] = true;
@@ -474,7 +494,8 @@ function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
     // own properties only: shapeText is left out after the first call of a shape, and a read
     // of a missing key reaches Object.prototype, where a tool may have planted a getter
     if (hasOwn(call, "shapeText")) SHAPES[call.shape] = prepare(parseJSON(call.shapeText as string) as CapSpec[]);
-    run(msg.id as string, msg.file as string, payload, call, msg.resultChars as number);
+    if (refused !== null) fail(msg.id as string, describe(refused));
+    else run(msg.id as string, msg.file as string, payload, call, msg.resultChars as number);
   } else if (msg.t === "reply") {
     const n = msg.seq as number;
     const p = pending[n];
