@@ -31,8 +31,6 @@
 // `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
 // results over `resultChars` (N9) before they are carried; Python checks what it sends.
 
-import process from "node:process"; // cpuUsage: getrusage, no permission needed
-
 const [inPath, outPath, parentPid, workerUrl, ...readable] = Deno.args;
 // Python gone (we were handed to another parent; its pid is an argument, as it may be gone
 // before this line runs) ends this process, whatever the main thread waits for then: an open
@@ -129,6 +127,9 @@ let idleOwed = false; // a top call was reported: see idle() before reading the 
 // first, as waitChange does, then on the event loop, where that error event can arrive.
 async function idle(sb: Sandboxed | null): Promise<boolean> {
   if (sb !== null && Atomics.wait(sb.back, IDLE, 1, SYNC_MS) === "timed-out") {
+    // node:process for cpuUsage (getrusage, no permission needed), imported only now: it costs
+    // 20 ms, which a start that imported it always paid
+    const { default: process } = await import("node:process");
     const until = performance.now() + IDLE_WAIT_MS, cpu = process.cpuUsage();
     const burnt = () => { const d = process.cpuUsage(cpu); return (d.user + d.system) / 1000; };
     while (worker === sb && Atomics.load(sb.back, IDLE) !== 0 && burnt() < IDLE_CPU_MS &&
