@@ -220,3 +220,23 @@ def test_SEC5_200_ordinary_calls_leave_threads_and_memory_flat(gem: GemBuilder, 
     assert bench.sandbox.pid == pid
     rss2, threads2 = _status(pid)
     assert threads2 <= threads and rss2 < rss + 32, (rss, threads, rss2, threads2)
+
+
+def test_SEC5_a_sandbox_killed_for_memory_between_calls_is_said_at_the_next(
+    gem: GemBuilder, opened: Callable
+) -> None:
+    """The guard watches between calls too: a process over its limit with no call running is
+    killed, and the next call runs in a fresh one with a warning that says why. (The limit is
+    lowered on the live watch: what a tool leaves behind is stopped, so nothing grows there.)"""
+    gem.tool("hold", HOLD, ext="js")
+    bench = opened(gem, memory_mb=64, timeout=60)
+    assert bench.call("hold", {"mb": 32}).value == 32
+    old, watch = bench.sandbox.pid, bench.sandbox._watch
+    watch.limit = 16 << 20  # under what the process holds now
+    deadline = time.monotonic() + 10
+    while watch.killed is None and time.monotonic() < deadline:
+        time.sleep(0.01)  # (the guard looks every 50 ms)
+    res = bench.call("hold", {"mb": 16})
+    assert gone(old)
+    assert res.value == 16, res.error  # a fresh module: what the last one kept is gone
+    assert any("between calls" in w and "limit of 192 MB" in w for w in res.warnings), res.warnings

@@ -457,9 +457,11 @@ class Sandbox:
         failed, self._start_failed = self._start_failed, None
         if failed is not None and not nested:
             raise failed
-        if not nested and (self._unsure or self.pid is None):
-            # a process that died between calls, or one a Ctrl-C left in the middle of its start
-            # or of a call: ended, and what a stop cut short closed, before a new one
+        killed = self._watch is not None and self._watch.killed is not None  # (maybe still dying)
+        if not nested and (self._unsure or killed or self.pid is None):
+            # a process that died (or the guard killed) between calls, or one a Ctrl-C left in
+            # the middle of its start or of a call: ended, and what a stop cut short closed,
+            # before a new one
             self._ended_between()
             self.stop()
             self._start()
@@ -647,9 +649,7 @@ class Sandbox:
     def _ended_between(self) -> None:
         """Before a restart: why the process ended after the last call, if it ended on its own
         (the next top call reports it as a warning)."""
-        proc, w = self.proc, self._watch
-        if proc is None or alive(proc):
-            return
+        w = self._watch
         if w is not None and w.killed is not None:
             when = " between calls (what earlier calls kept: module state, ArrayBuffers)"
             self._between.append(self._memory_error(w.killed, when).message)
