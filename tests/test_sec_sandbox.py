@@ -240,3 +240,25 @@ def test_SEC5_a_sandbox_killed_for_memory_between_calls_is_said_at_the_next(
     assert gone(old)
     assert res.value == 16, res.error  # a fresh module: what the last one kept is gone
     assert any("between calls" in w and "limit of 192 MB" in w for w in res.warnings), res.warnings
+
+
+def test_SEC5_an_async_loop_on_runtime_ops_is_killed_between_calls(gem: GemBuilder, opened: Callable) -> None:
+    """An async loop that yields through Deno's own ops (no timer, no port, the Worker comes back
+    idle between its turns) burned a CPU after its call: the guard kills a sandbox that uses
+    over half a CPU with no call running, and the next call says so."""
+    loop = "(async () => { for (;;) await Deno.readTextFile(new URL(import.meta.url).pathname); })();"
+    gem.tool("loop", f"export default async () => {{ {loop} return 'returned'; }}", ext="js")
+    gem.tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=10)
+    assert bench.call("ok").ok
+    assert bench.call("ok").ok  # (a call ended: from now on the sandbox's CPU is watched)
+    watch = bench.sandbox._watch
+    assert _burn(gem.root, 0.6) < 0.2 and watch.spun is None  # an idle sandbox is left alone
+    assert bench.call("loop").value == "returned"
+    deadline = time.monotonic() + 10
+    while watch.spun is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _burn(gem.root) < 0.2  # killed: it burns nothing more
+    res = bench.call("ok")
+    assert res.value == "ok", res.error
+    assert any("CPU-s/s with no call running" in w for w in res.warnings), res.warnings

@@ -1,4 +1,4 @@
-"""A watch on each sandbox's whole memory (SEC5, issue 25).
+"""A watch on each sandbox's whole memory, and on its CPU between calls (SEC5, issue 25).
 
 `--max-old-space-size` bounds V8's heap only: a tool's ArrayBuffers (a Uint8Array's bytes),
 nested Workers and the runtime's own memory are outside it (one call kept 1,800 MiB of
@@ -8,6 +8,12 @@ seconds, while a call runs and between calls, and kills a process over its limit
 also looks once when its tool returned (a tool can fill memory faster than the poll). The kill
 goes through a pidfd: never to another process that took the pid of one already reaped.
 The thread ends when no sandbox is left to watch.
+
+Between calls it also reads the process's CPU time (/proc/<pid>/stat): a sandbox that used
+more than IDLE_SHARE of a CPU over IDLE_WINDOW with no call running is killed. The bridge stops
+what a call leaves that it can see (timers, ports, nested Workers, a Worker that never comes
+back idle: worker.ts, host.ts), but not an async loop that yields through the runtime's own ops
+(`for (;;) await Deno.readTextFile(f)` burned a CPU after its call): this does.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import time
 POLL = 0.05  # seconds between looks
 PAGE = os.sysconf("SC_PAGE_SIZE")
 RUNTIME_MB = 64  # Deno's own resident memory besides the heap (an idle host: 34-58 MB)
+IDLE_WINDOW, IDLE_SHARE = 0.5, 0.5  # (a GC after a big call uses less, in our measurements)
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def rss_limit_mb(memory_mb: int) -> int:
@@ -39,12 +47,52 @@ class Watch:
         self.limit_mb = limit_mb
         self.limit = limit_mb << 20
         self.killed: int | None = None
-        self._pidfd = os.pidfd_open(proc.pid)
+        self.spun: float | None = None  # the CPU share it used between calls, if killed for it
+        self._busy = True  # a call is running (or none ran yet): its CPU is its own
+        self._idle_since = (time.monotonic(), 0.0)  # (when, CPU seconds then)
+        self._pidfd = self._statm = self._stat = -1
         try:
+            self._pidfd = os.pidfd_open(proc.pid)
             self._statm = os.open(f"/proc/{proc.pid}/statm", os.O_RDONLY | os.O_CLOEXEC)
+            self._stat = os.open(f"/proc/{proc.pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
-            os.close(self._pidfd)
+            self.close()
             raise
+
+    def cpu(self) -> float:
+        """CPU seconds the process used so far (all its threads; 0 once gone)."""
+        try:
+            fields = os.pread(self._stat, 1024, 0).rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / TICK
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
+    def begin(self) -> None:
+        """A top call starts: its CPU is not counted."""
+        with _lock:
+            self._busy = True
+
+    def end(self) -> None:
+        """A top call ended: count from now."""
+        with _lock:
+            self._busy = False
+            self._idle_since = (time.monotonic(), self.cpu())
+
+    def _idle_check(self) -> None:
+        """Kill the process if it used more than IDLE_SHARE of a CPU over the last IDLE_WINDOW
+        with no call running (under _lock, from the thread)."""
+        if self._busy or self.killed is not None or self.spun is not None:
+            return
+        now, (since, used) = time.monotonic(), self._idle_since
+        if now - since < IDLE_WINDOW:
+            return
+        cpu = self.cpu()
+        share = (cpu - used) / (now - since)
+        self._idle_since = (now, cpu)
+        if share > IDLE_SHARE:
+            self.spun = share
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
     def rss(self) -> int:
         """The process's resident bytes now (0 once it is gone or the watch closed)."""
@@ -69,10 +117,10 @@ class Watch:
     def close(self) -> None:
         with _lock:
             _watches.discard(self)
-            for fd in (self._statm, self._pidfd):
+            for fd in (self._stat, self._statm, self._pidfd):
                 if fd >= 0:
                     os.close(fd)
-            self._statm = self._pidfd = -1
+            self._stat = self._statm = self._pidfd = -1
 
 
 _lock = threading.RLock()
@@ -101,6 +149,7 @@ def _run() -> None:
                 return
             for w in list(_watches):
                 w.check()
+                w._idle_check()
                 if w.ended():  # (its sandbox may be collected without a stop: never kept)
                     w.close()
         time.sleep(POLL)

@@ -457,7 +457,10 @@ class Sandbox:
         failed, self._start_failed = self._start_failed, None
         if failed is not None and not nested:
             raise failed
-        killed = self._watch is not None and self._watch.killed is not None  # (maybe still dying)
+        w = self._watch
+        if w is not None and not nested:
+            w.begin()  # from now on its CPU is the call's: the guard kills it for memory only
+        killed = w is not None and (w.killed is not None or w.spun is not None)  # (maybe still dying)
         if not nested and (self._unsure or killed or self.pid is None):
             # a process that died (or the guard killed) between calls, or one a Ctrl-C left in
             # the middle of its start or of a call: ended, and what a stop cut short closed,
@@ -552,6 +555,8 @@ class Sandbox:
         finally:
             del self._active[call_id], self._held[call_id]
             if not nested:
+                if self._watch is not None:
+                    self._watch.end()
                 self._colocated = None
                 self._colocation.leave()  # (a Ctrl-C in a wait's own leave left it pinned)
 
@@ -653,6 +658,12 @@ class Sandbox:
         if w is not None and w.killed is not None:
             when = " between calls (what earlier calls kept: module state, ArrayBuffers)"
             self._between.append(self._memory_error(w.killed, when).message)
+        elif w is not None and w.spun is not None:
+            self._between.append(
+                f"the sandbox used {w.spun:.1f} CPU-s/s with no call running (something an "
+                "earlier call left running, e.g. an async loop) and was killed; this call runs "
+                "in a fresh one"
+            )
 
     def _outcome(self, msg: dict[str, Any], payload: bytes | None, logs: str, limits: Any) -> Outcome:
         if payload is None:  # over bridge_message_bytes: the host never sends that
