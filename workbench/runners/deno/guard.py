@@ -49,7 +49,7 @@ class Watch:
         self.killed: int | None = None
         self.spun: float | None = None  # the CPU share it used between calls, if killed for it
         self._busy = True  # a call is running (or none ran yet): its CPU is its own
-        self._idle_since = (time.monotonic(), 0.0)  # (when, CPU seconds then)
+        self._idle_since: tuple[float, float] | None = None  # (when, CPU seconds then)
         self._pidfd = self._statm = self._stat = -1
         try:
             self._pidfd = os.pidfd_open(proc.pid)
@@ -73,17 +73,21 @@ class Watch:
             self._busy = True
 
     def end(self) -> None:
-        """A top call ended: count from now."""
+        """A top call ended: count from the thread's next look (no /proc read in the call)."""
         with _lock:
             self._busy = False
-            self._idle_since = (time.monotonic(), self.cpu())
+            self._idle_since = None
 
     def _idle_check(self) -> None:
         """Kill the process if it used more than IDLE_SHARE of a CPU over the last IDLE_WINDOW
         with no call running (under _lock, from the thread)."""
         if self._busy or self.killed is not None or self.spun is not None:
             return
-        now, (since, used) = time.monotonic(), self._idle_since
+        now = time.monotonic()
+        if self._idle_since is None:
+            self._idle_since = (now, self.cpu())
+            return
+        since, used = self._idle_since
         if now - since < IDLE_WINDOW:
             return
         cpu = self.cpu()
