@@ -274,14 +274,15 @@ def test_an_uncaught_error_out_of_any_call_ends_the_call_not_the_sandbox(
 
 
 @pytest.mark.parametrize(
-    "leftover",
+    ("leftover", "fires"),
     [
-        "setTimeout(() => { throw new Error('late boom'); }, 20);",
-        "ctx.storage.kv.get('k').then(() => { throw new Error('late boom'); });",
+        # a timer is cleared when its call ends (issue 25): it never fires, nor fails anything
+        ("setTimeout(() => { throw new Error('late boom'); }, 20);", False),
+        ("ctx.storage.kv.get('k').then(() => { throw new Error('late boom'); });", True),
     ],
 )
 def test_an_error_left_by_an_earlier_call_fails_no_later_call(
-    gem: GemBuilder, opened: Callable, leftover: str
+    gem: GemBuilder, opened: Callable, leftover: str, fires: bool
 ) -> None:
     # the worker's error event comes while the host waits for Python, blocking: it is seen at
     # the next call, which the worker (its event loop ended) never read: that call must run
@@ -296,4 +297,5 @@ def test_an_error_left_by_an_earlier_call_fails_no_later_call(
         time.sleep(0.3)
         res = bench.call("plain")
         assert res.ok and res.value == "plain ok", res.error
-        assert "late boom" in first.logs + res.logs  # the process printed it, after or before the end
+        # the process printed it, after or before the end
+        assert ("late boom" in first.logs + res.logs) is fires

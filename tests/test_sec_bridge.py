@@ -559,17 +559,18 @@ def test_SEC_bridge_Promise_prototype_then_poisoning(gem: GemBuilder, opened: Ca
 
 def test_SEC_bridge_Object_prototype_then_poisoning(gem: GemBuilder, opened: Callable) -> None:
     # a `then` on Object.prototype made every ctx reply object a thenable of the attacker's
-    # (planted from a timer, after the attacker's call ended)
+    # (planted from a microtask, after the attacker's call returned; a timer no longer runs
+    # after its call)
     res, stolen, bench = _attack(
         gem,
         opened,
         """
         export default async () => {
           globalThis.__stolen = [];
-          setTimeout(() => {
+          queueMicrotask(() => {
             Object.defineProperty(Object.prototype, "then", { configurable: true, writable: true,
               value: function (ok) { globalThis.__stolen.push(JSON.stringify(this)); ok(["pwned"]); } });
-          }, 0);
+          });
           return "planted";
         }""",
         victim="""
@@ -589,6 +590,58 @@ def test_SEC_bridge_Object_prototype_then_poisoning(gem: GemBuilder, opened: Cal
     assert res.ok, res.error
     assert res.value == f"{SECRET}|victim/{SECRET}"
     assert not any(SECRET in s for s in stolen), stolen
+
+
+def test_SEC_bridge_Object_prototype_then_does_not_change_another_tools_async_return(
+    gem: GemBuilder, opened: Callable
+) -> None:
+    # V8 resolves an async function's returned object through its `then`: one planted on
+    # Object.prototype by an earlier call made every other tool's object result "hijacked"
+    gem.tool(
+        "attack",
+        """export default async () => {
+          Object.defineProperty(Object.prototype, "then", { configurable: true, writable: true,
+            value: function (ok) { ok("hijacked"); } });
+          Array.prototype.then = Object.prototype.then;
+          return "planted";
+        }""",
+        ext="js",
+    )
+    victims = {
+        "obj": ("async () => ({ a: 1 })", {"a": 1}),
+        "arr": ("async () => [1, 2]", [1, 2]),
+        "promise": ("() => Promise.resolve({ b: 2 })", {"b": 2}),
+        "awaited": ("async () => { const x = await { c: 3 }; return x; }", {"c": 3}),
+    }
+    for name, (src, _) in victims.items():
+        gem.tool(name, f"export default {src}", ext="js")
+    gem.tool("still", "export default async () => typeof Object.prototype.then", ext="js")
+    bench = opened(gem, reuse="always", timeout=10)
+    assert bench.call("attack").value == "planted"
+    for name, (_, want) in victims.items():
+        res = bench.call(name)
+        assert res.ok and res.value == want, (name, res)
+    assert bench.call("still").value == "undefined"  # removed as the next call started
+
+
+def test_SEC_bridge_an_unremovable_planted_then_fails_calls_not_hijacks_them(
+    gem: GemBuilder, opened: Callable
+) -> None:
+    gem.tool(
+        "attack",
+        """export default async () => {
+          Object.defineProperty(Object.prototype, "then", { value: function (ok) { ok("hijacked"); } });
+          return "planted";
+        }""",
+        ext="js",
+    )
+    gem.tool("obj", "export default async () => ({ a: 1 })", ext="js")
+    bench = opened(gem, reuse="always", timeout=10)
+    assert bench.call("attack").value == "planted"
+    res = bench.call("obj")
+    assert res.error is not None and "`then` unremovable" in res.error.message, res
+    fresh = opened(gem, reuse="never", timeout=10)  # a fresh Worker per call: no planted then
+    assert fresh.call("attack").ok and fresh.call("obj").value == {"a": 1}
 
 
 def test_SEC_bridge_Error_prototype_getters_see_no_error(gem: GemBuilder, opened: Callable) -> None:
@@ -731,21 +784,24 @@ def test_SEC5_concurrent_large_ctx_calls_stay_in_step(gem: GemBuilder, opened: C
     assert res.value == [True] * 24
 
 
+@pytest.mark.parametrize("planted_in", ["attacker", "victim"])
 def test_SEC_bridge_fetch_response_and_body_do_not_meet_a_planted_then(
-    gem: GemBuilder, opened: Callable
+    gem: GemBuilder, opened: Callable, planted_in: str
 ) -> None:
     # the Response object and res.json()'s value are resolved by the bridge: a `then` planted on
-    # Object.prototype must see neither (the attacker's timer plants it between calls)
+    # Object.prototype must see neither, planted by the attacker after its call returned (set
+    # aside during later calls, issue 25) or by the victim's own code at its start (then the
+    # bridge's resolveWith shadows it)
     gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
     gem.tool(
         "attack",
         """
         export default async () => {
           globalThis.__stolen = [];
-          setTimeout(() => {
+          queueMicrotask(() => {
             Object.defineProperty(Object.prototype, "then", { configurable: true, writable: true,
               value: function (ok) { globalThis.__stolen.push(JSON.stringify(this)); ok(["pwned"]); } });
-          }, 0);
+          });
           return "planted";
         }""",
         ext="js",
@@ -754,6 +810,8 @@ def test_SEC_bridge_fetch_response_and_body_do_not_meet_a_planted_then(
         "victim",
         """
         export default (input, ctx) => (async () => {
+          if (input.plant) Object.defineProperty(Object.prototype, "then", { configurable: true,
+            writable: true, value: function (ok) { globalThis.__stolen.push(JSON.stringify(this)); ok(["pwned"]); } });
           const res = await ctx.http.fetch("https://api.acme.example/v1/secret");
           const body = await res.json();
           return `${res.status}/${body.secret}/${Object.isFrozen(res)}`;
@@ -767,8 +825,12 @@ def test_SEC_bridge_fetch_response_and_body_do_not_meet_a_planted_then(
         timeout=10,
         http=[{"match": "https://api.acme.example/", "respond": {"json": {"secret": SECRET}}}],
     )
-    assert bench.call("attack").ok
-    res = bounded_call(bench, "victim", within=20)
+    if planted_in == "attacker":
+        assert bench.call("attack").ok
+    else:
+        bench.call("attack")  # (for its __stolen list) ...
+        bench.call("report")  # ... and nothing planted by it
+    res = bounded_call(bench, "victim", {"plant": planted_in == "victim"}, within=20)
     stolen = bench.call("report").value
     assert res.ok, res.error
     assert res.value == f"200/{SECRET}/true"

@@ -302,3 +302,39 @@ def bench_ctx_round_trip(sizes: Sizes = QUICK) -> Figures:
         "chain_ratio": med(chain) / med(ping),
         "layer_us": med(layer),
     }
+
+
+KV_TOOL = (
+    "export default async function (i, ctx) { await ctx.storage.kv.set('k', String(i.n)); return i.n }\n"
+)
+
+
+def _rss_threads(pid: int) -> tuple[float, int]:
+    """(resident MB, threads) of a process, from /proc/<pid>/status."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
+
+
+def bench_memory_flat(sizes: Sizes = QUICK) -> Figures:
+    """Resident memory and threads of the bench's process and of the sandbox, after 100 calls
+    and after 10⁴ more (10 x warm_calls), of a JS tool making one ctx call (kv.set) on real
+    providers (issue 25: the sandbox's RSS grew with ordinary calls). Flat is the target."""
+    calls = 10 * sizes.warm_calls
+    with tempfile.TemporaryDirectory() as d, _workbench_home(Path(d)):
+        gem = write_gem(Path(d) / "gem", {"kv.js": KV_TOOL})
+        bench = workbench.open(gem, providers="real", state_dir=Path(d) / "state", headless=True)
+        with bench:
+            for n in range(100):
+                _call(bench, "kv", {"n": n})
+            pid = bench.sandbox.pid or 0
+            start = {"py": _rss_threads(os.getpid()), "sb": _rss_threads(pid)}
+            for n in range(calls):
+                _call(bench, "kv", {"n": n})
+            assert bench.sandbox.pid == pid, "the sandbox was restarted during the run"
+            end = {"py": _rss_threads(os.getpid()), "sb": _rss_threads(pid)}
+    out: Figures = {"calls": calls}
+    for who in ("py", "sb"):
+        out[f"{who}_rss0"], out[f"{who}_thr0"] = start[who]
+        out[f"{who}_rss1"], out[f"{who}_thr1"] = end[who]
+        out[f"{who}_ratio"] = end[who][0] / start[who][0]
+    return out

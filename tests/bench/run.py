@@ -118,6 +118,17 @@ def warm_call(f: Figures) -> Report:
     )
 
 
+def memory_flat(f: Figures) -> Report:
+    return (
+        f"memory after {_docs(f['calls'])} JS calls (kv.set, real providers): the sandbox "
+        f"{f['sb_rss0']:.0f} -> {f['sb_rss1']:.0f} MB RSS {f['sb_ratio']:.2f}×, threads "
+        f"{f['sb_thr0']} -> {f['sb_thr1']}; the bench's process {f['py_rss0']:.0f} -> "
+        f"{f['py_rss1']:.0f} MB {f['py_ratio']:.2f}×, threads {f['py_thr0']} -> {f['py_thr1']}  "
+        "target: the sandbox <= 1.25×, threads flat",
+        f["sb_ratio"] <= 1.25 and f["sb_thr1"] <= f["sb_thr0"],
+    )
+
+
 def ctx_round_trip(f: Figures) -> Report:
     return (
         f"ctx round trip from JS (await ctx.storage.kv.get x{_docs(f['trips'])}): "
@@ -253,6 +264,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "deno_cold_start": (bd.bench_cold_start, cold_start),
     "deno_warm_call": (bd.bench_warm_call, warm_call),
     "deno_ctx_round_trip": (bd.bench_ctx_round_trip, ctx_round_trip),
+    "deno_memory_flat": (bd.bench_memory_flat, memory_flat),
     "email_list_since": (be.bench_list_since, list_since),
     "imap_page": (bi.bench_imap_page, imap_page),
     "kernel_start": (bk.bench_kernel_start, kernel_start),

@@ -110,6 +110,37 @@ const active = new Map<string, Call>();
 // ends into the other.
 const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, CLEN = 4, DATA = 32;
 const CHUNK = 1 << 20;
+// In the worker's buffer: IDLE is 1 from a top call's end until the worker cleared what the
+// call left running (worker.ts clearLeftovers); RECYCLE, that the process must end.
+const IDLE = 5, RECYCLE = 6;
+// How much CPU the process may burn after a top call before its worker is back idle: a
+// microtask flood (or a loop in a timer that fired after the call returned) never is, and no
+// Worker.terminate() stops it (worker.ts), so the process ends with RECYCLED and Python starts a
+// fresh one for the next call. Counted in CPU time, not wall time: on a loaded machine a worker
+// that was not scheduled yet is not taken for a busy one (IDLE_WAIT_MS is the wall-clock cap).
+const IDLE_CPU_MS = 100, IDLE_WAIT_MS = 2000, IDLE_POLL_MS = 10;
+const RECYCLED = 75; // sandbox.py RECYCLED (a test compares them)
+let idleOwed = false; // a top call was reported: see idle() before reading the next message
+
+// Whether the worker came back idle (in time, and with nothing that needs a new process), or
+// ended (an uncaught error left by the call: onerror, on the event loop, stopped it). Blocking
+// first, as waitChange does, then on the event loop, where that error event can arrive.
+async function idle(sb: Sandboxed | null): Promise<boolean> {
+  if (sb !== null && Atomics.wait(sb.back, IDLE, 1, SYNC_MS) === "timed-out") {
+    // node:process for cpuUsage (getrusage, no permission needed), imported only now: it costs
+    // 20 ms, which a start that imported it always paid
+    const { default: process } = await import("node:process");
+    const until = performance.now() + IDLE_WAIT_MS, cpu = process.cpuUsage();
+    const burnt = () => { const d = process.cpuUsage(cpu); return (d.user + d.system) / 1000; };
+    while (worker === sb && Atomics.load(sb.back, IDLE) !== 0 && burnt() < IDLE_CPU_MS &&
+           performance.now() < until) {
+      const r = Atomics.waitAsync(sb.back, IDLE, 1, IDLE_POLL_MS);
+      if (r.async) await r.value;
+    }
+  }
+  return sb === null || worker !== sb ||
+    (Atomics.load(sb.back, IDLE) === 0 && Atomics.load(sb.back, RECYCLE) === 0);
+}
 
 function startWorker(): Sandboxed {
   const w = new Worker(workerUrl, { type: "module", deno: { permissions: workerPermissions } });
@@ -184,6 +215,7 @@ function stopWorker(): void {
   if (worker) { // its waits then see it stopped and end
     Atomics.notify(worker.back, GEN);
     Atomics.notify(worker.ctrl, ACK);
+    Atomics.notify(worker.back, IDLE);
   }
   worker = null;
 }
@@ -257,6 +289,7 @@ function report(id: string, nonce: string, ok: boolean, payload: Uint8Array, lat
     writeSyncAll(Deno.stderr, line);
   }
   send({ t: "done", id, ok, late, n: payload.length }, payload);
+  if (nonce) idleOwed = true;
 }
 
 function onWorkerMessage(msg: any, payload: Uint8Array | null, size: number): void {
@@ -361,6 +394,10 @@ for (;;) {
     if (worker) await fromWorker(worker);
     else failAll("the worker stopped");
     continue;
+  }
+  if (idleOwed && active.size === 0) {
+    idleOwed = false;
+    if (!await idle(worker)) Deno.exit(RECYCLED); // the only end of a Worker that spins (see IDLE)
   }
   const msg = readHeader();
   if (msg === null) break;

@@ -37,6 +37,7 @@ from ...gem.links import GemLinks
 from ..python import Outcome
 from .affinity import RELEASE_AFTER, Colocation
 from .errors import tool_error
+from .guard import Watch, rss_limit_mb, watch
 from .process import Output, alive, kill, open_into, open_writer, terminate
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 HEADER_LIMIT = 1 << 20  # a header line is small; a longer one means a broken stream
 READ_CHUNK = 1 << 16
+RECYCLED = 75  # the host's exit code when a call left its Worker busy (host.ts RECYCLED)
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class SandboxOptions:
     """Limits of one gem's sandbox."""
 
     timeout: float = 30.0  # seconds of wall clock per call; the process is killed after
-    memory_mb: int = 512  # V8 heap limit (--max-old-space-size)
+    memory_mb: int = 512  # V8 heap limit (--max-old-space-size); the process's: guard.rss_limit_mb
     readable: tuple[Path, ...] = field(default_factory=tuple)  # resource folders besides the gem
     import_map: Path | None = None  # the platform's (Ekanos: @ekanos/sdk), read by Deno itself
 
@@ -95,6 +97,8 @@ class Sandbox:
         self._shapes_sent: set[int] = set()
         self._colocation = Colocation()  # a call's threads on one CPU (affinity.py)
         self._colocated: int | None = None  # the thread whose waits do so (a top call's)
+        self._watch: Watch | None = None  # the process's memory (guard.py)
+        self._between: list[str] = []  # why the process ended after the last call: a warning
 
     # -- process ---------------------------------------------------------------------------
     def warm(self) -> None:
@@ -146,6 +150,7 @@ class Sandbox:
             fds: list[int] = []
             self._fds = fds  # (the last process's list: emptied by _release)
             self._output = Output(proc)
+            self._watch = watch(proc, rss_limit_mb(self.options.memory_mb))
             self._colocation.forget()
             # killed with its channel when the Sandbox is collected (stop does it itself)
             self._finalizer = weakref.finalize(self, kill, proc, self._output, fds)
@@ -259,6 +264,9 @@ class Sandbox:
         # next start finds again)
         self._spawned()
         kill(self.proc, self._output, self._fds)
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         self._remove_fifos()
         if self._finalizer is not None:
             self._finalizer.detach()
@@ -419,6 +427,13 @@ class Sandbox:
         until the calls started before it ended). A nested call's console output is part of
         its top call's logs; an edited tool is re-imported by the next top call.
         """
+        out = self._call(file, args, caps, fresh=fresh)
+        if out is None:  # the host ended before it read the call (RECYCLED): run it afresh
+            out = self._call(file, args, caps, fresh=fresh)
+        return out or Outcome(error=self._death or _gone())
+
+    def _call(self, file: Path, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome | None:
+        """call(), once; None when the host had ended (recycled) before it read the call."""
         session = caps.session
         limits, profile, grants = session.limits, session.profile, session.grants
         link = self._links.check()
@@ -443,9 +458,15 @@ class Sandbox:
         failed, self._start_failed = self._start_failed, None
         if failed is not None and not nested:
             raise failed
-        if not nested and (self._unsure or self.pid is None):
-            # a process that died between calls, or one a Ctrl-C left in the middle of its start
-            # or of a call: ended, and what a stop cut short closed, before a new one
+        w = self._watch
+        if w is not None and not nested:
+            w.begin()  # from now on its CPU is the call's: the guard kills it for memory only
+        killed = w is not None and (w.killed is not None or w.spun is not None)  # (maybe still dying)
+        if not nested and (self._unsure or killed or self.pid is None):
+            # a process that died (or the guard killed) between calls, or one a Ctrl-C left in
+            # the middle of its start or of a call: ended, and what a stop cut short closed,
+            # before a new one
+            self._ended_between()
             self.stop()
             self._start()
         if not nested:
@@ -459,6 +480,7 @@ class Sandbox:
         assert proc is not None and output is not None  # started above; a nested call returned if it was gone
         self._active[call_id] = caps
         held = self._held[call_id] = []
+        answered = False  # (a host that ended before it answered never began the call)
         try:
             if not nested:
                 output.begin(nonce, limits.log_bytes)
@@ -486,7 +508,10 @@ class Sandbox:
             while True:
                 got = held.pop(0) if held else self._recv(deadline, limit)
                 if got is None:
-                    return self._died(deadline)
+                    return (
+                        None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
+                    )
+                answered = True
                 msg, payload = got
                 mid, kind = msg.get("id"), msg.get("t")
                 of = self._active.get(mid) if isinstance(mid, str) else None
@@ -504,13 +529,17 @@ class Sandbox:
                         deadline=deadline,
                     )
                 elif kind == "done":
+                    if not nested and self._watch is not None and self._watch.check() is not None:
+                        return self._died(deadline)  # its memory is over the limit: killed now
                     logs = output.take(nonce, 5) if nonce else ""
                     outcome = self._outcome(msg, payload, logs, limits)
+                    if not nested and self._between:
+                        outcome.warnings[:0], self._between = self._between, []
                     if not nested:
                         self._unsure = False  # the host is waiting for the next call again
                     return outcome
         except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO)
-            return self._died(deadline)
+            return None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
         except _Broken as exc:  # the host wrote something that is not the protocol: restart it
             logs = self.stop()
             return Outcome(
@@ -527,6 +556,8 @@ class Sandbox:
         finally:
             del self._active[call_id], self._held[call_id]
             if not nested:
+                if self._watch is not None:
+                    self._watch.end()
                 self._colocated = None
                 self._colocation.leave()  # (a Ctrl-C in a wait's own leave left it pinned)
 
@@ -565,8 +596,11 @@ class Sandbox:
         if self.proc is None and self._death is not None:  # a nested call saw it end first
             return Outcome(error=self._death)
         timed_out = time.monotonic() >= deadline and self.proc is not None and alive(self.proc)
+        killed = self._watch.killed if self._watch is not None else None
         logs = self.stop()
-        if timed_out:
+        if killed is not None:
+            err = self._memory_error(killed)
+        elif timed_out:
             err = WorkbenchError(
                 "E_TIMEOUT",
                 f"the call ran over {self.options.timeout:g} s and "
@@ -590,6 +624,47 @@ class Sandbox:
         if not self._active or len(self._active) == 1:  # (not under an outer call: it sees the death)
             self.warm()  # the next call's sandbox starts now, in the background
         return Outcome(error=err, logs=logs)
+
+    def _memory_error(self, size: int, when: str = "") -> WorkbenchError:
+        """The sandbox was killed for its resident size `size` (bytes): guard.py."""
+        mb, limit = self.options.memory_mb, rss_limit_mb(self.options.memory_mb)
+        return WorkbenchError(
+            "E_OUT_OF_MEMORY",
+            f"the sandbox's memory ({size >> 20} MB resident: V8 heap, ArrayBuffers and Workers "
+            f"together) went over its limit of {limit} MB (2 x memory_mb {mb} + {limit - 2 * mb} MB)"
+            f"{when} and it was killed; the next call gets a fresh one",
+            limit=mb,
+            rss_limit_mb=limit,
+            rss_mb=size >> 20,
+        )
+
+    def _recycled(self, proc: subprocess.Popen[bytes], began: bool, deadline: float) -> bool:
+        """Whether the host ended on its own (RECYCLED: the last call left its Worker busy,
+        host.ts) before it read this call, which can then run in a fresh process."""
+        if began or self.proc is not proc or time.monotonic() >= deadline:
+            return False
+        try:
+            code = proc.wait(min(2.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return False
+        if code != RECYCLED:
+            return False
+        self.stop()
+        return True
+
+    def _ended_between(self) -> None:
+        """Before a restart: why the process ended after the last call, if it ended on its own
+        (the next top call reports it as a warning)."""
+        w = self._watch
+        if w is not None and w.killed is not None:
+            when = " between calls (what earlier calls kept: module state, ArrayBuffers)"
+            self._between.append(self._memory_error(w.killed, when).message)
+        elif w is not None and w.spun is not None:
+            self._between.append(
+                f"the sandbox used {w.spun:.1f} CPU-s/s with no call running (something an "
+                "earlier call left running, e.g. an async loop) and was killed; this call runs "
+                "in a fresh one"
+            )
 
     def _outcome(self, msg: dict[str, Any], payload: bytes | None, logs: str, limits: Any) -> Outcome:
         if payload is None:  # over bridge_message_bytes: the host never sends that

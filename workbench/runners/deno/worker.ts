@@ -229,6 +229,24 @@ function settle(value: unknown, ok: (v: unknown) => void, err: (e: unknown) => v
   ok(value);
 }
 
+// A `then` an earlier call planted on a built-in prototype (Object.prototype.then = ...) would
+// take over every plain value another tool's async function returns: V8 resolves that promise
+// through `then` before the bridge sees it. So a top call starts with such a `then` (one that
+// was not there before any tool ran) removed; one a call plants itself affects that call only.
+const THEN_NATIVE: unknown[] = [];
+for (let i = 0; i < INTRINSICS.length; i++) THEN_NATIVE[i] = getOwnPropertyDescriptor(INTRINSICS[i], "then")?.value;
+
+function removePlantedThen(): void {
+  for (let i = 0; i < INTRINSICS.length; i++) {
+    const d = getOwnPropertyDescriptor(INTRINSICS[i], "then");
+    if (d === undefined || (hasOwn(d, "value") && d.value === THEN_NATIVE[i])) continue;
+    if (!ReflectDelete(INTRINSICS[i], "then")) {
+      throw new NativeTypeError("a tool made a built-in prototype's `then` unremovable: " +
+                                "no value could be returned safely in this Worker");
+    }
+  }
+}
+
 function append(list: unknown[], value: unknown): void {
   defineProperty(list, list.length, data(value, true)); // no setter on Array.prototype[i] runs
 }
@@ -257,6 +275,109 @@ refuse(Deno, "exit", (code) => `Deno.exit(${code ?? ""})`);
 refuse(self, "close", () => "self.close()");
 refuse(self, "postMessage", () => "self.postMessage()");
 
+// -- what a call leaves behind (SEC5, issue 25) ------------------------------------------------
+// When a top call ends nothing it started may run on: its timers and intervals are cleared, its
+// MessageChannel and BroadcastChannel ports closed, once the microtasks it left have run (the
+// probe below, a task after them). The constructors and functions are wrapped here, before any
+// tool code runs, and their ids kept in tables without a prototype. A nested Worker is
+// terminated, and the process is recycled as well: Worker.terminate() does not stop a Worker
+// that spins (measured with Deno 2.9: a busy loop, a microtask flood, `for (;;) await null` all
+// ran on), and only the process's end frees its threads for sure. A microtask flood never lets
+// the probe run: the host sees no idle Worker within its grace and ends the process (host.ts).
+const nativeSetTimeout = setTimeout, nativeSetInterval = setInterval;
+const nativeClearTimeout = clearTimeout, nativeClearInterval = clearInterval;
+const ReflectConstruct = Reflect.construct;
+const NativeWorker = Worker, workerTerminate = Worker.prototype.terminate;
+const NativeMessageChannel = MessageChannel, NativeBroadcastChannel = BroadcastChannel;
+const portClose = MessagePort.prototype.close, broadcastClose = BroadcastChannel.prototype.close;
+const channelPort1 = getter(MessageChannel.prototype, "port1");
+const channelPort2 = getter(MessageChannel.prototype, "port2");
+const TIMERS: Record<number, true> = objectCreate(null); // ids not yet fired or cleared
+const CLOSABLE: [unknown, unknown][] = []; // [close function, its object]: ports and channels
+let nestedWorkers = 0; // Workers made since the last recycle: any means the process ends
+
+function wrap(name: string, fn: (...a: any[]) => unknown): void {
+  defineProperty(globalThis, name, data(fn));
+}
+function timer(native: unknown, once: boolean) {
+  return (fn: unknown, ms?: unknown, ...args: unknown[]) => {
+    const cb = typeof fn !== "function" ? fn : function (this: unknown) {
+      if (once) ReflectDelete(TIMERS, id);
+      return ReflectApply(fn as () => unknown, this, args);
+    };
+    const id = ReflectApply(native as () => number, globalThis, [cb, ms]) as number;
+    TIMERS[id] = true;
+    return id;
+  };
+}
+function untimer(native: unknown) {
+  return (id?: unknown) => {
+    ReflectDelete(TIMERS, id as number);
+    ReflectApply(native as () => void, globalThis, [id]);
+  };
+}
+wrap("setTimeout", timer(nativeSetTimeout, true));
+wrap("setInterval", timer(nativeSetInterval, false));
+wrap("clearTimeout", untimer(nativeClearTimeout));
+wrap("clearInterval", untimer(nativeClearInterval));
+function constructor(name: string, Native: any, track: (o: unknown) => void): void {
+  const C = function (this: unknown, ...args: unknown[]) {
+    if (new.target === undefined) throw new NativeTypeError(`${name} must be called with new`);
+    const o = ReflectConstruct(Native, args, new.target);
+    track(o);
+    return o;
+  };
+  defineProperty(C, "prototype", { __proto__: null, value: Native.prototype } as PropertyDescriptor);
+  defineProperty(C, "name", data(name));
+  wrap(name, C as unknown as (...a: any[]) => unknown);
+}
+constructor("Worker", NativeWorker, (w) => {
+  nestedWorkers++;
+  append(CLOSABLE, [workerTerminate, w]);
+});
+constructor("MessageChannel", NativeMessageChannel, (c) => {
+  append(CLOSABLE, [portClose, call0(channelPort1, c)]);
+  append(CLOSABLE, [portClose, call0(channelPort2, c)]);
+});
+constructor("BroadcastChannel", NativeBroadcastChannel, (c) => append(CLOSABLE, [broadcastClose, c]));
+
+// `fn` in a task of its own, so after every microtask queued before (none runs while one is
+// queued: a flood never lets it run). An Atomics.waitAsync on a cell only this module holds,
+// woken at once: its promise settles in a task (~20 µs; a setTimeout(0) took 2 ms a call).
+const probeCell = new NativeInt32Array(new SharedArrayBuffer(4));
+function afterMicrotasks(fn: () => void): void {
+  const w = waitAsync(probeCell, 0, 0);
+  atomicsNotify(probeCell, 0);
+  if (w.async) whenSettled(w.value, fn, fn);
+  else fn();
+}
+
+// Once the top call ended and the microtasks it left ran: clear what it left, then tell the
+// host (IDLE in the second buffer: 1 while a top call's leftovers are not yet cleared; RECYCLE:
+// the process must end). Re-armed while ctx replies the call did not wait for are still due:
+// their continuations run first.
+function clearLeftovers(): void {
+  if (activeCount > 0 || back === null) return; // a call started since: its own end clears
+  if (objectKeys(pending).length > 0) {
+    ReflectApply(nativeSetTimeout, globalThis, [clearLeftovers, 1]);
+    return;
+  }
+  const ids = objectKeys(TIMERS);
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i] as unknown as number;
+    ReflectDelete(TIMERS, id);
+    ReflectApply(nativeClearTimeout, globalThis, [+id]);
+    ReflectApply(nativeClearInterval, globalThis, [+id]);
+  }
+  for (let i = 0; i < CLOSABLE.length; i++) {
+    try { ReflectApply(CLOSABLE[i][0] as () => void, CLOSABLE[i][1], []); } catch { /* closed */ }
+  }
+  CLOSABLE.length = 0;
+  if (nestedWorkers > 0) atomicsStore(back.ctrl, RECYCLE, 1);
+  atomicsStore(back.ctrl, IDLE, 0);
+  atomicsNotify(back.ctrl, IDLE);
+}
+
 // -- the channel ------------------------------------------------------------------------------
 
 // Pending ctx calls, in a table without a prototype (no Map.prototype.set to hook).
@@ -283,6 +404,8 @@ let limit = 64 * 1024 * 1024; // bridge_message_bytes of the current call
 // SharedArrayBuffer layout, written by the host: [generation, ack, header bytes (-1: this chunk
 // continues the payload), payload bytes in all, chunk bytes], then the header and the chunk
 const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, CLEN = 4, DATA = 32;
+// in the second buffer only (see clearLeftovers)
+const IDLE = 5, RECYCLE = 6;
 const taSet = TypedArrayProto.set;
 
 async function receive(sab: SharedArrayBuffer): Promise<void> {
@@ -367,10 +490,12 @@ async function flush(): Promise<void> {
 function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
   if (msg.t === "call") {
     limit = msg.limit as number;
+    let refused: unknown = null;
     if (activeCount === 0) { // a top call starts the in-flight count anew; a nested one shares it
       callGen++;
       inflight = 0;
       inflightBytes = 0;
+      try { removePlantedThen(); } catch (e) { refused = e; }
     }
     if (activeCalls[msg.id as string] !== true) {
       activeCalls[msg.id as string] = true;
@@ -380,7 +505,8 @@ function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
     // own properties only: shapeText is left out after the first call of a shape, and a read
     // of a missing key reaches Object.prototype, where a tool may have planted a getter
     if (hasOwn(call, "shapeText")) SHAPES[call.shape] = prepare(parseJSON(call.shapeText as string) as CapSpec[]);
-    run(msg.id as string, msg.file as string, payload, call, msg.resultChars as number);
+    if (refused !== null) fail(msg.id as string, describe(refused));
+    else run(msg.id as string, msg.file as string, payload, call, msg.resultChars as number);
   } else if (msg.t === "reply") {
     const n = msg.seq as number;
     const p = pending[n];
@@ -796,6 +922,10 @@ function done(id: string, ok: boolean, text: string): void {
   if (activeCalls[id] === true) {
     ReflectDelete(activeCalls, id);
     activeCount--;
+    if (activeCount === 0 && back !== null) { // a top call ended: its leftovers are due
+      atomicsStore(back.ctrl, IDLE, 1);
+      afterMicrotasks(clearLeftovers);
+    }
   }
   send({ t: "done", id, ok, late: late(id) }, encode(text));
 }

@@ -1,0 +1,264 @@
+"""What a JS call leaves behind, and the sandbox's whole memory (SEC5, red team of issue 25).
+
+A call that returns must leave nothing running (timers, intervals, ports, nested Workers, a
+microtask flood), and the sandbox's resident memory is bounded by guard.rss_limit_mb, not only
+its V8 heap. CPU is measured from /proc/<pid>/stat over a second after the call: a bound on
+what the sandbox burns, not on how long anything takes. Python tools run in the kernel's own
+process (docs/security.md): none of this applies to them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from _deno import OK, deno_home, deno_pids, gone  # noqa: F401  (fixture)
+from conftest import GemBuilder
+
+from workbench.runners.deno import guard
+from workbench.runners.deno import sandbox as sandbox_mod
+
+pytestmark = pytest.mark.deno
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(pids: list[int]) -> float:
+    """CPU seconds the processes used so far (user + system, all threads); a process gone
+    counts for nothing (it burns nothing any more)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / TICK
+    return total
+
+
+def _burn(root: Path, seconds: float = 1.0) -> float:
+    """CPU seconds per second the gem's sandbox processes use over the next `seconds`."""
+    pids = deno_pids(root)
+    before = _cpu(pids)
+    time.sleep(seconds)
+    return (_cpu(pids) - before) / seconds
+
+
+def _status(pid: int) -> tuple[int, int]:
+    """(resident MB, threads) of a process."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    rss = re.search(r"VmRSS:\s+(\d+) kB", text)
+    threads = re.search(r"Threads:\s+(\d+)", text)
+    assert rss and threads, text
+    return int(rss[1]) >> 10, int(threads[1])
+
+
+# Each leaves something computing after it returned: before issue 25 the sandbox burned 0.7 to
+# 1.9 CPU-s/s with no call running, until the bench closed
+SPIN = "const end = performance.now() + 5; while (performance.now() < end) {}"
+LEFTOVERS = {
+    "interval": f"setInterval(() => {{ {SPIN} }}, 0);",
+    "timeouts": f"const again = () => {{ {SPIN}; setTimeout(again, 0); }}; setTimeout(again, 0);",
+    "port": f"const c = new MessageChannel(); c.port1.onmessage = () => {{ {SPIN}; c.port2.postMessage(1); }};"
+    " c.port2.postMessage(1);",
+    "then": f"Promise.resolve().then(() => setInterval(() => {{ {SPIN} }}, 0));",  # set after it returned
+    "microtasks": "const f = () => queueMicrotask(f); f();",
+    "async-loop": "(async () => { for (;;) await null; })();",
+    "worker": "new Worker(`data:text/javascript,${encodeURIComponent('for (;;) {}')}`, { type: 'module' });"
+    " await new Promise((r) => setTimeout(r, 100));",
+}
+
+
+@pytest.mark.parametrize("left", list(LEFTOVERS))
+def test_SEC5_a_call_leaves_nothing_running(gem: GemBuilder, opened: Callable, left: str) -> None:
+    gem.tool("leave", f"export default async () => {{ {LEFTOVERS[left]} return 'returned'; }}", ext="js")
+    gem.tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=10)
+    assert bench.call("ok").ok
+    assert bench.call("leave").value == "returned"
+    assert _burn(gem.root) < 0.2  # nothing it started runs on
+    res = bench.call("ok")  # and the next call runs as any (a flood made it time out)
+    assert res.value == "ok", res.error
+    assert _burn(gem.root, 0.5) < 0.2
+
+
+def test_SEC5_a_flood_that_the_next_call_meets_does_not_fail_it(gem: GemBuilder, opened: Callable) -> None:
+    """The next call sent while the host still gives the flooded Worker its grace: the host ends
+    before it read that call, which then runs in a fresh process (never E_TIMEOUT, E_SANDBOX)."""
+    gem.tool(
+        "flood", "export default async () => { const f = () => queueMicrotask(f); f(); return 1 }", ext="js"
+    )
+    gem.tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=10)
+    for _ in range(3):
+        pid = bench.sandbox.pid or bench.call("ok") and bench.sandbox.pid
+        assert bench.call("flood").value == 1
+        res = bench.call("ok")
+        assert res.value == "ok", res.error
+        assert gone(pid) and bench.sandbox.pid != pid
+
+
+def test_SEC5_N5_timers_are_cleared_not_the_module(gem: GemBuilder, opened: Callable) -> None:
+    """reuse="always" still keeps module state: a call's timers are cleared where it ran, the
+    Worker (and the process) is kept."""
+    gem.tool(
+        "tick",
+        "let n = 0; let fired = 0;\n"
+        "export default async () => { setInterval(() => fired++, 1); await new Promise((r) => setTimeout(r, 30));"
+        " const seen = fired; await new Promise((r) => setTimeout(r, 0)); return [++n, seen > 0]; }",
+        ext="js",
+    )
+    bench = opened(gem, reuse="always")
+    pid = bench.sandbox.pid
+    assert [bench.call("tick").value for _ in range(4)] == [[i, True] for i in range(1, 5)]
+    assert bench.sandbox.pid == pid or pid is None
+
+
+def test_SEC5_six_calls_leaving_workers_hold_no_threads_or_memory(gem: GemBuilder, opened: Callable) -> None:
+    # each call leaves a Worker that holds 64 MiB and waits on an interval: before issue 25 the
+    # sandbox grew by 2 threads and its 64 MiB with each
+    hold = "const a = new Uint8Array(64 << 20).fill(1); setInterval(() => a[0]++, 50);"
+    gem.tool(
+        "spawn",
+        "export default async () => {"
+        f" new Worker(`data:text/javascript,${{encodeURIComponent({hold!r})}}`, {{ type: 'module' }});"
+        " await new Promise((r) => setTimeout(r, 300)); return 1; }",
+        ext="js",
+    )
+    gem.tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=20)
+    assert bench.call("ok").ok
+    rss, threads = _status(bench.sandbox.pid)
+    for _ in range(6):
+        assert bench.call("spawn").value == 1
+    assert bench.call("ok").ok
+    (pid,) = deno_pids(gem.root)
+    rss2, threads2 = _status(pid)
+    assert threads2 <= threads and rss2 < rss + 64, (rss, threads, rss2, threads2)
+
+
+# -- memory outside the V8 heap ------------------------------------------------------------------
+
+HOLD = """const kept = [];
+export default async (i) => {
+  for (let k = 0; k < i.mb; k += 16) kept.push(new Uint8Array(16 << 20).fill(1));
+  if (i.wait) await new Promise(() => {}); // never returns: only a kill ends the call
+  return kept.length * 16;
+}"""
+
+
+def _memory_error(res: object, memory_mb: int) -> None:
+    err = res.error  # type: ignore[attr-defined]
+    limit = guard.rss_limit_mb(memory_mb)
+    assert err is not None and err.code == "E_OUT_OF_MEMORY", res
+    assert err.details["limit"] == memory_mb and err.details["rss_limit_mb"] == limit, err
+    assert f"limit of {limit} MB" in err.message and "memory_mb" in err.message, err
+
+
+def test_SEC5_arraybuffers_over_the_limit_fail_the_call(gem: GemBuilder, opened: Callable) -> None:
+    # 4 x memory_mb of Uint8Arrays: outside the 64 MB heap limit, so only the guard stops it
+    gem.tool("hold", HOLD, ext="js").tool("ok", OK, ext="js")
+    bench = opened(gem, memory_mb=64, timeout=60)
+    assert bench.call("ok").ok
+    old = bench.sandbox.pid
+    _memory_error(bench.call("hold", {"mb": 4 * 64}), 64)
+    assert gone(old)
+    assert bench.call("ok").value == "ok"
+    assert bench.call("hold", {"mb": 16}).value == 16  # a fresh module, in a fresh process
+
+
+def test_SEC5_memory_is_watched_while_the_tool_waits(gem: GemBuilder, opened: Callable) -> None:
+    """Killed by the guard's poll while the call runs: the tool never returns, so without it
+    the call would end at its timeout (E_TIMEOUT)."""
+    gem.tool("hold", HOLD, ext="js").tool("ok", OK, ext="js")
+    bench = opened(gem, memory_mb=64, timeout=120)
+    _memory_error(bench.call("hold", {"mb": 4 * 64, "wait": True}), 64)
+    assert bench.call("ok").value == "ok"
+
+
+def test_SEC5_arraybuffers_kept_across_calls_are_caught(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("hold", HOLD, ext="js").tool("ok", OK, ext="js")
+    bench = opened(gem, memory_mb=64, timeout=60)
+    got = [bench.call("hold", {"mb": 48}) for _ in range(4)]
+    assert got[0].value == 48  # under the limit: kept, as reuse="always" keeps module state
+    failed = [r for r in got if r.error is not None]
+    assert failed, [r.value for r in got]  # 48 MiB more per call: over 192 MB by the 4th
+    _memory_error(failed[0], 64)
+    assert bench.call("ok").value == "ok"
+
+
+def test_SEC5_the_hosts_recycle_code_is_pythons() -> None:
+    host = (Path(sandbox_mod.__file__).parent / "host.ts").read_text()
+    assert re.search(rf"\nconst RECYCLED = {sandbox_mod.RECYCLED};", host)
+
+
+def test_SEC5_200_ordinary_calls_leave_threads_and_memory_flat(gem: GemBuilder, opened: Callable) -> None:
+    """Real providers (SQLite kv, a real folder): the sandbox's threads do not grow with calls,
+    and its resident size stays within a few MB of where it was (the red team saw 62 -> 318
+    MB and 49 threads; not reproduced here, before or after issue 25: this keeps it so)."""
+    gem.tool(
+        "work",
+        """export default async (i, ctx) => {
+          await ctx.storage.kv.set("k" + (i.n % 10), "v".repeat(1000));
+          await ctx.files.write("f" + (i.n % 10) + ".txt", "x".repeat(10_000));
+          return (await ctx.files.read("f" + (i.n % 10) + ".txt")).length + i.n;
+        }""",
+        ext="js",
+    )
+    bench = opened(gem, providers="real", timeout=20)
+    for n in range(20):  # warm: the JIT, SQLite's cache, the folders
+        assert bench.call("work", {"n": n}).ok
+    pid = bench.sandbox.pid
+    rss, threads = _status(pid)
+    for n in range(200):
+        res = bench.call("work", {"n": n})
+        assert res.value == 10_000 + n, res.error
+    assert bench.sandbox.pid == pid
+    rss2, threads2 = _status(pid)
+    assert threads2 <= threads and rss2 < rss + 32, (rss, threads, rss2, threads2)
+
+
+def test_SEC5_a_sandbox_killed_for_memory_between_calls_is_said_at_the_next(
+    gem: GemBuilder, opened: Callable
+) -> None:
+    """The guard watches between calls too: a process over its limit with no call running is
+    killed, and the next call runs in a fresh one with a warning that says why. (The limit is
+    lowered on the live watch: what a tool leaves behind is stopped, so nothing grows there.)"""
+    gem.tool("hold", HOLD, ext="js")
+    bench = opened(gem, memory_mb=64, timeout=60)
+    assert bench.call("hold", {"mb": 32}).value == 32
+    old, watch = bench.sandbox.pid, bench.sandbox._watch
+    watch.limit = 16 << 20  # under what the process holds now
+    deadline = time.monotonic() + 10
+    while watch.killed is None and time.monotonic() < deadline:
+        time.sleep(0.01)  # (the guard looks every 50 ms)
+    res = bench.call("hold", {"mb": 16})
+    assert gone(old)
+    assert res.value == 16, res.error  # a fresh module: what the last one kept is gone
+    assert any("between calls" in w and "limit of 192 MB" in w for w in res.warnings), res.warnings
+
+
+def test_SEC5_an_async_loop_on_runtime_ops_is_killed_between_calls(gem: GemBuilder, opened: Callable) -> None:
+    """An async loop that yields through Deno's own ops (no timer, no port, the Worker comes back
+    idle between its turns) burned a CPU after its call: the guard kills a sandbox that uses
+    over half a CPU with no call running, and the next call says so."""
+    loop = "(async () => { for (;;) await Deno.readTextFile(new URL(import.meta.url).pathname); })();"
+    gem.tool("loop", f"export default async () => {{ {loop} return 'returned'; }}", ext="js")
+    gem.tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=10)
+    assert bench.call("ok").ok
+    assert bench.call("ok").ok  # (a call ended: from now on the sandbox's CPU is watched)
+    watch = bench.sandbox._watch
+    assert _burn(gem.root, 0.6) < 0.2 and watch.spun is None  # an idle sandbox is left alone
+    assert bench.call("loop").value == "returned"
+    deadline = time.monotonic() + 10
+    while watch.spun is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _burn(gem.root) < 0.2  # killed: it burns nothing more
+    res = bench.call("ok")
+    assert res.value == "ok", res.error
+    assert any("CPU-s/s with no call running" in w for w in res.warnings), res.warnings
