@@ -53,6 +53,14 @@ class GemBuilder:
         )
         return self
 
+    def as_agent(self, agent_id: str = "agent-1", name: str = "A", **extra: Any) -> GemBuilder:
+        """Make it an agent gem: tools declare `parameters`, nothing else (no sideEffect)."""
+        self.manifest.update(platform="agent", agent={"id": agent_id, "name": name}, **extra)
+        for t in self.manifest["tools"]:
+            t["parameters"] = t.pop("inputSchema")
+            t.pop("sideEffect")
+        return self
+
     def collections(self, **indexes: list[str]) -> GemBuilder:
         self.manifest["data"] = {"collections": {n: {"indexes": i} for n, i in indexes.items()}}
         return self

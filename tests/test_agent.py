@@ -49,13 +49,9 @@ LOOP = {
 
 
 def agent_gem(gem: GemBuilder, **tools: tuple[str, str]) -> Path:
-    gem.manifest.update(platform="agent", agent={"id": "agent-123", "name": "Research helper"})
     for name, (src, ext) in tools.items():
         gem.tool(name, src, ext=ext)
-    for t in gem.manifest["tools"]:  # agent tools declare `parameters`, nothing else
-        t["parameters"] = t.pop("inputSchema")
-        t.pop("sideEffect")
-    return gem.write()
+    return gem.as_agent("agent-123", "Research helper").write()
 
 
 @pytest.mark.deno

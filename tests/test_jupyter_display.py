@@ -201,11 +201,7 @@ def test_SEC5_a_result_display_embeds_at_most_EMBED_of_surfaced_files(lang, gem,
     by name and size with a note; with a 6 MB log and a 1 MB value the display stays bounded."""
     from workbench.jupyter.display_agent import EMBED
 
-    gem.manifest.update(platform="agent", agent={"id": "a", "name": "Shots"}, builtins=["surface_file"])
-    gem.tool("shots", SURFACE_MANY[lang], ext=lang)
-    for t in gem.manifest["tools"]:
-        t["parameters"] = t.pop("inputSchema")
-        t.pop("sideEffect")
+    gem.tool("shots", SURFACE_MANY[lang], ext=lang).as_agent("a", "Shots", builtins=["surface_file"])
     files = tmp_path / "files"
     files.mkdir()
     for i in range(2):

@@ -117,10 +117,7 @@ def test_SEC5_a_tool_file_swapped_for_a_fifo_fails_the_call_without_blocking(
 ) -> None:
     gem.tool("t", SOURCES[lang], ext=lang)
     if platform == "agent":
-        gem.manifest.update(platform="agent", agent={"id": "agent-1", "name": "A"})
-        for t in gem.manifest["tools"]:
-            t["parameters"] = t.pop("inputSchema")
-            t.pop("sideEffect")
+        gem.as_agent()
     bench = opened(gem)
     assert bench.call("t").value == {"v": 1}
     tool = gem.root / "tools" / f"t.{lang}"
@@ -144,10 +141,7 @@ def test_SEC5_a_fifo_swapped_in_after_the_check_is_refused_where_the_tool_is_rea
     """The race: the file was regular when the bench checked it, a FIFO when the runner reads
     it (Python's import; an agent JS tool's entry module, generated from its source)."""
     gem.tool("t", SOURCES[lang].replace("export ", ""), ext=lang)
-    gem.manifest.update(platform="agent", agent={"id": "agent-1", "name": "A"})
-    for t in gem.manifest["tools"]:
-        t["parameters"] = t.pop("inputSchema")
-        t.pop("sideEffect")
+    gem.as_agent()
     bench = opened(gem)
     assert bench.call("t").value == {"v": 1}
     monkeypatch.setattr("workbench._bench.tool_file_error", lambda manifest, tool: None)

@@ -32,10 +32,7 @@ def test_SEC2_a_gem_id_windows_reserves_is_E_MANIFEST_at_id(
 ) -> None:
     gem.tool("t", ECHO)
     if platform == "agent":
-        gem.manifest.update(platform="agent", agent={"id": "a-1", "name": "A"})
-        for t in gem.manifest["tools"]:
-            t["parameters"] = t.pop("inputSchema")
-            t.pop("sideEffect")
+        gem.as_agent("a-1")
     gem.manifest["id"] = gid
     root = gem.write()
     err = load_error(root)

@@ -788,10 +788,7 @@ def _gem(root: Path, gem_id: str, platform: str | None = None) -> Path:
     g.manifest["id"] = gem_id
     g.tool("keeper", KEEPER)
     if platform == "agent":
-        g.manifest.update(platform="agent", agent={"id": "agent-1", "name": "A"})
-        for t in g.manifest["tools"]:
-            t["parameters"] = t.pop("inputSchema")
-            t.pop("sideEffect")
+        g.as_agent()
     return g.write()
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_ekanos_testrun import integration as demo_integration
 
 from workbench.platforms.ekanos.loader import IMPORT_MAP, SDK
 from workbench.runners.deno import testrun
@@ -34,16 +34,7 @@ def integration(tmp_path: Path, **tests: str) -> Path:
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "integration.ts").write_text(f"export const secret = {SECRET!r};\n")
     (tmp_path / "other" / "data.json").write_text(f'{{"secret": "{SECRET}"}}')
-    folder = tmp_path / "demo"
-    (folder / "tests").mkdir(parents=True)
-    (folder / "integration.ts").write_text(
-        "import { defineIntegration } from '@ekanos/sdk';\n"
-        "export default defineIntegration({ slug: 'demo', tools: [{ name: 'ping', description: 'Ping.',"
-        " outputExample: { ok: true }, run: async () => ({ ok: true }) }] });\n"
-    )
-    for name, body in tests.items():
-        (folder / "tests" / f"{name}.test.ts").write_text(textwrap.dedent(body))
-    return folder
+    return demo_integration(tmp_path, **tests)
 
 
 def run(folder: Path, tmp_path: Path, timeout: float = 60) -> list[TsTestCase]:
