@@ -45,6 +45,12 @@ class Ring(Sequence[T]):
             self.dropped += 1
             self.dropped_chars += gone
 
+    def clear(self) -> None:
+        """Forget every item, as list.clear() (a bench's `results` was a list): nothing is
+        counted as dropped, and `appended` goes on, so a reader's cursor stays valid."""
+        self._items.clear()
+        self.chars = 0
+
     def since(self, appended: int) -> list[T]:
         """The items appended after the first `appended` ever (those still kept)."""
         first = self.appended - len(self._items)  # how many went before the oldest kept
