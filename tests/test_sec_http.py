@@ -972,3 +972,86 @@ def test_N10_encoded_bodies_are_decoded_within_the_cap(
     )
     res = fetch(small, lang, httpserver.url_for("/enc") + "?e=" + q("gzip, gzip"))
     assert res.error is not None and res.error.code == "E_TOO_LARGE"
+
+
+# == SEC5: a fetch URL has a length limit, checked before it is parsed ===========================
+
+URL_FLOOD = {
+    "py": """
+def handle(i, ctx):
+    out = []
+    for k, size in enumerate(i["sizes"]):
+        url = f"https://api.acme.example/v1/{k:08}?q=" + i["fill"] * (size - 39)
+        try:
+            out.append(["sent", ctx.http.fetch(url).status])
+        except Exception as exc:
+            out.append([exc.code, exc.message[:400], exc.details.get("limit")])
+    return out
+""",
+    "js": """
+export default async function (i, ctx) {
+  const out = [];
+  for (const [k, size] of i.sizes.entries()) {
+    const url = `https://api.acme.example/v1/${String(k).padStart(8, "0")}?q=` + i.fill.repeat(size - 39);
+    try { out.push(["sent", (await ctx.http.fetch(url)).status]); }
+    catch (e) { out.push([e.code, e.message.slice(0, 400), e.details?.limit ?? null]); }
+  }
+  return out;
+}
+""",
+}
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_fetch_url_length_is_capped_before_parsing(gem: GemBuilder, opened: Callable, lang: str) -> None:
+    """40 fetches of distinct 1 MiB URLs: urllib's urlsplit keeps its last 128 URLs (and their
+    parts) process-wide, so each URL parsed stayed in the bench's process after the call, 80 MB
+    here; now a URL over Limits.url_chars (64 KiB) is E_INVALID_ARGUMENT naming the limit before
+    anything parses it, and the process grows by less than 4 MiB. A URL of exactly the limit is
+    sent; one the limit long as given but over it percent-encoded (what is sent) is refused."""
+    import gc
+
+    gem.tool("flood", URL_FLOOD[lang], ext=lang)
+    gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
+    limits = dataclasses.replace(DEFAULT, http_log_chars=MiB, trace_chars=MiB, results_bench_chars=2 * MiB)
+    bench = opened(
+        gem, limits=limits, http=[{"match": "https://api.acme.example/", "respond": {"text": "ok"}}]
+    )
+    cap = DEFAULT.url_chars
+    assert cap == 64 * 1024
+    edge = bench.call("flood", {"sizes": [cap, cap + 1], "fill": "x"}).value
+    assert edge[0] == ["sent", 200], edge[0]
+    assert edge[1][0] == "E_INVALID_ARGUMENT" and edge[1][2] == "url_chars", edge[1]
+    assert "65,537 characters" in edge[1][1] and "Limits.url_chars" in edge[1][1] and "65,536" in edge[1][1]
+    encoded = bench.call("flood", {"sizes": [cap // 2], "fill": "é"}).value  # 6 characters sent
+    assert encoded[0][0] == "E_INVALID_ARGUMENT" and encoded[0][2] == "url_chars", encoded
+    assert "percent-encoded" in encoded[0][1], encoded
+    tracemalloc.start()
+    try:
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        value = bench.call("flood", {"sizes": [MiB] * 40, "fill": lang[0]}).value  # URLs of its own
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert [row[0] for row in value] == ["E_INVALID_ARGUMENT"] * 40, value[:1]
+    assert grown < 4 * MiB, f"the process kept {grown:,} bytes more"
+
+
+def test_SEC5_a_redirect_to_an_overlong_url_is_refused(gem: GemBuilder, opened: Callable) -> None:
+    """A server's Location over Limits.url_chars is E_HTTP "bad redirect" naming the limit,
+    before urljoin parses it."""
+    long = "https://api.acme.example/v1/" + "z" * DEFAULT.url_chars
+    handlers = [
+        {
+            "match": "https://api.acme.example/v1/start",
+            "respond": {"status": 302, "headers": {"Location": long}},
+        },
+        {"match": lambda r: True, "respond": {"text": "followed"}},
+    ]
+    gem.tool("fetch_py", PY_FETCH)
+    gem.manifest["permissions"] = {"http": {"connections": copy.deepcopy(ACME)}}
+    res = fetch(opened(gem, http=handlers), "py", "https://api.acme.example/v1/start")
+    assert res.error is not None and res.error.code == "E_HTTP", res.value
+    assert res.error.details["reason"] == "bad redirect" and "Limits.url_chars" in res.error.message

@@ -42,7 +42,7 @@ from ..providers.hostnames import address_problem
 from .http_credentials import Credential, HttpState, credential_reason, grant_reason
 from .http_egress import egress_host, egress_problem
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
-from .http_urls import Url, parse_url
+from .http_urls import Url, UrlTooLong, check_length, parse_url
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -155,11 +155,21 @@ class Http:
                 f"fetch: url must be an absolute http(s) URL, got {type(url).__name__}",
                 field="url",
             )
-        egress = s.grants.lists.get("egress")
-        if egress is not None:  # K6: an integration's fetch reaches its egress hosts only
-            egress_check(url, egress, state)
+        max_chars = s.limits.url_chars
         try:
-            target = parse_url(url)
+            check_length(url, max_chars)  # SEC5: before anything parses (or masks) it
+            egress = s.grants.lists.get("egress")
+            if egress is not None:  # K6: an integration's fetch reaches its egress hosts only
+                egress_check(url, egress, state)
+            target = parse_url(url, max_chars)
+        except UrlTooLong as exc:
+            raise WorkbenchError(
+                "E_INVALID_ARGUMENT",
+                f"fetch: url {state.mask(url[:max_chars])[:200]!r}…: {exc}",
+                field="url",
+                limit="url_chars",
+                max_chars=max_chars,
+            ) from None
         except ValueError as exc:
             raise WorkbenchError(
                 "E_INVALID_ARGUMENT",
@@ -292,7 +302,8 @@ class Http:
                 ):
                     break
                 try:
-                    nxt = parse_url(urljoin(current.text, location))
+                    check_length(location, self.s.limits.url_chars)  # before urljoin parses it
+                    nxt = parse_url(urljoin(current.text, location), self.s.limits.url_chars)
                 except ValueError as exc:
                     raise WorkbenchError(
                         "E_HTTP",

@@ -15,6 +15,8 @@
   dot; a host a resolver reads as an IPv4 address (`127.1`, `0x7f.1`, `2130706433`) is that
   address in dotted form, checked and sent so. A path rule matches whole segments: `/v1/`
   allows `/v1/x` (not `/v1`), `/api` allows `/api` and `/api/x` but never `/api-evil`.
+- A URL is at most `Limits.url_chars` characters, as given (checked before anything parses
+  it: urllib's urlsplit keeps its last 128 URLs process-wide) and as sent percent-encoded.
 """
 
 from __future__ import annotations
@@ -108,8 +110,22 @@ class Url:
         return [[unquote(s) for s in self.path.split("/")[1:]], decoded.split("/")[1:]]
 
 
-def parse_url(text: str) -> Url:
-    """Normalise an absolute http(s) URL; ValueError saying what is wrong."""
+class UrlTooLong(ValueError):
+    """A URL over Limits.url_chars (its message names the limit)."""
+
+
+def check_length(text: str, max_chars: int, sent: bool = False) -> None:
+    """UrlTooLong when `text` is over `max_chars`: call it before parsing a URL."""
+    if len(text) > max_chars:
+        how = " percent-encoded as it would be sent" if sent else ""
+        raise UrlTooLong(f"it is {len(text):,} characters{how}, over the {max_chars:,} of Limits.url_chars")
+
+
+def parse_url(text: str, max_chars: int | None = None) -> Url:
+    """Normalise an absolute http(s) URL; ValueError saying what is wrong (UrlTooLong when it
+    is over `max_chars` as given or as sent)."""
+    if max_chars is not None:
+        check_length(text, max_chars)
     text = text.strip(" ")
     if _CONTROL.search(text):
         raise ValueError("it contains a control character")
@@ -131,7 +147,10 @@ def parse_url(text: str) -> Url:
         decoded = unquote(decoded)
         if _CONTROL.search(decoded):
             raise ValueError("its path contains a control character once percent-decoded (%00-%1f, %7f)")
-    return Url(scheme, host, port, path, quote(parts.query, safe=_QUERY_SAFE))
+    url = Url(scheme, host, port, path, quote(parts.query, safe=_QUERY_SAFE))
+    if max_chars is not None:  # "é" is sent as 6 characters: the transport parses what is sent
+        check_length(url.text, max_chars, sent=True)
+    return url
 
 
 # -- host and path rules (the user's credential entry and the manifest's grant) ----------------

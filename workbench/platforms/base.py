@@ -49,6 +49,7 @@ class Limits:
     storage_bytes: int = 1024 * MiB  # each database (the gem's SQL; data + kv + history)
     sqlite_heap_bytes: int = 1024 * MiB  # SQLite's memory, process-wide (hard_heap_limit)
     http_body_bytes: int = 20 * MiB  # one ctx.http.fetch response body
+    url_chars: int = 64 * 1024  # one fetch URL (or redirect), as given and as sent percent-encoded
     resource_bytes: int = 2048 * MiB  # one resource download, streamed to disk
     resource_seconds: float = 1800.0  # one download attempt over all its addresses
     log_bytes: int = 1 * MiB  # captured console output per call (head + tail)
