@@ -169,6 +169,82 @@ def test_SEC5_bench_results_keep_the_newest_calls_within_their_limit(
     assert bench.call("big").ok and len(bench.results) == 1
 
 
+NESTED_FLOOD = {  # `top` calls `fill` i.calls times; each fill audits n rows of 60,000 characters
+    "py": (
+        "def handle(i, ctx):\n    for k in range(i['n']):\n"
+        "        ctx.audit('fill', {'k': k, 's': str(k) + 'x' * 60000})\n    return 'filled'\n",
+        "def handle(i, ctx):\n    for k in range(i['calls']):\n        ctx.tools.fill({'n': i['n']})\n"
+        "    return 'top'\n",
+    ),
+    "js": (
+        "export async function handle(i, ctx) {\n  for (let k = 0; k < i.n; k++)\n"
+        "    await ctx.audit('fill', { k, s: String(k) + 'x'.repeat(60000) });\n  return 'filled';\n}\n",
+        "export async function handle(i, ctx) {\n  for (let k = 0; k < i.calls; k++) await ctx.tools.fill({ n: i.n });\n"
+        "  return 'top';\n}\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_nested_calls_share_the_callers_trace_budget_and_are_counted(
+    lang: str, gem: GemBuilder, opened: Any
+) -> None:
+    """3 calls that each make 49 nested calls keeping 1 MiB of trace apiece: a nested call's
+    trace was counted as nothing in bench.results (its trace_chars stayed 0) and had a budget
+    of its own, so each call left 49 MB that the ring, capped at 4 MiB, took for 0.3 MB: 150 MB
+    grown here. Now a call's trace, its nested calls' included, keeps Limits.trace_chars, each
+    CallResult counts what its own trace keeps, and the bench grows by less than 12 MiB."""
+    import gc
+    import tracemalloc
+
+    from workbench._result import kept_chars
+    from workbench.ctx.limits import Limits
+
+    fill, top = NESTED_FLOOD[lang]
+    _agent(gem, "fill", fill, lang)
+    limits = Limits(trace_chars=MiB, results_bench_chars=4 * MiB, audit_bench_chars=MiB)
+    bench = opened(_agent(gem, "top", top, lang), limits=limits)
+    assert bench.call("top", {"calls": 1, "n": 1}).ok  # the sandbox started, the modules imported
+    tracemalloc.start()
+    try:
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        values = [bench.call("top", {"calls": 49, "n": 20}).value for _ in range(3)]
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert values == ["top"] * 3
+    assert grown < 12 * MiB, f"the bench kept {grown:,} bytes more"
+    res = bench.results[-1]
+    assert len(res.children) == 49 and res.children[0].trace_chars > 900_000  # the first child filled it
+    tree = res.trace_chars + sum(c.trace_chars for c in res.children)
+    assert tree <= MiB and tree > 900_000
+    assert kept_chars(res) >= tree and bench.results.chars <= 4 * MiB + kept_chars(res)
+    assert all(len(c.trace_rows) == 20 for c in res.children)  # every call listed; the rest as previews
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_nested_calls_share_the_callers_trace_rows(lang: str, gem: GemBuilder, opened: Any) -> None:
+    """Limits.trace_rows counts an invocation's ctx calls, its nested calls' included (each
+    listed its own 10,000 before: 50 nested calls, 500,000 rows of 520 bytes); what is not
+    listed is counted in each trace's last row."""
+    from workbench.ctx.limits import Limits
+
+    fill, top = NESTED_FLOOD[lang]
+    _agent(gem, "fill", fill, lang)
+    bench = opened(_agent(gem, "top", top, lang), limits=Limits(trace_rows=5))
+    res = bench.call("top", {"calls": 2, "n": 4}).raise_for_error()
+    first, second = res.children
+    assert [r["method"] for r in first.trace_rows] == ["audit"] * 4 and first.ctx_calls == 4
+    assert [r["method"] for r in second.trace_rows] == ["(not kept)"] and second.ctx_calls == 4
+    assert second.trace_rows[0]["args"] == (
+        "ctx calls 1 to 4 are not listed: a call's trace lists 5 (Limits.trace_rows), its nested calls included"
+    )
+    assert [r["method"] for r in res.trace_rows] == ["tools.fill", "(not kept)"] and res.ctx_calls == 2
+    assert "ctx calls 2 to 2 are not listed" in res.trace_rows[1]["args"]
+
+
 HTTP_FLOOD = {  # n fetches, each with a 16 KiB query, to a mock handler that answers them all
     "py": "def handle(i, ctx):\n    for k in range(i['n']):\n        ctx.http.fetch(f'https://api.acme.example/v1/{k}?q=' + 'x' * 2**14)\n    return 'done'\n",
     "js": "export async function handle(i, ctx) {\n  for (let k = 0; k < i.n; k++) await ctx.http.fetch(`https://api.acme.example/v1/${k}?q=` + 'x'.repeat(2 ** 14));\n  return 'done';\n}\n",
@@ -212,6 +288,48 @@ def test_SEC5_a_tool_fetching_long_urls_leaves_the_http_log_bounded(
     assert 50 <= len(kept) <= 64 and kept["url"].str.len().sum() <= MiB
     assert kept["url"].iloc[-1].startswith("https://api.acme.example/v1/599?q=xxx")
     assert (kept["call_id"] == results[-1][1]).all() and (kept["status"] == 200).all()
+
+
+KV_GETS = {
+    "py": "def handle(i, ctx):\n    for _ in range(i['n']):\n        ctx.storage.kv.get('k')\n    return 'done'\n",
+    "js": "export default async (i, ctx) => { for (let k = 0; k < i.n; k++) await ctx.storage.kv.get('k'); return 'done'; };\n",
+}
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+@pytest.mark.parametrize("shape", ["10,000 calls without arguments", "60 fetches of 16 KiB URLs"])
+def test_SEC5_a_kept_call_is_counted_as_the_memory_it_holds(
+    shape: str, lang: str, gem: GemBuilder, opened: Any
+) -> None:
+    """What bench.results counts for a call (kept_chars) is within 25% of what holding it costs
+    the process, measured: many tiny trace rows (a row cost twice its 256 counted characters)
+    and few rows keeping a fetch's URL twice (its arguments and the reply's url, both counted)."""
+    import gc
+    import tracemalloc
+    import urllib.parse
+
+    from workbench._result import kept_chars
+    from workbench.ctx.limits import Limits
+
+    tiny = shape.startswith("10,000")
+    gem.tool("t", (KV_GETS if tiny else HTTP_FLOOD)[lang], ext=lang)
+    gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
+    handlers = [{"match": "https://api.acme.example/", "respond": {"text": "ok"}}]
+    bench = opened(gem, limits=Limits(http_log_chars=1_000), http=handlers)
+    assert bench.call("t", {"n": 1}).ok and len(bench.call("t", {"n": 1}).trace) == 1  # pandas imported
+    tracemalloc.start()
+    try:
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        call_id = bench.call("t", {"n": 10_000 if tiny else 60}).call_id
+        urllib.parse.urlsplit.cache_clear()  # the process's, not the call's (Limits.url_chars)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    res = bench.results[-1]
+    assert res.call_id == call_id and res.value == "done"
+    assert 0.75 <= grown / kept_chars(res) <= 1.25, (grown, kept_chars(res))
 
 
 # -- a tool's text reaches terminals and reports with its control codes made visible --------------

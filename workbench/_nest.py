@@ -68,6 +68,7 @@ def _run(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: Call
         call_id=res.call_id,
         tool=tool,
         trace=[],
+        kept=0,  # what its own trace keeps, counted in its CallResult (the budget is shared)
         ctx_calls=0,
         violations=[],
         values={**parent.values, "toolCallId": f"call_{secrets.token_hex(12)}"},
@@ -81,6 +82,7 @@ def _run(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: Call
     finally:
         session.ended = True
         res.trace_rows, res.calls_made = session.trace, session.ctx_calls
+        res.trace_chars = session.kept  # bench.results counts it (it was 0: a nested trace was free)
     res.logs = outcome.logs
     if outcome.error is not None:
         raise WorkbenchError(

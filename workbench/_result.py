@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._errors import WorkbenchError
 from ._json import json_chars
-from .ctx.kept import ROW_CHARS, Ring
+from .ctx.kept import ROW_CHARS, TRACE_ROW_CHARS, Ring
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,7 +131,7 @@ class CrashReport:
 def kept_chars(res: CallResult) -> int:
     """About the characters `res` holds (its value, logs, log rows, trace, input, error and
     nested calls): what keeping it in bench.results costs."""
-    n = ROW_CHARS * (1 + len(res.trace_rows) + len(res.log_rows) + len(res.surfaced))
+    n = ROW_CHARS * (1 + len(res.log_rows) + len(res.surfaced)) + TRACE_ROW_CHARS * len(res.trace_rows)
     n += len(res.logs) + res.trace_chars + json_chars(res.value) + json_chars(res.input)
     n += sum(len(str(r.get("message", ""))) + json_chars(r.get("fields")) for r in res.log_rows)
     if res.error is not None:

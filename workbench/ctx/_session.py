@@ -138,8 +138,8 @@ class CtxCrash(BaseException):
 @dataclass
 class Invocation:
     """What one invocation shares with the tools it calls through ctx.tools (A5): the names of
-    its cross-tool calls, in order, the error that aborted it, and the opening of its storage
-    transaction, due at its first ctx call (Capabilities.begin)."""
+    its cross-tool calls, in order, the error that aborted it, the opening of its storage
+    transaction, due at its first ctx call (Capabilities.begin), and its traces' budget."""
 
     calls: list[str] = field(default_factory=list)
     aborted: WorkbenchError | None = None
@@ -147,6 +147,10 @@ class Invocation:
     opened: bool = False  # the storage transaction is open (its end commits it)
     # a tool's threads making their first ctx calls at once: one opens, the others wait for it
     opening_lock: threading.Lock = field(default_factory=threading.Lock)
+    # what its traces keep and list, its nested calls' included: together Limits.trace_chars
+    # and Limits.trace_rows (SEC5; with a budget each, 50 nested calls kept 50 times as much)
+    trace_kept: int = 0
+    trace_listed: int = 0
 
 
 @dataclass(slots=True)
@@ -185,7 +189,7 @@ class CallSession:
     surfaced: list[dict[str, Any]] = field(default_factory=list)  # surface_file's files, this call
     children: list[Any] = field(default_factory=list)  # the CallResults of its nested ctx.tools calls
     log_rows: list[dict[str, Any]] = field(default_factory=list)  # ctx.logger's rows (K6)
-    kept: int = 0  # characters of ctx arguments and results the trace keeps, about (SEC5)
+    kept: int = 0  # characters of ctx arguments and results this call's trace keeps, about (SEC5)
     ctx_calls: int = 0  # ctx calls made (the trace lists the first limits.trace_rows of them)
     warnings: list[str] = field(default_factory=list)  # for the result: what the call did oddly
 
@@ -256,8 +260,10 @@ class CallSession:
 
     def _invoke(self, method: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
-        room = self.limits.trace_chars - self.kept
-        traced = self.ctx_calls < self.limits.trace_rows  # SEC5: later ones are only counted
+        invocation = self.invocation  # its budgets are shared with nested calls (SEC5)
+        room = self.limits.trace_chars - invocation.trace_kept
+        traced = invocation.trace_listed < self.limits.trace_rows  # later ones are only counted
+        invocation.trace_listed += traced
         given = _trace.arguments(args, kwargs, min(_trace.KEEP_PARAMS, room)) if traced else _trace.UNKEPT
         ok, error = True, None
         failure: WorkbenchError | None = None
@@ -320,6 +326,7 @@ class CallSession:
             else (None, 0)
         )
         self.kept += size + more
+        self.invocation.trace_kept += size + more
         row = _trace.row(self.ctx_calls, method, given, outcome, kept)
         if self.http is not None and self.http.has_secrets:  # K6/SEC4: shown masked
             row["args"] = self.http.mask(row["args"])

@@ -337,9 +337,15 @@ UNTRACED = "(not kept)"  # the method of the trace's last row when it lists only
 
 
 def untraced(trace: list[dict[str, Any]], calls: int, limit: int) -> None:
-    """Count ctx call number `calls`, one past the `limit` a trace lists, in its last row."""
-    text = f"ctx calls {limit + 1:,} to {calls:,} are not listed: a call's trace lists {limit:,} (Limits.trace_rows)"
-    if trace and dict.get(trace[-1], "method") == UNTRACED:
+    """Count ctx call number `calls`, past the `limit` an invocation's traces list (its nested
+    calls' included), in the trace's last row."""
+    noted = bool(trace) and dict.get(trace[-1], "method") == UNTRACED
+    listed = len(trace) - noted
+    text = (
+        f"ctx calls {listed + 1:,} to {calls:,} are not listed: a call's trace lists {limit:,} "
+        f"(Limits.trace_rows){'' if listed == limit else ', its nested calls included'}"
+    )
+    if noted:
         dict.__setitem__(trace[-1], "args", text)
         return
     outcome = (True, None, 0.0)

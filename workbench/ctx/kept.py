@@ -18,6 +18,9 @@ T = TypeVar("T")
 #: characters a kept row or result costs beyond its content (the dict and its keys), about:
 #: ten thousand empty rows are not free
 ROW_CHARS = 256
+#: what a trace row costs beyond the arguments and result it keeps (its dict, preview and the
+#: arguments' tuple: about 520 bytes measured for a ctx call without arguments)
+TRACE_ROW_CHARS = 512
 
 
 class Ring(Sequence[T]):
