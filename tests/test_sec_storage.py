@@ -704,6 +704,29 @@ def test_D4_temp_tables_do_not_outlive_the_call(sql_bench) -> None:
     assert run.bench.sql("SELECT count(*) AS n FROM temp.sqlite_master")["n"].tolist() == [0]
 
 
+def test_SEC7_temp_tables_bound_by_foreign_keys_are_dropped_at_the_end_of_the_call(sql_bench) -> None:
+    """TEMP tables whose rows reference each other (a FOREIGN KEY, immediate or deferred):
+    dropping the parent first failed with "FOREIGN KEY constraint failed", an IntegrityError
+    out of bench.call. They are dropped with foreign keys off for the drop, and on again after."""
+    run = sql_bench()
+    run(
+        ("execute", "CREATE TEMP TABLE p(id INTEGER PRIMARY KEY)", []),
+        ("execute", "CREATE TEMP TABLE c(pid INTEGER REFERENCES p(id))", []),
+        ("execute", "CREATE TEMP TABLE d(pid REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED)", []),
+        ("execute", "INSERT INTO p VALUES (1)", []),
+        ("execute", "INSERT INTO c VALUES (1)", []),
+        ("execute", "INSERT INTO d VALUES (1)", []),
+    )
+    assert run.last.violations == []
+    assert run.bench.sql("SELECT count(*) AS n FROM temp.sqlite_master")["n"].tolist() == [0]
+    out = run(
+        ("execute", "CREATE TABLE IF NOT EXISTS pk(id INTEGER PRIMARY KEY)", []),
+        ("execute", "CREATE TABLE IF NOT EXISTS fk(pid INTEGER REFERENCES pk(id))", []),
+        ("execute", "INSERT INTO fk VALUES (7)", []),  # foreign keys are still enforced
+    )
+    assert out[2].get("error") == "E_SQL" and "FOREIGN KEY" in out[2]["message"], out
+
+
 def test_D3_a_tool_resetting_user_version_does_not_reapply_the_schema(
     gem: GemBuilder, tmp_path: Path
 ) -> None:

@@ -121,13 +121,24 @@ def busy_error(exc: sqlite3.Error) -> WorkbenchError:
 def drop_temp(db: sqlite3.Connection) -> None:
     """Drop the TEMP tables, views and triggers a call made. They are scratch (not storage, so
     not D4), and must not outlive the call: a TEMP table named like a main one would take a
-    later call's writes (N5: no memory survives between calls)."""
+    later call's writes (N5: no memory survives between calls).
+
+    Foreign keys are off for the drops (outside a transaction, where the pragma applies): a
+    TEMP table's keys reference TEMP tables only, all of which go, and dropping a parent whose
+    rows a child references failed with "FOREIGN KEY constraint failed" out of bench.call."""
     rows = db.execute(
         "SELECT type, name FROM temp.sqlite_master WHERE type IN ('table', 'view', 'trigger')"
     ).fetchall()
-    for kind, name in sorted(rows, key=lambda r: r[0] != "trigger"):  # triggers first
-        quoted = name.replace('"', '""')
-        db.execute(f'DROP {kind.upper()} IF EXISTS temp."{quoted}"')
+    if not rows:
+        return
+    keys = db.execute("PRAGMA foreign_keys").fetchone()[0]
+    db.execute("PRAGMA foreign_keys=OFF")
+    try:
+        for kind, name in sorted(rows, key=lambda r: r[0] != "trigger"):  # triggers first
+            quoted = name.replace('"', '""')
+            db.execute(f'DROP {kind.upper()} IF EXISTS temp."{quoted}"')
+    finally:
+        db.execute(f"PRAGMA foreign_keys={'ON' if keys else 'OFF'}")
 
 
 _text_of = sqlite3.connect(":memory:", check_same_thread=False)  # SQLite's own CAST AS TEXT
