@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import GemLoadError, WorkbenchError
 from .._text import well_formed, well_formed_params
 from . import _watchdog
+from ._sqlwrite import writes_storage
 
 if TYPE_CHECKING:
     from ..providers.datastore import DataStore, Rows
@@ -383,6 +384,8 @@ class SQL:
             cur = self.db.execute(well_formed(sql), well_formed_params(params))
             return cur, self._fetch(cur, sql)  # a row can fail too (e.g. malformed JSON): E_SQL
         except sqlite3.Error as exc:
+            if not (guard.wrote or guard.denied) and writes_storage(sql):  # D4: failed to compile,
+                self.s.attempt("storage.sql")  # so the authorizer never saw it: its words say so
             raise self._error(exc, guard, sql) from None
         except MemoryError:  # SQLITE_NOMEM: the statement hit the heap limit set by confine()
             cap = self.s.limits.sqlite_heap_bytes
