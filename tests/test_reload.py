@@ -191,3 +191,41 @@ def test_SEC5_an_integration_module_swapped_for_a_fifo_fails_the_call_without_bl
     assert watch.waited == 0  # before: Deno's import of the module waited until its timeout
     assert res.error is not None and res.error.code == "E_MANIFEST"
     assert "integration.ts" in res.error.message and "FIFO" in res.error.message
+
+
+@pytest.mark.deno
+def test_SEC5_a_js_tool_swapped_for_a_fifo_after_its_call_does_not_block_the_error_hint(
+    gem: Any, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JS tool's TypeError on an ungranted capability gets a hint from its source, read
+    after the call: a tool file swapped for a FIFO in between made that read wait for a
+    writer (builtins.open). It is read non-blocking now: no hint, no wait."""
+    gem.tool("t", "export async function handle(input, ctx) { return ctx.email.listSince({}); }\n", ext="js")
+    bench = opened(gem)
+    first = bench.call("t")
+    assert first.error is not None and "ctx.email is undefined" in first.error.message, first.error
+    tool = gem.root / "tools" / "t.js"
+    from workbench.runners.deno import DenoRunner
+
+    run = DenoRunner.call
+
+    def then_swap(self: Any, *args: Any, **kw: Any) -> Any:
+        out = run(self, *args, **kw)
+        swap_for_fifo(tool)
+        return out
+
+    monkeypatch.setattr(DenoRunner, "call", then_swap)
+    import threading
+
+    box: dict[str, Any] = {}
+    call = threading.Thread(target=lambda: box.update(res=bench.call("t")), daemon=True)
+    call.start()
+    call.join(20)  # a hang guard: a read waiting on the FIFO never returns without a writer
+    blocked = call.is_alive()
+    if blocked:
+        with Unblocker(tool):  # free it, so the bench can close
+            call.join()
+    assert not blocked, "the hint's read of the tool file waited on the FIFO"
+    res = box["res"]
+    assert res.error is not None and res.error.code == "E_TOOL_ERROR", res.error
+    assert "ctx.email is undefined" not in res.error.message

@@ -694,3 +694,28 @@ def test_SEC2_a_link_swapped_in_after_resolve_is_E_PATH_for_every_operation(real
     assert (outside / "secret.txt").read_text() == "outside" and (ws / "e.txt").exists()
     assert [o.get("error") for o in out] == ["E_PATH"] * len(out), out
     assert "'d' became a symbolic link" in out[0]["message"]
+
+
+def test_SEC2_restore_file_through_a_link_swapped_in_is_E_PATH_and_loses_nothing(real, tmp_path):
+    """bench.restore_file of a history path whose folder was swapped for a link to an outside
+    folder: E_PATH naming the path (LinkInPath, an OSError, escaped before); nothing outside
+    is written, the saved version stays, and it restores once the folder is back."""
+    b, run, ws = real("py")
+    (ws / "d").mkdir()
+    (ws / "d" / "f.txt").write_text("v1")
+    assert run(["write", "workspace:d/f.txt", "v2"]) == [{"ok": None}]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("outside")
+    os.rename(ws / "d", ws / ".held")
+    os.symlink(outside, ws / "d")
+    with pytest.raises(workbench.WorkbenchError) as err:
+        b.restore_file("workspace:d/f.txt")
+    assert err.value.code == "E_PATH" and err.value.details["path"] == "d/f.txt", err.value
+    assert "workspace:d/f.txt" in err.value.message and "symbolic link" in err.value.message
+    assert sorted(os.listdir(outside)) == ["f.txt"] and (outside / "f.txt").read_text() == "outside"
+    assert list(b.history("d/f.txt")["reason"]) == ["overwrite"]
+    os.unlink(ws / "d")
+    os.rename(ws / ".held", ws / "d")
+    b.restore_file("workspace:d/f.txt")
+    assert (ws / "d" / "f.txt").read_text() == "v1"

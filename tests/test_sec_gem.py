@@ -1115,3 +1115,36 @@ def test_SEC7_a_symlink_loop_in_the_gem_folder_is_named_at_open_and_by_check(
     assert "fixtures/" in exc.value.message and "symbolic link loop" in exc.value.message
     assert cli_main(["check", str(root)]) == 1
     assert "symbolic link loop" in capsys.readouterr().err
+
+
+@pytest.mark.deno
+@pytest.mark.parametrize("loop", ["self", "pair"])
+def test_SEC7_a_symlink_loop_in_an_ekanos_integration_is_named_at_open_and_by_check(
+    tmp_path: Path, loop: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gems' rule for Ekanos integrations, whose folder check (GemLinks) looks only for
+    links leading outside: a loop is E_MANIFEST naming the link at open and in
+    gem-workbench check (it opened without a word before)."""
+    root = tmp_path / "integration"
+    (root / "fixtures").mkdir(parents=True)
+    (root / "integration.ts").write_text(
+        "import { defineIntegration } from '@ekanos/sdk';\n"
+        "export default defineIntegration({ slug: 'demo', egress: ['api.demo.example'], tools: [\n"
+        "  { name: 'x', description: 'd', parameters: { type: 'object', properties: {} },\n"
+        "    outputExample: { ok: true }, async run(ctx, args) { return { ok: true }; } }] });\n"
+    )
+    if loop == "self":
+        os.symlink("x", root / "fixtures" / "x")
+    else:
+        os.symlink("b", root / "fixtures" / "a")
+        os.symlink("a", root / "fixtures" / "b")
+    with pytest.raises(workbench.GemLoadError) as exc:
+        workbench.open(root, state_dir=tmp_path / "state")
+    assert exc.value.code == "E_MANIFEST"
+    assert "fixtures/" in exc.value.message and "symbolic link loop" in exc.value.message
+    assert exc.value.details["file"].startswith(str(root / "fixtures"))
+    assert cli_main(["check", str(root)]) == 1
+    assert "symbolic link loop" in capsys.readouterr().err
+    for name in os.listdir(root / "fixtures"):
+        os.unlink(root / "fixtures" / name)
+    workbench.open(root, state_dir=tmp_path / "state").close()

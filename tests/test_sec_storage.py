@@ -704,6 +704,29 @@ def test_D4_temp_tables_do_not_outlive_the_call(sql_bench) -> None:
     assert run.bench.sql("SELECT count(*) AS n FROM temp.sqlite_master")["n"].tolist() == [0]
 
 
+def test_SEC7_temp_tables_bound_by_foreign_keys_are_dropped_at_the_end_of_the_call(sql_bench) -> None:
+    """TEMP tables whose rows reference each other (a FOREIGN KEY, immediate or deferred):
+    dropping the parent first failed with "FOREIGN KEY constraint failed", an IntegrityError
+    out of bench.call. They are dropped with foreign keys off for the drop, and on again after."""
+    run = sql_bench()
+    run(
+        ("execute", "CREATE TEMP TABLE p(id INTEGER PRIMARY KEY)", []),
+        ("execute", "CREATE TEMP TABLE c(pid INTEGER REFERENCES p(id))", []),
+        ("execute", "CREATE TEMP TABLE d(pid REFERENCES p(id) DEFERRABLE INITIALLY DEFERRED)", []),
+        ("execute", "INSERT INTO p VALUES (1)", []),
+        ("execute", "INSERT INTO c VALUES (1)", []),
+        ("execute", "INSERT INTO d VALUES (1)", []),
+    )
+    assert run.last.violations == []
+    assert run.bench.sql("SELECT count(*) AS n FROM temp.sqlite_master")["n"].tolist() == [0]
+    out = run(
+        ("execute", "CREATE TABLE IF NOT EXISTS pk(id INTEGER PRIMARY KEY)", []),
+        ("execute", "CREATE TABLE IF NOT EXISTS fk(pid INTEGER REFERENCES pk(id))", []),
+        ("execute", "INSERT INTO fk VALUES (7)", []),  # foreign keys are still enforced
+    )
+    assert out[2].get("error") == "E_SQL" and "FOREIGN KEY" in out[2]["message"], out
+
+
 def test_D3_a_tool_resetting_user_version_does_not_reapply_the_schema(
     gem: GemBuilder, tmp_path: Path
 ) -> None:
@@ -912,3 +935,72 @@ def test_D4_a_refused_write_attempt_of_a_read_tool_is_recorded(
         if strict and method in ("storage.sql", "data.notes.update"):  # arguments fine: D4 refuses
             assert res.value == ["E_SIDE_EFFECT"], (method, res.value)
     assert len(bench.kv()) == 0 and len(bench.data("notes")) == 0
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_D4_a_write_SQLite_cannot_compile_is_a_violation_of_a_read_tool(sql_bench, strict: bool) -> None:
+    """`INSERT INTO no_such_table` never reaches SQLite's authorizer (the table lookup fails
+    first), so a read tool's attempt left no D4 violation. A failed statement is read from its
+    first words (after comments and WITH): a write of the gem's tables is counted, in strict
+    mode too (the call sees SQLite's E_SQL: nothing was written); reads and TEMP writes not."""
+    run = sql_bench(strict=strict)
+    writes = [
+        "INSERT INTO no_such_table VALUES (1)",
+        "/* c */ -- line\n  replace into main.no_such_table values (1)",
+        "WITH x AS (SELECT 1) UPDATE no_such_table SET a = 1",
+        "CREATE TABLE c AS SELECT * FROM no_such_table",
+        "DROP TABLE no_such_table",
+    ]
+    for sql in writes:  # (CREATE TABLE is seen before its SELECT fails: refused in strict mode)
+        out = run(("execute", sql, []), tool="peek")
+        assert out[0].get("error") in ({"E_SQL", "E_SIDE_EFFECT"} if strict else {"E_SQL"}), (sql, out)
+        assert out[0]["error"] == "E_SQL" or sql.startswith("CREATE"), (sql, out)
+        assert len(run.last.violations) == 1 and "(storage.sql)" in run.last.violations[0], (
+            sql,
+            run.last.violations,
+        )
+    not_writes = [
+        "SELECT * FROM no_such_table",
+        "WITH w AS (SELECT 1) SELECT * FROM no_such_table",
+        "INSERT INTO temp.no_such_table VALUES (1)",
+        "CREATE TEMP TABLE s AS SELECT * FROM no_such_table",
+        'INSERT INTO "no such" (',
+    ]
+    for sql in not_writes[:-1]:
+        out = run(("query", sql, []), tool="peek")
+        assert out[0].get("error") == "E_SQL" and run.last.violations == [], (sql, out, run.last.violations)
+    out = run(("execute", not_writes[-1], []), tool="peek")  # a write all the same, cut short
+    assert out[0].get("error") == "E_SQL" and len(run.last.violations) == 1
+    assert run.bench.sql("SELECT count(*) AS n FROM t")["n"].tolist() == [0]
+
+
+@pytest.mark.parametrize(
+    ("sql", "write"),
+    [
+        ("INSERT INTO no_such_table VALUES (1)", True),
+        ("  -- note\n /* c */ insert into n values (1)", True),
+        ("WITH x AS (SELECT 1) INSERT INTO n SELECT * FROM x", True),
+        ("WITH a AS NOT MATERIALIZED (SELECT 1), b AS (SELECT 2) DELETE FROM n", True),
+        ("WITH RECURSIVE x(n) AS (SELECT 1 UNION SELECT n + 1 FROM x) SELECT * FROM n", False),
+        ("REPLACE INTO n VALUES (1)", True),
+        ("UPDATE OR IGNORE n SET a = 1", True),
+        ("ALTER TABLE n ADD COLUMN y", True),
+        ("DROP TABLE IF EXISTS main.n", True),
+        ('INSERT INTO "main".n VALUES (1)', True),
+        ('UPDATE "temp" SET a = 1', True),  # a table named temp, not the schema
+        ("INSERT INTO temp.n VALUES (1)", False),
+        ("insert or replace into TEMP . n values (1)", False),
+        ('INSERT INTO "temp".n VALUES (1)', False),
+        ("CREATE TEMPORARY VIEW v AS SELECT * FROM n", False),
+        ("DROP TABLE IF EXISTS temp.n", False),
+        ("SELECT * FROM n", False),
+        ("EXPLAIN INSERT INTO n VALUES (1)", False),
+        ("'insert", False),
+        ("/* unterminated insert", False),
+        ("", False),
+    ],
+)
+def test_D4_a_failed_statement_is_read_from_its_first_words(sql: str, write: bool) -> None:
+    from workbench.ctx._sqlwrite import writes_storage
+
+    assert writes_storage(sql) is write

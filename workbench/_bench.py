@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._email import BenchEmail
-from ._errors import UsageError, WorkbenchError
+from ._errors import UsageError, WorkbenchError, internal_error
 from ._hints import explain_absent
 from ._json import to_json
 from ._reload import definition_files, stamp, tool_file_error
@@ -217,6 +217,27 @@ class Bench(Views):
             started=started,
             idempotency_key=key or token[6:],
         )
+        try:
+            self._steps(res, name, args, crash_after=crash_after, fresh=fresh, options=options)
+        except WorkbenchError:
+            raise  # coded already: a sandbox that cannot start says so (E_SANDBOX)
+        except Exception as exc:  # SEC7: the workbench's own bug, said in the result, not raised
+            res.value, res.error = None, internal_error("bench.call", exc)
+        res.duration_ms = (time.perf_counter() - t0) * 1000
+        self.results.append(res)
+        return res
+
+    def _steps(
+        self,
+        res: CallResult,
+        name: str,
+        args: Any,
+        *,
+        crash_after: int | None,
+        fresh: bool | None,
+        options: dict[str, Any],
+    ) -> None:
+        """Reload an edited definition, find the tool, check the input and run it, into `res`."""
         if stamp(self._definition) != self._stamp:  # the gem's definition was edited: load it again
             try:
                 self.reload()
@@ -224,9 +245,7 @@ class Bench(Views):
                 res.error = WorkbenchError(
                     exc.code, f"the gem's definition changed and {exc.message}", **exc.details
                 )
-                res.duration_ms = (time.perf_counter() - t0) * 1000
-                self.results.append(res)
-                return res
+                return
         tool = self.manifest.tool(name)
         if tool is None:
             res.error = WorkbenchError(
@@ -240,9 +259,6 @@ class Bench(Views):
             res.error = res.error or tool_file_error(self.manifest, tool)
             if res.error is None:
                 self._run(tool, args, res, crash_after=crash_after, fresh=fresh, options=options)
-        res.duration_ms = (time.perf_counter() - t0) * 1000
-        self.results.append(res)
-        return res
 
     def _run(
         self,

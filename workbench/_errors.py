@@ -7,9 +7,12 @@ WorkbenchError            a platform error: .code is E_SCHEMA, E_PERM_DENIED, ..
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 from ._text import terminal_safe
+
+TRACEBACK_CHARS = 64 * 1024  # of an E_INTERNAL's traceback: its last frames and the error
 
 #: Every code the workbench can report, with what it means.
 CODES: dict[str, str] = {
@@ -76,3 +79,24 @@ class UsageError(WorkbenchError):
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__("E_USAGE", message, **details)
+
+
+def internal_error(where: str, exc: Exception) -> WorkbenchError:
+    """E_INTERNAL for an exception the workbench's own code let out of `where` (a bug, or a
+    provider that broke): said as one, with the traceback in details["traceback"] to report
+    (its last TRACEBACK_CHARS characters), instead of raised out of an API that never raises
+    for bad data (SEC7). Never raises itself."""
+    try:
+        text = "".join(traceback.format_exception(exc))
+        summary = f"{type(exc).__name__}: {exc}"
+    except Exception:  # noqa: BLE001  (an exception whose str() fails)
+        text, summary = "", type(exc).__name__
+    if len(text) > TRACEBACK_CHARS:
+        text = "…" + text[-TRACEBACK_CHARS:]
+    return WorkbenchError(
+        "E_INTERNAL",
+        f"{where} failed inside the workbench: {summary[:2000]}. This is a bug in the workbench, "
+        "not in the tool: please report it with the traceback in error.details['traceback']",
+        traceback=text,
+        exception=type(exc).__name__,
+    )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import builtins
+import os
 import re
 from typing import TYPE_CHECKING
 
 from ._errors import WorkbenchError
+from .gem.folder import open_regular
 
 if TYPE_CHECKING:
     from .gem import ToolSpec
@@ -47,12 +48,18 @@ def explain_absent(err: WorkbenchError, tool: ToolSpec, profile: Profile, grants
 
 
 def _source(tool: ToolSpec, limit: int = 1 << 20) -> str:
-    """The tool's source text (its first MiB; '' if it cannot be read now)."""
+    """The tool's source text (its first MiB; '' if it cannot be read now). Opened as the
+    edit loop opens gem files: a FIFO swapped in since the call is refused, never waited on."""
     try:
-        with builtins.open(tool.file, "rb") as f:
-            return f.read(limit).decode("utf-8", "replace")
+        fd = open_regular(tool.file)
+    except WorkbenchError:
+        return ""
+    try:
+        return os.read(fd, limit).decode("utf-8", "replace")
     except OSError:
         return ""
+    finally:
+        os.close(fd)
 
 
 _NOT_A_FUNCTION = re.compile(r"\bctx\.((?:\w+\.)*\w+)\.(\w+) is not a function")

@@ -161,6 +161,7 @@ class Capabilities:
             if db.in_transaction:
                 db.execute("ROLLBACK")
         finally:
+            self.session.ended = True  # first: a failure below must not leave the tool's ctx usable
             if db.in_transaction:
                 db.execute("COMMIT")
             sql = self.session.providers.sql_db
@@ -171,5 +172,4 @@ class Capabilities:
                 )
             if self.session.used_sql:
                 _storage.drop_temp(sql)
-            self.session.ended = True
         return failed

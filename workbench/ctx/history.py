@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .._errors import WorkbenchError
+from ..providers.base import LinkInPath
 from ..providers.datastore import Version
 from .limits import DEFAULT
 
@@ -89,14 +90,23 @@ def restore(
             f"the history cap ({limit:,} bytes) and was not kept",
             path=path,
         )
-    current = store.entry("workspace", path)
-    if current is not None and current.type == "folder":
+    try:
+        current = store.entry("workspace", path)
+        if current is not None and current.type == "folder":
+            raise WorkbenchError(
+                "E_IS_A_FOLDER",
+                f"workspace:{path} is now a folder; move it away before restoring the file",
+                path=path,
+            )
+        if current is not None and current.type == "file":
+            record(data, store, path, reason="restore", call_id=None, limit=limit)
+        store.write("workspace", path, content)  # atomic: the old file or the saved one
+    except LinkInPath as exc:  # SEC2: a saved path holds no link; one there now is never followed
         raise WorkbenchError(
-            "E_IS_A_FOLDER",
-            f"workspace:{path} is now a folder; move it away before restoring the file",
+            "E_PATH",
+            f"workspace:{path}: '{exc.filename}' is a symbolic link now, and a link on a saved "
+            "path is never followed; nothing was restored (the saved version is kept)",
             path=path,
-        )
-    if current is not None and current.type == "file":
-        record(data, store, path, reason="restore", call_id=None, limit=limit)
-    store.write("workspace", path, content)
+            link=exc.filename,
+        ) from None
     return number

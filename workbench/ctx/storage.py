@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import GemLoadError, WorkbenchError
 from .._text import well_formed, well_formed_params
 from . import _watchdog
+from ._sqlwrite import writes_storage
 
 if TYPE_CHECKING:
     from ..providers.datastore import DataStore, Rows
@@ -121,13 +122,24 @@ def busy_error(exc: sqlite3.Error) -> WorkbenchError:
 def drop_temp(db: sqlite3.Connection) -> None:
     """Drop the TEMP tables, views and triggers a call made. They are scratch (not storage, so
     not D4), and must not outlive the call: a TEMP table named like a main one would take a
-    later call's writes (N5: no memory survives between calls)."""
+    later call's writes (N5: no memory survives between calls).
+
+    Foreign keys are off for the drops (outside a transaction, where the pragma applies): a
+    TEMP table's keys reference TEMP tables only, all of which go, and dropping a parent whose
+    rows a child references failed with "FOREIGN KEY constraint failed" out of bench.call."""
     rows = db.execute(
         "SELECT type, name FROM temp.sqlite_master WHERE type IN ('table', 'view', 'trigger')"
     ).fetchall()
-    for kind, name in sorted(rows, key=lambda r: r[0] != "trigger"):  # triggers first
-        quoted = name.replace('"', '""')
-        db.execute(f'DROP {kind.upper()} IF EXISTS temp."{quoted}"')
+    if not rows:
+        return
+    keys = db.execute("PRAGMA foreign_keys").fetchone()[0]
+    db.execute("PRAGMA foreign_keys=OFF")
+    try:
+        for kind, name in sorted(rows, key=lambda r: r[0] != "trigger"):  # triggers first
+            quoted = name.replace('"', '""')
+            db.execute(f'DROP {kind.upper()} IF EXISTS temp."{quoted}"')
+    finally:
+        db.execute(f"PRAGMA foreign_keys={'ON' if keys else 'OFF'}")
 
 
 _text_of = sqlite3.connect(":memory:", check_same_thread=False)  # SQLite's own CAST AS TEXT
@@ -372,6 +384,8 @@ class SQL:
             cur = self.db.execute(well_formed(sql), well_formed_params(params))
             return cur, self._fetch(cur, sql)  # a row can fail too (e.g. malformed JSON): E_SQL
         except sqlite3.Error as exc:
+            if not (guard.wrote or guard.denied) and writes_storage(sql):  # D4: failed to compile,
+                self.s.attempt("storage.sql")  # so the authorizer never saw it: its words say so
             raise self._error(exc, guard, sql) from None
         except MemoryError:  # SQLITE_NOMEM: the statement hit the heap limit set by confine()
             cap = self.s.limits.sqlite_heap_bytes

@@ -250,11 +250,25 @@ def _tool_error(exc: BaseException, root: Path, rel_file: str) -> WorkbenchError
                 and type(message) is str
                 and type(details) is dict
             ):
-                extra = {k: v for k, v in details.items() if type(k) is str and k != "stack"}
+                extra = {k: _detail(v) for k, v in details.items() if type(k) is str and k != "stack"}
                 return WorkbenchError(code, _cut(message), **extra, stack=stack)
         except Exception:  # noqa: BLE001
             pass
     return WorkbenchError("E_TOOL_ERROR", _describe(exc), stack=stack, file=rel_file)
+
+
+def _detail(value: Any) -> Any:
+    """A detail of a tool's WorkbenchError as plain JSON (a copy), or a note that it was not:
+    the bench measures, shows and saves details later, where a dict subclass whose items()
+    raises, a cycle or an object whose repr raises would fail outside the tool (SEC7)."""
+    try:
+        plain, err = to_json(value, max_chars=TEXT_MAX, max_depth=16)
+    except Exception:  # noqa: BLE001  (the tool's own code ran and raised)
+        return _NOT_KEPT
+    return _NOT_KEPT if err is not None else plain
+
+
+_NOT_KEPT = "(not kept: not JSON data of up to 64 KiB)"
 
 
 def _checked(value: Any, limits: Limits) -> Outcome:

@@ -21,6 +21,7 @@ from ..._errors import GemLoadError
 from ..._json import deeper_than
 from ...gem.folder import clip, open_regular, realpath
 from ...gem.links import GemLinks
+from ...gem.lint import link_problems
 from ...gem.model import LANGUAGES, Manifest, ToolSpec
 from ...gem.names import slug_problem
 from ...gem.rules import SchemaRules
@@ -109,6 +110,9 @@ def describe(root: Path) -> dict[str, Any]:
     links = GemLinks(inside).check()  # N1: Deno would follow a link out of the folder
     if links is not None:
         raise GemLoadError(f"{module.name}: {links.message}", file=str(module), **links.details)
+    loops = link_problems(inside)  # a loop too, as in a gem (GemLinks looks for links out only)
+    if loops:
+        raise GemLoadError(loops[0]["message"], file=loops[0]["file"], pointer=loops[0]["pointer"])
     os.close(open_regular(real, follow=False))  # a FIFO would hang Deno's import until its timeout
     try:
         answer = probe(
