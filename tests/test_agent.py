@@ -205,7 +205,9 @@ NULL_EXTRA = {
 
 
 @pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
-def test_A3_N8_builtins_apply_the_null_rule_as_the_gems_tools(lang: str, gem: GemBuilder, opened: Callable) -> None:
+def test_A3_N8_builtins_apply_the_null_rule_as_the_gems_tools(
+    lang: str, gem: GemBuilder, opened: Callable
+) -> None:
     import json
 
     root = agent_gem(gem, s=(NULL_COUNT[lang], lang), extra=(NULL_EXTRA[lang], lang))
