@@ -194,6 +194,35 @@ def test_A3_web_search_against_a_searxng_endpoint(gem: GemBuilder, httpserver: A
     assert value == [{"title": "T", "url": "https://t.example/", "snippet": "snippet"}]
 
 
+NULL_COUNT = {
+    "py": "def handle(input, ctx):\n    return ctx.tools.web_search({'query': input['q'], 'count': None})\n",
+    "js": "export async function handle(input, ctx) {\n  return await ctx.tools.web_search({ query: input.q, count: null });\n}\n",
+}
+NULL_EXTRA = {
+    "py": "def handle(input, ctx):\n    return ctx.tools.calculate({'expression': '1+1', 'zzz': None})\n",
+    "js": "export async function handle(input, ctx) {\n  return await ctx.tools.calculate({ expression: '1+1', zzz: null });\n}\n",
+}
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_A3_N8_builtins_apply_the_null_rule_as_the_gems_tools(
+    lang: str, gem: GemBuilder, opened: Callable
+) -> None:
+    import json
+
+    root = agent_gem(gem, s=(NULL_COUNT[lang], lang), extra=(NULL_EXTRA[lang], lang))
+    (root / "fixtures").mkdir()
+    (root / "fixtures" / "web_search.json").write_text(json.dumps(FIXTURE))
+    bench = opened(root)
+    found = bench.call("s", {"q": "deno sandbox"}).value  # count: null is absent, the default 5
+    assert [r["title"] for r in found] == ["Deno"] * 3
+    extra = bench.call("extra").value  # an undeclared null is still an extra field
+    assert extra["error"] == "invalid_input"
+    assert extra["details"]["violations"] == [
+        {"path": "/zzz", "message": "unexpected field 'zzz' (additionalProperties is false)"}
+    ]
+
+
 MAIL = {
     "py": "def handle(input, ctx):\n    return ctx.tools.send_email(input)\n",
     "js": "export async function handle(input, ctx) {\n  return await ctx.tools.send_email(input);\n}\n",

@@ -66,6 +66,69 @@ def test_N8_null_for_required_parameter_is_an_error(echo):
     assert res.error.code == "E_SCHEMA" and "/title" in res.error.message
 
 
+ECHOES = {
+    "py": ECHO,
+    "js": "export async function handle(input, ctx) {\n  return { got: input };\n}\n",
+}
+STRICT = {  # the issue's case: one declared field, nothing else allowed
+    "type": "object",
+    "properties": {"a": {"type": "string"}},
+    "required": ["a"],
+    "additionalProperties": False,
+}
+ALL_OF = {  # the suite's "allOf with base schema": baz is required (and may be null) through allOf
+    "properties": {"bar": {"type": "integer"}},
+    "required": ["bar"],
+    "allOf": [
+        {"properties": {"foo": {"type": "string"}}, "required": ["foo"]},
+        {"properties": {"baz": {"type": "null"}}, "required": ["baz"]},
+    ],
+}
+
+
+def echo_bench(gem, opened, lang, schema):
+    gem.tool("echo", ECHOES[lang], schema=schema, ext=lang)
+    return opened(gem)
+
+
+def test_N8_null_for_an_undeclared_field_is_an_extra_field(gem, opened, lang):
+    bench = echo_bench(gem, opened, lang, STRICT)
+    res = bench.call("echo", {"a": "x", "zzz": None})
+    assert res.error.code == "E_SCHEMA" and "unexpected field 'zzz'" in res.error.message
+    assert res.error.details["violations"] == [
+        {"path": "/zzz", "message": "unexpected field 'zzz' (additionalProperties is false)"}
+    ]
+    assert bench.call("echo", {"a": "x"}).value == {"got": {"a": "x"}}
+
+
+def test_N8_null_for_a_field_required_through_allOf_is_kept(gem, opened, lang):
+    bench = echo_bench(gem, opened, lang, ALL_OF)
+    args = {"foo": "quux", "bar": 2, "baz": None}
+    assert bench.call("echo", args).value == {"got": args}  # the suite: valid, baz is null
+    res = bench.call("echo", {"bar": 2, "baz": None})  # the suite: invalid for foo only
+    assert res.error.code == "E_SCHEMA"
+    assert [v["path"] for v in res.error.details["violations"]] == ["/foo"]
+
+
+def test_N8_null_for_a_declared_optional_field_in_allOf_is_absent(gem, opened, lang):
+    schema = {"type": "object", "allOf": [{"properties": {"opt": {"type": "string"}}}], "required": ["a"]}
+    bench = echo_bench(gem, opened, lang, schema)
+    assert bench.call("echo", {"a": 1, "opt": None}).value == {"got": {"a": 1}}
+    # an undeclared null stays, for the schema to judge; a conditional requirement keeps it too
+    assert bench.call("echo", {"a": 1, "zzz": None}).value == {"got": {"a": 1, "zzz": None}}
+
+
+def test_N8_null_for_a_field_required_by_dependentRequired_is_kept(gem, opened, lang):
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "dependentRequired": {"a": ["b"]},
+    }
+    bench = echo_bench(gem, opened, lang, schema)
+    res = bench.call("echo", {"a": "x", "b": None})
+    assert res.error.code == "E_SCHEMA" and [v["path"] for v in res.error.details["violations"]] == ["/b"]
+
+
 def test_N8_input_that_is_not_json(echo):
     res = echo.call("echo", {"title": "a", "n": float("nan")})
     assert res.error.code == "E_SCHEMA" and "NaN" in res.error.message

@@ -20,6 +20,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from ..gem.schema import InputValidator, check_input
 from .audit import record
 
 if TYPE_CHECKING:
@@ -116,10 +117,11 @@ class Tools:
                     injected=True,
                 )
             return envelope("unavailable", tool=name, injected=True)
-        problems = _validator(name).violations(input)
-        if problems:
-            return envelope("invalid_input", tool=name, violations=problems[:20])
-        return BUILTINS[name](s, input)
+        # the gem's tools' input check (N8, its null rule included): A3 promises the same
+        args, err = check_input(_validator(name), input, tool=name, max_depth=s.limits.json_depth)
+        if err is not None:
+            return envelope("invalid_input", tool=name, violations=err.details["violations"][:20])
+        return BUILTINS[name](s, args)
 
     def _over_limit(self) -> WorkbenchError:
         s = self.s
@@ -135,13 +137,11 @@ class Tools:
         )
 
 
-_VALIDATORS: dict[str, Any] = {}
+_VALIDATORS: dict[str, InputValidator] = {}
 
 
-def _validator(name: str) -> Any:
+def _validator(name: str) -> InputValidator:
     if name not in _VALIDATORS:
-        from ..gem.schema import InputValidator
-
         _VALIDATORS[name] = InputValidator(SCHEMAS[name])
     return _VALIDATORS[name]
 

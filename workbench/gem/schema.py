@@ -6,9 +6,9 @@ can hang the app. "Anywhere" means every subschema validation can reach: through
 keywords and through `$ref`/`$dynamicRef`, which may point at any JSON pointer of the schema
 (`#/$defs/x`, `#/properties`, `#/x-anything/…`). References resolve only inside the schema:
 nothing is fetched (no http, file or urn), and the metaschemas bundled with jsonschema are not
-reachable either. At call time a `null` for an optional top-level parameter counts as absent,
-and checking one input is bounded in depth, steps and time, and lists a bounded number of
-violations.
+reachable either. At call time a `null` for a declared, optional top-level parameter counts as
+absent (never for an undeclared or a required one), and checking one input is bounded in
+depth, steps and time, and lists a bounded number of violations.
 
 Here: the public entry points. The load check's walk is in schema_walk.py, the budget and
 bounded keywords of validation in schema_budget.py, quoting in schema_text.py.
@@ -26,7 +26,7 @@ from .rules import NOTOCHORD, SchemaRules
 from .schema_budget import Budget, Exhausted, bounded_validator_class, current
 from .schema_quick import quick_check
 from .schema_text import clip, linked_pointer, pointer
-from .schema_walk import MAX_SCHEMA_STATES, Doc, TooComplex, in_place_cycle, walk_schema
+from .schema_walk import MAX_SCHEMA_STATES, Doc, TooComplex, in_place_cycle, optional_fields, walk_schema
 
 # Bounds of the workbench's own (candidates for ctx/limits.py): far above what a real schema or
 # input needs, low enough that a hostile one costs seconds, not minutes or gigabytes.
@@ -138,14 +138,14 @@ class InputValidator:
         # An empty registry: no retrieval of http/file refs (jsonschema's deprecated default)
         self._validator = bounded_validator_class()(root, registry=Registry())
         self._quick = quick_check(root)  # a sure "valid" for the common shape, without jsonschema
-        required = schema.get("required", ())
-        self._required = set(required) if isinstance(required, list) else set()
+        self._optional = optional_fields(root) if rules.null_is_absent else frozenset()
 
     def normalise(self, args: Any) -> Any:
-        """Drop top-level `null`s for optional parameters where the platform treats them as
-        absent (SchemaRules.null_is_absent, N8)."""
-        if self.rules.null_is_absent and isinstance(args, dict):
-            return {k: v for k, v in args.items() if not (v is None and k not in self._required)}
+        """Drop top-level `null`s for declared, optional parameters where the platform treats
+        them as absent (SchemaRules.null_is_absent, N8); a `null` for an undeclared or a
+        required field stays, for the check to report."""
+        if self._optional and isinstance(args, dict):
+            return {k: v for k, v in args.items() if not (v is None and k in self._optional)}
         return args
 
     def sure_valid(self, args: Any) -> bool:

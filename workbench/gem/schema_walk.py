@@ -280,3 +280,35 @@ def in_place_cycle(walk: _Walk) -> tuple | None:
                 state[nxt] = 1
                 stack.append((nxt, iter(walk.edges[nxt])))
     return None
+
+
+def optional_fields(schema: dict[str, Any]) -> frozenset[str]:
+    """The names a `null` may stand in for as absent (N8's null rule): declared in `properties`
+    of a subschema applied to the input itself (the root, allOf/anyOf/oneOf, if/then/else,
+    dependentSchemas, $ref…), and required by none of them — not through `required`, nor
+    `dependentRequired` or `dependencies`, however conditional (a kept null is for the schema
+    to judge; a dropped one could hide a field the schema requires)."""
+    try:
+        walk = walk_schema(schema, Doc(schema), ())
+    except TooComplex:  # refused at load anyway
+        return frozenset()
+    declared: set[str] = set()
+    required: set[str] = set()
+    seen, stack = {0}, [0]
+    while stack:
+        i = stack.pop()
+        sub = walk.nodes[i][0]
+        if isinstance(sub.get("properties"), dict):
+            declared.update(sub["properties"])
+        if isinstance(sub.get("required"), list):
+            required.update(r for r in sub["required"] if isinstance(r, str))
+        for key in ("dependentRequired", "dependencies"):
+            if isinstance(sub.get(key), dict):
+                for names in sub[key].values():
+                    if isinstance(names, list):
+                        required.update(n for n in names if isinstance(n, str))
+        for j, _ in walk.edges[i]:
+            if j not in seen:
+                seen.add(j)
+                stack.append(j)
+    return frozenset(declared - required)
