@@ -85,7 +85,7 @@ def check_input_schema(schema: Any, rules: SchemaRules = NOTOCHORD) -> list[tupl
     if problems:  # the metaschema check would compile the forbidden regexes: not needed now
         return sorted({(pointer(p), m) for p, m in problems})
     try:
-        Draft202012Validator.check_schema(schema)
+        Draft202012Validator.check_schema(schema, format_checker=_metaschema_formats())
     except SchemaError as exc:
         return [(pointer(exc.absolute_path), f"schema does not compile: {clip(exc.message)}")]
     except RecursionError:
@@ -94,8 +94,9 @@ def check_input_schema(schema: Any, rules: SchemaRules = NOTOCHORD) -> list[tupl
 
 
 def _check_patterns(walk: Any, doc: Doc) -> None:
-    """Every `pattern` a $ref can reach compiles with RE2, which checks it at call time."""
-    from .._text import re2_compile
+    """Every `pattern` a $ref can reach is one JavaScript accepts (the `u` flag) and RE2 can
+    check in linear time, which it does at call time (ecma_pattern)."""
+    from .ecma_pattern import PatternError, compile_pattern
 
     for sub, _ in walk.nodes:
         pattern = sub.get("pattern") if isinstance(sub, dict) else None
@@ -105,10 +106,28 @@ def _check_patterns(walk: Any, doc: Doc) -> None:
             walk.bad(sub, ("pattern",), "'pattern' must be a string (a regular expression)")
             continue
         try:
-            re2_compile(pattern)
-        except ValueError as exc:
-            why = f"{exc}; the workbench checks patterns in linear time (RE2), without backreferences or lookaround"
-            walk.bad(sub, ("pattern",), why)
+            compile_pattern(pattern)
+        except PatternError as exc:
+            walk.bad(sub, ("pattern",), f"pattern {clip(repr(pattern), 80)} cannot be used: {exc}")
+
+
+def _metaschema_formats() -> Any:
+    """The metaschema's format checks, with `regex` read as ECMAScript (the metaschema marks
+    `pattern` with it; jsonschema's own asks Python's `re`, which refuses `\\p{Letter}`): a
+    pattern _check_patterns accepted is one JavaScript accepts."""
+    from jsonschema import Draft202012Validator, FormatChecker
+
+    from .ecma_pattern import PatternError, compile_pattern
+
+    checker = FormatChecker(f for f in Draft202012Validator.FORMAT_CHECKER.checkers if f != "regex")
+
+    @checker.checks("regex", raises=PatternError)
+    def _regex(instance: object) -> bool:
+        if isinstance(instance, str):
+            compile_pattern(instance)
+        return True
+
+    return checker
 
 
 # -- bounded validation --------------------------------------------------------------------

@@ -208,28 +208,21 @@ def _unsupported(validator: Any, value: Any, instance: Any, schema: Any) -> Iter
     yield ValidationError("this keyword is not supported by the platform and is not checked")
 
 
-_PATTERNS: dict[str, Any] = {}  # compiled RE2 patterns, by text (load checked each compiles)
-
-
-def _re2_pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    # RE2: linear in the string, whatever the pattern; never Python's backtracking `re`
+def _ecma_pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    # ECMAScript's reading, checked by RE2: linear in the string, never Python's backtracking `re`
     from jsonschema.exceptions import ValidationError
 
-    from .._text import re2_compile
+    from .ecma_pattern import PatternError, matches
 
     if not isinstance(instance, str) or not isinstance(pattern, str):
         return
-    compiled = _PATTERNS.get(pattern)
-    if compiled is None:
-        if len(_PATTERNS) > 1000:
-            _PATTERNS.clear()
-        try:
-            compiled = _PATTERNS[pattern] = re2_compile(pattern)
-        except ValueError:
-            yield ValidationError(f"the pattern {short.repr(pattern)} cannot be checked")
+    try:
+        if matches(pattern, instance):
             return
-    if compiled.search(instance) is None:
-        yield ValidationError(f"{short.repr(instance)} does not match {short.repr(pattern)}")
+    except PatternError:
+        yield ValidationError(f"the pattern {short.repr(pattern)} cannot be checked")
+        return
+    yield ValidationError(f"{short.repr(instance)} does not match {short.repr(pattern)}")
 
 
 def _required(validator: Any, required: Any, instance: Any, schema: Any) -> Iterator[Any]:
@@ -287,7 +280,7 @@ def bounded_validator_class() -> Any:
         table = dict(Draft202012Validator.VALIDATORS)
         table.update(
             {kw: _unsupported for kw in UNSUPPORTED_KEYWORDS},
-            pattern=_re2_pattern,  # allowed only where a profile says so (SchemaRules.re2_patterns)
+            pattern=_ecma_pattern,  # allowed only where a profile says so (SchemaRules.re2_patterns)
             anyOf=_any_of,
             oneOf=_one_of,
             required=_required,
