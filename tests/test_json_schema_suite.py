@@ -30,8 +30,6 @@ REFUSED = {
     ("dynamicRef.json", "$ref and $dynamicAnchor are independent of order - $ref first"): "not fetched",
     ("dynamicRef.json", "$ref to $dynamicRef finds detached $dynamicAnchor"): "not fetched",
 }
-# Ekanos checks `pattern` with RE2 (K3): Unicode property escapes are refused (issue 26, item 3)
-RE2_REFUSED = {("pattern.json", "pattern with Unicode property escape requires unicode mode")}
 # keys whose value maps names to schemas (the names are not keywords) or holds data
 _NAMED = ("properties", "patternProperties", "$defs", "dependentSchemas")
 _DATA = ("const", "enum", "default", "examples")
@@ -87,8 +85,6 @@ def expected_refusal(platform: str, file: str, case: dict[str, Any], wrapped: bo
         return REFUSED[(file, case["description"])]
     if isinstance(schema, dict) and schema.get("$schema", DIALECT) != DIALECT:
         return "only JSON Schema 2020-12"
-    if platform == "ekanos" and (file, case["description"]) in RE2_REFUSED:
-        return "RE2 refuses the pattern"
     return None
 
 

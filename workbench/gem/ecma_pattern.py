@@ -66,7 +66,11 @@ def _ranges_of(re2_class: str) -> Ranges:
 
 
 _CLASS_ESCAPES: dict[str, Ranges] = {"d": DIGIT, "w": WORD, "s": SPACE}
-_SPECIAL = {"Any": ((0, MAX),), "ASCII": ((0, 0x7F),), "ASCII_Hex_Digit": ((0x30, 0x39), (0x41, 0x46), (0x61, 0x66))}
+_SPECIAL = {
+    "Any": ((0, MAX),),
+    "ASCII": ((0, 0x7F),),
+    "ASCII_Hex_Digit": ((0x30, 0x39), (0x41, 0x46), (0x61, 0x66)),
+}
 
 
 def _property(body: str) -> str:
@@ -182,7 +186,7 @@ class _Reader:
                     return 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00)
                 self.i -= 2 + (4 if low is not None else 0)
         if 0xD800 <= v < 0xE000:
-            raise PatternError("a lone surrogate (\\u{:04X}) cannot be checked: arguments are text".format(v))
+            raise PatternError(f"a lone surrogate (\\u{v:04X}) cannot be checked: arguments are text")
         return v
 
     def set_escape(self, c: str) -> str | None:
