@@ -74,11 +74,16 @@ async function withTimeout(p: unknown, ms: number): Promise<unknown> {
   }
 }
 
-/** Is `entry` the last test of `s` that runs? Then `s`'s afterAll hooks run after it. */
+// Each suite's last test that runs: its afterAll hooks run after that test. Worked out when the
+// first test starts (the file has registered all of them by then), once: O(tests × depth).
+let lastRunner: Map<Suite, Entry> | null = null;
 function lastOf(s: Suite, entry: Entry): boolean {
-  const anyOnly = entries.some((e) => e.only && e.runs);
-  const runs = entries.filter((e) => e.runs && (!anyOnly || e.only) && chainOf(e.suite).includes(s));
-  return runs[runs.length - 1] === entry;
+  if (!lastRunner) {
+    const anyOnly = entries.some((e) => e.only && e.runs);
+    lastRunner = new Map();
+    for (const e of entries) if (e.runs && (!anyOnly || e.only)) for (const x of chainOf(e.suite)) lastRunner.set(x, e);
+  }
+  return lastRunner.get(s) === entry;
 }
 
 async function runTest(entry: Entry, fn: Fn, ms: number): Promise<void> {
