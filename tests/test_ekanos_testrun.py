@@ -262,3 +262,54 @@ def test_K7_the_seed_test_snippet_is_verbatim():
     body = lines[1:]
     at = ours.index(body[0])
     assert [ln for ln in ours[at:] if ln.strip()][: len(body)] == body
+
+
+def test_K7_vi_mock_and_expect_extend_fail_saying_the_shim_cannot(tmp_path: Path):
+    """Module mocking needs vitest's own loader: vi.mock fails loudly, never silently does nothing."""
+    folder = integration(
+        tmp_path,
+        top="import { vi, it } from 'vitest';\nvi.mock('../integration.ts', () => ({ default: {} }));\nit('a', () => {});\n",
+        inside=(
+            "import { vi, it, expect } from 'vitest';\n"
+            "it('mocks', () => { vi.mock('../integration.ts'); });\n"
+            "it('extends', () => { expect.extend({ toBeBig: () => ({ pass: true }) }); });\n"
+        ),
+    )
+    cases = {(c.file.name, c.name): c for c in run_ts_tests(folder, deno_dir=tmp_path / "deno", timeout=60)}
+    assert "vi.mock() is not supported" in cases["top.test.ts", "(uncaught error)"].message
+    assert "vi.mock() is not supported" in cases["inside.test.ts", "mocks"].message
+    assert "expect.extend() is not supported" in cases["inside.test.ts", "extends"].message
+
+
+def test_K7_fake_or_stubbed_timers_cannot_stop_a_test_timing_out(tmp_path: Path):
+    """The runner's own timeout keeps the real setTimeout: a test that fakes, stubs or replaces the
+    timers and then hangs is still stopped at its timeout, and the next test still runs."""
+    hangs = """
+    import { it, vi } from 'vitest';
+    it('fake timers', async () => { vi.useFakeTimers(); await new Promise(() => {}); }, 100);
+    it('stubbed', async () => { vi.useRealTimers(); vi.stubGlobal('setTimeout', () => 0); await new Promise(() => {}); }, 100);
+    it('replaced', async () => { (globalThis as any).setTimeout = () => 0; (globalThis as any).clearTimeout = () => {}; await new Promise(() => {}); }, 100);
+    it('after', () => {});
+    """
+    cases = run(integration(tmp_path, hangs=hangs), tmp_path)
+    for name in ("fake timers", "stubbed", "replaced"):
+        assert cases[name].outcome == "failed" and "Test timed out in 100ms." in cases[name].message, name
+    assert cases["after"].outcome == "passed"
+
+
+def test_K7_spy_matchers_report_expected_and_received(tmp_path: Path):
+    spies = """
+    import { it, expect, vi } from 'vitest';
+    it('with', () => { const f = vi.fn(); f('a', 1); expect(f).toHaveBeenCalledWith('a', 2); });
+    it('times', () => { const f = vi.fn(); f(); expect(f).toHaveBeenCalledTimes(2); });
+    it('not a spy', () => { expect(() => {}).not.toHaveBeenCalled(); });
+    it('property', () => { expect({ a: { b: 1 } }).toHaveProperty('a.b', 2); });
+    it('columns', () => { it.each`a | b ${1}`('x', () => {}); });
+    """
+    failed = {n: c.message for n, c in run(integration(tmp_path, spies=spies), tmp_path).items()}
+    assert "toHaveBeenCalledWith" in failed["with"] and 'Expected: [ "a", 2 ]' in failed["with"]
+    assert '1: [ "a", 1 ]' in failed["with"] and "Number of calls: 1" in failed["with"]
+    assert 'Expected: "2 calls"' in failed["times"] and "Number of calls: 1" in failed["times"]
+    assert "is not a spy" in failed["not a spy"]  # a TypeError, whatever the .not
+    assert 'Expected path: "a.b"' in failed["property"] and "Received value: 1" in failed["property"]
+    assert "1 values do not fill rows of 2 columns (a, b)" in failed["columns"]

@@ -360,7 +360,8 @@ def ekanos_modules(ctx_body: list[str]) -> list[str]:
     ]
     vitest = [
         *lift((SDK / "expect.ts").read_text(encoding="utf-8")),
-        *lift((SDK / "vitest.ts").read_text(encoding="utf-8"), skip=frozenset({"Suite"})),
+        *lift((SDK / "mock.ts").read_text(encoding="utf-8"), skip=frozenset({"Timer"})),
+        *lift((SDK / "vitest.ts").read_text(encoding="utf-8"), skip=frozenset({"Suite", "Entry"})),
     ]
 
     def module(name: str, body: list[str]) -> list[str]:

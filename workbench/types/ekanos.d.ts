@@ -104,10 +104,6 @@ declare module "@ekanos/sdk/testing" {
   export function createMockContext(options: MockContextOptions): MockContext;
 }
 declare module "vitest" {
-  export interface Asymmetric {
-    asymmetricMatch(other: unknown): boolean;
-    toString(): string;
-  }
   export interface Outcome {
     pass: boolean;
     expected?: unknown;
@@ -124,34 +120,133 @@ declare module "vitest" {
     toBeDefined(): R;
     toBeTruthy(): R;
     toBeFalsy(): R;
+    toBeNaN(): R;
+    toBeTypeOf(t: 'string' | 'number' | 'bigint' | 'boolean' | 'symbol' | 'undefined' | 'object' | 'function'): R;
+    toBeInstanceOf(c: unknown): R;
     toContain(e: unknown): R;
+    toContainEqual(e: unknown): R;
     toHaveLength(n: number): R;
-    toBeGreaterThan(n: number): R;
-    toBeGreaterThanOrEqual(n: number): R;
-    toBeLessThan(n: number): R;
-    toBeLessThanOrEqual(n: number): R;
+    toHaveProperty(path: string | (string | number)[], value?: unknown): R;
+    toMatch(e: string | RegExp): R;
+    toBeCloseTo(n: number, digits?: number): R;
+    toBeGreaterThan(n: number | bigint): R;
+    toBeGreaterThanOrEqual(n: number | bigint): R;
+    toBeLessThan(n: number | bigint): R;
+    toBeLessThanOrEqual(n: number | bigint): R;
     toThrow(e?: unknown): R;
+    toHaveBeenCalled(): R;
+    toHaveBeenCalledOnce(): R;
+    toHaveBeenCalledTimes(n: number): R;
+    toHaveBeenCalledWith(...args: unknown[]): R;
+    toHaveBeenLastCalledWith(...args: unknown[]): R;
+    toHaveBeenNthCalledWith(n: number, ...args: unknown[]): R;
+    toHaveReturned(): R;
+    toHaveReturnedTimes(n: number): R;
+    toHaveReturnedWith(e: unknown): R;
+    toHaveLastReturnedWith(e: unknown): R;
   };
+  export type Names = keyof Matchers<void>;
   export type Assertion = Matchers<void> & {
     not: Matchers<void>;
     resolves: Matchers<Promise<void>> & { not: Matchers<Promise<void>> };
     rejects: Matchers<Promise<void>> & { not: Matchers<Promise<void>> };
   };
-  export type Expect = ((received: unknown) => Assertion) & {
-    any(ctor: unknown): Asymmetric;
-    anything(): Asymmetric;
+  export function assertionsReset(): void;
+  export function assertionsCheck(): void;
+  export interface AsymmetricMatcher {
+    asymmetricMatch(other: unknown): boolean;
+    toString(): string;
+  }
+  export interface AsymmetricMatchers {
+    any(ctor: unknown): AsymmetricMatcher;
+    anything(): AsymmetricMatcher;
+    objectContaining(o: Record<string, unknown>): AsymmetricMatcher;
+    arrayContaining(a: unknown[]): AsymmetricMatcher;
+    stringContaining(s: string): AsymmetricMatcher;
+    stringMatching(p: string | RegExp): AsymmetricMatcher;
+  }
+  export type Expect = ((received: unknown) => Assertion) & AsymmetricMatchers & {
+    not: AsymmetricMatchers;
+    assertions(n: number): void;
+    hasAssertions(): void;
+    extend(m: unknown): never;
   };
   export const expect: Expect;
+  export type AnyFn = (...args: any[]) => any;
+  export interface MockResult {
+    type: 'return' | 'throw';
+    value: unknown;
+  }
+  export interface MockState {
+    calls: unknown[][];
+    results: MockResult[];
+    instances: unknown[];
+    contexts: unknown[];
+    lastCall: unknown[] | undefined;
+  }
+  export interface Mock extends AnyFn {
+    mock: MockState;
+    _isMockFunction: true;
+    getMockName(): string;
+    mockName(name: string): Mock;
+    getMockImplementation(): AnyFn | undefined;
+    mockImplementation(fn: AnyFn): Mock;
+    mockImplementationOnce(fn: AnyFn): Mock;
+    mockReturnValue(v: unknown): Mock;
+    mockReturnValueOnce(v: unknown): Mock;
+    mockResolvedValue(v: unknown): Mock;
+    mockResolvedValueOnce(v: unknown): Mock;
+    mockRejectedValue(v: unknown): Mock;
+    mockRejectedValueOnce(v: unknown): Mock;
+    mockReturnThis(): Mock;
+    mockClear(): Mock;
+    mockReset(): Mock;
+    mockRestore(): Mock;
+  }
+  export type Vi = {
+    fn(impl?: AnyFn): Mock;
+    spyOn(obj: any, key: PropertyKey, access?: 'get' | 'set'): Mock;
+    isMockFunction(f: unknown): f is Mock;
+    clearAllMocks(): Vi;
+    resetAllMocks(): Vi;
+    restoreAllMocks(): Vi;
+    useFakeTimers(): Vi;
+    useRealTimers(): Vi;
+    isFakeTimers(): boolean;
+    advanceTimersByTime(ms: number): Vi;
+    runAllTimers(): Vi;
+    getTimerCount(): number;
+    clearAllTimers(): Vi;
+    setSystemTime(t: number | Date): Vi;
+    stubGlobal(name: PropertyKey, value: unknown): Vi;
+    unstubAllGlobals(): Vi;
+    mock(...args: unknown[]): never;
+    doMock(...args: unknown[]): never;
+    unmock(...args: unknown[]): never;
+    importMock(...args: unknown[]): never;
+  };
+  export const vi: Vi;
   export type Fn = () => unknown;
-  export type TestFn = ((name: string, fn?: Fn, timeout?: number) => void) & {
-    skip(name: string, fn?: Fn, timeout?: number): void;
-    only(name: string, fn?: Fn, timeout?: number): void;
+  export type Hook = () => unknown;
+  export interface Flags { skip?: boolean; only?: boolean }
+  export type Body = (...args: any[]) => unknown;
+  export type Each<R> = (table: unknown, ...values: unknown[]) => (name: string, fn: Body, timeout?: number) => R;
+  export type Variant = ((name: string, fn?: Fn, timeout?: number) => void) & { each: Each<void> };
+  export type TestFn = Variant & {
+    skip: Variant;
+    only: Variant;
+    concurrent: Variant;
     todo(name: string): void;
+    skipIf(cond: unknown): Variant;
+    runIf(cond: unknown): Variant;
   };
   export const it: TestFn;
   export const test: TestFn;
-  export type DescribeFn = ((name: string, fn: Fn) => void) & { skip(name: string, fn: Fn): void; only(name: string, fn: Fn): void };
+  export type DescribeVariant = ((name: string, fn: Fn) => void) & { each: Each<void> };
+  export type DescribeFn = DescribeVariant & { skip: DescribeVariant; only: DescribeVariant; concurrent: DescribeVariant; todo(name: string): void };
   export const describe: DescribeFn;
-  export function beforeEach(fn: Fn): void;
-  export function afterEach(fn: Fn): void;
+  export function beforeAll(fn: Hook): void;
+  export function afterAll(fn: Hook): void;
+  export function beforeEach(fn: Hook): void;
+  export function afterEach(fn: Hook): void;
 }

@@ -1,68 +1,10 @@
 // vitest's `expect`, the matchers tools' tests use. Failures say what was expected and what was
 // received, as vitest does (Deno's std asserts are a download away, and nothing is fetched).
 
+import { asymmetricMatchers, equals, matchObject, show } from './equals.ts';
+
 export class AssertionError extends Error {
   override name = 'AssertionError';
-}
-
-const show = (v: unknown): string =>
-  typeof v === 'function' ? `[Function ${v.name || 'anonymous'}]` : Deno.inspect(v, { depth: 8, colors: false, compact: true, breakLength: 100 });
-
-interface Asymmetric {
-  asymmetricMatch(other: unknown): boolean;
-  toString(): string;
-}
-const isAsymmetric = (x: unknown): x is Asymmetric =>
-  typeof x === 'object' && x !== null && typeof (x as Asymmetric).asymmetricMatch === 'function';
-
-const tag = (x: unknown) => Object.prototype.toString.call(x);
-
-/** Deep equality as vitest's toEqual (strict=false: undefined properties ignored) or toStrictEqual. */
-export function equals(a: unknown, b: unknown, strict = false, seen: [unknown, unknown][] = []): boolean {
-  if (isAsymmetric(b)) return b.asymmetricMatch(a);
-  if (isAsymmetric(a)) return a.asymmetricMatch(b);
-  if (Object.is(a, b)) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (tag(a) !== tag(b)) return false;
-  if (strict && Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return false;
-  if (seen.some(([x, y]) => x === a && y === b)) return true; // a cycle met twice compares equal
-  seen = [...seen, [a, b]];
-  if (a instanceof Date) return Object.is(a.getTime(), (b as Date).getTime());
-  if (a instanceof RegExp) return String(a) === String(b);
-  if (a instanceof Error && (a.message !== (b as Error).message || a.name !== (b as Error).name)) return false;
-  if (a instanceof Map) {
-    const m = b as Map<unknown, unknown>;
-    return a.size === m.size && [...a].every(([k, v]) => m.has(k) && equals(v, m.get(k), strict, seen));
-  }
-  if (a instanceof Set) {
-    const other = [...(b as Set<unknown>)];
-    return a.size === other.length && [...a].every((v) => other.some((w) => equals(v, w, strict, seen)));
-  }
-  if (ArrayBuffer.isView(a)) a = Array.from(a as unknown as ArrayLike<unknown>), b = Array.from(b as ArrayLike<unknown>);
-  if (Array.isArray(a) && (a.length !== (b as unknown[]).length)) return false;
-  const keys = (o: object) =>
-    Object.keys(o).filter((k) => strict || (o as Record<string, unknown>)[k] !== undefined);
-  const ka = keys(a as object);
-  const kb = keys(b as object);
-  if (ka.length !== kb.length) return false;
-  if (strict && Array.isArray(a)) {
-    for (let i = 0; i < a.length; i++) if ((i in a) !== (i in (b as unknown[]))) return false; // sparseness
-  }
-  const ra = a as Record<string, unknown>;
-  const rb = b as Record<string, unknown>;
-  return ka.every((k) => Object.hasOwn(rb, k) && equals(ra[k], rb[k], strict, seen));
-}
-
-function matchObject(actual: unknown, expected: unknown): boolean {
-  if (isAsymmetric(expected)) return expected.asymmetricMatch(actual);
-  if (typeof expected !== 'object' || expected === null || typeof actual !== 'object' || actual === null) {
-    return equals(actual, expected);
-  }
-  if (Array.isArray(expected)) {
-    return Array.isArray(actual) && actual.length === expected.length && expected.every((e, i) => matchObject(actual[i], e));
-  }
-  const a = actual as Record<string, unknown>;
-  return Object.entries(expected).every(([k, v]) => k in a && matchObject(a[k], v));
 }
 
 interface Outcome {
@@ -86,11 +28,42 @@ function throwCheck(thrown: { value: unknown } | null, expected: unknown): Outco
 }
 
 type M = (...expected: any[]) => Outcome;
-function matchers(received: unknown, mode: 'value' | 'resolves' | 'rejects'): Record<string, M> {
+
+/** The mock of a `vi.fn()` / `vi.spyOn()`, or a TypeError as vitest throws (whatever `.not`). */
+function spyState(received: unknown, matcher: string): { calls: unknown[][]; results: { type: string; value: unknown }[] } {
+  const m = received as { _isMockFunction?: boolean; mock?: { calls: unknown[][]; results: { type: string; value: unknown }[] } };
+  if (typeof received !== 'function' || !m._isMockFunction || !m.mock) {
+    throw new TypeError(`${show(received)} is not a spy or a call to a spy! (expect(…).${matcher} needs a vi.fn() or vi.spyOn())`);
+  }
+  return m.mock;
+}
+
+const callList = (calls: unknown[][]) => calls.length ? calls.map((c, i) => `  ${i + 1}: ${show(c)}`).join('\n') : '  (no calls)';
+
+/** Where `path` ('a.b[0]' or ['a', 'b']) leads in `obj`: found, and the value there. */
+function propertyAt(obj: unknown, path: string | (string | number)[]): { found: boolean; value: unknown } {
+  const keys = Array.isArray(path) ? path.map(String) : path.replace(/\[(\w+)\]/g, '.$1').split('.').filter((k) => k !== '');
+  let v: unknown = obj;
+  for (const k of keys) {
+    if (v === null || v === undefined || !(k in Object(v))) return { found: false, value: undefined };
+    v = (v as Record<string, unknown>)[k];
+  }
+  return { found: true, value: v };
+}
+
+function matchers(received: unknown, mode: 'value' | 'resolves' | 'rejects') {
   const cmp = (pass: boolean, expected: unknown): Outcome => ({ pass, expected });
   const num = (f: (a: number, b: number) => boolean) => (n: number) =>
     cmp(typeof received === 'number' || typeof received === 'bigint' ? f(received as number, n) : false, n);
-  return {
+  const called = (name: string, f: (calls: unknown[][]) => boolean, expected: unknown): Outcome => {
+    const { calls } = spyState(received, name);
+    return { pass: f(calls), detail: `Expected: ${show(expected)}\nReceived calls:\n${callList(calls)}\nNumber of calls: ${calls.length}` };
+  };
+  const returned = (name: string, f: (values: unknown[]) => boolean, expected: unknown): Outcome => {
+    const values = spyState(received, name).results.filter((r) => r.type === 'return').map((r) => r.value);
+    return { pass: f(values), detail: `Expected: ${show(expected)}\nReceived returns: ${show(values)}` };
+  };
+  const all = {
     toBe: (e) => cmp(Object.is(received, e), e),
     toEqual: (e) => cmp(equals(received, e), e),
     toStrictEqual: (e) => cmp(equals(received, e, true), e),
@@ -100,11 +73,35 @@ function matchers(received: unknown, mode: 'value' | 'resolves' | 'rejects'): Re
     toBeDefined: () => ({ pass: received !== undefined, detail: `Received: ${show(received)}` }),
     toBeTruthy: () => ({ pass: !!received, detail: `Received: ${show(received)}` }),
     toBeFalsy: () => ({ pass: !received, detail: `Received: ${show(received)}` }),
+    toBeNaN: () => ({ pass: Number.isNaN(received), detail: `Received: ${show(received)}` }),
+    toBeTypeOf: (t) => cmp(typeof received === t, t),
+    toBeInstanceOf: (c) => ({
+      pass: typeof c === 'function' && received instanceof c,
+      detail: `Expected constructor: ${(c as { name?: string })?.name ?? show(c)}\nReceived: ${show(received)}`,
+    }),
     toContain: (e) =>
       cmp(typeof received === 'string' ? received.includes(e) : Array.isArray(received) || received instanceof Set ? [...received].includes(e) : false, e),
+    toContainEqual: (e) => cmp(Array.isArray(received) && received.some((x) => equals(x, e)), e),
     toHaveLength: (n) => {
       const len = (received as { length?: unknown } | null)?.length;
       return { pass: len === n, detail: `Expected length: ${n}\nReceived length: ${show(len)}\nReceived: ${show(received)}` };
+    },
+    toHaveProperty: (...args) => {
+      const [path, value] = args;
+      const at = propertyAt(received, path);
+      const pass = at.found && (args.length < 2 || equals(at.value, value));
+      const want = args.length < 2 ? '' : `\nExpected value: ${show(value)}`;
+      return { pass, detail: `Expected path: ${show(path)}${want}\nReceived ${at.found ? `value: ${show(at.value)}` : 'path: not found'}\nReceived: ${show(received)}` };
+    },
+    toMatch: (e) => {
+      if (typeof received !== 'string') return { pass: false, detail: `expect(received).toMatch() needs a string, got ${show(received)}` };
+      const pass = e instanceof RegExp ? new RegExp(e.source, e.flags.replace('g', '')).test(received) : received.includes(String(e));
+      return { pass, detail: `Expected ${e instanceof RegExp ? 'pattern' : 'substring'}: ${e instanceof RegExp ? e : show(e)}\nReceived string: ${show(received)}` };
+    },
+    toBeCloseTo: (n, digits = 2) => {
+      const a = received as number;
+      const pass = typeof a === 'number' && (a === n || Math.abs(a - n) < 10 ** -digits / 2);
+      return { pass, detail: `Expected: ${show(n)} (${digits} digits)\nReceived: ${show(received)}\nDifference: ${typeof a === 'number' ? Math.abs(a - n) : 'n/a'}` };
     },
     toBeGreaterThan: num((a, b) => a > b),
     toBeGreaterThanOrEqual: num((a, b) => a >= b),
@@ -120,7 +117,20 @@ function matchers(received: unknown, mode: 'value' | 'resolves' | 'rejects'): Re
       }
       return throwCheck(null, e);
     },
-  };
+    toHaveBeenCalled: () => called('toHaveBeenCalled', (c) => c.length > 0, 'at least one call'),
+    toHaveBeenCalledOnce: () => called('toHaveBeenCalledOnce', (c) => c.length === 1, 'one call'),
+    toHaveBeenCalledTimes: (n) => called('toHaveBeenCalledTimes', (c) => c.length === n, `${n} calls`),
+    toHaveBeenCalledWith: (...args) => called('toHaveBeenCalledWith', (c) => c.some((x) => equals(x, args)), args),
+    toHaveBeenLastCalledWith: (...args) =>
+      called('toHaveBeenLastCalledWith', (c) => c.length > 0 && equals(c[c.length - 1], args), args),
+    toHaveBeenNthCalledWith: (n, ...args) =>
+      called('toHaveBeenNthCalledWith', (c) => c.length >= n && equals(c[n - 1], args), { call: n, args }),
+    toHaveReturned: () => returned('toHaveReturned', (v) => v.length > 0, 'a return'),
+    toHaveReturnedTimes: (n) => returned('toHaveReturnedTimes', (v) => v.length === n, `${n} returns`),
+    toHaveReturnedWith: (e) => returned('toHaveReturnedWith', (v) => v.some((x) => equals(x, e)), e),
+    toHaveLastReturnedWith: (e) => returned('toHaveLastReturnedWith', (v) => v.length > 0 && equals(v[v.length - 1], e), e),
+  } satisfies Record<Names, M>;
+  return all as Record<Names, M>;
 }
 
 function report(name: string, not: boolean, mode: string, received: unknown, out: Outcome): never {
@@ -141,19 +151,51 @@ type Matchers<R> = {
   toBeDefined(): R;
   toBeTruthy(): R;
   toBeFalsy(): R;
+  toBeNaN(): R;
+  toBeTypeOf(t: 'string' | 'number' | 'bigint' | 'boolean' | 'symbol' | 'undefined' | 'object' | 'function'): R;
+  toBeInstanceOf(c: unknown): R;
   toContain(e: unknown): R;
+  toContainEqual(e: unknown): R;
   toHaveLength(n: number): R;
-  toBeGreaterThan(n: number): R;
-  toBeGreaterThanOrEqual(n: number): R;
-  toBeLessThan(n: number): R;
-  toBeLessThanOrEqual(n: number): R;
+  toHaveProperty(path: string | (string | number)[], value?: unknown): R;
+  toMatch(e: string | RegExp): R;
+  toBeCloseTo(n: number, digits?: number): R;
+  toBeGreaterThan(n: number | bigint): R;
+  toBeGreaterThanOrEqual(n: number | bigint): R;
+  toBeLessThan(n: number | bigint): R;
+  toBeLessThanOrEqual(n: number | bigint): R;
   toThrow(e?: unknown): R;
+  toHaveBeenCalled(): R;
+  toHaveBeenCalledOnce(): R;
+  toHaveBeenCalledTimes(n: number): R;
+  toHaveBeenCalledWith(...args: unknown[]): R;
+  toHaveBeenLastCalledWith(...args: unknown[]): R;
+  toHaveBeenNthCalledWith(n: number, ...args: unknown[]): R;
+  toHaveReturned(): R;
+  toHaveReturnedTimes(n: number): R;
+  toHaveReturnedWith(e: unknown): R;
+  toHaveLastReturnedWith(e: unknown): R;
 };
+type Names = keyof Matchers<void>;
 export type Assertion = Matchers<void> & {
   not: Matchers<void>;
   resolves: Matchers<Promise<void>> & { not: Matchers<Promise<void>> };
   rejects: Matchers<Promise<void>> & { not: Matchers<Promise<void>> };
 };
+
+// expect.assertions(n) / hasAssertions(): the runner resets the count before each test and
+// checks it after the test's body.
+const assertions = { count: 0, expected: null as number | null, has: false };
+export function assertionsReset(): void {
+  Object.assign(assertions, { count: 0, expected: null, has: false });
+}
+export function assertionsCheck(): void {
+  const { count, expected, has } = assertions;
+  if (expected !== null && count !== expected) {
+    throw new AssertionError(`expected number of assertions to be ${expected}, but got ${count}`);
+  }
+  if (has && count === 0) throw new AssertionError('expected any number of assertion, but got none');
+}
 
 function build(received: unknown, not: boolean): Matchers<void> {
   const all = matchers(received, 'value');
@@ -161,6 +203,7 @@ function build(received: unknown, not: boolean): Matchers<void> {
     Object.entries(all).map(([name, m]) => [
       name,
       (...args: unknown[]) => {
+        assertions.count++;
         const out = m(...args);
         if (out.pass === not) report(name, not, 'value', received, out);
       },
@@ -173,6 +216,7 @@ function buildAsync(received: unknown, mode: 'resolves' | 'rejects', not: boolea
     Object.keys(matchers(undefined, mode)).map((name) => [
       name,
       async (...args: unknown[]) => {
+        assertions.count++;
         let value: unknown;
         let rejected = false;
         try {
@@ -187,16 +231,30 @@ function buildAsync(received: unknown, mode: 'resolves' | 'rejects', not: boolea
             `expect(received).${mode}.${name}()\n\nReceived promise ${did} instead of ${should}\n${rejected ? 'Rejected' : 'Resolved'} to value: ${show(value)}`,
           );
         }
-        const out = matchers(value, mode)[name](...args);
+        const out = matchers(value, mode)[name as Names](...args);
         if (out.pass === not) report(name, not, mode, value, out);
       },
     ]),
   ) as Matchers<Promise<void>>;
 }
 
-type Expect = ((received: unknown) => Assertion) & {
-  any(ctor: unknown): Asymmetric;
-  anything(): Asymmetric;
+interface AsymmetricMatcher {
+  asymmetricMatch(other: unknown): boolean;
+  toString(): string;
+}
+interface AsymmetricMatchers {
+  any(ctor: unknown): AsymmetricMatcher;
+  anything(): AsymmetricMatcher;
+  objectContaining(o: Record<string, unknown>): AsymmetricMatcher;
+  arrayContaining(a: unknown[]): AsymmetricMatcher;
+  stringContaining(s: string): AsymmetricMatcher;
+  stringMatching(p: string | RegExp): AsymmetricMatcher;
+}
+type Expect = ((received: unknown) => Assertion) & AsymmetricMatchers & {
+  not: AsymmetricMatchers;
+  assertions(n: number): void;
+  hasAssertions(): void;
+  extend(m: unknown): never;
 };
 
 export const expect: Expect = Object.assign(
@@ -207,13 +265,18 @@ export const expect: Expect = Object.assign(
     a.rejects = Object.assign(buildAsync(received, 'rejects', false), { not: buildAsync(received, 'rejects', true) });
     return a;
   },
+  asymmetricMatchers(false),
   {
-    any: (ctor: unknown): Asymmetric => ({
-      asymmetricMatch: (x: unknown) =>
-        ctor === Number ? typeof x === 'number' : ctor === String ? typeof x === 'string' : ctor === Boolean
-          ? typeof x === 'boolean' : typeof ctor === 'function' && x instanceof ctor,
-      toString: () => `Any<${(ctor as { name?: string })?.name}>`,
-    }),
-    anything: (): Asymmetric => ({ asymmetricMatch: (x: unknown) => x !== null && x !== undefined, toString: () => 'Anything' }),
+    not: asymmetricMatchers(true),
+    assertions(n: number): void {
+      if (!Number.isInteger(n) || n < 0) throw new TypeError(`expect.assertions() takes a count (an integer ≥ 0), got ${show(n)}`);
+      assertions.expected = n;
+    },
+    hasAssertions(): void {
+      assertions.has = true;
+    },
+    extend(_: unknown): never {
+      throw new Error("expect.extend() is not supported by the workbench's vitest: write the check as a function that calls expect");
+    },
   },
 );
