@@ -27,6 +27,10 @@ DEFAULT_KERNEL = "gem-workbench"
 DEFAULT_TIMEOUT = 120.0
 #: Seconds the kernel may take to start and answer.
 STARTUP_TIMEOUT = 60.0
+#: Seconds a cell's outputs may still arrive after its reply. nbclient's 4 s dropped the end of
+#: a cell that printed 20,000 lines on a busy machine ("Timeout waiting for IOPub output"); the
+#: kernel's idle status ends the wait as soon as they are in, so this costs a normal cell nothing.
+IOPUB_TIMEOUT = 60
 
 #: How much of a failing cell's output a report shows: the end (a kernel's own output likewise).
 OUTPUT_TAIL = 64 * 1024
@@ -227,6 +231,7 @@ async def _run(
         kernel_name=km.kernel_name,
         timeout=timeout,
         startup_timeout=STARTUP_TIMEOUT,
+        iopub_timeout=IOPUB_TIMEOUT,
         resources={"metadata": {"path": str(kernel.cwd)}},
         on_cell_execute=on_cell_execute,
         on_cell_error=on_cell_error,
