@@ -1095,6 +1095,15 @@ def test_SEC2_tool_file_linked_elsewhere_in_the_gem_is_rejected(gem: GemBuilder)
     assert "/tools/0/file" in pointers(load_error(root))
 
 
+def link_loop(folder: Path, loop: str) -> None:
+    """A link to itself ("self") or two links to each other ("pair") in `folder`."""
+    if loop == "self":
+        os.symlink("x", folder / "x")
+    else:
+        os.symlink("b", folder / "a")
+        os.symlink("a", folder / "b")
+
+
 @pytest.mark.parametrize("loop", ["self", "pair"])
 def test_SEC7_a_symlink_loop_in_the_gem_folder_is_named_at_open_and_by_check(
     gem: GemBuilder, loop: str, capsys: pytest.CaptureFixture[str]
@@ -1105,11 +1114,7 @@ def test_SEC7_a_symlink_loop_in_the_gem_folder_is_named_at_open_and_by_check(
     gem.tool("t", ECHO)
     root = gem.write()
     (root / "fixtures").mkdir()
-    if loop == "self":
-        os.symlink("x", root / "fixtures" / "x")
-    else:
-        os.symlink("b", root / "fixtures" / "a")
-        os.symlink("a", root / "fixtures" / "b")
+    link_loop(root / "fixtures", loop)
     with pytest.raises(workbench.GemLoadError) as exc:
         workbench.open(root)
     assert "fixtures/" in exc.value.message and "symbolic link loop" in exc.value.message
@@ -1133,11 +1138,7 @@ def test_SEC7_a_symlink_loop_in_an_ekanos_integration_is_named_at_open_and_by_ch
         "  { name: 'x', description: 'd', parameters: { type: 'object', properties: {} },\n"
         "    outputExample: { ok: true }, async run(ctx, args) { return { ok: true }; } }] });\n"
     )
-    if loop == "self":
-        os.symlink("x", root / "fixtures" / "x")
-    else:
-        os.symlink("b", root / "fixtures" / "a")
-        os.symlink("a", root / "fixtures" / "b")
+    link_loop(root / "fixtures", loop)
     with pytest.raises(workbench.GemLoadError) as exc:
         workbench.open(root, state_dir=tmp_path / "state")
     assert exc.value.code == "E_MANIFEST"
