@@ -97,6 +97,8 @@ def test_K1_run_gets_ctx_then_args_with_its_tool_as_this(tmp_path: Path, opened:
         (tool("x", "return {};", params="{ title: 'T', type: 'object' }"), "tools.0.parameters", "title"),
         (tool("x", "return {};", params="{ type: 'string' }"), "tools.0.parameters", "object"),
         (tool("x", "return {};", params="{ type: 'object', $schema: 'x' }"), "tools.0.parameters", "$schema"),
+        (tool("x", "return {};", params="true"), "tools.0.parameters", "got boolean"),  # K3: an object
+        (tool("x", "return {};", params="false"), "tools.0.parameters", "got boolean"),
         (tool("ListPayments", "return {};"), "tools.0.name", "[a-z]"),
         (tool("list-payments", "return {};"), "tools.0.name", "[a-z]"),
         (tool("x", "return {};") + tool("x", "return {};"), "tools.1.name", ""),

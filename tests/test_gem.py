@@ -175,3 +175,62 @@ def test_N1_symlink_leading_outside_the_gem_is_a_load_error(gem, tmp_path):
     assert len(problems) == 1 and "data" in problems[0]["message"]
     with pytest.raises(workbench.GemLoadError, match="leads outside the gem"):
         workbench.open(root)
+
+
+# -- boolean root schemas and the old `dependencies` (issue 26) --------------------------------
+PY_ECHO = "def handle(input, ctx):\n    return input\n"
+
+
+def test_N8_boolean_input_schema_is_a_json_schema(gem, opened, lang):
+    """A Notochord inputSchema is JSON Schema 2020-12, where `true` and `false` are schemas:
+    `true` runs the tool with any input, `false` refuses every call, in JSON terms."""
+    src = PY_ECHO if lang == "py" else "export default async (input) => input"
+    gem.tool("anything", src, ext=lang).tool("nothing", src, ext=lang)
+    gem.manifest["tools"][0]["inputSchema"], gem.manifest["tools"][1]["inputSchema"] = True, False
+    bench = opened(gem)
+    assert bench.call("anything", {"a": [1, None]}).value == {"a": [1, None]}
+    res = bench.call("nothing", {"a": True})
+    assert res.error.code == "E_SCHEMA"
+    assert '{"a": true} is not allowed here (the schema is false)' in res.error.message
+    assert "True" not in res.error.message
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_A3_agent_parameters_must_be_an_object_schema_said_in_json_terms(gem, value):
+    """An agent tool's `parameters` are the parameters defined on it: an object schema, and a
+    boolean is refused naming the field with the value as the author wrote it."""
+    gem.tool("t", PY_ECHO).as_agent()
+    gem.manifest["tools"][0]["parameters"] = value
+    with pytest.raises(workbench.GemLoadError) as err:
+        workbench.open(gem.write())
+    assert err.value.details["pointer"] == "/tools/0/parameters"
+    assert f'{json.dumps(value)} is not of type "object"' in err.value.message
+    assert str(value) not in err.value.message
+
+
+@pytest.mark.parametrize(
+    "bad, pointer", [({"allOf": [5]}, "/allOf/0"), ({"properties": {"x": [1]}}, "/properties/x")]
+)
+def test_N8_a_non_schema_where_a_schema_goes_is_said_in_json_terms(gem, bad, pointer):
+    gem.tool("t", PY_ECHO, schema=bad)
+    with pytest.raises(workbench.GemLoadError) as err:
+        workbench.open(gem.write())
+    assert err.value.details["pointer"] == "/tools/0/inputSchema" + pointer
+    assert 'is not of type "object" or "boolean"' in err.value.message and "$id" not in err.value.message
+
+
+def test_N8_dependencies_is_an_annotation_in_2020_12(gem, opened, lang):
+    """2020-12 has no `dependencies` (split into dependentRequired and dependentSchemas): a
+    schema using it loads, and it constrains nothing, as in any 2020-12 validator."""
+    src = PY_ECHO if lang == "py" else "export default async (input) => input"
+    schema = {"type": "object", "dependencies": {"bar": ["foo"], "baz": {"required": ["qux"]}}}
+    bench = opened(gem.tool("t", src, ext=lang, schema=schema))
+    assert bench.call("t", {"bar": 2, "baz": 1}).value == {"bar": 2, "baz": 1}
+
+
+def test_N8_a_root_id_that_is_no_string_is_a_load_error_not_a_traceback(gem):
+    gem.tool("t", PY_ECHO, schema={"$id": 5, "type": "object"})
+    with pytest.raises(workbench.GemLoadError) as err:
+        workbench.open(gem.write())
+    assert err.value.details["pointer"] == "/tools/0/inputSchema/$id"
+    assert "$id must be a string" in err.value.message

@@ -131,21 +131,60 @@ def fetch(bench: workbench.Bench, lang: str, url: str, **init: Any) -> workbench
 
 # -- permission -----------------------------------------------------------------------------
 def test_N10_without_http_permission_is_denied(gem: GemBuilder, opened: Callable, lang: str) -> None:
+    """Without permissions.http, ctx.http is absent (as on the platform): touching it fails,
+    naming the manifest field to add, and no request leaves."""
     bench = opened(http_gem(gem, top=None), http=[{"match": "https://", "respond": {"text": "x"}}])
     res = fetch(bench, lang, "https://api.acme.example/v1/x")
-    assert res.error.code == "E_PERM_DENIED"
-    assert "/permissions/http" in res.error.message
+    assert res.error.code == "E_TOOL_ERROR"
+    assert "ctx" in res.error.message and "/permissions/http" in res.error.message
     assert len(bench.http()) == 0
 
 
-def test_N10_tool_permissions_without_http_are_denied(gem: GemBuilder, opened: Callable) -> None:
-    bench = opened(
-        http_gem(gem, tool_perms={"email": {"read": True}}),
-        http=[{"match": "https://", "respond": {"text": "x"}}],
-    )
-    res = fetch(bench, "py", "https://api.acme.example/v1/x")
-    assert res.error.code == "E_PERM_DENIED"
-    assert "/tools/0/permissions/http" in res.error.message
+PY_PROBE = """
+def handle(input, ctx):
+    try:
+        getattr(ctx, "http").fetch("https://api.acme.example/v1/x")
+        reached = True
+    except AttributeError as exc:
+        reached = str(exc)
+    return {"keys": sorted(dir(ctx)), "has": hasattr(ctx, "http"), "reached": reached}
+"""
+JS_PROBE = """
+export default async function (input, ctx) {
+  let reached = false;
+  try { await ctx["ht" + "tp"].fetch("https://api.acme.example/v1/x"); reached = true; }
+  catch (e) { reached = String(e); }
+  return { keys: Object.keys(ctx).sort(), has: "http" in ctx, own: Reflect.ownKeys(ctx).includes("http"),
+           reached };
+}
+"""
+
+
+@pytest.mark.deno
+def test_N10_http_is_absent_without_the_permission_in_both_languages(
+    gem: GemBuilder, opened: Callable
+) -> None:
+    """dir(ctx) and Object.keys(ctx) list no `http` without permissions.http (the seed: the rest
+    depends on the permissions requested); a probe by a computed name reaches nothing."""
+    gem.tool("probe_py", PY_PROBE)
+    gem.tool("probe_js", JS_PROBE, ext="js")
+    gem.tool("granted_py", PY_PROBE, permissions=GRANT)
+    gem.tool("granted_js", JS_PROBE, ext="js", permissions=GRANT)
+    for t in gem.manifest["tools"][:2]:  # the gem grants http, these two tools do not take it
+        t["permissions"] = {"email": {"read": True}}
+    gem.manifest["permissions"] = {**GRANT, "email": {"read": True}}
+    bench = opened(gem, http=[{"match": "https://", "respond": {"text": "x"}}])
+    py, js = bench.call("probe_py").value, bench.call("probe_js").value
+    assert "http" not in py["keys"] and not py["has"]
+    assert "/tools/0/permissions/http" in py["reached"]
+    assert "http" not in js["keys"] and not js["has"] and not js["own"]
+    assert "TypeError" in js["reached"]
+    assert len(bench.http()) == 0
+    granted_py, granted_js = bench.call("granted_py").value, bench.call("granted_js").value
+    assert "http" in granted_py["keys"] and granted_py["reached"] is True
+    assert granted_js["has"] and granted_js["reached"] is True
+    assert sorted(k for k in granted_py["keys"] if k != "idempotency_key") == sorted(granted_js["keys"])
+    assert len(bench.http()) == 2
 
 
 # -- mock transport -------------------------------------------------------------------------

@@ -296,3 +296,39 @@ def test_the_notochord_loader_loads_only_notochord_gems(gem: GemBuilder) -> None
     gem.tool("t", "def handle(i, c): return 1").manifest["platform"] = "agent"
     with pytest.raises(GemLoadError, match="not a Notochord gem"):
         NOTOCHORD.load(gem.write())
+
+
+INSPECT_TOOL = """
+import inspect, pydoc
+from IPython.core.oinspect import Inspector
+
+{kind} handle(input, ctx):
+    ins, out = Inspector(theme_name="nocolor"), {{}}
+    for name, f in [("files.read", ctx.files.read), ("storage.kv.set", ctx.storage.kv.set),
+                    ("extract", ctx.extract), ("insert", ctx.data.collection("notes").insert)]:
+        info = ins.info(f)
+        out[name] = {{"signature": str(inspect.signature(f)), "definition": info["definition"],
+                     "docstring": info["docstring"], "help": pydoc.render_doc(f, renderer=pydoc.plaintext)}}
+    return out
+"""
+
+
+@pytest.mark.parametrize("kind", ["def", "async def"])
+def test_python_ctx_methods_show_their_signature_and_doc_to_inspect_and_help(
+    gem: GemBuilder, kind: str
+) -> None:
+    """Jupyter's inspect (IPython's Inspector, what a kernel's inspect_request answers with)
+    and help() show a ctx method's parameters and what it is, not `partial(*args, **kwargs)`;
+    the collection's bound name is not a parameter."""
+    gem.tool("t", INSPECT_TOOL.format(kind=kind)).collections(notes=[])
+    with workbench.open(gem.write()) as bench:
+        out = bench.call("t").value
+    read = out["files.read"]
+    assert read["signature"].startswith("(path: 'str', options:") and "*args" not in read["signature"]
+    assert "path" in read["definition"] and "encoding" in read["definition"] and "F1" in read["docstring"]
+    assert "ctx.files.read(path" in read["help"]
+    assert out["storage.kv.set"]["signature"].startswith("(key: 'str', value")
+    assert out["extract"]["docstring"].startswith("ctx.extract(path")
+    insert = out["insert"]
+    assert insert["signature"].startswith("(doc") and "name" not in insert["signature"]
+    assert insert["docstring"].startswith("ctx.data.collection(name).insert(doc")

@@ -526,3 +526,17 @@ def test_a_long_output_keeps_the_label_of_what_it_shows_the_end_of():
         "a.ipynb", kind="error", cell_index=0, source="", ename="ValueError", evalue="v" * 10**6
     )
     assert len(failure.headline()) < 600 and failure.headline().endswith("v […]")
+
+
+def test_a_notebook_nbval_collects_is_not_collected_again(pytester: pytest.Pytester):
+    """With nbval installed, `pytest --nbval nb.ipynb` collected the notebook twice (nbval's
+    item and ours, for a path named on the command line) and ran it twice: now nbval's alone;
+    without --nbval, ours as before."""
+    import nbval  # noqa: F401  (in the [test] extra: an ImportError, never a skip)
+
+    nb = write_notebook(pytester.path / "once.ipynb", "1 + 1")
+    both = pytester.runpytest("--collect-only", "-q", "--nbval-lax", str(nb), "-p", "no:cacheprovider")
+    items = [line for line in both.stdout.lines if line.startswith("once.ipynb::")]
+    assert items == ["once.ipynb::Cell 0"], both.stdout.lines  # nbval's, one per code cell
+    ours = pytester.runpytest("--collect-only", "-q", str(nb), "-p", "no:cacheprovider")
+    assert [line for line in ours.stdout.lines if line.startswith("once.ipynb::")] == ["once.ipynb::once"]

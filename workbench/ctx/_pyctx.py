@@ -9,7 +9,7 @@ handle` gets the same methods returning values directly. Every method goes throu
 
 from __future__ import annotations
 
-import functools
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ class _Methods:
         self._caps, self._prefix, self._bound, self._async = caps, cap.path, bound, asynchronous
         self._names = cap.method_names()
         self._codecs = {m.name: CODECS[m.codec] for m in cap.methods if m.codec}
+        self._cap = cap
 
     def __getattr__(self, attr: str) -> Callable[..., Any]:
         if attr.startswith("_"):  # never instance state: copy/pickle probe these half-built
@@ -39,6 +40,7 @@ class _Methods:
         fn = _method(
             self._caps, f"{self._prefix}.{attr}", attr, self._bound, self._codecs.get(attr), self._async
         )
+        _describe(fn, self._caps, self._cap, attr, len(self._bound))
         setattr(self, attr, fn)
         return fn
 
@@ -68,9 +70,53 @@ def _method(
         def fn(*args: Any, **kwargs: Any) -> Any:
             return codec(caps.call(name, *bound, *args, **kwargs))
     else:
-        return functools.partial(caps.call, name, *bound)
+
+        def fn(*args: Any, **kwargs: Any) -> Any:
+            return caps.call(name, *bound, *args, **kwargs)
+
     fn.__name__ = fn.__qualname__ = attr
     return fn
+
+
+def _describe(fn: Callable[..., Any], caps: Capabilities, cap: Capability, attr: str, bound: int) -> None:
+    """Give a ctx method the signature and docstring of the ctx layer's implementation (what
+    Jupyter's inspect and help() show), less `self` and the arguments ctx binds (a
+    collection's name); the registry's parameter names where no implementation has one
+    (ctx.tools.<name>)."""
+    key = (caps.session.profile.name, cap.path, attr, bound)
+    if key not in _DESCRIBED:  # once per process: each call builds its ctx afresh
+        _DESCRIBED[key] = _description(caps.session.profile.routes, cap, attr, bound)
+    fn.__signature__, fn.__doc__ = _DESCRIBED[key]  # type: ignore[attr-defined]
+
+
+_DESCRIBED: dict[tuple[str, str, str, int], tuple[inspect.Signature, str]] = {}
+
+
+def _description(
+    routes: dict[str, tuple[str, str]], cap: Capability, attr: str, bound: int
+) -> tuple[inspect.Signature, str]:
+    from . import IMPLEMENTATIONS
+
+    route = routes.get(f"{cap.path}.{attr}") or routes.get(cap.path)
+    impl = getattr(IMPLEMENTATIONS.get(route[0]), route[1], None) if route else None
+    method = next((m for m in cap.methods if m.name == attr), None)
+    sig: inspect.Signature | None = None
+    if callable(impl):
+        try:
+            sig = inspect.signature(impl)
+            sig = sig.replace(parameters=list(sig.parameters.values())[1 + bound :])
+        except (TypeError, ValueError):
+            sig = None
+    if sig is None:
+        names = method.params if method else ("input",)
+        sig = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+        )
+    own = inspect.getdoc(impl) if callable(impl) else None
+    call = f"ctx.{cap.path}" + {"function": "", "collection": f".collection(name).{attr}"}.get(
+        cap.kind, f".{attr}"
+    )
+    return sig, (f"{call}{sig} — {cap.doc}" + (f"\n\n{own}" if own else ""))
 
 
 class _Node:
@@ -155,7 +201,9 @@ class PythonCtx:
             return _Methods(caps, next(c for c in present if c.path == cap.path), asynchronous=sync)
         if cap.kind == "function":
             m = cap.methods[0]
-            return _method(caps, cap.path, m.name, (), CODECS.get(m.codec or ""), sync)
+            fn = _method(caps, cap.path, m.name, (), CODECS.get(m.codec or ""), sync)
+            _describe(fn, caps, cap, m.name, 0)
+            return fn
         if cap.kind == "collection":
             return _Collections(caps, cap, sync)
         return _Methods(caps, cap, asynchronous=sync)

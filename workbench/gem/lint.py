@@ -14,6 +14,7 @@ from .model import LANGUAGES, ToolSpec
 from .names import reserved
 from .rules import SchemaRules
 from .schema import check_input_schema, pointer
+from .schema_text import json_message
 
 MAX_SCHEMA_OBJECTS = 5_000  # objects in all input schemas together: jsonschema's metaschema
 # check costs ~1 ms each (real gems: a few hundred)
@@ -56,7 +57,7 @@ def read_manifest(root: Path, schema: dict[str, Any]) -> tuple[Any, list[Problem
     for e in validator.iter_errors(raw):
         if len(problems) >= MAX_PROBLEMS:
             break
-        problems.append({"file": str(mpath), "pointer": pointer(e.absolute_path), "message": clip(e.message)})
+        problems.append({"file": str(mpath), "pointer": pointer(e.absolute_path), "message": json_message(e)})
     if not problems:  # the shape is the schema's: ids match SAFE_NAME; now what Windows reserves
         problems = reserved_names(mpath, raw)
     if problems:
@@ -154,12 +155,20 @@ def tool_specs(root: Path, tools: list[dict[str, Any]], *, schema_key: str) -> d
             file=realpath(root / t["file"]) or root / t["file"],  # checked by lint just now
             rel_file=t["file"],
             description=t.get("description", ""),
-            input_schema=t.get(schema_key, {"type": "object"}),
+            input_schema=root_schema(t.get(schema_key, {"type": "object"})),
             side_effect=t.get("sideEffect", "write"),
             permissions=t.get("permissions", {}),
             language=LANGUAGES[Path(t["file"]).suffix],
         )
     return out
+
+
+def root_schema(schema: Any) -> dict[str, Any]:
+    """A boolean root schema as the object schema meaning the same (`true`: any input, `false`:
+    none), so every reader of ToolSpec.input_schema sees an object."""
+    if isinstance(schema, bool):
+        return {} if schema else {"not": {}}
+    return schema
 
 
 def gem_root(folder: Any) -> Path:

@@ -19,6 +19,9 @@ class SchemaRules:
     # `pattern` allowed and checked with RE2 (linear time, bounded memory); a pattern RE2
     # cannot compile is a load error (Ekanos: "inside properties you are unconstrained")
     re2_patterns: bool = False
+    # the root may be `true` or `false` (a 2020-12 schema; Notochord's inputSchema): else only
+    # an object, with a message in JSON terms
+    boolean_root: bool = False
 
 
-NOTOCHORD = SchemaRules()
+NOTOCHORD = SchemaRules(boolean_root=True)

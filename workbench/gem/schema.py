@@ -25,7 +25,7 @@ from .._json import flat, why_not_json
 from .rules import NOTOCHORD, SchemaRules
 from .schema_budget import Budget, Exhausted, bounded_validator_class, current
 from .schema_quick import quick_check
-from .schema_text import clip, linked_pointer, pointer
+from .schema_text import clip, json_message, json_value, linked_pointer, pointer
 from .schema_walk import MAX_SCHEMA_STATES, Doc, TooComplex, in_place_cycle, optional_fields, walk_schema
 
 # Bounds of the workbench's own (candidates for ctx/limits.py): far above what a real schema or
@@ -50,8 +50,11 @@ def check_input_schema(schema: Any, rules: SchemaRules = NOTOCHORD) -> list[tupl
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
+    if isinstance(schema, bool) and rules.boolean_root:
+        return []  # a JSON Schema: true accepts any input, false none
     if not isinstance(schema, dict):
-        return [("", "inputSchema must be an object")]
+        where = "a JSON Schema object" if rules.boolean_root else 'an object schema ({"type": "object", …})'
+        return [("", f"the schema must be {where}, not {json_value(schema)}")]
     if rules.root_keys is not None:
         extra = sorted(k for k in schema if k not in rules.root_keys)
         if extra:
@@ -87,7 +90,7 @@ def check_input_schema(schema: Any, rules: SchemaRules = NOTOCHORD) -> list[tupl
     try:
         Draft202012Validator.check_schema(schema, format_checker=_metaschema_formats())
     except SchemaError as exc:
-        return [(pointer(exc.absolute_path), f"schema does not compile: {clip(exc.message)}")]
+        return [(pointer(exc.absolute_path), f"schema does not compile: {json_message(exc)}")]
     except RecursionError:
         return [("", "schema nested too deeply to check")]
     return []
@@ -236,7 +239,10 @@ def _violations_of(e: Any, room: int) -> tuple[list[dict[str, str]], int]:
             }
             for name in extra[:room]
         ], len(extra)
-    return [{"path": base or "/", "message": clip(e.message)}][:room], 1
+    # a false schema's own message spells the value as Python does ("False schema does not allow
+    # True"); the rest are jsonschema's as they are
+    message = json_message(e) if e.validator in (None, "not") else clip(e.message)
+    return [{"path": base or "/", "message": message}][:room], 1
 
 
 def _size(value: Any) -> int:

@@ -3,6 +3,7 @@ reprs, lone surrogates escaped."""
 
 from __future__ import annotations
 
+import json
 import reprlib
 from typing import Any
 
@@ -34,6 +35,26 @@ def linked_pointer(links: list[tuple[int, Any]], parent: int, key: Any) -> str:
         if parent >= 0:
             parts.append(k)
     return pointer(reversed(parts))
+
+
+def json_value(value: Any, limit: int = 60) -> str:
+    """`value` spelled as JSON (`true`, `null`, `"x"`), clipped: what a manifest author wrote."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        text = short.repr(value)
+    return clip(text, limit)
+
+
+def json_message(e: Any) -> str:
+    """A jsonschema error's message in JSON terms: jsonschema quotes values as Python does
+    ("True is not of type 'object'", "False schema does not allow 1")."""
+    if e.validator == "type":
+        kinds = e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
+        return clip(f"{json_value(e.instance)} is not of type {' or '.join(map(json_value, kinds))}")
+    if e.validator is None or (e.validator == "not" and e.validator_value in ({}, True)):
+        return clip(f"{json_value(e.instance)} is not allowed here (the schema is false)")
+    return clip(e.message)
 
 
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:

@@ -203,9 +203,12 @@ def walk_schema(
     from referencing import Registry
     from referencing.jsonschema import DRAFT202012
 
+    walk = _Walk(doc)
+    if "$id" in schema and not isinstance(schema["$id"], str):
+        walk.bad(schema, ("$id",), "$id must be a string (a URI reference)")
+        return walk
     # the registry the validator will use: the bundled metaschemas, nothing retrievable
     root = SPECIFICATIONS.combine(Registry()).resolver_with_root(DRAFT202012.create_resource(schema))
-    walk = _Walk(doc)
     walk.add(schema, root)
     # Whatever a $dynamicRef may land on (its dynamic scope is known only while validating)
     # and whatever $id/$anchor names is checked as a schema too, located from the root.
@@ -235,6 +238,10 @@ def walk_schema(
         if isinstance(sub.get("$dynamicAnchor"), str):
             anchors.setdefault(sub["$dynamicAnchor"], []).append(i)
         for rel, child, in_place in _children(sub):
+            if not isinstance(child, (dict, bool)):
+                # no schema (e.g. the old `dependencies`' string arrays, which 2020-12 does not
+                # apply): the metaschema check judges it, nothing to descend into
+                continue
             try:  # as jsonschema's descend(): a child with an $id has a new base URI
                 child_resolver = resolver.in_subresource(DRAFT202012.create_resource(child))
             except Exception:  # e.g. "$id": 5

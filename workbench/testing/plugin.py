@@ -6,7 +6,8 @@ Loaded in every pytest run of an environment where gem-workbench is installed (e
 - a notebook is collected only when asked for: `pytest --nb PATH…` collects every `*.ipynb`
   under the paths pytest walks, a notebook named on the command line is always collected, and
   the ini option `nb_paths` lists folders (or notebooks) collected without `--nb`. A project
-  never runs every `.ipynb` in its tree by accident.
+  never runs every `.ipynb` in its tree by accident, and a notebook another plugin collects
+  (nbval, pytest-notebook) is left to it: it never runs twice.
 - each notebook is one test item, run with nbclient on a fresh `gem-workbench` kernel (ini
   `nb_kernel`, `--nb-kernel`) whose GEM_WORKBENCH_HOME is a new temporary folder; per-cell
   timeout `--nb-timeout` / ini `nb_timeout` (seconds, default 120; 0: none).
@@ -98,7 +99,23 @@ _OVERLAP = pytest.StashKey[bool]()
 _NEXT = pytest.StashKey[pytest.Item | None]()
 
 
+class _YieldToOtherNotebookPlugins:
+    """A notebook another plugin collects (nbval's `--nbval`, pytest-notebook's
+    `--nb-test-files`, any other) is theirs: ours would run it a second time. A wrapper sees
+    what every plugin's pytest_collect_file returned, so no list of plugins is kept."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> Any:
+        collectors = yield
+        if file_path.suffix != ".ipynb" or not any(isinstance(c, NotebookFile) for c in collectors):
+            return collectors
+        others = [c for c in collectors if not isinstance(c, NotebookFile)]
+        return others or collectors
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin("gem_workbench_yield"):
+        config.pluginmanager.register(_YieldToOtherNotebookPlugins(), "gem_workbench_yield")
     config.addinivalue_line(
         "markers",
         "gem(path, **options): the gem folder the `bench` fixture opens (relative "

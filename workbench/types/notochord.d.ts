@@ -144,7 +144,7 @@ export interface Email {
   /** E5: the envelope, body (plain text) and attachments (metadata only). */
   getMessage(options: { accountId: string; id: string }): Promise<Message>;
 }
-/** N10: fetch, with credentials injected by connection */
+/** N10: fetch, with credentials injected by connection (absent without permissions.http) */
 export interface HTTP {
   /** N10: credentials injected by connection; credentialDenied says why they were not. */
   fetch(url: string | URL, init?: FetchInit): Promise<FetchResponse>;
@@ -167,7 +167,7 @@ export interface Ctx {
   readonly storage: Storage;
   /** E1–E6: read-only mail of allowed accounts. Present only when `"email": {"read": true}` is in the manifest's top-level `permissions` and the tool's own (E1); else undefined. */
   readonly email: Email;
-  /** N10: fetch, with credentials injected by connection */
+  /** N10: fetch, with credentials injected by connection (absent without permissions.http) */
   readonly http: HTTP;
   /** text of a PDF, HTML or text file */
   extract(path: string, options?: { maxChars?: number }): Promise<{ text: string; mimeType: string; pages?: string[] }>;

@@ -268,7 +268,7 @@ class Email(Protocol):
 
 
 class HTTP(Protocol):
-    """ctx.http: N10: fetch, with credentials injected by connection"""
+    """ctx.http: N10: fetch, with credentials injected by connection (absent without permissions.http)"""
 
     def fetch(self, url: str, init: FetchInit | None = None, /) -> FetchResponse:
         """N10: credentials injected by connection; credentialDenied says why they were not."""
@@ -432,7 +432,7 @@ class AsyncEmail(Protocol):
 
 
 class AsyncHTTP(Protocol):
-    """ctx.http: N10: fetch, with credentials injected by connection"""
+    """ctx.http: N10: fetch, with credentials injected by connection (absent without permissions.http)"""
 
     async def fetch(self, url: str, init: FetchInit | None = None, /) -> FetchResponse:
         """N10: credentials injected by connection; credentialDenied says why they were not."""

@@ -70,7 +70,8 @@ CAPABILITIES = (
         "namespace",
         "http",
         (M("fetch", ("url", "init"), codec="fetch"),),
-        doc="N10: fetch, with credentials injected by connection",
+        grant="http",
+        doc="N10: fetch, with credentials injected by connection (absent without permissions.http)",
     ),
     Capability(
         "extract",
