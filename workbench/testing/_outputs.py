@@ -47,8 +47,7 @@ class OutputBound:
         if cell is None or cell.outputs != len(outs) - 1:  # new, or cleared (clear_output)
             cell = self.cells[cell_index] = _Cell(head=len(outs) - 1)
         out = outs[-1]
-        _shrink(out, TAIL)
-        size = _size(out)
+        size = _shrink(out, TAIL)
         if cell.note is None and cell.head_chars + size <= HEAD:
             if _merge(outs, 0):
                 size -= OVERHEAD
@@ -113,19 +112,22 @@ def _size(out: Any) -> int:
     return OVERHEAD + sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in data.values())
 
 
-def _shrink(out: Any, limit: int) -> None:
-    """An output over `limit` characters on its own keeps the head and tail of its text."""
-    if _size(out) <= limit:
-        return
+def _shrink(out: Any, limit: int) -> int:
+    """An output over `limit` characters on its own keeps the head and tail of its text;
+    its size (_size) afterwards."""
+    size = _size(out)
+    if size <= limit:
+        return size
     if out.get("output_type") == "stream":
         out["text"] = _cut(out["text"], limit)
-        return
+        return _size(out)
     data = out.get("data") or {}
     text = data.get("text/plain", "")
     text = "".join(text) if isinstance(text, list) else str(text)
     others = sorted(k for k in data if k != "text/plain")
     note = f" ({', '.join(others)} dropped)" if others else ""
     out["data"] = {"text/plain": _cut(text, limit - len(note) - 200) + note}
+    return _size(out)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -44,7 +44,6 @@ class Watch:
     killed it for going over."""
 
     def __init__(self, proc: subprocess.Popen[bytes], limit_mb: int) -> None:
-        self.limit_mb = limit_mb
         self.limit = limit_mb << 20
         self.killed: int | None = None
         self.spun: float | None = None  # the CPU share it used between calls, if killed for it
@@ -58,6 +57,11 @@ class Watch:
         except OSError:
             self.close()
             raise
+
+    @property
+    def fired(self) -> bool:
+        """Whether the guard killed the process (for its memory, or for spinning between calls)."""
+        return self.killed is not None or self.spun is not None
 
     def cpu(self) -> float:
         """CPU seconds the process used so far (all its threads; 0 once gone)."""
@@ -81,7 +85,7 @@ class Watch:
     def _idle_check(self) -> None:
         """Kill the process if it used more than IDLE_SHARE of a CPU over the last IDLE_WINDOW
         with no call running (under _lock, from the thread)."""
-        if self._busy or self.killed is not None or self.spun is not None:
+        if self._busy or self.fired:
             return
         now = time.monotonic()
         if self._idle_since is None:

@@ -23,14 +23,13 @@ Sink = Callable[[bytes], bool]
 
 
 class Bytes:
-    """A sink keeping at most `limit` bytes: one byte more and it is `over` (and full)."""
+    """A sink keeping at most `limit` bytes: one byte more and it is full."""
 
     def __init__(self, limit: int) -> None:
-        self.limit, self.data, self.over = limit, bytearray(), False
+        self.limit, self.data = limit, bytearray()
 
     def __call__(self, chunk: bytes) -> bool:
         if len(self.data) + len(chunk) > self.limit:
-            self.over = True
             return False
         self.data += chunk
         return True

@@ -37,7 +37,7 @@ from ...gem.links import GemLinks
 from ..python import Outcome
 from .affinity import RELEASE_AFTER, Colocation
 from .errors import tool_error
-from .guard import Watch, rss_limit_mb, watch
+from .guard import RUNTIME_MB, Watch, rss_limit_mb, watch
 from .process import Output, alive, kill, open_into, open_writer, terminate
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 
@@ -461,7 +461,7 @@ class Sandbox:
         w = self._watch
         if w is not None and not nested:
             w.begin()  # from now on its CPU is the call's: the guard kills it for memory only
-        killed = w is not None and (w.killed is not None or w.spun is not None)  # (maybe still dying)
+        killed = w is not None and w.fired  # (maybe still dying)
         if not nested and (self._unsure or killed or self.pid is None):
             # a process that died (or the guard killed) between calls, or one a Ctrl-C left in
             # the middle of its start or of a call: ended, and what a stop cut short closed,
@@ -631,7 +631,7 @@ class Sandbox:
         return WorkbenchError(
             "E_OUT_OF_MEMORY",
             f"the sandbox's memory ({size >> 20} MB resident: V8 heap, ArrayBuffers and Workers "
-            f"together) went over its limit of {limit} MB (2 x memory_mb {mb} + {limit - 2 * mb} MB)"
+            f"together) went over its limit of {limit} MB (2 x memory_mb {mb} + {RUNTIME_MB} MB)"
             f"{when} and it was killed; the next call gets a fresh one",
             limit=mb,
             rss_limit_mb=limit,

@@ -366,8 +366,7 @@ function clearLeftovers(): void {
   for (let i = 0; i < ids.length; i++) {
     const id = ids[i] as unknown as number;
     ReflectDelete(TIMERS, id);
-    ReflectApply(nativeClearTimeout, globalThis, [+id]);
-    ReflectApply(nativeClearInterval, globalThis, [+id]);
+    ReflectApply(nativeClearTimeout, globalThis, [+id]); // (timeouts and intervals share ids)
   }
   for (let i = 0; i < CLOSABLE.length; i++) {
     try { ReflectApply(CLOSABLE[i][0] as () => void, CLOSABLE[i][1], []); } catch { /* closed */ }

@@ -101,6 +101,7 @@ async function runTest(entry: Entry, fn: Fn, ms: number): Promise<void> {
     }
   }
   const errors: unknown[] = [];
+  const inner = [...chain].reverse(); // the innermost suite first, as after-hooks run
   const failed = chain.find((s) => s.failure);
   if (failed) errors.push(failed.failure!.error);
   else {
@@ -118,26 +119,24 @@ async function runTest(entry: Entry, fn: Fn, ms: number): Promise<void> {
     } catch (e) {
       errors.push(e);
     }
-    const after = [...chain].reverse().flatMap((s) => [...s.afterEach].reverse());
-    for (const h of [...cleanups, ...after]) {
-      try {
-        await withTimeout(h(), ms);
-      } catch (e) {
-        errors.push(e);
-      }
-    }
+    const after = inner.flatMap((s) => [...s.afterEach].reverse());
+    await runCollecting([...cleanups, ...after], ms, errors);
   }
-  for (const s of [...chain].reverse()) {
-    if (!lastOf(s, entry)) continue;
-    for (const h of [...s.teardowns, ...[...s.afterAll].reverse()]) {
-      try {
-        await withTimeout(h(), ms);
-      } catch (e) {
-        errors.push(e);
-      }
-    }
+  for (const s of inner) {
+    if (lastOf(s, entry)) await runCollecting([...s.teardowns, ...[...s.afterAll].reverse()], ms, errors);
   }
   if (errors.length) throw errors[0];
+}
+
+/** Run each hook in turn, its error collected into `errors`, the next run all the same. */
+async function runCollecting(hooks: Hook[], ms: number, errors: unknown[]): Promise<void> {
+  for (const h of hooks) {
+    try {
+      await withTimeout(h(), ms);
+    } catch (e) {
+      errors.push(e);
+    }
+  }
 }
 
 function register(name: string, fn: Fn | undefined, flags: Flags, timeout?: number): void {
