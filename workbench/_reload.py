@@ -10,7 +10,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ._errors import GemLoadError
-from .gem.folder import realpath, regular_fd
+from .gem.folder import realpath, tool_open_problem
 
 if TYPE_CHECKING:
     from ._bench import Bench
@@ -39,10 +39,8 @@ def tool_file_error(manifest: Manifest, tool: ToolSpec) -> GemLoadError | None:
     """E_MANIFEST naming the tool's file when it is no longer a regular file, checked before
     each call: a file swapped for a FIFO would block the import that reads it (the call then
     hung past its timeout), a folder or device fails it with a traceback. Opened, never read."""
-    real = realpath(tool.file)
-    got = regular_fd(real, follow=False) if real is not None else "cannot be resolved"
-    if isinstance(got, int):
-        os.close(got)
+    why = tool_open_problem(realpath(tool.file), tool.rel_file)
+    if why is None:
         return None
     index = next(
         (
@@ -53,7 +51,7 @@ def tool_file_error(manifest: Manifest, tool: ToolSpec) -> GemLoadError | None:
         None,
     )
     return GemLoadError(
-        f"tool file {tool.rel_file} {got}",
+        why,
         file=str(tool.file),
         pointer=f"/tools/{index}/file" if index is not None else "",
     )

@@ -34,6 +34,7 @@ class SecretMask:
 
     def __init__(self) -> None:
         self._forms: set[str] = set()  # replaced as written
+        self._longest_first: tuple[str, ...] = ()  # _forms as mask() replaces them
         self._needles: set[bytes] = set()  # looked for inside decoded tokens
         self._shortest = 0
 
@@ -45,13 +46,14 @@ class SecretMask:
         if len(value) < MIN_CHARS or value in self._forms:
             return
         self._forms.update({value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1]})
+        self._longest_first = tuple(sorted(self._forms, key=len, reverse=True))
         self._needles.add(value.encode("utf-8"))
         self._shortest = min(len(n) for n in self._needles)
 
     def mask(self, text: str) -> str:
         if not self._forms:
             return text
-        for s in sorted(self._forms, key=len, reverse=True):
+        for s in self._longest_first:
             text = text.replace(s, MASK)
         # a secret of n bytes is at least 4n/3 base64 characters: shorter tokens cannot hide one
         shortest = (4 * self._shortest) // 3
@@ -68,7 +70,8 @@ class SecretMask:
         return self._hides_text(data.decode("ascii"), depth)
 
     def _hides_text(self, text: str, depth: int) -> bool:
-        if any(n in text.encode("utf-8", "surrogatepass") for n in self._needles):
+        data = text.encode("utf-8", "surrogatepass")
+        if any(n in data for n in self._needles):
             return True
         if depth >= _DEPTH:
             return False

@@ -159,18 +159,27 @@ def realpath(path: Path) -> Path | None:
         return None
 
 
+def tool_open_problem(file: Path | None, rel: str) -> str | None:
+    """Why the tool file `rel`, resolved to `file` (None: it could not be), is not a regular
+    file now, or None. Opened, never waited on: a FIFO is refused, not read."""
+    if file is None:
+        return f"tool file {rel} cannot be resolved"
+    got = regular_fd(file, follow=False)
+    if isinstance(got, str):
+        return f"tool file {rel} {got}"
+    os.close(got)
+    return None
+
+
 def tool_file_problem(root: Path, rel: str) -> str | None:
     """Why the tool file `rel` cannot be run, if it cannot: it must be a regular file inside
     tools/ (links only within it) with the extension the manifest declares."""
     file = realpath(root / rel)
-    if file is None:
-        return f"tool file {rel} cannot be resolved"
-    if not file.is_relative_to(root / "tools"):
+    if file is not None and not file.is_relative_to(root / "tools"):
         return f"{rel} is outside the gem's tools/ folder"
-    got = regular_fd(file, follow=False)  # opened, never waited on: a FIFO is refused
-    if isinstance(got, str):
-        return f"tool file {rel} {got}"
-    os.close(got)
+    why = tool_open_problem(file, rel)
+    if why is not None or file is None:
+        return why
     if file.suffix != Path(rel).suffix:
         return f"tool file {rel} is a link to {file.name}, whose extension differs"
     return None
