@@ -25,6 +25,8 @@ import pytest
 from _deno import OK, deno_home, deno_pids, interrupted  # noqa: F401  (fixture)
 from conftest import GemBuilder
 
+from workbench.runners.deno import framing as framing_mod
+from workbench.runners.deno import job as job_mod
 from workbench.runners.deno import process as process_mod
 from workbench.runners.deno import sandbox as sandbox_mod
 from workbench.runners.deno.sandbox import Sandbox
@@ -306,7 +308,7 @@ def test_a_ctrl_c_at_any_step_of_a_stop(bench: Any) -> None:
     # a Ctrl-C at each step of a stop in turn (a second one, after the one that stops a call):
     # the next call ends what it left, and works
     sandbox, before = bench.sandbox, snapshot()
-    ours = (sandbox_mod.__file__, process_mod.__file__)
+    ours = (sandbox_mod.__file__, process_mod.__file__, framing_mod.__file__, job_mod.__file__)
     step = 0
     while True:
         step += 1

@@ -20,6 +20,7 @@ from conftest import GemBuilder
 
 from workbench import WorkbenchError
 from workbench.runners.deno import sandbox as sandbox_mod
+from workbench.runners.deno.framing import Broken
 
 pytestmark = pytest.mark.deno
 
@@ -390,7 +391,7 @@ def test_a_host_that_starts_with_garbage_is_a_failed_start_not_an_exception(
     def garbage_first(self: Any, deadline: float, limit: int) -> Any:
         starts.append(1)  # the start at open, in the background
         monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", recv)
-        raise sandbox_mod._Broken("an unreadable header")  # as if the host wrote no JSON
+        raise Broken("an unreadable header")  # as if the host wrote no JSON
 
     monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", garbage_first)
     bench = opened(gem)
