@@ -1,4 +1,5 @@
-"""The escaped, bounded HTML parts every display is made of (display.py, display_agent.py).
+"""The escaped, bounded HTML parts every display is made of (display.py, display_agent.py,
+replay.py): its public names are theirs to share.
 
 A module of its own, below both: display_agent.py draws agent tools' parts with them, and
 display.py draws the rest and calls display_agent.py, so neither imports the other's module
@@ -14,6 +15,29 @@ from typing import Any
 from .._text import terminal_safe
 from ..gem.schema import pointer
 
+__all__ = [
+    "CSS",
+    "MAX_CELL",
+    "MAX_DEPTH",
+    "MAX_HTML",
+    "MAX_ITEMS",
+    "MAX_STRING",
+    "MAX_TRACE_ROWS",
+    "OPEN_DEPTH",
+    "SHARE_ERROR",
+    "SHARE_INPUT",
+    "SHARE_LOGS",
+    "SHARE_TRACE",
+    "SHARE_VALUE",
+    "SHARE_WARN",
+    "badge",
+    "clip",
+    "clip_escaped",
+    "esc",
+    "json_html",
+    "more",
+]
+
 MAX_HTML = 100_000  # characters of HTML per display, roughly (each part has its share)
 MAX_STRING = 1_000  # characters of one string value shown
 MAX_ITEMS = 100  # entries of one list or object shown
@@ -23,9 +47,16 @@ OPEN_DEPTH = 2  # JSON containers shown unfolded down to this depth
 MAX_DEPTH = 40  # JSON containers nested deeper are summarised, not drawn
 
 # shares of MAX_HTML; whatever is left over is markup and the style sheet
-_VALUE, _INPUT, _TRACE, _LOGS, _ERROR, _WARN = 50_000, 12_000, 12_000, 8_000, 8_000, 4_000
+SHARE_VALUE, SHARE_INPUT, SHARE_TRACE, SHARE_LOGS, SHARE_ERROR, SHARE_WARN = (
+    50_000,
+    12_000,
+    12_000,
+    8_000,
+    8_000,
+    4_000,
+)
 
-_CSS = """<style>
+CSS = """<style>
 .wbd{font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.45}
 .wbd .b{display:inline-block;padding:0 .5em;border-radius:3px;color:#fff;font-weight:600}
 .wbd .ok{background:#2e7d32}.wbd .no{background:#c62828}.wbd .ef{background:#b26a00}
@@ -47,7 +78,7 @@ def esc(value: Any) -> str:
     return html.escape(terminal_safe(str(value)), quote=True)
 
 
-def _more(n: int, what: str) -> str:
+def more(n: int, what: str) -> str:
     return f"… {n:,} more {what}{'' if n == 1 else 's'} not shown"
 
 
@@ -56,7 +87,7 @@ def clip(text: str, limit: int) -> tuple[str, int]:
     return (text, 0) if len(text) <= limit else (text[:limit], len(text) - limit)
 
 
-def _clip_escaped(text: str, limit: int) -> str:
+def clip_escaped(text: str, limit: int) -> str:
     """Escaped text of at most about `limit` HTML characters: head and tail, a note between."""
     if len(esc(text)) <= limit:
         return esc(text)
@@ -68,7 +99,7 @@ def _clip_escaped(text: str, limit: int) -> str:
         keep = keep * 3 // 4
     hidden = len(text) - 2 * keep
     return (
-        f"{esc(text[:keep])}<span class=m>\n{_more(hidden, 'character')}\n</span>"
+        f"{esc(text[:keep])}<span class=m>\n{more(hidden, 'character')}\n</span>"
         f"{esc(text[-keep:]) if keep else ''}"
     )
 
@@ -85,7 +116,7 @@ def _scalar(value: Any) -> str:
     if isinstance(value, str):
         shown, hidden = clip(value, MAX_STRING)
         text = json.dumps(shown, ensure_ascii=False)
-        note = f" <span class=m>{_more(hidden, 'character')}</span>" if hidden else ""
+        note = f" <span class=m>{more(hidden, 'character')}</span>" if hidden else ""
         return f"<span class=s>{esc(text[:-1] + ('…' if hidden else '') + text[-1])}</span>{note}"
     if value is None or isinstance(value, bool):
         return f"<span class=l>{json.dumps(value)}</span>"
@@ -106,7 +137,7 @@ def _tree(value: Any, budget: _Budget, key: str, depth: int, ptr: str, marks: fr
             items = ()
         for i, (k, child) in enumerate(items):
             if i >= MAX_ITEMS or budget.left <= 0:
-                parts.append(f"<div class=m>{_more(n - i, 'key' if is_dict else 'item')}</div>")
+                parts.append(f"<div class=m>{more(n - i, 'key' if is_dict else 'item')}</div>")
                 break
             label = json.dumps(k, ensure_ascii=False) if isinstance(k, str) else str(k)
             parts.append(
@@ -138,10 +169,10 @@ def _tree(value: Any, budget: _Budget, key: str, depth: int, ptr: str, marks: fr
     return out
 
 
-def json_html(value: Any, *, limit: int = _VALUE, marks: frozenset[str] = frozenset()) -> str:
+def json_html(value: Any, *, limit: int = SHARE_VALUE, marks: frozenset[str] = frozenset()) -> str:
     """A collapsible, escaped, size-bounded tree of a JSON value; `marks`: pointers to flag."""
     return _tree(value, _Budget(limit), "", 0, "", marks)
 
 
-def _badge(ok: bool, text: str) -> str:
+def badge(ok: bool, text: str) -> str:
     return f"<span class='b {'ok' if ok else 'no'}'>{esc(text)}</span>"

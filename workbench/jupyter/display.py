@@ -12,13 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._text import terminal_safe
 from ._html import (  # (MAX_* and json_html: names of this module, as the tests import them)
-    _CSS,
-    _ERROR,
-    _INPUT,
-    _LOGS,
-    _TRACE,
-    _VALUE,
-    _WARN,
+    CSS,
     MAX_CELL,
     MAX_DEPTH,
     MAX_HTML,
@@ -26,12 +20,18 @@ from ._html import (  # (MAX_* and json_html: names of this module, as the tests
     MAX_STRING,
     MAX_TRACE_ROWS,
     OPEN_DEPTH,
-    _badge,
-    _clip_escaped,
-    _more,
+    SHARE_ERROR,
+    SHARE_INPUT,
+    SHARE_LOGS,
+    SHARE_TRACE,
+    SHARE_VALUE,
+    SHARE_WARN,
+    badge,
     clip,
+    clip_escaped,
     esc,
     json_html,
+    more,
 )
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def _table(
             break
         left -= len(row)
         body.append(row)
-    note = f"<div class=m>{_more(total - len(body), what)}</div>" if total > len(body) else ""
+    note = f"<div class=m>{more(total - len(body), what)}</div>" if total > len(body) else ""
     return f"<table>{head}{''.join(body)}</table>{note}"
 
 
@@ -95,9 +95,9 @@ def _marks(error: WorkbenchError | None) -> frozenset[str]:
     return frozenset(p for p in paths if isinstance(p, str) and p.startswith("/") and p != "/")
 
 
-def error_html(error: WorkbenchError, *, limit: int = _ERROR) -> str:
+def error_html(error: WorkbenchError, *, limit: int = SHARE_ERROR) -> str:
     """Code, message, and where: field, path, violations, other details, the tool's stack."""
-    out = [f"<div class=e><b>{esc(error.code)}</b> {_clip_escaped(error.message, 2_000)}</div>"]
+    out = [f"<div class=e><b>{esc(error.code)}</b> {clip_escaped(error.message, 2_000)}</div>"]
     rows = []
     for k, v in list(error.details.items())[:20]:
         if k in ("violations", "stack") or v is None:
@@ -117,7 +117,7 @@ def error_html(error: WorkbenchError, *, limit: int = _ERROR) -> str:
         )
     stack = error.details.get("stack")
     if stack:
-        out.append(f"<pre>{_clip_escaped(str(stack), limit // 4)}</pre>")
+        out.append(f"<pre>{clip_escaped(str(stack), limit // 4)}</pre>")
     return "".join(out)
 
 
@@ -134,7 +134,11 @@ def _trace_html(rows: list[dict[str, Any]]) -> str:
         for r in rows[:MAX_TRACE_ROWS]
     ]
     return _table(
-        ["#", "method", "args", "ok", "error", "µs"], body, limit=_TRACE, what="ctx call", total=len(rows)
+        ["#", "method", "args", "ok", "error", "µs"],
+        body,
+        limit=SHARE_TRACE,
+        what="ctx call",
+        total=len(rows),
     )
 
 
@@ -150,7 +154,7 @@ def _log_rows_html(rows: list[dict[str, Any]]) -> str:
         ]
         for r in rows[:MAX_TRACE_ROWS]
     ]
-    return _table(["level", "message", "fields"], body, limit=_LOGS, what="row", total=len(rows))
+    return _table(["level", "message", "fields"], body, limit=SHARE_LOGS, what="row", total=len(rows))
 
 
 def _section(title: str, body: str, *, opened: bool) -> str:
@@ -163,32 +167,32 @@ def _section(title: str, body: str, *, opened: bool) -> str:
 def result_html(res: CallResult) -> str:
     """The HTML of one call: status, value, error and where, violations, ctx calls, logs."""
     n = res.ctx_calls
-    badge = (
+    status = (
         "<span class='b ef'>expected failure</span>"  # K2: an {error} the model explains
         if res.expected_failure
-        else _badge(res.ok, "ok" if res.ok else "failed")
+        else badge(res.ok, "ok" if res.ok else "failed")
     )
     head = (
-        f"{badge} <b>{esc(res.tool)}</b> "
+        f"{status} <b>{esc(res.tool)}</b> "
         f"<span class=m>{res.duration_ms:,.2f} ms · {n:,} ctx call{'' if n == 1 else 's'}"
         f" · {esc(res.call_id)}</span>"
     )
     from .display_agent import SHAPE_KEYS, sees_html, surfaced_html, tree_html  # agent tools' parts
 
-    out = [_CSS, "<div class=wbd>", f"<div>{head}</div>"]
-    warn_left = _WARN
+    out = [CSS, "<div class=wbd>", f"<div>{head}</div>"]
+    warn_left = SHARE_WARN
     notes = [*res.violations, *res.warnings]
     for i, v in enumerate(notes):
-        item = f"<div class=w>⚠ {_clip_escaped(v, 1_000)}</div>"
+        item = f"<div class=w>⚠ {clip_escaped(v, 1_000)}</div>"
         if warn_left - len(item) < 0:
-            out.append(f"<div class=m>{_more(len(notes) - i, 'warning')}</div>")
+            out.append(f"<div class=m>{more(len(notes) - i, 'warning')}</div>")
             break
         warn_left -= len(item)
         out.append(item)
     if res.error is not None:
         out.append(error_html(res.error))
     else:
-        out.append(_section("value", json_html(res.value, limit=_VALUE), opened=True))
+        out.append(_section("value", json_html(res.value, limit=SHARE_VALUE), opened=True))
         if isinstance(res.value, dict) and SHAPE_KEYS & res.value.keys():
             out.append(
                 _section("what the agent sees · what the user sees", sees_html(res.value), opened=True)
@@ -197,7 +201,9 @@ def result_html(res: CallResult) -> str:
         out.append(_section(f"calls through ctx.tools ({len(res.children):,})", tree_html(res), opened=True))
     marks = _marks(res.error)
     if res.input not in (None, {}) or marks:
-        out.append(_section("input", json_html(res.input, limit=_INPUT, marks=marks), opened=bool(marks)))
+        out.append(
+            _section("input", json_html(res.input, limit=SHARE_INPUT, marks=marks), opened=bool(marks))
+        )
     if res.surfaced:
         body = surfaced_html(res.surfaced)
         out.append(_section(f"shown to the user ({len(res.surfaced)})", body, opened=True))
@@ -210,7 +216,7 @@ def result_html(res: CallResult) -> str:
         out.append(
             _section(
                 f"logs ({lines:,} line{'' if lines == 1 else 's'})",
-                f"<pre>{_clip_escaped(res.logs, _LOGS)}</pre>",
+                f"<pre>{clip_escaped(res.logs, SHARE_LOGS)}</pre>",
                 opened=True,
             )
         )
@@ -248,16 +254,14 @@ def result_text(res: CallResult) -> str:
         text = json.dumps(res.value, ensure_ascii=False, indent=2, default=repr)
         shown, hidden = clip(text, 4_000)
         lines.append(
-            "  value: "
-            + shown.replace("\n", "\n  ")
-            + (f"\n  {_more(hidden, 'character')}" if hidden else "")
+            "  value: " + shown.replace("\n", "\n  ") + (f"\n  {more(hidden, 'character')}" if hidden else "")
         )
     if res.logs:
         shown, hidden = clip(res.logs.rstrip("\n"), 2_000)
         lines.append(
             "  logs:\n    "
             + shown.replace("\n", "\n    ")
-            + (f"\n    {_more(hidden, 'character')}" if hidden else "")
+            + (f"\n    {more(hidden, 'character')}" if hidden else "")
         )
     return terminal_safe("\n".join(lines))
 
@@ -292,7 +296,7 @@ def bench_html(bench: Bench) -> str:
             ]
         )
     out = [
-        _CSS,
+        CSS,
         "<div class=wbd>",
         f"<div>{head}</div>",
         _table(

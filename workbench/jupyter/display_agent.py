@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from ._html import _VALUE, _badge, _clip_escaped, _more, esc, json_html
+from ._html import SHARE_VALUE, badge, clip_escaped, esc, json_html, more
 
 if TYPE_CHECKING:
     from .._result import CallResult
@@ -25,8 +25,8 @@ def sees_html(value: dict[str, Any]) -> str:
     cell = "<td style='vertical-align:top;width:50%'>"
     return (
         f"<table><tr><th>what the agent sees</th><th>what the user sees</th></tr><tr>"
-        f"{cell}{json_html(agent, limit=_VALUE // 2)}</td>"
-        f"{cell}{json_html(user, limit=_VALUE // 2) if user else '<span class=m>(nothing beyond the reply)</span>'}</td>"
+        f"{cell}{json_html(agent, limit=SHARE_VALUE // 2)}</td>"
+        f"{cell}{json_html(user, limit=SHARE_VALUE // 2) if user else '<span class=m>(nothing beyond the reply)</span>'}</td>"
         "</tr></table>"
     )
 
@@ -40,14 +40,14 @@ def tree_html(res: CallResult) -> str:
     stack = [(child, 0) for child in reversed(res.children)]
     while stack and len(lines) < _TREE_NODES:
         node, depth = stack.pop()
-        status = _badge(node.ok, "ok" if node.ok else (node.error.code if node.error else "failed"))
+        status = badge(node.ok, "ok" if node.ok else (node.error.code if node.error else "failed"))
         lines.append(
             f"<div style='margin-left:{depth * 1.5}em'>{status} <b>{esc(node.tool)}</b> "
             f"<span class=m>{node.duration_ms:,.2f} ms · {esc(node.call_id)}</span></div>"
         )
         stack.extend((child, depth + 1) for child in reversed(node.children))
     if stack:
-        lines.append(f"<div class=m>{_more(len(stack), 'call')}</div>")
+        lines.append(f"<div class=m>{more(len(stack), 'call')}</div>")
     return "".join(lines)
 
 
@@ -74,7 +74,7 @@ def surfaced_html(files: list[dict[str, Any]]) -> str:
         if listed <= _LISTED:
             out.append(_head(f))
     if listed:
-        shown = f"; {_more(listed - _LISTED, 'file')}" if listed > _LISTED else ""
+        shown = f"; {more(listed - _LISTED, 'file')}" if listed > _LISTED else ""
         out.append(
             f"<div class=m>{listed:,} file{'' if listed == 1 else 's'} listed, not embedded: a display "
             f"embeds {EMBED:,} characters of surfaced files in all{shown}</div>"
@@ -107,7 +107,7 @@ def _surfaced(f: dict[str, Any], left: int) -> str | None:
                 return None
             with open(f["file"], "rb") as fh:
                 text = fh.read(_TEXT).decode("utf-8", "replace")
-            return f"{head}<pre>{_clip_escaped(text, limit)}</pre>"
+            return f"{head}<pre>{clip_escaped(text, limit)}</pre>"
     except OSError:
         return f"{head}<div class=m>(the file cannot be read now)</div>"
     return head

@@ -29,7 +29,7 @@ import ipywidgets as widgets
 from .._errors import UsageError, WorkbenchError
 from .._replay import Replayer
 from ..inspect.replay_cursor import behind, cursor_point, when
-from ._html import _CSS, esc
+from ._html import CSS, esc
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -143,7 +143,7 @@ def timeline_html(
         "<th>processed at call</th><th>status</th></tr>"
     )
     empty = "" if n else "<div class=m>the allowed accounts hold no mail</div>"
-    return f"{_CSS}{_STYLE}<div class='wbd wbr'><table>{head}{''.join(rows)}</table>{empty}</div>"
+    return f"{CSS}{_STYLE}<div class='wbd wbr'><table>{head}{''.join(rows)}</table>{empty}</div>"
 
 
 class ReplayView(widgets.VBox):
@@ -213,7 +213,7 @@ class ReplayView(widgets.VBox):
                 ),
                 self.status,
                 self.warning,
-                widgets.HTML(_CSS + _STYLE + LEGEND),
+                widgets.HTML(CSS + _STYLE + LEGEND),
                 self.timeline,
             ]
         )
