@@ -25,6 +25,9 @@ import pytest
 from _deno import OK, deno_home, deno_pids, interrupted  # noqa: F401  (fixture)
 from conftest import GemBuilder
 
+from workbench.runners.deno import framing as framing_mod
+from workbench.runners.deno import job as job_mod
+from workbench.runners.deno import lifecycle as lifecycle_mod
 from workbench.runners.deno import process as process_mod
 from workbench.runners.deno import sandbox as sandbox_mod
 from workbench.runners.deno.sandbox import Sandbox
@@ -133,13 +136,13 @@ def test_a_ctrl_c_while_a_call_waits_for_the_background_start(
     sandbox, before = bench.sandbox, snapshot()
     sandbox.stop()
     gate = threading.Event()  # the start waits for it before it opens the host's FIFO
-    open_writer = sandbox_mod.open_writer
+    open_writer = lifecycle_mod.open_writer
 
     def held(*args: Any) -> Any:
         gate.wait(60)
         return open_writer(*args)
 
-    monkeypatch.setattr(sandbox_mod, "open_writer", held)
+    monkeypatch.setattr(lifecycle_mod, "open_writer", held)
     sandbox.warm()
 
     def waits(f: Any, e: str, a: Any) -> bool:  # the call blocks in its wait for the start
@@ -217,7 +220,7 @@ def test_a_second_ctrl_c_as_a_failed_start_removes_its_fifos(
     # number), and the call raised OSError, not KeyboardInterrupt
     sandbox, before = bench.sandbox, snapshot()
     sandbox.stop()
-    open_writer = sandbox_mod.open_writer
+    open_writer = lifecycle_mod.open_writer
 
     def interrupting(*args: Any) -> Any:
         raise KeyboardInterrupt
@@ -227,10 +230,10 @@ def test_a_second_ctrl_c_as_a_failed_start_removes_its_fifos(
             (a is os.close and within(f, "rmtree")) or (a is os.unlink and within(f, "_remove_fifos"))
         )
 
-    monkeypatch.setattr(sandbox_mod, "open_writer", interrupting)
+    monkeypatch.setattr(lifecycle_mod, "open_writer", interrupting)
     with interrupted(removing):
         bench.call("ok")
-    monkeypatch.setattr(sandbox_mod, "open_writer", open_writer)
+    monkeypatch.setattr(lifecycle_mod, "open_writer", open_writer)
     healthy(bench, before)
 
 
@@ -306,7 +309,13 @@ def test_a_ctrl_c_at_any_step_of_a_stop(bench: Any) -> None:
     # a Ctrl-C at each step of a stop in turn (a second one, after the one that stops a call):
     # the next call ends what it left, and works
     sandbox, before = bench.sandbox, snapshot()
-    ours = (sandbox_mod.__file__, process_mod.__file__)
+    ours = (
+        sandbox_mod.__file__,
+        process_mod.__file__,
+        framing_mod.__file__,
+        job_mod.__file__,
+        lifecycle_mod.__file__,
+    )
     step = 0
     while True:
         step += 1

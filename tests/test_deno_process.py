@@ -19,7 +19,9 @@ from _deno import OK, deno_home, deno_pids, gone  # noqa: F401  (fixtures)
 from conftest import GemBuilder
 
 from workbench import WorkbenchError
+from workbench.runners.deno import lifecycle as lifecycle_mod
 from workbench.runners.deno import sandbox as sandbox_mod
+from workbench.runners.deno.framing import Broken
 
 pytestmark = pytest.mark.deno
 
@@ -390,7 +392,7 @@ def test_a_host_that_starts_with_garbage_is_a_failed_start_not_an_exception(
     def garbage_first(self: Any, deadline: float, limit: int) -> Any:
         starts.append(1)  # the start at open, in the background
         monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", recv)
-        raise sandbox_mod._Broken("an unreadable header")  # as if the host wrote no JSON
+        raise Broken("an unreadable header")  # as if the host wrote no JSON
 
     monkeypatch.setattr(sandbox_mod.Sandbox, "_recv", garbage_first)
     bench = opened(gem)
@@ -432,17 +434,17 @@ def test_an_interrupted_start_leaves_no_host_and_the_next_call_works(
     bench = opened(gem)
     assert bench.call("ok").ok
     bench.sandbox.stop()
-    open_writer = sandbox_mod.open_writer
+    open_writer = lifecycle_mod.open_writer
 
     def interrupted(path: str, proc: Any, fds: list[int]) -> bool:
         time.sleep(0.5)  # the host now waits in its open of `in`
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sandbox_mod, "open_writer", interrupted)
+    monkeypatch.setattr(lifecycle_mod, "open_writer", interrupted)
     with pytest.raises(KeyboardInterrupt):
         bench.call("ok")
     assert deno_pids(gem.root) == []
-    monkeypatch.setattr(sandbox_mod, "open_writer", open_writer)
+    monkeypatch.setattr(lifecycle_mod, "open_writer", open_writer)
     res = bench.call("ok")
     assert res.ok, res.error
     assert len(deno_pids(gem.root)) == 1

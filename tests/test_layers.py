@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -34,3 +36,23 @@ def test_ruff_check_is_clean() -> None:
 def test_ruff_format_is_clean() -> None:
     out = _ruff("format", "--check", "--no-cache")
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "package",
+    ["workbench.jupyter", "workbench.providers", "workbench.runners.deno"],
+)
+def test_no_import_circle_within(package: str) -> None:
+    """No two modules of these packages import each other, even through others or inside
+    functions (display.py and display_agent.py did, and mailmock.py and maillocal.py)."""
+    import grimp
+
+    graph = grimp.build_graph("workbench")
+    mods = sorted(m for m in graph.modules if m.startswith(package + "."))
+    circles = [
+        (a, b)
+        for i, a in enumerate(mods)
+        for b in mods[i + 1 :]
+        if graph.find_shortest_chain(a, b) and graph.find_shortest_chain(b, a)
+    ]
+    assert circles == []

@@ -80,7 +80,11 @@ def test_SEC5_a_call_leaves_nothing_running(gem: GemBuilder, opened: Callable, l
     bench = opened(gem, timeout=10)
     assert bench.call("ok").ok
     assert bench.call("leave").value == "returned"
-    assert _burn(gem.root) < 0.2  # nothing it started runs on
+    # nothing it started runs on: a flood the worker cannot clear is allowed IDLE_CPU_MS (100 ms)
+    # of the host's CPU before the process ends, while the flooding thread spins beside it, so a
+    # one-off ~0.2 CPU-s after the call is the design; over 2 s it stays under 0.2 CPU-s/s,
+    # where a leftover still running burns 0.7 to 1.9 CPU-s/s
+    assert _burn(gem.root, 2.0) < 0.2
     res = bench.call("ok")  # and the next call runs as any (a flood made it time out)
     assert res.value == "ok", res.error
     assert _burn(gem.root, 0.5) < 0.2

@@ -158,7 +158,7 @@ def _import_problem(tool: ToolSpec, got: dict[str, Any]) -> Problem:
 
 def _typecheck(manifest: Manifest) -> list[Problem]:
     from .providers import default_state_dir
-    from .runners.deno import typecheck
+    from .runners.deno.typecheck import typecheck
 
     ts = [t.file for t in manifest.tools.values() if t.language == "typescript"]
     # with the manifest: the installed ctx types, and JS tools marked `// @ts-check` too

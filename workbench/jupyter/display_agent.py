@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from .display import _VALUE, _badge, _clip_escaped, _more, esc, json_html
+from ._html import _VALUE, _badge, _clip_escaped, _more, esc, json_html
 
 if TYPE_CHECKING:
     from .._result import CallResult

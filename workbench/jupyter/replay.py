@@ -29,7 +29,7 @@ import ipywidgets as widgets
 from .._errors import UsageError, WorkbenchError
 from .._replay import Replayer
 from ..inspect.replay_cursor import behind, cursor_point, when
-from .display import _CSS, esc
+from ._html import _CSS, esc
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -28,6 +28,7 @@ from typing import Literal
 
 from .._text import is_unicode
 from . import _fdpath
+from ._regular import open_regular
 from .base import Entry, LinkInPath
 
 TMP_PREFIX = ".wb-tmp-"  # a dot-name: invisible to gems (F10) while a write is in flight
@@ -88,29 +89,6 @@ def _tmp_pid(name: str) -> int | None:
     """The writer's pid in `.wb-tmp-<pid>-<random>` or `<pid>-<random>.pending`."""
     head = name.removeprefix(TMP_PREFIX).split("-", 1)[0]
     return int(head) if head.isascii() and head.isdigit() else None
-
-
-def open_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> int:
-    """A read-only fd of a regular file; FileNotFoundError for anything else, without blocking.
-
-    O_NONBLOCK: a FIFO swapped in after the caller's check opens at once instead of waiting
-    for a writer; O_NOFOLLOW: a final symlink swapped in is not followed; then fstat of the
-    opened file decides, so no check-then-use gap remains.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | _CLOEXEC
-    try:
-        fd = os.open(path, flags | getattr(os, "O_BINARY", 0), dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EMLINK):  # a symlink, socket, FIFO
-            raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path)) from None
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 def read_regular(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> bytes:

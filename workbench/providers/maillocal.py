@@ -23,26 +23,14 @@ import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from ._regular import open_regular_file
 from .mail import Envelope, Message
 from .mailmock import DateIndex
 from .mailparse import from_line_date, parse_envelope, parse_message, read_headers, split_mbox
 
 __all__ = ["LocalMailbox", "MaildirMailbox", "MboxMailbox", "is_maildir", "local_mailbox"]
-
-
-def _open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
-    """A regular file opened for reading; FileNotFoundError for anything else (a FIFO or device
-    is never read: opening without blocking, then checking what was opened, has no race)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise FileNotFoundError(f"{path} is not a regular file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def is_maildir(path: Path) -> bool:
@@ -85,7 +73,7 @@ class _Maildir:
                     self._known[key] = (e.path, mtime, old[2])
                     continue
                 try:
-                    with _open_regular(e.path) as fp:
+                    with open_regular_file(e.path) as fp:
                         headers = read_headers(fp)
                 except FileNotFoundError:  # moved between listing and reading: next scan
                     self._stamp = None
@@ -100,7 +88,7 @@ class _Maildir:
         self._stamp = None
 
     def read(self, account: str, id: str, where: Any) -> Message:
-        with _open_regular(where) as fp:  # streamed: a huge message is never all in memory
+        with open_regular_file(where) as fp:  # streamed: a huge message is never all in memory
             return parse_message(fp, account=account, id=id, fallback_date=self._known[id][1])
 
 
@@ -124,7 +112,7 @@ class _Mbox:
         if stamp[1] < 0 or not stat.S_ISREG(st.st_mode):
             return out
         try:
-            fp = _open_regular(self.path)
+            fp = open_regular_file(self.path)
         except OSError:  # gone or replaced since the stat: empty until it changes again
             self._stamp = None
             return out
@@ -140,7 +128,7 @@ class _Mbox:
 
     def read(self, account: str, id: str, where: Any) -> Message:
         start, stop, fallback = where
-        with _open_regular(self.path) as fp:
+        with open_regular_file(self.path) as fp:
             fp.seek(start)
             return parse_message(fp, account=account, id=id, fallback_date=fallback, limit=stop - start)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .._text import well_formed
+from ._regular import open_regular_file
 from .mail import ADDRESS_MAX_CHARS, Attachment, Envelope, Message, cut
 
 __all__ = ["DEFAULT_START", "DateIndex", "MockClock", "MockMailbox"]
@@ -299,10 +300,8 @@ class MockMailbox:
         """A list of getMessage-shaped objects; undated ones are dated after the dated ones."""
         import json
 
-        from .maillocal import _open_regular
-
         try:
-            with _open_regular(path) as fp:
+            with open_regular_file(path) as fp:
                 size = os.fstat(fp.fileno()).st_size
                 if size > MAILBOX_JSON_MAX_BYTES:
                     raise ValueError(
@@ -332,7 +331,6 @@ class MockMailbox:
     def from_eml(cls, folder: str | os.PathLike[str]) -> MockMailbox:
         """`*.eml` files of a folder (account = the folder's name; each subfolder with `.eml`
         files is an account of its own); id = the file name without `.eml`."""
-        from .maillocal import _open_regular
         from .mailparse import parse_message
 
         root = Path(folder)
@@ -340,7 +338,7 @@ class MockMailbox:
         for sub in [root, *sorted(p for p in root.iterdir() if p.is_dir())]:
             for f in sorted(sub.glob("*.eml")):
                 try:
-                    fp = _open_regular(f)
+                    fp = open_regular_file(f)
                 except OSError:  # a FIFO, device, folder or broken link named *.eml: skipped
                     continue
                 with fp:  # streamed within mailparse's bounds
@@ -356,9 +354,8 @@ class MockMailbox:
         p = Path(path)
         account = account or (p.stem if p.suffix == ".mbox" else p.name)
         messages = []
-        from .maillocal import _open_regular
 
-        with _open_regular(p) as fp:
+        with open_regular_file(p) as fp:
             parts = list(split_mbox(fp))
             for key, (from_line, _headers, start, stop) in enumerate(parts):
                 fp.seek(start)

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from ..._errors import GemLoadError
 from ..python import Outcome
 from .entry import entry_file
-from .sandbox import Sandbox, SandboxOptions, typecheck
+from .sandbox import Sandbox, SandboxOptions
+from .typecheck import typecheck
 
 if TYPE_CHECKING:
     from ...ctx import Capabilities

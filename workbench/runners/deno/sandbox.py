@@ -1,86 +1,49 @@
-"""The Python side of the Deno sandbox: the process, the private RPC channel, the limits.
+"""The Python side of the Deno sandbox: the call protocol (a call, the ctx calls it makes,
+nested calls, its result or how it failed), over the process of lifecycle.py.
 
-The tool runs in a Worker that may only read the gem folder and its resources (N1); `npm:` and
-remote imports are switched off (N4); one process serves one gem and is never shared (N3).
-RPC travels on two FIFOs (one each way) in a private folder that only the host module may open
-(granted to the host, not to the worker), removed once both ends are open. stdout/stderr carry
-only the tool's console output, captured as logs, at most limits.log_bytes per call (SEC5).
-
-Framing (host.ts has the message list): a JSON header line, then `n` payload bytes when the
-header has `n`. Payloads are read into their own buffer and never scanned for newlines, so a
-message costs time linear in its size; each is bounded by limits.bridge_message_bytes.
+The other parts: the channel's framing framing.py, the process's start and stop lifecycle.py
+(its plumbing process.py, its memory guard guard.py), a ctx call's serving serve.py, `deno
+check` typecheck.py. stdout/stderr carry only the tool's console output, captured as logs, at
+most limits.log_bytes per call (SEC5).
 """
 
 from __future__ import annotations
 
-import _thread
-import contextlib
 import json
-import os
 import secrets
-import select
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
-import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from ..._deno import DENO_FLAGS, minimal_env
 from ..._errors import WorkbenchError
 from ..._json import utf8
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 from ...gem.links import GemLinks
 from ..python import Outcome
-from .affinity import RELEASE_AFTER, Colocation
 from .errors import tool_error
-from .guard import RUNTIME_MB, Watch, rss_limit_mb, watch
-from .process import Output, alive, kill, open_into, open_writer, terminate
+from .framing import COMPACT, Broken
+from .guard import RUNTIME_MB, rss_limit_mb
+from .lifecycle import HERE, SandboxOptions, SandboxProcess
+from .process import alive
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from ...ctx import Capabilities
-    from ...gem import Manifest
 
-HERE = Path(__file__).resolve().parent
-HEADER_LIMIT = 1 << 20  # a header line is small; a longer one means a broken stream
-READ_CHUNK = 1 << 16
+__all__ = ["HERE", "RECYCLED", "Sandbox", "SandboxOptions"]
+
 RECYCLED = 75  # the host's exit code when a call left its Worker busy (host.ts RECYCLED)
 
 
-@dataclass(frozen=True)
-class SandboxOptions:
-    """Limits of one gem's sandbox."""
-
-    timeout: float = 30.0  # seconds of wall clock per call; the process is killed after
-    memory_mb: int = 512  # V8 heap limit (--max-old-space-size); the process's: guard.rss_limit_mb
-    readable: tuple[Path, ...] = field(default_factory=tuple)  # resource folders besides the gem
-    import_map: Path | None = None  # the platform's (Ekanos: @ekanos/sdk), read by Deno itself
-
-
-class Sandbox:
-    """A Deno process for one gem; starts on first use and again after a kill."""
+class Sandbox(SandboxProcess):
+    """A gem's JS/TS tools run in its Deno process (lifecycle.py), one call at a time or nested."""
 
     def __init__(self, gem_root: Path, *, deno_dir: Path, options: SandboxOptions) -> None:
-        self.gem_root, self.deno_dir, self.options = gem_root, deno_dir, options
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._output: Output | None = None  # its stdout and stderr
-        # the channel's fds, which stop closes; _r and _w are its ends while they are open, -1
-        # from before they are closed
-        self._fds: list[int] = []
-        self._r = self._w = -1
-        self._fifo_dir: str | None = None  # a start's FIFO folder, until it is removed
-        # a start, or a top-level call (a conversation with the host), began and did not end:
-        # the host is in a state nobody knows (a Ctrl-C cut it short), so the next call restarts
-        self._unsure = False
+        super().__init__(gem_root, deno_dir=deno_dir, options=options)
         self._mtimes: dict[Path, int] = {}
         self._nested: set[Path] = set()  # tools that ran nested: checked for edits at top calls
-        self._finalizer: weakref.finalize | None = None
         self._links = GemLinks(gem_root)
         # the calls in flight, outermost first: a JS tool's ctx.tools call may run another JS
         # tool of the gem while it waits (nested, A3), served by this same loop re-entered
@@ -89,330 +52,17 @@ class Sandbox:
         # its own ctx.tools calls (each would nest again; its own loop serves them in turn)
         self._held: dict[str, list[tuple[dict[str, Any], bytes | None]]] = {}
         self._death: WorkbenchError | None = None  # how the process ended, for the outer calls
-        self._warming: _Job[None] | None = None  # a start in the background (warm)
-        self._spawning: _Job[subprocess.Popen[bytes]] | None = None  # its Popen (_start)
-        self._start_failed: WorkbenchError | None = None  # how it failed, for the next call
         # ctx shapes by number: a shape's text (~2 kB) crosses once per process, then its number
         self._shape_ids: dict[str, int] = {}
         self._shapes_sent: set[int] = set()
-        self._colocation = Colocation()  # a call's threads on one CPU (affinity.py)
-        self._colocated: int | None = None  # the thread whose waits do so (a top call's)
-        self._watch: Watch | None = None  # the process's memory (guard.py)
         self._between: list[str] = []  # why the process ended after the last call: a warning
 
-    # -- process ---------------------------------------------------------------------------
-    def warm(self) -> None:
-        """Start the process (and its Worker) in the background, so the first call pays only
-        what is left of the start: done when a gem with JS/TS tools opens, and after a kill.
-        A failure to start is that call's error (a start that hangs costs its 30 s once, not
-        again in the call); the call after it starts afresh."""
-        if self.proc is not None or self._warming is not None:
-            return
-        job = _Job(self._background)
-        self._warming = job  # before it starts: _warmed waits for it, or keeps it from starting
-        job.start()
-
-    def _background(self) -> None:
-        try:
-            self._start()
-        except WorkbenchError as exc:
-            self._start_failed = exc
-        except Exception:  # noqa: BLE001  (the next call starts it again and says why)
-            self.stop()
-
-    def _warmed(self) -> None:
-        """Wait for a background start to end (before a call, a stop); a Ctrl-C in the wait
-        leaves it known, and the next call waits again."""
-        job = self._warming
-        if job is not None:
-            job.wait()
-            self._warming = None
-
-    def _start(self) -> None:
-        self._unsure = True  # until "ready": a start cut short is ended by the next call's stop
-        self._release()  # what a stop cut short by a Ctrl-C left, if anything
-        # 0700: only we can reach the FIFOs; removed once both ends are open (the host sent
-        # "ready"). FIFOs, not a socket: the host reads them with readSync (see host.ts). Named
-        # here (not by mkdtemp), so that a Ctrl-C at any point leaves it to stop to remove
-        self._fifo_dir = fifo_dir = os.path.join(tempfile.gettempdir(), f"wb-rpc-{secrets.token_hex(8)}")
-        try:
-            cmd, to_host, from_host = self._command(fifo_dir)
-            # made in a thread of its own, which a Ctrl-C (raised in the main thread only) cannot
-            # cut short: CPython's Popen and shutil.rmtree lose or twice close fds when one does
-            job = _Job(lambda: self._spawn(cmd, fifo_dir, to_host, from_host))
-            self._spawning = job
-            job.start()
-            failed = self._spawned()
-            if failed is not None:
-                raise failed
-            proc = self.proc
-            assert proc is not None
-            fds: list[int] = []
-            self._fds = fds  # (the last process's list: emptied by _release)
-            self._output = Output(proc)
-            self._watch = watch(proc, rss_limit_mb(self.options.memory_mb))
-            self._colocation.forget()
-            # killed with its channel when the Sandbox is collected (stop does it itself)
-            self._finalizer = weakref.finalize(self, kill, proc, self._output, fds)
-            # ours before the host opens its writing end (after `in`), so that open never blocks
-            open_into(fds, from_host, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-            self._r = fds[0]
-            if open_writer(to_host, proc, fds):
-                self._w = fds[1]
-            self._rbuf, self._rpos = b"", 0
-            self._mtimes.clear()
-            self._shapes_sent.clear()
-            for held in self._held.values():
-                held.clear()  # messages of a process that is gone
-            self._death = None
-            try:
-                got = self._recv(time.monotonic() + 30, 0) if self._w >= 0 else None
-            except _Broken:  # not the protocol: it did not start
-                got = None
-        except BaseException:
-            self.stop()
-            raise
-        if not got or got[0].get("t") != "ready":
-            err = self.stop()
-            raise WorkbenchError("E_SANDBOX", f"the Deno sandbox did not start: {err.strip()[-500:]}")
-        self._remove_fifos()  # both ends open: nobody else can open them again
-        self._unsure = False
-
-    def _spawn(self, cmd: list[str], fifo_dir: str, to_host: str, from_host: str) -> subprocess.Popen[bytes]:
-        """The host's process, with its FIFOs (in the start's _Job)."""
-        self.deno_dir.mkdir(parents=True, exist_ok=True)
-        # The Cache API (`caches`) writes under DENO_DIR/location_data with no permission check,
-        # in nested workers too: a file in that place makes every cache open fail (N1: no write)
-        blocker = self.deno_dir / "location_data"
-        if not blocker.is_file():
-            shutil.rmtree(blocker, ignore_errors=True)
-            blocker.touch()
-        os.mkdir(fifo_dir, 0o700)
-        os.mkfifo(to_host, 0o600)
-        os.mkfifo(from_host, 0o600)
-        return subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=minimal_env(self.deno_dir),
-            start_new_session=True,
-        )
-
-    def _spawned(self) -> Exception | None:
-        """Wait for _spawn to end; its process becomes self.proc, or how it failed is returned.
-        The job is forgotten only after that: a Ctrl-C anywhere here leaves the process to stop."""
-        job = self._spawning
-        if job is None:
-            return None
-        job.wait()
-        if job.result is not None:
-            self.proc = job.result
-        self._spawning = None
-        return job.error
-
-    def _command(self, fifo_dir: str) -> tuple[list[str], str, str]:
-        """The host's command line, and the paths of its FIFOs (to it, from it) in fifo_dir."""
-        from deno import find_deno_bin
-
-        to_host, from_host = os.path.join(fifo_dir, "in"), os.path.join(fifo_dir, "out")
-        readable = [str(self.gem_root), *map(str, self.options.readable)]
-        cmd = [
-            find_deno_bin(),
-            "run",
-            *DENO_FLAGS,
-            "--unstable-worker-options",
-            "--quiet",
-            *([f"--import-map={self.options.import_map}"] if self.options.import_map else []),
-            f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
-            f"--allow-read={','.join([*readable, str(HERE), to_host])}",
-            f"--allow-write={fifo_dir}",  # to write `out`, and remove both once open
-            str(HERE / "host.ts"),
-            to_host,
-            from_host,
-            str(os.getpid()),  # the host ends once its parent is another (we died)
-            (HERE / "worker.ts").as_uri(),
-            *readable,
-        ]
-        return cmd, to_host, from_host
-
-    def stop(self) -> str:
-        """Kill the process (if any) and return what it printed last; the next call starts anew.
-        A Ctrl-C anywhere in it leaves nothing that a later stop (the next call's) does not end:
-        each step may be done again."""
-        self._unsure = True  # (a Ctrl-C may leave it half stopped: the next call restarts it)
-        warming = self._warming
-        if warming is not None and warming.ident != _thread.get_ident():  # (not its own stop)
-            self._warmed()
-        left = ""
-        proc, output = self.proc, self._output
-        if proc is not None:
-            self._r = self._w = -1
-            terminate(proc)
-            if output is not None and output.proc is proc:
-                left = output.take(None, 2)
-        self._release()
-        return left
-
-    def _release(self) -> None:
-        """End the process and close all it had (its pipes, its channel, its FIFOs), in steps
-        that may be done again (process.kill); its fd numbers are forgotten before they are
-        closed, and the process itself last, so that a Ctrl-C in here leaves the rest to the
-        next stop."""
-        self._r = self._w = -1
-        # a start a Ctrl-C cut short as it spawned: its process (how it failed, if it did, the
-        # next start finds again)
-        self._spawned()
-        kill(self.proc, self._output, self._fds)
-        if self._watch is not None:
-            self._watch.close()
-            self._watch = None
-        self._remove_fifos()
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        self.proc, self._finalizer = None, None
-
-    def _remove_fifos(self) -> None:
-        """Remove the FIFOs and their folder, if a start left them; not through an fd, as
-        shutil.rmtree does: a Ctrl-C there may close its fd twice (the second time maybe
-        another file's)."""
-        folder = self._fifo_dir
-        if folder is None:
-            return
-        for path in (os.path.join(folder, "in"), os.path.join(folder, "out")):
-            with contextlib.suppress(OSError):  # not made yet, or the host removed it
-                os.unlink(path)
-        with contextlib.suppress(OSError):
-            os.rmdir(folder)
-        self._fifo_dir = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc and alive(self.proc) else None
-
-    # -- channel ---------------------------------------------------------------------------
-    def _send(self, header: dict[str, Any], payload: bytes = b"", *, deadline: float) -> None:
-        head = (_COMPACT.encode(header) + "\n").encode()
-        if len(payload) <= 1 << 16:
-            self._write(head + payload, deadline)
-        else:
-            self._write(head, deadline)
-            self._write(payload, deadline)
-
-    def _write(self, data: bytes, deadline: float) -> None:
-        """All of `data` into the host's FIFO; OSError when the host is gone or stopped reading
-        (the host reads whenever Python may write: the deadline covers one that hung)."""
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[os.write(self._w, view) :]
-            except BlockingIOError:  # the FIFO is full: wait until the host read some
-                pass
-            left = deadline - time.monotonic()
-            if view and (left <= 0 or not select.select([], [self._w], [], left)[1]):
-                raise TimeoutError("the sandbox host stopped reading its channel")
-
-    def _read(self, size: int = READ_CHUNK) -> bytes:
-        """At most `size` bytes the host wrote (b"" when it is gone), once select said so."""
-        try:
-            return os.read(self._r, size)
-        except BlockingIOError:  # cannot be (we are its only reader): taken as a broken channel
-            return b""
-
-    def _read_into(self, view: memoryview) -> int:
-        """Like _read, straight into `view`; 0 when the host is gone."""
-        try:
-            return os.readv(self._r, [view])
-        except BlockingIOError:
-            return 0
-
-    def _wait(self, deadline: float) -> bool:
-        """Until the channel is readable (True) or the deadline passed (False). The calling
-        thread of a top-level call waits on one CPU with the sandbox's threads, until a wait
-        lasts RELEASE_AFTER (affinity.py)."""
-        proc, output = self.proc, self._output
-        if proc is None or output is None or self._r < 0:  # stopped: nothing more will come
-            return False
-        if self._colocated != threading.get_ident():
-            return output.wait(self._r, deadline)
-        try:
-            self._colocation.join(proc)
-            soon = min(deadline, time.monotonic() + RELEASE_AFTER)
-            if output.wait(self._r, soon):
-                return True
-            if soon == deadline or time.monotonic() < soon:  # the deadline, or the process ended
-                return False
-            self._colocation.release()
-            self._colocated = None  # for the rest of this call
-        finally:
-            self._colocation.leave()
-        return output.wait(self._r, deadline)
-
-    def _read_some(self, deadline: float) -> bool:
-        """More bytes into the read buffer; False on timeout or when the process is gone."""
-        if not self._wait(deadline):
-            return False
-        # 64 KiB, not more: CPython allocates the whole size per read, and 1 MiB comes from
-        # mmap (~20 µs a call); a bigger payload is read straight into its buffer (_recv)
-        chunk = self._read()
-        if not chunk:
-            return False
-        # only the unread rest is kept, and it is a partial header (< HEADER_LIMIT)
-        self._rbuf = self._rbuf[self._rpos :] + chunk if self._rpos < len(self._rbuf) else chunk
-        self._rpos = 0
-        return True
-
-    def _recv(self, deadline: float, limit: int) -> tuple[dict[str, Any], bytes | None] | None:
-        """The next message (header, payload); None on timeout or when the process is gone.
-
-        Linear in the message size: a header is looked for only in what is unread, a payload
-        is read straight into its buffer. A payload over `limit` is read and dropped (payload
-        None), never held."""
-        while (nl := self._rbuf.find(b"\n", self._rpos)) < 0:
-            if len(self._rbuf) - self._rpos > HEADER_LIMIT:
-                raise _Broken("a header line longer than the bridge allows")
-            if not self._read_some(deadline):
-                return None
-        try:
-            header = json.loads(self._rbuf[self._rpos : nl].decode())
-        except ValueError as exc:
-            raise _Broken(f"an unreadable header: {exc}") from None
-        self._rpos = nl + 1
-        n = header.get("n") if isinstance(header, dict) else None
-        if not isinstance(n, int) or n <= 0:
-            return (header if isinstance(header, dict) else {}), (b"" if n == 0 else None)
-        if n > limit:
-            return (header, None) if self._skip(n, deadline) else None
-        have = len(self._rbuf) - self._rpos
-        if have >= n:
-            payload = self._rbuf[self._rpos : self._rpos + n]
-            self._rpos += n
-            return header, payload
-        buf = bytearray(n)
-        view = memoryview(buf)
-        view[:have] = self._rbuf[self._rpos :]
-        self._rbuf, self._rpos = b"", 0
-        while have < n:
-            if not self._wait(deadline):
-                return None
-            got = self._read_into(view[have:])
-            if not got:
-                return None
-            have += got
-        return header, bytes(buf)
-
-    def _skip(self, n: int, deadline: float) -> bool:
-        """Read past an oversized payload without keeping it."""
-        have = min(n, len(self._rbuf) - self._rpos)
-        self._rpos += have
-        while have < n:
-            if not self._wait(deadline):
-                return False
-            got = len(self._read(min(n - have, READ_CHUNK)))
-            if not got:
-                return False
-            have += got
-        return True
+    def _new_process(self) -> None:
+        self._mtimes.clear()
+        self._shapes_sent.clear()
+        for held in self._held.values():
+            held.clear()  # messages of a process that is gone
+        self._death = None
 
     # -- calls -----------------------------------------------------------------------------
     def call(self, file: Path, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
@@ -439,7 +89,7 @@ class Sandbox:
         link = self._links.check()
         if link is not None:
             return Outcome(error=link)
-        data = utf8(_COMPACT.encode(args))  # a lone surrogate as the platform's JSON carries it
+        data = utf8(COMPACT.encode(args))  # a lone surrogate as the platform's JSON carries it
         if len(data) > limits.bridge_message_bytes:
             return Outcome(
                 error=WorkbenchError(
@@ -540,7 +190,7 @@ class Sandbox:
                     return outcome
         except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO)
             return None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
-        except _Broken as exc:  # the host wrote something that is not the protocol: restart it
+        except Broken as exc:  # the host wrote something that is not the protocol: restart it
             logs = self.stop()
             return Outcome(
                 error=WorkbenchError(
@@ -691,76 +341,6 @@ class Sandbox:
         return tool_error(e, self.gem_root, limits)
 
 
-def typecheck(files: list[Path], *, deno_dir: Path, manifest: Manifest | None = None) -> str | None:
-    """Run `deno check` on TypeScript tools; the compiler's report, or None when they pass.
-
-    With the gem's `manifest`, the tools' ctx types are the installed ones: the gem's
-    `.gem-workbench/` folder (where a tool imports `Ctx` from) is mapped onto a fresh copy made
-    from workbench/types and the current manifest, so a stale, edited or missing copy can
-    neither hide an error nor invent one; the platform's import map applies (Ekanos:
-    `@ekanos/sdk`); and JS tools that opt in with `// @ts-check` are checked too.
-    """
-    from deno import find_deno_bin
-
-    deno_dir.mkdir(parents=True, exist_ok=True)
-    flags = [f for f in DENO_FLAGS if f != "--no-prompt"]  # `deno check` has no --no-prompt
-    files = list(dict.fromkeys(files))  # an Ekanos integration is the file of every tool
-    with tempfile.TemporaryDirectory(prefix="wb-types-") as tmp:
-        if manifest is not None:
-            files += [f for f in _ts_checked(manifest) if f not in files]
-            flags.append(f"--import-map={_types_map(manifest, Path(tmp))}")
-        if not files:
-            return None
-        out = subprocess.run(
-            [find_deno_bin(), "check", *flags, "--quiet", *map(str, files)],
-            capture_output=True,
-            text=True,
-            env=minimal_env(deno_dir),
-            timeout=300,
-        )
-    if out.returncode == 0:
-        return None
-    return (out.stdout + out.stderr).split("\nStack backtrace:")[0].strip()
-
-
-def _ts_checked(manifest: Manifest) -> list[Path]:
-    """The JS tools whose source starts with `// @ts-check` (in its first KiB)."""
-    out = []
-    for tool in manifest.tools.values():
-        if tool.language == "javascript":
-            try:
-                with open(tool.file, "rb") as f:
-                    head = f.read(1024)
-            except OSError:
-                continue
-            if b"// @ts-check" in head:
-                out.append(tool.file)
-    return out
-
-
-def _types_map(manifest: Manifest, tmp: Path) -> Path:
-    """An import map for `deno check`: the gem's `.gem-workbench/` onto fresh declarations in
-    `tmp`, plus the platform's own map (its relative targets made absolute)."""
-    from ...platforms import profile
-    from ...types import FOLDER, gem_files
-
-    types = tmp / "types"
-    types.mkdir()
-    for name, text in gem_files(manifest).items():
-        (types / name).write_text(text, encoding="utf-8")
-    imports: dict[str, str] = {}
-    prof = profile(manifest.platform)
-    if prof.import_map is not None:
-        raw = json.loads(prof.import_map.read_text(encoding="utf-8"))
-        base = prof.import_map.parent
-        imports.update({k: (base / v).resolve().as_uri() for k, v in raw.get("imports", {}).items()})
-    for root in {Path(manifest.root).absolute(), Path(manifest.root).resolve()}:
-        imports[(root / FOLDER).as_uri() + "/"] = types.as_uri() + "/"
-    path = tmp / "import_map.json"
-    path.write_text(json.dumps({"imports": imports}), encoding="utf-8")
-    return path
-
-
 def _late(late: Any) -> list[str]:
     """The warning for ctx calls the tool did not wait for (worker.ts `late`: [count, names])."""
     if not (isinstance(late, list) and len(late) == 2 and type(late[0]) is int and late[0] > 0):
@@ -788,63 +368,3 @@ def _mtime(file: Path) -> int:
 
 def _gone() -> WorkbenchError:
     return WorkbenchError("E_SANDBOX", "the Deno sandbox ended during this invocation", capability="process")
-
-
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once, not per message
-
-
-class _Broken(Exception):
-    """The host wrote something that is not the protocol."""
-
-
-_T = TypeVar("_T")
-
-
-class _Job(Generic[_T]):
-    """A function run in a thread of its own, which no Ctrl-C can cut short (Python raises it in
-    the main thread only), and which a caller may wait for, or keep from beginning.
-
-    Started with _thread.start_new_thread, one C call: threading.Thread.start, cut short by a
-    Ctrl-C, may leave a Thread that never runs (join fails on it) or never leaves threading's
-    list. A Ctrl-C in start() may come before that call or after it, and `started` is not set
-    then: the thread and a caller that waits claim the job in one step each (dict.setdefault),
-    and a caller that claims it first does not wait, while the thread, if it runs, does
-    nothing. A wait interrupted by a Ctrl-C may be done again: it waits on a lock the job holds
-    until it ended (not on a threading.Event, whose lock a Ctrl-C as its wait enters the lock's
-    `with` keeps held for good, and every later wait and set then blocks for ever)."""
-
-    def __init__(self, fn: Callable[[], _T]) -> None:
-        self.fn = fn
-        self.claim: dict[str, str] = {}
-        self.gate = threading.Lock()  # held until the job ended
-        self.gate.acquire()
-        self.ended = False  # set before the gate opens
-        self.result: _T | None = None
-        self.error: Exception | None = None
-        self.ident = 0  # the thread's, once it claimed the job
-        self.started = False  # start() returned: the thread runs, or ran
-
-    def start(self) -> None:
-        _thread.start_new_thread(self._run, ())
-        self.started = True
-
-    def _run(self) -> None:
-        if self.claim.setdefault("by", "thread") != "thread":
-            return
-        self.ident = _thread.get_ident()
-        try:
-            self.result = self.fn()
-        except Exception as exc:  # noqa: BLE001  (for the caller, which raises it)
-            self.error = exc
-        finally:
-            self.ended = True
-            self.gate.release()
-
-    def wait(self) -> None:
-        """Until it ended, or at once after a start() cut short before the thread began (it then
-        never will)."""
-        if not (self.started or self.claim.setdefault("by", "caller") == "thread"):
-            return
-        if not self.ended:  # the gate is the job's until then: nobody else can hold it
-            self.gate.acquire()  # (a Ctrl-C once it returned leaves it held, but `ended` set)
-            self.gate.release()

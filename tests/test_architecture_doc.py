@@ -1,0 +1,65 @@
+"""docs/architecture.md names only files and folders that exist, so that it cannot go stale."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "architecture.md"
+# named as examples of what a new thing would be, or files of a gem (not of this repository)
+NOT_OURS = {"ctx/calendar.py", "integration.ts", "manifest.json"}
+_NAME = re.compile(r"(?<![\w@/.-])([A-Za-z_][\w]*(?:/[\w]+)*(?:/|\.py|\.ts)?)(?![\w/.-]*\w)")
+
+
+def _diagram() -> list[str]:
+    """The lines of the first code block: the layers, each a folder or module of workbench/."""
+    return DOC.read_text(encoding="utf-8").split("```")[1].splitlines()
+
+
+def _missing_in_diagram() -> list[str]:
+    """Every x.py, x.ts and x/ the layer diagram names, looked for in workbench/ and in the
+    folders named before it in the same entry (an entry's later lines are indented)."""
+    missing, dirs = [], [ROOT / "workbench"]
+    for line in _diagram():
+        if line[:1] not in ("", " "):  # a new entry
+            dirs = [ROOT / "workbench"]
+        for name in _NAME.findall(line):
+            if not (name.endswith(("/", ".py", ".ts")) or "/" in name) or name in NOT_OURS:
+                continue
+            found = [d / name for d in dirs if (d / name).exists()]
+            if not found:
+                missing.append(f"{name} (in {line.strip()!r})")
+            dirs += [f for f in found if f.is_dir()]
+    return missing
+
+
+def _missing_in_backticks() -> list[str]:
+    """Every path in backticks: relative to the repository or to workbench/."""
+    missing = []
+    for name in re.findall(r"`([^`\s]+)`", DOC.read_text(encoding="utf-8")):
+        if "<" in name or name in NOT_OURS or not ("/" in name or name.endswith((".py", ".ts", ".toml"))):
+            continue
+        if not any((base / name).exists() for base in (ROOT, ROOT / "workbench")):
+            missing.append(name)
+    return missing
+
+
+def test_every_module_the_layer_diagram_names_exists() -> None:
+    assert _missing_in_diagram() == []
+
+
+def test_every_path_in_backticks_exists() -> None:
+    assert _missing_in_backticks() == []
+
+
+def test_the_check_sees_a_stale_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(The check itself: a file that is not there is reported.)"""
+    doc = tmp_path / "architecture.md"
+    doc.write_text("x\n```\nrunners/  deno/ (links.py)\n```\n`runners/deno/links.py`\n", encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "DOC", doc)
+    assert _missing_in_diagram() == ["links.py (in 'runners/  deno/ (links.py)')"]
+    assert _missing_in_backticks() == ["runners/deno/links.py"]
