@@ -55,6 +55,6 @@ def test_kill_mid_call_keeps_state_consistent(gem, tmp_path):
     with workbench.open(path, providers="real", workspace=ws, state_dir=state) as b:
         assert b.data("notes")["n"].tolist() == [-1]  # the killed call's inserts: gone
         assert b.kv().set_index("key")["value"].to_dict() == {"k": "before"}
-        assert b.providers.data_db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert b.providers.data_db.conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert (ws / "a.txt").read_text() in ("old", "new " * 1000)  # whole, never torn
     assert sorted(p.name for p in ws.iterdir()) == ["a.txt"]  # no temp file left behind

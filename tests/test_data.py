@@ -16,8 +16,8 @@ import pytest
 from conftest import GemBuilder
 
 import workbench
-from workbench.ctx.data import new_id, where_sql
-from workbench.providers.datastore import expr, table
+from workbench.ctx.data import new_id, where_filter
+from workbench.providers.datastore import expr, table, where_sql
 
 # One tool drives any storage method: steps are ["data", coll, method, *args],
 # ["kv", method, *args] or ["sql", method, *args]; "fail" raises after the steps ran.
@@ -440,7 +440,7 @@ def test_D1_count(seeded):
 
 def find_sql(coll: str, query: dict) -> tuple[str, list]:
     """The statement `Data.find` runs, built from the same helpers."""
-    cond, params = where_sql(query.get("where"))
+    cond, params = where_sql(where_filter(query.get("where")))
     order = query.get("order", "asc")
     by = f"{expr(query['orderBy'])} {order}, rid {order}" if "orderBy" in query else f"rid {order}"
     return (
@@ -458,7 +458,7 @@ def uses(plan_text: str, index: str) -> bool:
 
 
 def test_D1_indexes_created(bench):
-    rows = bench.providers.data_db.execute(
+    rows = bench.providers.data_db.conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'c_notes' "
         "AND name LIKE 'ix_%' ORDER BY name"
     ).fetchall()
@@ -479,7 +479,7 @@ def test_D1_indexes_created(bench):
     ],
 )
 def test_D1_find_uses_manifest_indexes(seeded, query, index):
-    db = seeded.providers.data_db
+    db = seeded.providers.data_db.conn
     sql, params = find_sql("notes", query)
     assert uses(plan(db, sql, params), index), plan(db, sql, params)
     # and that is what find really runs: trace its statements and explain them
@@ -496,14 +496,14 @@ def test_D1_find_uses_manifest_indexes(seeded, query, index):
 
 
 def test_D1_count_uses_manifest_index(seeded):
-    db = seeded.providers.data_db
-    cond, params = where_sql({"priority": {"gt": 3}})
+    db = seeded.providers.data_db.conn
+    cond, params = where_sql(where_filter({"priority": {"gt": 3}}))
     assert uses(plan(db, f"SELECT count(*) FROM {table('notes')} WHERE {cond}", params), "ix_notes_priority")
 
 
 def test_D1_unindexed_field_scans(seeded):
     sql, params = find_sql("notes", {"where": {"title": "a"}})
-    assert "INDEX ix_" not in plan(seeded.providers.data_db, sql, params)
+    assert "INDEX ix_" not in plan(seeded.providers.data_db.conn, sql, params)
 
 
 # -- buffered inserts ------------------------------------------------------------------------

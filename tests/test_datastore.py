@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from workbench.providers import make_providers, open_database
-from workbench.providers.datastore import SqliteDataStore, Version, expr
+from workbench.providers.datastore import Cond, SqliteDataStore, Version, where_sql
 
 COLLECTIONS = {"notes": ("status", "meta.rank"), "empty": ()}
 
@@ -55,24 +55,61 @@ def test_docs_in_insertion_order_and_unknown_collection(store):
     assert store.docs("empty") == [] and store.docs("never_created") == []
 
 
-def test_count_and_find_with_a_compiled_condition(store):
+def test_count_and_find_with_a_neutral_filter(store):
     store.insert_docs("notes", [(f"d{n}", json.dumps({"n": n % 3})) for n in range(6)])
-    where = (f"{expr('n')} >= ?", [1])
+    where = (Cond("n", "gte", 1),)
     assert store.count_docs("notes", where) == 4
-    assert store.count_docs("notes", ("1", [])) == 6
+    assert store.count_docs("notes", ()) == 6
     rows = store.find_docs("notes", where, order_by="n", descending=False, limit=3, offset=0)
     assert [i for i, _ in rows] == ["d1", "d4", "d2"]  # equal values keep insertion order
     rows = store.find_docs("notes", where, order_by="n", descending=True, limit=3, offset=1)
     assert [i for i, _ in rows] == ["d2", "d4", "d1"]
-    rows = store.find_docs("notes", ("1", []), order_by=None, descending=True, limit=2, offset=0)
+    rows = store.find_docs("notes", (), order_by=None, descending=True, limit=2, offset=0)
     assert [i for i, _ in rows] == ["d5", "d4"]
+
+
+@pytest.mark.parametrize(
+    "cond, ids",
+    [
+        (Cond("t", "eq", "x"), ["a"]),
+        (Cond("t", "eq", None), ["c", "d"]),  # null or missing
+        (Cond("t", "ne", None), ["a", "b"]),
+        (Cond("t", "ne", "x"), ["b", "c", "d"]),  # the exact complement of eq
+        (Cond("t", "in", ("y", None)), ["b", "c", "d"]),
+        (Cond("t", "in", ()), []),
+        (Cond("meta.rank", "lt", 3), ["a"]),
+        (Cond("id", "gte", "c"), ["c", "d"]),
+    ],
+)
+def test_filter_conditions(store, cond: Cond, ids: list[str]):
+    store.insert_docs(
+        "notes",
+        [
+            ("a", '{"t":"x","meta":{"rank":1}}'),
+            ("b", '{"t":"y","meta":{"rank":5}}'),
+            ("c", '{"t":null}'),
+            ("d", "{}"),
+        ],
+    )
+    rows = store.find_docs("notes", (cond,), order_by=None, descending=False, limit=9, offset=0)
+    assert [i for i, _ in rows] == ids
+    assert store.count_docs("notes", (cond,)) == len(ids)
+
+
+def test_filter_compiles_to_the_index_expressions():
+    assert where_sql(()) == ("1", [])
+    assert where_sql((Cond("status", "eq", "open"), Cond("meta.rank", "in", (1, None)))) == (
+        "json_extract(doc, '$.status') = ? AND (json_extract(doc, '$.meta.rank') IN (?) "
+        "OR json_extract(doc, '$.meta.rank') IS NULL)",
+        ["open", 1],
+    )
 
 
 def test_rows_can_be_closed_early(store):
     store.insert_docs("notes", [(f"d{n}", "{}") for n in range(3)])
     store.kv_set("k", "v")
     for rows in (
-        store.find_docs("notes", ("1", []), order_by=None, descending=False, limit=9, offset=0),
+        store.find_docs("notes", (), order_by=None, descending=False, limit=9, offset=0),
         store.kv_keys(""),
     ):
         it = iter(rows)
@@ -203,7 +240,7 @@ def test_providers_have_one_store_over_the_data_database(tmp_path: Path):
     for kind in ("mock", "real"):
         p = make_providers("g", kind, gem_root=tmp_path, workspace=None, state_dir=tmp_path / kind)
         try:
-            assert isinstance(p.store, SqliteDataStore) and p.store.db is p.data_db
+            assert isinstance(p.store, SqliteDataStore) and p.store.transaction() is p.data_db
         finally:
             p.data_db.close()
             p.sql_db.close()

@@ -13,7 +13,7 @@ import pytest
 from conftest import GemBuilder
 
 import workbench
-from workbench.ctx import storage as ctx_storage
+from workbench.providers import SqlDatabase
 
 HOSTILE_DETAILS = """
 from workbench import WorkbenchError
@@ -84,13 +84,13 @@ def test_SEC7_an_exception_inside_the_workbench_is_E_INTERNAL_with_its_traceback
     A KeyboardInterrupt from the same place still propagates, and the next call works."""
     gem.tool("t", SQL_JS if lang == "js" else SQL_PY, ext=lang)
     bench = opened(gem)
-    real_drop = ctx_storage.drop_temp
+    real_drop = SqlDatabase.drop_temp
     fail: list[BaseException] = [ZeroDivisionError("a bug in the drop")]
 
     def broken(db: Any) -> None:
         raise fail[0]
 
-    monkeypatch.setattr(ctx_storage, "drop_temp", broken)
+    monkeypatch.setattr(SqlDatabase, "drop_temp", broken)
     res = bench.call("t", {"v": 2})
     assert res.error is not None and res.error.code == "E_INTERNAL", res.error
     assert "bug in the workbench" in res.error.message and "ZeroDivisionError" in res.error.message
@@ -107,7 +107,7 @@ def test_SEC7_an_exception_inside_the_workbench_is_E_INTERNAL_with_its_traceback
     fail[0] = KeyboardInterrupt()
     with pytest.raises(KeyboardInterrupt):
         bench.call("t", {"v": 3})
-    monkeypatch.setattr(ctx_storage, "drop_temp", real_drop)
+    monkeypatch.setattr(SqlDatabase, "drop_temp", real_drop)
     ok = bench.call("t", {"v": 4})
     assert ok.ok and ok.value == "done", ok.error
     assert bench.sql("SELECT count(*) AS n FROM temp.sqlite_master")["n"].tolist() == [0]

@@ -99,7 +99,7 @@ def test_SEC3_history_never_copies_hidden_entries(ops) -> None:
     assert ops(["write", "workspace:proj/notes.md", "new"])[0] == {"ok": None}
     saved = bench.history()
     assert sorted(saved["path"]) == ["proj/notes.md", "proj/notes.md"]
-    contents = [r[0] for r in bench.providers.data_db.execute("SELECT content FROM _wb_history")]
+    contents = [r[0] for r in bench.providers.data_db.conn.execute("SELECT content FROM _wb_history")]
     assert all(b"user-secret" not in c and b"[core]" not in c for c in contents)
 
 

@@ -160,7 +160,7 @@ def test_bench_fixture_opens_the_marked_gem_on_mock_providers(pytester: pytest.P
 
         def test_closed_after_the_test():
             with pytest.raises(sqlite3.ProgrammingError):
-                opened[0].providers.data_db.execute("select 1")
+                opened[0].providers.data_db.conn.execute("select 1")
 
         def test_from_ini(bench):
             assert bench.call("add_note", {{"title": 3}}).error.code == "E_SCHEMA"

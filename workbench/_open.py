@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -11,7 +10,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._bench import Bench
 from ._errors import GemLoadError, UsageError, WorkbenchError
 from .ctx import desktop_has_trash
-from .providers import default_state_dir, make_mailbox, make_outbox, make_providers, make_websearch
+from .providers import (
+    StateError,
+    default_state_dir,
+    make_mailbox,
+    make_outbox,
+    make_providers,
+    make_websearch,
+)
 from .runners.deno import SandboxOptions
 
 if TYPE_CHECKING:
@@ -149,7 +155,7 @@ def open(
             state_dir=Path(state_dir) if state_dir else None,
             platform=manifest.platform,
         )
-    except sqlite3.DatabaseError as exc:
+    except StateError as exc:
         raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
     provs.mailbox = mail
     provs.websearch = make_websearch(web_search, gem_root=manifest.root)  # agent tools' web_search
@@ -198,7 +204,7 @@ def open(
         profile.closed(manifest)
         provs.data_db.close()
         provs.sql_db.close()
-        if isinstance(exc, sqlite3.DatabaseError):
+        if isinstance(exc, StateError):
             raise _state_error(exc, provs.state_dir) from None
         raise
 
@@ -220,7 +226,7 @@ def _check_options(*, reuse: Any, http_timeout: Any, keep_runs: Any, keep_run_da
         raise UsageError(f"keep_run_days={keep_run_days!r}: give days (>= 0)")
 
 
-def _state_error(exc: sqlite3.DatabaseError, state_dir: Any) -> WorkbenchError:
+def _state_error(exc: StateError, state_dir: Any) -> WorkbenchError:
     return WorkbenchError(
         "E_STATE",
         f"the bench's state database in {state_dir} cannot be "

@@ -186,7 +186,7 @@ def bench_find(sizes: Sizes = QUICK) -> Figures:
             res = _call(bench, "find", {"times": sizes.finds})
         tool = statistics.median(res.value["ns"])
         traced = statistics.median(r["duration_us"] for r in res.trace_rows if r["method"] == "data.find")
-        conn = bench.providers.data_db
+        conn = bench.providers.data_db.conn
 
         def raw() -> list[dict]:
             rows = conn.execute(RAW_FIND, ("x", 11, 0)).fetchall()
@@ -214,7 +214,7 @@ def bench_dataframe(sizes: Sizes = QUICK) -> Figures:
         _gem_bench(write_gem(Path(d), {"insert": INSERT}, INDEXES)) as bench,
     ):
         _call(bench, "insert", {"n": sizes.docs})
-        conn = bench.providers.data_db
+        conn = bench.providers.data_db.conn
         frame, raw = paired_median_ns(
             lambda: bench.data("notes"),
             lambda: pd.read_sql("select id, doc from c_notes", conn),

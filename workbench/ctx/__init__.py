@@ -9,11 +9,11 @@ implementations, is the call's platform profile's capability registry (workbench
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from ..providers.sqlguard import storage_error
 from . import _pyctx
 from . import storage as _storage
 from ._pyctx import PythonCtx
@@ -72,16 +72,9 @@ def prepare(providers: Providers, manifest: Manifest, limits: Limits = DEFAULT) 
     """Create the data store's kv, history and the manifest's collections; apply db/schema.sql
     (D3); confine both databases (SEC1)."""
     for db in (providers.data_db, providers.sql_db):
-        _storage.confine(db, limits)
+        db.confine(limits)
     providers.store.create({c.name: c.indexes for c in manifest.collections.values()})
     _storage.apply_schema(providers.sql_db, manifest.schema_sql, limits)
-
-
-def _busy_timeout(seconds: float) -> str:
-    """The PRAGMA that makes SQLite wait up to `seconds` for a lock: whole 10 ms below a second
-    or more (the statement's text, cached by sqlite3, is then the same from call to call)."""
-    ms = int(seconds * 1000)
-    return f"PRAGMA busy_timeout = {ms if ms < 1000 else ms - ms % 10}"
 
 
 class Capabilities:
@@ -121,21 +114,22 @@ class Capabilities:
         """Open the call's storage transaction, waiting (up to the call's time) for another
         process on the same state folder to finish its call: writes take turns, none is lost."""
         providers, deadline = self.session.providers, self.session.deadline
-        db = providers.data_db
+        wait = None
         if providers.kind.get("storage") != "mock":  # in memory (mock), no other process waits
             # past the deadline: no wait (the ctx call that opens it then fails with E_TIMEOUT)
-            db.execute(_busy_timeout(60 if deadline is None else max(0.0, deadline - time.monotonic())))
+            wait = 60 if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            # IMMEDIATE: a DEFERRED transaction that read first cannot take the write lock once
-            # another process committed, and SQLite refuses it at once instead of waiting
-            db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:  # locked until the deadline, or stopped at it
-            raise _storage.sqlite_error(exc, self.session.limits) from None
+            providers.store.transaction().begin(wait_seconds=wait)
+        except Exception as exc:  # locked until the deadline, or stopped at it
+            coded = storage_error(exc, self.session.limits)
+            if coded is None:
+                raise
+            raise coded from None
 
     def end(self) -> WorkbenchError | None:
         """Write buffered inserts and commit the call's storage writes, success or not; if the
         writes themselves fail, roll them all back and return why (never raise: SEC7)."""
-        db, failed = self.session.providers.data_db, None
+        db, failed = self.session.providers.store.transaction(), None
         invocation = self.session.invocation
         invocation.opening = None  # no ctx call opens it now
         try:
@@ -159,17 +153,17 @@ class Capabilities:
                 )
             )
             if db.in_transaction:
-                db.execute("ROLLBACK")
+                db.rollback()
         finally:
             self.session.ended = True  # first: a failure below must not leave the tool's ctx usable
             if db.in_transaction:
-                db.execute("COMMIT")
+                db.commit()
             sql = self.session.providers.sql_db
             if sql.in_transaction:  # a BEGIN without COMMIT: the platform would not keep it
-                sql.execute("ROLLBACK")
+                sql.rollback()
                 self.session.violations.append(
                     "storage.sql: the tool left a transaction open; it was rolled back"
                 )
             if self.session.used_sql:
-                _storage.drop_temp(sql)
+                sql.drop_temp()
         return failed

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import inspect
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -17,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from ..providers.base import LinkInPath
+from ..providers.sqlguard import storage_error
 from . import _trace, _watchdog
 from . import limits as _limits
 from .audit import activity_log
 from .kept import Ring
-from .storage import sqlite_error
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -83,8 +82,8 @@ _OS_CODES = {
 def _coded(method: str, exc: Exception, limits: _limits.Limits) -> WorkbenchError | None:
     """A failure the tool's own data or a changing folder caused, with the platform's code;
     None when it is the workbench's own (E_INTERNAL). Translated once, here."""
-    if isinstance(exc, sqlite3.Error):
-        return sqlite_error(exc, limits, method=method)
+    if (coded := storage_error(exc, limits, method=method)) is not None:
+        return coded
     if isinstance(exc, UnicodeEncodeError):
         return WorkbenchError(
             "E_INVALID_ARGUMENT",
@@ -339,7 +338,11 @@ class CallSession:
         the deadline or runs out of memory. A later write would then commit on its own, outside
         the transaction the call's end commits or reports as lost: the invocation is over."""
         invocation = self.invocation
-        if invocation.opened and invocation.aborted is None and not self.providers.data_db.in_transaction:
+        if (
+            invocation.opened
+            and invocation.aborted is None
+            and not self.providers.store.transaction().in_transaction
+        ):
             invocation.aborted = WorkbenchError(
                 failure.code,
                 f"{failure.message}; SQLite rolled back the call's storage writes, so no "
@@ -349,7 +352,7 @@ class CallSession:
 
     def _interrupt(self) -> None:
         """Stop whatever SQLite work this call is doing (the watchdog calls it at the deadline)."""
-        self.providers.data_db.interrupt()
+        self.providers.store.transaction().interrupt()
         self.providers.sql_db.interrupt()
 
     def attempt(self, what: str) -> str | None:

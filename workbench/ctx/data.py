@@ -1,9 +1,9 @@
 """ctx.data (D1): the manifest's collections as JSON documents in the data store.
 
-Each manifest index is an index of the store (providers/datastore.py), and `find` writes its
-filters with the store's field expression (`expr`) so SQLite uses it. Inserts are buffered and
-written at once before any other storage access and at the end of the call: same results, a
-fraction of the cost.
+Each manifest index is an index of the store (providers/datastore.py), and `find` gives the
+store its filter as field conditions (`Cond`), which the store compiles so its indexes apply.
+Inserts are buffered and written at once before any other storage access and at the end of
+the call: same results, a fraction of the cost.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from .._json import dump_flat, flat, why_not_json
 from .._text import well_formed
-from ..providers.datastore import expr
+from ..providers.datastore import Cond
 from .storage import bounded_rows
 
 if TYPE_CHECKING:
-    from ..providers.datastore import DataStore
+    from ..providers.datastore import DataStore, Filter
     from ._session import CallSession
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_OPS = {"eq": "=", "ne": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+_OPS = ("eq", "ne", "gt", "gte", "lt", "lte")
 
 
 _IDS: list[str] = []  # drawn, not yet given
@@ -101,49 +101,37 @@ def _scalar(v: Any, field: str) -> Any:
     )
 
 
-def where_sql(where: Any) -> tuple[str, list[Any]]:
-    """{field: value | {eq, ne, gt, gte, lt, lte, in}} -> SQL condition and parameters.
+def where_filter(where: Any) -> Filter:
+    """{field: value | {eq, ne, gt, gte, lt, lte, in}} -> the store's neutral filter.
 
     null matches a null or missing field (eq, in); ne is the exact complement of eq.
     """
     if where is None:
-        return "1", []
+        return ()
     if not isinstance(where, dict):
         raise WorkbenchError(
             "E_INVALID_ARGUMENT",
             "where must be an object of field -> value or {gt, gte, lt, lte, ne, in}",
             field="where",
         )
-    conds, params = [], []
+    conds: list[Cond] = []
     for field, cond in where.items():
-        e = expr(_field(field))
+        name = _field(field)
         ops = cond if isinstance(cond, dict) else {"eq": cond}
         for op, v in ops.items():
             if op == "in":
                 if not isinstance(v, list):
                     raise WorkbenchError("E_INVALID_ARGUMENT", f"'in' on '{field}' needs a list", field=field)
-                vals = [_scalar(x, field) for x in v]
-                known = [x for x in vals if x is not None]
-                c = f"{e} IN ({','.join('?' * len(known))})"
-                conds.append(f"({c} OR {e} IS NULL)" if None in vals else c)
-                params += known
+                conds.append(Cond(name, "in", tuple(_scalar(x, field) for x in v)))
             elif op in _OPS:
-                v = _scalar(v, field)
-                if v is None and op in ("eq", "ne"):
-                    conds.append(f"{e} IS {'NOT ' if op == 'ne' else ''}NULL")
-                elif op == "ne":  # a null or missing field is not equal to a value
-                    conds.append(f"{e} IS NOT ?")
-                    params.append(v)
-                else:
-                    conds.append(f"{e} {_OPS[op]} ?")
-                    params.append(v)
+                conds.append(Cond(name, op, _scalar(v, field)))
             else:
                 raise WorkbenchError(
                     "E_INVALID_ARGUMENT",
                     f"unknown operator {op!r} on '{field}': use one of {', '.join([*_OPS, 'in'])}",
                     field=field,
                 )
-    return " AND ".join(conds) or "1", params
+    return tuple(conds)
 
 
 def _id(id_: Any) -> str:
@@ -235,7 +223,7 @@ class Data:
     def count(self, name: str, where: Any = None) -> int:
         self.check(name)
         self.s.flush()
-        return self.store.count_docs(name, where_sql(where))
+        return self.store.count_docs(name, where_filter(where))
 
     def find(self, name: str, query: Any = None) -> dict[str, Any]:
         """{where?, orderBy?, order?: 'asc'|'desc', limit?, cursor?} -> {items, cursor}."""
@@ -253,7 +241,7 @@ class Data:
             raise WorkbenchError(
                 "E_INVALID_ARGUMENT", f"find: unknown option(s) {sorted(unknown)}", field=sorted(unknown)[0]
             )
-        where = where_sql(q.get("where"))
+        where = where_filter(q.get("where"))
         limit = q.get("limit", DEFAULT_LIMIT)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise WorkbenchError(

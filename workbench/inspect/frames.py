@@ -5,12 +5,10 @@ from __future__ import annotations
 import gc
 import itertools
 import json
-import sqlite3
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._errors import WorkbenchError
 from .._text import well_formed
 
 if TYPE_CHECKING:
@@ -21,6 +19,7 @@ if TYPE_CHECKING:
     from ..providers.base import FileStore
     from ..providers.datastore import DataStore
     from ..providers.mail import Envelope
+    from ..providers.sqlite import SqlDatabase
 
 FILE_COLUMNS = ["area", "path", "type", "size", "modified", "call_id", "hidden"]
 
@@ -132,13 +131,9 @@ def account_storage(store: DataStore) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["key", "data", "updatedAt"])
 
 
-def query(db: sqlite3.Connection, sql: str, params: Any = ()) -> pd.DataFrame:
-    try:
-        cur = db.execute(sql, params)
-        rows = cur.fetchall()  # a row can fail too (e.g. malformed JSON)
-    except sqlite3.Error as exc:
-        raise WorkbenchError("E_SQL", f"SQLite: {exc}", sql=sql) from None
-    cols = [d[0] for d in cur.description or ()]
+def query(db: SqlDatabase, sql: str, params: Any = ()) -> pd.DataFrame:
+    """A query on the gem's database as a DataFrame (E_SQL when SQLite refuses it)."""
+    cols, rows = db.query(sql, params)
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -1,10 +1,9 @@
 """Snapshots of a bench's state: files (bytes), the data store (its dump) and the gem's SQLite
-database (a backup copy)."""
+database (a copy), each read and restored through its provider."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
-    from ..providers import DataStore, Providers
+    from ..providers import DataStore, Providers, SqlDatabase
 
 DIFF_COLUMNS = ["kind", "where", "key", "change", "before", "after"]
 
@@ -25,19 +24,13 @@ class Snapshot:
     taken_at: float
     files: dict[tuple[str, str], tuple[str, bytes | None]]
     data: DataStore
-    sql_db: sqlite3.Connection
+    sql_db: SqlDatabase
 
     def __repr__(self) -> str:
         return (
             f"<Snapshot {time.strftime('%H:%M:%S', time.localtime(self.taken_at))}: "
             f"{sum(t == 'file' for t, _ in self.files.values())} files>"
         )
-
-
-def _copy(db: sqlite3.Connection) -> sqlite3.Connection:
-    mem = sqlite3.connect(":memory:", check_same_thread=False)
-    db.backup(mem)
-    return mem
 
 
 def _files(p: Providers) -> dict[tuple[str, str], tuple[str, bytes | None]]:
@@ -49,7 +42,7 @@ def _files(p: Providers) -> dict[tuple[str, str], tuple[str, bytes | None]]:
 
 
 def take(p: Providers) -> Snapshot:
-    return Snapshot(time.time(), _files(p), p.store.dump(), _copy(p.sql_db))
+    return Snapshot(time.time(), _files(p), p.store.dump(), p.sql_db.copy())
 
 
 def _changes(before: dict, after: dict) -> Iterator[tuple[Any, str, Any, Any]]:
@@ -58,42 +51,6 @@ def _changes(before: dict, after: dict) -> Iterator[tuple[Any, str, Any, Any]]:
         if a == b:
             continue
         yield k, "added" if a is None else "deleted" if b is None else "changed", a, b
-
-
-def _tables(db: sqlite3.Connection) -> list[str]:
-    return [
-        r[0]
-        for r in db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-        )
-    ]
-
-
-def _rows(db: sqlite3.Connection, name: str) -> dict[Any, Any]:
-    """Rows keyed by rowid; by their whole content when the table has no rowid, or when the
-    gem named columns rowid, _rowid_ and oid so that none of them means the rowid."""
-    if name not in _tables(db):
-        return {}
-    table = '"' + name.replace('"', '""') + '"'  # the gem chose the name: quote it whole
-    cols = {r[1].lower() for r in db.execute("SELECT * FROM pragma_table_info(?)", (name,))}
-    alias = next((a for a in ("rowid", "_rowid_", "oid") if a not in cols), None)
-    try:
-        if alias is None:
-            raise sqlite3.OperationalError("every rowid alias is a column")
-        cur = db.execute(f"SELECT {alias} AS _rowid, * FROM {table}")
-    except sqlite3.OperationalError:  # WITHOUT ROWID: rows are their own keys
-        cur = db.execute(f"SELECT * FROM {table}")
-        names, out = [d[0] for d in cur.description], {}
-        for r in cur:  # identical rows stay apart: the second is "…#2"
-            key = base = json.dumps(r, default=str)
-            n = 1
-            while key in out:
-                n += 1
-                key = f"{base}#{n}"
-            out[key] = dict(zip(names, r))
-        return out
-    names = [d[0] for d in cur.description][1:]
-    return {r[0]: dict(zip(names, r[1:])) for r in cur}
 
 
 def diff(snap: Snapshot, p: Providers) -> pd.DataFrame:
@@ -122,8 +79,8 @@ def diff(snap: Snapshot, p: Providers) -> pd.DataFrame:
             add("document", name, k, words[ch], a, b)
     for k, ch, a, b in _changes(dict(snap.data.kv_items()), dict(p.store.kv_items())):
         add("kv", "kv", k, words[ch], a, b)
-    for t in sorted(set(_tables(snap.sql_db)) | set(_tables(p.sql_db))):
-        for k, ch, a, b in _changes(_rows(snap.sql_db, t), _rows(p.sql_db, t)):
+    for t in sorted(set(snap.sql_db.tables()) | set(p.sql_db.tables())):
+        for k, ch, a, b in _changes(snap.sql_db.rows(t), p.sql_db.rows(t)):
             add("sql", t, k, words[ch], a, b)
     # object columns: sizes, documents, values and rows share them; no int -> float/NaN casts
     return pd.DataFrame(rows, columns=DIFF_COLUMNS, dtype=object)
@@ -144,4 +101,4 @@ def restore(snap: Snapshot, p: Providers) -> None:
         elif data is not None:
             p.files.write(root, path, data)
     p.store.restore(snap.data)
-    snap.sql_db.backup(p.sql_db)
+    p.sql_db.restore(snap.sql_db)

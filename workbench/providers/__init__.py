@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +14,7 @@ from .datastore import DataStore, SqliteDataStore
 from .folder import FolderFileStore
 from .mail import Mailbox
 from .memory import MemoryFileStore
-from .sqlite import open_database
+from .sqlite import SqlDatabase, StateError, open_database
 from .statedir import claim, make_state_dir
 
 __all__ = [
@@ -26,6 +25,8 @@ __all__ = [
     "Mailbox",
     "MemoryFileStore",
     "Providers",
+    "SqlDatabase",
+    "StateError",
     "default_state_dir",
     "make_mailbox",
     "make_providers",
@@ -50,9 +51,9 @@ class Providers:
 
     kind: dict[str, str]  # capability -> "mock" | "real"
     files: FileStore
-    data_db: sqlite3.Connection  # the data store's database (the ctx layer's transactions)
+    data_db: SqlDatabase  # the data store's database (its transaction: store.transaction())
     store: DataStore  # ctx.data, ctx.storage.kv, file history: all over data_db
-    sql_db: sqlite3.Connection  # ctx.storage.sql: the gem's private database
+    sql_db: SqlDatabase  # ctx.storage.sql: the gem's private database
     state_dir: Path | None
     mailbox: Mailbox | None = None  # ctx.email's mail (see make_mailbox)
     resources: Any = None  # ctx.resources' ResourceCache (ctx/resources.py); None: none declared
@@ -74,7 +75,8 @@ def make_providers(
     """Build providers from "mock", "real", or a mix like {"files": "real", "storage": "mock"}.
 
     `platform`: the real state folder is claimed for (gem_id, platform), E_STATE when another
-    gem owns it (statedir.py); None leaves it unclaimed (tests of the stores alone)."""
+    gem owns it (statedir.py); None leaves it unclaimed (tests of the stores alone).
+    StateError when a database in it cannot be used."""
     from .._errors import UsageError
 
     given = {"files": spec, "storage": spec} if isinstance(spec, str) else dict(spec)
@@ -97,13 +99,18 @@ def make_providers(
         ws.mkdir(parents=True, exist_ok=True)
         files = FolderFileStore(workspace=ws, runs=state / "runs")
     db_dir = state if kinds["storage"] == "real" else None
-    data_db = open_database(db_dir / "data.sqlite" if db_dir else None)
+    data_db = SqlDatabase.open(db_dir / "data.sqlite" if db_dir else None)
+    try:
+        sql_db = SqlDatabase.open(db_dir / "sql.sqlite" if db_dir else None)
+    except BaseException:
+        data_db.close()
+        raise
     return Providers(
         kind=kinds,
         files=files,
         data_db=data_db,
         store=SqliteDataStore(data_db),
-        sql_db=open_database(db_dir / "sql.sqlite" if db_dir else None),
+        sql_db=sql_db,
         state_dir=state,
     )
 

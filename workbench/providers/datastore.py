@@ -3,7 +3,8 @@ folder's file history (F8) are kept, and what inspection reads them through.
 
 `DataStore` is storage primitives only, like an HTTP transport: every platform rule (names,
 sizes, D4, N7 flushing, SEC5 bounds, the call's transaction) is the ctx layer's. A store never
-commits: the ctx layer runs each call in one transaction on the store's database.
+commits: the ctx layer runs each call in one `transaction()` of the store. Finds and counts
+take a neutral `Filter` (ctx.data builds it from a tool's `where`), which the store compiles.
 
 `SqliteDataStore` keeps everything as tables of one SQLite database: a collection `c_<name>
 (rid, id, doc)` with each indexed field as an index on `expr(field)`, `kv(key, value)` and
@@ -14,11 +15,28 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-# a condition on a collection's documents and its parameters, compiled by ctx.data (where_sql)
-# from the documents' fields as `expr` writes them; ("1", []) matches every document
-Where = tuple[str, Sequence[Any]]
+from .sqlite import SqlDatabase, as_state_error
+
+
+@dataclass(frozen=True)
+class Cond:
+    """One condition on a document field (dotted for a nested one), built by ctx.data's rules.
+
+    eq/ne/gt/gte/lt/lte compare with a scalar (str, int, float, bool); eq None matches a null or
+    missing field and ne None the others; ne a value also matches a null or missing field (the
+    exact complement of eq). `in` takes a tuple of scalars; None among them also matches a null
+    or missing field."""
+
+    field: str
+    op: str  # eq | ne | gt | gte | lt | lte | in
+    value: Any
+
+
+# every condition holds; () matches every document
+Filter = tuple[Cond, ...]
 
 
 class Rows(Protocol):
@@ -43,8 +61,30 @@ class Version(NamedTuple):
 VERSION_COLUMNS = ("version", "path", "reason", "call_id", "saved_at", "size", "kept")
 
 
+class Transaction(Protocol):
+    """A store's one transaction at a time: the ctx layer runs each call in one."""
+
+    @property
+    def in_transaction(self) -> bool:
+        """Begun and not yet ended (a failure may have ended it: the store rolled it back)."""
+
+    def begin(self, *, wait_seconds: float | None = None) -> None:
+        """Begin, as the one writer: wait up to `wait_seconds` for another process's writes
+        to end (None: as the last wait given)."""
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def interrupt(self) -> None:
+        """Stop the work under way now (safe from another thread)."""
+
+
 class DataStore(Protocol):
     """Documents as JSON text by collection, kv strings, file history; dumps for snapshots."""
+
+    def transaction(self) -> Transaction:
+        """The store's transaction (a store never commits on its own)."""
 
     def create(self, collections: Mapping[str, Sequence[str]]) -> None:
         """Create what is missing: kv, history, each collection (name -> indexed fields)."""
@@ -61,12 +101,12 @@ class DataStore(Protocol):
 
     def delete_doc(self, collection: str, id: str) -> bool: ...
 
-    def count_docs(self, collection: str, where: Where) -> int: ...
+    def count_docs(self, collection: str, where: Filter) -> int: ...
 
     def find_docs(
         self,
         collection: str,
-        where: Where,
+        where: Filter,
         *,
         order_by: str | None,
         descending: bool,
@@ -124,6 +164,31 @@ def expr(field: str) -> str:
     return "id" if field == "id" else f"json_extract(doc, '$.{field}')"
 
 
+_OPS = {"eq": "=", "ne": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+
+def where_sql(where: Filter) -> tuple[str, list[Any]]:
+    """A filter as a SQL condition and its parameters, on the fields as `expr` writes them (so
+    SQLite uses the indexes); "1" for no condition."""
+    conds, params = [], []
+    for c in where:
+        e = expr(c.field)
+        if c.op == "in":
+            known = [x for x in c.value if x is not None]
+            sql = f"{e} IN ({','.join('?' * len(known))})"
+            conds.append(f"({sql} OR {e} IS NULL)" if None in c.value else sql)
+            params += known
+        elif c.value is None and c.op in ("eq", "ne"):
+            conds.append(f"{e} IS {'NOT ' if c.op == 'ne' else ''}NULL")
+        elif c.op == "ne":  # a null or missing field is not equal to a value
+            conds.append(f"{e} IS NOT ?")
+            params.append(c.value)
+        else:
+            conds.append(f"{e} {_OPS[c.op]} ?")
+            params.append(c.value)
+    return " AND ".join(conds) or "1", params
+
+
 _HISTORY_DDL = (
     """
 CREATE TABLE IF NOT EXISTS _wb_history (
@@ -143,8 +208,12 @@ _KV_DDL = "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT N
 class SqliteDataStore:
     """A DataStore on one SQLite connection, opened in autocommit mode (open_database)."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
+    def __init__(self, db: sqlite3.Connection | SqlDatabase) -> None:
+        self.database = db if isinstance(db, SqlDatabase) else SqlDatabase(db)
+        self.db = self.database.conn
+
+    def transaction(self) -> SqlDatabase:
+        return self.database
 
     def create(self, collections: Mapping[str, Sequence[str]]) -> None:
         # one statement at a time: executescript would commit a transaction in progress
@@ -158,8 +227,9 @@ class SqliteDataStore:
                 f'CREATE INDEX IF NOT EXISTS "ix_{name}_{f.replace(".", "_")}" ON {table(name)}({expr(f)})'
                 for f in indexes
             ]
-        for sql in statements:
-            self.db.execute(sql)
+        with as_state_error():  # at open: a database that is not one is StateError (E_STATE)
+            for sql in statements:
+                self.db.execute(sql)
 
     # -- documents
     def insert_docs(self, collection: str, docs: Sequence[tuple[str, str]]) -> None:
@@ -180,8 +250,8 @@ class SqliteDataStore:
     def delete_doc(self, collection: str, id: str) -> bool:
         return self.db.execute(f"DELETE FROM {table(collection)} WHERE id = ?", (id,)).rowcount > 0
 
-    def count_docs(self, collection: str, where: Where) -> int:
-        cond, params = where
+    def count_docs(self, collection: str, where: Filter) -> int:
+        cond, params = where_sql(where)
         return int(
             self.db.execute(f"SELECT count(*) FROM {table(collection)} WHERE {cond}", params).fetchone()[0]
         )
@@ -189,14 +259,14 @@ class SqliteDataStore:
     def find_docs(
         self,
         collection: str,
-        where: Where,
+        where: Filter,
         *,
         order_by: str | None,
         descending: bool,
         limit: int,
         offset: int,
     ) -> Rows:
-        cond, params = where
+        cond, params = where_sql(where)
         order = "desc" if descending else "asc"
         # rid breaks ties, so pages of equal values keep one order
         by = f"{expr(order_by)} {order}, rid {order}" if order_by else f"rid {order}"
