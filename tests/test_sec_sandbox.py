@@ -223,7 +223,14 @@ def test_SEC5_200_ordinary_calls_leave_threads_and_memory_flat(gem: GemBuilder, 
         assert res.value == 10_000 + n, res.error
     assert bench.sandbox.pid == pid
     rss2, threads2 = _status(pid)
-    assert threads2 <= threads and rss2 < rss + 32, (rss, threads, rss2, threads2)
+    # on a loaded machine (a parallel suite, load average 5 on 2 cores) Deno's runtime may start
+    # one more pool thread on demand (9 -> 10 seen once); what the red team saw was a thread per
+    # call (49), so: at most two more, and none more after 200 further calls
+    assert threads2 <= threads + 2 and rss2 < rss + 32, (rss, threads, rss2, threads2)
+    for n in range(200):
+        assert bench.call("work", {"n": n}).ok
+    rss3, threads3 = _status(pid)
+    assert threads3 <= max(threads2, threads + 1) and rss3 < rss + 32, (rss, threads, rss3, threads3)
 
 
 def test_SEC5_a_sandbox_killed_for_memory_between_calls_is_said_at_the_next(
