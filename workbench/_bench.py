@@ -5,25 +5,22 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import secrets
 import threading
-import time
 from typing import TYPE_CHECKING, Any, Literal
 
+from . import _pipeline as pipeline
 from ._email import BenchEmail
-from ._errors import UsageError, WorkbenchError, internal_error
-from ._hints import explain_absent
-from ._json import to_json
-from ._reload import definition_files, stamp, tool_file_error
+from ._errors import UsageError, WorkbenchError
+from ._reload import definition_files, stamp
 from ._result import CallResult, results_ring
 from ._views import Views
-from .ctx import CallSession, Capabilities, CtxCrash, prepare
+from .ctx import CallSession, prepare
 from .ctx.audit import activity_log
-from .ctx.limits import DEFAULT, Limits, deadline_after
+from .ctx.limits import DEFAULT, Limits
 from .gem.schema import check_input
 from .providers import default_state_dir
 from .providers.mailmock import MockMailbox
-from .runners import RUNNER_FOR, RUNNERS, Runner, Setup
+from .runners import RUNNERS, Runner, Setup
 from .runners.deno import Sandbox, SandboxOptions
 
 if TYPE_CHECKING:
@@ -166,7 +163,9 @@ class Bench(Views):
                 from ._crash import crash_call
 
                 return crash_call(self, name, input, crash)
-            return self._call(name, input, options={"as_user": as_user, "conversation": conversation})
+            return pipeline.call(
+                self, name, input, options={"as_user": as_user, "conversation": conversation}
+            )
 
     def crash_matrix(self, name: str, input: Any = None) -> pd.DataFrame:
         """N7: crash the tool at every point (0..its ctx calls in a clean run), rerun it with
@@ -176,186 +175,6 @@ class Bench(Views):
             from ._crash import crash_matrix
 
             return crash_matrix(self, name, input)
-
-    def _call(
-        self,
-        name: str,
-        input: Any = None,
-        *,
-        key: str | None = None,
-        crash_after: int | None = None,
-        fresh: bool | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> CallResult:
-        with self._lock:  # also for the email triggers and the replay driver, which call here
-            return self._call_locked(
-                name, input, key=key, crash_after=crash_after, fresh=fresh, options=options or {}
-            )
-
-    def _call_locked(
-        self,
-        name: str,
-        input: Any,
-        *,
-        key: str | None,
-        crash_after: int | None,
-        fresh: bool | None,
-        options: dict[str, Any],
-    ) -> CallResult:
-        started = time.time()
-        t0 = time.perf_counter()
-        token = secrets.token_hex(19)  # one read of the system's randomness for both
-        second = int(started)
-        if second != self._second[0]:  # the call ids' time of day, formatted once a second
-            self._second = (second, time.strftime("%Y%m%d-%H%M%S", time.localtime(second)))
-        call_id = f"{self._second[1]}-{token[:6]}"
-        args = {} if input is None else input
-        res = CallResult(
-            call_id=call_id,
-            tool=name,
-            input=args,
-            started=started,
-            idempotency_key=key or token[6:],
-        )
-        try:
-            self._steps(res, name, args, crash_after=crash_after, fresh=fresh, options=options)
-        except WorkbenchError:
-            raise  # coded already: a sandbox that cannot start says so (E_SANDBOX)
-        except Exception as exc:  # SEC7: the workbench's own bug, said in the result, not raised
-            res.value, res.error = None, internal_error("bench.call", exc)
-        res.duration_ms = (time.perf_counter() - t0) * 1000
-        self.results.append(res)
-        return res
-
-    def _steps(
-        self,
-        res: CallResult,
-        name: str,
-        args: Any,
-        *,
-        crash_after: int | None,
-        fresh: bool | None,
-        options: dict[str, Any],
-    ) -> None:
-        """Reload an edited definition, find the tool, check the input and run it, into `res`."""
-        if stamp(self._definition) != self._stamp:  # the gem's definition was edited: load it again
-            try:
-                self.reload()
-            except WorkbenchError as exc:
-                res.error = WorkbenchError(
-                    exc.code, f"the gem's definition changed and {exc.message}", **exc.details
-                )
-                return
-        tool = self.manifest.tool(name)
-        if tool is None:
-            res.error = WorkbenchError(
-                "E_UNKNOWN_TOOL",
-                f"no tool {name!r} in gem {self.manifest.id} (tools: {', '.join(self.manifest.tools)})",
-                tool=name,
-            )
-        else:
-            res.tool = tool.name  # called by another of its names (an Ekanos effective name)
-            args, res.error = self._check_input(tool, args)
-            res.error = res.error or tool_file_error(self.manifest, tool)
-            if res.error is None:
-                self._run(tool, args, res, crash_after=crash_after, fresh=fresh, options=options)
-
-    def _run(
-        self,
-        tool: ToolSpec,
-        args: Any,
-        res: CallResult,
-        *,
-        crash_after: int | None = None,
-        fresh: bool | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None:
-        session = CallSession(
-            call_id=res.call_id,
-            tool=tool,
-            manifest=self.manifest,
-            providers=self.providers,
-            conversation=self.conversation,
-            strict=self.strict,
-            trash=not self.headless,
-            email_grant=self.email.grant,
-            http=getattr(self.providers, "http", None),
-            idempotency_key=res.idempotency_key,
-            crash_after=crash_after,
-            deadline=deadline_after(self._sandbox_options.timeout),
-            limits=self.limits,
-            profile=self.profile,
-            values=self.profile.call_values(self.manifest, {"call_id": res.call_id, **(options or {})}),
-            audit_log=self._audit,
-            recipients=self.recipients,
-            nest=self._nested,
-            faults=self._faults,
-        )
-        caps = Capabilities(session)
-        if fresh is None:
-            fresh = self.reuse == "never" or (self.reuse == "random" and self._rng.random() < 0.5)
-        caps.begin()  # opened at the tool's first ctx call (E_BUSY then fails the call)
-        try:
-            if tool.language in RUNNER_FOR:
-                kind = RUNNER_FOR[tool.language]
-                runner = self._runners.get(kind) or self._runner(kind)
-                outcome = runner.call(tool, args, caps, fresh=fresh)
-            else:
-                outcome = None
-                res.error = WorkbenchError(
-                    "E_UNSUPPORTED",
-                    f"{tool.rel_file}: .wasm tools are not run by this version of the workbench",
-                    file=tool.rel_file,
-                )
-        except CtxCrash as exc:  # N7: the simulated crash of call(crash=N)
-            from ._crash import crashed_outcome
-
-            outcome = crashed_outcome(self, tool, exc)
-        finally:
-            failed = caps.end()
-            res.trace_rows, res.calls_made = session.trace, session.ctx_calls
-            res.trace_chars = session.kept
-            res.violations = session.violations
-            res.surfaced, res.children = session.surfaced, session.children
-            res.log_rows = session.log_rows
-        if failed is None and session.aborted is not None:  # A5: whatever the tool did after
-            failed = session.aborted
-        if failed is not None:
-            res.logs, res.error = outcome.logs if outcome else "", failed
-            return
-        if outcome is not None:
-            res.logs, res.warnings = outcome.logs, [*session.warnings, *outcome.warnings]
-            if outcome.error is not None:
-                res.error = explain_absent(outcome.error, tool, self.profile, session.grants)
-            elif outcome.checked:
-                res.value = outcome.value
-            else:
-                res.value, res.error = to_json(
-                    outcome.value,
-                    text=outcome.json,
-                    max_chars=self.limits.result_chars,
-                    max_depth=self.limits.json_depth,
-                )
-        http = session.http
-        if http is not None and http.has_secrets:  # K6: a secret the tool printed or threw
-            res.logs = http.mask(res.logs)
-            if res.error is not None:
-                res.error.message = http.mask(res.error.message)
-                res.error.args = (res.error.message,)
-                for k, v in res.error.details.items():  # the stack repeats the message
-                    if isinstance(v, str):
-                        res.error.details[k] = http.mask(v)
-        if res.error is None:
-            self._judge(tool, res)
-
-    def _judge(self, tool: ToolSpec, res: CallResult) -> None:
-        """K2: a returned `{error}` is an expected failure where the platform says so; a
-        success is compared with what the model was told (outputExample)."""
-        value = res.value
-        if self.profile.error_envelope and isinstance(value, dict) and "error" in value:
-            res.expected_failure = True
-        else:
-            res.warnings += self.profile.result_warnings(self.manifest, tool, value)
 
     def reload(self) -> None:
         """Load the gem's definition again (manifest.json, an integration's module), checked as
@@ -389,10 +208,8 @@ class Bench(Views):
         self._faults.setdefault(builtin, []).extend([mode] * times)
 
     def _nested(self, parent: CallSession, tool: ToolSpec, input: Any) -> Any:
-        """ctx.tools.<own tool>(input) (agent tools): see _nest.py."""
-        from ._nest import nested
-
-        return nested(self, parent, tool, input)
+        """ctx.tools.<own tool>(input) (agent tools): see _pipeline.nested."""
+        return pipeline.nested(self, parent, tool, input)
 
     def _runner(self, kind: str) -> Runner:
         """This bench's runner of `kind` (RUNNER_FOR[language]), made on first use."""

@@ -14,16 +14,14 @@ import secrets
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ._errors import UsageError, WorkbenchError
+from . import _pipeline as pipeline
+from ._errors import UsageError
 from ._result import CallResult, CrashReport
-from .runners import RUNNER_FOR, Outcome
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ._bench import Bench
-    from .ctx import CtxCrash
-    from .gem import ToolSpec
 
 MATRIX_COLUMNS = [
     "crash_after",
@@ -38,22 +36,6 @@ MATRIX_COLUMNS = [
 ]
 
 
-def crashed_outcome(bench: Bench, tool: ToolSpec, exc: CtxCrash) -> Outcome:
-    """The crashed run's outcome; a JS tool's sandbox process is killed at that point."""
-    # a sandbox is killed with the call in flight; a Python tool's output is on the exception
-    logs = bench._runner(RUNNER_FOR[tool.language]).crash() or exc.logs
-    return Outcome(
-        error=WorkbenchError(
-            "E_SANDBOX",
-            f"simulated crash after ctx call {exc.after} (N7): the run was aborted "
-            "and the call is rerun with the same idempotencyKey",
-            capability="crash",
-            crashed_after=exc.after,
-        ),
-        logs=logs,
-    )
-
-
 def _crashed(res: CallResult) -> bool:
     return res.error is not None and res.error.details.get("capability") == "crash"
 
@@ -66,7 +48,7 @@ def _point(bench: Bench, name: str, input: Any, crash: Any) -> int:
         else:  # no clean run to count its ctx calls: make one, then put the state back
             snap = bench.snapshot()
             try:
-                n = bench._call(name, input).ctx_calls
+                n = pipeline.call(bench, name, input).ctx_calls
             finally:
                 bench.restore(snap)
         return bench._rng.randint(0, n)
@@ -141,17 +123,17 @@ def _short(v: Any) -> str:
 
 def crash_call(bench: Bench, name: str, input: Any, crash: Any, *, point: int | None = None) -> CallResult:
     if name not in bench.manifest.tools:
-        return bench._call(name, input)
+        return pipeline.call(bench, name, input)
     point = _point(bench, name, input, crash) if point is None else point
     key = secrets.token_hex(16)
     snap = bench.snapshot()
-    first = bench._call(name, input, key=key, crash_after=point)
+    first = pipeline.call(bench, name, input, key=key, crash_after=point)
     d1 = bench.diff(snap)
     if not _crashed(first):  # fewer ctx calls than the point (or stopped before running)
         first.crash = CrashReport(point, None, [d1], [])
         return first
     snap2 = bench.snapshot()
-    second = bench._call(name, input, key=key, fresh=True)
+    second = pipeline.call(bench, name, input, key=key, fresh=True)
     d2 = bench.diff(snap2)
     second.crash = CrashReport(point, first, [d1, d2], duplicates(d1, d2))
     return second
@@ -172,7 +154,7 @@ def crash_matrix(bench: Bench, name: str, input: Any) -> pd.DataFrame:
     snap0 = bench.snapshot()
     rows: list[dict[str, Any]] = []
     try:
-        clean = bench._call(name, input)
+        clean = pipeline.call(bench, name, input)
         if not clean.ok:
             raise UsageError(f"a clean run of {name!r} failed, so there is nothing to crash: {clean.error}")
         expected = _counts(bench.diff(snap0))

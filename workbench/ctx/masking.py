@@ -14,7 +14,12 @@ import base64
 import binascii
 import json
 import re
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, unquote_plus
+
+if TYPE_CHECKING:
+    from .._errors import WorkbenchError
+    from .http_credentials import HttpState
 
 MASK = "***"
 MIN_CHARS = 4
@@ -27,6 +32,21 @@ _HEX = re.compile(r"(?<![\\0-9A-Za-z])[0-9A-Fa-f]{8,}(?![0-9A-Za-z])")
 # of a long run was a new start scanning to the run's end, quadratic (40,000 letters took 1.3 s)
 _PCHAR = "A-Za-z0-9._~!*'()+%-"
 _PERCENT = re.compile(f"(?<![{_PCHAR}])[{_PCHAR}]*%[0-9A-Fa-f]{{2}}[{_PCHAR}]*")
+
+
+def mask_shown(http: HttpState | None, logs: str, error: WorkbenchError | None) -> str:
+    """At a call's end: its console logs, returned masked, and its error, masked in place
+    (message and string details: a stack repeats the message), with every secret `http` (the
+    bench's HTTP state: credentials, ctx.secrets' values) has seen — one the tool printed or threw."""
+    if http is None or not http.has_secrets:
+        return logs
+    if error is not None:
+        error.message = http.mask(error.message)
+        error.args = (error.message,)
+        for k, v in error.details.items():
+            if isinstance(v, str):
+                error.details[k] = http.mask(v)
+    return http.mask(logs)
 
 
 class SecretMask:

@@ -22,7 +22,7 @@ from ..gem.rules import SchemaRules
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
 
-__all__ = ["Capability", "EntryPoint", "Grants", "Limits", "Method", "Profile", "SchemaRules"]
+__all__ = ["Capability", "EntryPoint", "Grants", "Limits", "Method", "Profile", "SchemaRules", "Verdict"]
 
 MiB = 1024 * 1024
 
@@ -177,6 +177,17 @@ class Grants:
             raise self.denial(name)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """The platform's judgement of a value a tool returned (`Profile.judge`)."""
+
+    expected_failure: bool = False  # a failure the tool reports by returning it (K2's `{error}`)
+    warnings: tuple[str, ...] = ()  # about the value, e.g. its shape against an example
+
+
+SUCCESS = Verdict()  # a plain success, nothing to say: the default verdict
+
+
 @dataclass(frozen=True, eq=False)
 class Profile:
     """One platform: how its gems load, what their tools' ctx holds and within which bounds."""
@@ -196,13 +207,12 @@ class Profile:
     # what other platforms' ctx has and this one has not, with why ({"files": "..."}): a tool
     # written for another platform is told, not left with "undefined"
     foreign: Mapping[str, str] = field(default_factory=dict)
-    # a returned `{error}` is an expected failure, not a success (K2: Ekanos)
-    error_envelope: bool = False
     # checks a value a tool stores under a declared schema: (manifest, scope, key, value,
     # max_depth), raising a coded error (K6 storage.account.set); None: nothing declared
     check_stored: Callable[[Manifest, str, str, Any, int], None] | None = None
-    # warnings about a successful result, e.g. its shape against outputExample (Ekanos)
-    result_warnings: Callable[[Manifest, ToolSpec, Any], list[str]] = lambda m, t, v: []
+    # the verdict on a value a tool returned (Ekanos: a returned `{error}` is an expected
+    # failure, K2; a success's shape is compared with outputExample); called by the call pipeline
+    judge: Callable[[Manifest, ToolSpec, Any], Verdict] = lambda m, t, v: SUCCESS
     # the sandbox's import map and the folders its Worker may read besides the gem (the SDK)
     import_map: Path | None = None
     sdk_dirs: tuple[Path, ...] = ()

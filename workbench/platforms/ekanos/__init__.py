@@ -14,7 +14,7 @@ from ...gem.model import Manifest, ToolSpec
 from ..base import Capability, EntryPoint, Grants, Limits, Method, Profile
 from . import registry
 from .loader import IMPORT_MAP, RULES, SDK, effective_name, lint, load_integration
-from .shapes import shape_warnings
+from .outcomes import judge
 from .storage import check_stored
 
 M = Method
@@ -76,9 +76,8 @@ PROFILE = Profile(
             "idempotencyKey",
         )
     },
-    error_envelope=True,
     check_stored=check_stored,
-    result_warnings=shape_warnings,
+    judge=judge,
     import_map=IMPORT_MAP,
     sdk_dirs=(SDK,),
     opened=registry.claim,

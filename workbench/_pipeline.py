@@ -1,0 +1,313 @@
+"""One call, end to end: the call's id and result, the edit check, the tool and its input, the
+CallSession, the runner, a crash or an aborted invocation, the JSON check of the value, secrets
+masked (K6, SEC4), the platform's verdict on the value (K2), the result kept in `bench.results`.
+
+Every call goes through here: `Bench.call`, its crash reruns (`_crash.py`, N7) and email
+triggers (`BenchEmail.arrive`, through `Bench.call`) through `call`, an agent tool's
+`ctx.tools.<own tool>(input)` through `nested` (A3–A5), which shares the runner, the trace's
+accounting, the JSON check, masking and the verdict. It names no platform: what differs is the
+bench's profile (`Profile.judge`, `call_values`, grants) and the session's capabilities.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import time
+from typing import TYPE_CHECKING, Any
+
+from ._errors import WorkbenchError, internal_error
+from ._hints import explain_absent
+from ._json import to_json
+from ._reload import stamp, tool_file_error
+from ._result import CallResult
+from .ctx import CallSession, Capabilities, CtxCrash
+from .ctx.limits import deadline_after
+from .ctx.masking import mask_shown
+from .ctx.tools import envelope
+from .runners import RUNNER_FOR, Outcome
+
+if TYPE_CHECKING:
+    from ._bench import Bench
+    from .ctx.http_credentials import HttpState
+    from .gem import ToolSpec
+    from .runners import Runner
+
+
+def call(
+    bench: Bench,
+    name: str,
+    input: Any = None,
+    *,
+    key: str | None = None,
+    crash_after: int | None = None,
+    fresh: bool | None = None,
+    options: dict[str, Any] | None = None,
+) -> CallResult:
+    """Call tool `name` of `bench` (whose lock the caller holds) as the platform would; the
+    result, also appended to `bench.results`. key: the idempotencyKey (a crash rerun keeps
+    it); crash_after: N7's crash point; fresh: a fresh module (None: the bench's `reuse`);
+    options: the platform's per-call options ({"as_user", "conversation"})."""
+    started = time.time()
+    t0 = time.perf_counter()
+    token = secrets.token_hex(19)  # one read of the system's randomness for both
+    second = int(started)
+    if second != bench._second[0]:  # the call ids' time of day, formatted once a second
+        bench._second = (second, time.strftime("%Y%m%d-%H%M%S", time.localtime(second)))
+    args = {} if input is None else input
+    res = CallResult(
+        call_id=f"{bench._second[1]}-{token[:6]}",
+        tool=name,
+        input=args,
+        started=started,
+        idempotency_key=key or token[6:],
+    )
+    try:
+        _steps(bench, res, name, args, crash_after=crash_after, fresh=fresh, options=options or {})
+    except WorkbenchError:
+        raise  # coded already: a sandbox that cannot start says so (E_SANDBOX)
+    except Exception as exc:  # SEC7: the workbench's own bug, said in the result, not raised
+        res.value, res.error = None, internal_error("bench.call", exc)
+    res.duration_ms = (time.perf_counter() - t0) * 1000
+    bench.results.append(res)
+    return res
+
+
+def _steps(
+    bench: Bench,
+    res: CallResult,
+    name: str,
+    args: Any,
+    *,
+    crash_after: int | None,
+    fresh: bool | None,
+    options: dict[str, Any],
+) -> None:
+    """Reload an edited definition, find the tool, check the input and run it, into `res`."""
+    if stamp(bench._definition) != bench._stamp:  # the gem's definition was edited: load it again
+        try:
+            bench.reload()
+        except WorkbenchError as exc:
+            res.error = WorkbenchError(
+                exc.code, f"the gem's definition changed and {exc.message}", **exc.details
+            )
+            return
+    tool = bench.manifest.tool(name)
+    if tool is None:
+        res.error = WorkbenchError(
+            "E_UNKNOWN_TOOL",
+            f"no tool {name!r} in gem {bench.manifest.id} (tools: {', '.join(bench.manifest.tools)})",
+            tool=name,
+        )
+        return
+    res.tool = tool.name  # called by another of its names (an Ekanos effective name)
+    args, res.error = bench._check_input(tool, args)
+    res.error = res.error or tool_file_error(bench.manifest, tool)
+    if res.error is None:
+        _run(bench, tool, args, res, crash_after=crash_after, fresh=fresh, options=options)
+
+
+def _session(
+    bench: Bench, tool: ToolSpec, res: CallResult, *, crash_after: int | None, options: dict[str, Any]
+) -> CallSession:
+    """The top-level call's session: the bench's providers, grants, allowlists and hooks."""
+    return CallSession(
+        call_id=res.call_id,
+        tool=tool,
+        manifest=bench.manifest,
+        providers=bench.providers,
+        conversation=bench.conversation,
+        strict=bench.strict,
+        trash=not bench.headless,
+        email_grant=bench.email.grant,
+        http=getattr(bench.providers, "http", None),
+        idempotency_key=res.idempotency_key,
+        crash_after=crash_after,
+        deadline=deadline_after(bench._sandbox_options.timeout),
+        limits=bench.limits,
+        profile=bench.profile,
+        values=bench.profile.call_values(bench.manifest, {"call_id": res.call_id, **options}),
+        audit_log=bench._audit,
+        recipients=bench.recipients,
+        nest=bench._nested,
+        faults=bench._faults,
+    )
+
+
+def _runner(bench: Bench, tool: ToolSpec) -> Runner | None:
+    """The bench's runner of the tool's language (made on first use); None: none runs it."""
+    kind = RUNNER_FOR.get(tool.language)
+    if kind is None:
+        return None
+    return bench._runners.get(kind) or bench._runner(kind)
+
+
+def _run(
+    bench: Bench,
+    tool: ToolSpec,
+    args: Any,
+    res: CallResult,
+    *,
+    crash_after: int | None,
+    fresh: bool | None,
+    options: dict[str, Any],
+) -> None:
+    session = _session(bench, tool, res, crash_after=crash_after, options=options)
+    caps = Capabilities(session)
+    if fresh is None:
+        fresh = bench.reuse == "never" or (bench.reuse == "random" and bench._rng.random() < 0.5)
+    outcome: Outcome | None = None
+    caps.begin()  # opened at the tool's first ctx call (E_BUSY then fails the call)
+    try:
+        runner = _runner(bench, tool)
+        if runner is not None:
+            outcome = runner.call(tool, args, caps, fresh=fresh)
+        else:
+            res.error = WorkbenchError(
+                "E_UNSUPPORTED",
+                f"{tool.rel_file}: .wasm tools are not run by this version of the workbench",
+                file=tool.rel_file,
+            )
+    except CtxCrash as exc:  # N7: the simulated crash of call(crash=N)
+        outcome = _crashed(bench, tool, exc)
+    finally:
+        failed = caps.end()
+        _record(session, res)
+        res.violations = session.violations
+        res.surfaced, res.children = session.surfaced, session.children
+        res.log_rows = session.log_rows
+    if failed is None and session.aborted is not None:  # A5: whatever the tool did after
+        failed = session.aborted
+    if failed is not None:
+        res.logs, res.error = outcome.logs if outcome else "", failed
+    elif outcome is not None:
+        res.logs, res.warnings = outcome.logs, [*session.warnings, *outcome.warnings]
+        if outcome.error is not None:
+            res.error = explain_absent(outcome.error, tool, bench.profile, session.grants)
+        else:
+            res.value, res.error = _value(bench, outcome)
+    _conclude(bench, tool, session.http, res)
+
+
+def nested(bench: Bench, parent: CallSession, tool: ToolSpec, input: Any) -> Any:
+    """ctx.tools.<own tool>(input) (A3): the gem's tool run as a nested invocation — its
+    input checked against its schema (an envelope if not), the caller's deadline, limit of
+    cross-tool calls and activity log shared. Its failure is raised to the caller (a
+    dispatch failure, A4); its result is returned. It is in `bench.calls()` with its parent."""
+    t0 = time.perf_counter()
+    res = CallResult(
+        call_id=f"{parent.call_id}.{len(parent.invocation.calls)}",
+        tool=tool.name,
+        input=input,
+        started=time.time(),
+        idempotency_key=parent.idempotency_key,
+        parent=parent.call_id,
+    )
+    try:
+        args, res.error = bench._check_input(tool, {} if input is None else input)
+        if res.error is not None:
+            return envelope("invalid_input", tool=tool.name, message=res.error.message)
+        res.value = _run_nested(bench, parent, tool, args, res)
+        return res.value
+    except WorkbenchError as exc:
+        res.error = exc
+        raise
+    except BaseException as exc:  # the ctx layer makes it E_INTERNAL for the caller: say so here
+        res.error = WorkbenchError("E_INTERNAL", f"ctx.tools.{tool.name}: {type(exc).__name__}: {exc}")
+        raise
+    finally:
+        _conclude(bench, tool, parent.http, res)  # the caller's HTTP state: its secrets
+        res.duration_ms = (time.perf_counter() - t0) * 1000
+        bench.results.append(res)
+        parent.children.append(res)
+
+
+def _run_nested(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: CallResult) -> Any:
+    runner = _runner(bench, tool)
+    if runner is None:
+        raise WorkbenchError(
+            "E_UNSUPPORTED",
+            f"ctx.tools.{tool.name}: the workbench does not run {tool.language} tools",
+            tool=tool.name,
+        )
+    # the caller's session: its invocation (transaction, deadline, budgets), grants' owner,
+    # audit log, allowlists and warnings; its own trace, counters and tool call id
+    session = dataclasses.replace(
+        parent,
+        call_id=res.call_id,
+        tool=tool,
+        trace=[],
+        kept=0,  # what its own trace keeps, counted in its CallResult (the budget is shared)
+        ctx_calls=0,
+        violations=[],
+        values={**parent.values, "toolCallId": f"call_{secrets.token_hex(12)}"},
+        audit_seq=0,
+        audit_own=0,
+        audit_note=None,
+        children=res.children,
+    )
+    try:
+        outcome = runner.call(tool, args, Capabilities(session), fresh=False)
+    finally:
+        session.ended = True
+        _record(session, res)  # bench.results counts it (it was 0: a nested trace was free)
+    res.logs = outcome.logs
+    if outcome.error is not None:
+        raise WorkbenchError(
+            outcome.error.code,
+            f"ctx.tools.{tool.name}: the tool failed: {outcome.error.message}",
+            tool=tool.name,
+        )
+    value, err = _value(bench, outcome)
+    if err is not None:
+        raise WorkbenchError(err.code, f"ctx.tools.{tool.name}: {err.message}", tool=tool.name)
+    return value
+
+
+def _crashed(bench: Bench, tool: ToolSpec, exc: CtxCrash) -> Outcome:
+    """N7: the crashed run's outcome; a JS tool's sandbox process is killed at that point (the
+    rerun is `_crash.crash_call`'s)."""
+    # a sandbox is killed with the call in flight; a Python tool's output is on the exception
+    logs = bench._runner(RUNNER_FOR[tool.language]).crash() or exc.logs
+    return Outcome(
+        error=WorkbenchError(
+            "E_SANDBOX",
+            f"simulated crash after ctx call {exc.after} (N7): the run was aborted "
+            "and the call is rerun with the same idempotencyKey",
+            capability="crash",
+            crashed_after=exc.after,
+        ),
+        logs=logs,
+    )
+
+
+def _record(session: CallSession, res: CallResult) -> None:
+    """What the call's trace listed and kept, into its result (SEC5 counts it per bench)."""
+    res.trace_rows, res.calls_made = session.trace, session.ctx_calls
+    res.trace_chars = session.kept
+
+
+def _value(bench: Bench, outcome: Outcome) -> tuple[Any, WorkbenchError | None]:
+    """The returned value as the caller receives it: JSON within N9's size and the depth bound
+    (a Python runner checked it already, where the tool's own code may run)."""
+    if outcome.checked:
+        return outcome.value, None
+    return to_json(
+        outcome.value,
+        text=outcome.json,
+        max_chars=bench.limits.result_chars,
+        max_depth=bench.limits.json_depth,
+    )
+
+
+def _conclude(bench: Bench, tool: ToolSpec, http: HttpState | None, res: CallResult) -> None:
+    """K6/SEC4: a secret the tool printed or threw is shown masked (`http` holds the secrets the
+    bench has seen); K2 and the like: the platform's verdict on a returned value (an expected
+    failure, warnings about its shape)."""
+    res.logs = mask_shown(http, res.logs, res.error)
+    if res.error is None:
+        verdict = bench.profile.judge(bench.manifest, tool, res.value)
+        if verdict.expected_failure:
+            res.expected_failure = True
+        if verdict.warnings:
+            res.warnings += verdict.warnings
