@@ -272,6 +272,7 @@ SPEC = CapabilitySpec(
             "Maildir folder or an mbox file (read in place), {account id: path}, or a Mailbox",
             type="str | os.PathLike[str] | Mailbox | Mapping[str, str | os.PathLike[str]] | None",
             default_doc="the mock, from fixtures/mailbox.json if present, else empty",
+            more="no account is allowed until bench.email.allow(...) (E2)",
             flags=(Flag("--mailbox", metavar="PATH", help="the mail ctx.email reads", parse=path_or()),),
         ),
     ),

@@ -43,7 +43,7 @@ from .http_credentials import Credential, HttpState, credential_reason, grant_re
 from .http_egress import egress_host, egress_problem
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
 from .http_urls import Url, UrlTooLong, check_length, parse_url
-from .spec import CapabilitySpec, Flag, Option, View, file_or, number, path_or
+from .spec import CapabilitySpec, Flag, Option, View, checked, file_or, number, path_or, seconds
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -438,12 +438,15 @@ SPEC = CapabilitySpec(
             ),
             opt_in=True,
             same_as="http",
+            more="the same transport as http=[...]: give one of them",
         ),
         Option(
             "credentials",
             "{connection: {headers | token, hosts, paths?}} or a JSON secrets file of that shape (SEC4)",
             type="Mapping[str, Mapping[str, Any]] | str | os.PathLike[str] | None",
             default_doc="env GEM_WORKBENCH_CONN_<NAME>_TOKEN/_HOSTS/_PATHS, then the keyring",
+            more="injected for `connection: name` only where both these hosts/paths and the manifest's "
+            "grant allow (ctx/http_credentials.py); a {name: {header: value}} without hosts is refused",
             flags=(
                 Flag(
                     "--credentials",
@@ -458,6 +461,8 @@ SPEC = CapabilitySpec(
             "seconds per fetch in total, never past the call's own timeout (SEC5)",
             default=10.0,
             type="float",
+            check=checked(seconds, "http_timeout={value!r}: give seconds (> 0)"),
+            more="connecting, redirects and the whole body",
             flags=(
                 Flag(
                     "--http-timeout",

@@ -55,6 +55,8 @@ SPEC = CapabilitySpec(
             "GEM_WORKBENCH_SECRET_<SLUG>__<NAME>, then the keyring",
             type="Mapping[str, str] | str | None",
             default_doc="none",
+            more="the user's secrets are read only for a folder they are asked for (an integration "
+            "names its slug itself); every secret's value is masked wherever it is shown (K6)",
             flags=(
                 Flag("--secret", how="pair", metavar="NAME=VALUE", help="a secret (repeatable)"),
                 Flag("--secrets", how="json", metavar="FILE", help="a JSON file of secrets {name: value}"),

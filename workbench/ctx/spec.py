@@ -58,6 +58,7 @@ class Option:
     # fetch_handlers=, createMockContext's name for the http option)
     opt_in: bool = False
     same_as: str | None = None  # the option it is another name of (fetch_handlers: http)
+    more: str = ""  # what help(open) and docs/open.md add after `doc` (details, rule ids)
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,25 @@ def json_file(text: str) -> Any:
         raise UsageError(f"{text} is not JSON: {exc}", file=text) from None
 
 
+def checked(test: Callable[[Any], bool], message: str) -> Callable[[Any], None]:
+    """An Option.check: E_USAGE `message` (formatted with {value!r}) unless `test(value)`."""
+
+    def check(value: Any) -> None:
+        if not test(value):
+            raise UsageError(message.format(value=value))
+
+    return check
+
+
+def _real(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float))
+
+
+def seconds(value: Any) -> bool:
+    """A positive number of seconds (not a bool)."""
+    return _real(value) and value > 0
+
+
 def closest(name: str, names: Iterable[str]) -> str | None:
     """The nearest of `names` to a misspelled `name`, if any is near."""
     found = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
@@ -203,12 +223,19 @@ BENCH = CapabilitySpec(
             default="always",
             type="Literal['always', 'never', 'random']",
             flags=(Flag("--reuse", metavar="MODE", help="always | never | random (N5)"),),
+            check=checked(
+                lambda v: v in ("always", "never", "random"),
+                "reuse={value!r}: use 'always', 'never' or 'random'",
+            ),
+            more="'random' flushes out tools that keep state in memory, which the platform does not promise to keep",
         ),
         Option(
             "timeout",
             "per-call wall clock in seconds; it also bounds every ctx call (SEC5)",
             default=30.0,
             type="float",
+            more="a ctx call still running at the deadline is stopped with E_TIMEOUT, none starts after "
+            "it, Python tools included",
             flags=(
                 Flag("--timeout", metavar="S", help="per-call seconds", parse=number(float, what="seconds")),
             ),
@@ -238,6 +265,13 @@ BENCH = CapabilitySpec(
             "run folders kept on real files: the most recently modified N (None: all)",
             default=50,
             type="int | None",
+            check=checked(
+                lambda v: v is None or (_real(v) and isinstance(v, int) and v >= 0),
+                "keep_runs={value!r}: give a number of run folders (>= 0) or None",
+            ),
+            more="applied when a bench on real files opens: a run folder is deleted once it is neither "
+            "among the keep_runs most recently modified nor modified within keep_run_days days; the same "
+            "open removes temp files left by a write that was killed before it finished",
             flags=(
                 Flag(
                     "--keep-runs",
@@ -252,6 +286,7 @@ BENCH = CapabilitySpec(
             "run folders modified within this many days are kept too",
             default=7.0,
             type="float",
+            check=checked(lambda v: _real(v) and v >= 0, "keep_run_days={value!r}: give days (>= 0)"),
             flags=(
                 Flag(
                     "--keep-run-days",
@@ -325,5 +360,12 @@ def unknown_option(
             option=name,
             platform=profile.name,
             platforms=[p.name for p, _ in others],
+            suggest=near,
         )
-    return UsageError(f"open() has no option {name}={hint}", option=name, platform=profile.name)
+    return UsageError(
+        f"open() has no option {name}= (for {profile.title}){hint}",
+        option=name,
+        platform=profile.name,
+        platforms=[],
+        suggest=near,
+    )

@@ -274,6 +274,7 @@ SPEC = CapabilitySpec(
             "where ctx.tools.send_email sends: 'mock' (kept, bench.outbox()) or an Outbox (e.g. SmtpOutbox)",
             default="mock",
             type="Any",
+            more="recipients must be allowed first: bench.allow_recipients('a@x.example', '*@acme.example')",
         ),
         Option(
             "files",
