@@ -37,7 +37,9 @@ __all__ = [
     "apply_actions",
     "every_option",
     "flags_text",
+    "gem_flags",
     "gem_options",
+    "gem_profile",
     "open_doc",
     "options_markdown",
     "platforms_of",
@@ -45,6 +47,7 @@ __all__ = [
     "resolve",
     "table",
     "taken",
+    "usage",
 ]
 
 
@@ -65,13 +68,55 @@ def table(profile: Profile) -> dict[str, tuple[Option, CapabilitySpec]]:
     return options_for(profile, specs())
 
 
-def gem_options(path: Any) -> dict[str, tuple[Option, CapabilitySpec]]:
-    """The option table of the gem at `path`'s platform ({} when no gem is there)."""
+def gem_profile(path: Any) -> Profile:
+    """The platform of the gem at `path`, as `workbench.open` detects it (GemLoadError saying
+    why when no gem is there)."""
     from ._check import gem_folder
+    from ._errors import GemLoadError
     from .platforms import detect
 
-    folder, _ = gem_folder(path)
-    return table(detect(folder)) if folder is not None else {}
+    folder, why = gem_folder(path)
+    if folder is None:
+        raise GemLoadError(why, file=str(path))
+    return detect(folder)
+
+
+def gem_options(path: Any) -> dict[str, tuple[Option, CapabilitySpec]]:
+    """The option table of the gem at `path`'s platform ({} when no gem is there)."""
+    from ._errors import GemLoadError
+
+    try:
+        return table(gem_profile(path))
+    except GemLoadError:
+        return {}
+
+
+def gem_flags(path: Any = None) -> list[str]:
+    """The flags (options' and actions') a gem at `path` takes: its platform's, or every
+    platform's when `path` is None or no gem (for `%gem open` completion)."""
+    from ._errors import GemLoadError
+
+    try:
+        profile = gem_profile(path) if path is not None else None
+    except GemLoadError:
+        profile = None
+    if profile is None:
+        return [*_flags(), *_actions()]
+    mine, have = table(profile), [s.impl for s in specs_for(profile, specs())]
+    return [
+        *(f for f, (_, o) in _flags().items() if o.name in mine),
+        *(f for f, (_, s) in _actions().items() if s.impl in have),
+    ]
+
+
+def usage(head: str) -> str:
+    """A one-line usage: `head`, every bench's flags, then where the platforms' flags are."""
+    flags = " ".join(
+        f"[{f.flag}{'' if f.how == 'const' else ' ' + (f.metavar or 'VALUE')}]"
+        for o in BENCH.options
+        for f in o.flags
+    )
+    return f"{head} {flags} [FLAG …]"
 
 
 def every_option() -> dict[str, tuple[Option, CapabilitySpec]]:
