@@ -41,6 +41,7 @@ __all__ = [
     "gem_options",
     "gem_profile",
     "open_doc",
+    "with_options",
     "options_markdown",
     "platforms_of",
     "profiles",
@@ -188,14 +189,28 @@ def options_markdown() -> str:
     for name, (o, _) in every_option().items():
         flags = ", ".join(f"`{f.flag}`" for f in o.flags)
         text = o.doc + (f"; {o.more}" if o.more else "") + (f" (CLI: {flags})" if flags else "")
-        cells = [f"`{name}`", f"`{o.type}`", _md(_default(o)), _titles(platforms_of(name)), _md(text)]
-        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        cells = [f"`{name}`", _md(o.type), _md(_default(o)), _titles(platforms_of(name)), _md(text)]
+        rows.append("| " + " | ".join(cells) + " |")
     actions = [(a, s) for s in specs() for a in s.actions]
     if actions:
         rows += ["", "| flag | platforms | what it does |", "|---|---|---|"]
         for a, s in actions:
             rows.append(f"| `{a.flag} {a.metavar}` | {_titles(_having(s))} | {_md(a.help)} |")
     return "\n".join(rows) + "\n"
+
+
+#: where docs/open.md's generated table starts and ends
+MARKS = (
+    "<!-- options: generated from the capabilities' option table "
+    "(workbench._options.options_markdown()); tests/test_open_options.py checks it -->\n",
+    "<!-- /options -->\n",
+)
+
+
+def with_options(page: str) -> str:
+    """`page` (docs/open.md's text) with the table between MARKS made again."""
+    start, end = page.index(MARKS[0]) + len(MARKS[0]), page.index(MARKS[1])
+    return page[:start] + options_markdown() + page[end:]
 
 
 def _md(text: str) -> str:

@@ -14,7 +14,7 @@ from ..providers.base import LinkInPath
 from . import history
 from .limits import DEFAULT
 from .paths import GemPath, resolve
-from .spec import CapabilitySpec, Flag, Option, View
+from .spec import CapabilitySpec, Flag, Option, View, path_or
 
 if TYPE_CHECKING:
     from ..providers.base import Entry
@@ -305,7 +305,7 @@ SPEC = CapabilitySpec(
             "the conversation folder (real files: used in place; mock: copied into memory)",
             type="str | os.PathLike[str] | None",
             default_doc="the gem's fixtures/workspace/",
-            flags=(Flag("--workspace", metavar="DIR", help="the conversation folder"),),
+            flags=(Flag("--workspace", metavar="DIR", help="the conversation folder", parse=path_or()),),
         ),
         Option(
             "conversation",
