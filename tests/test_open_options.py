@@ -185,6 +185,15 @@ def test_cli_call_ekanos_with_secret_and_fetch_fixtures(tmp_path: Path) -> None:
     assert json.loads(out.stdout) == {"payments": [{"id": "p1"}]}
 
 
+@pytest.mark.deno
+def test_cli_call_with_allow_account_reads_the_mailbox(tmp_path: Path) -> None:
+    digest = ROOT / "notebooks" / "gems" / "mail-digest"
+    none = cli("call", str(digest), "digest", "--state-dir", str(tmp_path / "s1"))
+    every = cli("call", str(digest), "digest", "--allow-account", "all", "--state-dir", str(tmp_path / "s2"))
+    assert none.returncode == every.returncode == 0, none.stderr + every.stderr
+    assert json.loads(none.stdout)["processed"] == 0 < json.loads(every.stdout)["processed"]
+
+
 @pytest.mark.parametrize(
     "args, says",
     [
