@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import workbench
+from workbench._options import gem_options
 
 EXAMPLE_GEM = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "notes"
 ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"  # CI keeps what tests put here
@@ -109,9 +110,11 @@ def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
     benches: list[workbench.Bench] = []
 
     def opener(g: GemBuilder | Path, **kw: Any) -> workbench.Bench:
+        path = g.write() if isinstance(g, GemBuilder) else g
         kw.setdefault("state_dir", tmp_path / "state")
-        kw.setdefault("headless", True)
-        b = workbench.open(g.write() if isinstance(g, GemBuilder) else g, **kw)
+        if "headless" in gem_options(path):  # a platform with ctx.files
+            kw.setdefault("headless", True)
+        b = workbench.open(path, **kw)
         benches.append(b)
         return b
 
@@ -152,9 +155,10 @@ def open_bench(tmp_path: Path, kind: str) -> Callable[..., workbench.Bench]:
     def opener(path: Path | GemBuilder, **kw: Any) -> workbench.Bench:
         if isinstance(path, GemBuilder):
             path = path.write()
-        kw.setdefault("workspace", workspace)
         kw.setdefault("state_dir", tmp_path / "state")
-        kw.setdefault("headless", True)
+        for name, value in (("workspace", workspace), ("headless", True)):
+            if name in gem_options(path):  # a platform with ctx.files
+                kw.setdefault(name, value)
         b = workbench.open(path, providers=kind, **kw)
         benches.append(b)
         return b

@@ -164,15 +164,15 @@ def test_K4_no_double_prefix_and_calls_by_either_name(tmp_path: Path, opened: Ca
 def test_K4_two_open_integrations_may_not_share_an_effective_name(tmp_path: Path) -> None:
     a = integration(tmp_path / "a", tool("ping", "return {ok: true};"), slug="shop")
     b = integration(tmp_path / "b", tool("shop_ping", "return {ok: true};"), slug="shop")
-    with workbench.open(a, headless=True, state_dir=tmp_path / "sa"):
+    with workbench.open(a, state_dir=tmp_path / "sa"):
         with pytest.raises(GemLoadError) as err:
-            workbench.open(b, headless=True, state_dir=tmp_path / "sb")
+            workbench.open(b, state_dir=tmp_path / "sb")
         assert (
             "shop_ping" in err.value.message and str(a) in err.value.message and str(b) in err.value.message
         )
         # the same folder again is not a collision (a notebook cell run twice)
-        workbench.open(a, headless=True, state_dir=tmp_path / "sa2").close()
-    with workbench.open(b, headless=True, state_dir=tmp_path / "sb"):  # a is closed: b may open
+        workbench.open(a, state_dir=tmp_path / "sa2").close()
+    with workbench.open(b, state_dir=tmp_path / "sb"):  # a is closed: b may open
         pass
 
 
@@ -264,13 +264,11 @@ def test_K6_account_storage_get_wraps_and_set_checks_the_declared_schema(
 
 def test_K6_real_account_storage_lives_in_the_state_file(tmp_path: Path, acme: Callable) -> None:
     state = tmp_path / "state"
-    with workbench.open(ACME, providers="real", state_dir=state, headless=True,
+    with workbench.open(ACME, providers="real", state_dir=state,
                         account_storage={"settings/location": LOCATION}):  # fmt: skip
         pass
     assert (state / "data.sqlite").is_file()
-    with workbench.open(
-        ACME, providers="real", state_dir=state, headless=True, fetch_handlers=[WEATHER]
-    ) as bench:
+    with workbench.open(ACME, providers="real", state_dir=state, fetch_handlers=[WEATHER]) as bench:
         res = bench.call("get_current_weather", {})
     assert res.value == {"temperature": 12.4, "units": "celsius"}
 

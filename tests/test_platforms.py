@@ -93,8 +93,9 @@ def expected(prof: Any, grants: Grants) -> list[str]:
 def test_python_and_js_tools_see_the_same_ctx_names(
     name: str, granted: bool, gem: GemBuilder, opened: Callable
 ) -> None:
-    resources = {"model": b"x"} if granted and name == "notochord" else None
-    bench = opened(names_gem(gem, granted=granted, platform=name), resources=resources)
+    # resources= is ctx.resources' option: Notochord's only
+    resources = {"resources": {"model": b"x"}} if granted and name == "notochord" else {}
+    bench = opened(names_gem(gem, granted=granted, platform=name), **resources)
     py, js = bench.call("py").raise_for_error().value, bench.call("js").raise_for_error().value
     assert py == js
     tool = bench.manifest.tools["py"]

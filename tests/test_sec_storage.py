@@ -822,8 +822,9 @@ def test_D3_a_state_folder_opened_for_another_gem_is_E_STATE_naming_both(tmp_pat
     with workbench.open(a, providers="real", state_dir=state, workspace=state / "ws") as bench:
         assert bench.call("keeper", {"put": True}).value == {"kv": "A's", "files": ["a.txt"]}
     b = _gem(tmp_path / "b", "gem.b") if other == "another id" else _gem(tmp_path / "b", "gem.a", "agent")
+    ws = {"workspace": state / "ws"} if other == "another id" else {}  # agent tools have no ctx.files
     with pytest.raises(workbench.WorkbenchError) as exc:  # before: B's tool read A's kv and files
-        workbench.open(b, providers="real", state_dir=state, workspace=state / "ws")
+        workbench.open(b, providers="real", state_dir=state, **ws)
     err = exc.value
     assert err.code == "E_STATE" and str(state) in err.message
     assert "gem 'gem.a' (platform notochord)" in err.message

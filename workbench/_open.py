@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ._bench import Bench
 from ._errors import GemLoadError, UsageError, WorkbenchError
+from ._options import every_option, open_doc, resolve, table
 from .ctx import desktop_has_trash
 from .providers import (
     StateError,
@@ -22,98 +24,16 @@ from .runners.deno import SandboxOptions
 
 if TYPE_CHECKING:
     from .platforms import Limits
-    from .providers import Mailbox
 
 
 def open(
     path: str | os.PathLike[str],
     *,
     providers: str | dict[str, str] = "mock",
-    workspace: str | os.PathLike[str] | None = None,
-    state_dir: str | os.PathLike[str] | None = None,
-    conversation: bool = True,
-    strict: bool = False,
-    headless: bool | None = None,
-    reuse: Literal["always", "never", "random"] = "always",
-    timeout: float = 30.0,
-    memory_mb: int = 512,
-    mailbox: str | os.PathLike[str] | Mailbox | Mapping[str, str | os.PathLike[str]] | None = None,
-    resources: Mapping[str, bytes | str | os.PathLike[str]] | None = None,
-    http: Any = "mock",
-    credentials: Mapping[str, Mapping[str, Any]] | str | os.PathLike[str] | None = None,
-    http_timeout: float = 10.0,
     limits: Limits | None = None,
-    web_search: Any = "mock",
-    outbox: Any = "mock",
-    files: str | os.PathLike[str] | None = None,
-    keep_runs: int | None = 50,
-    keep_run_days: float = 7.0,
-    account_storage: Mapping[str, Any] | None = None,
-    secrets: Any = None,
-    fetch_handlers: list[Mapping[str, Any]] | None = None,
+    **options: Any,
 ) -> Bench:
-    """Open the gem folder at `path` on mock or real providers.
-
-    providers: "mock", "real", or per capability, e.g. {"files": "real", "storage": "mock"}.
-    workspace: the conversation folder (real files: used in place; mock: copied into memory).
-    state_dir: where real SQLite state and run folders live (default: per gem folder,
-        `<gem id>-<hash of the folder's path>` under $GEM_WORKBENCH_HOME or
-        ~/.local/state/gem-workbench, so a gem copying another's id gets none of its state).
-    conversation: False makes every `workspace:` path fail with E_PERM_DENIED (F11).
-    strict: platform rules the platform itself does not check (D4) become errors.
-    headless: True deletes permanently (the headless build); default: no trash under CI or
-        without a display.
-    reuse: whether a call reuses the tool's module instance from the previous call (N5):
-        "always" (fast; the default), "never", or "random" (flushes out tools that keep state
-        in memory, which the platform does not promise to keep).
-    timeout, memory_mb: per-call wall clock (seconds) and V8 heap limit of the Deno sandbox.
-        The timeout also bounds every ctx call a tool makes, Python tools included: a ctx call
-        still running at the deadline is stopped with E_TIMEOUT, none starts after it (SEC5).
-    mailbox: what ctx.email reads. Default: the mock, from the gem's fixtures/mailbox.json if
-        present, else empty. A path to a `.json` list of messages or a folder of `.eml` files
-        (mock, in memory), a Maildir folder or an mbox file (read in place), {account id:
-        path}, or a Mailbox object (e.g. an IMAP mailbox). No account is allowed until
-        `bench.email.allow(...)` (E2).
-    resources: mock ctx.resources files, {id: bytes or path} (default: the gem's
-        fixtures/resources/<id>). With providers="real" or {"resources": "real"} they are
-        downloaded with httpx from `url`, then each mirror (R1–R5, ctx/resources.py).
-    http: what ctx.http.fetch reaches (N10): "mock" (no handlers: every request is E_HTTP),
-        a list of mock handlers [{"match": url prefix or predicate, "method"?, "respond"}],
-        "real" (httpx), or a transport object. http_timeout: seconds per fetch in total
-        (connecting, redirects, the whole body), and never past the call's own timeout (SEC5).
-    limits: the bounds of every call (ctx/limits.py: file and result sizes, SQL rows, HTTP
-        bodies, captured output…); default: the platform's and the workbench's (SEC5).
-    web_search: what agent tools' `ctx.tools.web_search` asks (A3): "mock" (the gem's
-        fixtures/web_search.json: [{"query": text or "/regex/", "results": [...]}]), the URL of a
-        SearXNG-compatible JSON endpoint, or an object with search(query, count, *, timeout).
-    outbox: where agent tools' `ctx.tools.send_email` sends: "mock" (kept, `bench.outbox()`) or
-        an Outbox such as providers.outbox.SmtpOutbox(host, port, sender=..., security=...).
-        Recipients must be allowed first: `bench.allow_recipients("a@x.example", "*@acme.example")`.
-    files: the agent's files, which agent tools' `ctx.tools.surface_file({path})` shows to the
-        user (default: the gem's fixtures/files/); paths are confined to this folder.
-    credentials: {connection name: {"headers": {name: value}} (or "token": "…"), "hosts":
-        [host or host:port, …], "paths"?: [...]}, or the path of a JSON secrets file of that
-        shape; default: env GEM_WORKBENCH_CONN_<NAME>_TOKEN (a Bearer token) with
-        GEM_WORKBENCH_CONN_<NAME>_HOSTS (and _PATHS), then the keyring. Injected for
-        `connection: name` only where both these hosts/paths and the manifest's grant allow
-        (SEC4, ctx/http_credentials.py); a {name: {header: value}} without hosts is refused.
-    account_storage, secrets, fetch_handlers (Ekanos integrations, K6/K7, as createMockContext
-        takes them): records {key: value} stored at open (`ctx.storage.account.get(key)` then
-        gives {key, data: value, updatedAt}; checked against the integration's storage
-        schemas); secrets {name: value} (also createMockContext's {"account": {…}}), or "local":
-        env GEM_WORKBENCH_SECRET_<SLUG>__<NAME>, then the keyring (user "<slug>:<name>");
-        default none (the user's secrets are read only for a folder they are asked for: an
-        integration names its slug itself); fetch_handlers: mock
-        handlers for ctx.fetch, the same as `http=[...]`.
-    keep_runs, keep_run_days: run folders retention, applied when a bench on real files
-        opens: a run folder is deleted once it is neither among the `keep_runs` most recently
-        modified nor modified within `keep_run_days` days (default: the last 50 calls, and
-        anything from the last 7 days); keep_runs=None keeps them all. The same open removes
-        temp files left by a write that was killed (kill -9) before it finished.
-    """
-    _check_options(
-        reuse=reuse, http_timeout=http_timeout, keep_runs=keep_runs, keep_run_days=keep_run_days
-    )  # before anything is opened or started
+    # the docstring is the option table's (_options.open_doc), set below
     from ._check import gem_folder
     from .platforms import detect
 
@@ -122,13 +42,11 @@ def open(
         raise GemLoadError(why, file=str(path))
     path = folder
     profile = detect(path)  # manifest.json's "platform": whose rules, limits and ctx shape
-    ekanos = profile.name == "ekanos"
-    if not ekanos and (account_storage is not None or secrets is not None or fetch_handlers is not None):
-        raise UsageError("account_storage=, secrets= and fetch_handlers= are for Ekanos integrations")
-    if fetch_handlers is not None:
-        if http != "mock":
-            raise UsageError("give fetch_handlers= or http=, not both (they are the same transport)")
-        http = list(fetch_handlers)
+    # every option against the platform's table, before anything is opened or started
+    opts = resolve(profile, {"providers": providers, "limits": limits, **options})
+    mine = table(profile)
+    workspace, state_dir, http = opts["workspace"], opts["state_dir"], opts["http"]
+    keep_runs, keep_run_days = opts["keep_runs"], opts["keep_run_days"]
     manifest = profile.load(Path(path))
     # ctx.resources' source: mock (fixtures/resources/<id>, `resources=`) or real (httpx)
     res_kind = providers if isinstance(providers, str) else dict(providers).get("resources", "mock")
@@ -140,12 +58,13 @@ def open(
     from .providers.http import make_transport
 
     http_state = HttpState(
-        make_transport(http),
-        credentials,
-        timeout=float(http_timeout),
+        # a mock's "no handler matches" names the platform's own option (Ekanos: fetch_handlers=)
+        make_transport(http, option=next((n for n, (o, _) in mine.items() if o.same_as == "http"), "http")),
+        opts["credentials"],
+        timeout=float(opts["http_timeout"]),
         log_chars=(limits or profile.limits).http_log_chars,
     )
-    mail = make_mailbox(mailbox, gem_root=manifest.root)
+    mail = make_mailbox(opts["mailbox"], gem_root=manifest.root)
     try:
         provs = make_providers(
             manifest.id,
@@ -158,14 +77,15 @@ def open(
     except StateError as exc:
         raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
     provs.mailbox = mail
-    provs.websearch = make_websearch(web_search, gem_root=manifest.root)  # agent tools' web_search
-    provs.outbox = make_outbox(outbox)  # agent tools' send_email
+    provs.websearch = make_websearch(opts["web_search"], gem_root=manifest.root)  # agent tools' web_search
+    provs.outbox = make_outbox(opts["outbox"])  # agent tools' send_email
+    files = opts["files"]
     provs.agent_files = Path(files) if files is not None else manifest.root / "fixtures" / "files"
     provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
-    if ekanos:
+    if "secrets" in mine:  # a platform with ctx.secrets (K6)
         from .providers.secrets import make_secrets
 
-        provs.secrets = make_secrets(secrets, manifest.id)
+        provs.secrets = make_secrets(opts["secrets"], manifest.id)
         for value in getattr(provs.secrets, "known", list)():  # K6: masked whoever reads them
             http_state.remember_secret(value)
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
@@ -174,7 +94,7 @@ def open(
         from .ctx.resources import make_cache
         from .providers.resources import HttpSource, MockSource
 
-        source = MockSource(manifest.root, resources) if res_kind == "mock" else HttpSource()
+        source = MockSource(manifest.root, opts["resources"]) if res_kind == "mock" else HttpSource()
         provs.resources = make_cache(
             manifest,
             source=source,
@@ -184,19 +104,19 @@ def open(
         bench = Bench(
             manifest,
             provs,
-            conversation=conversation,
-            strict=strict,
-            headless=(not desktop_has_trash()) if headless is None else headless,
-            reuse=reuse,
-            sandbox=SandboxOptions(timeout=timeout, memory_mb=memory_mb),
+            conversation=opts["conversation"],
+            strict=opts["strict"],
+            headless=(not desktop_has_trash()) if opts["headless"] is None else opts["headless"],
+            reuse=opts["reuse"],
+            sandbox=SandboxOptions(timeout=opts["timeout"], memory_mb=opts["memory_mb"]),
             limits=limits or profile.limits,
             profile=profile,
         )
         seed = Path(workspace) if workspace else manifest.root / "fixtures" / "workspace"
         if provs.kind["files"] == "mock" and seed.is_dir():
             _seed_memory(provs.files, seed)
-        if account_storage is not None:
-            _seed_account(bench, account_storage)
+        if opts["account_storage"] is not None:
+            _seed_account(bench, opts["account_storage"])
         if any(t.language in ("javascript", "typescript") for t in manifest.tools.values()):
             bench._runner("deno").warm()  # the first call finds the sandbox started
         return bench
@@ -209,21 +129,35 @@ def open(
         raise
 
 
-def _check_options(*, reuse: Any, http_timeout: Any, keep_runs: Any, keep_run_days: Any) -> None:
-    if reuse not in ("always", "never", "random"):
-        raise UsageError(f"reuse={reuse!r}: use 'always', 'never' or 'random'")
-    if isinstance(http_timeout, bool) or not isinstance(http_timeout, (int, float)) or http_timeout <= 0:
-        raise UsageError(f"http_timeout={http_timeout!r}: give seconds (> 0)")
-    if keep_runs is not None and (
-        isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 0
-    ):
-        raise UsageError(f"keep_runs={keep_runs!r}: give a number of run folders (>= 0) or None")
-    if (
-        isinstance(keep_run_days, bool)
-        or not isinstance(keep_run_days, (int, float))
-        or not keep_run_days >= 0
-    ):
-        raise UsageError(f"keep_run_days={keep_run_days!r}: give days (>= 0)")
+open.__doc__ = f"""Open the gem folder at `path` (its platform detected) on mock or real providers.
+
+Every option is keyword-only and belongs to a capability (ctx/spec.py); a platform takes the
+options of the capabilities it has, and an option of another platform is a UsageError naming
+the platform that has it. Each option: name: type = default  [the platforms that take it].
+
+{open_doc()}
+"""
+
+
+def _signature() -> inspect.Signature:
+    """open()'s signature as help() and completion show it: every platform's option, keyword-only
+    (mypy reads the real one above: providers, limits, **options)."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature(
+        [
+            inspect.Parameter(
+                "path", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="str | os.PathLike[str]"
+            ),
+            *(
+                inspect.Parameter(n, kw, default=o.default, annotation=o.type)
+                for n, (o, _) in every_option().items()
+            ),
+        ],
+        return_annotation="Bench",
+    )
+
+
+open.__signature__ = _signature()  # type: ignore[attr-defined]
 
 
 def _state_error(exc: StateError, state_dir: Any) -> WorkbenchError:

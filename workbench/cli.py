@@ -26,9 +26,35 @@ def _fail(err: dict[str, Any]) -> int:
     return 1
 
 
+def _usage(command: str, message: str) -> int:
+    """A flag the gem's platform lacks, or a flag's unusable value: one line, exit 2 (argparse's)."""
+    _say(f"gem-workbench {command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _flags(args: argparse.Namespace) -> tuple[Any, dict[str, Any], list[Any]]:
+    """The gem's platform and the open() options and bench actions its flags give (the table's:
+    ctx/spec.py); UsageError for a flag of another platform, GemLoadError when no gem is there."""
+    from ._options import gem_profile, taken
+
+    profile = gem_profile(args.gem)
+    options, actions = taken(args, profile)
+    return profile, options, actions
+
+
 def _check(args: argparse.Namespace) -> int:
     from ._check import check
+    from ._errors import GemLoadError, UsageError
 
+    try:  # the flags as `call` takes them: refused when the gem's platform lacks them
+        from ._options import resolve
+
+        profile, options, _ = _flags(args)
+        resolve(profile, options)
+    except UsageError as exc:
+        return _usage("check", exc.message)
+    except GemLoadError:
+        pass  # check reports it, with the rest
     # the gem's format as workbench.open checks it, then every tool loaded without a call
     problems = check(args.gem, typecheck=args.typecheck)
     for p in problems:
@@ -86,7 +112,8 @@ def _not_copied(folder: str, names: list[str]) -> list[str]:
 
 def _call(args: argparse.Namespace) -> int:
     from . import open as open_bench
-    from ._errors import WorkbenchError
+    from ._errors import UsageError, WorkbenchError
+    from ._options import apply_actions, table
 
     try:
         data = json.loads(args.input)
@@ -100,27 +127,28 @@ def _call(args: argparse.Namespace) -> int:
         return _fail({"code": "E_SCHEMA", "message": message, "field": "--input", "limit": depth})
     except ValueError as exc:  # e.g. an integer of more than 4,300 digits
         return _fail({"code": "E_USAGE", "message": f"--input is not usable JSON: {exc}"})
-    real, workspace, state_dir = args.real, args.workspace, args.state_dir
+    try:
+        profile, options, actions = _flags(args)
+    except UsageError as exc:
+        return _usage("call", exc.message)
+    except WorkbenchError as exc:
+        return _fail(exc.to_dict())
     try:
         if args.state:  # state kept between invocations: storage and files in DIR, the mock's seed once
             from .providers.statedir import make_state_dir
 
             make_state_dir(Path(args.state))  # E_STATE for a file or a link loop, not a traceback
-            real, state_dir, workspace = (
-                True,
-                args.state,
-                workspace or _seeded_workspace(args.gem, args.state),
-            )
-        bench = open_bench(
-            args.gem,
-            providers="real" if real else "mock",
-            workspace=workspace,
-            state_dir=state_dir,
-            secrets="local" if args.local_secrets else None,
-        )
+            options.update(providers="real", state_dir=args.state)
+            if "workspace" in table(profile):  # a platform with a conversation folder
+                options["workspace"] = options.get("workspace") or _seeded_workspace(args.gem, args.state)
+        bench = open_bench(args.gem, **options)
     except WorkbenchError as exc:
         return _fail(exc.to_dict())
     with bench:
+        try:  # --allow-recipient, --allow-account: on the bench, before the call
+            apply_actions(bench, actions)
+        except UsageError as exc:
+            return _usage("call", exc.message)
         res = bench.call(args.tool, data)
     if res.logs:
         _say(res.logs, end="" if res.logs.endswith("\n") else "\n", file=sys.stderr)
@@ -198,11 +226,17 @@ def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gem-workbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("check", help="lint a gem: manifest, schemas, tool files (exit 1 on error)")
+    from ._options import add_flags
+
+    p = sub.add_parser(
+        "check",
+        help="lint a gem: manifest, schemas, tool files (exit 1 on error); the open() flags of `call` are checked against the gem's platform",
+    )
     p.add_argument("gem")
     p.add_argument(
         "--typecheck", action="store_true", help="also type-check TypeScript tools with `deno check`"
     )
+    add_flags(p)
     p.set_defaults(fn=_check)
     from .scaffold import add_parser as add_new
 
@@ -211,20 +245,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("gem")
     p.add_argument("tool")
     p.add_argument("--input", default="{}", help="the tool's input as JSON (default {})")
-    p.add_argument("--real", action="store_true", help="real providers instead of mocks")
-    p.add_argument("--workspace", help="the conversation folder")
-    p.add_argument("--state-dir", help="where real state lives")
     p.add_argument(
         "--state",
         metavar="DIR",
         help="keep state between invocations in DIR: storage, run folders and the conversation "
         "folder (DIR/workspace, first copied from the gem's fixtures/workspace)",
     )
-    p.add_argument(
-        "--local-secrets",
-        action="store_true",
-        help="Ekanos: ctx.secrets from env GEM_WORKBENCH_SECRET_<SLUG>__<NAME>, then the keyring",
-    )
+    add_flags(p)  # every platform's open() flags and bench actions, by capability (ctx/spec.py)
     p.set_defaults(fn=_call)
     p = sub.add_parser(
         "test",

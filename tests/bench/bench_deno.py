@@ -122,7 +122,10 @@ def _workbench_home(tmp: Path) -> Iterator[None]:
 
 def _open(gem: Path, state: Path) -> workbench.Bench:
     """A new bench on mock providers; JS tools reuse their module instance."""
-    return workbench.open(gem, providers="mock", state_dir=state, headless=True, reuse="always")
+    from workbench._options import gem_options
+
+    headless = {"headless": True} if "headless" in gem_options(gem) else {}  # a platform with ctx.files
+    return workbench.open(gem, providers="mock", state_dir=state, reuse="always", **headless)
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> str:

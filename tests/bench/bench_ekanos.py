@@ -55,7 +55,7 @@ def bench_ekanos_call(sizes: Sizes) -> Figures:
         (root / "tests").mkdir(parents=True)
         (root / "integration.ts").write_text(INTEGRATION)
         (root / "tests" / "direct.test.ts").write_text(DIRECT.replace("N;", f"{n};"))
-        with workbench.open(root, state_dir=Path(d) / "s", headless=True, account_storage={"k": 1}) as bench:
+        with workbench.open(root, state_dir=Path(d) / "s", account_storage={"k": 1}) as bench:
             bench.call("ping")  # the sandbox started, the module imported
             wall: list[float] = []
             with no_gc():

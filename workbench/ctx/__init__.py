@@ -15,22 +15,25 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from ..providers.sqlguard import storage_error
 from . import _pyctx
+from . import account as _account
+from . import audit as _audit
+from . import data as _data
+from . import email as _email
+from . import extract as _extract
+from . import files as _files
+from . import http as _http
+from . import logger as _logger
+from . import resources as _resources
+from . import secrets as _secrets
 from . import storage as _storage
+from . import tools as _tools
 from ._pyctx import PythonCtx
 from ._session import CallSession, CtxCrash
-from .account import Account
-from .audit import Audit
-from .data import Data
-from .email import Email, Grant
-from .extract import Extract
-from .files import Files, desktop_has_trash
-from .http import FetchResponse, Http
+from .email import Grant
+from .files import desktop_has_trash
+from .http import FetchResponse
 from .limits import DEFAULT, Limits
-from .logger import Logger
-from .resources import Resources
-from .secrets import Secrets
-from .storage import KV, SQL
-from .tools import Tools
+from .spec import CapabilitySpec
 
 if TYPE_CHECKING:
     from ..gem import Manifest
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IMPLEMENTATIONS",
+    "SPECS",
+    "CapabilitySpec",
     "Capabilities",
     "CallSession",
     "CtxCrash",
@@ -47,21 +52,29 @@ __all__ = [
     "prepare",
 ]
 
+#: every capability as a unit (ctx/spec.py): its rules' class, open() options, views, actions;
+#: one row each, in the order surfaces list them (docs/open.md, the CLI, help(open))
+SPECS: dict[str, CapabilitySpec] = {
+    s.impl: s
+    for s in (
+        _files.SPEC,
+        _data.SPEC,
+        _storage.KV_SPEC,
+        _storage.SQL_SPEC,
+        _email.SPEC,
+        _http.SPEC,
+        _extract.SPEC,
+        _resources.SPEC,
+        _tools.SPEC,
+        _audit.SPEC,
+        _account.SPEC,
+        _secrets.SPEC,
+        _logger.SPEC,
+    )
+}
 #: the ctx layer's capabilities, by the `impl` name a profile's registry rows use
 IMPLEMENTATIONS: dict[str, type] = {
-    "files": Files,
-    "data": Data,
-    "kv": KV,
-    "sql": SQL,
-    "email": Email,
-    "http": Http,
-    "extractor": Extract,
-    "resources": Resources,
-    "tools": Tools,
-    "audit": Audit,
-    "account": Account,
-    "secrets": Secrets,
-    "logger": Logger,
+    name: s.implementation for name, s in SPECS.items() if s.implementation is not None
 }
 _pyctx.CODECS["fetch"] = FetchResponse  # ctx.http.fetch's reply, as a Response-like object
 _pyctx.CODECS["response"] = FetchResponse  # Python has no Response class: the same object

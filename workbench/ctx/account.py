@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from .._json import to_json
+from .spec import CapabilitySpec, Flag, Option, View
 
 if TYPE_CHECKING:
     from ..gem import Manifest
@@ -87,3 +88,22 @@ def checked(key: Any, data: Any, manifest: Manifest, profile: Profile, limits: L
     if profile.check_stored is not None:
         profile.check_stored(manifest, "account", key, value, limits.json_depth)
     return key, value
+
+
+#: ctx.storage.account as a unit (K7)
+SPEC = CapabilitySpec(
+    impl="account",
+    title="ctx.storage.account",
+    implementation=Account,
+    options=(
+        Option(
+            "account_storage",
+            "records {key: value} stored at open, checked against the integration's storage schemas",
+            type="Mapping[str, Any] | None",
+            flags=(
+                Flag("--account-storage", how="json", metavar="FILE", help="a JSON file of account records"),
+            ),
+        ),
+    ),
+    views=(View("account_storage", "the account's stored records"),),
+)

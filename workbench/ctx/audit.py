@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._errors import WorkbenchError
 from .._json import json_chars, to_json
 from .kept import ROW_CHARS, Ring
+from .spec import CapabilitySpec, View
 
 if TYPE_CHECKING:
     from ..platforms import Limits
@@ -113,3 +114,9 @@ def _dropped(session: CallSession, chars: int) -> None:
         f"this call wrote {session.audit_own + data['rows']:,} audit rows; a call keeps "
         f"{session.limits.audit_rows:,} (Limits.audit_rows)"
     )
+
+
+#: ctx.audit as a unit
+SPEC = CapabilitySpec(
+    impl="audit", title="ctx.audit", implementation=Audit, views=(View("audit", "the audit log"),)
+)

@@ -17,6 +17,7 @@ from .._errors import WorkbenchError
 from .._json import dump_flat, flat, why_not_json
 from .._text import well_formed
 from ..providers.datastore import Cond
+from .spec import CapabilitySpec, View
 from .storage import bounded_rows
 
 if TYPE_CHECKING:
@@ -274,3 +275,12 @@ class Data:
         )
         more = len(rows) > limit
         return {"items": [_row(*r) for r in rows[:limit]], "cursor": f"o:{offset + limit}" if more else None}
+
+
+#: ctx.data as a unit
+SPEC = CapabilitySpec(
+    impl="data",
+    title="ctx.data",
+    implementation=Data,
+    views=(View("data", "a collection's documents"),),
+)

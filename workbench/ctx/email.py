@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError, WorkbenchError
 from ..providers import mail as _mail
+from .spec import Action, CapabilitySpec, Flag, Option, View, path_or
 
 if TYPE_CHECKING:
     from ..providers.mail import Envelope, Mailbox
@@ -257,3 +258,31 @@ class Email:
                 id=_mail.cut(id_, 200),
             )
         return msg.to_json()  # bounded: body, attachments, subject, addresses (SEC5)
+
+
+#: ctx.email as a unit
+SPEC = CapabilitySpec(
+    impl="email",
+    title="ctx.email",
+    implementation=Email,
+    options=(
+        Option(
+            "mailbox",
+            "what ctx.email reads: a .json list of messages or a folder of .eml files (mock), a "
+            "Maildir folder or an mbox file (read in place), {account id: path}, or a Mailbox",
+            type="str | os.PathLike[str] | Mailbox | Mapping[str, str | os.PathLike[str]] | None",
+            default_doc="the mock, from fixtures/mailbox.json if present, else empty",
+            more="no account is allowed until bench.email.allow(...) (E2)",
+            flags=(Flag("--mailbox", metavar="PATH", help="the mail ctx.email reads", parse=path_or()),),
+        ),
+    ),
+    views=(View("mailbox", "the mailbox's messages"), View("email", "the mailbox: allow(), add(), clock")),
+    actions=(
+        Action(
+            "--allow-account",
+            "ID",
+            "allow the gem to read this account (repeatable; 'all': every account) (E2)",
+            lambda bench, ids: bench.email.allow("all" if "all" in ids else list(ids)),
+        ),
+    ),
+)

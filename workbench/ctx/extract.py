@@ -29,6 +29,7 @@ from .._errors import WorkbenchError
 from ..providers.mailhtml import html_to_text
 from .files import Files
 from .paths import resolve
+from .spec import CapabilitySpec
 
 if TYPE_CHECKING:
     from ._session import CallSession
@@ -208,3 +209,7 @@ class Extract:
             )
         out["text"] = text[:cap]
         return out
+
+
+#: ctx.extractor as a unit
+SPEC = CapabilitySpec(impl="extractor", title="ctx.extractor", implementation=Extract)

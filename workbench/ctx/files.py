@@ -14,6 +14,7 @@ from ..providers.base import LinkInPath
 from . import history
 from .limits import DEFAULT
 from .paths import GemPath, resolve
+from .spec import CapabilitySpec, Flag, Option, View, path_or
 
 if TYPE_CHECKING:
     from ..providers.base import Entry
@@ -291,3 +292,39 @@ class Files:
         if p.is_workspace:
             history.save(self.s, p, reason="delete")  # F8: a copy first, up to 100 MB
         self.store.remove(p.root, p.rel, trash=self.s.trash and p.is_workspace)
+
+
+#: ctx.files as a unit: its open() options, views (rules above, backends in providers/)
+SPEC = CapabilitySpec(
+    impl="files",
+    title="ctx.files",
+    implementation=Files,
+    options=(
+        Option(
+            "workspace",
+            "the conversation folder (real files: used in place; mock: copied into memory)",
+            type="str | os.PathLike[str] | None",
+            default_doc="the gem's fixtures/workspace/",
+            flags=(Flag("--workspace", metavar="DIR", help="the conversation folder", parse=path_or()),),
+        ),
+        Option(
+            "conversation",
+            "False makes every `workspace:` path fail with E_PERM_DENIED (F11)",
+            default=True,
+            type="bool",
+            flags=(Flag("--no-conversation", how="const", const=False, help="no conversation folder (F11)"),),
+        ),
+        Option(
+            "headless",
+            "True deletes permanently (the headless build)",
+            type="bool | None",
+            default_doc="no trash under CI or without a display",
+            flags=(Flag("--headless", how="const", help="delete permanently, as the headless build"),),
+        ),
+    ),
+    views=(
+        View("files", "the file store's files, one row per path"),
+        View("history", "a file's versions (N6)"),
+        View("restore_file", "put back a version of a file"),
+    ),
+)

@@ -43,6 +43,7 @@ from .http_credentials import Credential, HttpState, credential_reason, grant_re
 from .http_egress import egress_host, egress_problem
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
 from .http_urls import Url, UrlTooLong, check_length, parse_url
+from .spec import CapabilitySpec, Flag, Option, View, checked, file_or, number, path_or, seconds
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -403,3 +404,74 @@ class FetchResponse:
     def __repr__(self) -> str:
         extra = f" credentialDenied={self.credentialDenied}" if self.credentialDenied else ""
         return f"<Response {self.status} {self.url}{extra}>"
+
+
+#: ctx.http / ctx.fetch as a unit (N10, SEC4)
+SPEC = CapabilitySpec(
+    impl="http",
+    title="ctx.http",
+    implementation=Http,
+    options=(
+        Option(
+            "http",
+            "what ctx.http.fetch reaches: 'mock' (no handlers: every request is E_HTTP), a list "
+            "of mock handlers [{match, method?, respond}], 'real' (httpx), or a transport",
+            default="mock",
+            type="Any",
+            flags=(
+                Flag(
+                    "--http",
+                    metavar="real|FILE",
+                    help="'real', or a JSON file of mock handlers",
+                    parse=file_or("mock", "real"),
+                ),
+            ),  # fmt: skip
+        ),
+        Option(
+            "fetch_handlers",
+            "mock handlers for ctx.fetch [{match, method?, respond}], as createMockContext takes them",
+            type="list[Mapping[str, Any]] | None",
+            flags=(
+                Flag(
+                    "--fetch-fixtures", how="json", metavar="FILE", help="a JSON file of mock fetch handlers"
+                ),
+            ),
+            opt_in=True,
+            same_as="http",
+            more="the same transport as http=[...]: give one of them",
+        ),
+        Option(
+            "credentials",
+            "{connection: {headers | token, hosts, paths?}} or a JSON secrets file of that shape (SEC4)",
+            type="Mapping[str, Mapping[str, Any]] | str | os.PathLike[str] | None",
+            default_doc="env GEM_WORKBENCH_CONN_<NAME>_TOKEN/_HOSTS/_PATHS, then the keyring",
+            more="injected for `connection: name` only where both these hosts/paths and the manifest's "
+            "grant allow (ctx/http_credentials.py); a {name: {header: value}} without hosts is refused",
+            flags=(
+                Flag(
+                    "--credentials",
+                    metavar="FILE",
+                    help="a JSON file of connection credentials",
+                    parse=path_or(),
+                ),
+            ),  # fmt: skip
+        ),
+        Option(
+            "http_timeout",
+            "seconds per fetch in total, never past the call's own timeout (SEC5)",
+            default=10.0,
+            type="float",
+            check=checked(seconds, "http_timeout={value!r}: give seconds (> 0)"),
+            more="connecting, redirects and the whole body",
+            flags=(
+                Flag(
+                    "--http-timeout",
+                    metavar="S",
+                    help="seconds per fetch",
+                    parse=number(float, what="seconds"),
+                ),
+            ),  # fmt: skip
+        ),
+    ),
+    views=(View("http", "the call's HTTP exchanges"),),
+)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._json import to_json
 from .._text import well_formed, well_formed_value
+from .spec import CapabilitySpec
 
 if TYPE_CHECKING:
     from ._session import CallSession
@@ -83,3 +84,7 @@ def _short(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)[:200]
     except (TypeError, ValueError, RecursionError):
         return type(value).__name__
+
+
+#: ctx.logger as a unit
+SPEC = CapabilitySpec(impl="logger", title="ctx.logger", implementation=Logger)

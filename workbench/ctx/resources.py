@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from ..gem.names import name_problem
 from .limits import DEFAULT
+from .spec import CapabilitySpec, Flag, Option
 
 if TYPE_CHECKING:
     from ..providers.resources import Source
@@ -292,3 +293,22 @@ def make_cache(manifest: Any, *, state_dir: Path, source: Source) -> ResourceCac
     root = state_dir / "resources"
     root.mkdir(parents=True, exist_ok=True)
     return ResourceCache(manifest.resources, root, source)
+
+
+#: ctx.resources as a unit (R1-R5)
+SPEC = CapabilitySpec(
+    impl="resources",
+    title="ctx.resources",
+    implementation=Resources,
+    options=(
+        Option(
+            "resources",
+            "mock ctx.resources files, {id: bytes or path}; with real providers they are downloaded",
+            type="Mapping[str, bytes | str | os.PathLike[str]] | None",
+            default_doc="the gem's fixtures/resources/<id>",
+            flags=(
+                Flag("--resource", how="pair", metavar="ID=PATH", help="a mock resource's file (repeatable)"),
+            ),
+        ),
+    ),
+)

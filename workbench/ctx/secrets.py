@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from .spec import CapabilitySpec, Flag, Option
 
 if TYPE_CHECKING:
     from ._session import CallSession
@@ -40,3 +41,32 @@ class Secrets:
         if value is not None and self.s.http is not None:
             self.s.http.remember_secret(value)
         return value
+
+
+#: ctx.secrets as a unit (K6)
+SPEC = CapabilitySpec(
+    impl="secrets",
+    title="ctx.secrets",
+    implementation=Secrets,
+    options=(
+        Option(
+            "secrets",
+            "{name: value} (or createMockContext's {account: {...}}), or 'local': env "
+            "GEM_WORKBENCH_SECRET_<SLUG>__<NAME>, then the keyring",
+            type="Mapping[str, str] | str | None",
+            default_doc="none",
+            more="the user's secrets are read only for a folder they are asked for (an integration "
+            "names its slug itself); every secret's value is masked wherever it is shown (K6)",
+            flags=(
+                Flag("--secret", how="pair", metavar="NAME=VALUE", help="a secret (repeatable)"),
+                Flag("--secrets", how="json", metavar="FILE", help="a JSON file of secrets {name: value}"),
+                Flag(
+                    "--local-secrets",
+                    how="const",
+                    const="local",
+                    help="the user's secrets: env, then the keyring",
+                ),
+            ),
+        ),
+    ),
+)

@@ -17,6 +17,7 @@ from ..providers.sqlguard import storage_error
 from ..providers.sqlite import ScriptError
 from . import _watchdog
 from ._sqlwrite import writes_storage
+from .spec import CapabilitySpec, View
 
 if TYPE_CHECKING:
     from ..providers.datastore import DataStore, Rows
@@ -184,3 +185,18 @@ class SQL:
         """A statement that changes data: {changes, lastInsertRowid}."""
         cur, _ = self._run(sql, params)
         return {"changes": max(cur.rowcount, 0), "lastInsertRowid": cur.lastrowid or 0}
+
+
+#: ctx.storage.kv and ctx.storage.sql as units
+KV_SPEC = CapabilitySpec(
+    impl="kv",
+    title="ctx.storage.kv",
+    implementation=KV,
+    views=(View("kv", "the kv store's keys and values"),),
+)
+SQL_SPEC = CapabilitySpec(
+    impl="sql",
+    title="ctx.storage.sql",
+    implementation=SQL,
+    views=(View("sql", "a query on the gem's database"),),
+)

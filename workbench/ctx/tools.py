@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from ..gem.schema import InputValidator, check_input
 from .audit import record
+from .spec import Action, CapabilitySpec, Flag, Option, View, file_or, path_or
 
 if TYPE_CHECKING:
     from ._session import CallSession
@@ -245,3 +246,55 @@ BUILTINS = {
     "send_email": _send_email,
     "surface_file": _surface_file,
 }
+
+
+#: ctx.tools (web_search, send_email, surface_file, other tools) as a unit (A3-A6)
+SPEC = CapabilitySpec(
+    impl="tools",
+    title="ctx.tools",
+    implementation=Tools,
+    options=(
+        Option(
+            "web_search",
+            "what ctx.tools.web_search asks: 'mock' (fixtures/web_search.json), a SearXNG-compatible "
+            "URL, or an object with search(query, count, *, timeout)",
+            default="mock",
+            type="Any",
+            flags=(
+                Flag(
+                    "--web-search",
+                    metavar="URL|FILE",
+                    help="a SearXNG URL, or a JSON file of fixtures",
+                    parse=file_or("mock"),
+                ),
+            ),  # fmt: skip
+        ),
+        Option(
+            "outbox",
+            "where ctx.tools.send_email sends: 'mock' (kept, bench.outbox()) or an Outbox (e.g. SmtpOutbox)",
+            default="mock",
+            type="Any",
+            more="recipients must be allowed first: bench.allow_recipients('a@x.example', '*@acme.example')",
+        ),
+        Option(
+            "files",
+            "the folder ctx.tools.surface_file shows files of; paths are confined to it",
+            type="str | os.PathLike[str] | None",
+            default_doc="the gem's fixtures/files/",
+            flags=(Flag("--files", metavar="DIR", help="the agent's files", parse=path_or()),),
+        ),
+    ),
+    views=(
+        View("outbox", "the mail send_email sent"),
+        View("allow_recipients", "allow send_email to mail these addresses or *@domain patterns"),
+        View("inject_fault", "make a built-in fail on its next calls"),
+    ),
+    actions=(
+        Action(
+            "--allow-recipient",
+            "ADDR",
+            "allow send_email to mail ADDR or *@domain (repeatable)",
+            lambda bench, addrs: bench.allow_recipients(*addrs),
+        ),
+    ),
+)

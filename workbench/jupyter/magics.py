@@ -1,6 +1,6 @@
 """The notebook's commands: `%gem`, `%tool` / `%%tool` and `%state`.
 
-    %gem open PATH [--real] [--workspace DIR] [--state-dir DIR] [--strict]
+    %gem open PATH [--real] [--state-dir DIR] [--strict] [FLAG …]   (FLAGs: `%gem?`)
     %gem                       show the open bench
     %gem close
     %tool NAME INPUT           INPUT as below, on one line
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
 from .._errors import WorkbenchError
+from .._options import usage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,7 +49,8 @@ if TYPE_CHECKING:
     from .._bench import Bench
     from .._result import CallResult
 
-_OPEN_USAGE = "%gem open PATH [--real] [--workspace DIR] [--state-dir DIR] [--strict]"
+#: the flags are the open() option table's (ctx/spec.py rows), as `gem-workbench call` takes them
+_OPEN_USAGE = usage("%gem open PATH")
 _STATE_USAGE = "%state files | kv | calls | tools | data NAME | sql QUERY | history [PATH]"
 
 
@@ -200,7 +202,7 @@ class WorkbenchMagics(Magics):
     @line_magic
     @_reported
     def gem(self, line: str) -> Bench | None:
-        """%gem open PATH [--real] [--workspace DIR] [--state-dir DIR] [--strict] | %gem | %gem close"""
+        """%gem open PATH [FLAG …] | %gem | %gem close (the flags: below)"""
         try:
             args = shlex.split(line)
         except ValueError as exc:
@@ -219,31 +221,30 @@ class WorkbenchMagics(Magics):
         from IPython.display import display
 
         from .._open import open as open_bench
+        from .._options import FlagParser, add_flags, apply_actions, gem_profile, taken
 
-        path: str | None = None
-        options: dict[str, Any] = {}
-        names = {"--workspace": "workspace", "--state-dir": "state_dir"}
-        it = iter(args)
-        for arg in it:
-            name, eq, val = arg.partition("=")
-            if arg == "--real":
-                options["providers"] = "real"
-            elif arg == "--strict":
-                options["strict"] = True
-            elif name in names:
-                val = val if eq else next(it, "")
-                if not val:
-                    raise _usage(f"{name} needs a folder: {_OPEN_USAGE}")
-                options[names[name]] = os.path.expanduser(val)
-            elif arg.startswith("-"):
+        parser = FlagParser(prog="%gem open", add_help=False, allow_abbrev=False)
+        parser.add_argument("path", nargs="?")
+        add_flags(parser)  # every platform's: the gem's platform refuses those it lacks, below
+        try:
+            ns, extra = parser.parse_known_args(args)
+        except WorkbenchError as exc:
+            raise _usage(f"{exc.message}: {_OPEN_USAGE}") from None
+        for arg in extra:
+            if arg.startswith("-"):
                 raise _usage(f"unknown option {arg}: {_OPEN_USAGE}")
-            elif path is None:
-                path = arg
-            else:
-                raise _usage(f"one gem folder at a time (got {path!r} and {arg!r}): {_OPEN_USAGE}")
+            raise _usage(f"one gem folder at a time (got {ns.path!r} and {arg!r}): {_OPEN_USAGE}")
+        path = vars(ns).pop("path")
         if path is None:
             raise _usage(f"which gem? {_OPEN_USAGE}")
-        bench = open_bench(os.path.expanduser(path), **options)
+        path = os.path.expanduser(path)
+        options, actions = taken(ns, gem_profile(path))
+        bench = open_bench(path, **options)
+        try:  # --allow-recipient, --allow-account: on the bench before anything else
+            apply_actions(bench, actions)
+        except BaseException:
+            bench.close()
+            raise
         previous, self.opened = self.opened, bench
         if previous is not None:
             previous.close()
@@ -320,6 +321,32 @@ class WorkbenchMagics(Magics):
         raise _usage(f"%state {line.strip()}: use `{_STATE_USAGE}`")
 
 
+def _gem_doc() -> str:
+    from .._options import flags_text
+
+    return (
+        f"{_OPEN_USAGE} | %gem | %gem close\n\n"
+        "`%gem open` opens a gem as workbench.open does and binds it to `bench`; its flags are\n"
+        "the open() options' (a gem's platform refuses another's, naming it):\n\n" + flags_text()
+    )
+
+
+WorkbenchMagics.gem.__doc__ = _gem_doc()
+
+
+def _complete_gem(shell: Any, event: Any) -> list[str]:
+    """`%gem open PATH --<tab>`: the flags of the gem's platform (every platform's before PATH)."""
+    from IPython.core.error import TryNext
+
+    from .._options import gem_flags
+
+    words = shlex.split(event.line, posix=True) if event.line.count('"') % 2 == 0 else event.line.split()
+    if len(words) < 2 or words[1] != "open" or not event.symbol.startswith("-"):
+        raise TryNext  # paths and the rest: IPython's own completion
+    path = next((w for w in words[2:] if not w.startswith("-") and w != event.symbol), None)
+    return [f for f in gem_flags(os.path.expanduser(path) if path else None) if f.startswith(event.symbol)]
+
+
 # -- registration ---------------------------------------------------------------------------
 def _report(error: MagicError) -> None:
     print(f"error {error.code}: {error.message}", file=sys.stderr)
@@ -352,4 +379,5 @@ def register(shell: Any) -> None:
         )
     if "WorkbenchMagics" not in shell.magics_manager.registry:
         shell.register_magics(WorkbenchMagics)
+        shell.set_hook("complete_command", _complete_gem, str_key="%gem")
     _install_reporter(shell)

@@ -55,6 +55,12 @@ def profile(name: str) -> Profile:
     return prof
 
 
+def profiles() -> list[Profile]:
+    """Every platform built so far, in KNOWN's order (the surfaces that list every platform's
+    options: help(workbench.open), the CLI, docs/open.md)."""
+    return [profile(name) for name in KNOWN if name in _MODULES]
+
+
 def detect(folder: str | os.PathLike[str]) -> Profile:
     """The profile of the gem at `folder`: manifest.json's `platform` (default "notochord"),
     or "ekanos" for a folder with integration.ts/.js and no manifest.json."""
@@ -113,4 +119,5 @@ __all__ = [
     "lint",
     "load",
     "profile",
+    "profiles",
 ]

@@ -217,6 +217,9 @@ class Profile:
     import_map: Path | None = None
     sdk_dirs: tuple[Path, ...] = ()
     # a bench of this platform opens and closes (Ekanos: effective names claimed, K4)
+    # open() options this platform takes under its own name (ctx/spec.py Option.opt_in): Ekanos'
+    # fetch_handlers=, createMockContext's name for http=
+    open_options: tuple[str, ...] = ()
     opened: Callable[[Manifest], None] = lambda m: None
     closed: Callable[[Manifest], None] = lambda m: None
 

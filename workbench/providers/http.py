@@ -58,11 +58,12 @@ __all__ = [
 ]
 
 
-def make_transport(spec: Any) -> Transport:
+def make_transport(spec: Any, *, option: str = "http") -> Transport:
     """`workbench.open(..., http=spec)`: "mock" (no handlers), "real", a list of handlers, or a
-    transport object with `send(request, timeout)`."""
+    transport object with `send(request, timeout)`. `option`: the platform's name for it
+    (Ekanos: fetch_handlers), which a mock's "no handler matches" names."""
     if spec is None or spec == "mock":
-        return MockTransport()
+        return MockTransport(option=option)
     if spec == "real":
         return RealTransport()
     if isinstance(spec, str):
@@ -70,5 +71,5 @@ def make_transport(spec: Any) -> Transport:
     if hasattr(spec, "send"):
         return spec
     if isinstance(spec, (list, tuple, dict)):
-        return MockTransport([spec] if isinstance(spec, dict) else spec)
+        return MockTransport([spec] if isinstance(spec, dict) else spec, option=option)
     raise UsageError(f"http={spec!r}: use 'mock', 'real', or a list of mock handlers")

@@ -72,8 +72,9 @@ class MockTransport:
 
     kind = "mock"
 
-    def __init__(self, handlers: Iterable[Any] = ()) -> None:
+    def __init__(self, handlers: Iterable[Any] = (), *, option: str = "http") -> None:
         self.handlers: list[MockHandler] = []
+        self.option = option  # the open() option its handlers come from, in the platform's words
         for h in handlers:
             self.add(h)
 
@@ -100,7 +101,7 @@ class MockTransport:
             "E_HTTP",
             f"no mock http handler matches {request.method} "
             f"{request.url} (handlers: {listed}); add one with "
-            "workbench.open(..., http=[{'match': url_prefix, 'respond': …}])",
+            f"workbench.open(..., {self.option}=[{{'match': url_prefix, 'respond': …}}])",
             url=request.url,
             method=request.method,
             handlers=[h.describe() for h in self.handlers],

@@ -57,6 +57,7 @@ PROFILE = Profile(
         js_hint="export default defineIntegration({ slug, egress, tools: [{ name, …, async run(ctx, args) {…} }] })",
         js_member="tools",
     ),
+    open_options=("fetch_handlers",),
     capabilities=CAPABILITIES,
     load=load_integration,
     lint=lint,

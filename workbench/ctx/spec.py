@@ -1,0 +1,371 @@
+"""What a capability declares beyond its ctx shape: its `open()` options, its backend factory,
+its per-call state, its bench views and actions (Miniflare's plugin shape: one row each).
+
+Each capability module keeps its `SPEC` beside its rules; `ctx.SPECS` is the registry. Every
+surface an author touches — `workbench.open`'s keywords and docstring, the `gem-workbench
+call`/`check` flags, `%gem open`'s options, docs/open.md's table, a bench's views — is read
+from these rows and the detected platform's capabilities, so a capability added once shows up
+everywhere and a platform that lacks it says so in its own words.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._errors import UsageError
+
+if TYPE_CHECKING:
+    from ..gem import Manifest
+    from ..platforms import Limits, Profile
+
+__all__ = ["Action", "CapabilitySpec", "Flag", "OpenContext", "Option", "View"]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One command-line spelling of an option (for `gem-workbench call`/`check`, `%gem open`).
+
+    how: "value" (the text, parsed by `parse`), "json" (a JSON file's content), "pair"
+    (NAME=VALUE, repeatable, into a dict), "append" (repeatable, into a list), "const" (no
+    argument: the option is `const`).
+    """
+
+    flag: str
+    how: Literal["value", "json", "pair", "append", "const"] = "value"
+    metavar: str | None = None
+    help: str = ""
+    const: Any = True
+    parse: Callable[[str], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One keyword of `workbench.open`, owned by one capability (or generic)."""
+
+    name: str
+    doc: str  # one line: what it is (shown by help(), docs/open.md, the CLI)
+    default: Any = None
+    type: str = "Any"  # its annotation as text, for help() and the docs
+    default_doc: str | None = None  # the default as the docs say it (when not repr(default))
+    flags: tuple[Flag, ...] = ()
+    check: Callable[[Any], None] | None = None  # raises UsageError before anything opens
+    # offered only by platforms that list it in Profile.open_options (e.g. Ekanos'
+    # fetch_handlers=, createMockContext's name for the http option)
+    opt_in: bool = False
+    same_as: str | None = None  # the option it is another name of (fetch_handlers: http)
+    more: str = ""  # what help(open) and docs/open.md add after `doc` (details, rule ids)
+
+
+@dataclass(frozen=True)
+class View:
+    """One bench view or action: `bench.<name>(...)`. `fn(bench, *args)`, or None when the
+    Bench implements it (the built-ins); either way only a bench whose platform has the
+    capability lists and answers it."""
+
+    name: str
+    doc: str = ""
+    fn: Callable[..., Any] | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    """A command-line flag that acts on the opened bench before the call (e.g.
+    `--allow-recipient ADDR` runs `bench.allow_recipients(ADDR)`)."""
+
+    flag: str
+    metavar: str
+    help: str
+    apply: Callable[[Any, list[str]], None]  # (bench, the values given, in order)
+
+
+@dataclass
+class OpenContext:
+    """What a backend factory sees while a bench opens."""
+
+    manifest: Manifest
+    profile: Profile
+    limits: Limits
+    options: Mapping[str, Any]  # every option of the bench, defaults filled in
+    kinds: Mapping[str, str]  # "mock" | "real" per provider kind (providers=)
+    state_dir: Path  # the bench's state folder (made or not)
+    backends: dict[str, Any] = field(default_factory=dict)  # those made so far, by capability
+
+
+@dataclass(frozen=True)
+class CapabilitySpec:
+    """One capability as a unit: its rules live in its module; this is the rest."""
+
+    impl: str  # the ctx.IMPLEMENTATIONS key the platforms' rows name
+    title: str  # how an author calls it: "ctx.email", "ctx.tools (web_search, …)"
+    options: tuple[Option, ...] = ()
+    # its backend: made at open (after the shared stores), stored in providers.backends[impl];
+    # None: it uses the shared stores only
+    backend: Callable[[OpenContext], Any] | None = None
+    call_state: Callable[[], Any] | None = None  # its per-call state (session.state[impl])
+    views: tuple[View, ...] = ()
+    actions: tuple[Action, ...] = ()
+    close: Callable[[Any], None] | None = None  # releases its backend when the bench closes
+    # the ctx class a call's `Capabilities` makes for it (ctx.IMPLEMENTATIONS is read from the
+    # specs); None: a per-call value or a capability served by another's class
+    implementation: type | None = None
+    # the other impl names this row covers (kv and sql share storage.py; the values.* rows)
+    covers: tuple[str, ...] = ()
+
+
+# -- parsing helpers for flags
+def number(kind: type, *, what: str) -> Callable[[str], Any]:
+    """A flag's argument as an int or a float (E_USAGE saying what it should be)."""
+
+    def parse(text: str) -> Any:
+        try:
+            return kind(text)
+        except ValueError:
+            raise UsageError(f"{text!r} is not {what}") from None
+
+    return parse
+
+
+def path_or(*words: str) -> Callable[[str], Any]:
+    """A flag's argument kept as text when it is one of `words` (e.g. "real"), else a path."""
+
+    def parse(text: str) -> Any:
+        return text if text in words else str(Path(text).expanduser())
+
+    return parse
+
+
+def file_or(*words: str) -> Callable[[str], Any]:
+    """A flag's argument kept as text when it is one of `words` or a URL, else a JSON file."""
+
+    def parse(text: str) -> Any:
+        if text in words or text.startswith(("http://", "https://")):
+            return text
+        return json_file(text)
+
+    return parse
+
+
+def json_file(text: str) -> Any:
+    """A flag's FILE argument read as JSON (E_USAGE naming the file when it is not)."""
+    try:
+        with open(text, "rb") as fp:
+            data = fp.read(64 * 1024 * 1024 + 1)
+    except OSError as exc:
+        raise UsageError(f"{text}: {exc.strerror or exc}", file=text) from None
+    if len(data) > 64 * 1024 * 1024:
+        raise UsageError(f"{text}: larger than 64 MiB", file=text)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{text} is not JSON: {exc}", file=text) from None
+
+
+def checked(test: Callable[[Any], bool], message: str) -> Callable[[Any], None]:
+    """An Option.check: E_USAGE `message` (formatted with {value!r}) unless `test(value)`."""
+
+    def check(value: Any) -> None:
+        if not test(value):
+            raise UsageError(message.format(value=value))
+
+    return check
+
+
+def _real(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float))
+
+
+def seconds(value: Any) -> bool:
+    """A positive number of seconds (not a bool)."""
+    return _real(value) and value > 0
+
+
+def closest(name: str, names: Iterable[str]) -> str | None:
+    """The nearest of `names` to a misspelled `name`, if any is near."""
+    found = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+#: what every bench takes, whatever its platform (the call's sandbox, state, rules, bounds)
+BENCH = CapabilitySpec(
+    impl="",
+    title="every bench",
+    options=(
+        Option(
+            "providers",
+            "'mock', 'real', or per provider kind, e.g. {'files': 'real', 'storage': 'mock'}",
+            default="mock",
+            type="str | dict[str, str]",
+            flags=(Flag("--real", how="const", const="real", help="real providers instead of mocks"),),
+        ),
+        Option(
+            "state_dir",
+            "where real SQLite state and run folders live",
+            type="str | os.PathLike[str] | None",
+            default_doc="<gem id>-<hash of its path> under $GEM_WORKBENCH_HOME or ~/.local/state/gem-workbench",
+            flags=(Flag("--state-dir", metavar="DIR", help="where real state lives", parse=path_or()),),
+        ),
+        Option(
+            "strict",
+            "platform rules the platform itself does not check (D4) become errors",
+            default=False,
+            type="bool",
+            flags=(Flag("--strict", how="const", help="rules the platform does not check become errors"),),
+        ),
+        Option(
+            "reuse",
+            "whether a call reuses the tool's module instance from the previous call (N5): "
+            "'always', 'never' or 'random'",
+            default="always",
+            type="Literal['always', 'never', 'random']",
+            flags=(Flag("--reuse", metavar="MODE", help="always | never | random (N5)"),),
+            check=checked(
+                lambda v: v in ("always", "never", "random"),
+                "reuse={value!r}: use 'always', 'never' or 'random'",
+            ),
+            more="'random' flushes out tools that keep state in memory, which the platform does not promise to keep",
+        ),
+        Option(
+            "timeout",
+            "per-call wall clock in seconds; it also bounds every ctx call (SEC5)",
+            default=30.0,
+            type="float",
+            more="a ctx call still running at the deadline is stopped with E_TIMEOUT, none starts after "
+            "it, Python tools included",
+            flags=(
+                Flag("--timeout", metavar="S", help="per-call seconds", parse=number(float, what="seconds")),
+            ),
+        ),
+        Option(
+            "memory_mb",
+            "the V8 heap limit of the Deno sandbox, in MiB",
+            default=512,
+            type="int",
+            flags=(
+                Flag(
+                    "--memory-mb",
+                    metavar="N",
+                    help="the sandbox's heap limit (MiB)",
+                    parse=number(int, what="a whole number of MiB"),
+                ),
+            ),  # fmt: skip
+        ),
+        Option(
+            "limits",
+            "the bounds of every call (ctx/limits.py: file and result sizes, SQL rows, HTTP bodies…)",
+            type="Limits | None",
+            default_doc="the platform's and the workbench's",
+        ),
+        Option(
+            "keep_runs",
+            "run folders kept on real files: the most recently modified N (None: all)",
+            default=50,
+            type="int | None",
+            check=checked(
+                lambda v: v is None or (_real(v) and isinstance(v, int) and v >= 0),
+                "keep_runs={value!r}: give a number of run folders (>= 0) or None",
+            ),
+            more="applied when a bench on real files opens: a run folder is deleted once it is neither "
+            "among the keep_runs most recently modified nor modified within keep_run_days days; the same "
+            "open removes temp files left by a write that was killed before it finished",
+            flags=(
+                Flag(
+                    "--keep-runs",
+                    metavar="N",
+                    help="run folders kept",
+                    parse=number(int, what="a number of run folders"),
+                ),
+            ),  # fmt: skip
+        ),
+        Option(
+            "keep_run_days",
+            "run folders modified within this many days are kept too",
+            default=7.0,
+            type="float",
+            check=checked(lambda v: _real(v) and v >= 0, "keep_run_days={value!r}: give days (>= 0)"),
+            flags=(
+                Flag(
+                    "--keep-run-days",
+                    metavar="D",
+                    help="days run folders are kept",
+                    parse=number(float, what="days"),
+                ),
+            ),  # fmt: skip
+        ),
+    ),
+    views=(
+        View("tools", "the gem's tools"),
+        View("calls", "the bench's calls"),
+        View("snapshot", "the state as a Snapshot"),
+        View("diff", "what changed since a Snapshot"),
+        View("restore", "put back a Snapshot"),
+    ),
+)
+
+
+# -- the option table of a platform -----------------------------------------------------------
+def _impls(profile: Profile) -> set[str]:
+    return {c.impl for c in profile.capabilities}
+
+
+def _has(spec: CapabilitySpec, profile: Profile) -> bool:
+    impls = _impls(profile)
+    return not spec.impl or spec.impl in impls or any(i in impls for i in spec.covers)
+
+
+def specs_for(profile: Profile, specs: Iterable[CapabilitySpec]) -> list[CapabilitySpec]:
+    """The specs a bench of `profile` has: every bench's, then its capabilities' in order."""
+    return [BENCH, *(s for s in specs if s.impl and _has(s, profile))]
+
+
+def options_for(
+    profile: Profile, specs: Iterable[CapabilitySpec]
+) -> dict[str, tuple[Option, CapabilitySpec]]:
+    """{option name: (option, its capability)} that `workbench.open` takes for `profile`'s gems
+    (an opt-in option only where the profile names it in `open_options`)."""
+    wanted = set(getattr(profile, "open_options", ()))
+    return {
+        o.name: (o, s)
+        for s in specs_for(profile, specs)
+        for o in s.options
+        if not o.opt_in or o.name in wanted
+    }
+
+
+def views_for(profile: Profile, specs: Iterable[CapabilitySpec]) -> dict[str, tuple[View, CapabilitySpec]]:
+    """{view name: (view, its capability)} a bench of `profile` lists and answers."""
+    return {v.name: (v, s) for s in specs_for(profile, specs) for v in s.views}
+
+
+def unknown_option(
+    name: str, profile: Profile, specs: Iterable[CapabilitySpec], profiles: Iterable[Profile]
+) -> UsageError:
+    """The error for an option `profile`'s benches do not take: which platform has it (and
+    through which capability), and the closest option this one has (its own name for the same
+    thing first: http= for fetch_handlers=)."""
+    specs = list(specs)
+    mine = options_for(profile, specs)
+    others = [(p, table[name]) for p in profiles if name in (table := options_for(p, specs))]
+    alias = next((o.same_as for _, (o, _) in others if o.same_as in mine), None)
+    near = alias or closest(name, mine)
+    hint = f"; did you mean {near}=?" if near else ""
+    if others:
+        where = ", ".join(f"{p.title} ({s.title})" for p, (_, s) in others)
+        return UsageError(
+            f"{name}= is an option of {where}; {profile.title} do not have it{hint}",
+            option=name,
+            platform=profile.name,
+            platforms=[p.name for p, _ in others],
+            suggest=near,
+        )
+    return UsageError(
+        f"open() has no option {name}= (for {profile.title}){hint}",
+        option=name,
+        platform=profile.name,
+        platforms=[],
+        suggest=near,
+    )
