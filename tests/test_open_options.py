@@ -290,3 +290,32 @@ def test_gem_open_completes_the_gems_flags(ip: Any, gem: GemBuilder) -> None:
     assert {"--allow-recipient", "--web-search", "--files", "--real"} <= set(agent)
     assert "--workspace" not in agent
     assert {"--secrets", "--workspace", "--allow-recipient"} <= set(gem_flags(None))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "deep", "large"])
+def test_SEC5_a_flags_json_file_is_read_bounded_and_never_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """`--secrets FILE` / `--fetch-fixtures FILE` are someone else's files: a FIFO or a folder in
+    their place is one E_USAGE naming the file (a plain open() of a FIFO would wait for a
+    writer forever), as are JSON nested past the parser's guard and a file over the bound."""
+    from workbench.ctx import spec
+
+    path = tmp_path / "secrets.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "deep":
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        monkeypatch.setattr(spec, "JSON_FILE_BYTES", 10)
+        path.write_text(json.dumps({"api_key": "sk_test_1"}))
+    with pytest.raises(workbench.UsageError) as err:
+        spec.json_file(str(path))
+    assert err.value.code == "E_USAGE" and err.value.details["file"] == str(path), err.value
+    if kind == "fifo":  # and through the command, in one line, before any call
+        out = cli("call", str(ACME), "list_recent_payments", "--secrets", str(path),
+                  "--state-dir", str(tmp_path / "s"))  # fmt: skip
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.count("\n") == 1 and "secrets.json" in out.stderr, out.stderr

@@ -425,7 +425,7 @@ SPEC = CapabilitySpec(
                     help="'real', or a JSON file of mock handlers",
                     parse=file_or("mock", "real"),
                 ),
-            ),  # fmt: skip
+            ),
         ),
         Option(
             "fetch_handlers",
@@ -454,7 +454,7 @@ SPEC = CapabilitySpec(
                     help="a JSON file of connection credentials",
                     parse=path_or(),
                 ),
-            ),  # fmt: skip
+            ),
         ),
         Option(
             "http_timeout",
@@ -470,7 +470,7 @@ SPEC = CapabilitySpec(
                     help="seconds per fetch",
                     parse=number(float, what="seconds"),
                 ),
-            ),  # fmt: skip
+            ),
         ),
     ),
     views=(View("http", "the call's HTTP exchanges"),),

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._errors import UsageError
+from .._errors import GemLoadError, UsageError
 
 if TYPE_CHECKING:
     from ..gem import Manifest
     from ..platforms import Limits, Profile
 
 __all__ = ["Action", "CapabilitySpec", "Flag", "OpenContext", "Option", "View"]
+
+JSON_FILE_BYTES = 64 * 1024 * 1024  # of a flag's JSON file (fixtures, secrets, records)
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ class CapabilitySpec:
     covers: tuple[str, ...] = ()
 
 
-# -- parsing helpers for flags
+# -- parsing helpers for flags -------------------------------------------------------------
 def number(kind: type, *, what: str) -> Callable[[str], Any]:
     """A flag's argument as an int or a float (E_USAGE saying what it should be)."""
 
@@ -151,14 +153,15 @@ def file_or(*words: str) -> Callable[[str], Any]:
 
 
 def json_file(text: str) -> Any:
-    """A flag's FILE argument read as JSON (E_USAGE naming the file when it is not)."""
+    """A flag's FILE argument read as JSON, through the gem reader's bounded, non-blocking read
+    of a regular file (a FIFO or a directory is an error, never a hang); E_USAGE naming the
+    file when it cannot be read or is not JSON."""
+    from ..gem.folder import read_file
+
     try:
-        with open(text, "rb") as fp:
-            data = fp.read(64 * 1024 * 1024 + 1)
-    except OSError as exc:
-        raise UsageError(f"{text}: {exc.strerror or exc}", file=text) from None
-    if len(data) > 64 * 1024 * 1024:
-        raise UsageError(f"{text}: larger than 64 MiB", file=text)
+        data = read_file(Path(text).expanduser(), JSON_FILE_BYTES)
+    except GemLoadError as exc:
+        raise UsageError(exc.message, **exc.details) from None
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
@@ -252,7 +255,7 @@ BENCH = CapabilitySpec(
                     help="the sandbox's heap limit (MiB)",
                     parse=number(int, what="a whole number of MiB"),
                 ),
-            ),  # fmt: skip
+            ),
         ),
         Option(
             "limits",
@@ -279,7 +282,7 @@ BENCH = CapabilitySpec(
                     help="run folders kept",
                     parse=number(int, what="a number of run folders"),
                 ),
-            ),  # fmt: skip
+            ),
         ),
         Option(
             "keep_run_days",
@@ -294,7 +297,7 @@ BENCH = CapabilitySpec(
                     help="days run folders are kept",
                     parse=number(float, what="days"),
                 ),
-            ),  # fmt: skip
+            ),
         ),
     ),
     views=(
@@ -308,18 +311,10 @@ BENCH = CapabilitySpec(
 
 
 # -- the option table of a platform -----------------------------------------------------------
-def _impls(profile: Profile) -> set[str]:
-    return {c.impl for c in profile.capabilities}
-
-
-def _has(spec: CapabilitySpec, profile: Profile) -> bool:
-    impls = _impls(profile)
-    return not spec.impl or spec.impl in impls or any(i in impls for i in spec.covers)
-
-
 def specs_for(profile: Profile, specs: Iterable[CapabilitySpec]) -> list[CapabilitySpec]:
     """The specs a bench of `profile` has: every bench's, then its capabilities' in order."""
-    return [BENCH, *(s for s in specs if s.impl and _has(s, profile))]
+    impls = {c.impl for c in profile.capabilities}
+    return [BENCH, *(s for s in specs if s.impl and (s.impl in impls or any(i in impls for i in s.covers)))]
 
 
 def options_for(
@@ -327,7 +322,7 @@ def options_for(
 ) -> dict[str, tuple[Option, CapabilitySpec]]:
     """{option name: (option, its capability)} that `workbench.open` takes for `profile`'s gems
     (an opt-in option only where the profile names it in `open_options`)."""
-    wanted = set(getattr(profile, "open_options", ()))
+    wanted = set(profile.open_options)
     return {
         o.name: (o, s)
         for s in specs_for(profile, specs)

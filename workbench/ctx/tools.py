@@ -267,7 +267,7 @@ SPEC = CapabilitySpec(
                     help="a SearXNG URL, or a JSON file of fixtures",
                     parse=file_or("mock"),
                 ),
-            ),  # fmt: skip
+            ),
         ),
         Option(
             "outbox",
