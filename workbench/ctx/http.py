@@ -43,6 +43,7 @@ from .http_credentials import Credential, HttpState, credential_reason, grant_re
 from .http_egress import egress_host, egress_problem
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
 from .http_urls import Url, UrlTooLong, check_length, parse_url
+from .masking import mask_error
 from .spec import CapabilitySpec, Flag, Option, View, checked, file_or, number, path_or, seconds
 
 if TYPE_CHECKING:
@@ -323,11 +324,7 @@ class Http:
                 current, redirects = nxt, redirects + 1
         except WorkbenchError as exc:
             row["error"] = exc.code
-            exc.message = state.mask(exc.message)
-            exc.args = (exc.message,)
-            for k, v in list(exc.details.items()):
-                if isinstance(v, str):
-                    exc.details[k] = state.mask(v)
+            mask_error(state, exc)
             raise
         finally:
             row["duration_ms"] = round((time.perf_counter() - t0) * 1000, 3)

@@ -41,12 +41,18 @@ def mask_shown(http: HttpState | None, logs: str, error: WorkbenchError | None) 
     if http is None or not http.has_secrets:
         return logs
     if error is not None:
-        error.message = http.mask(error.message)
-        error.args = (error.message,)
-        for k, v in error.details.items():
-            if isinstance(v, str):
-                error.details[k] = http.mask(v)
+        mask_error(http, error)
     return http.mask(logs)
+
+
+def mask_error(http: HttpState, error: WorkbenchError) -> None:
+    """Mask `error` in place with every secret `http` has seen: its message (and args, which
+    str() and a traceback show) and its string details (a stack repeats the message)."""
+    error.message = http.mask(error.message)
+    error.args = (error.message,)
+    for k, v in error.details.items():
+        if isinstance(v, str):
+            error.details[k] = http.mask(v)
 
 
 class SecretMask:
