@@ -209,6 +209,9 @@ class Profile:
     # a bench of this platform opens and closes (Ekanos: effective names claimed, K4)
     opened: Callable[[Manifest], None] = lambda m: None
     closed: Callable[[Manifest], None] = lambda m: None
+    # plugins (docs/platforms.md): a folder with no manifest.json is this platform's when true
+    # (Ekanos: integration.ts/.js); None: only a manifest's `platform` names it
+    detects: Callable[[Path], bool] | None = None
 
     def grants(self, manifest: Manifest, tool: ToolSpec) -> Grants:
         """The tool's grants, decided once per (profile, gem, tool): cached on the manifest,

@@ -10,6 +10,8 @@ requests are https only; `storage` is `{account: {<key>: <JSON Schema>}}` with e
 
 from __future__ import annotations
 
+import os
+
 from ...gem.model import Manifest, ToolSpec
 from ..base import Capability, EntryPoint, Grants, Limits, Method, Profile
 from . import registry
@@ -83,6 +85,7 @@ PROFILE = Profile(
     sdk_dirs=(SDK,),
     opened=registry.claim,
     closed=registry.release,
+    detects=lambda root: any(os.path.lexists(root / f"integration.{ext}") for ext in ("ts", "js")),
 )
 
 __all__ = ["CAPABILITIES", "PROFILE", "effective_name"]
