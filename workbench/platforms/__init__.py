@@ -3,9 +3,11 @@
     profile = detect("notebooks/gems/notes")   # -> the Notochord profile
     manifest = profile.load(folder)
 
-`PROFILES` names every platform the workbench knows; `detect` picks a folder's from what it
-holds (manifest.json and its `platform`, or an Ekanos `integration.ts`). A platform not yet
-built is known by name and refused with a clear E_MANIFEST, never run under another's rules.
+`registry()` holds every platform the workbench knows: the built-ins and the profiles other
+packages register in the `gem_workbench.platforms` entry-point group (docs/platforms.md);
+`detect` picks a folder's from what it holds (manifest.json and its `platform`, or a profile's
+`detects`, e.g. an Ekanos `integration.ts`). An unknown name is a clear E_MANIFEST, never run
+under another platform's rules.
 """
 
 from __future__ import annotations
@@ -47,15 +49,21 @@ def _load_ref(ref: str) -> Any:
     return obj
 
 
+def _builtins() -> dict[str, Profile]:
+    # looked up on every call, not cached: a test that monkeypatches `notochord.PROFILE` must
+    # see its profile (the modules themselves are imported once, by import_module's cache)
+    return {name: _load_ref(ref) for name, ref in _BUILTIN.items()}
+
+
 @functools.cache
-def registry() -> dict[str, Profile]:
-    """{name: profile} of every platform: the built-ins, then the `gem_workbench.platforms`
-    entry points' (a plugin that fails to load, is not a Profile or reuses a name is skipped
-    with a PluginWarning naming it, never a traceback)."""
+def _plugins() -> tuple[tuple[str, Profile], ...]:
+    """The entry points' profiles, loaded once per process (a plugin that fails to load, is
+    not a Profile or reuses a name is skipped with a PluginWarning naming it)."""
     import warnings
     from importlib.metadata import entry_points
 
-    out: dict[str, Profile] = {name: _load_ref(ref) for name, ref in _BUILTIN.items()}
+    taken = set(_BUILTIN)
+    out: list[tuple[str, Profile]] = []
     for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         where = f"entry point {ep.name!r} = {ep.value!r} (group {GROUP})"
         if ep.value == _BUILTIN.get(ep.name):
@@ -63,24 +71,34 @@ def registry() -> dict[str, Profile]:
         try:
             prof = ep.load()
         except Exception as exc:  # a plugin's bug must not stop the workbench
-            warnings.warn(f"{where}: failed to load: {type(exc).__name__}: {exc}", PluginWarning, stacklevel=2)
+            warnings.warn(
+                f"{where}: failed to load: {type(exc).__name__}: {exc}", PluginWarning, stacklevel=3
+            )
             continue
         if not isinstance(prof, Profile):
             warnings.warn(
                 f"{where}: is a {type(prof).__name__}, not a workbench.platforms.Profile; skipped",
                 PluginWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
             continue
-        if prof.name in out:
+        if prof.name in taken:
             warnings.warn(
                 f"{where}: platform name {prof.name!r} is already taken by another platform; skipped",
                 PluginWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
             continue
-        out[prof.name] = prof
-    return out
+        taken.add(prof.name)
+        out.append((prof.name, prof))
+    return tuple(out)
+
+
+def registry() -> dict[str, Profile]:
+    """{name: profile} of every platform: the built-ins, then the `gem_workbench.platforms`
+    entry points' (a plugin that fails to load, is not a Profile or reuses a name is skipped
+    with a PluginWarning naming it, never a traceback)."""
+    return {**_builtins(), **dict(_plugins())}
 
 
 def names() -> list[str]:
