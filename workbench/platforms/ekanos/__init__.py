@@ -15,7 +15,9 @@ import os
 from ...gem.model import Manifest, ToolSpec
 from ..base import Capability, EntryPoint, Grants, Limits, Method, Profile
 from . import registry
+from .declarations import DECLARATIONS
 from .loader import IMPORT_MAP, RULES, SDK, effective_name, lint, load_integration
+from .scaffold import SCAFFOLD
 from .shapes import shape_warnings
 from .storage import check_stored
 
@@ -86,6 +88,9 @@ PROFILE = Profile(
     opened=registry.claim,
     closed=registry.release,
     detects=lambda root: any(os.path.lexists(root / f"integration.{ext}") for ext in ("ts", "js")),
+    effective_names=True,
+    declarations=DECLARATIONS,
+    scaffold=SCAFFOLD,
 )
 
 __all__ = ["CAPABILITIES", "PROFILE", "effective_name"]
