@@ -209,6 +209,11 @@ class Declarations:
     gem_ctx: Callable[[Manifest], list[str]] | None = None
     # the manifest's JSON Schema, copied into .gem-workbench/ for editors; None: no manifest
     manifest_schema: Path | None = None
+    # what the generated files' headers name: the file holding the rows (default
+    # workbench/platforms/<name>/__init__.py) and the module tools import `Ctx` from (default
+    # workbench.types.<name>; a plugin's: where it ships `python -m workbench.types NAME --out`)
+    source: str = ""
+    py_module: str = ""
 
 
 @dataclass(frozen=True)

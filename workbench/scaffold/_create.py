@@ -46,11 +46,7 @@ def _check(name: str, prof: Profile, lang: str, tool: str, target: Path) -> None
         raise ScaffoldError(
             f"--lang {lang} --platform {prof.name}: {spec.langs_note or f'{prof.title} have no {lang} tools'}; "
             f"use {' or '.join(f'--lang {x}' for x in spec.langs)}"
-            + (
-                f", or a {LANG_NAMES.get(lang, lang)} tool on --platform {' or '.join(others)}"
-                if others
-                else ""
-            )
+            + (f", or a {LANG_NAMES.get(lang, lang)} tool on --platform {_or(others)}" if others else "")
         )
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         what = "a file" if not target.is_dir() else "a folder that is not empty"

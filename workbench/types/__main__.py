@@ -1,7 +1,7 @@
 """`python -m workbench.types`: regenerate the ctx declarations from the capability registries.
 
 python -m workbench.types                      # the built-ins', into workbench/types/
-python -m workbench.types fourth --out types/  # a plugin platform's (docs/platforms.md)
+python -m workbench.types myplatform --out types/  # a plugin platform's (docs/platforms.md)
 """
 
 from __future__ import annotations
