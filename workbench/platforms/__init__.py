@@ -13,7 +13,9 @@ under another platform's rules.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +96,10 @@ def _plugins() -> tuple[tuple[str, Profile], ...]:
     return tuple(out)
 
 
+def _lazy_plugins() -> Iterator[Profile]:
+    yield from (prof for _, prof in _plugins())  # _plugins() runs when the first is asked for
+
+
 def registry() -> dict[str, Profile]:
     """{name: profile} of every platform: the built-ins, then the `gem_workbench.platforms`
     entry points' (a plugin that fails to load, is not a Profile or reuses a name is skipped
@@ -108,6 +114,9 @@ def names() -> list[str]:
 
 def profile(name: str) -> Profile:
     """The profile of platform `name`, or E_MANIFEST saying why there is none."""
+    builtins = _builtins()
+    if name in builtins:  # a plugin never takes a built-in's name: no entry-point scan needed
+        return builtins[name]
     profiles = registry()
     if name not in profiles:
         raise GemLoadError(
@@ -126,7 +135,8 @@ def detect(folder: str | os.PathLike[str]) -> Profile:
     root = Path(folder)
     mpath = root / "manifest.json"
     if not os.path.lexists(mpath):
-        for prof in registry().values():
+        # the built-ins' hooks first: a plugin's entry points are read only when none claims it
+        for prof in itertools.chain(_builtins().values(), _lazy_plugins()):
             if prof.detects is not None and prof.detects(root):
                 return prof
         return profile("notochord")  # its loader says what is missing
