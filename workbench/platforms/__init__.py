@@ -114,9 +114,9 @@ def names() -> list[str]:
 
 def profile(name: str) -> Profile:
     """The profile of platform `name`, or E_MANIFEST saying why there is none."""
-    builtins = _builtins()
-    if name in builtins:  # a plugin never takes a built-in's name: no entry-point scan needed
-        return builtins[name]
+    if name in _BUILTIN:  # a plugin never takes a built-in's name: no entry-point scan needed
+        prof: Profile = _load_ref(_BUILTIN[name])
+        return prof
     profiles = registry()
     if name not in profiles:
         raise GemLoadError(

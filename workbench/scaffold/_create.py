@@ -1,4 +1,6 @@
-"""Write a new gem folder from the templates (package data in `templates/`).
+"""Write a new gem folder: the platform's own files from its profile's `Scaffold` (templates
+in workbench/platforms/<name>/templates/ or the plugin's package), and what every gem gets
+here: the notebook, `.gem-workbench/` and a pytest test (`templates/common/`).
 
 Everything is written into a temporary sibling folder that is renamed into place at the end,
 so a failure leaves nothing half-made, and an existing non-empty folder is never touched.

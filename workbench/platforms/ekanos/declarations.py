@@ -33,7 +33,7 @@ class StoredValue(TypedDict):
 
 _START = re.compile(r"^(export )?(type|interface) (\w+)")
 _CONST = re.compile(r"^export const (\w+): (\w+) =")
-_FUNC = re.compile(r"^export function (\w+)(<[^>]*>)?\((.*)\): (.+) \{$")
+_FUNC = re.compile(r"^export function (\w+)(<[^>]*>)?\((.*)\): (.+) \{\Z")  # a line of splitlines(): \Z is $
 
 
 def lift(source: str, skip: frozenset[str] = frozenset()) -> list[str]:
