@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -206,8 +205,9 @@ def _documented(page: Path) -> set[str]:
 def test_ctx_page_lists_the_registry(name: str) -> None:
     from workbench import platforms
 
-    assert set(platforms._MODULES) == {"notochord", "agent", "ekanos"}, "a new platform needs its ctx page"
-    profile = import_module(f"workbench.platforms.{platforms._MODULES[name]}").PROFILE
+    builtins = set(platforms.registry()) & set(platforms.KNOWN)
+    assert builtins == {"notochord", "agent", "ekanos"}, "a new built-in platform needs its ctx page"
+    profile = platforms.registry()[name]
     expected, documented = _signatures(profile), _documented(DOCS / "ctx" / f"{name}.md")
     assert expected - documented == set(), f"docs/ctx/{name}.md does not list these"
     assert documented - expected == set(), f"docs/ctx/{name}.md lists what the registry has not"

@@ -13,7 +13,7 @@ import pytest
 
 import workbench
 from workbench.cli import main
-from workbench.scaffold._create import CALLS
+from workbench.scaffold._create import first_call
 
 PAIRS = [
     ("notochord", "py"),
@@ -59,7 +59,7 @@ def test_new_gem_checks_and_its_first_call_succeeds(platform, lang, tmp_path, ca
     assert f"Created {gem} ({platform}). Next:" in out and f"gem-workbench check {gem}" in out
     assert (gem / f"{name}.ipynb").is_file() and (gem / ".gem-workbench" / f"{platform}.d.ts").is_file()
     assert main(["check", str(gem)]) == 0, capsys.readouterr().err
-    data, _ = CALLS[platform]
+    data, _ = first_call(platform)
     with workbench.open(gem) as bench:
         res = bench.call("hello", data)
     assert res.ok, res.error
@@ -180,10 +180,20 @@ def test_templates_ship_in_the_package():
     """hatchling's wheel takes every file under workbench/ that git does not ignore."""
     from workbench.scaffold._create import TEMPLATES
 
-    names = {str(p.relative_to(TEMPLATES)) for p in TEMPLATES.rglob("*.tmpl")}
-    assert {"notochord/tool.ts.tmpl", "agent/tool.py.tmpl", "ekanos/integration.ts.tmpl"} <= names
+    # each platform's templates are in its package (workbench/platforms/<name>/templates)
+    platforms = Path(workbench.__file__).parent / "platforms"
+    folders = [TEMPLATES, *(platforms / p / "templates" for p in ("notochord", "agent", "ekanos"))]
+    names = {
+        p.relative_to(f if f == TEMPLATES else platforms).as_posix()
+        for f in folders
+        for p in f.rglob("*.tmpl")
+    }
+    assert {"notochord/templates/tool.ts.tmpl", "agent/templates/tool.py.tmpl"} <= names
+    assert {"ekanos/templates/integration.ts.tmpl", "common/test_tool.py.tmpl"} <= names
     ignored = subprocess.run(
-        ["git", "check-ignore", *map(str, TEMPLATES.rglob("*"))], capture_output=True, text=True
+        ["git", "check-ignore", *(str(p) for f in folders for p in f.rglob("*"))],
+        capture_output=True,
+        text=True,
     ).stdout
     assert ignored == ""
     assert Path(workbench.__file__).parent.joinpath("types", "notochord.d.ts").is_file()

@@ -25,16 +25,17 @@ FILE_COLUMNS = ["area", "path", "type", "size", "modified", "call_id", "hidden"]
 
 
 def tools(manifest: Manifest) -> pd.DataFrame:
+    from ..platforms import profile
+
     rows = []
     effective = {v: k for k, v in manifest.aliases.items()}  # K4: the name the assistant sees
+    aliased = profile(manifest.platform).effective_names
     for t in manifest.tools.values():
         props, req = t.input_schema.get("properties", {}), set(t.input_schema.get("required", ()))
         rows.append(
             {
                 "name": t.name,
-                **(
-                    {"effective_name": effective.get(t.name, t.name)} if manifest.platform == "ekanos" else {}
-                ),
+                **({"effective_name": effective.get(t.name, t.name)} if aliased else {}),
                 "language": t.language,
                 "file": t.rel_file,
                 "sideEffect": t.side_effect,
@@ -43,7 +44,7 @@ def tools(manifest: Manifest) -> pd.DataFrame:
             }
         )
     columns = ["name", "language", "file", "sideEffect", "inputs", "description"]
-    if manifest.platform == "ekanos":
+    if aliased:
         columns.insert(1, "effective_name")
     return pd.DataFrame(rows, columns=columns)
 

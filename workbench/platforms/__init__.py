@@ -3,16 +3,21 @@
     profile = detect("notebooks/gems/notes")   # -> the Notochord profile
     manifest = profile.load(folder)
 
-`PROFILES` names every platform the workbench knows; `detect` picks a folder's from what it
-holds (manifest.json and its `platform`, or an Ekanos `integration.ts`). A platform not yet
-built is known by name and refused with a clear E_MANIFEST, never run under another's rules.
+`registry()` holds every platform the workbench knows: the built-ins and the profiles other
+packages register in the `gem_workbench.platforms` entry-point group (docs/platforms.md);
+`detect` picks a folder's from what it holds (manifest.json and its `platform`, or a profile's
+`detects`, e.g. an Ekanos `integration.ts`). An unknown name is a clear E_MANIFEST, never run
+under another platform's rules.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError
 from ..gem.folder import clip, read_json, realpath
@@ -21,54 +26,125 @@ from .base import Capability, EntryPoint, Grants, Limits, Method, Profile, Schem
 if TYPE_CHECKING:
     from ..gem import Manifest
 
-#: every platform the workbench knows, by the name a manifest's `platform` uses
+#: the built-in platforms, by the name a manifest's `platform` uses (plugins add theirs: `names()`)
 KNOWN = {"notochord": "Notochord gems", "agent": "agent custom tools", "ekanos": "Ekanos integrations"}
-_ISSUES = {"agent": "agent custom tools (seed 002)", "ekanos": "Ekanos integrations (seed 003)"}
-_MODULES = {
-    "notochord": "notochord",
-    "agent": "agent",
-    "ekanos": "ekanos",
-}  # the platforms built so far: name -> subpackage
+#: the entry-point group a platform plugin registers its Profile in (docs/platforms.md)
+GROUP = "gem_workbench.platforms"
+_BUILTIN = {
+    "notochord": "workbench.platforms.notochord:PROFILE",
+    "agent": "workbench.platforms.agent:PROFILE",
+    "ekanos": "workbench.platforms.ekanos:PROFILE",
+}  # the fallback when the installed metadata lacks them (a checkout not reinstalled)
+
+
+class PluginWarning(UserWarning):
+    """A platform plugin that could not be used (it is skipped; the message names its entry point)."""
+
+
+def _load_ref(ref: str) -> Any:
+    from importlib import import_module
+
+    module, _, attr = ref.partition(":")
+    obj: Any = import_module(module)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+def _builtins() -> dict[str, Profile]:
+    # looked up on every call, not cached: a test that monkeypatches `notochord.PROFILE` must
+    # see its profile (the modules themselves are imported once, by import_module's cache)
+    return {name: _load_ref(ref) for name, ref in _BUILTIN.items()}
+
+
+@functools.cache
+def _plugins() -> tuple[tuple[str, Profile], ...]:
+    """The entry points' profiles, loaded once per process (a plugin that fails to load, is
+    not a Profile or reuses a name is skipped with a PluginWarning naming it)."""
+    import warnings
+    from importlib.metadata import entry_points
+
+    taken = set(_BUILTIN)
+    out: list[tuple[str, Profile]] = []
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        where = f"entry point {ep.name!r} = {ep.value!r} (group {GROUP})"
+        if ep.value == _BUILTIN.get(ep.name):
+            continue  # the built-ins' own registration
+        try:
+            prof = ep.load()
+        except Exception as exc:  # a plugin's bug must not stop the workbench
+            warnings.warn(
+                f"{where}: failed to load: {type(exc).__name__}: {exc}", PluginWarning, stacklevel=3
+            )
+            continue
+        if not isinstance(prof, Profile):
+            warnings.warn(
+                f"{where}: is a {type(prof).__name__}, not a workbench.platforms.Profile; skipped",
+                PluginWarning,
+                stacklevel=3,
+            )
+            continue
+        if prof.name in taken:
+            warnings.warn(
+                f"{where}: platform name {prof.name!r} is already taken by another platform; skipped",
+                PluginWarning,
+                stacklevel=3,
+            )
+            continue
+        taken.add(prof.name)
+        out.append((prof.name, prof))
+    return tuple(out)
+
+
+def _lazy_plugins() -> Iterator[Profile]:
+    yield from (prof for _, prof in _plugins())  # _plugins() runs when the first is asked for
+
+
+def registry() -> dict[str, Profile]:
+    """{name: profile} of every platform: the built-ins, then the `gem_workbench.platforms`
+    entry points' (a plugin that fails to load, is not a Profile or reuses a name is skipped
+    with a PluginWarning naming it, never a traceback)."""
+    return {**_builtins(), **dict(_plugins())}
+
+
+def names() -> list[str]:
+    """Every platform's name: the built-ins, then the plugins'."""
+    return list(registry())
 
 
 def profile(name: str) -> Profile:
     """The profile of platform `name`, or E_MANIFEST saying why there is none."""
-    if name not in KNOWN:
+    if name in _BUILTIN:  # a plugin never takes a built-in's name: no entry-point scan needed
+        prof: Profile = _load_ref(_BUILTIN[name])
+        return prof
+    profiles = registry()
+    if name not in profiles:
         raise GemLoadError(
             f'"platform": {clip(repr(name), 80)} is not a platform the workbench knows; use '
-            f"one of {', '.join(map(repr, KNOWN))}",
+            f"one of {', '.join(map(repr, profiles))}",
             pointer="/platform",
-            known=list(KNOWN),
+            known=list(profiles),
         )
-    if name not in _MODULES:
-        raise GemLoadError(
-            f'"platform": {name!r} ({_ISSUES[name]}) is not supported yet by '
-            f"this version of the workbench: it runs {KNOWN['notochord']} only; "
-            "opening it under their rules would misreport what the platform "
-            "does",
-            pointer="/platform",
-            platform=name,
-        )
-    from importlib import import_module
-
-    prof: Profile = import_module(f"{__name__}.{_MODULES[name]}").PROFILE
-    return prof
+    return profiles[name]
 
 
 def profiles() -> list[Profile]:
-    """Every platform built so far, in KNOWN's order (the surfaces that list every platform's
-    options: help(workbench.open), the CLI, docs/open.md)."""
-    return [profile(name) for name in KNOWN if name in _MODULES]
+    """Every platform's profile in registry order, built-ins first (the surfaces that list
+    every platform's options: help(workbench.open), the CLI, docs/open.md)."""
+    return list(registry().values())
 
 
 def detect(folder: str | os.PathLike[str]) -> Profile:
     """The profile of the gem at `folder`: manifest.json's `platform` (default "notochord"),
-    or "ekanos" for a folder with integration.ts/.js and no manifest.json."""
+    or, with no manifest.json, the first profile whose `detects(folder)` is true (Ekanos: a
+    folder with integration.ts/.js)."""
     root = Path(folder)
     mpath = root / "manifest.json"
     if not os.path.lexists(mpath):
-        if any(os.path.lexists(root / f"integration.{ext}") for ext in ("ts", "js")):
-            return profile("ekanos")
+        # the built-ins' hooks first: a plugin's entry points are read only when none claims it
+        for prof in itertools.chain(_builtins().values(), _lazy_plugins()):
+            if prof.detects is not None and prof.detects(root):
+                return prof
         return profile("notochord")  # its loader says what is missing
     real, inside = realpath(mpath), realpath(root)
     if real is None or inside is None or not real.is_relative_to(inside):
@@ -80,7 +156,7 @@ def detect(folder: str | os.PathLike[str]) -> Profile:
     name = raw.get("platform", "notochord") if isinstance(raw, dict) else "notochord"
     if not isinstance(name, str):
         raise GemLoadError(
-            f"manifest.json: /platform: give a platform name ({', '.join(KNOWN)}), not {type(name).__name__}",
+            f"manifest.json: /platform: give a platform name ({', '.join(registry())}), not {type(name).__name__}",
             file=str(mpath),
             pointer="/platform",
         )
@@ -107,17 +183,21 @@ def lint(folder: str | os.PathLike[str]) -> list[dict[str, str]]:
 
 
 __all__ = [
+    "GROUP",
     "KNOWN",
     "Capability",
     "EntryPoint",
     "Grants",
     "Limits",
     "Method",
+    "PluginWarning",
     "Profile",
     "SchemaRules",
     "detect",
     "lint",
+    "names",
     "load",
     "profile",
     "profiles",
+    "registry",
 ]

@@ -22,7 +22,19 @@ from ..gem.rules import SchemaRules
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
 
-__all__ = ["Capability", "EntryPoint", "Grants", "Limits", "Method", "Profile", "SchemaRules", "Verdict"]
+__all__ = [
+    "Capability",
+    "Declarations",
+    "EntryPoint",
+    "Grants",
+    "Limits",
+    "Method",
+    "Profile",
+    "Scaffold",
+    "SchemaRules",
+    "Verdict",
+    "fill_template",
+]
 
 MiB = 1024 * 1024
 
@@ -188,6 +200,64 @@ class Verdict:
 SUCCESS = Verdict()  # a plain success, nothing to say: the default verdict
 
 
+@dataclass(frozen=True)
+class Declarations:
+    """How `workbench.types` declares a platform's ctx beyond what its capability rows say:
+    the ctx's interfaces and Protocols come from the rows; these add the value shapes they
+    name and what a gem's `.gem-workbench/` holds (docs/platforms.md)."""
+
+    # the TypeScript interface of the ctx (`export type Ctx = <it>` follows when it differs)
+    ctx_type: str = "Ctx"
+    # lines declaring the shapes the rows' signatures name (workbench/types/_signatures.py),
+    # before the ctx's interfaces; shared ones are in platforms/shapes.py
+    ts_shapes: tuple[str, ...] = ()
+    py_shapes: tuple[str, ...] = ()
+    # the .d.ts body wrapped, e.g. in `declare module` blocks (Ekanos: @ekanos/sdk); None: as is
+    ts_modules: Callable[[list[str]], list[str]] | None = None
+    # whether .gem-workbench/ gets gem.d.ts (each tool's input typed from the manifest)
+    gem_types: bool = True
+    # gem.d.ts's `Ctx` lines for this gem (agent: ctx.tools typed by `builtins`); None:
+    # `export type Ctx = PlatformCtx;`
+    gem_ctx: Callable[[Manifest], list[str]] | None = None
+    # the manifest's JSON Schema, copied into .gem-workbench/ for editors; None: no manifest
+    manifest_schema: Path | None = None
+    # what the generated files' headers name: the file holding the rows (default
+    # workbench/platforms/<name>/__init__.py) and the module tools import `Ctx` from (default
+    # workbench.types.<name>; a plugin's: where it ships `python -m workbench.types NAME --out`)
+    source: str = ""
+    py_module: str = ""
+
+
+@dataclass(frozen=True)
+class Scaffold:
+    """What `gem-workbench new --platform <name>` writes for this platform. The scaffold adds
+    the notebook that opens the gem and makes the first call, `.gem-workbench/` and, unless
+    `own_test` is given, a pytest test of that call (docs/platforms.md)."""
+
+    # {relative path: text} of the gem's own files (manifest or entry file, the tool,
+    # fixtures) from {"name", "title", "tool", "ext"} (ext: the tool's language, ts/js/py)
+    files: Callable[[Mapping[str, str]], dict[str, str]]
+    # the first call's input, and what the notebook and the test assert on its `res`
+    call: Mapping[str, Any]
+    asserts: tuple[str, ...]
+    # the notebook's last cell: what the call left behind (a bench view)
+    state: str = "bench.kv()"
+    # the languages a tool can be written in, and why one is missing (said on --lang)
+    langs: tuple[str, ...] = ("ts", "js", "py")
+    langs_note: str = ""
+    # the gem's own test (written by `files`) as next steps name it, `{tool}` filled in;
+    # "": the scaffold writes tests/test_<gem>_<tool>.py
+    own_test: str = ""
+
+
+def fill_template(path: Path, values: Mapping[str, str]) -> str:
+    """The text of the template at `path` with each `{{key}}` replaced by its value."""
+    text = path.read_text(encoding="utf-8")
+    for key, value in values.items():
+        text = text.replace("{{" + key + "}}", value)
+    return text
+
+
 @dataclass(frozen=True, eq=False)
 class Profile:
     """One platform: how its gems load, what their tools' ctx holds and within which bounds."""
@@ -222,6 +292,16 @@ class Profile:
     open_options: tuple[str, ...] = ()
     opened: Callable[[Manifest], None] = lambda m: None
     closed: Callable[[Manifest], None] = lambda m: None
+    # plugins (docs/platforms.md): a folder with no manifest.json is this platform's when true
+    # (Ekanos: integration.ts/.js); None: only a manifest's `platform` names it
+    detects: Callable[[Path], bool] | None = None
+    # how workbench.types declares its ctx, and what `gem-workbench new` writes (None: the
+    # platform cannot be scaffolded)
+    declarations: Declarations = field(default_factory=Declarations)
+    # a tool is offered to the assistant under an effective name (K4: Ekanos), which
+    # `bench.tools()` shows beside its own
+    effective_names: bool = False
+    scaffold: Scaffold | None = None
 
     def grants(self, manifest: Manifest, tool: ToolSpec) -> Grants:
         """The tool's grants, decided once per (profile, gem, tool): cached on the manifest,

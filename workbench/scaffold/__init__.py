@@ -1,11 +1,13 @@
 """`gem-workbench new NAME`: a working gem folder to start from (like create-cloudflare).
 
-    gem-workbench new my-gem [--platform notochord|agent|ekanos] [--lang ts|js|py] [--dir PARENT]
+    gem-workbench new my-gem [--platform notochord|agent|ekanos|…] [--lang ts|js|py] [--dir PARENT]
 
 The folder passes `gem-workbench check`, its tool's first call succeeds, and it holds a
 notebook that calls the tool, a test, fixtures where the platform has them and
-`.gem-workbench/` (the ctx types for editors and the manifest's JSON Schema). This module only
-registers the command; `_create` writes the folder (imported when the command runs).
+`.gem-workbench/` (the ctx types for editors and the manifest's JSON Schema). The platforms are
+the registry's (a plugin's too: docs/platforms.md), each profile's `scaffold` says what its gem
+holds. This module only registers the command; `_create` writes the folder (imported when the
+command runs, so the registry is not loaded for other commands).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import sys
 
 __all__ = ["add_parser"]
 
-PLATFORMS = ("notochord", "agent", "ekanos")
 LANGS = ("ts", "js", "py")
 
 
@@ -27,7 +28,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
     )
     p.add_argument("name", help="the gem's folder name (and id or slug): lowercase letters, digits, '-'")
-    p.add_argument("--platform", choices=PLATFORMS, default="notochord", help="default: notochord")
+    # not argparse choices: the registry (plugins' entry points) is read only when `new` runs
+    p.add_argument(
+        "--platform",
+        default="notochord",
+        help="notochord, agent, ekanos or a plugin's platform (default: notochord)",
+    )
     p.add_argument(
         "--lang",
         choices=LANGS,
@@ -45,7 +51,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         folder = create(args.name, platform=args.platform, lang=args.lang, parent=args.dir, tool=args.tool)
     except ScaffoldError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc.message}", file=sys.stderr)
         return 2
     print(next_steps(folder, platform=args.platform, tool=args.tool))
     return 0

@@ -1,4 +1,6 @@
-"""Write a new gem folder from the templates (package data in `templates/`).
+"""Write a new gem folder: the platform's own files from its profile's `Scaffold` (templates
+in workbench/platforms/<name>/templates/ or the plugin's package), and what every gem gets
+here: the notebook, `.gem-workbench/` and a pytest test (`templates/common/`).
 
 Everything is written into a temporary sibling folder that is renamed into place at the end,
 so a failure leaves nothing half-made, and an existing non-empty folder is never touched.
@@ -14,19 +16,22 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .._errors import UsageError
 from ..gem.names import slug_problem
+from ..platforms import Profile, registry
+from ..platforms.base import Scaffold, fill_template
 
 TEMPLATES = Path(__file__).parent / "templates"
 TOOL = re.compile(r"^[a-z][a-z0-9_]{0,62}\Z")
 EXT = {"ts": "ts", "js": "js", "py": "py"}
-SCHEMA_REF = "./.gem-workbench/manifest.schema.json"
+LANG_NAMES = {"py": "Python", "ts": "TypeScript", "js": "JavaScript"}
 
 
-class ScaffoldError(Exception):
+class ScaffoldError(UsageError):
     """A usage error of `gem-workbench new` (exit 2): the message says what to change."""
 
 
-def _check(name: str, platform: str, lang: str, tool: str, target: Path) -> None:
+def _check(name: str, prof: Profile, lang: str, tool: str, target: Path) -> None:
     why = slug_problem(name)  # the loaders' rule for an id and an Ekanos slug: else it could not be opened
     if why:
         raise ScaffoldError(
@@ -37,94 +42,51 @@ def _check(name: str, platform: str, lang: str, tool: str, target: Path) -> None
         raise ScaffoldError(
             f"--tool {tool!r}: a tool name is lowercase snake_case (^[a-z][a-z0-9_]*$), e.g. hello"
         )
-    if platform == "ekanos" and lang == "py":
+    spec = _scaffold(prof)
+    if lang not in spec.langs:
+        others = [n for n, p in registry().items() if p.scaffold is not None and lang in p.scaffold.langs]
         raise ScaffoldError(
-            "--lang py --platform ekanos: Ekanos integrations are TypeScript or JavaScript "
-            "(integration.ts); use --lang ts or --lang js, or a Python tool on --platform notochord or agent"
+            f"--lang {lang} --platform {prof.name}: {spec.langs_note or f'{prof.title} have no {lang} tools'}; "
+            f"use {' or '.join(f'--lang {x}' for x in spec.langs)}"
+            + (f", or a {LANG_NAMES.get(lang, lang)} tool on --platform {_or(others)}" if others else "")
         )
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         what = "a file" if not target.is_dir() else "a folder that is not empty"
         raise ScaffoldError(f"{target} is {what}: choose another name or --dir, or remove it first")
 
 
-def _fill(text: str, values: dict[str, str]) -> str:
-    for key, value in values.items():
-        text = text.replace("{{" + key + "}}", value)
-    return text
-
-
 def _template(rel: str, values: dict[str, str]) -> str:
-    return _fill((TEMPLATES / f"{rel}.tmpl").read_text(encoding="utf-8"), values)
+    return fill_template(TEMPLATES / f"{rel}.tmpl", values)
 
 
-def _notochord_manifest(name: str, title: str, tool: str, file: str) -> dict[str, Any]:
-    return {
-        "$schema": SCHEMA_REF,
-        "id": name,
-        "name": title,
-        "version": "0.1.0",
-        "platform": "notochord",
-        "description": f"{title}: a new gem (gem-workbench new).",
-        "tools": [
-            {
-                "name": tool,
-                "file": file,
-                "description": "Greet someone; count the greetings in kv; read workspace:welcome.txt if present.",
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {"name": {"type": "string", "minLength": 1}},
-                    "required": ["name"],
-                    "additionalProperties": False,
-                },
-                "sideEffect": "write",
-            }
-        ],
-    }
+def _scaffold(prof: Profile) -> Scaffold:
+    if prof.scaffold is None:
+        raise ScaffoldError(
+            f"--platform {prof.name}: {prof.title} cannot be scaffolded (its profile has no scaffold)"
+        )
+    return prof.scaffold
 
 
-def _agent_manifest(name: str, title: str, tool: str, file: str) -> dict[str, Any]:
-    return {
-        "$schema": SCHEMA_REF,
-        "platform": "agent",
-        "id": name,
-        "name": title,
-        "version": "0.1.0",
-        "description": f"{title}: a new agent custom tool (gem-workbench new).",
-        "agent": {"id": f"agent-{name}", "name": title},
-        "builtins": ["calculate", "web_search"],
-        "tools": [
-            {
-                "name": tool,
-                "file": file,
-                "description": "Add two numbers with the calculate built-in.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-                    "required": ["a", "b"],
-                    "additionalProperties": False,
-                },
-            }
-        ],
-    }
+def _profile(platform: str) -> Profile:
+    """The registry's profile of `platform`, or a UsageError listing the registry."""
+    profiles = registry()
+    if platform not in profiles:
+        raise ScaffoldError(f"--platform {platform!r}: use {_or(list(profiles))}")
+    return profiles[platform]
 
 
-#: per platform: the input of the first call and what the notebook and the test assert on it
-CALLS: dict[str, tuple[dict[str, Any], list[str]]] = {
-    "notochord": (
-        {"name": "Ada"},
-        [
-            'res.value["greeting"] == "Hello, Ada!"',
-            'res.value["count"] == 1',
-            'res.value["note"].startswith("Welcome")',
-        ],
-    ),
-    "agent": ({"a": 2, "b": 3}, ['res.value["sum"] == 5']),
-    "ekanos": ({"name": "Ada"}, ['res.value == {"greeting": "Hello, Ada!", "count": 1}']),
-}
+def _or(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+def first_call(platform: str) -> tuple[dict[str, Any], list[str]]:
+    """The input of a new gem's first call and what its notebook and test assert on it."""
+    spec = _scaffold(_profile(platform))
+    return dict(spec.call), list(spec.asserts)
 
 
 def _notebook(name: str, platform: str, tool: str) -> str:
-    data, asserts = CALLS[platform]
+    data, asserts = first_call(platform)
 
     def code(src: str) -> dict[str, Any]:
         return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": src}
@@ -132,9 +94,7 @@ def _notebook(name: str, platform: str, tool: str) -> str:
     def md(src: str) -> dict[str, Any]:
         return {"cell_type": "markdown", "metadata": {}, "source": src}
 
-    state = {"notochord": "bench.kv()", "agent": "bench.audit()", "ekanos": "bench.account_storage()"}[
-        platform
-    ]
+    state = _scaffold(_profile(platform)).state
     cells = [
         md(
             f"# {name}\n\nOpens the gem in this folder with mock providers and calls `{tool}`. "
@@ -162,22 +122,14 @@ def _notebook(name: str, platform: str, tool: str) -> str:
 
 def _files(name: str, platform: str, lang: str, tool: str) -> dict[str, str]:
     """{relative path: text} of the new gem, but .gem-workbench/ (made from its manifest)."""
+    spec = _scaffold(_profile(platform))
     title = " ".join(part.capitalize() for part in name.split("-"))
     values = {"name": name, "title": title, "tool": tool, "ext": lang}
     out: dict[str, str] = {f"{name}.ipynb": _notebook(name, platform, tool)}
-    if platform == "ekanos":
-        out[f"integration.{lang}"] = _template(f"ekanos/integration.{lang}", values)
-        out[f"tests/{tool}.test.ts"] = _template("ekanos/tool.test.ts", values)
+    out.update(spec.files(values))
+    if spec.own_test:
         return out
-    file = f"tools/{tool}.{EXT[lang]}"
-    make = _notochord_manifest if platform == "notochord" else _agent_manifest
-    out["manifest.json"] = json.dumps(make(name, title, tool, file), indent=2) + "\n"
-    out[file] = _template(f"{platform}/tool.{lang}", values)
-    if platform == "notochord":
-        out["fixtures/workspace/welcome.txt"] = _template("notochord/welcome.txt", values)
-    else:
-        out["fixtures/web_search.json"] = _template("agent/web_search.json", values)
-    data, asserts = CALLS[platform]
+    data, asserts = first_call(platform)
     # named after the gem too: pytest cannot collect two tests/test_hello.py in one run
     out[f"tests/test_{name.replace('-', '_')}_{tool}.py"] = _template(
         "common/test_tool.py",
@@ -199,12 +151,11 @@ def create(
     from ..types import FOLDER, gem_files
 
     lang = lang or "ts"
-    if platform not in ("notochord", "agent", "ekanos"):
-        raise ScaffoldError(f"--platform {platform!r}: use notochord, agent or ekanos")
+    prof = _profile(platform)
     if lang not in EXT:
         raise ScaffoldError(f"--lang {lang!r}: use ts, js or py")
     target = Path(parent) / name
-    _check(name, platform, lang, tool, target)
+    _check(name, prof, lang, tool, target)
     Path(parent).mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=parent))
     umask = os.umask(0)
@@ -230,13 +181,15 @@ def create(
 
 def next_steps(folder: Path, *, platform: str, tool: str) -> str:
     """What to do with the new gem, printed by `gem-workbench new`."""
-    data, _ = CALLS[platform]
+    spec = _scaffold(_profile(platform))
+    data, _ = first_call(platform)
     test = (
-        f"  gem-workbench test {folder}           # tests/{tool}.test.ts (deno test) and the notebook"
-        if platform == "ekanos"
+        f"  gem-workbench test {folder}           # {spec.own_test.format(tool=tool)} and the notebook"
+        if spec.own_test
         else f"  python -m pytest {folder}/tests       # the test\n"
         f"  gem-workbench test {folder}           # the notebook, as a test"
     )
+    schema = (folder / ".gem-workbench" / "manifest.schema.json").is_file()
     return "\n".join(
         [
             f"Created {folder} ({platform}). Next:",
@@ -245,6 +198,6 @@ def next_steps(folder: Path, *, platform: str, tool: str) -> str:
             test,
             f"  gem-workbench lab {folder}            # open {folder.name}.ipynb in JupyterLab",
             f"Types for editors are in {folder}/.gem-workbench/ (the ctx"
-            + (")." if platform == "ekanos" else ", the manifest's JSON Schema)."),
+            + (", the manifest's JSON Schema)." if schema else ")."),
         ]
     )

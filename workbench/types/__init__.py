@@ -4,7 +4,8 @@
 `@ekanos/sdk` modules) and `notochord.py`, `agent.py`, `ekanos.py` (Protocol classes for Python
 tools). `python -m workbench.types` regenerates them; tests/test_types.py checks they match.
 `gem_files(manifest)` is what a gem's `.gem-workbench/` folder holds (the scaffold writes it,
-`check --typecheck` maps it onto fresh copies).
+`check --typecheck` maps it onto fresh copies); a plugin platform's `.d.ts` is rendered there
+from its registry rows and its profile's `Declarations` (docs/platforms.md).
 """
 
 from __future__ import annotations

@@ -20,19 +20,30 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).parent
 FOLDER = ".gem-workbench"
-_PLATFORMS = Path(__file__).parent.parent / "platforms"
 
 
 def declarations(platform: str) -> Path:
-    """The shipped `.d.ts` of `platform`'s ctx."""
+    """The shipped `.d.ts` of `platform`'s ctx (a built-in's; a plugin's is rendered)."""
     return HERE / f"{platform}.d.ts"
+
+
+def _platform_dts(platform: str) -> str:
+    shipped = declarations(platform)
+    if shipped.is_file():
+        return shipped.read_text(encoding="utf-8")
+    from ..platforms import profile
+    from ._generate import render_ts
+
+    return render_ts(profile(platform))  # a plugin's: from its registry rows, as a built-in's
 
 
 def editor_schema(platform: str) -> str | None:
     """The manifest's JSON Schema as an editor reads it (ECMAScript patterns: Python's `\\Z`
     becomes `$`, which is what `\\Z` means there), or None for a platform without manifest."""
-    path = _PLATFORMS / platform / "manifest.schema.json"
-    if not path.is_file():
+    from ..platforms import profile
+
+    path = profile(platform).declarations.manifest_schema
+    if path is None or not path.is_file():
         return None
     schema = json.loads(path.read_text(encoding="utf-8"))
 
@@ -49,13 +60,22 @@ def editor_schema(platform: str) -> str | None:
     out = fix(schema)
     out["$comment"] = (
         "A copy for editors, written by gem-workbench (patterns in ECMAScript syntax); the "
-        f"workbench checks manifest.json with its own copy, workbench/platforms/{platform}/manifest.schema.json."
+        f"workbench checks manifest.json with its own copy, {_shown(path)}."
     )
     return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
 
 
+def _shown(path: Path) -> str:
+    """`path` as the editor copy names it: from workbench/ for the package's own files."""
+    package = Path(__file__).parent.parent
+    return f"workbench/{path.relative_to(package).as_posix()}" if path.is_relative_to(package) else str(path)
+
+
 def _gem_dts(manifest: Manifest) -> str:
+    from ..platforms import profile
+
     platform = manifest.platform
+    hook = profile(platform).declarations.gem_ctx
     lines = [
         "// This gem's ctx and tool inputs, generated from manifest.json by gem-workbench",
         "// (`gem-workbench new`; `check --typecheck` regenerates it from the current manifest).",
@@ -66,23 +86,17 @@ def _gem_dts(manifest: Manifest) -> str:
     for name, tool in sorted(manifest.tools.items()):
         lines.append(f"  {json.dumps(name)}: {to_ts(tool.input_schema)};")
     lines.append("}")
-    if platform == "agent":
-        from ..platforms.agent.manifest import BUILTINS
-
-        enabled = manifest.raw.get("builtins", BUILTINS)
-        names = " | ".join(json.dumps(b) for b in enabled) or "never"
-        lines.append("/** ctx.tools: the enabled built-ins (`builtins`) and this gem's own tools. */")
-        lines.append(f"export type Ctx = PlatformCtx<Inputs, {names}>;")
-    else:
-        lines.append("export type Ctx = PlatformCtx;")
+    lines += hook(manifest) if hook is not None else ["export type Ctx = PlatformCtx;"]
     return "\n".join(lines) + "\n"
 
 
 def gem_files(manifest: Manifest) -> dict[str, str]:
     """{file name: text} of the gem's `.gem-workbench/` folder for its platform."""
+    from ..platforms import profile
+
     platform = manifest.platform
-    out = {f"{platform}.d.ts": declarations(platform).read_text(encoding="utf-8")}
-    if platform != "ekanos":
+    out = {f"{platform}.d.ts": _platform_dts(platform)}
+    if profile(platform).declarations.gem_types:
         out["gem.d.ts"] = _gem_dts(manifest)
     schema = editor_schema(platform)
     if schema is not None:

@@ -17,7 +17,9 @@ from typing import Any
 from ...gem.model import Manifest, ToolSpec
 from ...gem.rules import NOTOCHORD as SCHEMA_RULES
 from ..base import Capability, EntryPoint, Grants, Limits, Method, Profile
+from .declarations import DECLARATIONS
 from .manifest import BUILTINS, lint, load_manifest, manifest_schema
+from .scaffold import SCAFFOLD
 
 
 def _value(name: str, doc: str) -> Capability:
@@ -72,6 +74,8 @@ PROFILE = Profile(
         "the gem's own tools) and ctx.audit (seed 002)"
         for name in ("files", "data", "storage", "email", "http", "extract", "resources", "idempotencyKey")
     },
+    declarations=DECLARATIONS,
+    scaffold=SCAFFOLD,
 )
 
 __all__ = ["CAPABILITIES", "PROFILE", "manifest_schema"]

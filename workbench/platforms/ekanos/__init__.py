@@ -10,11 +10,15 @@ requests are https only; `storage` is `{account: {<key>: <JSON Schema>}}` with e
 
 from __future__ import annotations
 
+import os
+
 from ...gem.model import Manifest, ToolSpec
 from ..base import Capability, EntryPoint, Grants, Limits, Method, Profile
 from . import registry
+from .declarations import DECLARATIONS
 from .loader import IMPORT_MAP, RULES, SDK, effective_name, lint, load_integration
 from .outcomes import judge
+from .scaffold import SCAFFOLD
 from .storage import check_stored
 
 M = Method
@@ -83,6 +87,10 @@ PROFILE = Profile(
     sdk_dirs=(SDK,),
     opened=registry.claim,
     closed=registry.release,
+    detects=lambda root: any(os.path.lexists(root / f"integration.{ext}") for ext in ("ts", "js")),
+    effective_names=True,
+    declarations=DECLARATIONS,
+    scaffold=SCAFFOLD,
 )
 
 __all__ = ["CAPABILITIES", "PROFILE", "effective_name"]

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from ...gem.rules import NOTOCHORD as SCHEMA_RULES
 from ..base import Capability, EntryPoint, Limits, Method, Profile
+from .declarations import DECLARATIONS
 from .grants import grants_for
 from .manifest import lint, load_manifest, manifest_schema
+from .scaffold import SCAFFOLD
 
 M = Method
 CAPABILITIES = (
@@ -107,6 +109,8 @@ PROFILE = Profile(
     load=load_manifest,
     lint=lint,
     grants_for=grants_for,
+    declarations=DECLARATIONS,
+    scaffold=SCAFFOLD,
 )
 
 __all__ = ["CAPABILITIES", "PROFILE", "manifest_schema"]
