@@ -16,7 +16,7 @@ from ._hints import explain_absent
 from ._json import to_json
 from ._reload import definition_files, stamp, tool_file_error
 from ._result import CallResult, results_ring
-from ._views import Views
+from ._views import Views, gated, platform_views
 from .ctx import CallSession, Capabilities, CtxCrash, prepare
 from .ctx.audit import activity_log
 from .ctx.limits import DEFAULT, Limits, deadline_after
@@ -53,6 +53,7 @@ class Bench(Views):
         from .platforms.notochord import PROFILE
 
         self.profile = profile or PROFILE  # the platform whose rules this bench applies
+        self._views = platform_views(self.profile)  # what it lists and answers (_views.py)
         self.manifest = manifest
         self.providers = providers
         self.conversation = conversation
@@ -78,7 +79,7 @@ class Bench(Views):
         self._stamp = stamp(self._definition)
         if providers.mailbox is None:
             providers.mailbox = MockMailbox()
-        self.email = BenchEmail(self)  # allowed accounts, mock mail, new-mail events
+        self._email = BenchEmail(self)  # bench.email: allowed accounts, mock mail, new-mail events
         if providers.resources is not None:  # R2: "required": true starts downloading now
             providers.resources.start_required()
 
@@ -278,7 +279,7 @@ class Bench(Views):
             conversation=self.conversation,
             strict=self.strict,
             trash=not self.headless,
-            email_grant=self.email.grant,
+            email_grant=self._email.grant,
             http=getattr(self.providers, "http", None),
             idempotency_key=res.idempotency_key,
             crash_after=crash_after,
@@ -367,6 +368,7 @@ class Bench(Views):
             self._check_open()
             reload(self)
 
+    @gated
     def inject_fault(
         self, builtin: str, *, times: int = 1, mode: Literal["throw", "envelope"] = "throw"
     ) -> None:
@@ -418,6 +420,7 @@ class Bench(Views):
         assert isinstance(runner, DenoRunner)
         return runner.sandbox
 
+    @gated
     def allow_recipients(self, *patterns: str) -> None:
         """Let agent tools' send_email mail these addresses (or `*@domain`); none until then,
         as the platform's recipient checks refuse them (`recipient_not_allowed`)."""

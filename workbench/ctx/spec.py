@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..gem import Manifest
     from ..platforms import Limits, Profile
 
-__all__ = ["Action", "CapabilitySpec", "Flag", "OpenContext", "Option", "View"]
+__all__ = ["Action", "CapabilitySpec", "Flag", "OpenContext", "Option", "View", "foreign_view", "views_for"]
 
 
 @dataclass(frozen=True)
@@ -272,6 +272,10 @@ BENCH = CapabilitySpec(
 )
 
 
+#: views that are objects on the bench, not methods (named without "()" in errors)
+_ATTRIBUTES = frozenset({"email"})
+
+
 # -- the option table of a platform -----------------------------------------------------------
 def _impls(profile: Profile) -> set[str]:
     return {c.impl for c in profile.capabilities}
@@ -327,3 +331,18 @@ def unknown_option(
             platforms=[p.name for p, _ in others],
         )
     return UsageError(f"open() has no option {name}={hint}", option=name, platform=profile.name)
+
+
+def foreign_view(
+    name: str, profile: Profile, specs: Iterable[CapabilitySpec], profiles: Iterable[Profile]
+) -> AttributeError:
+    """The error for a bench view or action `profile`'s benches do not have: which platform has
+    it and through which capability ("outbox() is a view of agent custom tools (ctx.tools);
+    Notochord gems do not have it")."""
+    specs = list(specs)
+    others = [(p, table[name]) for p in profiles if name in (table := views_for(p, specs))]
+    shown = name if name in _ATTRIBUTES else f"{name}()"
+    if others:
+        where = ", ".join(f"{p.title} ({s.title})" for p, (_, s) in others)
+        return AttributeError(f"{shown} is a view of {where}; {profile.title} do not have it")
+    return AttributeError(f"a bench of {profile.title} has no attribute {name!r}")
