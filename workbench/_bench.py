@@ -17,8 +17,7 @@ from ._json import to_json
 from ._reload import definition_files, stamp, tool_file_error
 from ._result import CallResult, results_ring
 from ._views import Views, gated, platform_views
-from .ctx import CallSession, Capabilities, CtxCrash, prepare
-from .ctx.audit import activity_log
+from .ctx import SPECS, CallSession, Capabilities, CtxCrash, prepare
 from .ctx.limits import DEFAULT, Limits, deadline_after
 from .gem.schema import check_input
 from .providers import default_state_dir
@@ -29,6 +28,7 @@ from .runners.deno import Sandbox, SandboxOptions
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .ctx.tools import AgentTools
     from .gem import Manifest, ToolSpec
     from .platforms import Profile
     from .providers import Providers
@@ -65,9 +65,6 @@ class Bench(Views):
         self.reuse = reuse
         self._rng = random.Random()
         self._sandbox_options = sandbox or SandboxOptions()
-        self._audit = activity_log(limits)  # ctx.audit and ctx.tools rows (A6, agent tools)
-        self.recipients: tuple[str, ...] = ()  # where send_email may send (allow_recipients)
-        self._faults: dict[str, list[str]] = {}  # built-in -> modes of its next dispatches
         self._runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
         # one call at a time: a call is one storage transaction and one sandbox conversation
         self._lock = threading.RLock()
@@ -117,6 +114,10 @@ class Bench(Views):
             self.providers.sql_db.close()
             if not self.closed:
                 self.profile.closed(self.manifest)
+            for impl, backend in self.providers.backends.items():  # each capability's own
+                spec = SPECS.get(impl)
+                if spec is not None and spec.close is not None and not self.closed:
+                    spec.close(backend)
             transport: Any = getattr(getattr(self.providers, "http", None), "transport", None)
             if hasattr(transport, "close"):
                 transport.close()
@@ -279,7 +280,6 @@ class Bench(Views):
             conversation=self.conversation,
             strict=self.strict,
             trash=not self.headless,
-            email_grant=self._email.grant,
             http=getattr(self.providers, "http", None),
             idempotency_key=res.idempotency_key,
             crash_after=crash_after,
@@ -287,10 +287,7 @@ class Bench(Views):
             limits=self.limits,
             profile=self.profile,
             values=self.profile.call_values(self.manifest, {"call_id": res.call_id, **(options or {})}),
-            audit_log=self._audit,
-            recipients=self.recipients,
             nest=self._nested,
-            faults=self._faults,
         )
         caps = Capabilities(session)
         if fresh is None:
@@ -317,8 +314,7 @@ class Bench(Views):
             res.trace_rows, res.calls_made = session.trace, session.ctx_calls
             res.trace_chars = session.kept
             res.violations = session.violations
-            res.surfaced, res.children = session.surfaced, session.children
-            res.log_rows = session.log_rows
+            session.finish(res)  # each capability's part: surfaced files, nested calls, log rows
         if failed is None and session.aborted is not None:  # A5: whatever the tool did after
             failed = session.aborted
         if failed is not None:
@@ -388,7 +384,8 @@ class Bench(Views):
             raise UsageError(
                 f"inject_fault(mode={mode!r}, times={times!r}): mode 'throw' or 'envelope', times >= 1"
             )
-        self._faults.setdefault(builtin, []).extend([mode] * times)
+        tools: AgentTools = self.providers.backends["tools"]
+        tools.faults.setdefault(builtin, []).extend([mode] * times)
 
     def _nested(self, parent: CallSession, tool: ToolSpec, input: Any) -> Any:
         """ctx.tools.<own tool>(input) (agent tools): see _nest.py."""
@@ -429,4 +426,5 @@ class Bench(Views):
                 raise UsageError(
                     f"allow_recipients({p!r}): give addresses like 'a@x.example' or '*@x.example'"
                 )
-        self.recipients = tuple(dict.fromkeys((*self.recipients, *(p.strip().lower() for p in patterns))))
+        tools: AgentTools = self.providers.backends["tools"]
+        tools.recipients = tuple(dict.fromkeys((*tools.recipients, *(p.strip().lower() for p in patterns))))

@@ -29,9 +29,14 @@ class BenchEmail:
 
     def __init__(self, bench: Bench) -> None:
         self._bench = bench
-        self.grant = Grant()
         mailbox = bench.providers.mailbox
         self._clock = mailbox.clock if isinstance(mailbox, MockMailbox) else MockClock()
+
+    @property
+    def grant(self) -> Grant:
+        """The accounts the user allowed (ctx.email's backend keeps it, for every call)."""
+        access: Any = self._bench.providers.backends["email"]
+        return access.grant
 
     def __repr__(self) -> str:
         return f"<bench.email {self.mailbox!r}, allowed={self.allowed!r}>"

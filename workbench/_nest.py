@@ -52,7 +52,7 @@ def nested(bench: Bench, parent: CallSession, tool: ToolSpec, input: Any) -> Any
     finally:
         res.duration_ms = (time.perf_counter() - t0) * 1000
         bench.results.append(res)
-        parent.children.append(res)
+        parent.of("tools").children.append(res)
 
 
 def _run(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: CallResult) -> Any:
@@ -72,11 +72,9 @@ def _run(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: Call
         ctx_calls=0,
         violations=[],
         values={**parent.values, "toolCallId": f"call_{secrets.token_hex(12)}"},
-        audit_seq=0,
-        audit_own=0,
-        audit_note=None,
-        children=res.children,
+        state=parent.child_state(),  # ctx.audit numbers its rows anew; surfaced files are shared
     )
+    session.of("tools").children = res.children  # its own nested calls are its result's
     try:
         outcome = bench._runner(kind).call(tool, args, Capabilities(session), fresh=False)
     finally:

@@ -21,8 +21,9 @@ from .providers import (
 from .runners.deno import SandboxOptions
 
 if TYPE_CHECKING:
-    from .platforms import Limits
-    from .providers import Mailbox
+    from .gem import Manifest
+    from .platforms import Limits, Profile
+    from .providers import Mailbox, Providers
 
 
 def open(
@@ -168,6 +169,7 @@ def open(
         provs.secrets = make_secrets(secrets, manifest.id)
         for value in getattr(provs.secrets, "known", list)():  # K6: masked whoever reads them
             http_state.remember_secret(value)
+    _make_backends(provs, manifest, profile, limits or profile.limits, options={})
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs
     try:
@@ -207,6 +209,28 @@ def open(
         if isinstance(exc, StateError):
             raise _state_error(exc, provs.state_dir) from None
         raise
+
+
+def _make_backends(
+    provs: Providers, manifest: Manifest, profile: Profile, limits: Limits, *, options: Mapping[str, Any]
+) -> None:
+    """Each capability of the platform with a backend factory makes its backend, after the
+    shared stores, in registry order (`providers.backends[impl]`; `Bench.close` closes them)."""
+    from .ctx import SPECS
+    from .ctx.spec import OpenContext, specs_for
+
+    opening = OpenContext(
+        manifest=manifest,
+        profile=profile,
+        limits=limits,
+        options=options,
+        kinds=provs.kind,
+        state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root),
+        backends=provs.backends,
+    )
+    for spec in specs_for(profile, SPECS.values()):
+        if spec.backend is not None:
+            provs.backends[spec.impl] = spec.backend(opening)
 
 
 def _check_options(*, reuse: Any, http_timeout: Any, keep_runs: Any, keep_run_days: Any) -> None:

@@ -85,7 +85,6 @@ class Views:
     limits: Limits
     profile: Profile
     _email: BenchEmail
-    _audit: Ring[dict[str, Any]]
     _views: frozenset[str]  # the gated views of its platform (platform_views)
     closed: bool
 
@@ -171,11 +170,12 @@ class Views:
 
         from .ctx.audit import COLUMNS
 
-        rows = list(self._audit)
-        note = self._audit.note("row")
+        log: Ring[dict[str, Any]] = self.providers.backends["audit"]  # ctx.audit's backend
+        rows = list(log)
+        note = log.note("row")
         if note is not None:
             first = {"source": "workbench", "event": "workbench:rows dropped", "time": rows[0]["time"]}
-            data = {"rows": self._audit.dropped, "chars": self._audit.dropped_chars, "why": note}
+            data = {"rows": log.dropped, "chars": log.dropped_chars, "why": note}
             rows.insert(0, {**first, "data": data})
         df = pd.DataFrame(rows, columns=COLUMNS)
         df["time"] = pd.to_datetime(df["time"], unit="s", utc=True)

@@ -177,6 +177,7 @@ class Capabilities:
                 self.session.violations.append(
                     "storage.sql: the tool left a transaction open; it was rolled back"
                 )
-            if self.session.used_sql:
+            used = self.session.state.get("sql")
+            if used is not None and used.used:
                 sql.drop_temp()
         return failed

@@ -181,7 +181,8 @@ class Email:
                 "E_INTERNAL",
                 "ctx.email: this call has no mailbox (a session made outside workbench.open gets none)",
             )
-        return mailbox, s.email_grant or Grant()  # no grant from the user: nothing is allowed
+        access = s.providers.backends.get("email")  # none: a session made outside a bench
+        return mailbox, access.grant if access is not None else Grant()  # nothing is allowed
 
     @contextmanager
     def _reading(self) -> Any:
@@ -260,11 +261,20 @@ class Email:
         return msg.to_json()  # bounded: body, attachments, subject, addresses (SEC5)
 
 
+class MailAccess:
+    """ctx.email's backend: the accounts the user allowed (E2: `bench.email.allow`; none at
+    open), the same object for every call of the bench."""
+
+    def __init__(self) -> None:
+        self.grant = Grant()
+
+
 #: ctx.email as a unit
 SPEC = CapabilitySpec(
     impl="email",
     title="ctx.email",
     implementation=Email,
+    backend=lambda opening: MailAccess(),
     options=(
         Option(
             "mailbox",

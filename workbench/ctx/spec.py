@@ -22,6 +22,7 @@ from .._errors import UsageError
 if TYPE_CHECKING:
     from ..gem import Manifest
     from ..platforms import Limits, Profile
+    from ._session import CallSession
 
 __all__ = ["Action", "CapabilitySpec", "Flag", "OpenContext", "Option", "View", "foreign_view", "views_for"]
 
@@ -105,7 +106,10 @@ class CapabilitySpec:
     # its backend: made at open (after the shared stores), stored in providers.backends[impl];
     # None: it uses the shared stores only
     backend: Callable[[OpenContext], Any] | None = None
-    call_state: Callable[[], Any] | None = None  # its per-call state (session.state[impl])
+    # its per-call state, made from the session at the capability's first use in a call
+    # (session.of(impl)); it may define nested() (its state in a nested invocation: default the
+    # same object) and into(res) (what it puts on the call's result)
+    call_state: Callable[[CallSession], Any] | None = None
     views: tuple[View, ...] = ()
     actions: tuple[Action, ...] = ()
     close: Callable[[Any], None] | None = None  # releases its backend when the bench closes

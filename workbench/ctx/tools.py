@@ -16,13 +16,14 @@ import mimetypes
 import os
 import stat
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from ..gem.schema import InputValidator, check_input
 from .audit import record
-from .spec import Action, CapabilitySpec, Flag, Option, View, file_or, path_or
+from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, file_or, path_or
 
 if TYPE_CHECKING:
     from ._session import CallSession
@@ -108,7 +109,7 @@ class Tools:
             raise WorkbenchError(
                 "E_DISPATCH", f"ctx.tools.{name}: this call has no bench to run the tool", tool=name
             )
-        pending = s.faults.get(name)
+        pending = s.of("tools").faults.get(name)
         if pending:  # bench.inject_fault: this dispatch fails as the platform's connection would
             if pending.pop(0) == "throw":
                 raise WorkbenchError(
@@ -181,12 +182,13 @@ def _send_email(session: CallSession, input: dict[str, Any]) -> Any:
         )
     message: dict[str, Any] = {"to": _list(input["to"]), "cc": _list(input.get("cc", []))}
     message.update({k: input[k] for k in ("subject", "body_text", "body_html") if k in input})
-    refused = [a for a in (*message["to"], *message["cc"]) if not allowed(a, session.recipients)]
+    recipients = session.of("tools").recipients
+    refused = [a for a in (*message["to"], *message["cc"]) if not allowed(a, recipients)]
     if refused:  # first, as before: the seed's error snippet (to: "...") expects this envelope
         return envelope(
             "recipient_not_allowed",
             recipients=refused,
-            allowed=list(session.recipients),
+            allowed=list(recipients),
             hint="bench.allow_recipients('name@host' or '*@domain', ...)",
         )
     try:
@@ -236,7 +238,7 @@ def _surface_file(session: CallSession, input: dict[str, Any]) -> Any:
         "sizeBytes": info.st_size,
         "title": input.get("title"),
     }
-    session.surfaced.append({**entry, "file": target})
+    session.of("tools").surfaced.append({**entry, "file": target})
     return {"surfaced": True, **entry}
 
 
@@ -248,11 +250,48 @@ BUILTINS = {
 }
 
 
+@dataclass
+class AgentTools:
+    """ctx.tools' backend: what the bench keeps for it between calls."""
+
+    recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case
+    faults: dict[str, list[str]] = field(default_factory=dict)  # bench.inject_fault: per built-in
+
+
+@dataclass(slots=True)
+class ToolsCall:
+    """ctx.tools' state in one invocation."""
+
+    recipients: tuple[str, ...]  # the allowlist as the call found it
+    faults: dict[str, list[str]]  # the bench's: a dispatch uses up its fault
+    surfaced: list[dict[str, Any]] = field(default_factory=list)  # surface_file's files, this call
+    children: list[Any] = field(default_factory=list)  # the CallResults of its nested ctx.tools calls
+
+    def nested(self) -> ToolsCall:
+        """A nested invocation's: its files are surfaced in its caller's result; its own nested
+        calls are its result's children (set by the bench's nesting)."""
+        return ToolsCall(self.recipients, self.faults, self.surfaced)
+
+    def into(self, res: Any) -> None:
+        res.surfaced, res.children = self.surfaced, self.children
+
+
+def _backend(opening: OpenContext) -> AgentTools:
+    return AgentTools()
+
+
+def _call_state(session: CallSession) -> ToolsCall:
+    tools = session.providers.backends.get("tools") or AgentTools()  # a session outside a bench
+    return ToolsCall(tools.recipients, tools.faults)
+
+
 #: ctx.tools (web_search, send_email, surface_file, other tools) as a unit (A3-A6)
 SPEC = CapabilitySpec(
     impl="tools",
     title="ctx.tools",
     implementation=Tools,
+    backend=_backend,
+    call_state=_call_state,
     options=(
         Option(
             "web_search",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,8 @@ class Providers:
     outbox: Any = None  # the send_email built-in's Outbox (agent tools): MockOutbox, SmtpOutbox
     agent_files: Path | None = None  # the folder surface_file shows files of (agent tools)
     secrets: Any = None  # ctx.secrets' SecretStore (Ekanos integrations; see providers/secrets.py)
+    # {capability impl: its backend}, made at open by each CapabilitySpec.backend (ctx/spec.py)
+    backends: dict[str, Any] = field(default_factory=dict)
 
 
 def make_providers(
