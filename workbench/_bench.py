@@ -17,11 +17,10 @@ from ._json import to_json
 from ._reload import definition_files, stamp, tool_file_error
 from ._result import CallResult, results_ring
 from ._views import Views, gated, platform_views
-from .ctx import SPECS, CallSession, Capabilities, CtxCrash, prepare
+from .ctx import CallSession, Capabilities, CtxCrash, close_backends, prepare
 from .ctx.limits import DEFAULT, Limits, deadline_after
 from .gem.schema import check_input
 from .providers import default_state_dir
-from .providers.mailmock import MockMailbox
 from .runners import RUNNER_FOR, RUNNERS, Runner, Setup
 from .runners.deno import Sandbox, SandboxOptions
 
@@ -74,11 +73,10 @@ class Bench(Views):
         # the definition as loaded: an edit is reloaded before the next call (_reload.py)
         self._definition = definition_files(manifest)
         self._stamp = stamp(self._definition)
-        if providers.mailbox is None:
-            providers.mailbox = MockMailbox()
         self._email = BenchEmail(self)  # bench.email: allowed accounts, mock mail, new-mail events
-        if providers.resources is not None:  # R2: "required": true starts downloading now
-            providers.resources.start_required()
+        resources = providers.backends.get("resources")
+        if resources is not None:  # R2: "required": true starts downloading now
+            resources.start_required()
 
     def __repr__(self) -> str:
         kinds = ", ".join(f"{k}={v}" for k, v in self.providers.kind.items())
@@ -114,13 +112,8 @@ class Bench(Views):
             self.providers.sql_db.close()
             if not self.closed:
                 self.profile.closed(self.manifest)
-            for impl, backend in self.providers.backends.items():  # each capability's own
-                spec = SPECS.get(impl)
-                if spec is not None and spec.close is not None and not self.closed:
-                    spec.close(backend)
-            transport: Any = getattr(getattr(self.providers, "http", None), "transport", None)
-            if hasattr(transport, "close"):
-                transport.close()
+            if not self.closed:
+                close_backends(self.providers)  # each capability's own (its HTTP transport)
             self.closed = True
 
     # -- calling tools ----------------------------------------------------------------------
@@ -280,7 +273,7 @@ class Bench(Views):
             conversation=self.conversation,
             strict=self.strict,
             trash=not self.headless,
-            http=getattr(self.providers, "http", None),
+            http=self.providers.backends.get("http"),
             idempotency_key=res.idempotency_key,
             crash_after=crash_after,
             deadline=deadline_after(self._sandbox_options.timeout),
@@ -398,7 +391,8 @@ class Bench(Views):
         with self._lock:  # bench.sandbox from another thread must not make a second one (N3)
             if kind not in self._runners:
                 base = self.providers.state_dir or default_state_dir(self.manifest.id, self.manifest.root)
-                readable = (self.providers.resources.root,) if self.providers.resources else ()
+                cache = self.providers.backends.get("resources")
+                readable = (cache.root,) if cache is not None else ()
                 options = self._sandbox_options
                 if self.profile.import_map is not None:  # the platform's SDK (Ekanos)
                     options = dataclasses.replace(options, import_map=self.profile.import_map)

@@ -29,7 +29,8 @@ class BenchEmail:
 
     def __init__(self, bench: Bench) -> None:
         self._bench = bench
-        mailbox = bench.providers.mailbox
+        access = bench.providers.backends.get("email")  # ctx.email's benches only (Notochord)
+        mailbox = access.mailbox if access is not None else None
         self._clock = mailbox.clock if isinstance(mailbox, MockMailbox) else MockClock()
 
     @property
@@ -44,8 +45,7 @@ class BenchEmail:
     @property
     def mailbox(self) -> Mailbox:
         """The provider ctx.email reads (mock, Maildir, mbox, IMAP, …)."""
-        mailbox = self._bench.providers.mailbox
-        assert mailbox is not None
+        mailbox: Mailbox = self._bench.providers.backends["email"].mailbox
         return mailbox
 
     @property

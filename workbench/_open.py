@@ -9,14 +9,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._bench import Bench
 from ._errors import GemLoadError, UsageError, WorkbenchError
-from .ctx import desktop_has_trash
+from .ctx import close_backends, desktop_has_trash
 from .providers import (
     StateError,
     default_state_dir,
-    make_mailbox,
-    make_outbox,
     make_providers,
-    make_websearch,
 )
 from .runners.deno import SandboxOptions
 
@@ -137,16 +134,18 @@ def open(
         providers = {k: v for k, v in providers.items() if k != "resources"} or "mock"
     if not isinstance(providers, str) and res_kind not in ("mock", "real"):
         raise UsageError(f"providers['resources']={res_kind!r}: use 'mock' or 'real'")
-    from .ctx.http_credentials import HttpState
-    from .providers.http import make_transport
-
-    http_state = HttpState(
-        make_transport(http),
-        credentials,
-        timeout=float(http_timeout),
-        log_chars=(limits or profile.limits).http_log_chars,
-    )
-    mail = make_mailbox(mailbox, gem_root=manifest.root)
+    # what the capabilities' backend factories read (CapabilitySpec.backend)
+    options = {
+        "mailbox": mailbox,
+        "resources": resources,
+        "http": http,
+        "credentials": credentials,
+        "http_timeout": http_timeout,
+        "web_search": web_search,
+        "outbox": outbox,
+        "files": files,
+        "secrets": secrets,
+    }
     try:
         provs = make_providers(
             manifest.id,
@@ -158,30 +157,11 @@ def open(
         )
     except StateError as exc:
         raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
-    provs.mailbox = mail
-    provs.websearch = make_websearch(web_search, gem_root=manifest.root)  # agent tools' web_search
-    provs.outbox = make_outbox(outbox)  # agent tools' send_email
-    provs.agent_files = Path(files) if files is not None else manifest.root / "fixtures" / "files"
-    provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
-    if ekanos:
-        from .providers.secrets import make_secrets
-
-        provs.secrets = make_secrets(secrets, manifest.id)
-        for value in getattr(provs.secrets, "known", list)():  # K6: masked whoever reads them
-            http_state.remember_secret(value)
-    _make_backends(provs, manifest, profile, limits or profile.limits, options={})
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs
     try:
-        from .ctx.resources import make_cache
-        from .providers.resources import HttpSource, MockSource
-
-        source = MockSource(manifest.root, resources) if res_kind == "mock" else HttpSource()
-        provs.resources = make_cache(
-            manifest,
-            source=source,
-            state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root),
-        )
+        kinds = {**provs.kind, "resources": res_kind}  # ctx.resources: mock or real (httpx)
+        _make_backends(provs, manifest, profile, limits or profile.limits, options=options, kinds=kinds)
         profile.opened(manifest)  # K4: effective names are claimed by one integration at a time
         bench = Bench(
             manifest,
@@ -204,6 +184,7 @@ def open(
         return bench
     except BaseException as exc:  # e.g. db/schema.sql fails: leave no connection open
         profile.closed(manifest)
+        close_backends(provs)
         provs.data_db.close()
         provs.sql_db.close()
         if isinstance(exc, StateError):
@@ -212,7 +193,13 @@ def open(
 
 
 def _make_backends(
-    provs: Providers, manifest: Manifest, profile: Profile, limits: Limits, *, options: Mapping[str, Any]
+    provs: Providers,
+    manifest: Manifest,
+    profile: Profile,
+    limits: Limits,
+    *,
+    options: Mapping[str, Any],
+    kinds: Mapping[str, str],
 ) -> None:
     """Each capability of the platform with a backend factory makes its backend, after the
     shared stores, in registry order (`providers.backends[impl]`; `Bench.close` closes them)."""
@@ -224,7 +211,7 @@ def _make_backends(
         profile=profile,
         limits=limits,
         options=options,
-        kinds=provs.kind,
+        kinds=kinds,
         state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root),
         backends=provs.backends,
     )

@@ -156,7 +156,8 @@ class Views:
         import pandas as pd
 
         cols = ["id", "time", "from", "to", "cc", "subject", "body_text", "body_html"]
-        rows: list[dict[str, Any]] = getattr(self.providers.outbox, "rows", list)()
+        outbox = self.providers.backends["tools"].outbox  # ctx.tools' backend: send_email's
+        rows: list[dict[str, Any]] = getattr(outbox, "rows", list)()
         return pd.DataFrame(rows, columns=cols)
 
     @gated
@@ -233,7 +234,7 @@ class Views:
             "redirects",
             "error",
         ]
-        state = getattr(self.providers, "http", None)
+        state = self.providers.backends.get("http")
         rows = list(state.log) if state else []
         note = state.log.note("request") if state else None
         if note is not None:  # SEC5: the log keeps the newest Limits.http_log_chars

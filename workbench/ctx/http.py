@@ -43,7 +43,7 @@ from .http_credentials import Credential, HttpState, credential_reason, grant_re
 from .http_egress import egress_host, egress_problem
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
 from .http_urls import Url, UrlTooLong, check_length, parse_url
-from .spec import CapabilitySpec, Flag, Option, View, file_or, number, path_or
+from .spec import CapabilitySpec, Flag, OpenContext, Option, View, file_or, number, path_or
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -406,11 +406,32 @@ class FetchResponse:
         return f"<Response {self.status} {self.url}{extra}>"
 
 
+def _backend(opening: OpenContext) -> HttpState:
+    """ctx.http's backend: the bench's transport, credentials and log (N10)."""
+    from ..providers.http import make_transport
+
+    options = opening.options
+    return HttpState(
+        make_transport(options.get("http", "mock")),
+        options.get("credentials"),
+        timeout=float(options.get("http_timeout", 10.0)),
+        log_chars=opening.limits.http_log_chars,
+    )
+
+
+def _close(state: HttpState) -> None:
+    transport: Any = state.transport
+    if hasattr(transport, "close"):
+        transport.close()
+
+
 #: ctx.http / ctx.fetch as a unit (N10, SEC4)
 SPEC = CapabilitySpec(
     impl="http",
     title="ctx.http",
     implementation=Http,
+    backend=_backend,
+    close=_close,
     options=(
         Option(
             "http",

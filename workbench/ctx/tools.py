@@ -17,7 +17,7 @@ import os
 import stat
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
@@ -158,7 +158,7 @@ def _calculate(session: CallSession, input: dict[str, Any]) -> Any:
 
 
 def _web_search(session: CallSession, input: dict[str, Any]) -> Any:
-    provider = session.providers.websearch
+    provider = _tools(session).websearch
     if provider is None:
         raise WorkbenchError(
             "E_INTERNAL", "web_search: this call has no search provider (open the gem with workbench.open)"
@@ -175,7 +175,7 @@ def _send_email(session: CallSession, input: dict[str, Any]) -> Any:
     module's one rule: a header injection, plain or RFC 2047-encoded, never reaches a provider."""
     from ..providers.outbox import check_message
 
-    outbox = session.providers.outbox
+    outbox = _tools(session).outbox
     if outbox is None:
         raise WorkbenchError(
             "E_INTERNAL", "send_email: this call has no outbox (open the gem with workbench.open)"
@@ -215,7 +215,7 @@ def allowed(address: str, patterns: tuple[str, ...]) -> bool:
 def _surface_file(session: CallSession, input: dict[str, Any]) -> Any:
     """Show a file of the agent's files (`open(files=…)`, default the gem's fixtures/files/) to
     the user: confined to that folder, a regular file within limits.file_bytes."""
-    root, rel = session.providers.agent_files, input["path"]
+    root, rel = _tools(session).files, input["path"]
     parts = PurePosixPath(rel).parts
     if root is None or rel.startswith("/") or ".." in parts or "\x00" in rel or "\\" in rel:
         return envelope("invalid_path", path=rel, message="a path inside the agent's files, without '..'")
@@ -252,8 +252,11 @@ BUILTINS = {
 
 @dataclass
 class AgentTools:
-    """ctx.tools' backend: what the bench keeps for it between calls."""
+    """ctx.tools' backend: the built-ins' providers and what the bench keeps between calls."""
 
+    websearch: Any = None  # web_search's WebSearch (providers/websearch.py)
+    outbox: Any = None  # send_email's Outbox: MockOutbox (bench.outbox()), SmtpOutbox, …
+    files: Path | None = None  # the folder surface_file shows files of
     recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case
     faults: dict[str, list[str]] = field(default_factory=dict)  # bench.inject_fault: per built-in
 
@@ -277,11 +280,27 @@ class ToolsCall:
 
 
 def _backend(opening: OpenContext) -> AgentTools:
-    return AgentTools()
+    from ..providers import make_outbox, make_websearch
+
+    options, root = opening.options, opening.manifest.root
+    files = options.get("files")
+    return AgentTools(
+        websearch=make_websearch(options.get("web_search", "mock"), gem_root=root),
+        outbox=make_outbox(options.get("outbox", "mock")),
+        files=Path(files) if files is not None else root / "fixtures" / "files",
+    )
+
+
+_NONE = AgentTools()  # a session made outside a bench: no providers, nothing allowed
+
+
+def _tools(session: CallSession) -> AgentTools:
+    tools: AgentTools = session.providers.backends.get("tools") or _NONE
+    return tools
 
 
 def _call_state(session: CallSession) -> ToolsCall:
-    tools = session.providers.backends.get("tools") or AgentTools()  # a session outside a bench
+    tools = _tools(session)
     return ToolsCall(tools.recipients, tools.faults)
 
 
