@@ -122,8 +122,8 @@ def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
         yield opener
     finally:
         for b in benches:
-            if b.providers.resources is not None:
-                b.providers.resources.wait(15)
+            if (cache := b.providers.backends.get("resources")) is not None:
+                cache.wait(15)
             b.close()
 
 

@@ -62,7 +62,7 @@ def test_K6_a_secret_a_nested_call_printed_is_masked_in_its_logs(gem: GemBuilder
         "top": ("def handle(input, ctx):\n    print('top')\n    return ctx.tools.leaf({})\n", "py"),
     }
     bench = opened(agent_gem(gem, **tools))
-    bench.providers.http.remember_secret(secret)
+    bench.providers.backends["http"].remember_secret(secret)
     res = bench.call("top")
     assert res.ok, res.error
     (child,) = res.children

@@ -85,7 +85,7 @@ def test_R1_no_resources_declared_no_ctx_resources(gem: GemBuilder, opened: Call
     py = b.call("py").raise_for_error().value
     assert py["has"] is False and "declares no resources" in py["msg"]
     assert b.call("js").raise_for_error().value == {"t": "undefined", "has": False}
-    assert b.providers.resources is None
+    assert b.providers.backends["resources"] is None
 
 
 def test_R1_declared_resources_give_ctx_resources(gem: GemBuilder, opened: Callable) -> None:
@@ -130,7 +130,7 @@ def test_R2_concurrent_calls_download_once(gem: GemBuilder, opened: Callable, ht
 
     httpserver.expect_request("/ocr.bin").respond_with_handler(slow)
     b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real")
-    cache = b.providers.resources
+    cache = b.providers.backends["resources"]
     out: list[Any] = []
 
     def worker() -> None:
@@ -153,7 +153,7 @@ def test_R2_required_starts_download_at_open(
 ) -> None:
     httpserver.expect_request("/ocr.bin").respond_with_data(MODEL)
     b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"), required=True)), providers="real")
-    b.providers.resources.wait(10)
+    b.providers.backends["resources"].wait(10)
     assert len(httpserver.log) == 1  # before any tool asked for it
     p = b.call("js_path", {"id": "ocr-model"}).raise_for_error().value
     assert Path(p).read_bytes() == MODEL and len(httpserver.log) == 1
@@ -315,7 +315,7 @@ def test_R2_cached_path_returns_at_once_without_downloading(
     """Once on the machine, path() answers from the cache (its speed: tests/bench/)."""
     httpserver.expect_request("/ocr.bin").respond_with_data(MODEL)
     b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real")
-    cache = b.providers.resources
+    cache = b.providers.backends["resources"]
     first = cache.path("ocr-model")
     assert all(cache.path("ocr-model") == first for _ in range(50))
     assert len(httpserver.log) == 1

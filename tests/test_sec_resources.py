@@ -73,10 +73,10 @@ def test_SEC2_resource_id_never_writes_outside_the_cache_mock(
     )
     before = files_under(tmp_path)
     b = opened(gem, resources={rid: DATA})  # "required": the download would start at open
-    b.providers.resources.wait(10)
+    b.providers.backends["resources"].wait(10)
     err = b.call("py_path", {"id": rid}).error
     assert err is not None and err.code == "E_MANIFEST" and "safe file name" in err.message
-    b.providers.resources.wait(10)
+    b.providers.backends["resources"].wait(10)
     new = files_under(tmp_path) - before
     cache = (tmp_path / "state" / "resources").resolve()
     outside = [p for p in new if not p.resolve().is_relative_to(tmp_path / "state")]
@@ -98,7 +98,7 @@ def test_SEC2_resource_id_never_writes_outside_the_cache_real(
         monkeypatch, gem, {"id": rid, "url": httpserver.url_for("/r"), "sha256": DATA_SHA, "required": True}
     )
     b = opened(gem, providers="real")
-    b.providers.resources.wait(10)
+    b.providers.backends["resources"].wait(10)
     res = b.call(f"{lang}_path", {"id": rid})
     assert res.error is not None and res.error.code == "E_MANIFEST"
     assert len(httpserver.log) == 0  # nothing was even downloaded
@@ -114,7 +114,7 @@ def test_SEC2_sha256_must_be_64_hex_digits(
     )
     before = files_under(tmp_path)
     b = opened(gem, resources={"model": DATA})
-    b.providers.resources.wait(10)
+    b.providers.backends["resources"].wait(10)
     err = b.call("py_path", {"id": "model"}).error
     assert err.code == "E_MANIFEST" and "sha256" in err.message
     assert files_under(tmp_path) - before == set() or all(
@@ -227,7 +227,7 @@ def test_SEC5_resource_download_has_a_total_deadline(
         "not tried: the attempt's 1 s (DOWNLOAD_SECONDS) were used up"
     ], err.details
     assert "/mirror" not in [req.path for req, _ in httpserver.log]
-    assert not [p for p in b.providers.resources.root.rglob("*") if p.is_file()]
+    assert not [p for p in b.providers.backends["resources"].root.rglob("*") if p.is_file()]
 
 
 class _Endless:
@@ -281,7 +281,7 @@ def test_SEC5_resource_download_size_cap(
     # the mirror is refused on its Content-Length, its body not read
     assert "Content-Length 314,572,800" in err.message
     assert peak < 30 * MiB, peak / MiB
-    assert not [p for p in b.providers.resources.root.rglob("*") if p.is_file()]
+    assert not [p for p in b.providers.backends["resources"].root.rglob("*") if p.is_file()]
 
 
 def test_SEC5_resources_path_waits_only_for_the_calls_time(
@@ -307,7 +307,7 @@ def test_SEC5_resources_path_waits_only_for_the_calls_time(
     if lang == "py":  # the ctx call's error is the tool's
         assert "waiting for the download" in res.error.message, res.error
     # the download went on in the background; with it done, the next call answers at once
-    b.providers.resources.wait(10)
+    b.providers.backends["resources"].wait(10)
     p = b.call(f"{lang}_path", {"id": "model"}).raise_for_error().value
     assert Path(p).read_bytes() == DATA and len(httpserver.log) == 1
 
@@ -322,13 +322,13 @@ def test_R2_download_streams_into_a_temp_file_inside_the_cache(
         ),
         providers="real",
     )
-    folder = b.providers.resources.root / DATA_SHA
+    folder = b.providers.backends["resources"].root / DATA_SHA
     seen: set[str] = set()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and not (folder / "model").exists():
         seen |= {p.name for p in folder.glob(".model.*.part")} if folder.is_dir() else set()
         time.sleep(0.05)
     assert seen, "no partial file seen in the cache while downloading"
-    b.providers.resources.wait(10)
+    b.providers.backends["resources"].wait(10)
     assert (folder / "model").read_bytes() == DATA
     assert sorted(os.listdir(folder)) == ["model"]  # the temp file became the file

@@ -13,19 +13,18 @@ from ._email import BenchEmail
 from ._errors import UsageError, WorkbenchError
 from ._reload import definition_files, stamp
 from ._result import CallResult, results_ring
-from ._views import Views
-from .ctx import CallSession, prepare
-from .ctx.audit import activity_log
+from ._views import Views, gated, platform_views
+from .ctx import CallSession, close_backends, prepare
 from .ctx.limits import DEFAULT, Limits
 from .gem.schema import check_input
 from .providers import default_state_dir
-from .providers.mailmock import MockMailbox
 from .runners import RUNNERS, Runner, Setup
 from .runners.deno import Sandbox, SandboxOptions
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .ctx.tools import AgentTools
     from .gem import Manifest, ToolSpec
     from .platforms import Profile
     from .providers import Providers
@@ -50,6 +49,7 @@ class Bench(Views):
         from .platforms.notochord import PROFILE
 
         self.profile = profile or PROFILE  # the platform whose rules this bench applies
+        self._views = platform_views(self.profile)  # what it lists and answers (_views.py)
         self.manifest = manifest
         self.providers = providers
         self.conversation = conversation
@@ -61,9 +61,6 @@ class Bench(Views):
         self.reuse = reuse
         self._rng = random.Random()
         self._sandbox_options = sandbox or SandboxOptions()
-        self._audit = activity_log(limits)  # ctx.audit and ctx.tools rows (A6, agent tools)
-        self.recipients: tuple[str, ...] = ()  # where send_email may send (allow_recipients)
-        self._faults: dict[str, list[str]] = {}  # built-in -> modes of its next dispatches
         self._runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
         # one call at a time: a call is one storage transaction and one sandbox conversation
         self._lock = threading.RLock()
@@ -73,11 +70,10 @@ class Bench(Views):
         # the definition as loaded: an edit is reloaded before the next call (_reload.py)
         self._definition = definition_files(manifest)
         self._stamp = stamp(self._definition)
-        if providers.mailbox is None:
-            providers.mailbox = MockMailbox()
-        self.email = BenchEmail(self)  # allowed accounts, mock mail, new-mail events
-        if providers.resources is not None:  # R2: "required": true starts downloading now
-            providers.resources.start_required()
+        self._email = BenchEmail(self)  # bench.email: allowed accounts, mock mail, new-mail events
+        resources = providers.backends.get("resources")
+        if resources is not None:  # R2: "required": true starts downloading now
+            resources.start_required()
 
     def __repr__(self) -> str:
         kinds = ", ".join(f"{k}={v}" for k, v in self.providers.kind.items())
@@ -113,9 +109,8 @@ class Bench(Views):
             self.providers.sql_db.close()
             if not self.closed:
                 self.profile.closed(self.manifest)
-            transport: Any = getattr(getattr(self.providers, "http", None), "transport", None)
-            if hasattr(transport, "close"):
-                transport.close()
+            if not self.closed:
+                close_backends(self.providers)  # each capability's own (its HTTP transport)
             self.closed = True
 
     # -- calling tools ----------------------------------------------------------------------
@@ -186,6 +181,7 @@ class Bench(Views):
             self._check_open()
             reload(self)
 
+    @gated
     def inject_fault(
         self, builtin: str, *, times: int = 1, mode: Literal["throw", "envelope"] = "throw"
     ) -> None:
@@ -205,7 +201,8 @@ class Bench(Views):
             raise UsageError(
                 f"inject_fault(mode={mode!r}, times={times!r}): mode 'throw' or 'envelope', times >= 1"
             )
-        self._faults.setdefault(builtin, []).extend([mode] * times)
+        tools: AgentTools = self.providers.backends["tools"]
+        tools.faults.setdefault(builtin, []).extend([mode] * times)
 
     def _nested(self, parent: CallSession, tool: ToolSpec, input: Any) -> Any:
         """ctx.tools.<own tool>(input) (agent tools): see _pipeline.nested."""
@@ -216,7 +213,8 @@ class Bench(Views):
         with self._lock:  # bench.sandbox from another thread must not make a second one (N3)
             if kind not in self._runners:
                 base = self.providers.state_dir or default_state_dir(self.manifest.id, self.manifest.root)
-                readable = (self.providers.resources.root,) if self.providers.resources else ()
+                cache = self.providers.backends.get("resources")
+                readable = (cache.root,) if cache is not None else ()
                 options = self._sandbox_options
                 if self.profile.import_map is not None:  # the platform's SDK (Ekanos)
                     options = dataclasses.replace(options, import_map=self.profile.import_map)
@@ -235,6 +233,7 @@ class Bench(Views):
         assert isinstance(runner, DenoRunner)
         return runner.sandbox
 
+    @gated
     def allow_recipients(self, *patterns: str) -> None:
         """Let agent tools' send_email mail these addresses (or `*@domain`); none until then,
         as the platform's recipient checks refuse them (`recipient_not_allowed`)."""
@@ -243,4 +242,5 @@ class Bench(Views):
                 raise UsageError(
                     f"allow_recipients({p!r}): give addresses like 'a@x.example' or '*@x.example'"
                 )
-        self.recipients = tuple(dict.fromkeys((*self.recipients, *(p.strip().lower() for p in patterns))))
+        tools: AgentTools = self.providers.backends["tools"]
+        tools.recipients = tuple(dict.fromkeys((*tools.recipients, *(p.strip().lower() for p in patterns))))

@@ -29,9 +29,15 @@ class BenchEmail:
 
     def __init__(self, bench: Bench) -> None:
         self._bench = bench
-        self.grant = Grant()
-        mailbox = bench.providers.mailbox
+        access = bench.providers.backends.get("email")  # ctx.email's benches only (Notochord)
+        mailbox = access.mailbox if access is not None else None
         self._clock = mailbox.clock if isinstance(mailbox, MockMailbox) else MockClock()
+
+    @property
+    def grant(self) -> Grant:
+        """The accounts the user allowed (ctx.email's backend keeps it, for every call)."""
+        access: Any = self._bench.providers.backends["email"]
+        return access.grant
 
     def __repr__(self) -> str:
         return f"<bench.email {self.mailbox!r}, allowed={self.allowed!r}>"
@@ -39,8 +45,7 @@ class BenchEmail:
     @property
     def mailbox(self) -> Mailbox:
         """The provider ctx.email reads (mock, Maildir, mbox, IMAP, …)."""
-        mailbox = self._bench.providers.mailbox
-        assert mailbox is not None
+        mailbox: Mailbox = self._bench.providers.backends["email"].mailbox
         return mailbox
 
     @property

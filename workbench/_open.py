@@ -10,20 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 from ._bench import Bench
 from ._errors import GemLoadError, UsageError, WorkbenchError
-from ._options import every_option, open_doc, resolve, table
-from .ctx import desktop_has_trash
+from ._options import every_option, open_doc, resolve
+from .ctx import close_backends, desktop_has_trash
 from .providers import (
     StateError,
     default_state_dir,
-    make_mailbox,
-    make_outbox,
     make_providers,
-    make_websearch,
 )
 from .runners.deno import SandboxOptions
 
 if TYPE_CHECKING:
-    from .platforms import Limits
+    from .gem import Manifest
+    from .platforms import Limits, Profile
+    from .providers import Providers
 
 
 def open(
@@ -44,8 +43,8 @@ def open(
     profile = detect(path)  # manifest.json's "platform": whose rules, limits and ctx shape
     # every option against the platform's table, before anything is opened or started
     opts = resolve(profile, {"providers": providers, "limits": limits, **options})
-    mine = table(profile)
-    workspace, state_dir, http = opts["workspace"], opts["state_dir"], opts["http"]
+    # ctx.files' folder (Notochord): the options of capabilities the platform lacks are absent
+    workspace, state_dir = opts.get("workspace"), opts["state_dir"]
     keep_runs, keep_run_days = opts["keep_runs"], opts["keep_run_days"]
     manifest = profile.load(Path(path))
     # ctx.resources' source: mock (fixtures/resources/<id>, `resources=`) or real (httpx)
@@ -54,17 +53,6 @@ def open(
         providers = {k: v for k, v in providers.items() if k != "resources"} or "mock"
     if not isinstance(providers, str) and res_kind not in ("mock", "real"):
         raise UsageError(f"providers['resources']={res_kind!r}: use 'mock' or 'real'")
-    from .ctx.http_credentials import HttpState
-    from .providers.http import make_transport
-
-    http_state = HttpState(
-        # a mock's "no handler matches" names the platform's own option (Ekanos: fetch_handlers=)
-        make_transport(http, option=next((n for n, (o, _) in mine.items() if o.same_as == "http"), "http")),
-        opts["credentials"],
-        timeout=float(opts["http_timeout"]),
-        log_chars=(limits or profile.limits).http_log_chars,
-    )
-    mail = make_mailbox(opts["mailbox"], gem_root=manifest.root)
     try:
         provs = make_providers(
             manifest.id,
@@ -76,37 +64,18 @@ def open(
         )
     except StateError as exc:
         raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
-    provs.mailbox = mail
-    provs.websearch = make_websearch(opts["web_search"], gem_root=manifest.root)  # agent tools' web_search
-    provs.outbox = make_outbox(opts["outbox"])  # agent tools' send_email
-    files = opts["files"]
-    provs.agent_files = Path(files) if files is not None else manifest.root / "fixtures" / "files"
-    provs.http = http_state  # type: ignore[attr-defined]  # N10: transport, credentials, log
-    if "secrets" in mine:  # a platform with ctx.secrets (K6)
-        from .providers.secrets import make_secrets
-
-        provs.secrets = make_secrets(opts["secrets"], manifest.id)
-        for value in getattr(provs.secrets, "known", list)():  # K6: masked whoever reads them
-            http_state.remember_secret(value)
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs
     try:
-        from .ctx.resources import make_cache
-        from .providers.resources import HttpSource, MockSource
-
-        source = MockSource(manifest.root, opts["resources"]) if res_kind == "mock" else HttpSource()
-        provs.resources = make_cache(
-            manifest,
-            source=source,
-            state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root),
-        )
+        kinds = {**provs.kind, "resources": res_kind}  # ctx.resources: mock or real (httpx)
+        _make_backends(provs, manifest, profile, limits or profile.limits, options=opts, kinds=kinds)
         profile.opened(manifest)  # K4: effective names are claimed by one integration at a time
         bench = Bench(
             manifest,
             provs,
-            conversation=opts["conversation"],
+            conversation=opts.get("conversation", True),
             strict=opts["strict"],
-            headless=(not desktop_has_trash()) if opts["headless"] is None else opts["headless"],
+            headless=(not desktop_has_trash()) if opts.get("headless") is None else opts["headless"],
             reuse=opts["reuse"],
             sandbox=SandboxOptions(timeout=opts["timeout"], memory_mb=opts["memory_mb"]),
             limits=limits or profile.limits,
@@ -115,13 +84,14 @@ def open(
         seed = Path(workspace) if workspace else manifest.root / "fixtures" / "workspace"
         if provs.kind["files"] == "mock" and seed.is_dir():
             _seed_memory(provs.files, seed)
-        if opts["account_storage"] is not None:
+        if opts.get("account_storage") is not None:
             _seed_account(bench, opts["account_storage"])
         if any(t.language in ("javascript", "typescript") for t in manifest.tools.values()):
             bench._runner("deno").warm()  # the first call finds the sandbox started
         return bench
     except BaseException as exc:  # e.g. db/schema.sql fails: leave no connection open
         profile.closed(manifest)
+        close_backends(provs)
         provs.data_db.close()
         provs.sql_db.close()
         if isinstance(exc, StateError):
@@ -158,6 +128,34 @@ def _signature() -> inspect.Signature:
 
 
 open.__signature__ = _signature()  # type: ignore[attr-defined]
+
+
+def _make_backends(
+    provs: Providers,
+    manifest: Manifest,
+    profile: Profile,
+    limits: Limits,
+    *,
+    options: Mapping[str, Any],
+    kinds: Mapping[str, str],
+) -> None:
+    """Each capability of the platform with a backend factory makes its backend, after the
+    shared stores, in registry order (`providers.backends[impl]`; `Bench.close` closes them)."""
+    from .ctx import SPECS
+    from .ctx.spec import OpenContext, specs_for
+
+    opening = OpenContext(
+        manifest=manifest,
+        profile=profile,
+        limits=limits,
+        options=options,
+        kinds=kinds,
+        state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root),
+        backends=provs.backends,
+    )
+    for spec in specs_for(profile, SPECS.values()):
+        if spec.backend is not None:
+            provs.backends[spec.impl] = spec.backend(opening)
 
 
 def _state_error(exc: StateError, state_dir: Any) -> WorkbenchError:

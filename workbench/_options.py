@@ -146,7 +146,8 @@ def _titles(found: list[Profile]) -> str:
 def resolve(profile: Profile, given: Mapping[str, Any]) -> dict[str, Any]:
     """Every option's value for a bench of `profile`: each given one checked against the
     platform's table (another platform's: `unknown_option`) and by its row's check, the rest
-    the table's defaults; an option that is another name of one (`same_as`) given under it."""
+    the table's defaults; an option that is another name of one (`same_as`) given under it.
+    Another platform's options are absent, not None: nothing can read them by mistake."""
     mine = table(profile)
     for name in given:
         if name not in mine:
@@ -154,7 +155,7 @@ def resolve(profile: Profile, given: Mapping[str, Any]) -> dict[str, Any]:
     for name, value in given.items():
         if (check := mine[name][0].check) is not None:
             check(value)
-    values = {name: o.default for name, (o, _) in every_option().items()}
+    values = {name: o.default for name, (o, _) in mine.items()}  # this platform's only
     values.update(given)
     for name, value in given.items():
         target = mine[name][0].same_as

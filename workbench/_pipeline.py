@@ -119,18 +119,14 @@ def _session(
         conversation=bench.conversation,
         strict=bench.strict,
         trash=not bench.headless,
-        email_grant=bench.email.grant,
-        http=getattr(bench.providers, "http", None),
+        http=bench.providers.backends.get("http"),
         idempotency_key=res.idempotency_key,
         crash_after=crash_after,
         deadline=deadline_after(bench._sandbox_options.timeout),
         limits=bench.limits,
         profile=bench.profile,
         values=bench.profile.call_values(bench.manifest, {"call_id": res.call_id, **options}),
-        audit_log=bench._audit,
-        recipients=bench.recipients,
         nest=bench._nested,
-        faults=bench._faults,
     )
 
 
@@ -174,8 +170,7 @@ def _run(
         failed = caps.end()
         _record(session, res)
         res.violations = session.violations
-        res.surfaced, res.children = session.surfaced, session.children
-        res.log_rows = session.log_rows
+        session.finish(res)  # each capability's part: surfaced files, nested calls, log rows
     if failed is None and session.aborted is not None:  # A5: whatever the tool did after
         failed = session.aborted
     if failed is not None:
@@ -219,7 +214,7 @@ def nested(bench: Bench, parent: CallSession, tool: ToolSpec, input: Any) -> Any
         _conclude(bench, tool, parent.http, res)  # the caller's HTTP state: its secrets
         res.duration_ms = (time.perf_counter() - t0) * 1000
         bench.results.append(res)
-        parent.children.append(res)
+        parent.of("tools").children.append(res)  # ctx.tools' state: it made this call
 
 
 def _run_nested(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, res: CallResult) -> Any:
@@ -230,8 +225,9 @@ def _run_nested(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, re
             f"ctx.tools.{tool.name}: the workbench does not run {tool.language} tools",
             tool=tool.name,
         )
-    # the caller's session: its invocation (transaction, deadline, budgets), grants' owner,
-    # audit log, allowlists and warnings; its own trace, counters and tool call id
+    # the caller's session: its invocation (transaction, deadline, budgets), grants' owner and
+    # warnings, each capability's state as its `nested()` says (audit log and allowlists
+    # shared); its own trace, counters and tool call id
     session = dataclasses.replace(
         parent,
         call_id=res.call_id,
@@ -241,11 +237,9 @@ def _run_nested(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, re
         ctx_calls=0,
         violations=[],
         values={**parent.values, "toolCallId": f"call_{secrets.token_hex(12)}"},
-        audit_seq=0,
-        audit_own=0,
-        audit_note=None,
-        children=res.children,
+        state=parent.child_state(),  # ctx.audit numbers its rows anew; surfaced files are shared
     )
+    session.of("tools").children = res.children  # its own nested calls are its result's
     try:
         outcome = runner.call(tool, args, Capabilities(session), fresh=False)
     finally:

@@ -162,14 +162,14 @@ class Replayer:
         self._absorb_outside()
         self._sync_mail()
         before = self.cursor()
-        providers = self.bench.providers
-        inner = providers.mailbox
+        access = self.bench.providers.backends["email"]  # ctx.email's backend: its mailbox
+        inner = access.mailbox
         recorder = _Recorder(inner) if inner is not None else None
-        providers.mailbox = recorder
+        access.mailbox = recorder
         try:
             res = self.bench.call(self.tool, self.input)
         finally:
-            providers.mailbox = inner
+            access.mailbox = inner
         self._seen = self.bench.results.appended
         self._record(
             res, "call", recorder.reads if recorder is not None else None, before=before, after=self.cursor()

@@ -1,12 +1,22 @@
 """The Bench's views of state: DataFrames of files, storage, mail, HTTP, calls and the agent's
-activity, file history, snapshots and diffs (the Bench in _bench.py inherits them)."""
+activity, file history, snapshots and diffs (the Bench in _bench.py inherits them).
+
+A view or action a capability lists in its `SPEC.views` is answered (and listed by `dir()`,
+hence completed) only on a bench whose platform has that capability; on another it is an
+AttributeError naming the platform that has it (`gated`, `Views.__dir__`). The generic ones
+(`BENCH.views`, `call`, `form`, …) are on every bench. Only those names go through a
+descriptor: every other attribute, the call path's included, is a plain lookup.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._errors import UsageError
+from .ctx import SPECS
 from .ctx import history as _history
+from .ctx.spec import BENCH, foreign_view, views_for
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -16,8 +26,54 @@ if TYPE_CHECKING:
     from .ctx.kept import Ring
     from .gem import Manifest
     from .inspect.snapshot import Snapshot
-    from .platforms import Limits
+    from .platforms import Limits, Profile
     from .providers import Providers
+
+
+#: the views some platform lacks: a capability's (BENCH's are every bench's)
+GATED = frozenset(v.name for s in SPECS.values() for v in s.views) - {v.name for v in BENCH.views}
+
+
+def platform_views(profile: Profile) -> frozenset[str]:
+    """The gated views a bench of `profile` lists and answers."""
+    return frozenset(views_for(profile, SPECS.values())) & GATED
+
+
+def _foreign(bench: Any, name: str) -> AttributeError:
+    from .platforms import KNOWN, profile
+
+    return foreign_view(name, bench.profile, SPECS.values(), [profile(n) for n in KNOWN])
+
+
+class gated:  # noqa: N801 (used as a decorator, like property)
+    """A view or action only benches of a platform that has its capability answer."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, bench: Any, owner: type | None = None) -> Any:
+        if bench is None:
+            return self
+        if self.name in bench._views:
+            return self.fn.__get__(bench, owner)
+        raise _foreign(bench, self.name)
+
+
+class _Email:
+    """`bench.email` (ctx.email's benches only): the object itself lives in `bench._email`."""
+
+    def __get__(self, bench: Any, owner: type | None = None) -> Any:
+        if bench is None:
+            return self
+        if "email" in bench._views:
+            return bench._email
+        raise _foreign(bench, "email")
+
+    def __set__(self, bench: Any, value: Any) -> None:
+        raise AttributeError("bench.email is the bench's own; use its methods (allow, add, …)")
 
 
 class Views:
@@ -27,9 +83,16 @@ class Views:
     providers: Providers
     results: Ring[CallResult]
     limits: Limits
-    email: BenchEmail
-    _audit: Ring[dict[str, Any]]
+    profile: Profile
+    _email: BenchEmail
+    _views: frozenset[str]  # the gated views of its platform (platform_views)
     closed: bool
+
+    email = _Email()
+
+    def __dir__(self) -> list[str]:
+        """Its platform's views only, so completion offers no other platform's."""
+        return sorted(n for n in super().__dir__() if n not in GATED or n in self._views)
 
     def _check_open(self) -> None:
         if self.closed:
@@ -38,6 +101,7 @@ class Views:
             )
 
     # -- file history -----------------------------------------------------------------------
+    @gated
     def history(self, path: str | None = None) -> pd.DataFrame:
         """Saved versions of conversation-folder files (overwrites, deletes, restores)."""
         import pandas as pd
@@ -51,6 +115,7 @@ class Views:
         df["kept"] = df["kept"].astype(bool)
         return df
 
+    @gated
     def restore_file(self, path: str, version: int | None = None) -> int:
         """Roll one conversation file back to a saved version (default: the latest)."""
         self._check_open()
@@ -64,12 +129,14 @@ class Views:
 
         return frames.tools(self.manifest)
 
+    @gated
     def files(self) -> pd.DataFrame:
         """Files of the conversation folder and every run folder: area, path, type, size, modified."""
         from .inspect import frames
 
         return frames.files(self.providers.files)
 
+    @gated
     def data(self, collection: str) -> pd.DataFrame:
         """A collection's documents: `id` then one column per top-level field."""
         from .inspect import frames
@@ -82,15 +149,18 @@ class Views:
         self._check_open()
         return frames.collection(self.providers.store, collection)
 
+    @gated
     def outbox(self) -> pd.DataFrame:
         """What agent tools sent with send_email (the mock outbox): id, time, from, to, cc,
         subject, body_text, body_html."""
         import pandas as pd
 
         cols = ["id", "time", "from", "to", "cc", "subject", "body_text", "body_html"]
-        rows: list[dict[str, Any]] = getattr(self.providers.outbox, "rows", list)()
+        outbox = self.providers.backends["tools"].outbox  # ctx.tools' backend: send_email's
+        rows: list[dict[str, Any]] = getattr(outbox, "rows", list)()
         return pd.DataFrame(rows, columns=cols)
 
+    @gated
     def audit(self) -> pd.DataFrame:
         """The activity log (agent tools): one row per ctx.audit(event, data) and per ctx.tools
         call, scoped to its call: call_id, toolCallId, seq, source, event, data, time (UTC).
@@ -101,22 +171,25 @@ class Views:
 
         from .ctx.audit import COLUMNS
 
-        rows = list(self._audit)
-        note = self._audit.note("row")
+        log: Ring[dict[str, Any]] = self.providers.backends["audit"]  # ctx.audit's backend
+        rows = list(log)
+        note = log.note("row")
         if note is not None:
             first = {"source": "workbench", "event": "workbench:rows dropped", "time": rows[0]["time"]}
-            data = {"rows": self._audit.dropped, "chars": self._audit.dropped_chars, "why": note}
+            data = {"rows": log.dropped, "chars": log.dropped_chars, "why": note}
             rows.insert(0, {**first, "data": data})
         df = pd.DataFrame(rows, columns=COLUMNS)
         df["time"] = pd.to_datetime(df["time"], unit="s", utc=True)
         return df
 
+    @gated
     def kv(self) -> pd.DataFrame:
         from .inspect import frames
 
         self._check_open()
         return frames.kv(self.providers.store)
 
+    @gated
     def account_storage(self) -> pd.DataFrame:
         """Ekanos integrations: the account's records (ctx.storage.account): key, data, updatedAt."""
         from .inspect import frames
@@ -124,19 +197,22 @@ class Views:
         self._check_open()
         return frames.account_storage(self.providers.store)
 
+    @gated
     def sql(self, query: str, params: Any = ()) -> pd.DataFrame:
         """Run a query on the gem's private database (ctx.storage.sql)."""
         from .inspect import frames
 
         return frames.query(self.providers.sql_db, query, params)
 
+    @gated
     def mailbox(self) -> pd.DataFrame:
         """Every message's envelope, all accounts (allowed or not), ordered by (date, accountId,
         id): accountId, id, subject, fromAddr, toAddrs, date (datetime, UTC), date_ms."""
         from .inspect import frames
 
-        return frames.mailbox(self.email.envelopes())
+        return frames.mailbox(self._email.envelopes())
 
+    @gated
     def http(self) -> pd.DataFrame:
         """Every ctx.http.fetch request (N10): call_id, tool, method, url, status, duration_ms,
         connection, credential ("injected", "denied", "dropped"), reason, redirects, error.
@@ -158,7 +234,7 @@ class Views:
             "redirects",
             "error",
         ]
-        state = getattr(self.providers, "http", None)
+        state = self.providers.backends.get("http")
         rows = list(state.log) if state else []
         note = state.log.note("request") if state else None
         if note is not None:  # SEC5: the log keeps the newest Limits.http_log_chars

@@ -48,6 +48,7 @@ __all__ = [
     "CtxCrash",
     "Grant",
     "PythonCtx",
+    "close_backends",
     "desktop_has_trash",
     "prepare",
 ]
@@ -76,6 +77,17 @@ SPECS: dict[str, CapabilitySpec] = {
 IMPLEMENTATIONS: dict[str, type] = {
     name: s.implementation for name, s in SPECS.items() if s.implementation is not None
 }
+
+
+def close_backends(providers: Any) -> None:
+    """Release what the capabilities' backends hold (each CapabilitySpec.close), once."""
+    backends, providers.backends = providers.backends, {}
+    for impl, backend in backends.items():
+        spec = SPECS.get(impl)
+        if spec is not None and spec.close is not None and backend is not None:
+            spec.close(backend)
+
+
 _pyctx.CODECS["fetch"] = FetchResponse  # ctx.http.fetch's reply, as a Response-like object
 _pyctx.CODECS["response"] = FetchResponse  # Python has no Response class: the same object
 _pyctx.CODECS["void"] = lambda _: None
@@ -177,6 +189,7 @@ class Capabilities:
                 self.session.violations.append(
                     "storage.sql: the tool left a transaction open; it was rolled back"
                 )
-            if self.session.used_sql:
+            used = self.session.state.get("sql")
+            if used is not None and used.used:
                 sql.drop_temp()
         return failed

@@ -19,14 +19,11 @@ from ..providers.base import LinkInPath
 from ..providers.sqlguard import storage_error
 from . import _trace, _watchdog
 from . import limits as _limits
-from .audit import activity_log
-from .kept import Ring
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
     from ..platforms import Grants, Profile
     from ..providers import Providers
-    from .email import Grant
     from .http_credentials import HttpState
 
 
@@ -35,6 +32,30 @@ def _notochord() -> Profile:
     from ..platforms.notochord import PROFILE
 
     return PROFILE
+
+
+_FACTORIES: dict[str, Callable[[CallSession], Any]] = {}  # impl -> its spec's call_state
+
+
+def _factories() -> dict[str, Callable[[CallSession], Any]]:
+    if not _FACTORIES:  # the registry imports this module: read it once, when a call first asks
+        from . import SPECS
+
+        for spec in SPECS.values():
+            if spec.call_state is not None:
+                for name in (spec.impl, *spec.covers):
+                    _FACTORIES[name] = spec.call_state
+    return _FACTORIES
+
+
+def _call_state(impl: str) -> Callable[[CallSession], Any]:
+    return _factories()[impl]
+
+
+def _stateful(profile: Profile) -> list[str]:
+    """The capabilities of `profile` that keep a per-call state."""
+    impls = {c.impl for c in profile.capabilities}
+    return [impl for impl in _factories() if impl in impls]
 
 
 _CALLED = re.compile(r"^[\w.]+\(\) ")  # Python's "Files.write() " before its message
@@ -166,31 +187,50 @@ class CallSession:
     trace: list[dict[str, Any]] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     _flushers: list[Callable[[], None]] = field(default_factory=list)
-    email_grant: Grant | None = None  # E2: the accounts the user allowed (bench.email.allow)
     http: HttpState | None = None  # N10: the bench's transport, credentials and log
     idempotency_key: str = ""  # N7: ctx.idempotencyKey; the same on a crash rerun
     crash_after: int | None = None  # N7: abort after this many ctx calls (None: never)
     limits: _limits.Limits = _limits.DEFAULT  # SEC5: size bounds every capability reads
     deadline: float | None = None  # SEC5: time.monotonic() at which the call times out
-    used_sql: bool = False  # ctx.storage.sql ran: its TEMP objects go at the end
     profile: Profile = field(default_factory=lambda: _notochord())  # whose rules and shape
     ended: bool = False  # the call returned: its ctx refuses every method
     values: dict[str, Any] = field(default_factory=dict)  # the platform's per-call values (A2)
     invocation: Invocation = field(default_factory=lambda: Invocation())  # A5: shared when nested
     # runs a tool of the gem for ctx.tools.<name> (set by the bench: the ctx layer runs no tool)
     nest: Callable[[CallSession, ToolSpec, Any], Any] | None = None
-    audit_log: Ring[dict[str, Any]] = field(default_factory=lambda: activity_log(_limits.DEFAULT))  # A6
-    audit_seq: int = 0  # rows this call added to the bench's activity log
-    audit_own: int = 0  # of them, the tool's own ctx.audit rows (at most limits.audit_rows)
-    audit_note: dict[str, Any] | None = None  # the row counting the ones past that
-    recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case
-    faults: dict[str, list[str]] = field(default_factory=dict)  # bench.inject_fault: per built-in
-    surfaced: list[dict[str, Any]] = field(default_factory=list)  # surface_file's files, this call
-    children: list[Any] = field(default_factory=list)  # the CallResults of its nested ctx.tools calls
-    log_rows: list[dict[str, Any]] = field(default_factory=list)  # ctx.logger's rows (K6)
+    # each capability's own state for this call, {impl: its CapabilitySpec.call_state(session)},
+    # made at its first use (`of`): ctx.audit's row counters, ctx.tools' surfaced files, …
+    state: dict[str, Any] = field(default_factory=dict)
     kept: int = 0  # characters of ctx arguments and results this call's trace keeps, about (SEC5)
     ctx_calls: int = 0  # ctx calls made (the trace lists the first limits.trace_rows of them)
     warnings: list[str] = field(default_factory=list)  # for the result: what the call did oddly
+
+    def of(self, impl: str) -> Any:
+        """Capability `impl`'s state of this call, made from its spec on first use."""
+        try:
+            return self.state[impl]
+        except KeyError:
+            made = self.state[impl] = _call_state(impl)(self)
+            return made
+
+    def child_state(self) -> dict[str, Any]:
+        """The per-capability state of a nested invocation (A5, ctx.tools.<own tool>): each of
+        this call's capabilities' `nested()` of its own (made first, so what they share is
+        shared), or the same object when it has no `nested`."""
+        out: dict[str, Any] = {}
+        for impl in _stateful(self.profile):
+            own = self.of(impl)
+            nested = getattr(own, "nested", None)
+            out[impl] = nested() if nested is not None else own
+        return out
+
+    def finish(self, res: Any) -> None:
+        """What each capability's state puts on the call's result (`into(res)`: ctx.tools'
+        surfaced files and nested calls, ctx.logger's rows)."""
+        for own in self.state.values():
+            into = getattr(own, "into", None)
+            if into is not None:
+                into(res)
 
     def warn(self, text: str) -> None:
         """A warning on the call's result (once each)."""

@@ -14,12 +14,13 @@ the bench's log is a ring of `Limits.audit_bench_chars`, the oldest rows dropped
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import WorkbenchError
 from .._json import json_chars, to_json
 from .kept import ROW_CHARS, Ring
-from .spec import CapabilitySpec, View
+from .spec import CapabilitySpec, OpenContext, View
 
 if TYPE_CHECKING:
     from ..platforms import Limits
@@ -37,6 +38,30 @@ def activity_log(limits: Limits) -> Ring[dict[str, Any]]:
 
 def _chars(row: dict[str, Any]) -> int:
     return ROW_CHARS + len(row["event"]) + json_chars(row["data"])
+
+
+def _backend(opening: OpenContext) -> Ring[dict[str, Any]]:
+    """ctx.audit's backend: the bench's activity log (bench.audit() reads it)."""
+    return activity_log(opening.limits)
+
+
+@dataclass(slots=True)
+class AuditCall:
+    """ctx.audit's state in one invocation: the log it writes and what it wrote there."""
+
+    log: Ring[dict[str, Any]]
+    seq: int = 0  # rows this invocation added to the bench's activity log
+    own: int = 0  # of them, the tool's own ctx.audit rows (at most limits.audit_rows)
+    note: dict[str, Any] | None = None  # the row counting the ones past that
+
+    def nested(self) -> AuditCall:
+        """A nested invocation numbers its own rows, in the same log."""
+        return AuditCall(self.log)
+
+
+def _call_state(session: CallSession) -> AuditCall:
+    log = session.providers.backends.get("audit")  # a session made outside a bench: its own
+    return AuditCall(log if log is not None else activity_log(session.limits))
 
 
 class Audit:
@@ -77,22 +102,23 @@ def _row_data(limits: Limits, data: Any) -> tuple[Any, str | None]:
 def record(session: CallSession, event: str, data: Any, *, source: Source = "platform") -> None:
     """Append one row for `session`'s call: its own ctx.audit ("tool"), or a row the platform
     writes ("platform": a ctx.tools call, whose input is kept as a copy within the row limit)."""
-    log = session.audit_log
+    own = session.of("audit")
+    log = own.log
     if source == "platform":
         data, why = _row_data(session.limits, data)
         if why is not None:
             data = {"_dropped": f"the input is not kept: {why}"}
     elif source == "tool":
-        if session.audit_own >= session.limits.audit_rows:  # the call's share is used: count it
+        if own.own >= session.limits.audit_rows:  # the call's share is used: count it
             _dropped(session, len(event) + json_chars(data))
             return
-        session.audit_own += 1
-    session.audit_seq += 1
+        own.own += 1
+    own.seq += 1
     log.append(
         {
             "call_id": session.call_id,
             "toolCallId": session.values.get("toolCallId"),
-            "seq": session.audit_seq,
+            "seq": own.seq,
             "source": source,
             "event": event,
             "data": data,
@@ -103,20 +129,26 @@ def record(session: CallSession, event: str, data: Any, *, source: Source = "pla
 
 def _dropped(session: CallSession, chars: int) -> None:
     """One more row of the call not kept: the call's note row says how many, and their size."""
-    note = session.audit_note
+    own = session.of("audit")
+    note = own.note
     if note is None:
         record(session, "workbench:rows dropped", {"rows": 0, "chars": 0}, source="workbench")
-        note = session.audit_note = session.audit_log[-1]
+        note = own.note = own.log[-1]
     data = note["data"]
     data["rows"] += 1
     data["chars"] += chars
     data["why"] = (
-        f"this call wrote {session.audit_own + data['rows']:,} audit rows; a call keeps "
+        f"this call wrote {own.own + data['rows']:,} audit rows; a call keeps "
         f"{session.limits.audit_rows:,} (Limits.audit_rows)"
     )
 
 
 #: ctx.audit as a unit
 SPEC = CapabilitySpec(
-    impl="audit", title="ctx.audit", implementation=Audit, views=(View("audit", "the audit log"),)
+    impl="audit",
+    title="ctx.audit",
+    implementation=Audit,
+    backend=_backend,
+    call_state=_call_state,
+    views=(View("audit", "the audit log"),),
 )

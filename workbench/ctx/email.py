@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError, WorkbenchError
 from ..providers import mail as _mail
-from .spec import Action, CapabilitySpec, Flag, Option, View, path_or
+from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, path_or
 
 if TYPE_CHECKING:
     from ..providers.mail import Envelope, Mailbox
@@ -175,13 +175,13 @@ class Email:
     def _mailbox(self) -> tuple[Mailbox, Grant]:
         s = self.s
         s.grants.require("email")  # E1: decided once per tool by the platform profile
-        mailbox = s.providers.mailbox
-        if mailbox is None:
+        access: MailAccess | None = s.providers.backends.get("email")  # none: made outside a bench
+        if access is None or access.mailbox is None:
             raise WorkbenchError(
                 "E_INTERNAL",
                 "ctx.email: this call has no mailbox (a session made outside workbench.open gets none)",
             )
-        return mailbox, s.email_grant or Grant()  # no grant from the user: nothing is allowed
+        return access.mailbox, access.grant
 
     @contextmanager
     def _reading(self) -> Any:
@@ -260,11 +260,27 @@ class Email:
         return msg.to_json()  # bounded: body, attachments, subject, addresses (SEC5)
 
 
+class MailAccess:
+    """ctx.email's backend: the mailbox it reads and the accounts the user allowed (E2:
+    `bench.email.allow`; none at open), the same for every call of the bench."""
+
+    def __init__(self, mailbox: Mailbox) -> None:
+        self.mailbox: Mailbox | None = mailbox  # None only while a replay swaps it
+        self.grant = Grant()
+
+
+def _backend(opening: OpenContext) -> MailAccess:
+    from ..providers import make_mailbox
+
+    return MailAccess(make_mailbox(opening.options.get("mailbox"), gem_root=opening.manifest.root))
+
+
 #: ctx.email as a unit
 SPEC = CapabilitySpec(
     impl="email",
     title="ctx.email",
     implementation=Email,
+    backend=_backend,
     options=(
         Option(
             "mailbox",

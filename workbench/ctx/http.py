@@ -44,7 +44,7 @@ from .http_egress import egress_host, egress_problem
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
 from .http_urls import Url, UrlTooLong, check_length, parse_url
 from .masking import mask_error
-from .spec import CapabilitySpec, Flag, Option, View, checked, file_or, number, path_or, seconds
+from .spec import CapabilitySpec, Flag, OpenContext, Option, View, checked, file_or, number, path_or, seconds
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -403,11 +403,34 @@ class FetchResponse:
         return f"<Response {self.status} {self.url}{extra}>"
 
 
+def _backend(opening: OpenContext) -> HttpState:
+    """ctx.http's backend: the bench's transport, credentials and log (N10)."""
+    from ..providers.http import make_transport
+
+    options = opening.options
+    # a mock's "no handler matches" names the platform's own option (Ekanos: fetch_handlers=)
+    own = [o.name for o in SPEC.options if o.same_as == "http" and o.name in opening.profile.open_options]
+    return HttpState(
+        make_transport(options.get("http", "mock"), option=own[0] if own else "http"),
+        options.get("credentials"),
+        timeout=float(options.get("http_timeout", 10.0)),
+        log_chars=opening.limits.http_log_chars,
+    )
+
+
+def _close(state: HttpState) -> None:
+    transport: Any = state.transport
+    if hasattr(transport, "close"):
+        transport.close()
+
+
 #: ctx.http / ctx.fetch as a unit (N10, SEC4)
 SPEC = CapabilitySpec(
     impl="http",
     title="ctx.http",
     implementation=Http,
+    backend=_backend,
+    close=_close,
     options=(
         Option(
             "http",

@@ -10,6 +10,7 @@ masked in the message and fields.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._json import to_json
@@ -61,17 +62,18 @@ class Logger:
                 ensure_ascii=False,
             )
         self.used += len(message) + len(text)
+        rows = self.s.of("logger").rows
         if self.used >= cap:
             level, message, text = "warn", f"(log full: over {cap:,} bytes in this call)", "null"
-        elif len(self.s.log_rows) + 1 >= self.s.limits.log_rows:  # SEC5: ten thousand empty rows
+        elif len(rows) + 1 >= self.s.limits.log_rows:  # SEC5: ten thousand empty rows
             self.used = cap
             level, message, text = "warn", f"(log full: {self.s.limits.log_rows:,} rows in this call)", "null"
         http = self.s.http
         if http is not None:  # a secret the tool logged is shown masked, as everywhere
             message, text = http.mask(message), http.mask(text)
-        self.s.log_rows.append(
+        rows.append(
             {
-                "seq": len(self.s.log_rows) + 1,
+                "seq": len(rows) + 1,
                 "level": level,
                 "message": message,
                 "fields": well_formed_value(json.loads(text)),  # rows are shown: no lone surrogate
@@ -86,5 +88,17 @@ def _short(value: Any) -> str:
         return type(value).__name__
 
 
+@dataclass(slots=True)
+class LoggerCall:
+    """ctx.logger's state in one call: its rows (a nested invocation's go into the same)."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def into(self, res: Any) -> None:
+        res.log_rows = self.rows
+
+
 #: ctx.logger as a unit
-SPEC = CapabilitySpec(impl="logger", title="ctx.logger", implementation=Logger)
+SPEC = CapabilitySpec(
+    impl="logger", title="ctx.logger", implementation=Logger, call_state=lambda session: LoggerCall()
+)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from ..gem.names import name_problem
 from .limits import DEFAULT
-from .spec import CapabilitySpec, Flag, Option
+from .spec import CapabilitySpec, Flag, OpenContext, Option
 
 if TYPE_CHECKING:
     from ..providers.resources import Source
@@ -274,7 +274,7 @@ class Resources:
         self.session = session
 
     def path(self, id: str) -> str:
-        cache: ResourceCache | None = getattr(self.session.providers, "resources", None)
+        cache: ResourceCache | None = self.session.providers.backends.get("resources")
         if cache is None or not self.session.manifest.resources:
             raise WorkbenchError(
                 "E_NOT_FOUND",
@@ -295,9 +295,22 @@ def make_cache(manifest: Any, *, state_dir: Path, source: Source) -> ResourceCac
     return ResourceCache(manifest.resources, root, source)
 
 
+def _backend(opening: OpenContext) -> ResourceCache | None:
+    """ctx.resources' backend: the cache over fixtures/resources/ and open(resources=) (mock)
+    or the network (providers={'resources': 'real'}); None when none are declared (R1)."""
+    from ..providers.resources import HttpSource, MockSource
+
+    if opening.kinds.get("resources", "mock") == "mock":
+        source: Source = MockSource(opening.manifest.root, opening.options.get("resources"))
+    else:
+        source = HttpSource()
+    return make_cache(opening.manifest, source=source, state_dir=opening.state_dir)
+
+
 #: ctx.resources as a unit (R1-R5)
 SPEC = CapabilitySpec(
     impl="resources",
+    backend=_backend,
     title="ctx.resources",
     implementation=Resources,
     options=(

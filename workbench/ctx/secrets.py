@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
-from .spec import CapabilitySpec, Flag, Option
+from .spec import CapabilitySpec, Flag, OpenContext, Option
 
 if TYPE_CHECKING:
     from ._session import CallSession
@@ -36,11 +36,24 @@ class Secrets:
                 f"secrets.get(name): name is a string of 1 to {MAX_NAME_CHARS} characters",
                 field="name",
             )
-        store = self.s.providers.secrets
+        store = self.s.providers.backends.get("secrets")
         value = None if store is None else store.get(name)
         if value is not None and self.s.http is not None:
             self.s.http.remember_secret(value)
         return value
+
+
+def _backend(opening: OpenContext) -> Any:
+    """ctx.secrets' backend: the SecretStore open(secrets=) names; its known values are masked
+    by the bench's HTTP state (K6: whoever reads them), made before it in registry order."""
+    from ..providers.secrets import make_secrets
+
+    store = make_secrets(opening.options.get("secrets"), opening.manifest.id)
+    http = opening.backends.get("http")
+    if http is not None:
+        for value in getattr(store, "known", list)():
+            http.remember_secret(value)
+    return store
 
 
 #: ctx.secrets as a unit (K6)
@@ -48,6 +61,7 @@ SPEC = CapabilitySpec(
     impl="secrets",
     title="ctx.secrets",
     implementation=Secrets,
+    backend=_backend,
     options=(
         Option(
             "secrets",

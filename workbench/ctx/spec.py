@@ -22,8 +22,9 @@ from .._errors import GemLoadError, UsageError
 if TYPE_CHECKING:
     from ..gem import Manifest
     from ..platforms import Limits, Profile
+    from ._session import CallSession
 
-__all__ = ["Action", "CapabilitySpec", "Flag", "OpenContext", "Option", "View"]
+__all__ = ["Action", "CapabilitySpec", "Flag", "OpenContext", "Option", "View", "foreign_view", "views_for"]
 
 JSON_FILE_BYTES = 64 * 1024 * 1024  # of a flag's JSON file (fixtures, secrets, records)
 
@@ -108,7 +109,10 @@ class CapabilitySpec:
     # its backend: made at open (after the shared stores), stored in providers.backends[impl];
     # None: it uses the shared stores only
     backend: Callable[[OpenContext], Any] | None = None
-    call_state: Callable[[], Any] | None = None  # its per-call state (session.state[impl])
+    # its per-call state, made from the session at the capability's first use in a call
+    # (session.of(impl)); it may define nested() (its state in a nested invocation: default the
+    # same object) and into(res) (what it puts on the call's result)
+    call_state: Callable[[CallSession], Any] | None = None
     views: tuple[View, ...] = ()
     actions: tuple[Action, ...] = ()
     close: Callable[[Any], None] | None = None  # releases its backend when the bench closes
@@ -310,6 +314,10 @@ BENCH = CapabilitySpec(
 )
 
 
+#: views that are objects on the bench, not methods (named without "()" in errors)
+_ATTRIBUTES = frozenset({"email"})
+
+
 # -- the option table of a platform -----------------------------------------------------------
 def specs_for(profile: Profile, specs: Iterable[CapabilitySpec]) -> list[CapabilitySpec]:
     """The specs a bench of `profile` has: every bench's, then its capabilities' in order."""
@@ -364,3 +372,18 @@ def unknown_option(
         platforms=[],
         suggest=near,
     )
+
+
+def foreign_view(
+    name: str, profile: Profile, specs: Iterable[CapabilitySpec], profiles: Iterable[Profile]
+) -> AttributeError:
+    """The error for a bench view or action `profile`'s benches do not have: which platform has
+    it and through which capability ("outbox() is a view of agent custom tools (ctx.tools);
+    Notochord gems do not have it")."""
+    specs = list(specs)
+    others = [(p, table[name]) for p in profiles if name in (table := views_for(p, specs))]
+    shown = name if name in _ATTRIBUTES else f"{name}()"
+    if others:
+        where = ", ".join(f"{p.title} ({s.title})" for p, (_, s) in others)
+        return AttributeError(f"{shown} is a view of {where}; {profile.title} do not have it")
+    return AttributeError(f"a bench of {profile.title} has no attribute {name!r}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError, WorkbenchError
@@ -139,7 +140,7 @@ class SQL:
             raise WorkbenchError(
                 "E_INVALID_ARGUMENT", "params must be a list (for ?) or an object (for :name)", field="params"
             )
-        self.s.used_sql = True
+        self.s.of("sql").used = True  # its TEMP objects go at the end of the call
         left = self.s.remaining("storage.sql")
         if left is not None:  # waiting for another process's lock counts against the call too
             self.db.wait_for_locks(min(left, 10))
@@ -187,6 +188,13 @@ class SQL:
         return {"changes": max(cur.rowcount, 0), "lastInsertRowid": cur.lastrowid or 0}
 
 
+@dataclass(slots=True)
+class SqlCall:
+    """ctx.storage.sql's state in one call (a nested invocation's is the same)."""
+
+    used: bool = False  # a statement ran: the call's end drops its TEMP objects
+
+
 #: ctx.storage.kv and ctx.storage.sql as units
 KV_SPEC = CapabilitySpec(
     impl="kv",
@@ -198,5 +206,6 @@ SQL_SPEC = CapabilitySpec(
     impl="sql",
     title="ctx.storage.sql",
     implementation=SQL,
+    call_state=lambda session: SqlCall(),
     views=(View("sql", "a query on the gem's database"),),
 )

@@ -16,13 +16,14 @@ import mimetypes
 import os
 import stat
 from collections import Counter
-from pathlib import PurePosixPath
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from ..gem.schema import InputValidator, check_input
 from .audit import record
-from .spec import Action, CapabilitySpec, Flag, Option, View, file_or, path_or
+from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, file_or, path_or
 
 if TYPE_CHECKING:
     from ._session import CallSession
@@ -108,7 +109,7 @@ class Tools:
             raise WorkbenchError(
                 "E_DISPATCH", f"ctx.tools.{name}: this call has no bench to run the tool", tool=name
             )
-        pending = s.faults.get(name)
+        pending = s.of("tools").faults.get(name)
         if pending:  # bench.inject_fault: this dispatch fails as the platform's connection would
             if pending.pop(0) == "throw":
                 raise WorkbenchError(
@@ -157,7 +158,7 @@ def _calculate(session: CallSession, input: dict[str, Any]) -> Any:
 
 
 def _web_search(session: CallSession, input: dict[str, Any]) -> Any:
-    provider = session.providers.websearch
+    provider = _tools(session).websearch
     if provider is None:
         raise WorkbenchError(
             "E_INTERNAL", "web_search: this call has no search provider (open the gem with workbench.open)"
@@ -174,19 +175,20 @@ def _send_email(session: CallSession, input: dict[str, Any]) -> Any:
     module's one rule: a header injection, plain or RFC 2047-encoded, never reaches a provider."""
     from ..providers.outbox import check_message
 
-    outbox = session.providers.outbox
+    outbox = _tools(session).outbox
     if outbox is None:
         raise WorkbenchError(
             "E_INTERNAL", "send_email: this call has no outbox (open the gem with workbench.open)"
         )
     message: dict[str, Any] = {"to": _list(input["to"]), "cc": _list(input.get("cc", []))}
     message.update({k: input[k] for k in ("subject", "body_text", "body_html") if k in input})
-    refused = [a for a in (*message["to"], *message["cc"]) if not allowed(a, session.recipients)]
+    recipients = session.of("tools").recipients
+    refused = [a for a in (*message["to"], *message["cc"]) if not allowed(a, recipients)]
     if refused:  # first, as before: the seed's error snippet (to: "...") expects this envelope
         return envelope(
             "recipient_not_allowed",
             recipients=refused,
-            allowed=list(session.recipients),
+            allowed=list(recipients),
             hint="bench.allow_recipients('name@host' or '*@domain', ...)",
         )
     try:
@@ -213,7 +215,7 @@ def allowed(address: str, patterns: tuple[str, ...]) -> bool:
 def _surface_file(session: CallSession, input: dict[str, Any]) -> Any:
     """Show a file of the agent's files (`open(files=…)`, default the gem's fixtures/files/) to
     the user: confined to that folder, a regular file within limits.file_bytes."""
-    root, rel = session.providers.agent_files, input["path"]
+    root, rel = _tools(session).files, input["path"]
     parts = PurePosixPath(rel).parts
     if root is None or rel.startswith("/") or ".." in parts or "\x00" in rel or "\\" in rel:
         return envelope("invalid_path", path=rel, message="a path inside the agent's files, without '..'")
@@ -236,7 +238,7 @@ def _surface_file(session: CallSession, input: dict[str, Any]) -> Any:
         "sizeBytes": info.st_size,
         "title": input.get("title"),
     }
-    session.surfaced.append({**entry, "file": target})
+    session.of("tools").surfaced.append({**entry, "file": target})
     return {"surfaced": True, **entry}
 
 
@@ -248,11 +250,67 @@ BUILTINS = {
 }
 
 
+@dataclass
+class AgentTools:
+    """ctx.tools' backend: the built-ins' providers and what the bench keeps between calls."""
+
+    websearch: Any = None  # web_search's WebSearch (providers/websearch.py)
+    outbox: Any = None  # send_email's Outbox: MockOutbox (bench.outbox()), SmtpOutbox, …
+    files: Path | None = None  # the folder surface_file shows files of
+    recipients: tuple[str, ...] = ()  # send_email's allowlist (bench.allow_recipients), lower case
+    faults: dict[str, list[str]] = field(default_factory=dict)  # bench.inject_fault: per built-in
+
+
+@dataclass(slots=True)
+class ToolsCall:
+    """ctx.tools' state in one invocation."""
+
+    recipients: tuple[str, ...]  # the allowlist as the call found it
+    faults: dict[str, list[str]]  # the bench's: a dispatch uses up its fault
+    surfaced: list[dict[str, Any]] = field(default_factory=list)  # surface_file's files, this call
+    children: list[Any] = field(default_factory=list)  # the CallResults of its nested ctx.tools calls
+
+    def nested(self) -> ToolsCall:
+        """A nested invocation's: its files are surfaced in its caller's result; its own nested
+        calls are its result's children (set by the bench's nesting)."""
+        return ToolsCall(self.recipients, self.faults, self.surfaced)
+
+    def into(self, res: Any) -> None:
+        res.surfaced, res.children = self.surfaced, self.children
+
+
+def _backend(opening: OpenContext) -> AgentTools:
+    from ..providers import make_outbox, make_websearch
+
+    options, root = opening.options, opening.manifest.root
+    files = options.get("files")
+    return AgentTools(
+        websearch=make_websearch(options.get("web_search", "mock"), gem_root=root),
+        outbox=make_outbox(options.get("outbox", "mock")),
+        files=Path(files) if files is not None else root / "fixtures" / "files",
+    )
+
+
+_NONE = AgentTools()  # a session made outside a bench: no providers, nothing allowed
+
+
+def _tools(session: CallSession) -> AgentTools:
+    tools: AgentTools = session.providers.backends.get("tools") or _NONE
+    return tools
+
+
+def _call_state(session: CallSession) -> ToolsCall:
+    tools = _tools(session)
+    return ToolsCall(tools.recipients, tools.faults)
+
+
 #: ctx.tools (web_search, send_email, surface_file, other tools) as a unit (A3-A6)
 SPEC = CapabilitySpec(
     impl="tools",
     title="ctx.tools",
     implementation=Tools,
+    backend=_backend,
+    call_state=_call_state,
     options=(
         Option(
             "web_search",

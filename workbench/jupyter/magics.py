@@ -304,9 +304,13 @@ class WorkbenchMagics(Magics):
         if cell is not None:
             rest = f"{rest}\n{cell}".strip()
         bench = self.bench
-        simple = {"files": bench.files, "kv": bench.kv, "calls": bench.calls, "tools": bench.tools}
-        if what in simple and not rest:
-            return simple[what]()
+        if what in ("files", "kv", "data", "sql", "history") and not hasattr(bench, what):
+            try:  # another platform's view: the AttributeError names the platform that has it
+                getattr(bench, what)
+            except AttributeError as exc:
+                raise _usage(f"%state {what}: {exc}") from None
+        if what in ("files", "kv", "calls", "tools") and not rest:
+            return getattr(bench, what)()
         if what == "data" and rest and len(rest.split()) == 1:
             return bench.data(rest)
         if what == "data":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,8 @@ def default_state_dir(gem_id: str, gem_root: Path) -> Path:
 
 @dataclass
 class Providers:
-    """The storage a bench sits on: one file store, a data store and two SQLite databases."""
+    """The storage a bench sits on: one file store, a data store and two SQLite databases (the
+    shared stores), and each capability's own backend (`backends`)."""
 
     kind: dict[str, str]  # capability -> "mock" | "real"
     files: FileStore
@@ -55,12 +56,12 @@ class Providers:
     store: DataStore  # ctx.data, ctx.storage.kv, file history: all over data_db
     sql_db: SqlDatabase  # ctx.storage.sql: the gem's private database
     state_dir: Path | None
-    mailbox: Mailbox | None = None  # ctx.email's mail (see make_mailbox)
-    resources: Any = None  # ctx.resources' ResourceCache (ctx/resources.py); None: none declared
-    websearch: Any = None  # the web_search built-in's WebSearch (agent tools; see make_websearch)
-    outbox: Any = None  # the send_email built-in's Outbox (agent tools): MockOutbox, SmtpOutbox
-    agent_files: Path | None = None  # the folder surface_file shows files of (agent tools)
-    secrets: Any = None  # ctx.secrets' SecretStore (Ekanos integrations; see providers/secrets.py)
+    # {capability impl: its backend}, made at open by each CapabilitySpec.backend (ctx/spec.py)
+    # for the platform's capabilities: "email" MailAccess (the mailbox, the user's grant),
+    # "http" HttpState, "resources" ResourceCache (None: none declared), "tools" AgentTools
+    # (web search, outbox, surface_file's folder, recipients, faults), "audit" the activity
+    # log, "secrets" SecretStore
+    backends: dict[str, Any] = field(default_factory=dict)
 
 
 def make_providers(
