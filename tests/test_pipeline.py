@@ -62,6 +62,12 @@ def test_K6_a_secret_a_nested_call_printed_is_masked_in_its_logs(gem: GemBuilder
         "top": ("def handle(input, ctx):\n    print('top')\n    return ctx.tools.leaf({})\n", "py"),
     }
     bench = opened(agent_gem(gem, **tools))
+    # agent tools have no ctx.http, whose state holds the secrets a bench masks: give the bench
+    # one, as a platform with both nested calls and ctx.http would have
+    from workbench.ctx.http_credentials import HttpState
+    from workbench.providers.http import make_transport
+
+    bench.providers.backends["http"] = HttpState(make_transport("mock"))
     bench.providers.backends["http"].remember_secret(secret)
     res = bench.call("top")
     assert res.ok, res.error

@@ -6,54 +6,19 @@ plugin that cannot be used is a PluginWarning naming its entry point, and the bu
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from _plugins import PLUGINS, ROOT, install, run
 
-ROOT = Path(__file__).parent.parent
-PLUGIN = Path(__file__).parent / "plugins" / "gw_fourth"
+PLUGIN = PLUGINS / "gw_fourth"
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The plugin installed by pip, offline, into a folder of its own (its in-tree backend
-    needs nothing but pip; the build runs in a copy, so the source tree stays clean)."""
-    target = tmp_path_factory.mktemp("site")
-    import shutil
-
-    src = tmp_path_factory.mktemp("src") / "gw_fourth"
-    shutil.copytree(PLUGIN, src, ignore=shutil.ignore_patterns("__pycache__"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index"]
-        + ["--disable-pip-version-check", "--target", str(target), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (target / "gw_fourth" / "__init__.py").is_file()
-    return target
-
-
-def run(code: str, *paths: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`code` in a fresh Python whose path has `paths` and this checkout's workbench."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([*map(str, paths), str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "GEM_WORKBENCH_HOME": str(cwd / "home"),
-    }
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """The plugin installed by pip, offline, into a folder of its own."""
+    return install("gw_fourth", tmp_path_factory.mktemp("plugin"))
 
 
 def test_nothing_under_workbench_names_the_fourth_platform() -> None:

@@ -141,8 +141,8 @@ def _make_backends(
 ) -> None:
     """Each capability of the platform with a backend factory makes its backend, after the
     shared stores, in registry order (`providers.backends[impl]`; `Bench.close` closes them)."""
-    from .ctx import SPECS
-    from .ctx.spec import OpenContext, specs_for
+    from .ctx import specs_of
+    from .ctx.spec import OpenContext
 
     opening = OpenContext(
         manifest=manifest,
@@ -153,7 +153,7 @@ def _make_backends(
         state_dir=provs.state_dir or default_state_dir(manifest.id, manifest.root),
         backends=provs.backends,
     )
-    for spec in specs_for(profile, SPECS.values()):
+    for spec in specs_of(profile):
         if spec.backend is not None:
             provs.backends[spec.impl] = spec.backend(opening)
 

@@ -2,7 +2,7 @@
 docstring, the `gem-workbench call`/`check` flags, `%gem open`'s flags and docs/open.md's table.
 
 The rows are the capabilities' (ctx/spec.py, one `SPEC` beside each capability's rules;
-`ctx.SPECS` is the registry); a platform takes the options of the capabilities it has. Nothing
+`ctx.specs()` is the registry, plugins' included); a platform takes the options of the capabilities it has. Nothing
 here names a platform or an option: a capability added to the registry shows up on every
 surface, and a platform that lacks it refuses it naming the platform that has it.
 """
@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._errors import UsageError
-from .ctx import SPECS
+from .ctx import specs as _every_spec
+from .ctx import specs_of
 from .ctx.spec import (
     BENCH,
     Action,
@@ -24,7 +25,6 @@ from .ctx.spec import (
     Option,
     json_file,
     options_for,
-    specs_for,
     unknown_option,
 )
 
@@ -60,13 +60,13 @@ def profiles() -> list[Profile]:
 
 
 def specs() -> list[CapabilitySpec]:
-    """Every capability's spec, in the registry's order."""
-    return list(SPECS.values())
+    """Every capability's spec, in the registry's order (plugins' last: ctx/registry.py)."""
+    return _every_spec()
 
 
 def table(profile: Profile) -> dict[str, tuple[Option, CapabilitySpec]]:
     """{option: (row, its capability)} that `profile`'s benches take."""
-    return options_for(profile, specs())
+    return options_for(profile, specs_of(profile))
 
 
 def gem_profile(path: Any) -> Profile:
@@ -103,7 +103,7 @@ def gem_flags(path: Any = None) -> list[str]:
         profile = None
     if profile is None:
         return [*_flags(), *_actions()]
-    mine, have = table(profile), [s.impl for s in specs_for(profile, specs())]
+    mine, have = table(profile), [s.impl for s in specs_of(profile)]
     return [
         *(f for f, (_, o) in _flags().items() if o.name in mine),
         *(f for f, (_, s) in _actions().items() if s.impl in have),
@@ -135,7 +135,7 @@ def platforms_of(option: str) -> list[Profile]:
 
 
 def _having(spec: CapabilitySpec) -> list[Profile]:
-    return [p for p in profiles() if any(s is spec for s in specs_for(p, specs()))]
+    return [p for p in profiles() if any(s is spec for s in specs_of(p))]
 
 
 def _titles(found: list[Profile]) -> str:
@@ -300,7 +300,7 @@ def taken(
     given = vars(ns) if isinstance(ns, argparse.Namespace) else dict(ns)
     flags, acts = _flags(), _actions()
     mine = table(profile)
-    have = {s.impl for s in specs_for(profile, specs())}
+    have = {s.impl for s in specs_of(profile)}
     raw: list[tuple[Flag, Option, Any]] = []
     actions: list[tuple[Action, list[str]]] = []
     for key, value in given.items():

@@ -10,11 +10,12 @@ descriptor: every other attribute, the call path's included, is a plain lookup.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._errors import UsageError
-from .ctx import SPECS
+from .ctx import SPECS, specs, specs_of
 from .ctx import history as _history
 from .ctx.spec import BENCH, foreign_view, views_for
 
@@ -30,19 +31,27 @@ if TYPE_CHECKING:
     from .providers import Providers
 
 
-#: the views some platform lacks: a capability's (BENCH's are every bench's)
+#: the views some platform lacks: a built-in capability's that the Bench implements (BENCH's
+#: are every bench's); a plugin capability's views are its `View.fn`s (`Views.__getattr__`)
 GATED = frozenset(v.name for s in SPECS.values() for v in s.views) - {v.name for v in BENCH.views}
 
 
-def platform_views(profile: Profile) -> frozenset[str]:
-    """The gated views a bench of `profile` lists and answers."""
-    return frozenset(views_for(profile, SPECS.values())) & GATED
+def platform_views(profile: Profile) -> dict[str, Callable[..., Any] | None]:
+    """{view: its `fn` (None: a method of the Bench)} of the capability views a bench of
+    `profile` lists and answers."""
+    return {name: v.fn for name, (v, s) in views_for(profile, specs_of(profile)).items() if s is not BENCH}
+
+
+def platform_tables(profile: Profile) -> dict[str, str]:
+    """{view: its doc} of the DataFrame views a bench of `profile` has, every bench's first
+    (what `%state NAME` shows and completes)."""
+    return {n: v.doc for n, (v, _) in views_for(profile, specs_of(profile)).items() if v.table}
 
 
 def _foreign(bench: Any, name: str) -> AttributeError:
-    from .platforms import KNOWN, profile
+    from .platforms import profiles
 
-    return foreign_view(name, bench.profile, SPECS.values(), [profile(n) for n in KNOWN])
+    return foreign_view(name, bench.profile, specs(), profiles())
 
 
 class gated:  # noqa: N801 (used as a decorator, like property)
@@ -85,14 +94,26 @@ class Views:
     limits: Limits
     profile: Profile
     _email: BenchEmail
-    _views: frozenset[str]  # the gated views of its platform (platform_views)
+    _views: dict[str, Callable[..., Any] | None]  # its platform's capability views (platform_views)
     closed: bool
 
     email = _Email()
 
     def __dir__(self) -> list[str]:
         """Its platform's views only, so completion offers no other platform's."""
-        return sorted(n for n in super().__dir__() if n not in GATED or n in self._views)
+        names = {n for n in super().__dir__() if n not in GATED or n in self._views}
+        return sorted(names | set(self._views))
+
+    def __getattr__(self, name: str) -> Any:
+        """A plugin capability's view (`View.fn(bench, ...)`) on a bench whose platform has
+        it; another platform's view is an AttributeError naming the platform that has it.
+        (Only a name the class lacks, or whose gated view refused, comes here.)"""
+        if name.startswith("_"):  # not a view: e.g. `_views` itself before __init__ set it
+            raise AttributeError(name)
+        fn = self._views.get(name)
+        if fn is not None:
+            return functools.partial(fn, self)
+        raise _foreign(self, name)
 
     def _check_open(self) -> None:
         if self.closed:

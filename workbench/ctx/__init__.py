@@ -1,7 +1,8 @@
 """The ctx layer: every platform rule, once, above the providers.
 
 `Capabilities` holds one call's ctx capabilities (ctx.files, ctx.data, …), made on first use
-from `IMPLEMENTATIONS`; `call("files.read", …)` is the single entry both runners use (Python
+from the capability registry (ctx/registry.py: the built-ins' and plugins'); `call("files.read",
+…)` is the single entry both runners use (Python
 in-process via `PythonCtx`, Deno over RPC), so the trace, the rules and the errors are identical
 whichever language the tool is written in. Which names exist, and how they map to these
 implementations, is the call's platform profile's capability registry (workbench.platforms).
@@ -15,24 +16,14 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from ..providers.sqlguard import storage_error
 from . import _pyctx
-from . import account as _account
-from . import audit as _audit
-from . import data as _data
-from . import email as _email
-from . import extract as _extract
-from . import files as _files
-from . import http as _http
-from . import logger as _logger
-from . import resources as _resources
-from . import secrets as _secrets
 from . import storage as _storage
-from . import tools as _tools
 from ._pyctx import PythonCtx
 from ._session import CallSession, CtxCrash
 from .email import Grant
 from .files import desktop_has_trash
 from .http import FetchResponse
 from .limits import DEFAULT, Limits
+from .registry import IMPLEMENTATIONS, SPECS, capability, implementation, specs, specs_of
 from .spec import CapabilitySpec
 
 if TYPE_CHECKING:
@@ -51,41 +42,19 @@ __all__ = [
     "close_backends",
     "desktop_has_trash",
     "prepare",
+    "capability",
+    "specs",
+    "specs_of",
 ]
-
-#: every capability as a unit (ctx/spec.py): its rules' class, open() options, views, actions;
-#: one row each, in the order surfaces list them (docs/open.md, the CLI, help(open))
-SPECS: dict[str, CapabilitySpec] = {
-    s.impl: s
-    for s in (
-        _files.SPEC,
-        _data.SPEC,
-        _storage.KV_SPEC,
-        _storage.SQL_SPEC,
-        _email.SPEC,
-        _http.SPEC,
-        _extract.SPEC,
-        _resources.SPEC,
-        _tools.SPEC,
-        _audit.SPEC,
-        _account.SPEC,
-        _secrets.SPEC,
-        _logger.SPEC,
-    )
-}
-#: the ctx layer's capabilities, by the `impl` name a profile's registry rows use
-IMPLEMENTATIONS: dict[str, type] = {
-    name: s.implementation for name, s in SPECS.items() if s.implementation is not None
-}
 
 
 def close_backends(providers: Any) -> None:
     """Release what the capabilities' backends hold (each CapabilitySpec.close), once."""
     backends, providers.backends = providers.backends, {}
     for impl, backend in backends.items():
-        spec = SPECS.get(impl)
-        if spec is not None and spec.close is not None and backend is not None:
-            spec.close(backend)
+        unit = capability(impl)
+        if unit is not None and unit.close is not None and backend is not None:
+            unit.close(backend)
 
 
 _pyctx.CODECS["fetch"] = FetchResponse  # ctx.http.fetch's reply, as a Response-like object
@@ -110,7 +79,7 @@ class Capabilities:
 
     def __getattr__(self, name: str) -> Any:
         """caps.files, caps.data, …: the call's implementation, made on first use."""
-        impl = IMPLEMENTATIONS.get(name)
+        impl = implementation(name)  # a built-in's, or a plugin's (ctx/registry.py)
         if impl is None:
             raise AttributeError(f"the ctx layer has no capability {name!r}")
         obj = impl(self.session)

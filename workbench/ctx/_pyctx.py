@@ -95,10 +95,10 @@ _DESCRIBED: dict[tuple[str, str, str, int], tuple[inspect.Signature, str]] = {}
 def _description(
     routes: dict[str, tuple[str, str]], cap: Capability, attr: str, bound: int
 ) -> tuple[inspect.Signature, str]:
-    from . import IMPLEMENTATIONS
+    from .registry import implementation
 
     route = routes.get(f"{cap.path}.{attr}") or routes.get(cap.path)
-    impl = getattr(IMPLEMENTATIONS.get(route[0]), route[1], None) if route else None
+    impl = getattr(implementation(route[0]), route[1], None) if route else None
     method = next((m for m in cap.methods if m.name == attr), None)
     sig: inspect.Signature | None = None
     if callable(impl):

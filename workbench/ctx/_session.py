@@ -34,28 +34,20 @@ def _notochord() -> Profile:
     return PROFILE
 
 
-_FACTORIES: dict[str, Callable[[CallSession], Any]] = {}  # impl -> its spec's call_state
-
-
-def _factories() -> dict[str, Callable[[CallSession], Any]]:
-    if not _FACTORIES:  # the registry imports this module: read it once, when a call first asks
-        from . import SPECS
-
-        for spec in SPECS.values():
-            if spec.call_state is not None:
-                for name in (spec.impl, *spec.covers):
-                    _FACTORIES[name] = spec.call_state
-    return _FACTORIES
-
-
 def _call_state(impl: str) -> Callable[[CallSession], Any]:
-    return _factories()[impl]
+    from .registry import capability
+
+    unit = capability(impl)
+    if unit is None or unit.call_state is None:
+        raise KeyError(f"capability {impl!r} keeps no per-call state")
+    return unit.call_state
 
 
 def _stateful(profile: Profile) -> list[str]:
     """The capabilities of `profile` that keep a per-call state."""
-    impls = {c.impl for c in profile.capabilities}
-    return [impl for impl in _factories() if impl in impls]
+    from .registry import specs_of
+
+    return [s.impl for s in specs_of(profile) if s.call_state is not None]
 
 
 _CALLED = re.compile(r"^[\w.]+\(\) ")  # Python's "Files.write() " before its message

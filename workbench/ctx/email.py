@@ -292,7 +292,10 @@ SPEC = CapabilitySpec(
             flags=(Flag("--mailbox", metavar="PATH", help="the mail ctx.email reads", parse=path_or()),),
         ),
     ),
-    views=(View("mailbox", "the mailbox's messages"), View("email", "the mailbox: allow(), add(), clock")),
+    views=(
+        View("mailbox", "the mailbox's messages"),
+        View("email", "the mailbox: allow(), add(), clock", table=False),
+    ),
     actions=(
         Action(
             "--allow-account",

@@ -325,6 +325,6 @@ SPEC = CapabilitySpec(
     views=(
         View("files", "the file store's files, one row per path"),
         View("history", "a file's versions (N6)"),
-        View("restore_file", "put back a version of a file"),
+        View("restore_file", "put back a version of a file", table=False),
     ),
 )

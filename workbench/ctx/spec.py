@@ -73,6 +73,8 @@ class View:
     name: str
     doc: str = ""
     fn: Callable[..., Any] | None = None
+    # a DataFrame of state (`%state NAME` shows it); False: an action or an object
+    table: bool = True
 
 
 @dataclass(frozen=True)
@@ -307,9 +309,9 @@ BENCH = CapabilitySpec(
     views=(
         View("tools", "the gem's tools"),
         View("calls", "the bench's calls"),
-        View("snapshot", "the state as a Snapshot"),
-        View("diff", "what changed since a Snapshot"),
-        View("restore", "put back a Snapshot"),
+        View("snapshot", "the state as a Snapshot", table=False),
+        View("diff", "what changed since a Snapshot", table=False),
+        View("restore", "put back a Snapshot", table=False),
     ),
 )
 

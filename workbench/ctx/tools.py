@@ -344,8 +344,10 @@ SPEC = CapabilitySpec(
     ),
     views=(
         View("outbox", "the mail send_email sent"),
-        View("allow_recipients", "allow send_email to mail these addresses or *@domain patterns"),
-        View("inject_fault", "make a built-in fail on its next calls"),
+        View(
+            "allow_recipients", "allow send_email to mail these addresses or *@domain patterns", table=False
+        ),
+        View("inject_fault", "make a built-in fail on its next calls", table=False),
     ),
     actions=(
         Action(

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 #: the flags are the open() option table's (ctx/spec.py rows), as `gem-workbench call` takes them
 _OPEN_USAGE = usage("%gem open PATH")
-_STATE_USAGE = "%state files | kv | calls | tools | data NAME | sql QUERY | history [PATH]"
+_STATE_ARGS = {"data": " NAME", "sql": " QUERY", "history": " [PATH]"}  # the views that take one
 
 
 class MagicError(WorkbenchError):
@@ -298,19 +298,21 @@ class WorkbenchMagics(Magics):
     @line_cell_magic
     @_reported
     def state(self, line: str, cell: str | None = None) -> pd.DataFrame:
-        """%state files|kv|calls|tools|data NAME|sql QUERY|history [PATH]: state as a DataFrame."""
+        """%state VIEW: a view of the bench's platform as a DataFrame (files, kv, calls, tools,
+        outbox, audit, …; data NAME, sql QUERY, history [PATH])."""
         what, _, rest = line.strip().partition(" ")
         rest = rest.strip()
         if cell is not None:
             rest = f"{rest}\n{cell}".strip()
         bench = self.bench
-        if what in ("files", "kv", "data", "sql", "history") and not hasattr(bench, what):
+        from .._views import platform_tables
+
+        tables = platform_tables(bench.profile)  # its platform's views, a plugin capability's too
+        if what not in tables and what.isidentifier() and not what.startswith("_"):
             try:  # another platform's view: the AttributeError names the platform that has it
                 getattr(bench, what)
             except AttributeError as exc:
                 raise _usage(f"%state {what}: {exc}") from None
-        if what in ("files", "kv", "calls", "tools") and not rest:
-            return getattr(bench, what)()
         if what == "data" and rest and len(rest.split()) == 1:
             return bench.data(rest)
         if what == "data":
@@ -322,7 +324,10 @@ class WorkbenchMagics(Magics):
             return bench.sql(rest)
         if what == "history":
             return bench.history(rest or None)
-        raise _usage(f"%state {line.strip()}: use `{_STATE_USAGE}`")
+        if what in tables and what != "sql" and not rest:
+            return getattr(bench, what)()
+        usage = " | ".join(n + _STATE_ARGS.get(n, "") for n in tables)
+        raise _usage(f"%state {line.strip()}: use `%state {usage}`")
 
 
 def _gem_doc() -> str:

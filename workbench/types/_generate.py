@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..ctx import SPECS
 from ..platforms import KNOWN, names, profile
 from ..platforms.base import Capability, Method, Profile
 from . import _preamble as pre
@@ -34,6 +35,11 @@ class DriftError(Exception):
 
 def sig(cap: Capability, m: Method) -> Sig:
     key = f"{cap.path}.{m.name}"
+    if key not in METHODS and cap.impl not in SPECS:  # a plugin capability's: named, untyped
+        params = m.params[1:] if cap.kind == "collection" else m.params
+        return Sig(
+            tuple(f"{p}: unknown" for p in params), "unknown", tuple(f"{p}: Any" for p in params), "Any"
+        )
     if key not in METHODS:
         raise DriftError(f"{key}: a registry method with no signature in workbench/types/_signatures.py")
     s = METHODS[key]

@@ -1,0 +1,219 @@
+"""ctx.clock, a toy capability registered through the `gem_workbench.capabilities` entry
+point (docs/platforms.md), and Clockwork, a platform registered through
+`gem_workbench.platforms` whose ctx is `clock` and `storage.kv`.
+
+`ctx.clock.now()` is the bench's virtual time in milliseconds; `ctx.clock.advance(ms)` moves it
+on. The capability brings everything the workbench shows of it: its ctx class (the Python and
+JS ctx route Clockwork's `clock` row to it), the `clock_start=` option of `workbench.open` and
+its `--clock-start MS` flag, the `--advance-clock MS` action, a backend per bench, a state per
+call and the `bench.clock()` view.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench._errors import GemLoadError, WorkbenchError
+from workbench.ctx.spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, checked, number
+from workbench.gem.folder import read_json, realpath
+from workbench.gem.lint import MAX_PROBLEMS, check_tools, gem_root, link_problems, raise_problems, tool_specs
+from workbench.gem.model import Manifest, ToolSpec
+from workbench.gem.rules import SchemaRules
+from workbench.platforms import Capability, EntryPoint, Grants, Limits, Method, Profile
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench.ctx import CallSession
+
+MAX_MS = 10**15  # about 31,700 years: the clock's bound, past which a value is refused
+
+
+class VirtualClock:
+    """ctx.clock's backend: the bench's time, and every read and move of it."""
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+        self.log: list[dict[str, Any]] = []
+
+    def advance(self, ms: int, *, by: str) -> int:
+        self.ms = min(MAX_MS, self.ms + ms)
+        self.log.append({"by": by, "op": "advance", "ms": self.ms})
+        return self.ms
+
+
+class ClockCall:
+    """ctx.clock's state in one call: how many times the tool read the clock."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+
+def _ms(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MS:
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT", f"clock.{what}: an integer of milliseconds, 0 to {MAX_MS:,}", field="ms"
+        )
+    return value
+
+
+class Clock:
+    """ctx.clock for one call."""
+
+    def __init__(self, session: CallSession) -> None:
+        self.s = session
+
+    def _clock(self) -> VirtualClock:
+        clock: VirtualClock | None = self.s.providers.backends.get("clock")
+        if clock is None:
+            raise WorkbenchError(
+                "E_INTERNAL", "clock: this call has no clock (open the gem with workbench.open)"
+            )
+        return clock
+
+    def now(self) -> int:
+        """The virtual time, in milliseconds since the epoch."""
+        clock, own = self._clock(), self.s.of("clock")
+        own.reads += 1
+        clock.log.append({"by": self.s.call_id, "op": f"now #{own.reads}", "ms": clock.ms})
+        return clock.ms
+
+    def advance(self, ms: Any) -> int:
+        """Move the virtual time on by `ms` milliseconds; the new time."""
+        return self._clock().advance(_ms(ms, "advance(ms)"), by=self.s.call_id)
+
+
+def _backend(opening: OpenContext) -> VirtualClock:
+    return VirtualClock(opening.options.get("clock_start", 0))
+
+
+def _view(bench: Any) -> pd.DataFrame:
+    """The clock's reads and moves, one row each (who: a call id, or the bench's action)."""
+    import pandas as pd
+
+    clock: VirtualClock = bench.providers.backends["clock"]
+    return pd.DataFrame(clock.log, columns=["by", "op", "ms"])
+
+
+def _advance(bench: Any, values: list[str]) -> None:
+    for text in values:
+        bench.providers.backends["clock"].advance(
+            _ms(number(int, what="milliseconds")(text), "ms"), by="--advance-clock"
+        )
+
+
+#: ctx.clock as a unit: the one registry row the plugin adds
+CLOCK = CapabilitySpec(
+    impl="clock",
+    title="ctx.clock",
+    implementation=Clock,
+    backend=_backend,
+    call_state=lambda session: ClockCall(),
+    options=(
+        Option(
+            "clock_start",
+            "the virtual clock's time when the bench opens, in ms since the epoch",
+            default=0,
+            type="int",
+            check=checked(
+                lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_MS,
+                "clock_start={value!r}: an integer of milliseconds, 0 to " + f"{MAX_MS:,}",
+            ),
+            flags=(
+                Flag(
+                    "--clock-start",
+                    metavar="MS",
+                    help="the virtual clock's start, in ms",
+                    parse=number(int, what="milliseconds"),
+                ),
+            ),
+        ),
+    ),
+    views=(View("clock", "the virtual clock's reads and moves", fn=_view),),
+    actions=(Action("--advance-clock", "MS", "move the virtual clock on before the call", _advance),),
+)
+
+# -- Clockwork, a platform whose ctx has the clock ---------------------------------------------
+RULES = SchemaRules()
+CAPABILITIES = (
+    Capability(
+        "clock",
+        "namespace",
+        "clock",
+        (Method("now", ()), Method("advance", ("ms",))),
+        doc="a virtual clock",
+    ),
+    Capability(
+        "storage.kv",
+        "namespace",
+        "kv",
+        (
+            Method("get", ("key",)),
+            Method("set", ("key", "value")),
+            Method("delete", ("key",)),
+            Method("list", ("prefix",)),
+        ),
+        doc="string keys and values",
+    ),
+)
+
+
+def lint(folder: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """Every problem of the Clockwork gem at `folder` (manifest.json with `"platform":
+    "clockwork"`, `id` and `tools`); [] when it loads."""
+    root = realpath(Path(folder)) or Path(folder).absolute()
+    mpath = root / "manifest.json"
+    try:
+        raw = read_json(mpath)
+    except GemLoadError as exc:
+        return [{"file": str(mpath), "pointer": "", "message": exc.message}]
+    problems: list[dict[str, str]] = []
+
+    def bad(ptr: str, msg: str) -> None:
+        problems.append({"file": str(mpath), "pointer": ptr, "message": msg})
+
+    if not isinstance(raw.get("id"), str) or not isinstance(raw.get("tools"), list):
+        bad("", "a Clockwork manifest has an `id` (a string) and `tools` (a list)")
+        return problems
+    check_tools(root, raw["tools"], schema_key="input", rules=RULES, bad=bad)
+    problems.extend(link_problems(root))
+    return problems[:MAX_PROBLEMS]
+
+
+def load(folder: Path) -> Manifest:
+    """The Clockwork gem at `folder` as the gem model; GemLoadError naming file and pointer."""
+    root = gem_root(folder)
+    raise_problems(lint(root))
+    raw = read_json(root / "manifest.json")
+    return Manifest(
+        root=root,
+        id=raw["id"],
+        name=str(raw.get("name", raw["id"])),
+        version=str(raw.get("version", "0.0.0")),
+        platform="clockwork",
+        permissions={},
+        collections={},
+        resources=(),
+        tools=tool_specs(root, raw["tools"], schema_key="input"),
+        schema_sql=None,
+        raw=raw,
+    )
+
+
+def grants_for(manifest: Manifest, tool: ToolSpec) -> Grants:
+    return Grants()  # the clock and kv need no grant
+
+
+PROFILE = Profile(
+    name="clockwork",
+    title="Clockwork gems",
+    limits=Limits(),
+    schema_rules=RULES,
+    entry=EntryPoint(),
+    capabilities=CAPABILITIES,
+    load=load,
+    lint=lint,
+    grants_for=grants_for,
+)
