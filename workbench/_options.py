@@ -163,7 +163,7 @@ def resolve(profile: Profile, given: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if target in given and given[target] != mine[target][0].default:
             raise UsageError(f"give {name}= or {target}=, not both (they are the same option)")
-        values[target] = value if isinstance(value, (str, Mapping)) or hasattr(value, "send") else list(value)
+        values[target] = list(value) if isinstance(value, tuple) else value  # handlers: a list
     return values
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..platforms import KNOWN
+
 __all__ = ["add_parser"]
 
 LANGS = ("ts", "js", "py")
@@ -32,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     p.add_argument(
         "--platform",
         default="notochord",
-        help="notochord, agent, ekanos or a plugin's platform (default: notochord)",
+        help=f"{', '.join(KNOWN)} or a plugin's platform (default: notochord)",
     )
     p.add_argument(
         "--lang",
