@@ -16,18 +16,18 @@ from ._result import CallResult, results_ring
 from ._views import Views, gated, platform_views
 from .ctx import CallSession, close_backends, prepare
 from .ctx.limits import DEFAULT, Limits
+from .ctx.stores import default_state_dir
 from .gem.schema import check_input
-from .providers import default_state_dir
 from .runners import RUNNERS, Runner, Setup
 from .runners.deno import Sandbox, SandboxOptions
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .ctx.stores import Providers
     from .ctx.tools import AgentTools
     from .gem import Manifest, ToolSpec
     from .platforms import Profile
-    from .providers import Providers
 
 
 class Bench(Views):

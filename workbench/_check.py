@@ -101,8 +101,8 @@ def _js(tools: list[ToolSpec], manifest: Manifest, profile: Profile) -> list[Pro
     if not tools:
         return []  # (and none of the imports below: start-up)
     from ._deno import ProbeError, probe
+    from .ctx.stores import default_state_dir
     from .gem.links import GemLinks
-    from .providers import default_state_dir
     from .runners.deno.entry import entry_file
 
     links = GemLinks(manifest.root).check()  # N1: Deno would follow a link out of the folder
@@ -157,7 +157,7 @@ def _import_problem(tool: ToolSpec, got: dict[str, Any]) -> Problem:
 
 
 def _typecheck(manifest: Manifest) -> list[Problem]:
-    from .providers import default_state_dir
+    from .ctx.stores import default_state_dir
     from .runners.deno.typecheck import typecheck
 
     ts = [t.file for t in manifest.tools.values() if t.language == "typescript"]

@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ._errors import UsageError
 from .ctx import Grant
-from .providers.mailmock import MockClock, MockMailbox
+from .ctx.email import mail_clock
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ._bench import Bench
     from ._result import CallResult
-    from .providers.mail import Envelope, Mailbox
+    from .ctx.email import Envelope, MailAccess, Mailbox, MockClock
 
 NEW_MESSAGE = "email.onNewMessage"
 
@@ -29,15 +28,18 @@ class BenchEmail:
 
     def __init__(self, bench: Bench) -> None:
         self._bench = bench
-        access = bench.providers.backends.get("email")  # ctx.email's benches only (Notochord)
-        mailbox = access.mailbox if access is not None else None
-        self._clock = mailbox.clock if isinstance(mailbox, MockMailbox) else MockClock()
+        access: MailAccess | None = bench.providers.backends.get("email")  # ctx.email's benches only
+        self._clock = access.clock if access is not None else mail_clock()  # (Notochord's)
+
+    def _access(self) -> MailAccess:
+        """ctx.email's backend (KeyError on a bench without ctx.email)."""
+        access: MailAccess = self._bench.providers.backends["email"]
+        return access
 
     @property
     def grant(self) -> Grant:
         """The accounts the user allowed (ctx.email's backend keeps it, for every call)."""
-        access: Any = self._bench.providers.backends["email"]
-        return access.grant
+        return self._access().grant
 
     def __repr__(self) -> str:
         return f"<bench.email {self.mailbox!r}, allowed={self.allowed!r}>"
@@ -45,8 +47,8 @@ class BenchEmail:
     @property
     def mailbox(self) -> Mailbox:
         """The provider ctx.email reads (mock, Maildir, mbox, IMAP, …)."""
-        mailbox: Mailbox = self._bench.providers.backends["email"].mailbox
-        return mailbox
+        mailbox: Any = self._access().mailbox
+        return mailbox  # (a replayed call's recorder while one runs)
 
     @property
     def accounts(self) -> list[str]:
@@ -80,13 +82,7 @@ class BenchEmail:
         the only account, if there is one; missing `date` → the clock advanced by one second
         (so it is the newest mail). Give `date` to choose it, e.g. equal dates.
         """
-        mailbox = self.mailbox
-        if not isinstance(mailbox, MockMailbox):
-            raise UsageError(f"bench.email.add needs the mock mailbox; this bench reads {mailbox!r}")
-        try:
-            return [e.to_json() for e in mailbox.add_dicts(messages)]
-        except ValueError as exc:
-            raise UsageError(f"bench.email.add: {exc}") from None
+        return self._access().add(messages)
 
     def triggers(self) -> list[str]:
         """The tools the manifest runs on `email.onNewMessage`, in manifest order."""
@@ -111,9 +107,7 @@ class BenchEmail:
 
     def envelopes(self) -> list[Envelope]:
         """Every envelope of every account, ordered by (date, accountId, id)."""
-        mailbox = self.mailbox
-        out = [e for a in mailbox.accounts() for e in mailbox.envelopes_since(a, -1, 2**62)]
-        return sorted(out, key=lambda e: (e.date, e.accountId, e.id))
+        return self._access().envelopes()
 
     def replay_run(
         self,

@@ -12,17 +12,13 @@ from ._bench import Bench
 from ._errors import GemLoadError, UsageError, WorkbenchError
 from ._options import every_option, open_doc, resolve
 from .ctx import close_backends, desktop_has_trash
-from .providers import (
-    StateError,
-    default_state_dir,
-    make_providers,
-)
+from .ctx.stores import StateError, default_state_dir, make_providers, seed_files
 from .runners.deno import SandboxOptions
 
 if TYPE_CHECKING:
+    from .ctx.stores import Providers
     from .gem import Manifest
     from .platforms import Limits, Profile
-    from .providers import Providers
 
 
 def open(
@@ -83,7 +79,7 @@ def open(
         )
         seed = Path(workspace) if workspace else manifest.root / "fixtures" / "workspace"
         if provs.kind["files"] == "mock" and seed.is_dir():
-            _seed_memory(provs.files, seed)
+            seed_files(provs.files, seed)
         if opts.get("account_storage") is not None:
             _seed_account(bench, opts["account_storage"])
         if any(t.language in ("javascript", "typescript") for t in manifest.tools.values()):
@@ -166,23 +162,6 @@ def _state_error(exc: StateError, state_dir: Any) -> WorkbenchError:
         "or open with another state_dir=",
         path=str(state_dir),
     )
-
-
-def _seed_memory(store: Any, folder: Path) -> None:
-    """Copy a folder into the mock conversation folder: regular files only (a FIFO would block
-    the copy, and the gem could not see it anyway; links are not followed)."""
-    from .providers.folder import read_regular
-
-    for dirpath, dirs, files in os.walk(folder):
-        for name in dirs:
-            store.mkdir("workspace", (Path(dirpath) / name).relative_to(folder).as_posix())
-        for name in files:
-            p = Path(dirpath) / name
-            try:
-                data = read_regular(p)
-            except OSError:  # not a regular file, a link, or gone meanwhile
-                continue
-            store.write("workspace", p.relative_to(folder).as_posix(), data)
 
 
 def _seed_account(bench: Bench, records: Mapping[str, Any]) -> None:

@@ -10,8 +10,8 @@ the ledger's (see that module). The widget (`bench.email.replay`) and `replay_ru
 built on it.
 
 What a call listed is the listSince page its trace kept. What it read: during the replay's own
-calls the mailbox provider is wrapped by a recorder noting every message the ctx layer fetched
-for getMessage (exact, whatever the tool does with its arguments afterwards); for calls of the
+calls the mailbox provider is wrapped by a recorder (ctx.email's `MailAccess.recording`) noting
+every message the ctx layer fetched for getMessage (exact, whatever the tool does with its arguments afterwards); for calls of the
 tool made outside the replay (an `email.onNewMessage` trigger, or by hand) the getMessage
 arguments its trace kept.
 """
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from ._bench import Bench
     from ._result import CallResult
-    from .providers.mail import Envelope, Mailbox
+    from .ctx.email import MailAccess
 
 MAX_STEPS = 10_000  # replay_run's safety stop when the tool never settles
 
@@ -49,29 +49,6 @@ def set_kv(bench: Bench, key: str, value: str | None) -> None:
         bench.providers.store.kv_delete(key)
     else:
         bench.providers.store.kv_set(key, value)
-
-
-class _Recorder:
-    """The mailbox provider as the ctx layer sees it during a replayed call, noting reads."""
-
-    def __init__(self, inner: Mailbox) -> None:
-        self.inner = inner
-        self.reads: list[Key] = []
-
-    def accounts(self) -> list[str]:
-        return self.inner.accounts()
-
-    def envelopes_since(self, account: str, since: int, limit: int) -> list[Envelope]:
-        return self.inner.envelopes_since(account, since, limit)
-
-    def message(self, account: str, id: str) -> Any:
-        msg = self.inner.message(account, id)
-        if msg is not None:
-            self.reads.append((account, id))
-        return msg
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 class Replayer:
@@ -162,18 +139,11 @@ class Replayer:
         self._absorb_outside()
         self._sync_mail()
         before = self.cursor()
-        access = self.bench.providers.backends["email"]  # ctx.email's backend: its mailbox
-        inner = access.mailbox
-        recorder = _Recorder(inner) if inner is not None else None
-        access.mailbox = recorder
-        try:
+        access: MailAccess = self.bench.providers.backends["email"]  # ctx.email's backend
+        with access.recording() as reads:
             res = self.bench.call(self.tool, self.input)
-        finally:
-            access.mailbox = inner
         self._seen = self.bench.results.appended
-        self._record(
-            res, "call", recorder.reads if recorder is not None else None, before=before, after=self.cursor()
-        )
+        self._record(res, "call", reads, before=before, after=self.cursor())
         return res
 
     def arrive(

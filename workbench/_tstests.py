@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .providers import default_state_dir
+from .ctx.stores import default_state_dir
 from .runners.deno.testrun import TEST_SUFFIXES, TsTestCase, run_ts_tests, test_files
 
 __all__ = ["TsTestCase", "integration_of", "is_ts_integration", "run_ts_test_file", "ts_test_files"]

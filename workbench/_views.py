@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     from ._email import BenchEmail
     from ._result import CallResult
     from .ctx.kept import Ring
+    from .ctx.stores import Providers
     from .gem import Manifest
     from .inspect.snapshot import Snapshot
     from .platforms import Limits, Profile
-    from .providers import Providers
 
 
 #: the views some platform lacks: a built-in capability's that the Bench implements (BENCH's
@@ -127,11 +127,8 @@ class Views:
         """Saved versions of conversation-folder files (overwrites, deletes, restores)."""
         import pandas as pd
 
-        from .providers.datastore import VERSION_COLUMNS
-
         self._check_open()
-        rows = self.providers.store.history_versions(path.removeprefix("workspace:") if path else None)
-        df = pd.DataFrame(rows, columns=VERSION_COLUMNS)
+        df = pd.DataFrame(_history.versions(self.providers.store, path), columns=_history.COLUMNS)
         df["saved_at"] = pd.to_datetime(df["saved_at"], unit="ms")
         df["kept"] = df["kept"].astype(bool)
         return df

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import islice
 from operator import attrgetter
@@ -40,7 +40,10 @@ from ..providers import mail as _mail
 from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, path_or
 
 if TYPE_CHECKING:
+    # the mail types the Face names too (bench.email, the replay): it takes them from here,
+    # the ctx layer being its one door to the providers
     from ..providers.mail import Envelope, Mailbox
+    from ..providers.mailmock import MockClock
     from ._session import CallSession
 
 DEFAULT_LIMIT, MAX_LIMIT = 20, 200
@@ -260,13 +263,78 @@ class Email:
         return msg.to_json()  # bounded: body, attachments, subject, addresses (SEC5)
 
 
+def mail_clock(mailbox: Mailbox | None = None) -> MockClock:
+    """The clock that dates mail added without a date: the mock mailbox's own (it never runs
+    behind its newest mail), else a new mock clock (`bench.email.clock` on every bench)."""
+    from ..providers.mailmock import MockClock, MockMailbox  # ctx loads without the mock
+
+    return mailbox.clock if isinstance(mailbox, MockMailbox) else MockClock()
+
+
 class MailAccess:
     """ctx.email's backend: the mailbox it reads and the accounts the user allowed (E2:
-    `bench.email.allow`; none at open), the same for every call of the bench."""
+    `bench.email.allow`; none at open), the same for every call of the bench; and what the
+    user does to the mail outside any call (`bench.email`: its clock, add, envelopes)."""
 
     def __init__(self, mailbox: Mailbox) -> None:
-        self.mailbox: Mailbox | None = mailbox  # None only while a replay swaps it
+        self.mailbox: Mailbox | None = mailbox  # another (a recorder) only while a replay swaps it
         self.grant = Grant()
+        self.clock = mail_clock(mailbox)
+
+    def add(self, messages: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Put mail into the mock mailbox (`bench.email.add`); returns the envelopes added.
+        UsageError when the mailbox is not the mock or a message is malformed."""
+        from ..providers.mailmock import MockMailbox
+
+        mailbox = self.mailbox
+        if not isinstance(mailbox, MockMailbox):
+            raise UsageError(f"bench.email.add needs the mock mailbox; this bench reads {mailbox!r}")
+        try:
+            return [e.to_json() for e in mailbox.add_dicts(messages)]
+        except ValueError as exc:
+            raise UsageError(f"bench.email.add: {exc}") from None
+
+    def envelopes(self) -> list[Envelope]:
+        """Every envelope of every account, ordered by (date, accountId, id)."""
+        mailbox: Any = self.mailbox
+        out = [e for a in mailbox.accounts() for e in mailbox.envelopes_since(a, -1, 2**62)]
+        return sorted(out, key=lambda e: (e.date, e.accountId, e.id))
+
+    @contextmanager
+    def recording(self) -> Iterator[list[tuple[str, str]] | None]:
+        """Within the block calls read the mailbox through a recorder: the list yielded gets
+        (accountId, id) of every message the ctx layer fetched for getMessage, exactly
+        (None: there is no mailbox). The email replay's account of what a call read."""
+        inner = self.mailbox
+        recorder = _Recorder(inner) if inner is not None else None
+        self.mailbox = recorder
+        try:
+            yield recorder.reads if recorder is not None else None
+        finally:
+            self.mailbox = inner
+
+
+class _Recorder:
+    """The mailbox provider as the ctx layer sees it during a replayed call, noting reads."""
+
+    def __init__(self, inner: Mailbox) -> None:
+        self.inner = inner
+        self.reads: list[tuple[str, str]] = []
+
+    def accounts(self) -> list[str]:
+        return self.inner.accounts()
+
+    def envelopes_since(self, account: str, since: int, limit: int) -> list[Envelope]:
+        return self.inner.envelopes_since(account, since, limit)
+
+    def message(self, account: str, id: str) -> Any:
+        msg = self.inner.message(account, id)
+        if msg is not None:
+            self.reads.append((account, id))
+        return msg
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def _backend(opening: OpenContext) -> MailAccess:

@@ -7,11 +7,11 @@ larger than the history cap (100 MB) is not kept; its entry says so.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from ..providers.base import LinkInPath
-from ..providers.datastore import Version
+from ..providers.datastore import VERSION_COLUMNS, Version
 from .limits import DEFAULT
 
 if TYPE_CHECKING:
@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from .paths import GemPath
 
 MAX_HISTORY_BYTES = DEFAULT.history_bytes
+#: the fields of one saved version, as `versions` gives them (bench.history()'s columns)
+COLUMNS = VERSION_COLUMNS
+
+
+def versions(store: DataStore, path: str | None = None) -> list[dict[str, Any]]:
+    """Every saved version (of the conversation file `path`, "workspace:" prefix or not),
+    oldest first, each a dict of COLUMNS; `kept` False: its copy was over the history cap."""
+    return store.history_versions(path.removeprefix("workspace:") if path else None)
 
 
 def _files_under(store: FileStore, root: str, rel: str) -> list[tuple[str, int]]:
