@@ -49,3 +49,13 @@ def run(code: str, *paths: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
     )
+
+
+def fake_dist(site: Path, group: str, name: str, entry: str, module: str) -> None:
+    """A hand-made installed distribution in `site`: `module` as <name>.py and a dist-info
+    registering one entry point (`entry`: "name = module:attr") in `group`."""
+    info = site / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[{group}]\n{entry}\n", encoding="utf-8")
+    (site / f"{name}.py").write_text(textwrap.dedent(module), encoding="utf-8")

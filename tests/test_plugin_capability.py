@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _plugins import ROOT, install, run
+from _plugins import ROOT, fake_dist, install, run
 
 MANIFEST = {
     "id": "ticker",
@@ -229,22 +229,22 @@ def test_a_plugin_capability_has_cli_flags_actions_and_magics(site: Path, gem: P
     assert out["magic"] == {"before": 42, "after": 50} and out["state"] == ["now #3", 50]
 
 
-def _dist(site: Path, name: str, entry: str, module: str) -> None:
-    """A hand-made installed distribution: `module` and a dist-info with one capability."""
-    info = site / f"{name}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(f"[gem_workbench.capabilities]\n{entry}\n", encoding="utf-8")
-    (site / f"{name}.py").write_text(module, encoding="utf-8")
-
-
 def test_a_broken_capability_plugin_is_a_warning_and_the_builtins_still_work(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    _dist(site, "gw_capraises", "raises = gw_capraises:SPEC", "raise RuntimeError('plugin bug')\n")
-    _dist(site, "gw_capnot", "notspec = gw_capnot:SPEC", "SPEC = {'impl': 'x'}\n")
-    _dist(
+    fake_dist(
         site,
+        "gem_workbench.capabilities",
+        "gw_capraises",
+        "raises = gw_capraises:SPEC",
+        "raise RuntimeError('plugin bug')\n",
+    )
+    fake_dist(
+        site, "gem_workbench.capabilities", "gw_capnot", "notspec = gw_capnot:SPEC", "SPEC = {'impl': 'x'}\n"
+    )
+    fake_dist(
+        site,
+        "gem_workbench.capabilities",
         "gw_capdup",
         "dup = gw_capdup:SPEC",
         "import dataclasses\nfrom workbench.ctx import SPECS\nSPEC = dataclasses.replace(SPECS['files'], title='an impostor')\n",

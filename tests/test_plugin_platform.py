@@ -6,11 +6,10 @@ plugin that cannot be used is a PluginWarning naming its entry point, and the bu
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
-from _plugins import PLUGINS, ROOT, install, run
+from _plugins import PLUGINS, ROOT, fake_dist, install, run
 
 PLUGIN = PLUGINS / "gw_fourth"
 
@@ -119,22 +118,26 @@ def test_a_plugin_platforms_js_tool_runs_and_type_checks(site: Path, tmp_path: P
     assert out == {"check": 0, "call": [True, {"greeting": "Hello, Ada!", "count": 1}], "file": True}
 
 
-def _dist(site: Path, name: str, entry: str, module: str) -> None:
-    """A hand-made installed distribution: `module` and a dist-info with one entry point."""
-    info = site / f"{name}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(f"[gem_workbench.platforms]\n{entry}\n", encoding="utf-8")
-    (site / f"{name}.py").write_text(textwrap.dedent(module), encoding="utf-8")
-
-
 def test_a_broken_plugin_is_a_warning_and_the_builtins_still_work(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    _dist(site, "gw_raises", "raises = gw_raises:PROFILE", "raise RuntimeError('plugin bug')\n")
-    _dist(site, "gw_notprofile", "notprofile = gw_notprofile:PROFILE", "PROFILE = {'name': 'x'}\n")
-    _dist(
+    fake_dist(
         site,
+        "gem_workbench.platforms",
+        "gw_raises",
+        "raises = gw_raises:PROFILE",
+        "raise RuntimeError('plugin bug')\n",
+    )
+    fake_dist(
+        site,
+        "gem_workbench.platforms",
+        "gw_notprofile",
+        "notprofile = gw_notprofile:PROFILE",
+        "PROFILE = {'name': 'x'}\n",
+    )
+    fake_dist(
+        site,
+        "gem_workbench.platforms",
         "gw_dup",
         "dup = gw_dup:PROFILE",
         """

@@ -13,10 +13,10 @@ built-in platform's gem does no plugin work.
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._plugins import load_group
 from . import account as _account
 from . import audit as _audit
 from . import data as _data
@@ -78,36 +78,15 @@ _BUILTIN_NAMES = frozenset(n for s in SPECS.values() for n in (s.impl, *s.covers
 def _plugins() -> tuple[CapabilitySpec, ...]:
     """The entry points' specs, loaded once per process (one that fails to load, is not a
     CapabilitySpec or reuses a name is skipped with a PluginWarning naming it)."""
-    from importlib.metadata import entry_points
-
-    from ..platforms import PluginWarning
-
-    taken = set(_BUILTIN_NAMES)
-    out: list[CapabilitySpec] = []
-    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
-        where = f"entry point {ep.name!r} = {ep.value!r} (group {GROUP})"
-        try:
-            got = ep.load()
-        except Exception as exc:  # a plugin's bug must not stop the workbench
-            warnings.warn(
-                f"{where}: failed to load: {type(exc).__name__}: {exc}", PluginWarning, stacklevel=3
-            )
-            continue
-        problem = (
-            f"is a {type(got).__name__}, not a workbench.ctx.spec.CapabilitySpec"
-            if not isinstance(got, CapabilitySpec)
-            else "has no impl name"
-            if not got.impl
-            else f"capability name {got.impl!r} is already taken"
-            if taken & {got.impl, *got.covers}
-            else ""
-        )
-        if problem:
-            warnings.warn(f"{where}: {problem}; skipped", PluginWarning, stacklevel=3)
-            continue
-        taken.update((got.impl, *got.covers))
-        out.append(got)
-    return tuple(out)
+    found = load_group(
+        GROUP,
+        CapabilitySpec,
+        names=lambda s: (s.impl, *s.covers),
+        taken=set(_BUILTIN_NAMES),
+        what="capability name",
+        public="workbench.ctx.spec.CapabilitySpec",
+    )
+    return tuple(found)
 
 
 def specs() -> list[CapabilitySpec]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError
+from .._plugins import PluginWarning, load_group
 from ..gem.folder import clip, read_json, realpath
 from .base import Capability, EntryPoint, Grants, Limits, Method, Profile, SchemaRules
 
@@ -35,10 +36,6 @@ _BUILTIN = {
     "agent": "workbench.platforms.agent:PROFILE",
     "ekanos": "workbench.platforms.ekanos:PROFILE",
 }  # the fallback when the installed metadata lacks them (a checkout not reinstalled)
-
-
-class PluginWarning(UserWarning):
-    """A platform plugin that could not be used (it is skipped; the message names its entry point)."""
 
 
 def _load_ref(ref: str) -> Any:
@@ -61,39 +58,16 @@ def _builtins() -> dict[str, Profile]:
 def _plugins() -> tuple[tuple[str, Profile], ...]:
     """The entry points' profiles, loaded once per process (a plugin that fails to load, is
     not a Profile or reuses a name is skipped with a PluginWarning naming it)."""
-    import warnings
-    from importlib.metadata import entry_points
-
-    taken = set(_BUILTIN)
-    out: list[tuple[str, Profile]] = []
-    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
-        where = f"entry point {ep.name!r} = {ep.value!r} (group {GROUP})"
-        if ep.value == _BUILTIN.get(ep.name):
-            continue  # the built-ins' own registration
-        try:
-            prof = ep.load()
-        except Exception as exc:  # a plugin's bug must not stop the workbench
-            warnings.warn(
-                f"{where}: failed to load: {type(exc).__name__}: {exc}", PluginWarning, stacklevel=3
-            )
-            continue
-        if not isinstance(prof, Profile):
-            warnings.warn(
-                f"{where}: is a {type(prof).__name__}, not a workbench.platforms.Profile; skipped",
-                PluginWarning,
-                stacklevel=3,
-            )
-            continue
-        if prof.name in taken:
-            warnings.warn(
-                f"{where}: platform name {prof.name!r} is already taken by another platform; skipped",
-                PluginWarning,
-                stacklevel=3,
-            )
-            continue
-        taken.add(prof.name)
-        out.append((prof.name, prof))
-    return tuple(out)
+    found = load_group(
+        GROUP,
+        Profile,
+        names=lambda prof: (prof.name,),
+        taken=set(_BUILTIN),
+        what="platform name",
+        public="workbench.platforms.Profile",
+        skip=lambda name, value: value == _BUILTIN.get(name),  # the built-ins' own registration
+    )
+    return tuple((prof.name, prof) for prof in found)
 
 
 def _lazy_plugins() -> Iterator[Profile]:

@@ -1,0 +1,63 @@
+"""Entry-point plugins, loaded one way for every group (platforms' profiles, capabilities'
+specs): each entry point once, sorted by name; one that fails to load, is not of the group's
+type or takes a name already used is skipped with a `PluginWarning` naming it, never a
+traceback (a plugin's bug must not stop the workbench)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Collection
+from typing import TypeVar
+
+__all__ = ["PluginWarning", "load_group"]
+
+T = TypeVar("T")
+
+
+class PluginWarning(UserWarning):
+    """A plugin that could not be used (it is skipped; the message names its entry point)."""
+
+
+def load_group(
+    group: str,
+    kind: type[T],
+    *,
+    names: Callable[[T], Collection[str]],
+    taken: set[str],
+    what: str,
+    public: str,
+    skip: Callable[[str, str], bool] = lambda name, value: False,
+) -> list[T]:
+    """The objects the entry points of `group` name that are `kind`s, in entry-point name
+    order. names: the names an object takes (a platform's, a capability's and what it
+    covers), checked against and added to `taken`; what: "platform name" or "capability
+    name", and public: the type's public name, for the warning; skip(name, value): an entry point to pass over silently (a
+    built-in's own registration)."""
+    from importlib.metadata import entry_points
+
+    out: list[T] = []
+    for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+        if skip(ep.name, ep.value):
+            continue
+        where = f"entry point {ep.name!r} = {ep.value!r} (group {group})"
+        try:
+            got = ep.load()
+        except Exception as exc:  # a plugin's bug must not stop the workbench
+            problem = f"failed to load: {type(exc).__name__}: {exc}"
+        else:
+            own = names(got) if isinstance(got, kind) else ()
+            problem = (
+                f"is a {type(got).__name__}, not a {public}; skipped"
+                if not isinstance(got, kind)
+                else f"has no {what}; skipped"
+                if not own or not all(own)
+                else f"{what} {sorted(set(own) & taken)[0]!r} is already taken; skipped"
+                if set(own) & taken
+                else ""
+            )
+        if problem:
+            warnings.warn(f"{where}: {problem}", PluginWarning, stacklevel=4)
+            continue
+        taken.update(own)
+        out.append(got)
+    return out
