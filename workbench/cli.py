@@ -47,10 +47,11 @@ def _check(args: argparse.Namespace) -> int:
     from ._errors import GemLoadError, UsageError
 
     try:  # the flags as `call` takes them: refused when the gem's platform lacks them
-        from ._options import resolve
+        if args.table:  # the flags were parsed (with none given, there is nothing to refuse)
+            from ._options import resolve
 
-        profile, options, _ = _flags(args)
-        resolve(profile, options)
+            profile, options, _ = _flags(args)
+            resolve(profile, options)
     except UsageError as exc:
         return _usage("check", exc.message)
     except GemLoadError:
@@ -224,9 +225,32 @@ def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    own, extra = _split_passthrough(list(sys.argv[1:] if argv is None else argv))
+    command = next((a for a in own if not a.startswith("-")), None)
+    # the open() flags are the capabilities' rows (the ctx layer, every platform): built for
+    # `call`, and for `check` only when flags or --help are given, so `check GEM` and the other
+    # commands do not import the ctx layer or read the plugins (start-up: docs/benchmarks.md)
+    table = command == "call" or (command == "check" and any(a in ("-h", "--help") for a in own))
+    parser = _parser(table=table)
+    if command == "check" and not table:
+        args, rest = parser.parse_known_args(own)
+        if rest:  # a flag of the table (or a mistake): parse again knowing every flag
+            parser = _parser(table=True)
+    args = parser.parse_args(own)
+    args.extra = extra
+    return int(args.fn(args))
+
+
+def _parser(*, table: bool) -> argparse.ArgumentParser:
+    """The command line; `table`: with `call`'s and `check`'s open() flags."""
     parser = argparse.ArgumentParser(prog="gem-workbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    from ._options import add_flags
+
+    def add_flags(p: argparse.ArgumentParser) -> None:
+        if table:
+            from ._options import add_flags as add
+
+            add(p)
 
     p = sub.add_parser(
         "check",
@@ -237,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--typecheck", action="store_true", help="also type-check TypeScript tools with `deno check`"
     )
     add_flags(p)
-    p.set_defaults(fn=_check)
+    p.set_defaults(fn=_check, table=table)
     from .scaffold import add_parser as add_new
 
     add_new(sub)
@@ -305,10 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--port", type=int, help="port (default: 8888 or the next free one)")
     p.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.set_defaults(fn=_lab)
-    own, extra = _split_passthrough(list(sys.argv[1:] if argv is None else argv))
-    args = parser.parse_args(own)
-    args.extra = extra
-    return args.fn(args)
+    return parser
 
 
 if __name__ == "__main__":
