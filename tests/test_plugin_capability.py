@@ -85,10 +85,16 @@ def test_a_plugin_capability_is_in_the_python_ctx_open_options_and_a_view(site: 
             import workbench
             from workbench import ctx
 
-            out = {{"specs": [s.impl for s in ctx.specs()][-1]}}
-            out["doc"] = "clock_start: int = 0  [Clockwork gems]" in workbench.open.__doc__
-            out["signature"] = "clock_start" in inspect.signature(workbench.open).parameters
+            from workbench import _plugins
+
+            with workbench.open({str(NOTES)!r}):  # a built-in's gem: no plugin is read
+                out = {{"scanned": _plugins._installed.cache_info().currsize}}
+                out["before"] = "clock_start" in workbench.open.__doc__
             with workbench.open({str(gem)!r}, clock_start=5000) as bench:
+                # Clockwork was read to open its gem: help(open) now has its options
+                out["doc"] = "clock_start: int = 0  [Clockwork gems]" in workbench.open.__doc__
+                out["signature"] = "clock_start" in inspect.signature(workbench.open).parameters
+                out["specs"] = [s.impl for s in ctx.specs()][-1]
                 out["call"] = bench.call("tick", {{"ms": 250}}).value
                 out["again"] = bench.call("tick", {{}}).value
                 out["kv"] = bench.kv().to_dict("records")
@@ -122,6 +128,7 @@ def test_a_plugin_capability_is_in_the_python_ctx_open_options_and_a_view(site: 
             cwd=gem.parent,
         )
     )
+    assert out["scanned"] == 0 and out["before"] is False  # reading plugins costs a metadata scan
     assert out["specs"] == "clock" and out["doc"] and out["signature"]
     # a plugin capability's methods are typed from the row's parameter names (docs/platforms.md)
     assert out["types"] == 0

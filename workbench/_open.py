@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ._bench import Bench
 from ._errors import GemLoadError, UsageError, WorkbenchError
 from ._options import every_option, open_doc, resolve
+from ._plugins import on_loaded
 from .ctx import close_backends, desktop_has_trash
 from .ctx.stores import StateError, default_state_dir, make_providers, seed_files
 from .runners.deno import SandboxOptions
@@ -95,14 +96,26 @@ def open(
         raise
 
 
-open.__doc__ = f"""Open the gem folder at `path` (its platform detected) on mock or real providers.
+_written = [0]  # how many times _document ran
+
+
+def _document() -> None:
+    """help(workbench.open) and its signature: the options of the built-ins and of the plugins
+    read so far, written again when plugins are read (reading them costs a scan of every
+    installed distribution's metadata, which a first `open` of a built-in's gem does not pay)."""
+    _written[0] += 1
+    mine = _written[0]  # reading one group's plugins may read another's, and write it again
+    doc = f"""Open the gem folder at `path` (its platform detected) on mock or real providers.
 
 Every option is keyword-only and belongs to a capability (ctx/spec.py); a platform takes the
 options of the capabilities it has, and an option of another platform is a UsageError naming
 the platform that has it. Each option: name: type = default  [the platforms that take it].
 
-{open_doc()}
+{open_doc(loaded_only=True)}
 """
+    signature = _signature()
+    if _written[0] == mine:  # no later (fuller) writing happened meanwhile
+        open.__doc__, open.__signature__ = doc, signature  # type: ignore[attr-defined]
 
 
 def _signature() -> inspect.Signature:
@@ -116,14 +129,15 @@ def _signature() -> inspect.Signature:
             ),
             *(
                 inspect.Parameter(n, kw, default=o.default, annotation=o.type)
-                for n, (o, _) in every_option().items()
+                for n, (o, _) in every_option(loaded_only=True).items()
             ),
         ],
         return_annotation="Bench",
     )
 
 
-open.__signature__ = _signature()  # type: ignore[attr-defined]
+_document()
+on_loaded(_document)
 
 
 def _make_backends(

@@ -52,16 +52,17 @@ __all__ = [
 ]
 
 
-def profiles() -> list[Profile]:
-    """Every platform the workbench runs."""
+def profiles(*, loaded_only: bool = False) -> list[Profile]:
+    """Every platform the workbench runs (`loaded_only`: plugins only if already read)."""
     from .platforms import profiles as every
 
-    return every()
+    return every(loaded_only=loaded_only)
 
 
-def specs() -> list[CapabilitySpec]:
-    """Every capability's spec, in the registry's order (plugins' last: ctx/registry.py)."""
-    return _every_spec()
+def specs(*, loaded_only: bool = False) -> list[CapabilitySpec]:
+    """Every capability's spec, in the registry's order (plugins' last: ctx/registry.py;
+    `loaded_only`: only if already read)."""
+    return _every_spec(loaded_only=loaded_only)
 
 
 def table(profile: Profile) -> dict[str, tuple[Option, CapabilitySpec]]:
@@ -120,26 +121,27 @@ def usage(head: str) -> str:
     return f"{head} {flags} [FLAG …]"
 
 
-def every_option() -> dict[str, tuple[Option, CapabilitySpec]]:
+def every_option(*, loaded_only: bool = False) -> dict[str, tuple[Option, CapabilitySpec]]:
     """Every capability's options, opt-in ones included, in the table's order."""
     out: dict[str, tuple[Option, CapabilitySpec]] = {}
-    for spec in (BENCH, *specs()):
+    for spec in (BENCH, *specs(loaded_only=loaded_only)):
         for o in spec.options:
             out.setdefault(o.name, (o, spec))
     return out
 
 
-def platforms_of(option: str) -> list[Profile]:
+def platforms_of(option: str, *, loaded_only: bool = False) -> list[Profile]:
     """The platforms whose benches take `option`."""
-    return [p for p in profiles() if option in table(p)]
+    return [p for p in profiles(loaded_only=loaded_only) if option in table(p)]
 
 
 def _having(spec: CapabilitySpec) -> list[Profile]:
     return [p for p in profiles() if any(s is spec for s in specs_of(p))]
 
 
-def _titles(found: list[Profile]) -> str:
-    return "every platform" if len(found) == len(profiles()) else ", ".join(p.title for p in found)
+def _titles(found: list[Profile], *, loaded_only: bool = False) -> str:
+    every = len(profiles(loaded_only=loaded_only))
+    return "every platform" if len(found) == every else ", ".join(p.title for p in found)
 
 
 # -- workbench.open ---------------------------------------------------------------------------
@@ -171,11 +173,13 @@ def _default(o: Option) -> str:
     return o.default_doc if o.default_doc is not None else repr(o.default)
 
 
-def open_doc() -> str:
-    """The options part of `help(workbench.open)`: one entry per option of every platform."""
+def open_doc(*, loaded_only: bool = False) -> str:
+    """The options part of `help(workbench.open)`: one entry per option of every platform
+    (`loaded_only`: the plugins' only if something read them already)."""
     lines = []
-    for name, (o, _) in every_option().items():
-        lines.append(f"{name}: {o.type} = {_default(o)}  [{_titles(platforms_of(name))}]")
+    for name, (o, _) in every_option(loaded_only=loaded_only).items():
+        found = platforms_of(name, loaded_only=loaded_only)
+        lines.append(f"{name}: {o.type} = {_default(o)}  [{_titles(found, loaded_only=loaded_only)}]")
         text = o.doc + (f"; {o.more}" if o.more else "")
         lines.append(textwrap.fill(f"{text}.", width=96, initial_indent="    ", subsequent_indent="    "))
     return "\n".join(lines)

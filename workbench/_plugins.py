@@ -10,13 +10,29 @@ import warnings
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-__all__ = ["PluginWarning", "load_group"]
+__all__ = ["PluginWarning", "load_group", "on_loaded", "loaded"]
 
 T = TypeVar("T")
 
 
 class PluginWarning(UserWarning):
     """A plugin that could not be used (it is skipped; the message names its entry point)."""
+
+
+_LISTENERS: list[Callable[[], None]] = []
+
+
+def on_loaded(fn: Callable[[], None]) -> None:
+    """Call `fn` whenever a group's plugins have been loaded (`loaded`), e.g. to write
+    `help(workbench.open)` again with their options."""
+    _LISTENERS.append(fn)
+
+
+def loaded(found: Collection[object]) -> None:
+    """A group's plugins were loaded (its cached loader returned for the first time)."""
+    if found:
+        for fn in list(_LISTENERS):
+            fn()
 
 
 @functools.cache

@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._plugins import load_group
+from .._plugins import load_group, loaded
 from . import account as _account
 from . import audit as _audit
 from . import data as _data
@@ -74,10 +74,18 @@ IMPLEMENTATIONS: dict[str, type] = {
 _BUILTIN_NAMES = frozenset(n for s in SPECS.values() for n in (s.impl, *s.covers))
 
 
-@functools.cache
 def _plugins() -> tuple[CapabilitySpec, ...]:
     """The entry points' specs, loaded once per process (one that fails to load, is not a
     CapabilitySpec or reuses a name is skipped with a PluginWarning naming it)."""
+    first = _load.cache_info().currsize == 0
+    found = _load()
+    if first:
+        loaded(found)  # outside the cache: a listener may ask for them again
+    return found
+
+
+@functools.cache
+def _load() -> tuple[CapabilitySpec, ...]:
     found = load_group(
         GROUP,
         CapabilitySpec,
@@ -89,8 +97,11 @@ def _plugins() -> tuple[CapabilitySpec, ...]:
     return tuple(found)
 
 
-def specs() -> list[CapabilitySpec]:
-    """Every capability's spec: the built-ins, then the plugins' (read on first use)."""
+def specs(*, loaded_only: bool = False) -> list[CapabilitySpec]:
+    """Every capability's spec: the built-ins, then the plugins' (read on first use; with
+    `loaded_only`, only if something read them already)."""
+    if loaded_only and _load.cache_info().currsize == 0:
+        return list(SPECS.values())
     return [*SPECS.values(), *_plugins()]
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError
-from .._plugins import PluginWarning, load_group
+from .._plugins import PluginWarning, load_group, loaded
 from ..gem.folder import clip, read_json, realpath
 from .base import Capability, EntryPoint, Grants, Limits, Method, Profile, SchemaRules
 
@@ -54,10 +54,18 @@ def _builtins() -> dict[str, Profile]:
     return {name: _load_ref(ref) for name, ref in _BUILTIN.items()}
 
 
-@functools.cache
 def _plugins() -> tuple[tuple[str, Profile], ...]:
     """The entry points' profiles, loaded once per process (a plugin that fails to load, is
     not a Profile or reuses a name is skipped with a PluginWarning naming it)."""
+    first = _load.cache_info().currsize == 0
+    found = _load()
+    if first:
+        loaded(found)  # outside the cache: a listener may ask for them again
+    return found
+
+
+@functools.cache
+def _load() -> tuple[tuple[str, Profile], ...]:
     found = load_group(
         GROUP,
         Profile,
@@ -102,9 +110,12 @@ def profile(name: str) -> Profile:
     return profiles[name]
 
 
-def profiles() -> list[Profile]:
+def profiles(*, loaded_only: bool = False) -> list[Profile]:
     """Every platform's profile in registry order, built-ins first (the surfaces that list
-    every platform's options: help(workbench.open), the CLI, docs/open.md)."""
+    every platform's options: help(workbench.open), the CLI, docs/open.md); with
+    `loaded_only`, the plugins' only if something read them already."""
+    if loaded_only and _load.cache_info().currsize == 0:
+        return list(_builtins().values())
     return list(registry().values())
 
 
