@@ -85,6 +85,14 @@ class CallResult:
             raise self.error
         return self
 
+    @property
+    def cause(self) -> dict[str, Any] | None:
+        """For a failed call or an expected failure, the last ctx call that failed or returned
+        a failure (an error envelope, an HTTP status >= 400: its row's `notice`); else None."""
+        if self.error is None and not self.expected_failure:
+            return None
+        return next((r for r in reversed(self.trace_rows) if not r.get("ok") or r.get("notice")), None)
+
     def _repr_html_(self) -> str:
         from ._present import presenter
 

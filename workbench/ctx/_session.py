@@ -359,11 +359,24 @@ class CallSession:
         self.kept += size + more
         self.invocation.trace_kept += size + more
         row = _trace.row(self.ctx_calls, method, given, outcome, kept)
+        if outcome[0] and type(result) is dict and (notice := self._notice(method, result)):
+            row["notice"] = notice  # returned, but says it failed: not a ✓ (an envelope, HTTP 500)
         if self.http is not None and self.http.has_secrets:  # K6/SEC4: shown masked
             row["args"] = self.http.mask(row["args"])
             row["params"] = self.http.mask_value(row["params"])
             row["result"] = self.http.mask_value(row["result"])
+            if "notice" in row:
+                row["notice"] = self.http.mask(row["notice"])
         self.trace.append(row)
+
+    def _notice(self, method: str, result: dict[str, Any]) -> str | None:
+        """The capability's line for a result that says it failed (CapabilitySpec.notice)."""
+        from .registry import capability
+
+        route = self.profile.routes.get(method)
+        impl = route[0] if route else self.profile.dispatch.get(method.rpartition(".")[0])
+        unit = capability(impl) if impl else None
+        return unit.notice(method, result) if unit is not None and unit.notice is not None else None
 
     def _rolled_back(self, method: str, failure: WorkbenchError) -> None:
         """SQLite ends the call's storage transaction itself when a statement is interrupted at

@@ -418,6 +418,27 @@ def _backend(opening: OpenContext) -> HttpState:
     )
 
 
+def _notice(method: str, result: Any) -> str | None:
+    """The trace's line for a fetch that was answered but not as hoped: a status >= 400, a
+    credential that was not sent (N10 credentialDenied)."""
+    if not isinstance(result, dict):
+        return None
+    said = []
+    status = result.get("status")
+    if isinstance(status, int) and status >= 400:
+        from http import HTTPStatus
+
+        try:  # a mock's answer has no statusText: the status's standard phrase
+            phrase = result.get("statusText") or HTTPStatus(status).phrase
+        except ValueError:
+            phrase = ""
+        said.append(f"HTTP {status} {phrase}".rstrip())
+    denied = result.get("credentialDenied")
+    if isinstance(denied, dict):
+        said.append(f"credential not sent to {denied.get('host')}: {denied.get('reason')}")
+    return "; ".join(said) or None
+
+
 def _close(state: HttpState) -> None:
     transport: Any = state.transport
     if hasattr(transport, "close"):
@@ -431,6 +452,7 @@ SPEC = CapabilitySpec(
     implementation=Http,
     backend=_backend,
     close=_close,
+    notice=_notice,
     options=(
         Option(
             "http",

@@ -118,6 +118,9 @@ class CapabilitySpec:
     views: tuple[View, ...] = ()
     actions: tuple[Action, ...] = ()
     close: Callable[[Any], None] | None = None  # releases its backend when the bench closes
+    # what a call of it that returned (did not raise) says went wrong, for its trace row: an
+    # error envelope, an HTTP status >= 400; (method, result) -> a line, or None: nothing
+    notice: Callable[[str, Any], str | None] | None = None
     # the ctx class a call's `Capabilities` makes for it (ctx.IMPLEMENTATIONS is read from the
     # specs); None: a per-call value or a capability served by another's class
     implementation: type | None = None

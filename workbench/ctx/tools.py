@@ -80,6 +80,22 @@ def envelope(error: str, **details: Any) -> dict[str, Any]:
     return {"error": error, "details": details}
 
 
+def envelope_notice(method: str, result: Any) -> str | None:
+    """The trace's line for a dispatch that returned an error envelope (or a nested tool's
+    `{error}`): its error and the message or details the model reads."""
+    if not isinstance(result, dict) or not isinstance(result.get("error"), str):
+        return None
+    details = result.get("details")
+    if isinstance(details, dict):
+        said = details.get("message") or ", ".join(
+            f"{k}={v}" for k, v in details.items() if isinstance(v, (str, int, float, bool))
+        )
+    else:
+        said = "" if details is None else str(details)
+    text = f"{result['error']}: {said}" if said else result["error"]
+    return text if len(text) <= 500 else text[:499] + "…"
+
+
 class Tools:
     """ctx.tools for one call."""
 
@@ -311,6 +327,7 @@ SPEC = CapabilitySpec(
     implementation=Tools,
     backend=_backend,
     call_state=_call_state,
+    notice=envelope_notice,
     options=(
         Option(
             "web_search",

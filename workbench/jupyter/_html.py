@@ -62,6 +62,7 @@ CSS = """<style>
 .wbd .ok{background:#2e7d32}.wbd .no{background:#c62828}.wbd .ef{background:#b26a00}
 .wbd .w{background:#fff3cd;color:#664d03;border-left:3px solid #f0ad4e;padding:2px 6px;margin:2px 0}
 .wbd .e{color:#c62828;white-space:pre-wrap}.wbd .m{color:#888;font-style:italic}
+.wbd .nt{color:#b26a00;font-weight:600}
 .wbd details>div{padding-left:1.2em;border-left:1px dotted #bbb}.wbd summary{cursor:pointer}
 .wbd .k{color:#7b1fa2}.wbd .s{color:#1565c0}.wbd .n{color:#2e7d32}.wbd .l{color:#aa5d00}
 .wbd .x{background:rgba(229,57,53,.18);outline:1px solid #e53935}

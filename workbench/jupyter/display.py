@@ -127,8 +127,12 @@ def _trace_html(rows: list[dict[str, Any]]) -> str:
             esc(r.get("seq", "")),
             f"<code>{_cell(r.get('method'))}</code>",
             f"<code>{_cell(r.get('args'))}</code>",
-            "✓" if r.get("ok") else "<span class=e>✗</span>",
-            _cell(r.get("error")),
+            "<span class=e>✗</span>"
+            if not r.get("ok")
+            else "<span class=nt>⚠</span>"
+            if r.get("notice")
+            else "✓",
+            _cell(r.get("error") or r.get("notice")),
             esc(f"{r['duration_us']:,.0f}" if isinstance(r.get("duration_us"), (int, float)) else ""),
         ]
         for r in rows[:MAX_TRACE_ROWS]
@@ -177,6 +181,11 @@ def result_html(res: CallResult) -> str:
         f"<span class=m>{res.duration_ms:,.2f} ms · {n:,} ctx call{'' if n == 1 else 's'}"
         f" · {esc(res.call_id)}</span>"
     )
+    if (cause := res.cause) is not None:  # the ctx call that led to it, in the headline
+        head += (
+            f" · after <code>{_cell(cause.get('method'))}</code> (#{esc(cause.get('seq', ''))}): "
+            + _cell(cause.get("error") or cause.get("notice"))
+        )
     from .display_agent import SHAPE_KEYS, sees_html, surfaced_html, tree_html  # agent tools' parts
 
     out = [CSS, "<div class=wbd>", f"<div>{head}</div>"]
@@ -232,6 +241,9 @@ def result_text(res: CallResult) -> str:
         f"{res.tool}: {status} ({res.duration_ms:,.2f} ms, {n:,} ctx "
         f"call{'' if n == 1 else 's'}, call {res.call_id})"
     ]
+    if (cause := res.cause) is not None:
+        said = cause.get("error") or cause.get("notice")
+        lines.append(f"  after ctx call #{cause.get('seq')} {cause.get('method')}: {clip(str(said), 500)[0]}")
     for v in [*res.violations, *res.warnings][:20]:
         lines.append(f"  ⚠ {clip(v, 500)[0]}")
     if res.crash is not None:  # N7: call(crash=N)
