@@ -26,6 +26,7 @@ ARGS: dict[str, tuple[Any, ...]] = {
     "data": ("notes",),
     "sql": ("SELECT 1 AS one",),
     "restore_file": ("workspace:nothing.md",),
+    "read": ("workspace:nothing.md",),
     "allow_recipients": ("*@acme.example",),
     "inject_fault": ("web_search",),
 }

@@ -155,6 +155,59 @@ class Views:
         return frames.files(self.providers.files)
 
     @gated
+    def read(
+        self, path: str, *, call: CallResult | str | None = None, encoding: str | None = "utf-8"
+    ) -> str | bytes:
+        """A file as a tool wrote it: `workspace:<path>` in the conversation folder, else a path
+        of a run folder — `call`'s (a CallResult or its id), by default the latest call's that
+        has it. `encoding=None`: the bytes. Links are followed inside their folder only; a
+        file over Limits.file_bytes is refused, as ctx.files.read would."""
+        from ._errors import WorkbenchError
+        from .ctx.paths import split
+
+        self._check_open()
+        try:
+            ws, segs = split(path)
+        except WorkbenchError as exc:
+            raise UsageError(f"bench.read({path!r}): {exc.message}") from None
+        rel, store = "/".join(segs), self.providers.files
+        if ws:
+            roots, where = ["workspace"], "the conversation folder"
+        elif call is not None:
+            cid = call if isinstance(call, str) else call.call_id
+            roots, where = [f"run/{cid}"], f"the run folder of call {cid}"
+        else:  # newest first: this bench's calls, then run folders of earlier benches
+            mine = [f"run/{r.call_id}" for r in reversed(self.results)]
+            roots = [
+                *mine,
+                *sorted((r for r in store.roots() if r.startswith("run/") and r not in mine), reverse=True),
+            ]
+            where = "any call's run folder"
+        for root in roots:
+            real = store.resolve(root, rel)
+            entry = store.entry(root, real) if real is not None else None
+            if entry is None or entry.type != "file" or real is None:
+                continue
+            if entry.size > self.limits.file_bytes:
+                raise UsageError(
+                    f"bench.read({path!r}): {entry.size:,} bytes, over Limits.file_bytes "
+                    f"({self.limits.file_bytes:,})"
+                )
+            data = store.read(root, real)
+            if encoding is None:
+                return data
+            try:
+                return data.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise UsageError(
+                    f"bench.read({path!r}): not {encoding} at byte {exc.start}; encoding=None gives the bytes"
+                ) from None
+            except LookupError:
+                raise UsageError(f"bench.read({path!r}, encoding={encoding!r}): no such encoding") from None
+        hint = "" if ws else f"; a conversation-folder file is 'workspace:{rel}'"
+        raise UsageError(f"bench.read({path!r}): no file {rel!r} in {where} (bench.files() lists them){hint}")
+
+    @gated
     def data(self, collection: str) -> pd.DataFrame:
         """A collection's documents: `id` then one column per top-level field."""
         from .inspect import frames

@@ -324,6 +324,7 @@ SPEC = CapabilitySpec(
     ),
     views=(
         View("files", "the file store's files, one row per path"),
+        View("read", "a file's content, as a tool wrote it", table=False),
         View("history", "a file's versions (N6)"),
         View("restore_file", "put back a version of a file", table=False),
     ),
