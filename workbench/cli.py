@@ -111,14 +111,73 @@ def _not_copied(folder: str, names: list[str]) -> list[str]:
     return out
 
 
+# of an --input file or stdin: ctx/spec.py's JSON_FILE_BYTES, the bound of a flag's JSON file
+INPUT_BYTES = 64 * 1024 * 1024
+
+
+def _input_text(arg: str) -> tuple[str, str]:
+    """(what to call it, its text) of `--input ARG`: the JSON itself, `@FILE` (a regular file
+    of at most INPUT_BYTES, read without blocking: a FIFO or a folder is an error) or `-`
+    (stdin, as much); UsageError saying why not. A JSON text never starts with @ or is -."""
+    from ._errors import GemLoadError, UsageError
+
+    if arg == "-":
+        name = "--input - (stdin)"
+        if sys.stdin is None:
+            raise UsageError(f"{name}: there is no stdin")
+        try:
+            data = sys.stdin.buffer.read(INPUT_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"{name} cannot be read: {exc.strerror}") from None
+        if len(data) > INPUT_BYTES:
+            raise UsageError(f"{name} is larger than {INPUT_BYTES:,} bytes")
+    elif arg.startswith("@"):
+        from .gem.folder import read_file
+
+        name = f"--input {arg}"
+        if arg == "@":
+            raise UsageError("--input @: name a file after the @, e.g. --input @input.json")
+        try:
+            data = read_file(Path(arg[1:]).expanduser(), INPUT_BYTES)
+        except GemLoadError as exc:
+            raise UsageError(f"{name}: {exc.message}") from None
+    else:
+        return "--input", arg
+    try:
+        return name, data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{name} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def _where(bench: Any, call_id: str) -> None:
+    """On real providers (`--real`, `--state`): where the state folder and this call's run
+    folder are, on stderr (stdout stays the result)."""
+    providers = bench.providers
+    if "real" not in providers.kind.values() or providers.state_dir is None:
+        return
+    _say(f"state folder: {providers.state_dir}", file=sys.stderr)
+    runs = getattr(providers.files, "runs", None)  # real files: FolderFileStore, runs/<call id>
+    if runs is not None:
+        run = Path(runs) / call_id
+        made = "" if run.is_dir() else " (not made: the call wrote no run files)"
+        _say(f"run folder: {run}{made}", file=sys.stderr)
+
+
 def _call(args: argparse.Namespace) -> int:
     from . import open as open_bench
     from ._errors import UsageError, WorkbenchError
     from ._options import apply_actions, table
 
     try:
-        data = json.loads(args.input)
+        source, text = _input_text(args.input)
+    except UsageError as exc:
+        return _usage("call", exc.message)
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
+        if source != "--input":  # a file's or stdin's: where in it, one line
+            where = f"line {exc.lineno} column {exc.colno}"
+            return _usage("call", f"{source} is not JSON: {exc.msg} at {where}")
         return _fail({"code": "E_USAGE", "message": f"--input is not JSON: {exc.msg} at column {exc.colno}"})
     except RecursionError:  # the parser's own guard, near 1,000 levels: far past any input's
         from .ctx.limits import DEFAULT
@@ -127,6 +186,8 @@ def _call(args: argparse.Namespace) -> int:
         message = f"--input is nested too deeply (an input: at most {depth} levels)"
         return _fail({"code": "E_SCHEMA", "message": message, "field": "--input", "limit": depth})
     except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        if source != "--input":
+            return _usage("call", f"{source} is not usable JSON: {exc}")
         return _fail({"code": "E_USAGE", "message": f"--input is not usable JSON: {exc}"})
     try:
         profile, options, actions = _flags(args)
@@ -153,6 +214,7 @@ def _call(args: argparse.Namespace) -> int:
         res = bench.call(args.tool, data)
     if res.logs:
         _say(res.logs, end="" if res.logs.endswith("\n") else "\n", file=sys.stderr)
+    _where(bench, res.call_id)
     if res.error is not None:
         return _fail(res.error.to_dict())
     for v in [*res.violations, *res.warnings]:
@@ -238,12 +300,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser = _parser(table=True)
     args = parser.parse_args(own)
     args.extra = extra
-    return int(args.fn(args))
+    try:
+        return int(args.fn(args))
+    except KeyboardInterrupt:  # Ctrl-C: the bench closed on the way out; one line, the shell's 130
+        print(f"gem-workbench {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _version() -> str:
+    """The installed distribution's version, or the package's own when it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gem-workbench")
+    except PackageNotFoundError:
+        from . import __version__
+
+        return __version__
+
+
+class _Version(argparse.Action):
+    """--version, read only when given (importlib.metadata is not imported for other commands)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"gem-workbench {_version()}")
+        parser.exit()
 
 
 def _parser(*, table: bool) -> argparse.ArgumentParser:
     """The command line; `table`: with `call`'s and `check`'s open() flags."""
     parser = argparse.ArgumentParser(prog="gem-workbench", description=__doc__)
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add_flags(p: argparse.ArgumentParser) -> None:
@@ -268,7 +355,13 @@ def _parser(*, table: bool) -> argparse.ArgumentParser:
     p = sub.add_parser("call", help="call one tool and print its result as JSON (exit 1 on error)")
     p.add_argument("gem")
     p.add_argument("tool")
-    p.add_argument("--input", default="{}", help="the tool's input as JSON (default {})")
+    p.add_argument(
+        "--input",
+        default="{}",
+        metavar="JSON|@FILE|-",
+        help="the tool's input: JSON, @FILE for a JSON file (at most 64 MiB), or - to read "
+        "it from stdin (default {})",
+    )
     p.add_argument(
         "--state",
         metavar="DIR",
