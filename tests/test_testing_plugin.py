@@ -174,7 +174,9 @@ def test_bench_fixture_opens_the_marked_gem_on_mock_providers(pytester: pytest.P
     result = pytester.runpytest("-p", "no:cacheprovider", "--strict-markers")
     result.assert_outcomes(passed=3, errors=1)
     result.stdout.fnmatch_lines(
-        ["*no gem folder 'gems/missing': tried *gems/missing (from the test file's folder, then the rootdir)*"]
+        [
+            "*no gem folder 'gems/missing': tried *gems/missing (from the test file's folder, then the rootdir)*"
+        ]
     )
 
 
