@@ -173,7 +173,50 @@ def test_bench_fixture_opens_the_marked_gem_on_mock_providers(pytester: pytest.P
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "--strict-markers")
     result.assert_outcomes(passed=3, errors=1)
-    result.stdout.fnmatch_lines(["*no gem folder *gems/missing (relative gem paths start at *"])
+    result.stdout.fnmatch_lines(
+        [
+            "*no gem folder 'gems/missing': tried *gems/missing (from the test file's folder, then the rootdir)*"
+        ]
+    )
+
+
+def test_gem_marker_is_relative_to_the_test_files_folder(tmp_path: Path):
+    """Issue 28: `@pytest.mark.gem` in a scaffolded gem's tests/ names the gem from the test
+    file's folder, so `pytest tests` inside the gem and `pytest GEM/tests` above it both open
+    it; a path that is nowhere says which folders were tried."""
+    import subprocess
+    import sys
+
+    from workbench.scaffold._create import create
+
+    gem = create("csvtools", parent=tmp_path, lang="py")  # (`gem-workbench new csvtools`)
+    (gem / "tests" / "test_marked.py").write_text(
+        "import pytest\n\n\n"
+        '@pytest.mark.gem("..")\n'
+        "def test_from_the_test_folder(bench):\n"
+        "    assert bench.manifest.root.name == 'csvtools'\n\n\n"
+        '@pytest.mark.gem("csvtools")\n'
+        "def test_from_the_rootdir(bench):\n"
+        "    assert bench.manifest.root.name == 'csvtools'\n\n\n"
+        '@pytest.mark.gem("nowhere")\n'
+        "def test_missing(bench):\n"
+        "    pass\n",
+        encoding="utf-8",
+    )
+
+    def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir", str(cwd), *args],
+            cwd=cwd, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    # the issue's run: inside the gem, whose folder is the rootdir (no gem in rootdir/..)
+    inside = run(gem, "tests", "-k", "from_the_test_folder or missing")
+    assert "1 passed, 2 deselected, 1 error" in inside.stdout, inside.stdout + inside.stderr
+    tried = f"tried {gem / 'tests' / 'nowhere'}, {gem / 'nowhere'} (from the test file's folder"
+    assert tried in inside.stdout, inside.stdout
+    above = run(tmp_path, "csvtools/tests", "-k", "not missing")
+    assert "3 passed" in above.stdout, above.stdout + above.stderr  # the scaffold's own test too
 
 
 def test_gem_workbench_test_runs_notebooks_through_pytest(tmp_path, monkeypatch, capsys):

@@ -75,11 +75,19 @@ class Bench(Views):
         if resources is not None:  # R2: "required": true starts downloading now
             resources.start_required()
 
+    @property
+    def provider_kinds(self) -> dict[str, str]:
+        """{"files" | "storage": "mock" | "real"} for the provider kinds this platform's
+        capabilities sit on (`providers.kind` has every kind: an agent bench uses neither)."""
+        from .ctx.registry import provider_kinds
+
+        return provider_kinds(self.profile, self.providers.kind)
+
     def __repr__(self) -> str:
-        kinds = ", ".join(f"{k}={v}" for k, v in self.providers.kind.items())
+        kinds = "".join(f"{k}={v}, " for k, v in self.provider_kinds.items())
         return (
             f"<Bench {' '.join(filter(None, (self.manifest.id, self.manifest.version)))}: {len(self.manifest.tools)} "
-            f"tools, {kinds}, {len(self.results)} calls>"
+            f"tools, {kinds}{len(self.results)} calls>"
         )
 
     def _repr_html_(self) -> str:

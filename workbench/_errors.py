@@ -18,7 +18,7 @@ TRACEBACK_CHARS = 64 * 1024  # of an E_INTERNAL's traceback: its last frames and
 CODES: dict[str, str] = {
     "E_MANIFEST": "the gem folder or manifest.json is invalid",
     "E_UNKNOWN_TOOL": "no tool of that name in the gem",
-    "E_SCHEMA": "the input does not match the tool's inputSchema",
+    "E_SCHEMA": "the input does not match the tool's input schema",
     "E_RESULT_NOT_JSON": "the tool's return value cannot be serialised as JSON",
     "E_RESULT_TOO_LARGE": "the tool's return value is over 1,048,576 JSON characters",
     "E_TOOL_ERROR": "the tool raised or threw",

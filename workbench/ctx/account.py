@@ -95,6 +95,7 @@ SPEC = CapabilitySpec(
     impl="account",
     title="ctx.storage.account",
     implementation=Account,
+    provider_kinds=("storage",),  # over the data store's kv
     options=(
         Option(
             "account_storage",

@@ -282,5 +282,6 @@ SPEC = CapabilitySpec(
     impl="data",
     title="ctx.data",
     implementation=Data,
+    provider_kinds=("storage",),
     views=(View("data", "a collection's documents"),),
 )

@@ -299,6 +299,7 @@ SPEC = CapabilitySpec(
     impl="files",
     title="ctx.files",
     implementation=Files,
+    provider_kinds=("files",),
     options=(
         Option(
             "workspace",

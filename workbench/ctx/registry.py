@@ -13,7 +13,7 @@ built-in platform's gem does no plugin work.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._plugins import load_group, loaded
@@ -122,6 +122,13 @@ def specs_of(profile: Profile) -> list[CapabilitySpec]:
     in registry order (plugins are read only when it names a capability the built-ins lack)."""
     pool = SPECS.values() if _named(profile) <= _BUILTIN_NAMES else specs()
     return specs_for(profile, pool)
+
+
+def provider_kinds(profile: Profile, kinds: Mapping[str, str]) -> dict[str, str]:
+    """`kinds` (providers.kind: "files"/"storage" -> "mock"/"real") for the kinds the
+    capabilities of `profile` sit on: an agent bench has neither, an Ekanos one storage."""
+    used = {k for s in specs_of(profile) for k in s.provider_kinds}
+    return {k: v for k, v in kinds.items() if k in used}
 
 
 def implementation(name: str) -> Callable[..., Any] | None:

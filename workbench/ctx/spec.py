@@ -126,6 +126,9 @@ class CapabilitySpec:
     implementation: type | None = None
     # the other impl names this row covers (kv and sql share storage.py; the values.* rows)
     covers: tuple[str, ...] = ()
+    # the provider kinds (`providers=`: "files", "storage") its state lives on: a bench's
+    # header lists only the kinds its platform's capabilities use
+    provider_kinds: tuple[str, ...] = ()
 
 
 # -- parsing helpers for flags -------------------------------------------------------------

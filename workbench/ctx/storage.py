@@ -200,12 +200,14 @@ KV_SPEC = CapabilitySpec(
     impl="kv",
     title="ctx.storage.kv",
     implementation=KV,
+    provider_kinds=("storage",),
     views=(View("kv", "the kv store's keys and values"),),
 )
 SQL_SPEC = CapabilitySpec(
     impl="sql",
     title="ctx.storage.sql",
     implementation=SQL,
+    provider_kinds=("storage",),
     call_state=lambda session: SqlCall(),
     views=(View("sql", "a query on the gem's database"),),
 )

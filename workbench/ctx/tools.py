@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from ..gem.rules import SchemaRules
 from ..gem.schema import InputValidator, check_input
 from .audit import record
 from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, file_or, path_or
@@ -136,7 +137,9 @@ class Tools:
                 )
             return envelope("unavailable", tool=name, injected=True)
         # the gem's tools' input check (N8, its null rule included): A3 promises the same
-        args, err = check_input(_validator(name), input, tool=name, max_depth=s.limits.json_depth)
+        args, err = check_input(
+            _validator(name, s.profile.schema_rules), input, tool=name, max_depth=s.limits.json_depth
+        )
         if err is not None:
             return envelope("invalid_input", tool=name, violations=err.details["violations"][:20])
         return BUILTINS[name](s, args)
@@ -155,13 +158,15 @@ class Tools:
         )
 
 
-_VALIDATORS: dict[str, InputValidator] = {}
+_VALIDATORS: dict[tuple[str, SchemaRules], InputValidator] = {}
 
 
-def _validator(name: str) -> InputValidator:
-    if name not in _VALIDATORS:
-        _VALIDATORS[name] = InputValidator(SCHEMAS[name])
-    return _VALIDATORS[name]
+def _validator(name: str, rules: SchemaRules) -> InputValidator:
+    """The built-in's validator under the calling platform's rules (its messages' words)."""
+    key = (name, rules)
+    if key not in _VALIDATORS:
+        _VALIDATORS[key] = InputValidator(SCHEMAS[name], rules)
+    return _VALIDATORS[key]
 
 
 def _calculate(session: CallSession, input: dict[str, Any]) -> Any:

@@ -22,6 +22,9 @@ class SchemaRules:
     # the root may be `true` or `false` (a 2020-12 schema; Notochord's inputSchema): else only
     # an object, with a message in JSON terms
     boolean_root: bool = False
+    # what the platform's format calls the schema (Notochord `inputSchema`, agent tools' and
+    # Ekanos' `parameters`): the messages about it say so
+    schema_key: str = "inputSchema"
 
 
 NOTOCHORD = SchemaRules(boolean_root=True)

@@ -198,14 +198,14 @@ class InputValidator:
                     out.append(v)
         except Exhausted:
             stopped = (
-                f"checking the input against inputSchema was stopped after {budget.why} "
+                f"checking the input against {self.rules.schema_key} was stopped after {budget.why} "
                 "(the schema, e.g. its $ref recursion, costs too much on this input)"
             )
         except RecursionError:
             stopped = "the input is nested too deeply for this schema's recursion to be checked"
         except Exception as exc:  # noqa: BLE001 — e.g. OverflowError in multipleOf: a coded error
             stopped = (
-                f"the input could not be checked against inputSchema: "
+                f"the input could not be checked against {self.rules.schema_key}: "
                 f"{type(exc).__name__}: {clip(str(exc), 200)}"
             )
         finally:
@@ -365,7 +365,7 @@ def _validated(
         )
     return None, WorkbenchError(
         "E_SCHEMA",
-        f"input for '{tool}' does not match its inputSchema ({at_least}{count:,} "
+        f"input for '{tool}' does not match its {validator.rules.schema_key} ({at_least}{count:,} "
         f"problem{'s' if count != 1 else ''}): {listed}",
         field=problems[0]["path"],
         violations=problems,

@@ -84,8 +84,8 @@ class Doc:
                         id(node),
                         ("$schema",),
                         "only JSON Schema 2020-12 is "
-                        "supported, declared at most once, at the root of "
-                        f"inputSchema (found {short.repr(dialect)})",
+                        "supported, declared at most once, at the schema's "
+                        f"root (found {short.repr(dialect)})",
                     )
                 )
             if node is not doc and any(

@@ -29,7 +29,8 @@ def tools(manifest: Manifest) -> pd.DataFrame:
 
     rows = []
     effective = {v: k for k, v in manifest.aliases.items()}  # K4: the name the assistant sees
-    aliased = profile(manifest.platform).effective_names
+    prof = profile(manifest.platform)
+    aliased, side_effects = prof.effective_names, prof.side_effects
     for t in manifest.tools.values():
         props, req = t.input_schema.get("properties", {}), set(t.input_schema.get("required", ()))
         rows.append(
@@ -38,12 +39,12 @@ def tools(manifest: Manifest) -> pd.DataFrame:
                 **({"effective_name": effective.get(t.name, t.name)} if aliased else {}),
                 "language": t.language,
                 "file": t.rel_file,
-                "sideEffect": t.side_effect,
+                **({"sideEffect": t.side_effect} if side_effects else {}),
                 "inputs": ", ".join(p + ("*" if p in req else "") for p in props),
                 "description": t.description,
             }
         )
-    columns = ["name", "language", "file", "sideEffect", "inputs", "description"]
+    columns = ["name", "language", "file", *(["sideEffect"] if side_effects else []), "inputs", "description"]
     if aliased:
         columns.insert(1, "effective_name")
     return pd.DataFrame(rows, columns=columns)

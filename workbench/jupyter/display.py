@@ -282,7 +282,8 @@ def result_text(res: CallResult) -> str:
 def bench_html(bench: Bench) -> str:
     """The HTML of an open bench: gem, providers, options, tools, calls so far."""
     m = bench.manifest
-    kinds = ", ".join(f"{esc(k)}={esc(v)}" for k, v in bench.providers.kind.items())
+    shown = bench.provider_kinds  # only those of this platform's capabilities (agent: none)
+    kinds = f" · providers: {', '.join(f'{esc(k)}={esc(v)}' for k, v in shown.items())}" if shown else ""
     failed = sum(1 for r in bench.results if not r.ok)
     calls = f"{len(bench.results):,} call{'' if len(bench.results) == 1 else 's'}" + (
         f" ({failed:,} failed)" if failed else ""
@@ -290,10 +291,11 @@ def bench_html(bench: Bench) -> str:
     flags = [f for f, on in (("strict", bench.strict), ("no conversation", not bench.conversation)) if on]
     head = (
         f"<b>{esc(m.name)}</b> <code>{esc(m.id)}</code> {esc(m.version)} "
-        f"<span class=m>{esc(m.platform)} · providers: {kinds}"
+        f"<span class=m>{esc(m.platform)}{kinds}"
         f"{' · ' + ', '.join(flags) if flags else ''} · {calls}</span>"
     )
     rows = []
+    side_effects = bench.profile.side_effects  # only a platform whose tools declare it
     for t in list(m.tools.values())[:200]:
         props = t.input_schema.get("properties") or {}
         required = set(t.input_schema.get("required") or ())
@@ -302,7 +304,7 @@ def bench_html(bench: Bench) -> str:
             [
                 f"<b>{esc(t.name)}</b>",
                 esc(t.language),
-                esc(t.side_effect),
+                *([esc(t.side_effect)] if side_effects else []),
                 f"<code>{_cell(inputs)}</code>",
                 _cell(t.description),
             ]
@@ -312,7 +314,13 @@ def bench_html(bench: Bench) -> str:
         "<div class=wbd>",
         f"<div>{head}</div>",
         _table(
-            ["tool", "language", "sideEffect", "inputs (* required)", "description"],
+            [
+                "tool",
+                "language",
+                *(["sideEffect"] if side_effects else []),
+                "inputs (* required)",
+                "description",
+            ],
             rows,
             limit=MAX_HTML // 2,
             what="tool",

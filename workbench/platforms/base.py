@@ -301,6 +301,9 @@ class Profile:
     # a tool is offered to the assistant under an effective name (K4: Ekanos), which
     # `bench.tools()` shows beside its own
     effective_names: bool = False
+    # its tools declare `sideEffect` (Notochord: read or write, D4); a platform whose format
+    # has no such field gets no sideEffect column or badge (its ToolSpec says "write")
+    side_effects: bool = False
     scaffold: Scaffold | None = None
 
     def grants(self, manifest: Manifest, tool: ToolSpec) -> Grants:

@@ -14,8 +14,9 @@ Loaded in every pytest run of an environment where gem-workbench is installed (e
 - the `tests/**/*.test.ts` (or .js) of an Ekanos integration folder (integration.ts, no
   manifest.json) are collected by the same rule as notebooks; each file runs once with
   `deno test` and each of its test cases is an item (`tstests`); `--nb-timeout` is per file.
-- `bench` opens the gem of `@pytest.mark.gem("path", **open_options)` or of the ini option
-  `gem` on mock providers, with its state in the test's tmp_path, and closes it after.
+- `bench` opens the gem of `@pytest.mark.gem("path", **open_options)` (a relative path: from
+  the test file's folder, else from the rootdir) or of the ini option `gem` (from the ini
+  file's folder) on mock providers, with its state in the test's tmp_path, and closes it after.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "gem",
         default="",
         help="gem folder the `bench` fixture opens when the test has no "
-        "@pytest.mark.gem (relative to the rootdir)",
+        "@pytest.mark.gem (relative to the ini file)",
     )
 
 
@@ -119,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "gem(path, **options): the gem folder the `bench` fixture opens (relative "
-        "to the rootdir); options go to workbench.open",
+        "to the test file's folder, else to the rootdir); options go to workbench.open",
     )
     value = config.getoption("nb_timeout")
     if value is None:
@@ -340,11 +341,14 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bench]:
             pytest.fail(
                 '@pytest.mark.gem takes one gem folder: @pytest.mark.gem("gems/notes")', pytrace=False
             )
-        where, base = marker.args[0], config.rootpath
+        where = marker.args[0]
+        # the test file's folder first: `pytest tests` inside the gem and `pytest` above it
+        # give one marker one folder (the rootdir alone moved with where pytest was started)
+        bases = [request.path.parent, config.rootpath]
         options = dict(marker.kwargs)
     else:
         where = config.getini("gem")
-        base = config.inipath.parent if config.inipath else config.rootpath
+        bases = [config.inipath.parent if config.inipath else config.rootpath]
         options = {}
         if not where:
             pytest.fail(
@@ -352,9 +356,16 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bench]:
                 '@pytest.mark.gem("path/to/gem") or set the ini option `gem`',
                 pytrace=False,
             )
-    path = Path(where) if Path(where).is_absolute() else base / where
-    if not path.is_dir():
-        pytest.fail(f"no gem folder {path} (relative gem paths start at {base})", pytrace=False)
+    absolute = Path(where).is_absolute()
+    tried = [Path(where)] if absolute else list(dict.fromkeys(b / where for b in bases))
+    path = next((p for p in tried if p.is_dir()), None)
+    if path is None:
+        whence = (
+            "" if absolute
+            else " (from the test file's folder, then the rootdir)" if marker is not None
+            else " (from the ini file's folder)"
+        )  # fmt: skip
+        pytest.fail(f"no gem folder {where!r}: tried {', '.join(map(str, tried))}{whence}", pytrace=False)
     options.setdefault("providers", "mock")
     options.setdefault("state_dir", tmp_path / "gem-state")
     options.setdefault("headless", True)

@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...gem.model import Manifest, ToolSpec
-from ...gem.rules import NOTOCHORD as SCHEMA_RULES
 from ..base import Capability, EntryPoint, Grants, Limits, Method, Profile
 from .declarations import DECLARATIONS
-from .manifest import BUILTINS, lint, load_manifest, manifest_schema
+from .manifest import BUILTINS, SCHEMA_RULES, lint, load_manifest, manifest_schema
 from .scaffold import SCAFFOLD
 
 

@@ -4,6 +4,7 @@ gem model. The checks every platform shares are gem.lint's; here: the agent's ow
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,11 @@ from ...gem.lint import (
     tool_specs,
 )
 from ...gem.model import Manifest
-from ...gem.rules import NOTOCHORD as SCHEMA_RULES
+from ...gem.rules import NOTOCHORD
+
+#: Notochord's keyword rules (the workbench cannot check `pattern` safely), under agent tools'
+#: name for the schema
+SCHEMA_RULES = dataclasses.replace(NOTOCHORD, schema_key="parameters")
 
 BUILTINS = ("web_search", "send_email", "calculate", "surface_file")
 
@@ -40,7 +45,7 @@ def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
     def bad(ptr: str, msg: str) -> None:
         problems.append({"file": str(mpath), "pointer": ptr, "message": msg})
 
-    check_tools(root, raw["tools"], schema_key="parameters", rules=SCHEMA_RULES, bad=bad)
+    check_tools(root, raw["tools"], schema_key=SCHEMA_RULES.schema_key, rules=SCHEMA_RULES, bad=bad)
     for i, tool in enumerate(raw["tools"]):
         if tool["name"] in BUILTINS:  # ctx.tools.<name> would be ambiguous
             bad(f"/tools/{i}/name", f"'{tool['name']}' is a built-in tool's name; name the tool otherwise")
@@ -51,7 +56,7 @@ def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
 def load_manifest(root: str | os.PathLike[str]) -> Manifest:
     """Load and check the agent gem at `root`; GemLoadError naming file and JSON pointer."""
     root, raw = load_checked(root, lint, "agent", "an agent gem")
-    tools = tool_specs(root, raw["tools"], schema_key="parameters")
+    tools = tool_specs(root, raw["tools"], schema_key=SCHEMA_RULES.schema_key)
     return Manifest(
         root=root,
         id=raw["id"],

@@ -45,6 +45,7 @@ RULES = SchemaRules(
     null_is_absent=False,
     root_keys=("type", "properties", "required", "additionalProperties"),
     re2_patterns=True,
+    schema_key="parameters",
 )
 
 

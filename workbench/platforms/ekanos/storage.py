@@ -13,7 +13,7 @@ from ...gem.model import Manifest
 from ...gem.rules import SchemaRules
 from ..base import Limits
 
-STORAGE_RULES = SchemaRules(null_is_absent=False)
+STORAGE_RULES = SchemaRules(null_is_absent=False, schema_key="declared schema")
 MAX_KEY_CHARS = Limits().account_key_chars  # of a declared key (a profile's limits may differ)
 
 

@@ -110,6 +110,7 @@ PROFILE = Profile(
     lint=lint,
     grants_for=grants_for,
     declarations=DECLARATIONS,
+    side_effects=True,
     scaffold=SCAFFOLD,
 )
 
