@@ -8,9 +8,9 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Collection
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["PluginWarning", "load_group", "on_loaded", "loaded"]
+__all__ = ["Group", "PluginWarning", "load_group", "on_loaded"]
 
 T = TypeVar("T")
 
@@ -23,16 +23,9 @@ _LISTENERS: list[Callable[[], None]] = []
 
 
 def on_loaded(fn: Callable[[], None]) -> None:
-    """Call `fn` whenever a group's plugins have been loaded (`loaded`), e.g. to write
+    """Call `fn` whenever a group's plugins have been loaded (`Group`), e.g. to write
     `help(workbench.open)` again with their options."""
     _LISTENERS.append(fn)
-
-
-def loaded(found: Collection[object]) -> None:
-    """A group's plugins were loaded (its cached loader returned for the first time)."""
-    if found:
-        for fn in list(_LISTENERS):
-            fn()
 
 
 @functools.cache
@@ -58,8 +51,8 @@ def load_group(
     """The objects the entry points of `group` name that are `kind`s, in entry-point name
     order. names: the names an object takes (a platform's, a capability's and what it
     covers), checked against and added to `taken`; what: "platform name" or "capability
-    name", and public: the type's public name, for the warning; skip(name, value): an entry point to pass over silently (a
-    built-in's own registration)."""
+    name", and public: the type's public name, for the warning; skip(name, value): an entry
+    point to pass over silently (a built-in's own registration)."""
     out: list[T] = []
     for ep in sorted(_installed().select(group=group), key=lambda e: e.name):
         if skip(ep.name, ep.value):
@@ -86,3 +79,39 @@ def load_group(
         taken.update(own)
         out.append(got)
     return out
+
+
+class Group(Generic[T]):
+    """One entry-point group's plugins (`load_group`'s arguments), loaded on the first call,
+    once per process; then each `on_loaded` listener is told, outside the load, so that a
+    listener may ask for them (or for another group) again."""
+
+    def __init__(
+        self,
+        group: str,
+        kind: type[T],
+        *,
+        names: Callable[[T], Collection[str]],
+        taken: Collection[str],
+        what: str,
+        public: str,
+        skip: Callable[[str, str], bool] = lambda name, value: False,
+    ) -> None:
+        self._load = functools.partial(
+            load_group, group, kind, names=names, what=what, public=public, skip=skip
+        )
+        self._taken = frozenset(taken)
+        self._found: tuple[T, ...] | None = None
+
+    @property
+    def read(self) -> bool:
+        """Whether the group's entry points were read already (a surface may skip them if not)."""
+        return self._found is not None
+
+    def __call__(self) -> tuple[T, ...]:
+        if self._found is None:
+            self._found = tuple(self._load(taken=set(self._taken)))
+            if self._found:
+                for fn in list(_LISTENERS):
+                    fn()
+        return self._found

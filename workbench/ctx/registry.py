@@ -12,11 +12,10 @@ built-in platform's gem does no plugin work.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._plugins import load_group, loaded
+from .._plugins import Group
 from . import account as _account
 from . import audit as _audit
 from . import data as _data
@@ -74,33 +73,22 @@ IMPLEMENTATIONS: dict[str, type] = {
 _BUILTIN_NAMES = frozenset(n for s in SPECS.values() for n in (s.impl, *s.covers))
 
 
-def _plugins() -> tuple[CapabilitySpec, ...]:
-    """The entry points' specs, loaded once per process (one that fails to load, is not a
-    CapabilitySpec or reuses a name is skipped with a PluginWarning naming it)."""
-    first = _load.cache_info().currsize == 0
-    found = _load()
-    if first:
-        loaded(found)  # outside the cache: a listener may ask for them again
-    return found
-
-
-@functools.cache
-def _load() -> tuple[CapabilitySpec, ...]:
-    found = load_group(
-        GROUP,
-        CapabilitySpec,
-        names=lambda s: (s.impl, *s.covers),
-        taken=set(_BUILTIN_NAMES),
-        what="capability name",
-        public="workbench.ctx.spec.CapabilitySpec",
-    )
-    return tuple(found)
+#: the entry points' specs, loaded once per process (one that fails to load, is not a
+#: CapabilitySpec or reuses a name is skipped with a PluginWarning naming it)
+_plugins = Group(
+    GROUP,
+    CapabilitySpec,
+    names=lambda s: (s.impl, *s.covers),
+    taken=_BUILTIN_NAMES,
+    what="capability name",
+    public="workbench.ctx.spec.CapabilitySpec",
+)
 
 
 def specs(*, loaded_only: bool = False) -> list[CapabilitySpec]:
     """Every capability's spec: the built-ins, then the plugins' (read on first use; with
     `loaded_only`, only if something read them already)."""
-    if loaded_only and _load.cache_info().currsize == 0:
+    if loaded_only and not _plugins.read:
         return list(SPECS.values())
     return [*SPECS.values(), *_plugins()]
 

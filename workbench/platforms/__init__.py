@@ -12,7 +12,6 @@ under another platform's rules.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import os
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError
-from .._plugins import PluginWarning, load_group, loaded
+from .._plugins import Group, PluginWarning
 from ..gem.folder import clip, read_json, realpath
 from .base import Capability, EntryPoint, Grants, Limits, Method, Profile, SchemaRules
 
@@ -54,39 +53,28 @@ def _builtins() -> dict[str, Profile]:
     return {name: _load_ref(ref) for name, ref in _BUILTIN.items()}
 
 
-def _plugins() -> tuple[tuple[str, Profile], ...]:
-    """The entry points' profiles, loaded once per process (a plugin that fails to load, is
-    not a Profile or reuses a name is skipped with a PluginWarning naming it)."""
-    first = _load.cache_info().currsize == 0
-    found = _load()
-    if first:
-        loaded(found)  # outside the cache: a listener may ask for them again
-    return found
-
-
-@functools.cache
-def _load() -> tuple[tuple[str, Profile], ...]:
-    found = load_group(
-        GROUP,
-        Profile,
-        names=lambda prof: (prof.name,),
-        taken=set(_BUILTIN),
-        what="platform name",
-        public="workbench.platforms.Profile",
-        skip=lambda name, value: value == _BUILTIN.get(name),  # the built-ins' own registration
-    )
-    return tuple((prof.name, prof) for prof in found)
+#: the entry points' profiles, loaded once per process (a plugin that fails to load, is not a
+#: Profile or reuses a name is skipped with a PluginWarning naming it)
+_plugins = Group(
+    GROUP,
+    Profile,
+    names=lambda prof: (prof.name,),
+    taken=_BUILTIN,
+    what="platform name",
+    public="workbench.platforms.Profile",
+    skip=lambda name, value: value == _BUILTIN.get(name),  # the built-ins' own registration
+)
 
 
 def _lazy_plugins() -> Iterator[Profile]:
-    yield from (prof for _, prof in _plugins())  # _plugins() runs when the first is asked for
+    yield from _plugins()  # read when the first is asked for
 
 
 def registry() -> dict[str, Profile]:
     """{name: profile} of every platform: the built-ins, then the `gem_workbench.platforms`
     entry points' (a plugin that fails to load, is not a Profile or reuses a name is skipped
     with a PluginWarning naming it, never a traceback)."""
-    return {**_builtins(), **dict(_plugins())}
+    return {**_builtins(), **{prof.name: prof for prof in _plugins()}}
 
 
 def names() -> list[str]:
@@ -114,7 +102,7 @@ def profiles(*, loaded_only: bool = False) -> list[Profile]:
     """Every platform's profile in registry order, built-ins first (the surfaces that list
     every platform's options: help(workbench.open), the CLI, docs/open.md); with
     `loaded_only`, the plugins' only if something read them already."""
-    if loaded_only and _load.cache_info().currsize == 0:
+    if loaded_only and not _plugins.read:
         return list(_builtins().values())
     return list(registry().values())
 
