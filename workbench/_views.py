@@ -177,16 +177,14 @@ class Views:
             cid = call if isinstance(call, str) else call.call_id
             roots, where = [f"run/{cid}"], f"the run folder of call {cid}"
         else:  # newest first: this bench's calls, then run folders of earlier benches
-            mine = [f"run/{r.call_id}" for r in reversed(self.results)]
-            roots = [
-                *mine,
-                *sorted((r for r in store.roots() if r.startswith("run/") and r not in mine), reverse=True),
-            ]
+            mine = {f"run/{r.call_id}": None for r in reversed(self.results)}  # ordered, a set
+            earlier = (r for r in store.roots() if r.startswith("run/") and r not in mine)
+            roots = [*mine, *sorted(earlier, reverse=True)]
             where = "any call's run folder"
         for root in roots:
             real = store.resolve(root, rel)
             entry = store.entry(root, real) if real is not None else None
-            if entry is None or entry.type != "file" or real is None:
+            if real is None or entry is None or entry.type != "file":
                 continue
             if entry.size > self.limits.file_bytes:
                 raise UsageError(
