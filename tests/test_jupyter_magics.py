@@ -117,7 +117,7 @@ def test_gem_open_again_replaces_and_closes_the_previous_bench(ip, capsys, gem):
     gem.tool("t", "def handle(input, ctx):\n    return 1\n")
     assert run(ip, f"%gem open {gem.write()}").success
     assert ip.user_ns["bench"].manifest.id == "test.gem"
-    assert run(ip, "%tool t").success
+    assert run(ip, "%tool t {}").success
     with pytest.raises(workbench.WorkbenchError, match="closed"):
         first.kv()
 
@@ -188,7 +188,7 @@ def test_internal_failure_is_one_line_and_kept_for_tb(ip, capsys, monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(bench, "call", broken)
-    assert not run(ip, "%tool count_views").success
+    assert not run(ip, "%tool count_views {}").success
     assert "RuntimeError: boom" in one_error_line(capsys, "E_INTERNAL")
     assert isinstance(sys.last_value, RuntimeError)
 
@@ -236,9 +236,9 @@ def test_tool_input_uses_python_variables(ip, capsys):
     assert res.result.input == {"title": "from a variable"}
 
 
-def test_tool_without_input_sends_an_empty_object(ip, capsys):
+def test_tool_with_an_empty_object_or_body_sends_an_empty_object(ip, capsys):
     open_notes(ip, capsys)
-    assert run(ip, "%tool count_views").result.input == {}
+    assert run(ip, "%tool count_views {}").result.input == {}
     assert run(ip, "%%tool count_views\n\n").result.value == {"views": 2}
 
 
@@ -328,8 +328,8 @@ def test_parse_input_errors_say_what_to_write():
 def test_state_views_are_dataframes(ip, capsys):
     bench = open_notes(ip, capsys)
     run(ip, '%tool add_note {"title": "a"}')
-    run(ip, "%tool count_views")
-    run(ip, "%tool write_report")
+    run(ip, "%tool count_views {}")
+    run(ip, "%tool write_report {}")
     files = ip.run_line_magic("state", "files")
     assert isinstance(files, pd.DataFrame) and "workspace:reports/notes.md" in files["path"].tolist()
     assert ip.run_line_magic("state", "data notes")["title"].tolist() == ["a"]
@@ -374,7 +374,7 @@ def test_magics_work_unchanged_on_an_agent_gem(ip, capsys):
     assert run(ip, f"%gem open {gem}").success
     bench = ip.user_ns["bench"]
     assert bench.profile.name == "agent"
-    res = run(ip, "%tool hello_py")
+    res = run(ip, "%tool hello_py {}")
     assert res.success and res.result.value == {"ok": True}
     res = run(ip, '%tool resilient {"topic": "workers"}')
     assert res.success and res.result.value["ok"] is True

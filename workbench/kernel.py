@@ -82,6 +82,31 @@ class WorkbenchKernel(IPythonKernel):
 
         control.add_callback(stop)
 
+    def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
+        """complete_request: at a workbench argument (`%tool ⇥`, `bench.call('⇥`, …) the
+        workbench's matches only, none included (IPython would add Python keywords and magic
+        names); elsewhere IPython's completion (workbench/jupyter/complete.py)."""
+        found = None
+        if self.extension_error is None:
+            from .jupyter.complete import complete
+
+            found = complete(self.shell, code, cursor_pos)
+        if found is None:
+            return super().do_complete(code, cursor_pos)  # type: ignore[no-any-return]
+        end = len(code) if cursor_pos is None else cursor_pos
+        return {
+            "matches": found.matches,
+            "cursor_start": found.start,
+            "cursor_end": end,
+            "metadata": {
+                "_jupyter_types_experimental": [
+                    {"start": found.start, "end": end, "text": m, "type": found.type, "signature": ""}
+                    for m in found.matches
+                ]
+            },
+            "status": "ok",
+        }
+
     @property
     def banner(self) -> str:  # type: ignore[override]  # a plain attribute in Kernel
         from IPython import __version__ as ipython_version

@@ -4,6 +4,7 @@
     %gem                       show the open bench
     %gem close
     %tool NAME INPUT           INPUT as below, on one line
+    %tool NAME                 the tool's input form (bench.form(NAME))
     %%tool NAME                the cell body is the INPUT
     %state files | kv | calls | tools | data NAME | sql QUERY | history [PATH]
     %%state sql                the cell body is the query
@@ -17,7 +18,8 @@ dates and `0755` stay strings); that value is the input, except that
 any string value beginning with `$` is a Python expression evaluated in the notebook
 (`title: $t`, `priority: $p + 1`; `$$` stands for a literal `$`). If the text is not JSON or
 YAML, or YAML reads it as one bare string (`payload`, `dict(title=t)`), the whole text is
-evaluated as a Python expression instead. An empty text is `{}`. Note that a Python dict with
+evaluated as a Python expression instead. An empty `%%tool` body is `{}` (an empty
+`%tool` line opens the form instead). Note that a Python dict with
 variables, `{"title": t}`, is valid YAML: write `{"title": $t}` or `dict(title=t)`.
 
 A magic that cannot do what it was asked (no bench open, unknown tool, unreadable input, broken
@@ -264,8 +266,10 @@ class WorkbenchMagics(Magics):
     @no_var_expand
     @line_cell_magic
     @_reported
-    def tool(self, line: str, cell: str | None = None) -> CallResult:
-        """%tool NAME INPUT, or %%tool NAME with the INPUT as the cell: call a tool."""
+    def tool(self, line: str, cell: str | None = None) -> CallResult | Any:
+        """%tool NAME INPUT, or %%tool NAME with the INPUT as the cell: call a tool.
+        %tool NAME with no input: the tool's form (`bench.form(NAME)`); `%tool NAME {}` calls
+        it with an empty object."""
         name, _, rest = line.strip().partition(" ")
         if not name:
             raise _usage("which tool? `%tool NAME {json}` or `%%tool NAME` with the input below")
@@ -282,6 +286,8 @@ class WorkbenchMagics(Magics):
                 f"(tools: {', '.join(bench.manifest.tools) or 'none'})",
                 tool=name,
             )
+        if cell is None and not rest.strip():  # nothing to call with yet: ask for it
+            return bench.form(name)
         args = parse_input(rest if cell is None else cell, self.ns)
         res = bench.call(name, args)
         if res.error is not None and os.environ.get("GEM_WORKBENCH_TOOL_ERRORS") == "fail":
@@ -343,19 +349,6 @@ def _gem_doc() -> str:
 WorkbenchMagics.gem.__doc__ = _gem_doc()
 
 
-def _complete_gem(shell: Any, event: Any) -> list[str]:
-    """`%gem open PATH --<tab>`: the flags of the gem's platform (every platform's before PATH)."""
-    from IPython.core.error import TryNext
-
-    from .._options import gem_flags
-
-    words = shlex.split(event.line, posix=True) if event.line.count('"') % 2 == 0 else event.line.split()
-    if len(words) < 2 or words[1] != "open" or not event.symbol.startswith("-"):
-        raise TryNext  # paths and the rest: IPython's own completion
-    path = next((w for w in words[2:] if not w.startswith("-") and w != event.symbol), None)
-    return [f for f in gem_flags(os.path.expanduser(path) if path else None) if f.startswith(event.symbol)]
-
-
 # -- registration ---------------------------------------------------------------------------
 def _report(error: MagicError) -> None:
     print(f"error {error.code}: {error.message}", file=sys.stderr)
@@ -388,5 +381,7 @@ def register(shell: Any) -> None:
         )
     if "WorkbenchMagics" not in shell.magics_manager.registry:
         shell.register_magics(WorkbenchMagics)
-        shell.set_hook("complete_command", _complete_gem, str_key="%gem")
+    from .complete import install
+
+    install(shell)  # Tab after %tool, %state, %gem open and in bench.call('…
     _install_reporter(shell)
