@@ -82,7 +82,7 @@ class WorkbenchKernel(IPythonKernel):
 
         control.add_callback(stop)
 
-    def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
+    async def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
         """complete_request: at a workbench argument (`%tool ⇥`, `bench.call('⇥`, …) the
         workbench's matches only, none included (IPython would add Python keywords and magic
         names); elsewhere IPython's completion (workbench/jupyter/complete.py)."""
@@ -92,7 +92,8 @@ class WorkbenchKernel(IPythonKernel):
 
             found = complete(self.shell, code, cursor_pos)
         if found is None:
-            return super().do_complete(code, cursor_pos)  # type: ignore[no-any-return]
+            reply = super().do_complete(code, cursor_pos)  # IPythonKernel's is not async
+            return await reply if inspect.isawaitable(reply) else reply
         end = len(code) if cursor_pos is None else cursor_pos
         return {
             "matches": found.matches,

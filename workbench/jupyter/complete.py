@@ -63,6 +63,8 @@ def complete(shell: Any, text: str, cursor: int | None = None) -> Found | None:
     if where is None:
         return None
     kind, start, fragment, args = where
+    if kind == "tool" and args[0] not in ("", "bench") and not _is_bench(shell, args[0]):
+        return None  # `x.call('`: some other object's method
     found = Found(line_start + start, type=kind)
     try:  # a broken bench or folder: nothing to offer, and nothing printed
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -178,9 +180,17 @@ def _candidates(shell: Any, kind: str, fragment: str, args: tuple[Any, ...]) -> 
     return sorted(n for n in names if n.startswith(fragment))
 
 
-def _bench_class() -> type | None:
+def _bench_class() -> Any:
     module = sys.modules.get("workbench._bench")  # not imported yet: no bench exists
     return getattr(module, "Bench", None)
+
+
+def _is_bench(shell: Any, var: str) -> bool:
+    cls = _bench_class()
+    try:
+        return cls is not None and isinstance(shell.user_ns.get(var), cls)
+    except Exception:  # noqa: BLE001 - an odd object's __class__
+        return False
 
 
 def _bench(shell: Any, var: str) -> Any:
