@@ -134,7 +134,9 @@ def test_kernel_leaves_other_completion_to_ipython(kernel):
 def _shell(**ns: Any) -> Any:
     """What complete() reads of an IPython shell: the namespace and the magics' opened bench."""
     magics = SimpleNamespace(opened=None)
-    return SimpleNamespace(user_ns=dict(ns), magics_manager=SimpleNamespace(registry={"WorkbenchMagics": magics}))
+    return SimpleNamespace(
+        user_ns=dict(ns), magics_manager=SimpleNamespace(registry={"WorkbenchMagics": magics})
+    )
 
 
 @pytest.fixture
