@@ -76,6 +76,8 @@ def test_kernel_completes_tool_names_after_tool(kernel):
 
 def test_kernel_completes_tool_names_in_bench_call(kernel):
     assert _complete(kernel, "bench.call('") == (NOTES_TOOLS, 12, 12)
+    matches, start, _ = _complete(kernel, "import jso")  # elsewhere: IPython's completion
+    assert "json" in matches and start == 7
     assert _complete(kernel, 'res = bench.call("wr') == (["write_report"], 18, 20)
     _run(kernel, "other = bench")
     assert _complete(kernel, "other.form('add") == (["add_note"], 12, 15)
@@ -123,11 +125,6 @@ def test_kernel_tool_without_input_shows_the_form_not_an_empty_call(kernel):
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), outputs
     called = _run(kernel, "%tool add_note {}")  # an explicit empty object still calls
     assert "E_SCHEMA" in json.dumps(called)
-
-
-def test_kernel_leaves_other_completion_to_ipython(kernel):
-    matches, start, _ = _complete(kernel, "import jso")
-    assert "json" in matches and start == 7
 
 
 # -- the matcher ---------------------------------------------------------------------------------
