@@ -121,12 +121,37 @@ def error_html(error: WorkbenchError, *, limit: int = SHARE_ERROR) -> str:
     return "".join(out)
 
 
+MAX_ARGS_OPEN = 1_500  # characters of one ctx call's args shown when its cell is unfolded
+ARGS_OPEN_SHARE = SHARE_TRACE // 3  # of the trace's HTML, for unfolded args in all
+
+
+def _args_cell(args: Any, budget: list[int]) -> str:
+    """A ctx call's args: the first MAX_CELL characters; longer ones unfold (a click on the
+    cell) to the whole JSON, indented, up to MAX_ARGS_OPEN characters, while `budget` lasts."""
+    text = "" if args is None else str(args)
+    if len(text) <= MAX_CELL:
+        return f"<code>{esc(text)}</code>"
+    try:
+        full = json.dumps(json.loads(text), ensure_ascii=False, indent=2)
+    except ValueError:
+        full = text
+    opened = clip_escaped(full, MAX_ARGS_OPEN)
+    if len(opened) > budget[0]:  # the trace's share is spent: the cut cell only
+        return f"<code>{_cell(text)}</code>"
+    budget[0] -= len(opened)
+    return (
+        f"<details class=cell><summary title='click to show all the args'><code>{_cell(text)}</code>"
+        f"</summary><pre>{opened}</pre></details>"
+    )
+
+
 def _trace_html(rows: list[dict[str, Any]]) -> str:
+    budget = [ARGS_OPEN_SHARE]
     body = [
         [
             esc(r.get("seq", "")),
             f"<code>{_cell(r.get('method'))}</code>",
-            f"<code>{_cell(r.get('args'))}</code>",
+            _args_cell(r.get("args"), budget),
             "<span class=e>✗</span>"
             if not r.get("ok")
             else "<span class=nt>⚠</span>"
