@@ -74,11 +74,21 @@ def _folded(key: str) -> str:
     return key.replace("_", "").replace("-", "").lower()
 
 
+# what the platforms call a tool's input schema (Notochord `inputSchema`, agent tools' and
+# Ekanos' `parameters`), folded: one of them where the platform has the other is that one
+SCHEMA_WORDS = frozenset({"inputschema", "parameters", "params", "schema", "argsschema", "parameterschema"})
+
+
 def close_key(key: str, known: Iterable[str]) -> str | None:
-    """The known key `key` most likely misspells (`input_schema` → `inputSchema`), or None."""
+    """The known key `key` most likely misspells (`input_schema` → `inputSchema`; another
+    platform's word for the input schema → this one's), or None."""
     by_fold = {_folded(k): k for k in known}
     if _folded(key) in by_fold:
         return by_fold[_folded(key)]
+    if _folded(key) in SCHEMA_WORDS:
+        words = [k for f, k in by_fold.items() if f in SCHEMA_WORDS]
+        if len(words) == 1:
+            return words[0]
     match = difflib.get_close_matches(_folded(key), list(by_fold), n=1, cutoff=0.75)
     return by_fold[match[0]] if match else None
 
