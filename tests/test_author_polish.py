@@ -15,7 +15,7 @@ from conftest import EXAMPLE_GEM
 
 import workbench
 from workbench import _lab
-from workbench.jupyter.display import MAX_ARGS_OPEN, MAX_CELL, result_html
+from workbench.jupyter.display import MAX_ARGS_OPEN, result_html
 from workbench.jupyter.display_agent import outbox_html
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +82,11 @@ def test_a_form_whose_bench_was_closed_says_so():
 
 # -- point 10 ----------------------------------------------------------------------------------
 def test_the_form_button_shows_the_whole_tool_name(gem):
-    gem.tool("csv_summary_of_the_workspace_tables", PY_ECHO, schema={"type": "object", "properties": {"a": {"type": "string"}}})
+    gem.tool(
+        "csv_summary_of_the_workspace_tables",
+        PY_ECHO,
+        schema={"type": "object", "properties": {"a": {"type": "string"}}},
+    )
     with workbench.open(gem.write()) as bench:
         f = bench.form("csv_summary_of_the_workspace_tables")
         assert f.run_button.description == "Run csv_summary_of_the_workspace_tables"
@@ -139,7 +143,8 @@ def test_agent_outbox_is_the_frame_that_keeps_line_breaks(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "key, meant", [("input_schema", "inputSchema"), ("inputschema", "inputSchema"), ("sideEffects", "sideEffect")]
+    "key, meant",
+    [("input_schema", "inputSchema"), ("inputschema", "inputSchema"), ("sideEffects", "sideEffect")],
 )
 def test_a_misspelled_manifest_key_gets_a_did_you_mean(gem, key, meant):
     gem.tool("t", PY_ECHO)

@@ -124,7 +124,11 @@ def outbox_html(frame: Any) -> str:
 
     def cell(value: Any) -> str:
         text = terminal_safe("" if value is None else str(value))
-        return text if len(text) <= MAX_BODY else text[:MAX_BODY] + f"\n{more(len(text) - MAX_BODY, 'character')}"
+        return (
+            text
+            if len(text) <= MAX_BODY
+            else text[:MAX_BODY] + f"\n{more(len(text) - MAX_BODY, 'character')}"
+        )
 
     shown = frame.head(MAX_OUTBOX_ROWS)
     table = shown.to_html(
