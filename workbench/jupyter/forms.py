@@ -97,9 +97,9 @@ class ToolForm(widgets.VBox):
         if self.bench.closed:  # say so plainly, not as the call's E_USAGE
             self.run_button.disabled = True
             self.status.value = (
-                f"<span style='color:#c62828'>this form's bench ({esc(self.bench.manifest.id)}) is "
-                "closed — by a bench.close() run after the form was made: run the cell that made "
-                "it again</span>"
+                f"<span style='color:#c62828'>error E_USAGE: the bench of "
+                f"{esc(self.bench.manifest.id)} is closed — by a bench.close() run after the form "
+                "was made: run the cell that made it again</span>"
             )
             return None
         for f in self._by_path.values():

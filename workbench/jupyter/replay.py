@@ -318,9 +318,9 @@ class ReplayView(widgets.VBox):
         for button in (self.step_button, self.run_button, self.rewind_button, self.arrive_button):
             button.disabled = True
         self.status.value = (
-            f"<span style='color:#c62828'>this replay's bench ({esc(self.bench.manifest.id)}) is "
-            "closed — by a bench.close() run after this widget was made: run the cell that made "
-            "it again, or give the widget a bench no later cell closes</span>"
+            f"<span style='color:#c62828'>error E_USAGE: the bench of {esc(self.bench.manifest.id)} "
+            "is closed — by a bench.close() run after this widget was made: run the cell that "
+            "made it again, or give the widget a bench no later cell closes</span>"
         )
 
     # -- state -------------------------------------------------------------------------
