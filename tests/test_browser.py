@@ -176,3 +176,96 @@ def test_scaffolded_notebook_runs_in_jupyterlab(tmp_path):
         assert tracebacks.count() == 0, tracebacks.all_inner_texts()
         assert "AssertionError" not in " ".join(errors.all_inner_texts())
         page.get_by_text("Hello, Ada!").first.wait_for(timeout=5_000)  # the call's result
+
+
+def _run_all(page) -> None:
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    page.get_by_text("Gem Workbench | Idle").wait_for(timeout=60_000)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+
+
+def test_tutorial_03_replay_widget_works_after_run_all(tmp_path):
+    """Tutorial 03 with Run All Cells, then the first replay widget's own buttons: Run to end
+    and Rewind answer (no closed bench), and its counts are still those its cell asserted."""
+    root = Path(__file__).resolve().parent.parent / "notebooks"
+    shutil.copy(root / "03-email-cursor-replay.ipynb", tmp_path / "03.ipynb")
+    shutil.copytree(root / "gems" / "mail-digest", tmp_path / "gems" / "mail-digest")
+    with _lab_page(tmp_path, "replay-after-run-all.png") as (page, base):
+        page.goto(f"{base}/lab/tree/03.ipynb?token={TOKEN}")
+        _run_all(page)
+        # the last widget (digest_fixed) is drawn once every cell before it passed
+        page.get_by_text("Replay of digest_fixed").wait_for(timeout=120_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+        tracebacks = page.locator(".jp-OutputArea-output", has_text="Traceback")
+        assert tracebacks.count() == 0, tracebacks.all_inner_texts()
+        widget = page.locator(".widget-vbox", has_text="Replay of digest").first
+        counts = "31 once, 0 more than once, 0 not yet, 2 lost"  # cell 16's asserts
+        widget.get_by_text(counts).wait_for(timeout=10_000)
+        widget.get_by_role("button", name="Run to end").click()
+        widget.get_by_text("ran call").wait_for(timeout=30_000)
+        assert "closed" not in widget.inner_text() and "E_USAGE" not in widget.inner_text()
+        widget.get_by_text(counts).wait_for(timeout=10_000)
+        assert widget.get_by_text("rewind to:").count() >= 1
+        widget.get_by_role("button", name="Rewind").click()
+        widget.get_by_text("cursor rewound").wait_for(timeout=30_000)
+        widget.scroll_into_view_if_needed()
+
+
+def test_form_button_shows_the_whole_tool_name(tmp_path):
+    from conftest import GemBuilder
+
+    name = "csv_summary_of_the_workspace"
+    gem = GemBuilder(tmp_path / "g")
+    gem.tool(
+        name,
+        "def handle(input, ctx):\n    return input\n",
+        schema={"type": "object", "properties": {"table": {"type": "string"}}},
+    )
+    gem.write()
+    nb = new_notebook(
+        metadata={
+            "kernelspec": {"name": "gem-workbench", "display_name": "Gem Workbench", "language": "python"}
+        },
+        cells=[new_code_cell(f"import workbench\nbench = workbench.open('g')\nbench.form({name!r})")],
+    )
+    nbformat.write(nb, tmp_path / "form.ipynb")
+    with _lab_page(tmp_path, "form.png") as (page, base):
+        page.goto(f"{base}/lab/tree/form.ipynb?token={TOKEN}")
+        _run_all(page)
+        button = page.get_by_role("button", name=f"Run {name}")
+        button.wait_for(timeout=60_000)
+        # the whole label is drawn: the button is as wide as its text
+        assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1"), button.inner_text()
+        page.locator(".jp-OutputArea-output input[type=text]").first.fill("sales.csv")
+        button.click()
+        page.get_by_text("✓ ok").wait_for(timeout=30_000)
+
+
+TUTORIALS = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "notebooks").glob("0*.ipynb"))
+
+
+@pytest.mark.parametrize("name", [n for n in TUTORIALS if not n.startswith("03-")])  # 03: above
+def test_every_tutorial_runs_all_in_jupyterlab(tmp_path, name):
+    """Each tutorial with Run All Cells in JupyterLab: every cell ran, none raised. Tutorial 06's
+    failed fetch is a marked (⚠) trace row: its screenshot is trace-failed-row.png."""
+    root = Path(__file__).resolve().parent.parent / "notebooks"
+    shutil.copy(root / name, tmp_path / name)
+    shutil.copytree(root / "gems", tmp_path / "gems")
+    import nbformat as nbf
+
+    code_cells = sum(1 for c in nbf.read(root / name, as_version=4).cells if c.cell_type == "code")
+    with _lab_page(tmp_path, f"tutorial-{name.split('-')[0]}.png") as (page, base):
+        page.goto(f"{base}/lab/tree/{name}?token={TOKEN}")
+        _run_all(page)
+        # every code cell has its execution count once the last one ran
+        page.locator(".jp-InputPrompt", has_text=f"[{code_cells}]:").first.wait_for(timeout=180_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+        tracebacks = page.locator(".jp-OutputArea-output", has_text="Traceback")
+        assert tracebacks.count() == 0, tracebacks.all_inner_texts()
+        if name.startswith("06-"):
+            marked = page.locator("tr", has=page.locator("span.nt", has_text="⚠"))
+            marked.first.scroll_into_view_if_needed()
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            display = page.locator(".jp-OutputArea-output", has=marked).first
+            display.screenshot(path=str(ARTIFACTS / "trace-failed-row.png"))

@@ -34,6 +34,21 @@ def command(root: Path, *, ip: str, port: int | None, browser: bool, extra: Sequ
     return [*cmd, *extra]
 
 
+#: a Jupyter config folder of ours: labconfig/page_config.json disables the announcements plugin
+#: (the news prompt on every first start, and its fetches of news and update checks)
+LAB_CONFIG = Path(__file__).resolve().parent / "_labconfig"
+
+
+def environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment JupyterLab runs in: `base` (os.environ) with LAB_CONFIG on
+    JUPYTER_CONFIG_PATH, after the folders already there. The user's JUPYTER_CONFIG_DIR is
+    read before the whole path, so a user who enables the plugin there still gets it."""
+    env = dict(os.environ if base is None else base)
+    path = [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([*path, str(LAB_CONFIG)])
+    return env
+
+
 def _server_info(pid: int) -> dict[str, Any] | None:
     from jupyter_core.paths import jupyter_runtime_dir
 
@@ -79,7 +94,9 @@ def run(
             f"warning: no '{NAME}' kernelspec found; run `gem-workbench kernel install --sys-prefix`",
             file=sys.stderr,
         )
-    proc = subprocess.Popen(command(root.resolve(), ip=ip, port=port, browser=browser, extra=extra))
+    proc = subprocess.Popen(
+        command(root.resolve(), ip=ip, port=port, browser=browser, extra=extra), env=environment()
+    )
 
     def stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt

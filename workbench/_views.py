@@ -227,7 +227,9 @@ class Views:
         cols = ["id", "time", "from", "to", "cc", "subject", "body_text", "body_html"]
         outbox = self.providers.backends["tools"].outbox  # ctx.tools' backend: send_email's
         rows: list[dict[str, Any]] = getattr(outbox, "rows", list)()
-        return pd.DataFrame(rows, columns=cols)
+        from .inspect.outbox import OutboxFrame  # shown with the bodies' line breaks
+
+        return OutboxFrame(pd.DataFrame(rows, columns=cols))
 
     @gated
     def audit(self) -> pd.DataFrame:

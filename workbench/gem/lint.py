@@ -4,7 +4,9 @@ folder. Problems are {file, pointer, message}; `raise_problems` makes them one G
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +59,54 @@ def read_manifest(root: Path, schema: dict[str, Any]) -> tuple[Any, list[Problem
     for e in validator.iter_errors(raw):
         if len(problems) >= MAX_PROBLEMS:
             break
+        if e.validator == "additionalProperties" and (named := unknown_keys(e)):
+            problems += [{"file": str(mpath), "pointer": ptr, "message": msg} for ptr, msg in named]
+            continue
         problems.append({"file": str(mpath), "pointer": pointer(e.absolute_path), "message": json_message(e)})
     if not problems:  # the shape is the schema's: ids match SAFE_NAME; now what Windows reserves
         problems = reserved_names(mpath, raw)
     if problems:
         return None, sorted(problems, key=lambda p: p["pointer"])
     return raw, []
+
+
+def _folded(key: str) -> str:
+    return key.replace("_", "").replace("-", "").lower()
+
+
+# what the platforms call a tool's input schema (Notochord `inputSchema`, agent tools' and
+# Ekanos' `parameters`), folded: one of them where the platform has the other is that one
+SCHEMA_WORDS = frozenset({"inputschema", "parameters", "params", "schema", "argsschema", "parameterschema"})
+
+
+def close_key(key: str, known: Iterable[str]) -> str | None:
+    """The known key `key` most likely misspells (`input_schema` → `inputSchema`; another
+    platform's word for the input schema → this one's), or None."""
+    by_fold = {_folded(k): k for k in known}
+    if _folded(key) in by_fold:
+        return by_fold[_folded(key)]
+    if _folded(key) in SCHEMA_WORDS:
+        words = [k for f, k in by_fold.items() if f in SCHEMA_WORDS]
+        if len(words) == 1:
+            return words[0]
+    match = difflib.get_close_matches(_folded(key), list(by_fold), n=1, cutoff=0.75)
+    return by_fold[match[0]] if match else None
+
+
+def unknown_keys(e: Any) -> list[tuple[str, str]]:
+    """An additionalProperties error as one (pointer, message) per unknown key, naming the
+    field path and, for a likely misspelling of a key the object lacks, the key meant."""
+    if not isinstance(e.instance, dict) or not isinstance(e.schema, dict):
+        return []
+    known = [k for k in e.schema.get("properties") or {} if isinstance(k, str)]
+    patterns = e.schema.get("patternProperties") or {}
+    extra = [k for k in e.instance if k not in known and not any(re.search(p, k) for p in patterns)]
+    out = []
+    for key in extra[:20]:
+        meant = close_key(key, [k for k in known if k not in e.instance])
+        hint = f": did you mean {meant!r}?" if meant else f" (the keys here: {', '.join(known)})"
+        out.append((pointer([*e.absolute_path, key]), f"unknown key {key!r}{hint}"[:500]))
+    return out
 
 
 def reserved_names(mpath: Path, raw: dict[str, Any]) -> list[Problem]:

@@ -56,6 +56,8 @@ SHARE_VALUE, SHARE_INPUT, SHARE_TRACE, SHARE_LOGS, SHARE_ERROR, SHARE_WARN = (
     4_000,
 )
 
+# text-align is !important: JupyterLab right-aligns every cell of rendered HTML with a selector
+# more specific than ours (`:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td`)
 CSS = """<style>
 .wbd{font-family:var(--jp-code-font-family,monospace);font-size:12px;line-height:1.45}
 .wbd .b{display:inline-block;padding:0 .5em;border-radius:3px;color:#fff;font-weight:600}
@@ -67,7 +69,9 @@ CSS = """<style>
 .wbd .k{color:#7b1fa2}.wbd .s{color:#1565c0}.wbd .n{color:#2e7d32}.wbd .l{color:#aa5d00}
 .wbd .x{background:rgba(229,57,53,.18);outline:1px solid #e53935}
 .wbd table{border-collapse:collapse;font-size:11px;margin:2px 0}
-.wbd td,.wbd th{padding:1px 8px;border-bottom:1px solid rgba(127,127,127,.3);text-align:left;vertical-align:top}
+.wbd td,.wbd th{padding:1px 8px;border-bottom:1px solid rgba(127,127,127,.3);text-align:left !important;vertical-align:top}
+.wbd details.cell>summary{list-style:none}.wbd details.cell>summary::-webkit-details-marker{display:none}
+.wbd details.cell>pre{max-width:60em}
 .wbd pre{max-height:24em;overflow:auto;background:rgba(127,127,127,.08);padding:4px;margin:2px 0;white-space:pre-wrap}
 </style>"""
 

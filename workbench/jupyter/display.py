@@ -121,12 +121,44 @@ def error_html(error: WorkbenchError, *, limit: int = SHARE_ERROR) -> str:
     return "".join(out)
 
 
+MAX_ARGS_OPEN = 1_500  # characters of one ctx call's args shown when its cell is unfolded
+ARGS_OPEN_SHARE = SHARE_TRACE // 3  # of the trace's HTML, for unfolded args in all
+
+
+def _full_args(params: Any, text: str) -> str:
+    """The arguments as passed (the row's "params": (args, kwargs)), as indented JSON."""
+    try:
+        args, kwargs = params
+        value = [*args, kwargs] if kwargs else list(args)
+        return json.dumps(value[0] if len(value) == 1 else value, ensure_ascii=False, indent=2, default=repr)
+    except (TypeError, ValueError):
+        return text
+
+
+def _args_cell(args: Any, params: Any, budget: list[int]) -> str:
+    """A ctx call's args: the trace's preview, cut at MAX_CELL characters; a cut one (the
+    preview ends in "…") unfolds, on a click, to the arguments as passed, indented JSON of up to
+    MAX_ARGS_OPEN characters, while the trace's `budget` for them lasts."""
+    text = "" if args is None else str(args)
+    if len(text) <= MAX_CELL and not text.endswith("…") or params is None:
+        return f"<code>{_cell(text)}</code>"
+    opened = clip_escaped(_full_args(params, text), MAX_ARGS_OPEN)
+    if len(opened) > budget[0]:  # the trace's share for them is spent: the cut cell only
+        return f"<code>{_cell(text)}</code>"
+    budget[0] -= len(opened)
+    return (
+        f"<details class=cell><summary title='click to show all the args'><code>{_cell(text)}</code>"
+        f"</summary><pre>{opened}</pre></details>"
+    )
+
+
 def _trace_html(rows: list[dict[str, Any]]) -> str:
+    budget = [ARGS_OPEN_SHARE]
     body = [
         [
             esc(r.get("seq", "")),
             f"<code>{_cell(r.get('method'))}</code>",
-            f"<code>{_cell(r.get('args'))}</code>",
+            _args_cell(r.get("args"), r.get("params"), budget),
             "<span class=e>✗</span>"
             if not r.get("ok")
             else "<span class=nt>⚠</span>"

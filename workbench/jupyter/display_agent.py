@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from ._html import SHARE_VALUE, badge, clip_escaped, esc, json_html, more
+from ._html import CSS, SHARE_VALUE, badge, clip_escaped, esc, json_html, more
 
 if TYPE_CHECKING:
     from .._result import CallResult
@@ -111,3 +111,32 @@ def _surfaced(f: dict[str, Any], left: int) -> str | None:
     except OSError:
         return f"{head}<div class=m>(the file cannot be read now)</div>"
     return head
+
+
+MAX_OUTBOX_ROWS = 200  # messages drawn by the outbox view
+MAX_BODY = 4_000  # characters of one body shown
+
+
+def outbox_html(frame: Any) -> str:
+    """`bench.outbox()` (or a selection of it) as a table whose text keeps its line breaks
+    (pre-wrap), escaped, each cell and the number of rows bounded."""
+    from .._text import terminal_safe
+
+    def cell(value: Any) -> str:
+        text = terminal_safe("" if value is None else str(value))
+        return (
+            text
+            if len(text) <= MAX_BODY
+            else text[:MAX_BODY] + f"\n{more(len(text) - MAX_BODY, 'character')}"
+        )
+
+    shown = frame.head(MAX_OUTBOX_ROWS)
+    table = shown.to_html(
+        formatters={c: cell for c in shown.columns}, escape=True, classes="wbo", border=0, max_cols=None
+    )
+    note = f"<div class=m>{more(len(frame) - len(shown), 'message')}</div>" if len(frame) > len(shown) else ""
+    style = (
+        "<style>.wbd table.wbo td{white-space:pre-wrap;text-align:left !important;vertical-align:top;"
+        "max-width:60em}</style>"
+    )
+    return f"{CSS}{style}<div class=wbd>{table}{note}</div>"

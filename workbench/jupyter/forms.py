@@ -46,7 +46,14 @@ class ToolForm(widgets.VBox):
             rows = [self._root.row()]
             self.fields, self.raw = {}, self._root.widget
         self._by_path = {f.path: f for f in self._root.fields() if f.path}
-        self.run_button = widgets.Button(description=f"Run {tool}", button_style="primary", icon="play")
+        # width "auto": ipywidgets' default button width cut the name ("Run csv_summ…")
+        self.run_button = widgets.Button(
+            description=f"Run {tool}",
+            tooltip=f"call {tool} with this input",
+            button_style="primary",
+            icon="play",
+            layout=widgets.Layout(width="auto", min_width="max-content"),
+        )
         self.status = widgets.HTML()
         self.output = widgets.Output()
         self.problems: list[dict[str, str]] = []
@@ -87,6 +94,14 @@ class ToolForm(widgets.VBox):
         """Call the tool with the form's input and show the result below the form; fields the
         schema refuses are marked (the call's E_SCHEMA says the same). Not run only when a
         field's text cannot be read at all (raw JSON that does not parse)."""
+        if self.bench.closed:  # say so plainly, not as the call's E_USAGE
+            self.run_button.disabled = True
+            self.status.value = (
+                f"<span style='color:#c62828'>error E_USAGE: the bench of "
+                f"{esc(self.bench.manifest.id)} is closed — by a bench.close() run after the form "
+                "was made: run the cell that made it again</span>"
+            )
+            return None
         for f in self._by_path.values():
             f.show([])
         self._root.show([])

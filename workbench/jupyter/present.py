@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .display import bench_html, result_html, result_text
+from .display_agent import outbox_html
 
 if TYPE_CHECKING:
     from .._bench import Bench
@@ -41,4 +42,5 @@ PRESENTERS: dict[str, Callable[..., Any]] = {
     "result_text": result_text,
     "form": form,
     "replay": replay,
+    "outbox_html": outbox_html,
 }

@@ -163,7 +163,14 @@ class ReplayView(widgets.VBox):
             icon="fast-forward",
             tooltip="call the tool until a call processes nothing new",
         )
-        self.rewind_to = widgets.Dropdown(options=[], layout=widgets.Layout(width="26em"))
+        # a visible label: beside Rewind, a bare list of dates does not say what it is for
+        self.rewind_to = widgets.Dropdown(
+            options=[],
+            description="rewind to:",
+            tooltip="the earlier cursor Rewind stores",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="32em"),
+        )
         self.rewind_button = widgets.Button(
             description="Rewind",
             icon="undo",
@@ -294,6 +301,9 @@ class ReplayView(widgets.VBox):
         return added
 
     def _guard(self, action: Any) -> None:
+        if self.bench.closed:  # say which bench and what to do, and stop offering the buttons
+            self._closed()
+            return
         try:
             action()
         except Exception as exc:  # a click handler's exception would only reach the kernel log
@@ -303,6 +313,15 @@ class ReplayView(widgets.VBox):
                 sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, exc.__traceback__
                 line = f"E_INTERNAL: {type(exc).__name__}: {exc}"
             self.status.value = f"<span style='color:#c62828'>error {esc(line)}</span>"
+
+    def _closed(self) -> None:
+        for button in (self.step_button, self.run_button, self.rewind_button, self.arrive_button):
+            button.disabled = True
+        self.status.value = (
+            f"<span style='color:#c62828'>error E_USAGE: the bench of {esc(self.bench.manifest.id)} "
+            "is closed — by a bench.close() run after this widget was made: run the cell that "
+            "made it again, or give the widget a bench no later cell closes</span>"
+        )
 
     # -- state -------------------------------------------------------------------------
     def refresh(self, message: str = "") -> None:
