@@ -47,6 +47,7 @@ class WorkbenchKernel(IPythonKernel):
                 EXTENSION,
                 exc_info=True,
             )
+        _assert_rewriting(shell, self.log)
 
     async def shutdown_request(self, stream: Any, ident: Any, parent: Any) -> None:
         """ipykernel's shutdown, with the shell loop stopped only after this control message
@@ -118,6 +119,17 @@ class WorkbenchKernel(IPythonKernel):
             "%gem open PATH [--real] · %tool NAME {json} · %%tool NAME · "
             "%state files|data NAME|kv|sql QUERY|calls\n"
         )
+
+
+def _assert_rewriting(shell: Any, log: Any) -> None:
+    """`%assert_rewrite on|off`; pytest's assertion rewriting of cells from the start if
+    GEM_WORKBENCH_ASSERT_REWRITE=1 (notebook tests set it). See workbench.testing._asserts."""
+    try:
+        from .testing import _asserts
+
+        _asserts.setup(shell)
+    except Exception:  # noqa: BLE001 - as for the extension: never fatal
+        log.warning("Gem Workbench: could not set up assertion rewriting", exc_info=True)
 
 
 def _quiet_load_ext(shell: Any) -> None:

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from jupyter_client.manager import AsyncKernelManager
 
+from . import _asserts
 from ._client import ReadyClient
 from ._reap import MARKER, kill_marked, new_marker
 from .notebook import OUTPUT_TAIL  # (of the kernel's own output too: `output()`)
@@ -177,6 +178,9 @@ async def astart_kernel(
     kernel = NotebookKernel(nb_path, km, folder, environ)
     _live.add(kernel)
     kernel_env = {**environ, MARKER: kernel.marker}
+    # a failing assert says what it compared, as in pytest (unless the caller's env says not to)
+    if _asserts.ENV not in (env or {}):
+        kernel_env[_asserts.ENV] = "1"
     if "GEM_WORKBENCH_HOME" not in (env or {}):
         kernel._home = tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True)
         kernel_env["GEM_WORKBENCH_HOME"] = kernel._home.name

@@ -37,6 +37,12 @@ OUTPUT_TAIL = 64 * 1024
 
 _RULE = "------------------"
 
+#: How IPython names a cell in a traceback, by its execution count: `Cell In[3], line 2`
+#: (IPython 8 and later), `Input In [3]` (7.x).
+_IPYTHON_CELL = re.compile(r"\b(?:Cell In\[(\d+)\]|Input In \[(\d+)\])")
+#: How a report's traceback names a cell (what `name_cells` made of IPython's name).
+_REPORT_CELL = re.compile(r"^(?:cell \d+|input \d+ \(no cell of this notebook\)),", re.M)
+
 
 def strip_ansi(text: str) -> str:
     """`text` without ANSI colour and cursor codes (IPython colours its tracebacks), every other
@@ -88,7 +94,7 @@ class NotebookFailure(Exception):
 
     def report(self) -> str:
         # IPython's traceback quotes the failing lines of the cell: the source once is enough
-        quoted = self.traceback and re.search(r"^(Cell In\[\d+\]|Input In \[)", self.traceback, re.M)
+        quoted = self.traceback and _REPORT_CELL.search(self.traceback)
         parts = [self.headline(), _RULE] + ([] if quoted else [self.source.rstrip(), _RULE])
         if self.output:
             parts += [self.output.rstrip(), _RULE]
@@ -126,6 +132,20 @@ def captured_output(cell: Any) -> str:
         kept.append(f"{label}\n{text}")
         left -= len(text)
     return "\n".join(reversed(kept))
+
+
+def name_cells(text: str, cells: dict[int, int]) -> str:
+    """`text` (a kernel's traceback) with each cell IPython names by its execution count named
+    as the rest of the report names it, by its place in the notebook: `cell 4, line 2`.
+    `cells` maps execution counts to 0-based cell indexes; code the kernel ran that is no cell
+    (`get_ipython().run_cell(…)` in one) is `input N (no cell of this notebook)`."""
+
+    def name(match: re.Match[str]) -> str:
+        count = int(match.group(1) or match.group(2))
+        index = cells.get(count)
+        return f"cell {index + 1}" if index is not None else f"input {count} (no cell of this notebook)"
+
+    return _IPYTHON_CELL.sub(name, text)
 
 
 def first_line(text: str, limit: int = 500) -> str:
@@ -256,10 +276,9 @@ async def _run(
         reply = current["reply"]
         # (no traceback: a magic's one-line error, already in the output; nbclient's text
         # would repeat the source and the output)
-        tb = "\n".join(reply.get("traceback") or [])
-        failed = failure(
-            "error", traceback=_tail(strip_ansi(tb)), ename=exc.ename, evalue=strip_ansi(exc.evalue)
-        )
+        tb = name_cells(strip_ansi("\n".join(reply.get("traceback") or [])), _cells(nb, current))
+        evalue = _name_compiled_cell(strip_ansi(exc.evalue), tb, current["index"])
+        failed = failure("error", traceback=_tail(tb), ename=exc.ename, evalue=evalue)
     except CellTimeoutError:
         failed = failure("timeout", timeout=timeout)
     except DeadKernelError:
@@ -278,10 +297,31 @@ async def _run(
         at = f" at cell {current['index'] + 1}" if current["index"] >= 0 else ""
         raise KeyboardInterrupt(f"{path}: Ctrl-C{at}")
     if failed is not None and interrupted.get("traceback"):  # where the cell was stuck
-        failed.traceback = _tail(strip_ansi("\n".join(interrupted["traceback"])))
+        failed.traceback = _tail(
+            name_cells(strip_ansi("\n".join(interrupted["traceback"])), _cells(nb, current))
+        )
     if failed is not None:
         raise failed
     return nb
+
+
+def _name_compiled_cell(evalue: str, traceback: str, index: int) -> str:
+    """A SyntaxError's message names the cell by the file IPython compiled it as
+    (`incomplete input (1672429193.py, line 2)`): named as the traceback names it instead."""
+    found = re.search(r"\((\d+)\.py, line (\d+)\)\Z", evalue)
+    if found is None or f"cell {index + 1}, line {found[2]}\n" not in traceback:
+        return evalue
+    return f"{evalue[: found.start()]}(cell {index + 1}, line {found[2]})"
+
+
+def _cells(nb: Any, current: dict[str, Any]) -> dict[int, int]:
+    """Execution count -> 0-based index of the notebook's cells that ran (the current one's
+    count from its reply, should nbclient not have set it)."""
+    cells = {c["execution_count"]: i for i, c in enumerate(nb.cells) if c.get("execution_count")}
+    count = current["reply"].get("execution_count")
+    if isinstance(count, int) and current["index"] >= 0:
+        cells[count] = current["index"]
+    return cells
 
 
 @functools.cache
