@@ -34,7 +34,7 @@ def __getattr__(name: str) -> _Any:
     return value
 
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402 - after the lazy names, as it was
 
 
 def load_ipython_extension(ipython: object) -> None:

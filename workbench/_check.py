@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._errors import WorkbenchError
+from .types import refresh_quietly
 
 if TYPE_CHECKING:
     from .gem import Manifest, ToolSpec
@@ -59,6 +60,7 @@ def check(path: str | os.PathLike[str], *, typecheck: bool = False) -> list[Prob
     try:
         profile = detect(folder)
         manifest = profile.load(folder)
+        refresh_quietly(manifest)  # the editor's .gem-workbench/ types, when stale
     except WorkbenchError as exc:  # changed since lint
         return [{"file": str(folder), "message": exc.message}]
     problems += [p for t in manifest.tools.values() if t.language == "python" for p in _python(t, profile)]

@@ -15,6 +15,7 @@ from ._plugins import on_loaded
 from .ctx import close_backends, desktop_has_trash
 from .ctx.stores import StateError, default_state_dir, make_providers, seed_files
 from .runners.deno import SandboxOptions
+from .types import refresh_quietly
 
 if TYPE_CHECKING:
     from .ctx.stores import Providers
@@ -44,6 +45,7 @@ def open(
     workspace, state_dir = opts.get("workspace"), opts["state_dir"]
     keep_runs, keep_run_days = opts["keep_runs"], opts["keep_run_days"]
     manifest = profile.load(Path(path))
+    refresh_quietly(manifest)  # the editor's .gem-workbench/ types, when stale
     # ctx.resources' source: mock (fixtures/resources/<id>, `resources=`) or real (httpx)
     res_kind = providers if isinstance(providers, str) else dict(providers).get("resources", "mock")
     if isinstance(providers, dict) and "resources" in providers:

@@ -10,13 +10,11 @@ import os
 from typing import TYPE_CHECKING
 
 from ._errors import GemLoadError
-from .gem.folder import realpath, tool_open_problem
+from .gem.folder import DEFINITIONS, realpath, tool_open_problem
 
 if TYPE_CHECKING:
     from ._bench import Bench
     from .gem import Manifest, ToolSpec
-
-DEFINITIONS = ("manifest.json", "integration.ts", "integration.js", "db/schema.sql")
 
 
 def definition_files(manifest: Manifest) -> tuple[str, ...]:
@@ -82,3 +80,6 @@ def reload(bench: Bench) -> None:
     prepare(bench.providers, manifest, bench.limits)  # new collections; db/schema.sql if first
     bench.manifest, bench._definition, bench._stamp = manifest, files, at
     bench._validators.clear()
+    from .types import refresh_quietly
+
+    refresh_quietly(manifest)  # the editor's types follow the definition

@@ -70,6 +70,30 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _types(args: argparse.Namespace) -> int:
+    """`gem-workbench types [GEM]`: the gem's .gem-workbench/ made again from its definition."""
+    from ._check import gem_folder
+    from ._errors import GemLoadError
+    from .platforms import detect
+    from .types import refresh
+
+    folder, why = gem_folder(args.gem)
+    try:
+        if folder is None:
+            raise GemLoadError(why, file=str(args.gem))
+        manifest = detect(folder).load(folder)
+    except GemLoadError as exc:
+        return _usage("types", f"{exc.code}: {exc.message}")
+    done = refresh(manifest, create=True)
+    if done.state == "skipped":
+        _say(f"gem-workbench types: error E_PATH: {done.folder}: {done.reason}", file=sys.stderr)
+        return 1
+    for verb, names in (("wrote", done.written), ("unchanged", done.unchanged), ("removed", done.removed)):
+        for name in names:
+            _say(f"{verb:9} {done.folder}/{name}")
+    return 0
+
+
 def _seeded_workspace(gem: str, state: str) -> str:
     """DIR/workspace: the conversation folder of `call --state DIR`, first filled from the gem's
     fixtures/workspace (what the mock starts with), then kept as the calls leave it."""
@@ -370,6 +394,14 @@ def _parser(*, table: bool) -> argparse.ArgumentParser:
     )
     add_flags(p)  # every platform's open() flags and bench actions, by capability (ctx/spec.py)
     p.set_defaults(fn=_call)
+    p = sub.add_parser(
+        "types",
+        help="write the gem's .gem-workbench/ again from its definition: the ctx and tool-input "
+        "types and the manifest's JSON Schema for editors (open, reload and check refresh it "
+        "when stale)",
+    )
+    p.add_argument("gem", nargs="?", default=".", help="the gem folder (default: the current one)")
+    p.set_defaults(fn=_types)
     p = sub.add_parser(
         "test",
         help="run notebooks as tests on fresh Gem Workbench kernels, and an Ekanos "

@@ -24,6 +24,10 @@ MAX_DEPTH = 64  # nesting of manifest.json, inputSchemas included
 MAX_SCHEMA_SQL_BYTES = 4 * MiB  # db/schema.sql
 MAX_TOOL_BYTES = 64 * MiB  # one tool's source file, as the runners read it
 
+#: the files a gem's definition is read from (the edit loop watches them; the editor types in
+#: .gem-workbench/ are made from them)
+DEFINITIONS = ("manifest.json", "integration.ts", "integration.js", "db/schema.sql")
+
 
 def regular_fd(path: Path, *, follow: bool = True) -> int | str:
     """A read-only fd of the regular file at `path`, or why there is none ("is a FIFO…").

@@ -148,7 +148,7 @@ def create(
 ) -> Path:
     """Create the gem folder `parent/name`; its path. ScaffoldError on a bad name or target."""
     from ..platforms import load
-    from ..types import FOLDER, gem_files
+    from ..types import FOLDER, refresh
 
     lang = lang or "ts"
     prof = _profile(platform)
@@ -167,9 +167,9 @@ def create(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         manifest = load(tmp)  # the new gem loads as it is, or this is a bug here
-        (tmp / FOLDER).mkdir()
-        for fname, text in gem_files(manifest).items():
-            (tmp / FOLDER / fname).write_text(text, encoding="utf-8")
+        made = refresh(manifest, create=True)  # .gem-workbench/ with its stamp
+        if made.state != "created":
+            raise ScaffoldError(f"{target}/{FOLDER}: {made.reason or made.state}")
         if target.is_dir():
             target.rmdir()  # empty (checked): rename cannot replace it otherwise
         os.rename(tmp, target)
