@@ -250,18 +250,11 @@ def test_completion_is_fast(notes, tmp_path, monkeypatch):
 
 
 def test_ipython_shell_with_load_ext_completes_the_same(tmp_path, monkeypatch):
+    from _ipython import workbench_shell
     from IPython.core.completer import provisionalcompleter
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
 
     monkeypatch.setenv("GEM_WORKBENCH_HOME", str(tmp_path / "home"))
-    if InteractiveShell.initialized():
-        sh = InteractiveShell.instance()
-    else:
-        cfg = Config()
-        cfg.HistoryManager.hist_file = ":memory:"
-        sh = InteractiveShell.instance(config=cfg, ipython_dir=str(tmp_path / "ipython"))
-    sh.run_line_magic("load_ext", "workbench")
+    sh = workbench_shell(tmp_path / "ipython")
     sh.run_line_magic("load_ext", "workbench")  # twice: one matcher
     assert sum(getattr(m, "matcher_identifier", "") == "workbench" for m in sh.Completer.custom_matchers) == 1
     sh.user_ns["bench"] = workbench.open(NOTES)

@@ -7,6 +7,7 @@ import sys
 
 import pandas as pd
 import pytest
+from _ipython import workbench_shell
 from conftest import EXAMPLE_GEM
 
 import workbench
@@ -15,17 +16,7 @@ from workbench.jupyter.magics import MagicError, parse_input
 
 @pytest.fixture(scope="module")
 def shell(tmp_path_factory: pytest.TempPathFactory):
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
-
-    if InteractiveShell.initialized():
-        sh = InteractiveShell.instance()
-    else:
-        cfg = Config()
-        cfg.HistoryManager.hist_file = ":memory:"
-        sh = InteractiveShell.instance(config=cfg, ipython_dir=str(tmp_path_factory.mktemp("ipython")))
-    sh.run_line_magic("load_ext", "workbench")
-    return sh
+    return workbench_shell(tmp_path_factory.mktemp("ipython"))
 
 
 @pytest.fixture

@@ -225,16 +225,9 @@ def test_cli_help_groups_flags_by_capability_with_their_platforms() -> None:
 # -- %gem open ----------------------------------------------------------------------------------
 @pytest.fixture
 def ip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
+    from _ipython import workbench_shell
 
-    if InteractiveShell.initialized():
-        sh = InteractiveShell.instance()
-    else:
-        cfg = Config()
-        cfg.HistoryManager.hist_file = ":memory:"
-        sh = InteractiveShell.instance(config=cfg, ipython_dir=str(tmp_path / "ipython"))
-    sh.run_line_magic("load_ext", "workbench")
+    sh = workbench_shell(tmp_path / "ipython")
     monkeypatch.chdir(tmp_path)
     magics = sh.magics_manager.registry["WorkbenchMagics"]
     yield sh
