@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 from ._errors import WorkbenchError
 from ._json import json_chars
 from .ctx.kept import ROW_CHARS, TRACE_ROW_CHARS, Ring
-from .ctx.written import kept_bytes
+from .ctx.written import PREVIEW_BYTES, FileChange, kept_bytes
+
+__all__ = ["PREVIEW_BYTES", "CallResult", "CrashReport", "FileChange", "kept_chars", "results_ring"]
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .ctx.written import FileChange
 
 TRACE_COLUMNS = ["seq", "method", "args", "ok", "error", "duration_us"]
 # Each trace row also holds, outside the DataFrame: "params", the call's (positional arguments,
