@@ -5,6 +5,7 @@ images by magic bytes), a diff for an overwrite; hostile names and content escap
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -115,3 +116,22 @@ def test_agent_results_have_no_files(gem: GemBuilder, opened: Callable) -> None:
     res = opened(gem.write()).call("t", {}).raise_for_error()
     assert res.files == []
     assert "files (" not in result_html(res)
+
+
+def test_cli_call_show_files_prints_them_on_stderr(gem: GemBuilder, tmp_path: Path) -> None:
+    from test_cli import cli
+
+    gem.tool("w", TOOL["py"])
+    ops = [["w", "workspace:n.txt", "one\n"]]
+    state = tmp_path / "state"
+    first = cli("call", str(gem.write()), "w", "--state", str(state), "--input", json.dumps({"ops": ops}))
+    assert first.returncode == 0, first.stderr
+    ops = [["w", "workspace:n.txt", "one\ntwo\n"], ["w", "output/<b>.md", "# hi"]]
+    out = cli("call", str(gem.write()), "w", "--state", str(state), "--show", "files",
+              "--input", json.dumps({"ops": ops}))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == 1  # stdout stays the result
+    assert "files (2):" in out.stderr
+    assert "modified" in out.stderr and "workspace:n.txt" in out.stderr and "+two" in out.stderr
+    assert "created  output/<b>.md" in out.stderr and "# hi" in out.stderr
+    assert "files (" not in first.stderr  # only with --show files
