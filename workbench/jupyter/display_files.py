@@ -289,9 +289,10 @@ def files_text(files: Sequence[FileChange], *, previews: bool = False) -> list[s
     file's text (its first lines) or its diff against the version before, bounded."""
     lines: list[str] = []
     for f in files[:MAX_FILES_LISTED]:
+        moved = f.change == "moved" and f.from_path is not None
         lines.append(
-            f"  {f.change:<8} {clip(_change(f) if f.change == 'moved' else f.path, 300)[0]}"
-            f"{' -> ' + clip(f.path, 300)[0] if f.change == 'moved' else ''}  ({f.area}, {_sizes(f)})"
+            f"  {f.change:<8} {clip(f.from_path, 300)[0] + ' -> ' if moved and f.from_path else ''}"
+            f"{clip(f.path, 300)[0]}  ({f.area}, {_sizes(f)})"
         )
         if previews and len(lines) < 4_000:
             lines += ["      " + ln for ln in _preview_text(f)]
