@@ -54,14 +54,27 @@ def bench(gem: GemBuilder, opened: Callable, lang: str, kind: str, tmp_path: Pat
 
 
 def test_files_records_write_overwrite_move_delete(bench) -> None:  # type: ignore[no-untyped-def]
-    bench.call("w", {"ops": [["w", "workspace:old.txt", "one\ntwo\n"], ["w", "workspace:gone.txt", "x"],
-                             ["w", "workspace:a.txt", "a"]]}).raise_for_error()
-    res = bench.call("w", {"ops": [
-        ["w", "output/new.txt", "hello"],
-        ["w", "workspace:old.txt", "one\nTHREE\n"],
-        ["d", "workspace:gone.txt"],
-        ["m", "workspace:a.txt", "workspace:b.txt"],
-    ]}).raise_for_error()
+    bench.call(
+        "w",
+        {
+            "ops": [
+                ["w", "workspace:old.txt", "one\ntwo\n"],
+                ["w", "workspace:gone.txt", "x"],
+                ["w", "workspace:a.txt", "a"],
+            ]
+        },
+    ).raise_for_error()
+    res = bench.call(
+        "w",
+        {
+            "ops": [
+                ["w", "output/new.txt", "hello"],
+                ["w", "workspace:old.txt", "one\nTHREE\n"],
+                ["d", "workspace:gone.txt"],
+                ["m", "workspace:a.txt", "workspace:b.txt"],
+            ]
+        },
+    ).raise_for_error()
     by = {f.path: f for f in res.files}
     assert by["output/new.txt"].change == "created" and by["output/new.txt"].size == 5
     assert by["output/new.txt"].text == "hello"
@@ -78,10 +91,15 @@ def test_files_records_write_overwrite_move_delete(bench) -> None:  # type: igno
 
 
 def test_files_section_escapes_names_and_content(bench) -> None:  # type: ignore[no-untyped-def]
-    res = bench.call("w", {"ops": [
-        ["w", "output/<img src=x onerror=alert(1)>.txt", "<script>alert(1)</script>"],
-        ["w", "output/r.md", "# T\n\n<script>alert(2)</script>\n"],
-    ]}).raise_for_error()
+    res = bench.call(
+        "w",
+        {
+            "ops": [
+                ["w", "output/<img src=x onerror=alert(1)>.txt", "<script>alert(1)</script>"],
+                ["w", "output/r.md", "# T\n\n<script>alert(2)</script>\n"],
+            ]
+        },
+    ).raise_for_error()
     html = result_html(res)
     assert "<script>" not in html and "<img src=x onerror" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -90,11 +108,16 @@ def test_files_section_escapes_names_and_content(bench) -> None:  # type: ignore
 
 
 def test_files_section_tables_csv_embeds_png_by_magic_only(bench) -> None:  # type: ignore[no-untyped-def]
-    res = bench.call("w", {"ops": [
-        ["w", "output/t.csv", "name,n\nalpha,1\nbeta,2\n"],
-        ["b", "output/dot.png", PNG],
-        ["w", "output/fake.png", "not a png at all"],
-    ]}).raise_for_error()
+    res = bench.call(
+        "w",
+        {
+            "ops": [
+                ["w", "output/t.csv", "name,n\nalpha,1\nbeta,2\n"],
+                ["b", "output/dot.png", PNG],
+                ["w", "output/fake.png", "not a png at all"],
+            ]
+        },
+    ).raise_for_error()
     html = result_html(res)
     assert "<td>alpha</td>" in html and "<th>name</th>" in html
     assert html.count("data:image/png;base64,") == 1
@@ -127,8 +150,17 @@ def test_cli_call_show_files_prints_them_on_stderr(gem: GemBuilder, tmp_path: Pa
     first = cli("call", str(gem.write()), "w", "--state", str(state), "--input", json.dumps({"ops": ops}))
     assert first.returncode == 0, first.stderr
     ops = [["w", "workspace:n.txt", "one\ntwo\n"], ["w", "output/<b>.md", "# hi"]]
-    out = cli("call", str(gem.write()), "w", "--state", str(state), "--show", "files",
-              "--input", json.dumps({"ops": ops}))
+    out = cli(
+        "call",
+        str(gem.write()),
+        "w",
+        "--state",
+        str(state),
+        "--show",
+        "files",
+        "--input",
+        json.dumps({"ops": ops}),
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == 1  # stdout stays the result
     assert "files (2):" in out.stderr
