@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Any
 from ._errors import WorkbenchError
 from ._json import json_chars
 from .ctx.kept import ROW_CHARS, TRACE_ROW_CHARS, Ring
+from .ctx.written import PREVIEW_BYTES, FileChange, kept_bytes
+
+__all__ = ["PREVIEW_BYTES", "CallResult", "CrashReport", "FileChange", "kept_chars", "results_ring"]
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,6 +50,10 @@ class CallResult:
     # ctx calls made (None: as many as trace_rows lists; SEC5: it lists at most Limits.trace_rows)
     calls_made: int | None = field(default=None, repr=False)
     trace_chars: int = field(default=0, repr=False)  # characters of arguments and results it keeps
+    # each file the call created, modified, moved or deleted, in order (ctx.files' platforms;
+    # [] on the others): path, area, change, from_path, size, before_size, type; and their
+    # content as the call left it and before (bounded: ctx/written.py)
+    files: list[FileChange] = field(default_factory=list, repr=False)
 
     @property
     def ctx_calls(self) -> int:
@@ -141,6 +148,7 @@ def kept_chars(res: CallResult) -> int:
     nested calls): what keeping it in bench.results costs."""
     n = ROW_CHARS * (1 + len(res.log_rows) + len(res.surfaced)) + TRACE_ROW_CHARS * len(res.trace_rows)
     n += len(res.logs) + res.trace_chars + json_chars(res.value) + json_chars(res.input)
+    n += ROW_CHARS * len(res.files) + kept_bytes(res.files)
     n += sum(len(str(r.get("message", ""))) + json_chars(r.get("fields")) for r in res.log_rows)
     if res.error is not None:
         n += len(res.error.message) + json_chars(res.error.details)

@@ -239,6 +239,12 @@ def _call(args: argparse.Namespace) -> int:
     if res.logs:
         _say(res.logs, end="" if res.logs.endswith("\n") else "\n", file=sys.stderr)
     _where(bench, res.call_id)
+    if "files" in (args.show or ()):  # what the call wrote, on stderr: stdout stays the JSON
+        from .jupyter.display_files import files_text
+
+        _say(f"files ({len(res.files):,}):", file=sys.stderr)
+        for line in files_text(res.files, previews=True):
+            _say(line, file=sys.stderr)
     if res.error is not None:
         return _fail(res.error.to_dict())
     for v in [*res.violations, *res.warnings]:
@@ -391,6 +397,14 @@ def _parser(*, table: bool) -> argparse.ArgumentParser:
         metavar="DIR",
         help="keep state between invocations in DIR: storage, run folders and the conversation "
         "folder (DIR/workspace, first copied from the gem's fixtures/workspace)",
+    )
+    p.add_argument(
+        "--show",
+        action="append",
+        choices=["files"],
+        metavar="files",
+        help="also print, on stderr, the files the call created, modified, moved or deleted, "
+        "with text previews and diffs (stdout stays the JSON result)",
     )
     add_flags(p)  # every platform's open() flags and bench actions, by capability (ctx/spec.py)
     p.set_defaults(fn=_call)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from .._text import well_formed
 from ..providers.base import LinkInPath
-from . import history
+from . import history, written
 from .limits import DEFAULT
 from .paths import GemPath, resolve
 from .spec import CapabilitySpec, Flag, Option, View, path_or
@@ -227,9 +227,12 @@ class Files:
         old = self._entry(p)
         if old is not None and old.type == "folder":
             raise WorkbenchError("E_IS_A_FOLDER", f"{p.raw!r} is a folder", path=p.raw)
+        changes = self.s.of("files")  # res.files: what the call wrote (written.py)
+        prior = changes.prior(p, old)
         if old is not None and p.is_workspace:
             history.save(self.s, p, reason="overwrite")  # F5
         self.store.write(p.root, p.rel, data)
+        changes.wrote(p, old, data, prior)
 
     def mkdir(self, path: str) -> None:
         p = resolve(self.s, path)
@@ -274,6 +277,7 @@ class Files:
                 f"cannot move {a.raw!r} to {b.raw!r}: the target exists and move never overwrites (F7)",
                 path=b.raw,
             ) from None
+        self.s.of("files").moved(a, b, entry)
 
     def delete(self, path: str) -> None:
         p = resolve(self.s, path)
@@ -289,9 +293,12 @@ class Files:
                 "list() shows instead",
                 path=p.raw,
             )
+        changes = self.s.of("files")
+        prior = changes.prior(p, e)
         if p.is_workspace:
             history.save(self.s, p, reason="delete")  # F8: a copy first, up to 100 MB
         self.store.remove(p.root, p.rel, trash=self.s.trash and p.is_workspace)
+        changes.deleted(p, e, prior)
 
 
 #: ctx.files as a unit: its open() options, views (rules above, backends in providers/)
@@ -300,6 +307,7 @@ SPEC = CapabilitySpec(
     title="ctx.files",
     implementation=Files,
     provider_kinds=("files",),
+    call_state=written.call_state,  # res.files: each file the call wrote, moved or deleted
     options=(
         Option(
             "workspace",

@@ -245,6 +245,10 @@ def result_html(res: CallResult) -> str:
         out.append(
             _section("input", json_html(res.input, limit=SHARE_INPUT, marks=marks), opened=bool(marks))
         )
+    if res.files:  # issue 28: what the call wrote, with previews and diffs
+        from .display_files import files_html
+
+        out.append(_section(f"files ({len(res.files):,})", files_html(res.files), opened=True))
     if res.surfaced:
         body = surfaced_html(res.surfaced)
         out.append(_section(f"shown to the user ({len(res.surfaced)})", body, opened=True))
@@ -300,6 +304,11 @@ def result_text(res: CallResult) -> str:
         lines.append(
             "  value: " + shown.replace("\n", "\n  ") + (f"\n  {more(hidden, 'character')}" if hidden else "")
         )
+    if res.files:
+        from .display_files import files_text
+
+        lines.append(f"  files ({len(res.files):,}):")
+        lines += ["  " + ln for ln in files_text(res.files)]
     if res.logs:
         shown, hidden = clip(res.logs.rstrip("\n"), 2_000)
         lines.append(
