@@ -622,3 +622,50 @@ def test_SEC5_the_trace_keeps_a_bounded_share_of_many_big_ctx_calls(tmp_path: Pa
     assert 200 < len(kept) < 400  # the first ones, then previews only
     assert sum(len(json.dumps(r["params"])) for r in kept) < 17 * 1024 * 1024
     assert all(r["args"] for r in res.trace_rows)  # every row keeps its short preview
+
+
+@pytest.mark.parametrize("key", ["input_schema", "inputSchema", "paramters"])
+def test_a_tool_key_misspelling_parameters_is_a_warning_naming_it(tmp_path: Path, key: str) -> None:
+    """The SDK keeps an unknown tool key (the tool then takes no parameters, silently): the
+    workbench loads it as the platform does and points at the key meant (issue 28)."""
+    from workbench._errors import GemWarning
+
+    root = integration(
+        tmp_path / "i",
+        f"{{ name: 'a', description: 'd', {key}: {{ type: 'object' }}, outputExample: {{}},"
+        " async run() { return {}; } }",
+    )
+    with pytest.warns(GemWarning, match=rf"tools\.0\.{key}: unknown key: did you mean 'parameters'\?"):
+        bench = workbench.open(root)
+    bench.close()
+
+
+def test_a_tool_key_with_no_likely_meaning_loads_quietly(tmp_path: Path) -> None:
+    import warnings
+
+    root = integration(tmp_path / "i", tool("a", "return {};").replace("name:", "owner: 'me', name:"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        workbench.open(root).close()
+
+
+def test_check_prints_the_misspelling_as_one_warning_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from workbench.cli import main
+
+    root = integration(
+        tmp_path / "i",
+        "{ name: 'a', description: 'd', input_schema: { type: 'object' }, outputExample: {},"
+        " async run() { return {}; } }",
+    )
+    import warnings
+
+    with warnings.catch_warnings():  # pytest makes warnings errors; the command's user does not
+        warnings.simplefilter("always")
+        assert main(["check", str(root)]) == 0
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("warning: ") and "tools.0.input_schema: unknown key: did you mean 'parameters'?" in err
+    )
+    assert "GemWarning" not in err and "loader.py" not in err

@@ -243,6 +243,7 @@ def test_K4_defined_integrations_are_frozen_registered_and_described(tmp_path: P
                     "additionalProperties": False,
                 },
                 "outputExample": {"ok": True},
+                "extraKeys": [],
             }
             for i, (name, eff) in enumerate([("acme_payments_get",) * 2, ("list", "acme_payments_list")])
         ],

@@ -74,6 +74,11 @@ class GemLoadError(WorkbenchError):
         super().__init__("E_MANIFEST", message, **details)
 
 
+class GemWarning(UserWarning):
+    """Something in a gem the platform accepts but that is likely a mistake (an Ekanos tool's
+    unknown key that misspells `parameters`): the gem loads; the warning names the field."""
+
+
 class UsageError(WorkbenchError):
     """The workbench's own API was called wrongly (not a tool or platform error)."""
 

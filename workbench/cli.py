@@ -330,11 +330,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser = _parser(table=True)
     args = parser.parse_args(own)
     args.extra = extra
+    import warnings
+
+    # a gem's, plugin's or types folder's warning is one line, as a tool's warnings are (not
+    # Python's "file:line: Category: …" form pointing into the workbench)
+    warnings.showwarning = _show_warning
     try:
         return int(args.fn(args))
     except KeyboardInterrupt:  # Ctrl-C: the bench closed on the way out; one line, the shell's 130
         print(f"gem-workbench {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    _say(f"warning: {message}", file=sys.stderr)
 
 
 def _version() -> str:

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
 from ..._deno import ProbeError, probe
-from ..._errors import GemLoadError
+from ..._errors import GemLoadError, GemWarning
 from ..._json import deeper_than
 from ...gem.folder import clip, open_regular, realpath
 from ...gem.links import GemLinks
-from ...gem.lint import link_problems
+from ...gem.lint import close_key, link_problems
 from ...gem.model import LANGUAGES, Manifest, ToolSpec
 from ...gem.names import slug_problem
 from ...gem.rules import SchemaRules
@@ -243,6 +244,31 @@ def check_description(module: Path, d: Any) -> list[tuple[str, str]]:
     return out
 
 
+def misspellings(d: dict[str, Any]) -> list[tuple[str, str]]:
+    """(tools.<i>.<key>, message) for each unknown tool key that likely misspells one the tool
+    lacks (`input_schema`, `inputSchema` for `parameters`): the SDK keeps such a key and the
+    model never sees it, so the tool would silently take no parameters."""
+    out = []
+    for i, t in enumerate(d.get("tools") or []):
+        extra = t.get("extraKeys") if isinstance(t, dict) else None
+        if not isinstance(extra, list):
+            continue
+        missing = [k for k in TOOL_KEYS if t.get(k) is None]
+        for key in extra:
+            meant = close_key(key, missing) if isinstance(key, str) else None
+            if meant:
+                out.append(
+                    (
+                        f"tools.{i}.{clip(str(key), 60)}",
+                        f"unknown key: did you mean {meant!r}? (the platform ignores it)",
+                    )
+                )
+    return out
+
+
+TOOL_KEYS = ("name", "description", "parameters", "outputExample")
+
+
 def effective_name(slug: str, name: str) -> str:
     """K4: the slug with hyphens as underscores, `_`, the name — unless it already has it."""
     prefix = slug.replace("-", "_") + "_"
@@ -274,6 +300,8 @@ def load_integration(root: str | os.PathLike[str]) -> Manifest:
     problems = check_description(module, d)
     if problems:
         raise _bad(module, *problems[0])
+    for where, message in misspellings(d):  # the SDK keeps an unknown key: a warning, not an error
+        warnings.warn(f"{module}: {where}: {message}", GemWarning, stacklevel=2)
     language = LANGUAGES[module.suffix]
     tools: dict[str, ToolSpec] = {}
     for t in d["tools"]:

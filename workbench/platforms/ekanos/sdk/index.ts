@@ -286,6 +286,8 @@ export function defineIntegration<T extends IntegrationDefinition>(def: T): T {
   return out as unknown as T;
 }
 
+const TOOL_KEYS = new Set(['name', 'description', 'parameters', 'outputExample', 'run']);
+
 /** The JSON-safe summary the workbench reads (its describe step); throws unless isIntegration(x). */
 export function describeIntegration(x: unknown): {
   slug: string;
@@ -298,6 +300,7 @@ export function describeIntegration(x: unknown): {
     description: string;
     parameters: JsonSchema | null;
     outputExample: Record<string, unknown>;
+    extraKeys: string[];
   }[];
 } {
   if (!isIntegration(x)) {
@@ -316,6 +319,8 @@ export function describeIntegration(x: unknown): {
       description: t.description,
       parameters: copy(t.parameters ?? null) as JsonSchema | null,
       outputExample: copy(t.outputExample),
+      // keys the platform keeps but never reads (the workbench points at a likely misspelling)
+      extraKeys: Object.keys(t).filter((k) => !TOOL_KEYS.has(k)).slice(0, 20),
     })),
   };
 }
