@@ -327,7 +327,7 @@ BENCH = CapabilitySpec(
         ),
         Option(
             "keep_run_days",
-            "run folders modified within this many days are kept too",
+            "run folders modified within this many days (of the bench's clock) are kept too",
             default=7.0,
             type="float",
             check=checked(lambda v: _real(v) and v >= 0, "keep_run_days={value!r}: give days (>= 0)"),
