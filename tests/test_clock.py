@@ -144,8 +144,9 @@ def test_audit_rows_and_outbox_time_follow_the_clock(gem: GemBuilder, opened: Ca
 def test_ekanos_updated_at_follows_the_clock(opened: Callable) -> None:
     from test_ekanos import ACME, LOCATION
 
-    bench = opened(ACME, account_storage={"settings/location": LOCATION}, secrets={"api_key": "sk_x"},
-                   clock=T0)
+    bench = opened(
+        ACME, account_storage={"settings/location": LOCATION}, secrets={"api_key": "sk_x"}, clock=T0
+    )
     assert bench.account_storage()["updatedAt"].tolist() == ["2026-01-05T09:00:00.000Z"]
 
 

@@ -70,7 +70,8 @@ def test_nothing_under_workbench_names_the_toy_capability() -> None:
         p
         for p in (ROOT / "workbench").rglob("*.py")
         if any(
-            w in p.read_text(encoding="utf-8") for w in ("clockwork", "ticker_start", "ctx.ticker", "gw_clock")
+            w in p.read_text(encoding="utf-8")
+            for w in ("clockwork", "ticker_start", "ctx.ticker", "gw_clock")
         )
     ]
     assert hits == []
@@ -156,7 +157,8 @@ def test_a_plugin_capability_is_in_the_python_ctx_open_options_and_a_view(site: 
         "ticker_start= is an option of Clockwork gems (ctx.ticker); Notochord gems do not have it"
     ), out["foreign_option"]
     assert (
-        out["notes_view"] == "ticker() is a view of Clockwork gems (ctx.ticker); Notochord gems do not have it"
+        out["notes_view"]
+        == "ticker() is a view of Clockwork gems (ctx.ticker); Notochord gems do not have it"
     )
     assert out["notes_dir"] is False
 

@@ -64,8 +64,7 @@ def parse_instant(value: Any) -> float:
         else:
             return parse_instant(parsed)
     raise UsageError(
-        f"date {value!r}: give a datetime, an ISO 8601 text such as '2026-01-05T09:00:00Z', "
-        "or epoch seconds",
+        f"date {value!r}: give a datetime, an ISO 8601 text such as '2026-01-05T09:00:00Z', or epoch seconds",
         value=repr(value),
     )
 
@@ -81,7 +80,7 @@ class Clock:
 
     @property
     def mode(self) -> str:
-        """"real", "running" (wall time moved by set/advance) or "frozen"."""
+        """ "real", "running" (wall time moved by set/advance) or "frozen"."""
         return self._mode
 
     @property

@@ -273,7 +273,14 @@ BENCH = CapabilitySpec(
             ),
             more="None: random, as before; with a frozen clock two benches given the same seed and "
             "calls give identical ids and timestamps (docs/clock.md)",
-            flags=(Flag("--seed", metavar="N", help="reproducible ids and draws", parse=number(int, what="a whole number")),),
+            flags=(
+                Flag(
+                    "--seed",
+                    metavar="N",
+                    help="reproducible ids and draws",
+                    parse=number(int, what="a whole number"),
+                ),
+            ),
         ),
         Option(
             "clock",
