@@ -217,3 +217,18 @@ def test_no_seed_draws_from_the_system(gem: GemBuilder, opened: Callable, tmp_pa
     keys = [{r[1] for r in x[:3]} | {x[3][0]} for x in (a, b)]
     assert not {r[0] for r in a[:3]} & {r[0] for r in b[:3]} and not keys[0] & keys[1]
     assert workbench.open.__doc__ is not None and "seed: int | None = None" in workbench.open.__doc__
+
+
+def test_the_flags_give_seed_and_clock(gem: GemBuilder) -> None:
+    from workbench._options import FlagParser, add_flags, gem_profile, taken
+
+    root = _notes(gem).write()
+    parser = FlagParser()
+    add_flags(parser)
+    ns = parser.parse_args(["--seed", "7", "--clock", "2026-01-05T09:00:00Z"])
+    options, _ = taken(ns, gem_profile(root))
+    assert options == {"seed": 7, "clock": "2026-01-05T09:00:00Z"}
+    with workbench.open(root, **options) as bench:
+        assert bench.seed == 7 and bench.clock.now() == T0
+    with pytest.raises(WorkbenchError, match="'seven' is not a whole number"):
+        taken(parser.parse_args(["--seed", "seven"]), gem_profile(root))
