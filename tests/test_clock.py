@@ -87,7 +87,18 @@ def test_a_bad_duration_is_E_USAGE_naming_it(bad: Any) -> None:
     assert err.value.code == "E_USAGE" and repr(bad) in err.value.message
 
 
-@pytest.mark.parametrize("bad", ["tomorrow", "2026-13-01", "", 1e15, True, None, [2026]])
+def test_the_clock_stays_within_the_years_it_can_show() -> None:
+    c = Clock().freeze(T0)
+    with pytest.raises(WorkbenchError, match="'999999w'") as err:
+        c.advance("999999w")
+    assert err.value.code == "E_USAGE" and c.now() == T0  # unmoved
+    with pytest.raises(WorkbenchError, match="'-3000w'"):
+        c.advance("-3000w")
+    with pytest.raises(WorkbenchError, match="1969"):
+        c.set(datetime(1969, 7, 20, tzinfo=UTC))
+
+
+@pytest.mark.parametrize("bad", ["tomorrow", "2026-13-01", "", 1e15, -1, True, None, [2026]])
 def test_a_bad_date_is_E_USAGE_naming_it(bad: Any) -> None:
     for use in (Clock().set, Clock().freeze) if bad is not None else (Clock().set,):
         with pytest.raises(WorkbenchError) as err:

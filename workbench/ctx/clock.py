@@ -21,6 +21,7 @@ from .._errors import UsageError
 
 __all__ = ["Clock", "parse_duration", "parse_instant"]
 
+_LAST = 1e11  # epoch seconds of about year 5138: a later time is milliseconds given by mistake
 _UNITS = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|w|d|h|m|s)")
 
@@ -50,9 +51,9 @@ def parse_instant(value: Any) -> float:
     """Epoch seconds from a datetime (naive: UTC), an ISO 8601 text ("2026-01-05",
     "2026-01-05T09:00:00Z") or epoch seconds; E_USAGE naming the value otherwise."""
     if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+        return _within((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp(), value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value == value and abs(value) < 1e11:  # within year ±5000: not milliseconds by mistake
+        if value == value and 0 <= value < _LAST:
             return float(value)
     elif isinstance(value, str):
         if re.fullmatch(r"\s*\d{9,}(\.\d+)?\s*", value):  # epoch seconds, as a flag gives them
@@ -67,6 +68,15 @@ def parse_instant(value: Any) -> float:
         f"date {value!r}: give a datetime, an ISO 8601 text such as '2026-01-05T09:00:00Z', or epoch seconds",
         value=repr(value),
     )
+
+
+def _within(seconds: float, given: Any) -> float:
+    """`seconds` when it is a time the clock can show (1970 to about 5138), else E_USAGE."""
+    if not 0 <= seconds < _LAST:
+        raise UsageError(
+            f"date {given!r}: the clock shows times from 1970 to the year 5138", value=repr(given)
+        )
+    return seconds
 
 
 class Clock:
@@ -127,6 +137,7 @@ class Clock:
         """Move the clock on by `by`: seconds or a text such as "3d", "2h30m"."""
         seconds = parse_duration(by)
         with self._lock:
+            _within(self.time() + seconds, f"now + {by!r}")  # E_USAGE naming the duration
             if self._mode == "frozen":
                 self._at += seconds
             else:
