@@ -445,7 +445,7 @@ def test_F5_failed_write_keeps_the_old_content_whole(ops_bench, kind, monkeypatc
     if kind == "real":
         monkeypatch.setattr(os, "fsync", boom)  # after the temp file was written, before rename
     else:
-        monkeypatch.setattr("workbench.providers.memory._now", boom)
+        monkeypatch.setattr(fs.bench.providers.files, "now", boom)  # the clock it stamps `modified` by
     res = fs.one("write", "workspace:data.json", '{"v": 2, "partial": true}')
     assert error(res, "E_INTERNAL")
     res = fs.one("write", "workspace:fresh.txt", "never")

@@ -1,4 +1,4 @@
-"""A toy capability as a plugin (issue 27, point 5): tests/plugins/gw_clock registers ctx.clock
+"""A toy capability as a plugin (issue 27, point 5): tests/plugins/gw_clock registers ctx.ticker
 in the `gem_workbench.capabilities` entry-point group and Clockwork, a platform whose ctx has
 it, in `gem_workbench.platforms`; installed by pip into a folder of its own, the capability is
 seen in the Python ctx, the JS ctx, `open()`'s options, the CLI's flags and actions, `%gem
@@ -30,19 +30,19 @@ MANIFEST = {
 }
 PY_TOOL = """\
 def handle(input, ctx):
-    before = ctx.clock.now()
-    ctx.clock.advance(input.get("ms", 1000))
-    ctx.storage.kv.set("last", str(ctx.clock.now()))
-    return {"before": before, "after": ctx.clock.now()}
+    before = ctx.ticker.now()
+    ctx.ticker.advance(input.get("ms", 1000))
+    ctx.storage.kv.set("last", str(ctx.ticker.now()))
+    return {"before": before, "after": ctx.ticker.now()}
 """
 JS_TOOL = """\
 export default async function (input, ctx) {
-  const before = await ctx.clock.now();
-  await ctx.clock.advance(input.ms ?? 1000);
-  return { before, after: await ctx.clock.now() };
+  const before = await ctx.ticker.now();
+  await ctx.ticker.advance(input.ms ?? 1000);
+  return { before, after: await ctx.ticker.now() };
 }
 """
-NOTES = ROOT / "notebooks" / "gems" / "notes"  # a Notochord gem: no ctx.clock
+NOTES = ROOT / "notebooks" / "gems" / "notes"  # a Notochord gem: no ctx.ticker
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,8 @@ def test_nothing_under_workbench_names_the_toy_capability() -> None:
         p
         for p in (ROOT / "workbench").rglob("*.py")
         if any(
-            w in p.read_text(encoding="utf-8") for w in ("clockwork", "clock_start", "ctx.clock", "gw_clock")
+            w in p.read_text(encoding="utf-8")
+            for w in ("clockwork", "ticker_start", "ctx.ticker", "gw_clock")
         )
     ]
     assert hits == []
@@ -89,17 +90,17 @@ def test_a_plugin_capability_is_in_the_python_ctx_open_options_and_a_view(site: 
 
             with workbench.open({str(NOTES)!r}):  # a built-in's gem: no plugin is read
                 out = {{"scanned": _plugins._installed.cache_info().currsize}}
-                out["before"] = "clock_start" in workbench.open.__doc__
-            with workbench.open({str(gem)!r}, clock_start=5000) as bench:
+                out["before"] = "ticker_start" in workbench.open.__doc__
+            with workbench.open({str(gem)!r}, ticker_start=5000) as bench:
                 # Clockwork was read to open its gem: help(open) now has its options
-                out["doc"] = "clock_start: int = 0  [Clockwork gems]" in workbench.open.__doc__
-                out["signature"] = "clock_start" in inspect.signature(workbench.open).parameters
+                out["doc"] = "ticker_start: int = 0  [Clockwork gems]" in workbench.open.__doc__
+                out["signature"] = "ticker_start" in inspect.signature(workbench.open).parameters
                 out["specs"] = [s.impl for s in ctx.specs()][-1]
                 out["call"] = bench.call("tick", {{"ms": 250}}).value
                 out["again"] = bench.call("tick", {{}}).value
                 out["kv"] = bench.kv().to_dict("records")
-                out["view"] = bench.clock()[["op", "ms"]].values.tolist()
-                out["dir"] = "clock" in dir(bench) and "outbox" not in dir(bench)
+                out["view"] = bench.ticker()[["op", "ms"]].values.tolist()
+                out["dir"] = "ticker" in dir(bench) and "outbox" not in dir(bench)
                 bad = bench.call("tick", {{"ms": -1}})
                 out["bad"] = [bad.error.code, bad.error.details.get("field")]
                 try:
@@ -107,19 +108,19 @@ def test_a_plugin_capability_is_in_the_python_ctx_open_options_and_a_view(site: 
                 except AttributeError as exc:
                     out["foreign_view"] = str(exc)
             try:
-                workbench.open({str(gem)!r}, clock_start="soon")
+                workbench.open({str(gem)!r}, ticker_start="soon")
             except workbench.UsageError as exc:
                 out["bad_option"] = exc.message
             try:
-                workbench.open({str(NOTES)!r}, clock_start=1)
+                workbench.open({str(NOTES)!r}, ticker_start=1)
             except workbench.UsageError as exc:
                 out["foreign_option"] = exc.message
             with workbench.open({str(NOTES)!r}) as notes:
                 try:
-                    notes.clock()
+                    notes.ticker()
                 except AttributeError as exc:
                     out["notes_view"] = str(exc)
-                out["notes_dir"] = "clock" in dir(notes)
+                out["notes_dir"] = "ticker" in dir(notes)
             types = __import__("workbench.types.__main__", fromlist=["main"]).main
             out["types"] = types(["clockwork", "--out", "types"])
             print("RESULT" + json.dumps(out))
@@ -129,11 +130,11 @@ def test_a_plugin_capability_is_in_the_python_ctx_open_options_and_a_view(site: 
         )
     )
     assert out["scanned"] == 0 and out["before"] is False  # reading plugins costs a metadata scan
-    assert out["specs"] == "clock" and out["doc"] and out["signature"]
+    assert out["specs"] == "ticker" and out["doc"] and out["signature"]
     # a plugin capability's methods are typed from the row's parameter names (docs/platforms.md)
     assert out["types"] == 0
     dts = (gem.parent / "types" / "clockwork.d.ts").read_text(encoding="utf-8")
-    assert "readonly clock: Clock;" in dts and "advance(ms: unknown): Promise<unknown>;" in dts
+    assert "readonly ticker: Ticker;" in dts and "advance(ms: unknown): Promise<unknown>;" in dts
     assert out["call"] == {"before": 5000, "after": 5250}
     assert out["again"] == {"before": 5250, "after": 6250}
     assert out["kv"] == [{"key": "last", "value": "6250"}]
@@ -151,12 +152,13 @@ def test_a_plugin_capability_is_in_the_python_ctx_open_options_and_a_view(site: 
     assert out["foreign_view"] == (
         "outbox() is a view of agent custom tools (ctx.tools); Clockwork gems do not have it"
     )
-    assert out["bad_option"].startswith("clock_start='soon': an integer of milliseconds")
+    assert out["bad_option"].startswith("ticker_start='soon': an integer of milliseconds")
     assert out["foreign_option"].startswith(
-        "clock_start= is an option of Clockwork gems (ctx.clock); Notochord gems do not have it"
+        "ticker_start= is an option of Clockwork gems (ctx.ticker); Notochord gems do not have it"
     ), out["foreign_option"]
     assert (
-        out["notes_view"] == "clock() is a view of Clockwork gems (ctx.clock); Notochord gems do not have it"
+        out["notes_view"]
+        == "ticker() is a view of Clockwork gems (ctx.ticker); Notochord gems do not have it"
     )
     assert out["notes_dir"] is False
 
@@ -169,7 +171,7 @@ def test_a_plugin_capability_is_in_the_js_ctx(site: Path, gem: Path) -> None:
             import json
             import workbench
 
-            with workbench.open({str(gem)!r}, clock_start=100) as bench:
+            with workbench.open({str(gem)!r}, ticker_start=100) as bench:
                 res = bench.call("tickjs", {{"ms": 7}})
                 out = {{"value": res.value, "trace": [r["method"] for r in res.trace_rows]}}
                 bad = bench.call("tickjs", {{"ms": -3}})  # the schema lets it by; the rule does not
@@ -181,7 +183,7 @@ def test_a_plugin_capability_is_in_the_js_ctx(site: Path, gem: Path) -> None:
         )
     )
     assert out["value"] == {"before": 100, "after": 107}
-    assert out["trace"] == ["clock.now", "clock.advance", "clock.now"]
+    assert out["trace"] == ["ticker.now", "ticker.advance", "ticker.now"]
     assert out["bad"] == "E_INVALID_ARGUMENT"
 
 
@@ -196,17 +198,17 @@ def test_a_plugin_capability_has_cli_flags_actions_and_magics(site: Path, gem: P
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             out["call"] = main(["call", {str(gem)!r}, "tick", "--input", '{{"ms": 5}}',
-                                "--clock-start", "100", "--advance-clock", "50"])
+                                "--ticker-start", "100", "--advance-ticker", "50"])
         out["printed"] = json.loads(buf.getvalue())
-        out["foreign"] = main(["call", {str(NOTES)!r}, "hello", "--clock-start", "100"])
-        out["flags"] = [f for f in gem_flags({str(gem)!r}) if "clock" in f]
-        out["notes_flags"] = [f for f in gem_flags({str(NOTES)!r}) if "clock" in f]
+        out["foreign"] = main(["call", {str(NOTES)!r}, "hello", "--ticker-start", "100"])
+        out["flags"] = [f for f in gem_flags({str(gem)!r}) if "ticker" in f]
+        out["notes_flags"] = [f for f in gem_flags({str(NOTES)!r}) if "ticker" in f]
         with contextlib.redirect_stdout(buf):
             try:
                 main(["call", "--help"])
             except SystemExit:
                 pass
-        out["help"] = "ctx.clock (Clockwork gems):" in buf.getvalue()
+        out["help"] = "ctx.ticker (Clockwork gems):" in buf.getvalue()
 
         from IPython.core.interactiveshell import InteractiveShell
         from traitlets.config import Config
@@ -215,9 +217,9 @@ def test_a_plugin_capability_has_cli_flags_actions_and_magics(site: Path, gem: P
         cfg.HistoryManager.hist_file = ":memory:"
         ip = InteractiveShell.instance(config=cfg)
         ip.run_line_magic("load_ext", "workbench")
-        assert ip.run_cell("%gem open {gem} --clock-start 42").success
+        assert ip.run_cell("%gem open {gem} --ticker-start 42").success
         out["magic"] = ip.user_ns["bench"].call("tick", {{"ms": 8}}).value
-        out["state"] = ip.run_cell("%state clock").result[["op", "ms"]].values.tolist()[-1]
+        out["state"] = ip.run_cell("%state ticker").result[["op", "ms"]].values.tolist()[-1]
         ip.user_ns["bench"].close()
         print("RESULT" + json.dumps(out))
         """,
@@ -228,10 +230,10 @@ def test_a_plugin_capability_has_cli_flags_actions_and_magics(site: Path, gem: P
     assert out["call"] == 0 and out["printed"] == {"before": 150, "after": 155}
     assert out["foreign"] == 2
     assert (
-        "--clock-start (clock_start=) is an option of Clockwork gems (ctx.clock); Notochord gems do not have it"
+        "--ticker-start (ticker_start=) is an option of Clockwork gems (ctx.ticker); Notochord gems do not have it"
         in proc.stderr
     )
-    assert out["flags"] == ["--clock-start", "--advance-clock"] and out["notes_flags"] == []
+    assert out["flags"] == ["--ticker-start", "--advance-ticker"] and out["notes_flags"] == []
     assert out["help"]
     assert out["magic"] == {"before": 42, "after": 50} and out["state"] == ["now #3", 50]
 

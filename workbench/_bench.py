@@ -15,6 +15,7 @@ from ._reload import definition_files, stamp
 from ._result import CallResult, results_ring
 from ._views import Views, gated, platform_views
 from .ctx import CallSession, close_backends, prepare
+from .ctx.clock import Clock
 from .ctx.limits import DEFAULT, Limits
 from .ctx.stores import default_state_dir
 from .gem.schema import check_input
@@ -45,6 +46,8 @@ class Bench(Views):
         sandbox: SandboxOptions | None = None,
         limits: Limits = DEFAULT,
         profile: Profile | None = None,
+        clock: Clock | None = None,
+        seed: int | None = None,
     ) -> None:
         from .platforms.notochord import PROFILE
 
@@ -59,7 +62,12 @@ class Bench(Views):
         self.closed = False
         self._validators: dict[str, Any] = {}
         self.reuse = reuse
-        self._rng = random.Random()
+        # seed=: one stream for every id and draw the bench makes (call ids, idempotency keys,
+        # reuse='random', crash points, each call's seed); None: the system's randomness, as before
+        self.seed = seed
+        self._rng = random.Random(seed)
+        self._calls = 0  # top-level calls made: the sequence each call's seed is derived from
+        self.clock = clock or Clock()  # the time the ctx layer hands out (ctx/clock.py)
         self._sandbox_options = sandbox or SandboxOptions()
         self._runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
         # one call at a time: a call is one storage transaction and one sandbox conversation
@@ -67,6 +75,7 @@ class Bench(Views):
         self._second: tuple[int, str] = (0, "")  # a second and its text in call ids
         self.limits = limits
         prepare(providers, manifest, limits)
+        providers.use_clock(self.clock.time)  # the backends prepare made read it too
         # the definition as loaded: an edit is reloaded before the next call (_reload.py)
         self._definition = definition_files(manifest)
         self._stamp = stamp(self._definition)

@@ -10,7 +10,6 @@ sandbox process for JS/TS) with the same key.
 from __future__ import annotations
 
 import re
-import secrets
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -125,7 +124,7 @@ def crash_call(bench: Bench, name: str, input: Any, crash: Any, *, point: int | 
     if name not in bench.manifest.tools:
         return pipeline.call(bench, name, input)
     point = _point(bench, name, input, crash) if point is None else point
-    key = secrets.token_hex(16)
+    key = pipeline.token_hex(bench, 16)  # the bench's seed's, when it has one
     snap = bench.snapshot()
     first = pipeline.call(bench, name, input, key=key, crash_after=point)
     d1 = bench.diff(snap)

@@ -13,6 +13,7 @@ from ._errors import GemLoadError, UsageError, WorkbenchError
 from ._options import every_option, open_doc, resolve
 from ._plugins import on_loaded
 from .ctx import close_backends, desktop_has_trash
+from .ctx.clock import Clock
 from .ctx.stores import StateError, default_state_dir, make_providers, seed_files
 from .runners.deno import SandboxOptions
 from .types import refresh_quietly
@@ -63,6 +64,10 @@ def open(
         )
     except StateError as exc:
         raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
+    clock = Clock()  # the bench's (ctx/clock.py): retention at open already follows it
+    if opts["clock"] is not None:
+        clock.freeze(opts["clock"])
+    provs.use_clock(clock.time)
     if (housekeep := getattr(provs.files, "housekeep", None)) is not None:  # real files:
         housekeep(keep_runs=keep_runs, keep_days=keep_run_days)  # dead writers' temps, old runs
     try:
@@ -79,6 +84,8 @@ def open(
             sandbox=SandboxOptions(timeout=opts["timeout"], memory_mb=opts["memory_mb"]),
             limits=limits or profile.limits,
             profile=profile,
+            clock=clock,
+            seed=opts["seed"],
         )
         seed = Path(workspace) if workspace else manifest.root / "fixtures" / "workspace"
         if provs.kind["files"] == "mock" and seed.is_dir():
@@ -193,6 +200,6 @@ def _seed_account(bench: Bench, records: Mapping[str, Any]) -> None:
             key, data = checked(key, value, bench.manifest, bench.profile, bench.limits)
         except WorkbenchError as exc:
             raise UsageError(f"account_storage: {exc.message}", **exc.details) from None
-        store.kv_set(PREFIX + key, stored(data))
+        store.kv_set(PREFIX + key, stored(data, now=bench.providers.now))
     if db.in_transaction:
         db.commit()

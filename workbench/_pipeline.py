@@ -12,6 +12,7 @@ bench's profile (`Profile.judge`, `call_values`, grants) and the session's capab
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
@@ -48,9 +49,9 @@ def call(
     result, also appended to `bench.results`. key: the idempotencyKey (a crash rerun keeps
     it); crash_after: N7's crash point; fresh: a fresh module (None: the bench's `reuse`);
     options: the platform's per-call options ({"as_user", "conversation"})."""
-    started = time.time()
+    started = bench.clock.time()  # the bench's clock (ctx/clock.py): the id's time of day too
     t0 = time.perf_counter()
-    token = secrets.token_hex(19)  # one read of the system's randomness for both
+    token = token_hex(bench, 19)  # one read of the randomness (the bench's seed's) for both
     second = int(started)
     if second != bench._second[0]:  # the call ids' time of day, formatted once a second
         bench._second = (second, time.strftime("%Y%m%d-%H%M%S", time.localtime(second)))
@@ -71,6 +72,24 @@ def call(
     res.duration_ms = (time.perf_counter() - t0) * 1000
     bench.results.append(res)
     return res
+
+
+def token_hex(bench: Bench, nbytes: int) -> str:
+    """`nbytes` random bytes as hex: the bench's seeded stream when it has a seed (ids that a
+    second bench with the same seed repeats), the system's randomness otherwise."""
+    if bench.seed is None:
+        return secrets.token_hex(nbytes)
+    return f"{bench._rng.getrandbits(nbytes * 8):0{nbytes * 2}x}"
+
+
+def call_seed(seed: int | None, seq: int | str) -> int | None:
+    """The seed of a bench's `seq`th call (CallSession.seed; a nested call: its caller's seed and
+    its id): 31 bits of a hash of both, the
+    same on every machine and Python (not `hash()`); None when the bench has no seed."""
+    if seed is None:
+        return None
+    digest = hashlib.sha256(f"{seed}:{seq}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def _steps(
@@ -110,8 +129,14 @@ def _steps(
 def _session(
     bench: Bench, tool: ToolSpec, res: CallResult, *, crash_after: int | None, options: dict[str, Any]
 ) -> CallSession:
-    """The top-level call's session: the bench's providers, grants, allowlists and hooks."""
+    """The top-level call's session: the bench's providers, grants, allowlists and hooks, its
+    clock at the call's start and its seed."""
+    bench._calls += 1
+    clock = bench.clock
     return CallSession(
+        clock_ms=res.started * 1000 if clock.virtual else None,
+        clock_frozen=clock.frozen,
+        seed=call_seed(bench.seed, bench._calls),
         call_id=res.call_id,
         tool=tool,
         manifest=bench.manifest,
@@ -194,7 +219,7 @@ def nested(bench: Bench, parent: CallSession, tool: ToolSpec, input: Any) -> Any
         call_id=f"{parent.call_id}.{len(parent.invocation.calls)}",
         tool=tool.name,
         input=input,
-        started=time.time(),
+        started=bench.clock.time(),
         idempotency_key=parent.idempotency_key,
         parent=parent.call_id,
     )
@@ -236,7 +261,9 @@ def _run_nested(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, re
         kept=0,  # what its own trace keeps, counted in its CallResult (the budget is shared)
         ctx_calls=0,
         violations=[],
-        values={**parent.values, "toolCallId": f"call_{secrets.token_hex(12)}"},
+        values={**parent.values, "toolCallId": f"call_{token_hex(bench, 12)}"},
+        clock_ms=res.started * 1000 if bench.clock.virtual else None,  # the nested call's start
+        seed=call_seed(parent.seed, res.call_id),  # its own: the caller's seed and its id
         state=parent.child_state(),  # ctx.audit numbers its rows anew; surfaced files are shared
     )
     session.of("tools").children = res.children  # its own nested calls are its result's

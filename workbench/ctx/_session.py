@@ -196,6 +196,12 @@ class CallSession:
     kept: int = 0  # characters of ctx arguments and results this call's trace keeps, about (SEC5)
     ctx_calls: int = 0  # ctx calls made (the trace lists the first limits.trace_rows of them)
     warnings: list[str] = field(default_factory=list)  # for the result: what the call did oddly
+    # the bench's clock and seed as the sandbox takes them (issue 29; ctx/clock.py): its virtual
+    # now in ms since the epoch at the call's start (None: the wall clock), whether it is frozen,
+    # and the call's own 32-bit seed drawn from the bench's seed= and its sequence (None: no seed)
+    clock_ms: float | None = None
+    clock_frozen: bool = False
+    seed: int | None = None
 
     def of(self, impl: str) -> Any:
         """Capability `impl`'s state of this call, made from its spec on first use."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
@@ -46,10 +47,10 @@ def record(key: str, text: str) -> dict[str, Any]:
     return {"key": key, "data": stored["data"], "updatedAt": stored["updatedAt"]}
 
 
-def stored(data: Any) -> str:
-    """What the store holds for `data` (JSON), stamped now."""
-    now = time.time()
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+def stored(data: Any, *, now: Callable[[], float] = time.time) -> str:
+    """What the store holds for `data` (JSON), stamped `now()` (the bench's clock)."""
+    now_s = now()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now_s)) + f".{int(now_s % 1 * 1000):03d}Z"
     return json.dumps({"data": data, "updatedAt": stamp}, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -70,7 +71,7 @@ class Account:
         key, value = checked(key, data, self.s.manifest, self.s.profile, self.s.limits)
         self.s.writing("storage.account.set")
         self.s.flush()
-        self.s.providers.store.kv_set(PREFIX + key, stored(value))
+        self.s.providers.store.kv_set(PREFIX + key, stored(value, now=self.s.providers.now))
 
 
 def checked(key: Any, data: Any, manifest: Manifest, profile: Profile, limits: Limits) -> tuple[str, Any]:

@@ -13,7 +13,6 @@ the bench's log is a ring of `Limits.audit_bench_chars`, the oldest rows dropped
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -122,7 +121,7 @@ def record(session: CallSession, event: str, data: Any, *, source: Source = "pla
             "source": source,
             "event": event,
             "data": data,
-            "time": time.time(),
+            "time": session.providers.now(),  # the bench's clock (ctx/clock.py)
         }
     )
 

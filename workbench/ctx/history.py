@@ -7,6 +7,7 @@ larger than the history cap (100 MB) is not kept; its entry says so.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
@@ -54,13 +55,15 @@ def record(
     reason: str,
     call_id: str | None,
     limit: int = MAX_HISTORY_BYTES,
+    now: Callable[[], float] = time.time,
 ) -> None:
-    """Save the current version(s) of a workspace path (file or folder) into history."""
+    """Save the current version(s) of a workspace path (file or folder) into history, dated
+    `now()` (the bench's clock)."""
     files = _files_under(store, "workspace", rel)
     keep = sum(size for _, size in files) <= limit
-    now = time.time_ns() // 1_000_000
+    at = int(now() * 1000)
     data.history_save(
-        Version(path, reason, call_id, now, size, store.read("workspace", path) if keep else None)
+        Version(path, reason, call_id, at, size, store.read("workspace", path) if keep else None)
         for path, size in files
     )
 
@@ -74,6 +77,7 @@ def save(session: CallSession, p: GemPath, *, reason: str) -> None:
         reason=reason,
         call_id=session.call_id,
         limit=session.limits.history_bytes,
+        now=session.providers.now,
     )
 
 

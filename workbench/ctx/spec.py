@@ -190,6 +190,12 @@ def checked(test: Callable[[Any], bool], message: str) -> Callable[[Any], None]:
     return check
 
 
+def _instant(value: Any) -> None:
+    from .clock import parse_instant
+
+    parse_instant(value)  # E_USAGE naming the value
+
+
 def _real(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float))
 
@@ -256,6 +262,36 @@ BENCH = CapabilitySpec(
             ),
         ),
         Option(
+            "seed",
+            "makes the bench's call ids, idempotency keys, run folder names and each call's seed "
+            "(the sandbox's Math.random and crypto draws) reproducible",
+            type="int | None",
+            default=None,
+            check=checked(
+                lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
+                "seed={value!r}: give a whole number or None",
+            ),
+            more="None: random, as before; with a frozen clock two benches given the same seed and "
+            "calls give identical ids and timestamps (docs/clock.md)",
+            flags=(
+                Flag(
+                    "--seed",
+                    metavar="N",
+                    help="reproducible ids and draws",
+                    parse=number(int, what="a whole number"),
+                ),
+            ),
+        ),
+        Option(
+            "clock",
+            "the bench's clock frozen at this time: a datetime, an ISO 8601 text or epoch seconds",
+            type="datetime | str | float | None",
+            default=None,
+            check=lambda v: None if v is None else _instant(v),
+            more="None: the wall clock; `bench.clock` freezes, advances, sets and releases it later (docs/clock.md)",
+            flags=(Flag("--clock", metavar="WHEN", help="freeze the clock at WHEN (ISO 8601)"),),
+        ),
+        Option(
             "memory_mb",
             "the V8 heap limit of the Deno sandbox, in MiB",
             default=512,
@@ -298,7 +334,7 @@ BENCH = CapabilitySpec(
         ),
         Option(
             "keep_run_days",
-            "run folders modified within this many days are kept too",
+            "run folders modified within this many days (of the bench's clock) are kept too",
             default=7.0,
             type="float",
             check=checked(lambda v: _real(v) and v >= 0, "keep_run_days={value!r}: give days (>= 0)"),

@@ -42,7 +42,7 @@ def _files(p: Providers) -> dict[tuple[str, str], tuple[str, bytes | None]]:
 
 
 def take(p: Providers) -> Snapshot:
-    return Snapshot(time.time(), _files(p), p.store.dump(), p.sql_db.copy())
+    return Snapshot(p.now(), _files(p), p.store.dump(), p.sql_db.copy())
 
 
 def _changes(before: dict, after: dict) -> Iterator[tuple[Any, str, Any, Any]]:

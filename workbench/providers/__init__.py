@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,18 @@ class Providers:
     # (web search, outbox, surface_file's folder, recipients, faults), "audit" the activity
     # log, "secrets" SecretStore
     backends: dict[str, Any] = field(default_factory=dict)
+    # the time the ctx layer hands out (epoch seconds): the bench's clock, ctx/clock.py
+    now: Callable[[], float] = time.time
+
+    def use_clock(self, now: Callable[[], float]) -> None:
+        """Hand out `now`'s time from here on: the ctx layer's and the file store's, and each
+        backend's (or its `outbox`'s) that reads one (`now` attribute: a transport's only clock)."""
+        self.now = now
+        for backend in (self.files, *self.backends.values()):
+            obj: Any
+            for obj in (backend, getattr(backend, "outbox", None)):
+                if "now" in getattr(obj, "__dict__", ()):  # ours (MemoryFileStore, MockOutbox…)
+                    obj.now = now
 
 
 def make_providers(

@@ -21,7 +21,7 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Literal
@@ -123,6 +123,8 @@ class FolderFileStore:
         self._foreign_devs: set[int] = set()  # devices where a rename from the temp folder failed (EXDEV)
         self._keep: tuple[int, float] | None = None  # retention, from housekeep: applied as runs appear
         self._new_runs = 0  # run folders made since the last prune
+        # the bench's clock (ctx/clock.py): run-folder retention's "now"; files' mtimes are the disk's
+        self.now: Callable[[], float] = time.time
 
     def _base(self, root: str) -> Path:
         return self.workspace if root == "workspace" else self.runs / root.removeprefix("run/")
@@ -439,7 +441,7 @@ class FolderFileStore:
         except OSError:
             return []
         found.sort(reverse=True)  # newest first
-        cutoff = time.time() - keep_days * 86400
+        cutoff = self.now() - keep_days * 86400
         gone = []
         for mtime, name in found[keep_runs:]:
             if mtime < cutoff:

@@ -5,22 +5,22 @@ from __future__ import annotations
 import builtins
 import posixpath
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .._text import is_unicode
 from .base import Entry
-
-
-def _now() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class MemoryFileStore:
     """Keeps (root, path) -> bytes and a set of folders; nothing touches the disk."""
 
     def __init__(self) -> None:
+        self.now: Callable[[], float] = time.time  # the bench's clock (ctx/clock.py): `modified`
         self._files: dict[tuple[str, str], tuple[bytes, int]] = {}
         self._dirs: dict[tuple[str, str], int] = {}
+
+    def _ms(self) -> int:
+        return int(self.now() * 1000)
 
     def entry(self, root: str, path: str) -> Entry | None:
         name = posixpath.basename(path)
@@ -54,11 +54,11 @@ class MemoryFileStore:
 
     def write(self, root: str, path: str, data: bytes) -> None:
         self.mkdir(root, posixpath.dirname(path))
-        self._files[(root, path)] = (bytes(data), _now())
+        self._files[(root, path)] = (bytes(data), self._ms())
 
     def mkdir(self, root: str, path: str) -> None:
         while path and (root, path) not in self._dirs:
-            self._dirs[(root, path)] = _now()
+            self._dirs[(root, path)] = self._ms()
             path = posixpath.dirname(path)
 
     def _under(self, root: str, path: str) -> builtins.list[tuple[str, str]]:

@@ -19,7 +19,8 @@ import smtplib
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
@@ -179,12 +180,13 @@ class MockOutbox:
         self.max_messages = max_messages
         self.sent: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self.now: Callable[[], float] = time.time  # the bench's clock (ctx/clock.py): `time`
 
     def send(self, message: dict[str, Any]) -> str:
         msg = build_message(message, self.sender).msg  # the same checks as the real one
         row = {
             "id": str(msg["Message-ID"]),
-            "time": datetime.now(UTC),
+            "time": datetime.fromtimestamp(self.now(), UTC),
             "from": self.sender,
             "to": [a.addr_spec for a in msg["To"].addresses],
             "cc": [a.addr_spec for a in msg["Cc"].addresses] if msg["Cc"] else [],

@@ -1,12 +1,12 @@
-"""ctx.clock, a toy capability registered through the `gem_workbench.capabilities` entry
+"""ctx.ticker, a toy capability registered through the `gem_workbench.capabilities` entry
 point (docs/platforms.md), and Clockwork, a platform registered through
-`gem_workbench.platforms` whose ctx is `clock` and `storage.kv`.
+`gem_workbench.platforms` whose ctx is `ticker` and `storage.kv`.
 
-`ctx.clock.now()` is the bench's virtual time in milliseconds; `ctx.clock.advance(ms)` moves it
+`ctx.ticker.now()` is the bench's virtual time in milliseconds; `ctx.ticker.advance(ms)` moves it
 on. The capability brings everything the workbench shows of it: its ctx class (the Python and
-JS ctx route Clockwork's `clock` row to it), the `clock_start=` option of `workbench.open` and
-its `--clock-start MS` flag, the `--advance-clock MS` action, a backend per bench, a state per
-call and the `bench.clock()` view.
+JS ctx route Clockwork's `ticker` row to it), the `ticker_start=` option of `workbench.open` and
+its `--ticker-start MS` flag, the `--advance-ticker MS` action, a backend per bench, a state per
+call and the `bench.ticker()` view.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ MAX_MS = 10**15  # about 31,700 years: the clock's bound, past which a value is 
 
 
 class VirtualClock:
-    """ctx.clock's backend: the bench's time, and every read and move of it."""
+    """ctx.ticker's backend: the bench's time, and every read and move of it."""
 
     def __init__(self, ms: int) -> None:
         self.ms = ms
@@ -45,7 +45,7 @@ class VirtualClock:
 
 
 class ClockCall:
-    """ctx.clock's state in one call: how many times the tool read the clock."""
+    """ctx.ticker's state in one call: how many times the tool read the clock."""
 
     def __init__(self) -> None:
         self.reads = 0
@@ -54,28 +54,28 @@ class ClockCall:
 def _ms(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MS:
         raise WorkbenchError(
-            "E_INVALID_ARGUMENT", f"clock.{what}: an integer of milliseconds, 0 to {MAX_MS:,}", field="ms"
+            "E_INVALID_ARGUMENT", f"ticker.{what}: an integer of milliseconds, 0 to {MAX_MS:,}", field="ms"
         )
     return value
 
 
-class Clock:
-    """ctx.clock for one call."""
+class Ticker:
+    """ctx.ticker for one call."""
 
     def __init__(self, session: CallSession) -> None:
         self.s = session
 
     def _clock(self) -> VirtualClock:
-        clock: VirtualClock | None = self.s.providers.backends.get("clock")
+        clock: VirtualClock | None = self.s.providers.backends.get("ticker")
         if clock is None:
             raise WorkbenchError(
-                "E_INTERNAL", "clock: this call has no clock (open the gem with workbench.open)"
+                "E_INTERNAL", "ticker: this call has no clock (open the gem with workbench.open)"
             )
         return clock
 
     def now(self) -> int:
         """The virtual time, in milliseconds since the epoch."""
-        clock, own = self._clock(), self.s.of("clock")
+        clock, own = self._clock(), self.s.of("ticker")
         own.reads += 1
         clock.log.append({"by": self.s.call_id, "op": f"now #{own.reads}", "ms": clock.ms})
         return clock.ms
@@ -86,44 +86,44 @@ class Clock:
 
 
 def _backend(opening: OpenContext) -> VirtualClock:
-    return VirtualClock(opening.options.get("clock_start", 0))
+    return VirtualClock(opening.options.get("ticker_start", 0))
 
 
 def _view(bench: Any) -> pd.DataFrame:
     """The clock's reads and moves, one row each (who: a call id, or the bench's action)."""
     import pandas as pd
 
-    clock: VirtualClock = bench.providers.backends["clock"]
+    clock: VirtualClock = bench.providers.backends["ticker"]
     return pd.DataFrame(clock.log, columns=["by", "op", "ms"])
 
 
 def _advance(bench: Any, values: list[str]) -> None:
     for text in values:
-        bench.providers.backends["clock"].advance(
-            _ms(number(int, what="milliseconds")(text), "ms"), by="--advance-clock"
+        bench.providers.backends["ticker"].advance(
+            _ms(number(int, what="milliseconds")(text), "ms"), by="--advance-ticker"
         )
 
 
-#: ctx.clock as a unit: the one registry row the plugin adds
-CLOCK = CapabilitySpec(
-    impl="clock",
-    title="ctx.clock",
-    implementation=Clock,
+#: ctx.ticker as a unit: the one registry row the plugin adds
+TICKER = CapabilitySpec(
+    impl="ticker",
+    title="ctx.ticker",
+    implementation=Ticker,
     backend=_backend,
     call_state=lambda session: ClockCall(),
     options=(
         Option(
-            "clock_start",
+            "ticker_start",
             "the virtual clock's time when the bench opens, in ms since the epoch",
             default=0,
             type="int",
             check=checked(
                 lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_MS,
-                "clock_start={value!r}: an integer of milliseconds, 0 to " + f"{MAX_MS:,}",
+                "ticker_start={value!r}: an integer of milliseconds, 0 to " + f"{MAX_MS:,}",
             ),
             flags=(
                 Flag(
-                    "--clock-start",
+                    "--ticker-start",
                     metavar="MS",
                     help="the virtual clock's start, in ms",
                     parse=number(int, what="milliseconds"),
@@ -131,17 +131,17 @@ CLOCK = CapabilitySpec(
             ),
         ),
     ),
-    views=(View("clock", "the virtual clock's reads and moves", fn=_view),),
-    actions=(Action("--advance-clock", "MS", "move the virtual clock on before the call", _advance),),
+    views=(View("ticker", "the virtual clock's reads and moves", fn=_view),),
+    actions=(Action("--advance-ticker", "MS", "move the virtual clock on before the call", _advance),),
 )
 
 # -- Clockwork, a platform whose ctx has the clock ---------------------------------------------
 RULES = SchemaRules()
 CAPABILITIES = (
     Capability(
-        "clock",
+        "ticker",
         "namespace",
-        "clock",
+        "ticker",
         (Method("now", ()), Method("advance", ("ms",))),
         doc="a virtual clock",
     ),
