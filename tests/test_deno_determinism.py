@@ -24,7 +24,10 @@ AT_ISO = "2023-11-14T22:13:20.000Z"
 CLOCK = """
 export default async (i) => {
   const a = { now: Date.now(), iso: new Date().toISOString(), fn: Date(), perf: performance.now(),
-              origin: performance.timeOrigin };
+              origin: performance.timeOrigin, temporal: Temporal.Now.instant().epochMilliseconds,
+              plain: [Temporal.Now.plainDateTimeISO("UTC").toString(), Temporal.Now.plainDateISO("UTC").toString(),
+                      Temporal.Now.plainTimeISO("UTC").toString(),
+                      Temporal.Now.zonedDateTimeISO("UTC").epochMilliseconds] };
   await new Promise((r) => setTimeout(r, i.wait ?? 0)); // timers keep real time
   return { ...a, later: Date.now(), laterPerf: performance.now(), parsed: Date.parse(a.iso),
            utc: Date.UTC(2020, 0, 2), isDate: new Date() instanceof Date, name: Date.name,
@@ -122,6 +125,7 @@ def test_a_frozen_clock_is_what_date_and_performance_say(bench: workbench.Bench,
     assert v["iso"] == AT_ISO and v["parsed"] == AT
     assert v["fn"].startswith("Tue Nov 14 2023")
     assert v["perf"] == v["laterPerf"] == 0 and v["origin"] == AT
+    assert v["temporal"] == AT and v["plain"] == ["2023-11-14T22:13:20", "2023-11-14", "22:13:20", AT]
     assert v["isDate"] is True and v["name"] == "Date" and v["sub"] == AT
     assert v["args"] == "1970-01-01T00:00:00.000Z" and v["utc"] == 1577923200000
 
@@ -131,7 +135,7 @@ def test_a_running_clock_starts_at_its_time_and_advances(bench: workbench.Bench,
     v = value(bench, "clock", {"wait": 30})
     assert AT <= v["now"] < AT + 1000
     assert v["later"] >= v["now"] + 30 and v["laterPerf"] >= 30
-    assert abs(v["origin"] + v["perf"] - v["now"]) < 2
+    assert abs(v["origin"] + v["perf"] - v["now"]) < 2 and AT <= v["temporal"] <= v["later"]
 
 
 def test_without_a_clock_time_is_real(bench: workbench.Bench, virtual: Callable) -> None:
@@ -140,6 +144,7 @@ def test_without_a_clock_time_is_real(bench: workbench.Bench, virtual: Callable)
     virtual()
     v = value(bench, "clock")
     assert abs(v["now"] - time.time() * 1000) < 5000 and v["perf"] > 0
+    assert abs(v["temporal"] - v["now"]) < 5000
 
 
 def test_the_same_seed_draws_the_same_values(bench: workbench.Bench, virtual: Callable) -> None:

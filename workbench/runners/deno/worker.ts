@@ -484,6 +484,43 @@ defineProperty(CryptoProto, "randomUUID", data({ randomUUID(this: unknown): stri
   return s;
 } }.randomUUID, true));
 
+// Temporal.Now (Deno 2.9 has Temporal): the same virtual now, to the nanosecond its ms give
+// deno-lint-ignore no-explicit-any
+const TemporalNS = (globalThis as any).Temporal;
+if (TemporalNS !== null && typeof TemporalNS === "object" && TemporalNS.Now && TemporalNS.Instant) {
+  const Now = TemporalNS.Now, NativeBigInt = BigInt;
+  const nowNative: Record<string, unknown> = objectCreate(null);
+  const NOW_NAMES = ["instant", "zonedDateTimeISO", "plainDateTimeISO", "plainDateISO", "plainTimeISO"];
+  for (let i = 0; i < NOW_NAMES.length; i++) nowNative[NOW_NAMES[i]] = Now[NOW_NAMES[i]];
+  const timeZoneId = Now.timeZoneId, fromEpochNs = TemporalNS.Instant.fromEpochNanoseconds;
+  const toZoned = TemporalNS.Instant.prototype.toZonedDateTimeISO;
+  const Zoned = TemporalNS.ZonedDateTime.prototype;
+  const fromZoned: Record<string, unknown> = { __proto__: null, plainDateTimeISO: Zoned.toPlainDateTime,
+    plainDateISO: Zoned.toPlainDate, plainTimeISO: Zoned.toPlainTime } as unknown as Record<string, unknown>;
+  const instant = () => {
+    const ms = virtualNow(), whole = floor(ms);
+    return ReflectApply(fromEpochNs, TemporalNS.Instant, [NativeBigInt(whole) * 1000000n +
+      NativeBigInt(floor((ms - whole) * 1e6))]);
+  };
+  const zoned = (tz: unknown) =>
+    ReflectApply(toZoned, instant(), [tz === undefined ? ReflectApply(timeZoneId, Now, []) : tz]);
+  const methods: Record<string, (...a: unknown[]) => unknown> = {
+    instant() {
+      return clockMs === null ? ReflectApply(nowNative.instant as () => unknown, Now, []) : instant();
+    },
+    zonedDateTimeISO(tz?: unknown) {
+      return clockMs === null ? ReflectApply(nowNative.zonedDateTimeISO as () => unknown, Now, [tz]) : zoned(tz);
+    },
+    plainDateTimeISO(tz?: unknown) { return plain("plainDateTimeISO", tz); },
+    plainDateISO(tz?: unknown) { return plain("plainDateISO", tz); },
+    plainTimeISO(tz?: unknown) { return plain("plainTimeISO", tz); },
+  };
+  const plain = (name: string, tz: unknown) => clockMs === null
+    ? ReflectApply(nowNative[name] as () => unknown, Now, [tz])
+    : ReflectApply(fromZoned[name] as () => unknown, zoned(tz), []);
+  for (let i = 0; i < NOW_NAMES.length; i++) defineProperty(Now, NOW_NAMES[i], data(methods[NOW_NAMES[i]]));
+}
+
 // `fn` in a task of its own, so after every microtask queued before (none runs while one is
 // queued: a flood never lets it run). An Atomics.waitAsync on a cell only this module holds,
 // woken at once: its promise settles in a task (~20 µs; a setTimeout(0) took 2 ms a call).
