@@ -27,7 +27,10 @@ export default async (i) => {
               origin: performance.timeOrigin, temporal: Temporal.Now.instant().epochMilliseconds,
               plain: [Temporal.Now.plainDateTimeISO("UTC").toString(), Temporal.Now.plainDateISO("UTC").toString(),
                       Temporal.Now.plainTimeISO("UTC").toString(),
-                      Temporal.Now.zonedDateTimeISO("UTC").epochMilliseconds] };
+                      Temporal.Now.zonedDateTimeISO("UTC").epochMilliseconds],
+              intl: [new Intl.DateTimeFormat("en-US", { timeZone: "UTC" }).format(),
+                     new Intl.DateTimeFormat("en-US", { timeZone: "UTC" }).formatToParts()[4].value,
+                     new Intl.DateTimeFormat("en-US", { timeZone: "UTC" }).format(0)] };
   await new Promise((r) => setTimeout(r, i.wait ?? 0)); // timers keep real time
   return { ...a, later: Date.now(), laterPerf: performance.now(), parsed: Date.parse(a.iso),
            utc: Date.UTC(2020, 0, 2), isDate: new Date() instanceof Date, name: Date.name,
@@ -125,6 +128,7 @@ def test_a_frozen_clock_is_what_date_and_performance_say(bench: workbench.Bench,
     assert v["iso"] == AT_ISO and v["parsed"] == AT
     assert v["fn"].startswith("Tue Nov 14 2023")
     assert v["perf"] == v["laterPerf"] == 0 and v["origin"] == AT
+    assert v["intl"] == ["11/14/2023", "2023", "1/1/1970"]
     assert v["temporal"] == AT and v["plain"] == ["2023-11-14T22:13:20", "2023-11-14", "22:13:20", AT]
     assert v["isDate"] is True and v["name"] == "Date" and v["sub"] == AT
     assert v["args"] == "1970-01-01T00:00:00.000Z" and v["utc"] == 1577923200000

@@ -521,6 +521,21 @@ if (TemporalNS !== null && typeof TemporalNS === "object" && TemporalNS.Now && T
   for (let i = 0; i < NOW_NAMES.length; i++) defineProperty(Now, NOW_NAMES[i], data(methods[NOW_NAMES[i]]));
 }
 
+// Intl.DateTimeFormat's format() and formatToParts() without a date format the engine's now:
+// the virtual one instead (with a clock set; the native getter and method otherwise)
+const DTFProto = Intl.DateTimeFormat.prototype;
+const dtfFormat = getter(DTFProto, "format");
+const dtfFormatToParts = DTFProto.formatToParts as (this: unknown, d?: unknown) => unknown;
+defineProperty(DTFProto, "format", { __proto__: null, enumerable: false, configurable: true,
+  get: getter({ get format(): unknown {
+    const native = ReflectApply(dtfFormat, this, []) as (d?: unknown) => string; // its checks
+    if (clockMs === null) return native;
+    return (date?: unknown) => native(date === undefined ? virtualNow() : date);
+  } }, "format") } as PropertyDescriptor);
+defineProperty(DTFProto, "formatToParts", data({ formatToParts(this: unknown, date?: unknown) {
+  return ReflectApply(dtfFormatToParts, this, [date === undefined && clockMs !== null ? virtualNow() : date]);
+} }.formatToParts));
+
 // `fn` in a task of its own, so after every microtask queued before (none runs while one is
 // queued: a flood never lets it run). An Atomics.waitAsync on a cell only this module holds,
 // woken at once: its promise settles in a task (~20 µs; a setTimeout(0) took 2 ms a call).
