@@ -39,7 +39,9 @@ export default async (i) => {
 """
 
 DRAWS = """
+import nodeCrypto from "node:crypto";
 export default async () => ({
+  node: [nodeCrypto.randomBytes(6).toString("hex"), nodeCrypto.randomUUID()],
   random: [Math.random(), Math.random(), Math.random()],
   bytes: Array.from(crypto.getRandomValues(new Uint8Array(7))),
   words: Array.from(crypto.getRandomValues(new Uint32Array(3))),
