@@ -20,7 +20,8 @@
 // of payload (JSON text), which the host never parses: it moves between the channel and the
 // worker as bytes (to the worker through a shared buffer, see startWorker). So a big input or
 // file costs a few copies, not a scan of everything buffered per chunk read (SEC5).
-//   python -> host  {t:"call", id, file (URL), fresh, nonce, ctx, limit, resultChars, n} + input
+//   python -> host  {t:"call", id, file (URL), fresh, nonce, ctx, limit, resultChars, n, clock?,
+//                   seed?} + input (clock: [ms, frozen], seed: a uint32; worker.ts `determinism`)
 //                   (ctx.shape is a number; ctx.shapeText its JSON text, the first time only)
 //                   (also while another call is in flight: a nested call, nonce "")
 //                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
@@ -326,8 +327,12 @@ async function onMessage(msg: any, payload: Uint8Array | null): Promise<void> {
       ctx.shapeText = shapes.get(ctx.shape);
       worker.shapes.add(ctx.shape);
     }
-    await toWorker({ t: "call", id: msg.id, file: msg.file, ctx, limit,
-                     resultChars: msg.resultChars ?? limit }, input);
+    const call: Record<string, unknown> = { t: "call", id: msg.id, file: msg.file, ctx, limit,
+                                            resultChars: msg.resultChars ?? limit };
+    // the bench's virtual clock and seed (worker.ts `determinism`): sent only when set
+    if (Array.isArray(msg.clock)) call.clock = msg.clock;
+    if (Number.isInteger(msg.seed)) call.seed = msg.seed;
+    await toWorker(call, input);
   } else if (msg.t === "reply") {
     const call = active.get(msg.id);
     if (call) call.pending--;

@@ -10,6 +10,7 @@ most limits.log_bytes per call (SEC5).
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import subprocess
 import threading
@@ -151,6 +152,7 @@ class Sandbox(SandboxProcess):
                     },
                     "resultChars": limits.result_chars,
                     "n": len(data),
+                    **_determinism(*_session_values(session)),
                 },
                 data,
                 deadline=deadline,
@@ -339,6 +341,37 @@ class Sandbox(SandboxProcess):
     def _error(self, e: dict[str, Any], limits: Any = DEFAULT_LIMITS) -> WorkbenchError:
         """The tool's error as a coded one; never raises (errors.tool_error)."""
         return tool_error(e, self.gem_root, limits)
+
+
+def _session_values(session: Any) -> tuple[Any, Any, Any]:
+    """The bench's virtual clock and seed for a call: (clock_ms, clock_frozen, seed) of its
+    CallSession (None, False, None there when the bench uses real time and randomness)."""
+    return (
+        getattr(session, "clock_ms", None),
+        getattr(session, "clock_frozen", False),
+        getattr(session, "seed", None),
+    )
+
+
+_DATE_MAX_MS = 8.64e15  # a Date's time value is at most this far from the epoch (ECMA-262)
+
+
+def _determinism(clock_ms: Any, frozen: Any, seed: Any) -> dict[str, Any]:
+    """What a call message says of the clock and randomness the tool sees (worker.ts
+    `determinism`): "clock" [ms since the epoch at the call's start, frozen] and "seed" (a
+    uint32, the 32-bit two's complement of the int) when set; nothing when not, so a call on
+    real time and randomness carries the same message as before."""
+    out: dict[str, Any] = {}
+    if clock_ms is not None:
+        ms = float(clock_ms)
+        if not (math.isfinite(ms) and abs(ms) <= _DATE_MAX_MS):
+            raise ValueError(f"clock_ms {clock_ms!r} is not a time a Date can hold")
+        out["clock"] = [ms, bool(frozen)]
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int, not {type(seed).__name__}")
+        out["seed"] = seed & 0xFFFFFFFF
+    return out
 
 
 def _late(late: Any) -> list[str]:

@@ -341,6 +341,201 @@ constructor("MessageChannel", NativeMessageChannel, (c) => {
 });
 constructor("BroadcastChannel", NativeBroadcastChannel, (c) => append(CLOSABLE, [broadcastClose, c]));
 
+// -- the clock and randomness a tool sees (issue 29 point 3) ---------------------------------
+// The bench may give a call a virtual clock ("clock": [ms since the epoch at the call's start,
+// frozen]) and a seed ("seed": a uint32). Date, performance.now/timeOrigin, Math.random and
+// crypto.getRandomValues/randomUUID are replaced here, once, before any tool code runs, by
+// functions that read this Worker's current setting: a module a tool imported in a call on real
+// time holds these, not the natives, when a later call is virtual. The natives are kept only
+// here (Date.prototype.constructor is the replacement too). Set by each top call from its
+// message (absent: real time and randomness, as if nothing were replaced: each native is then
+// called as it is); a call nested in it (ctx.tools, A3) shares its clock and its stream.
+// What remains reachable: docs/readings.md "Deterministic calls in the sandbox".
+const NativeDate = Date;
+const nativeDateNow = Date.now;
+const dateToString = Date.prototype.toString;
+const mathRandom = Math.random;
+const { floor, imul } = Math;
+const PerformanceProto = getPrototypeOf(performance);
+const perfNow = PerformanceProto.now as (this: unknown) => number;
+const perfTimeOrigin = getter(PerformanceProto, "timeOrigin");
+const CryptoProto = getPrototypeOf(crypto);
+const nativeGetRandomValues = CryptoProto.getRandomValues as (this: unknown, a: unknown) => unknown;
+const nativeRandomUUID = CryptoProto.randomUUID as (this: unknown) => string;
+const realNow = () => ReflectApply(perfNow, performance, []) as number;
+
+let clockMs: number | null = null; // the virtual time at the call's start, or null: real time
+let clockFrozen = false;
+let clockStart = 0; // the real performance.now() at the call's start
+let seeded = false; // sfc32's state below holds the call's stream
+let sa = 0, sb = 0, sc = 0, sd = 0;
+
+// the virtual now, in ms since the epoch (a clock that runs adds the real time since the start)
+function virtualNow(): number {
+  return clockFrozen ? clockMs as number : (clockMs as number) + (realNow() - clockStart);
+}
+
+// sfc32 (Chris Doty-Humphrey's Small Fast Counting generator), its state from splitmix32 of the
+// seed: the same seed gives the same stream in any Worker
+function sfc32(): number {
+  const t = (((sa + sb) | 0) + sd) | 0;
+  sd = (sd + 1) | 0;
+  sa = sb ^ (sb >>> 9);
+  sb = (sc + (sc << 3)) | 0;
+  sc = (sc << 21) | (sc >>> 11);
+  sc = (sc + t) | 0;
+  return t >>> 0;
+}
+function seed(s: number): void {
+  let x = s | 0;
+  const mix = () => {
+    x = (x + 0x9e3779b9) | 0;
+    let z = x ^ (x >>> 16);
+    z = imul(z, 0x21f0aaad);
+    z ^= z >>> 15;
+    z = imul(z, 0x735a2d97);
+    return z ^ (z >>> 15);
+  };
+  sa = mix(); sb = mix(); sc = mix(); sd = mix();
+  for (let i = 0; i < 12; i++) sfc32();
+  seeded = true;
+}
+
+function determinism(msg: Record<string, unknown>): void {
+  clockMs = null;
+  clockFrozen = false;
+  seeded = false;
+  const clock = hasOwn(msg, "clock") ? msg.clock as unknown[] : null; // own: no getter planted
+  if (clock !== null && typeof clock[0] === "number") {
+    clockMs = clock[0];
+    clockFrozen = clock[1] === true;
+    clockStart = realNow();
+  }
+  if (hasOwn(msg, "seed") && typeof msg.seed === "number") seed(msg.seed);
+}
+
+const DATE_HANDLER = {
+  __proto__: null, // no trap a tool planted on Object.prototype is looked up
+  construct(target: DateConstructor, args: unknown[], newTarget: unknown) {
+    const given = clockMs === null || args.length > 0 ? args : [virtualNow()];
+    return ReflectConstruct(target, given, newTarget as () => unknown);
+  },
+  apply(target: DateConstructor, self: unknown, args: unknown[]) {
+    if (clockMs === null) return ReflectApply(target, self, args);
+    return ReflectApply(dateToString, new NativeDate(virtualNow()), []);
+  },
+};
+const VirtualDate = new Proxy(NativeDate, DATE_HANDLER as unknown as ProxyHandler<DateConstructor>);
+defineProperty(NativeDate, "now", data({ now(): number {
+  return clockMs === null ? ReflectApply(nativeDateNow, NativeDate, []) as number : floor(virtualNow());
+} }.now));
+defineProperty(NativeDate.prototype, "constructor", data(VirtualDate));
+defineProperty(globalThis, "Date", data(VirtualDate));
+
+// performance.now(): from 0 at the call's start (frozen: 0 throughout), and timeOrigin the
+// virtual time then, so timeOrigin + now() is the virtual Date.now() (unrounded)
+defineProperty(PerformanceProto, "now", data({ now(this: unknown): number {
+  const real = ReflectApply(perfNow, this, []) as number; // its checks of `this`, as before
+  return clockMs === null ? real : clockFrozen ? 0 : real - clockStart;
+} }.now, true));
+const timeOrigin = getter({ get timeOrigin(): number {
+  const real = ReflectApply(perfTimeOrigin, this, []) as number; // its checks of `this`
+  return clockMs === null ? real : clockMs;
+} }, "timeOrigin");
+defineProperty(PerformanceProto, "timeOrigin",
+               { __proto__: null, get: timeOrigin, enumerable: true, configurable: true } as PropertyDescriptor);
+
+// 53 random bits from two draws, as V8's own Math.random gives
+defineProperty(Math, "random", data({ random(): number {
+  if (!seeded) return ReflectApply(mathRandom, Math, []) as number;
+  return ((sfc32() >>> 5) * 67108864 + (sfc32() >>> 6)) / 9007199254740992;
+} }.random));
+
+// The native one runs first, so its checks (`this`, an integer typed array, at most 65536
+// bytes: TypeMismatchError, QuotaExceededError) and what it returns are the real ones; the
+// stream then overwrites the bytes it filled, 4 a draw, little-endian
+function fill(view: unknown): void {
+  const n = call0(taByteLength, view) as number;
+  const bytes = new NativeUint8Array(call0(taBuffer, view) as ArrayBuffer, call0(taByteOffset, view) as number, n);
+  for (let i = 0; i < n; i += 4) {
+    const r = sfc32();
+    bytes[i] = r & 255;
+    if (i + 1 < n) bytes[i + 1] = (r >>> 8) & 255;
+    if (i + 2 < n) bytes[i + 2] = (r >>> 16) & 255;
+    if (i + 3 < n) bytes[i + 3] = r >>> 24;
+  }
+}
+const HEX: string[] = [];
+for (let i = 0; i < 256; i++) append(HEX, (i < 16 ? "0" : "") + ReflectApply(Number.prototype.toString, i, [16]));
+defineProperty(CryptoProto, "getRandomValues", data({ getRandomValues(this: unknown, array: unknown) {
+  const out = ReflectApply(nativeGetRandomValues, this, [array]);
+  if (seeded) fill(array);
+  return out;
+} }.getRandomValues, true));
+defineProperty(CryptoProto, "randomUUID", data({ randomUUID(this: unknown): string {
+  const real = ReflectApply(nativeRandomUUID, this, []);
+  if (!seeded) return real;
+  const b = new NativeUint8Array(16);
+  fill(b);
+  b[6] = (b[6] & 0x0f) | 0x40; // version 4
+  b[8] = (b[8] & 0x3f) | 0x80; // the RFC 9562 variant
+  let s = "";
+  for (let i = 0; i < 16; i++) s += (i === 4 || i === 6 || i === 8 || i === 10 ? "-" : "") + HEX[b[i]];
+  return s;
+} }.randomUUID, true));
+
+// Temporal.Now (Deno 2.9 has Temporal): the same virtual now, to the nanosecond its ms give
+// deno-lint-ignore no-explicit-any
+const TemporalNS = (globalThis as any).Temporal;
+if (TemporalNS !== null && typeof TemporalNS === "object" && TemporalNS.Now && TemporalNS.Instant) {
+  const Now = TemporalNS.Now, NativeBigInt = BigInt;
+  const nowNative: Record<string, unknown> = objectCreate(null);
+  const NOW_NAMES = ["instant", "zonedDateTimeISO", "plainDateTimeISO", "plainDateISO", "plainTimeISO"];
+  for (let i = 0; i < NOW_NAMES.length; i++) nowNative[NOW_NAMES[i]] = Now[NOW_NAMES[i]];
+  const timeZoneId = Now.timeZoneId, fromEpochNs = TemporalNS.Instant.fromEpochNanoseconds;
+  const toZoned = TemporalNS.Instant.prototype.toZonedDateTimeISO;
+  const Zoned = TemporalNS.ZonedDateTime.prototype;
+  const fromZoned: Record<string, unknown> = { __proto__: null, plainDateTimeISO: Zoned.toPlainDateTime,
+    plainDateISO: Zoned.toPlainDate, plainTimeISO: Zoned.toPlainTime } as unknown as Record<string, unknown>;
+  const instant = () => {
+    const ms = virtualNow(), whole = floor(ms);
+    return ReflectApply(fromEpochNs, TemporalNS.Instant, [NativeBigInt(whole) * 1000000n +
+      NativeBigInt(floor((ms - whole) * 1e6))]);
+  };
+  const zoned = (tz: unknown) =>
+    ReflectApply(toZoned, instant(), [tz === undefined ? ReflectApply(timeZoneId, Now, []) : tz]);
+  const methods: Record<string, (...a: unknown[]) => unknown> = {
+    instant() {
+      return clockMs === null ? ReflectApply(nowNative.instant as () => unknown, Now, []) : instant();
+    },
+    zonedDateTimeISO(tz?: unknown) {
+      return clockMs === null ? ReflectApply(nowNative.zonedDateTimeISO as () => unknown, Now, [tz]) : zoned(tz);
+    },
+    plainDateTimeISO(tz?: unknown) { return plain("plainDateTimeISO", tz); },
+    plainDateISO(tz?: unknown) { return plain("plainDateISO", tz); },
+    plainTimeISO(tz?: unknown) { return plain("plainTimeISO", tz); },
+  };
+  const plain = (name: string, tz: unknown) => clockMs === null
+    ? ReflectApply(nowNative[name] as () => unknown, Now, [tz])
+    : ReflectApply(fromZoned[name] as () => unknown, zoned(tz), []);
+  for (let i = 0; i < NOW_NAMES.length; i++) defineProperty(Now, NOW_NAMES[i], data(methods[NOW_NAMES[i]]));
+}
+
+// Intl.DateTimeFormat's format() and formatToParts() without a date format the engine's now:
+// the virtual one instead (with a clock set; the native getter and method otherwise)
+const DTFProto = Intl.DateTimeFormat.prototype;
+const dtfFormat = getter(DTFProto, "format");
+const dtfFormatToParts = DTFProto.formatToParts as (this: unknown, d?: unknown) => unknown;
+defineProperty(DTFProto, "format", { __proto__: null, enumerable: false, configurable: true,
+  get: getter({ get format(): unknown {
+    const native = ReflectApply(dtfFormat, this, []) as (d?: unknown) => string; // its checks
+    if (clockMs === null) return native;
+    return (date?: unknown) => native(date === undefined ? virtualNow() : date);
+  } }, "format") } as PropertyDescriptor);
+defineProperty(DTFProto, "formatToParts", data({ formatToParts(this: unknown, date?: unknown) {
+  return ReflectApply(dtfFormatToParts, this, [date === undefined && clockMs !== null ? virtualNow() : date]);
+} }.formatToParts));
+
 // `fn` in a task of its own, so after every microtask queued before (none runs while one is
 // queued: a flood never lets it run). An Atomics.waitAsync on a cell only this module holds,
 // woken at once: its promise settles in a task (~20 µs; a setTimeout(0) took 2 ms a call).
@@ -495,6 +690,7 @@ function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
       inflight = 0;
       inflightBytes = 0;
       try { removePlantedThen(); } catch (e) { refused = e; }
+      determinism(msg); // the clock and stream of this call and the calls nested in it
     }
     if (activeCalls[msg.id as string] !== true) {
       activeCalls[msg.id as string] = true;
