@@ -186,22 +186,12 @@ class Views:
             entry = store.entry(root, real) if real is not None else None
             if real is None or entry is None or entry.type != "file":
                 continue
-            if entry.size > self.limits.file_bytes:
-                raise UsageError(
-                    f"bench.read({path!r}): {entry.size:,} bytes, over Limits.file_bytes "
-                    f"({self.limits.file_bytes:,})"
-                )
-            data = store.read(root, real)
-            if encoding is None:
-                return data
-            try:
-                return data.decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise UsageError(
-                    f"bench.read({path!r}): not {encoding} at byte {exc.start}; encoding=None gives the bytes"
-                ) from None
-            except LookupError:
-                raise UsageError(f"bench.read({path!r}, encoding={encoding!r}): no such encoding") from None
+            from .ctx.written import read_entry
+
+            what = f"bench.read({path!r})"
+            return read_entry(
+                store, root, real, entry, limit=self.limits.file_bytes, encoding=encoding, what=what
+            )
         hint = "" if ws else f"; a conversation-folder file is 'workspace:{rel}'"
         raise UsageError(f"bench.read({path!r}): no file {rel!r} in {where} (bench.files() lists them){hint}")
 

@@ -40,6 +40,27 @@ class _Held:
     _from: tuple[str, str] | None  # a move's source (root, path)
 
 
+def read_entry(
+    store: FileStore, root: str, real: str, entry: Entry, *, limit: int, encoding: str | None, what: str
+) -> str | bytes:
+    """The file `entry` at `real` read whole and decoded (`encoding=None`: the bytes), for
+    bench.read and FileChange.read; UsageError naming `what` over `limit` bytes (Limits.file_bytes)
+    or when it is not in `encoding`."""
+    if entry.size > limit:
+        raise UsageError(f"{what}: {entry.size:,} bytes, over Limits.file_bytes ({limit:,})")
+    data = store.read(root, real)
+    if encoding is None:
+        return data
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{what}: not {encoding} at byte {exc.start}; encoding=None gives the bytes"
+        ) from None
+    except LookupError:
+        raise UsageError(f"{what}: no such encoding {encoding!r}") from None
+
+
 @dataclass(eq=False)
 class FileChange(_Held):
     """One file (or folder) a call changed: `path` as a gem writes it (`workspace:` prefix for
@@ -99,19 +120,9 @@ class FileChange(_Held):
         if store is None or entry is None or entry.type != "file":
             gone = "the call deleted it" if self.size is None else "it is not there any more"
             raise UsageError(f"{self.path!r}: no file to read ({gone})")
-        if entry.size > self._limit:
-            raise UsageError(f"{self.path!r}: {entry.size:,} bytes, over Limits.file_bytes ({self._limit:,})")
-        data = store.read(self._root, real)
-        if encoding is None:
-            return data
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError as exc:
-            raise UsageError(
-                f"{self.path!r}: not {encoding} at byte {exc.start}; encoding=None gives the bytes"
-            ) from None
-        except LookupError:
-            raise UsageError(f"{self.path!r}: no such encoding {encoding!r}") from None
+        return read_entry(
+            store, self._root, real, entry, limit=self._limit, encoding=encoding, what=repr(self.path)
+        )
 
     def diff(self, *, context: int = 3) -> str | None:
         """A unified diff of the text before and after (None: not a text overwrite kept whole)."""
