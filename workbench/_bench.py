@@ -171,6 +171,7 @@ class Bench(Views):
                 raise UsageError(f"{what}={value!r}: give an id (a string of 1 to 200 characters) or None")
         with self._lock:
             self._check_open()
+            self._email.deliver()  # mail scheduled with at= whose time came, and its triggers
             if crash is not None:
                 from ._crash import crash_call
 

@@ -87,6 +87,13 @@ class Clock:
         self._offset = 0.0  # running: seconds added to wall time
         self._at = 0.0  # frozen: the epoch seconds it shows
         self._lock = threading.Lock()
+        # called after freeze/set/advance/real: bench.email delivers mail scheduled with `at`
+        self.listeners: list[Any] = []
+
+    def _moved(self) -> Clock:
+        for listener in list(self.listeners):
+            listener()
+        return self
 
     @property
     def mode(self) -> str:
@@ -121,7 +128,7 @@ class Clock:
         when = self.time() if at is None else parse_instant(at)
         with self._lock:
             self._mode, self._at = "frozen", when
-        return self
+        return self._moved()
 
     def set(self, at: Any) -> Clock:
         """Jump to `at`; a frozen clock stays frozen there, another runs on from it."""
@@ -131,7 +138,7 @@ class Clock:
                 self._at = when
             else:
                 self._mode, self._offset = "running", when - _time.time()
-        return self
+        return self._moved()
 
     def advance(self, by: Any) -> Clock:
         """Move the clock on by `by`: seconds or a text such as "3d", "2h30m"."""
@@ -142,13 +149,13 @@ class Clock:
                 self._at += seconds
             else:
                 self._mode, self._offset = "running", self._offset + seconds
-        return self
+        return self._moved()
 
     def real(self) -> Clock:
         """Back to wall time."""
         with self._lock:
             self._mode, self._offset = "real", 0.0
-        return self
+        return self._moved()
 
     def __repr__(self) -> str:
         shown = self.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import islice
 from operator import attrgetter
@@ -184,6 +185,7 @@ class Email:
                 "E_INTERNAL",
                 "ctx.email: this call has no mailbox (a session made outside workbench.open gets none)",
             )
+        access.deliver()  # scheduled mail whose time came (bench.email.arrive at=)
         return access.mailbox, access.grant
 
     @contextmanager
@@ -280,6 +282,40 @@ class MailAccess:
         self.mailbox: Mailbox | None = mailbox  # another (a recorder) only while a replay swaps it
         self.grant = Grant()
         self.clock = mail_clock(mailbox)
+        self.now: Callable[[], float] = time.time  # the bench's clock (ctx/clock.py), set by use_clock
+        # mail scheduled for a virtual time (bench.email.arrive/add at=): [at ms, seq, message, fires]
+        self.pending: list[tuple[int, int, dict[str, Any], bool]] = []
+        self.fired: list[dict[str, Any]] = []  # delivered envelopes whose triggers are still due
+        self._seq = 0
+
+    def schedule(self, messages: dict[str, Any] | list[dict[str, Any]], at_ms: int, *, fires: bool) -> None:
+        """Keep `messages` out of the mailbox until the clock reaches `at_ms`; then they are
+        added dated `at_ms` (and, if `fires`, their envelopes wait in `fired` for the triggers)."""
+        items = [messages] if isinstance(messages, dict) else messages
+        if not isinstance(items, list) or not all(isinstance(m, dict) for m in items):
+            raise UsageError("bench.email: expected a message object or a list of them")
+        for m in items:
+            if "date" in m:
+                raise UsageError(
+                    f"bench.email: a message scheduled with at= takes its date from at; drop date={m['date']!r}"
+                )
+        for m in items:
+            self._seq += 1
+            self.pending.append((at_ms, self._seq, dict(m), fires))
+        self.pending.sort(key=lambda p: (p[0], p[1]))
+        self.deliver()  # at= now or in the past: at once
+
+    def deliver(self) -> None:
+        """Add the scheduled mail whose time the clock has reached (before every read)."""
+        if not self.pending or self.pending[0][0] > self.now() * 1000 or isinstance(self.mailbox, _Recorder):
+            return
+        due_ms = self.now() * 1000
+        due = [p for p in self.pending if p[0] <= due_ms]
+        self.pending = [p for p in self.pending if p[0] > due_ms]
+        for at_ms, _seq, message, fires in due:
+            added = self.add({**message, "date": at_ms})
+            if fires:
+                self.fired.extend(added)
 
     def add(self, messages: dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Put mail into the mock mailbox (`bench.email.add`); returns the envelopes added.
@@ -296,6 +332,7 @@ class MailAccess:
 
     def envelopes(self) -> list[Envelope]:
         """Every envelope of every account, ordered by (date, accountId, id)."""
+        self.deliver()
         mailbox: Any = self.mailbox
         out = [e for a in mailbox.accounts() for e in mailbox.envelopes_since(a, -1, 2**62)]
         return sorted(out, key=lambda e: (e.date, e.accountId, e.id))

@@ -146,8 +146,11 @@ def check_message(message: Any) -> Checked:
     return Checked(to, cc, subject, body_text, html)
 
 
-def build_message(message: Mapping[str, Any], sender: str) -> Built:
-    """The MIME message from `sender`, written, after check_message."""
+def build_message(
+    message: Mapping[str, Any], sender: str, *, now: Callable[[], float] | None = None
+) -> Built:
+    """The MIME message from `sender`, written, after check_message; its `Date:` is `now()`
+    (the mock outbox's: the bench's clock) or the wall clock."""
     m = check_message(message)
     msg = EmailMessage(policy=outheaders.POLICY)
     try:  # the policy refuses line breaks itself too: a second net under the checks above
@@ -156,7 +159,7 @@ def build_message(message: Mapping[str, Any], sender: str) -> Built:
         if m.cc:
             msg["Cc"] = ", ".join(m.cc)
         msg["Subject"] = m.subject
-        msg["Date"] = formatdate(usegmt=True)
+        msg["Date"] = formatdate(None if now is None else now(), usegmt=True)
         msg["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2])  # no DNS lookup
         msg.set_content(m.body_text)
         if m.body_html is not None:
@@ -183,7 +186,7 @@ class MockOutbox:
         self.now: Callable[[], float] = time.time  # the bench's clock (ctx/clock.py): `time`
 
     def send(self, message: dict[str, Any]) -> str:
-        msg = build_message(message, self.sender).msg  # the same checks as the real one
+        msg = build_message(message, self.sender, now=self.now).msg  # the same checks as the real one
         row = {
             "id": str(msg["Message-ID"]),
             "time": datetime.fromtimestamp(self.now(), UTC),
