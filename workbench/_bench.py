@@ -15,6 +15,7 @@ from ._reload import definition_files, stamp
 from ._result import CallResult, results_ring
 from ._views import Views, gated, platform_views
 from .ctx import CallSession, close_backends, prepare
+from .ctx.before import Before
 from .ctx.clock import Clock
 from .ctx.limits import DEFAULT, Limits
 from .ctx.stores import default_state_dir
@@ -48,6 +49,7 @@ class Bench(Views):
         profile: Profile | None = None,
         clock: Clock | None = None,
         seed: int | None = None,
+        pins: bool = True,
     ) -> None:
         from .platforms.notochord import PROFILE
 
@@ -67,6 +69,9 @@ class Bench(Views):
         self.seed = seed
         self._rng = random.Random(seed)
         self._calls = 0  # top-level calls made: the sequence each call's seed is derived from
+        # pins=: each call copies the state it finds (ctx/before.py); the latest call's is kept
+        self.pins = pins
+        self._before: tuple[str, Before] | None = None
         self.clock = clock or Clock()  # the time the ctx layer hands out (ctx/clock.py)
         self._sandbox_options = sandbox or SandboxOptions()
         self._runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
@@ -122,6 +127,7 @@ class Bench(Views):
         with self._lock:
             for runner in self._runners.values():
                 runner.stop()
+            self._keep_before(None)
             self.providers.data_db.close()
             self.providers.sql_db.close()
             if not self.closed:
@@ -129,6 +135,12 @@ class Bench(Views):
             if not self.closed:
                 close_backends(self.providers)  # each capability's own (its HTTP transport)
             self.closed = True
+
+    def _keep_before(self, kept: tuple[str, Before] | None) -> None:
+        """Keep the state copy of the latest call (`kept`: its call id and copy), dropping the last."""
+        if self._before is not None:
+            self._before[1].close()
+        self._before = kept
 
     # -- calling tools ----------------------------------------------------------------------
     def _validator(self, tool: ToolSpec) -> Any:
@@ -221,6 +233,12 @@ class Bench(Views):
             )
         tools: AgentTools = self.providers.backends["tools"]
         tools.faults.setdefault(builtin, []).extend([mode] * times)
+
+    def _pin(self, res: CallResult, name: str) -> Any:
+        from ._pins import pin
+
+        self._check_open()
+        return pin(self, res, name)
 
     def _nested(self, parent: CallSession, tool: ToolSpec, input: Any) -> Any:
         """ctx.tools.<own tool>(input) (agent tools): see _pipeline.nested."""

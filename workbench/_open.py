@@ -86,6 +86,7 @@ def open(
             profile=profile,
             clock=clock,
             seed=opts["seed"],
+            pins=opts["pins"],
         )
         seed = Path(workspace) if workspace else manifest.root / "fixtures" / "workspace"
         if provs.kind["files"] == "mock" and seed.is_dir():

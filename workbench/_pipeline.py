@@ -22,9 +22,11 @@ from ._hints import explain_absent
 from ._json import to_json
 from ._reload import stamp, tool_file_error
 from ._result import CallResult
-from .ctx import CallSession, Capabilities, CtxCrash
+from .ctx import CallSession, Capabilities, CtxCrash, Invocation
+from .ctx.before import Before
 from .ctx.limits import deadline_after
 from .ctx.masking import mask_shown
+from .ctx.served import Recording
 from .ctx.tools import envelope
 from .runners import RUNNER_FOR, Outcome
 
@@ -44,11 +46,13 @@ def call(
     crash_after: int | None = None,
     fresh: bool | None = None,
     options: dict[str, Any] | None = None,
+    identity: dict[str, Any] | None = None,
 ) -> CallResult:
     """Call tool `name` of `bench` (whose lock the caller holds) as the platform would; the
     result, also appended to `bench.results`. key: the idempotencyKey (a crash rerun keeps
     it); crash_after: N7's crash point; fresh: a fresh module (None: the bench's `reuse`);
-    options: the platform's per-call options ({"as_user", "conversation"})."""
+    options: the platform's per-call options ({"as_user", "conversation"}); identity: a pinned
+    call's {"call_id", "seed", "playback"} its replay repeats (_pinreplay.py)."""
     started = bench.clock.time()  # the bench's clock (ctx/clock.py): the id's time of day too
     t0 = time.perf_counter()
     token = token_hex(bench, 19)  # one read of the randomness (the bench's seed's) for both
@@ -63,6 +67,9 @@ def call(
         started=started,
         idempotency_key=key or token[6:],
     )
+    if identity is not None:  # a pinned call's replay: the ids and draws it had
+        res.call_id = str(identity.get("call_id") or res.call_id)
+        res.replay = {k: identity.get(k) for k in ("seed", "ids", "playback")}
     try:
         _steps(bench, res, name, args, crash_after=crash_after, fresh=fresh, options=options or {})
     except WorkbenchError:
@@ -70,6 +77,7 @@ def call(
     except Exception as exc:  # SEC7: the workbench's own bug, said in the result, not raised
         res.value, res.error = None, internal_error("bench.call", exc)
     res.duration_ms = (time.perf_counter() - t0) * 1000
+    res._pin = bench._pin
     bench.results.append(res)
     return res
 
@@ -133,10 +141,24 @@ def _session(
     clock at the call's start and its seed."""
     bench._calls += 1
     clock = bench.clock
+    before = None
+    if bench.pins:  # what `res.pin` keeps: the state it finds, what it reads from outside
+        before = Before(bench.limits.pin_state_bytes, recording=Recording(bench.limits.trace_rows))
+    seed = res.replay["seed"] if "seed" in res.replay else call_seed(bench.seed, bench._calls)
+    # without a seed, a call that can be pinned still draws its document ids from a seed of its
+    # own, kept with it: its replay gives the same ids (Math.random and crypto stay the system's)
+    ids = res.replay.get("ids") if "ids" in res.replay else None
+    if seed is None and ids is None and bench.pins:
+        ids = secrets.randbits(31)
     return CallSession(
+        invocation=Invocation(
+            recording=before.recording if before is not None else None,
+            playback=res.replay.get("playback"),
+        ),
         clock_ms=res.started * 1000 if clock.virtual else None,
         clock_frozen=clock.frozen,
-        seed=call_seed(bench.seed, bench._calls),
+        seed=seed,
+        ids_seed=ids,
         call_id=res.call_id,
         tool=tool,
         manifest=bench.manifest,
@@ -152,6 +174,7 @@ def _session(
         profile=bench.profile,
         values=bench.profile.call_values(bench.manifest, {"call_id": res.call_id, **options}),
         nest=bench._nested,
+        before=before,
     )
 
 
@@ -196,6 +219,15 @@ def _run(
         _record(session, res)
         res.violations = session.violations
         session.finish(res)  # each capability's part: surfaced files, nested calls, log rows
+        if session.before is not None:  # what `res.pin` saves as the state before it
+            bench._keep_before((res.call_id, session.before))
+        res.replay = {
+            "seed": session.seed,
+            "ids": session.ids_seed,
+            "clock_ms": session.clock_ms,
+            "frozen": session.clock_frozen,
+            "options": options,
+        }
     if failed is None and session.aborted is not None:  # A5: whatever the tool did after
         failed = session.aborted
     if failed is not None:

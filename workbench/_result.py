@@ -54,6 +54,10 @@ class CallResult:
     # [] on the others): path, area, change, from_path, size, before_size, type; and their
     # content as the call left it and before (bounded: ctx/written.py)
     files: list[FileChange] = field(default_factory=list, repr=False)
+    # what a replay of it needs to see the same draws and times (a pinned call, issue 29): its
+    # seed (None: none), its clock at the start in ms (None: the wall clock), whether frozen
+    replay: dict[str, Any] = field(default_factory=dict, repr=False)
+    _pin: Any = field(default=None, repr=False)  # the bench's pinning of it (set by the bench)
 
     @property
     def ctx_calls(self) -> int:
@@ -85,6 +89,16 @@ class CallResult:
         import pandas as pd
 
         return pd.DataFrame(self.trace_rows, columns=TRACE_COLUMNS)
+
+    def pin(self, name: str) -> Any:
+        """Save this call as a regression case, `tests/calls/<tool>/<name>.json` of its gem: its
+        input, options, clock and seed, the state it found, its effects, result and changes,
+        secrets masked (docs/pins.md). `gem-workbench test` replays it. Returns the path."""
+        if self._pin is None:
+            from ._errors import UsageError
+
+            raise UsageError("this result was not made by a bench's call: it cannot be pinned")
+        return self._pin(self, name)
 
     def raise_for_error(self) -> CallResult:
         """Raise the call's WorkbenchError if it failed; return self otherwise (for chaining)."""

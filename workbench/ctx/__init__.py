@@ -18,7 +18,7 @@ from ..providers.sqlguard import storage_error
 from . import _pyctx
 from . import storage as _storage
 from ._pyctx import PythonCtx
-from ._session import CallSession, CtxCrash
+from ._session import CallSession, CtxCrash, Invocation
 from .email import Grant
 from .files import desktop_has_trash
 from .http import FetchResponse
@@ -37,6 +37,7 @@ __all__ = [
     "Capabilities",
     "CallSession",
     "CtxCrash",
+    "Invocation",
     "Grant",
     "PythonCtx",
     "close_backends",

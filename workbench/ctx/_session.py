@@ -6,6 +6,7 @@ enters through `CallSession.invoke`, so the trace and the platform rules are the
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import threading
@@ -19,6 +20,8 @@ from ..providers.base import LinkInPath
 from ..providers.sqlguard import storage_error
 from . import _trace, _watchdog
 from . import limits as _limits
+from .before import Before, part_of
+from .served import Playback, Recording, replayed
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -137,6 +140,26 @@ def _coded(method: str, exc: Exception, limits: _limits.Limits) -> WorkbenchErro
     return None
 
 
+def _served(invocation: Invocation, method: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` answered from the case (a replay), or recorded as it runs (a call to pin)."""
+    playback, recording = invocation.playback, invocation.recording
+
+    def served(*args: Any, **kwargs: Any) -> Any:
+        if playback is not None:
+            inspect.signature(fn).bind(*args, **kwargs)  # a TypeError: E_INVALID_ARGUMENT, as live
+            return playback.take(method)
+        assert recording is not None
+        try:
+            result = fn(*args, **kwargs)
+        except WorkbenchError as exc:
+            recording.add(method, error=exc)
+            raise
+        recording.add(method, result)
+        return result
+
+    return functools.wraps(fn)(served)  # _binds reads fn's signature through it
+
+
 class CtxCrash(BaseException):
     """A simulated crash (N7, `bench.call(..., crash=N)`): raised by the ctx layer after the
     tool's N-th ctx call. A BaseException, so a tool's `except Exception` cannot swallow it."""
@@ -163,6 +186,10 @@ class Invocation:
     # and Limits.trace_rows (SEC5; with a budget each, 50 nested calls kept 50 times as much)
     trace_kept: int = 0
     trace_listed: int = 0
+    # a pinned call's replayed ctx calls (ctx/served.py): recorded while it runs, so it can be
+    # pinned, or served back from its case when it is a replay (None: neither)
+    recording: Recording | None = None
+    playback: Playback | None = None
 
 
 @dataclass(slots=True)
@@ -202,6 +229,12 @@ class CallSession:
     clock_ms: float | None = None
     clock_frozen: bool = False
     seed: int | None = None
+    # the seed of the ids the ctx layer draws for it (document ids) when it has no `seed`: drawn
+    # per call on a bench that can pin, so a replay repeats them (None: the system's randomness)
+    ids_seed: int | None = None
+    # the state it found, copied at its first file or storage access (None: not kept; shared
+    # with its nested calls): what `res.pin` saves as the state before the call (ctx/before.py)
+    before: Before | None = None
 
     def of(self, impl: str) -> Any:
         """Capability `impl`'s state of this call, made from its spec on first use."""
@@ -210,6 +243,18 @@ class CallSession:
         except KeyError:
             made = self.state[impl] = _call_state(impl)(self)
             return made
+
+    def rng(self) -> Any:
+        """The call's seeded random stream (document ids), or None when the call has no seed."""
+        seed = self.seed if self.seed is not None else self.ids_seed
+        if seed is None:
+            return None
+        found = self.state.get("rng")
+        if found is None:
+            import random
+
+            found = self.state["rng"] = random.Random(seed)
+        return found
 
     def child_state(self) -> dict[str, Any]:
         """The per-capability state of a nested invocation (A5, ctx.tools.<own tool>): each of
@@ -285,6 +330,13 @@ class CallSession:
                         invocation.opening = None
             if invocation.aborted is not None:
                 raise invocation.aborted
+        before = self.before
+        if before is not None:  # a part of the state it reaches first: copied as it finds it
+            before.reach(part_of(self.profile, method), args, self.providers)
+        if (invocation.recording is not None or invocation.playback is not None) and replayed(
+            self.profile, method
+        ):
+            fn = _served(invocation, method, fn)
         if self.crash_after is None:
             return self._invoke(method, fn, *args, **kwargs)
         if self.crash_after <= self.ctx_calls:  # crash=0: before the first ctx call runs

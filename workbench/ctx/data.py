@@ -33,9 +33,12 @@ _IDS: list[str] = []  # drawn, not yet given
 _ID_BLOCK = 512
 
 
-def new_id() -> str:
+def new_id(rng: Any = None) -> str:
     """A document id: 64 bits from the system's CSPRNG as 16 hex digits, drawn 512 at a time
-    (one system call, not one per insert). A forked child draws its own."""
+    (one system call, not one per insert). A forked child draws its own. With `rng` (the call's
+    seeded stream, CallSession.rng: a bench opened with seed=), from it: replays repeat ids."""
+    if rng is not None:
+        return f"{rng.getrandbits(64):016x}"
     try:
         return _IDS.pop()
     except IndexError:  # (another thread may refill too: both lists are fresh randomness)
@@ -189,7 +192,7 @@ class Data:
         if name not in self._pending:
             self._pending[name] = []
             self.s.on_flush(self._flush)
-        id_ = new_id()
+        id_ = new_id(self.s.rng())
         self._pending[name].append((id_, text))
         return {"id": id_}
 

@@ -129,6 +129,9 @@ class CapabilitySpec:
     # the provider kinds (`providers=`: "files", "storage") its state lives on: a bench's
     # header lists only the kinds its platform's capabilities use
     provider_kinds: tuple[str, ...] = ()
+    # which of its methods read from or send outside the bench's state (a mailbox, a built-in
+    # tool): a pinned call's replay serves their recorded results back (ctx/served.py)
+    replayed: Callable[[str], bool] | None = None
 
 
 # -- parsing helpers for flags -------------------------------------------------------------
@@ -280,6 +283,18 @@ BENCH = CapabilitySpec(
                     help="reproducible ids and draws",
                     parse=number(int, what="a whole number"),
                 ),
+            ),
+        ),
+        Option(
+            "pins",
+            "whether each call copies each part of the state it reaches (the conversation folder, a "
+            "collection, kv, a table) as it first reaches it, so `res.pin(name)` can save it as a regression case",
+            default=True,
+            type="bool",
+            more="the copy costs in proportion to what the call reaches (docs/benchmarks.md); False skips "
+            "it (a bench that never pins); docs/pins.md",
+            flags=(
+                Flag("--no-pins", how="const", const=False, help="calls cannot be pinned (skips a copy)"),
             ),
         ),
         Option(

@@ -16,8 +16,17 @@ from pathlib import Path
 from ..providers import Providers, StateError, default_state_dir, make_providers
 from ..providers.base import FileStore
 from ..providers.folder import read_regular
+from ..providers.httpcassette import Served
 
-__all__ = ["FileStore", "Providers", "StateError", "default_state_dir", "make_providers", "seed_files"]
+__all__ = [
+    "FileStore",
+    "Providers",
+    "Served",
+    "StateError",
+    "default_state_dir",
+    "make_providers",
+    "seed_files",
+]
 
 
 def seed_files(store: FileStore, folder: Path) -> None:

@@ -77,6 +77,10 @@ class Limits:
     trace_chars: int = 16 * MiB  # ctx arguments and results one call's trace keeps, about
     results_bench_chars: int = 256 * MiB  # bench.results: values, logs, traces of the calls
     http_log_chars: int = 16 * MiB  # the bench's HTTP log (bench.http()): one row per fetch
+    # the state a call's first file or storage access copies, so the call can be pinned
+    # (issue 29, ctx/before.py): over it, that call is not pinnable (files, and each database)
+    pin_state_bytes: int = 16 * MiB
+    case_bytes: int = 64 * MiB  # one pinned call's case file, read or written
     # agent custom tools (seed 002)
     tool_calls: int = 50  # A5: cross-tool calls (ctx.tools.<name>) per invocation
     # Ekanos integrations (seed 003; the workbench's reading)

@@ -70,6 +70,7 @@ class Providers:
         """Hand out `now`'s time from here on: the ctx layer's and the file store's, and each
         backend's (or its `outbox`'s) that reads one (`now` attribute: a transport's only clock)."""
         self.now = now
+        self.sql_db.use_clock(now)  # SQL's 'now' too (its date functions)
         for backend in (self.files, *self.backends.values()):
             obj: Any
             for obj in (backend, getattr(backend, "outbox", None)):

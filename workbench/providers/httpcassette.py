@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from .._errors import UsageError, WorkbenchError
-from .httpbase import HttpRequest, HttpResponse, Transport, send
+from .httpbase import HttpRequest, HttpResponse, Transport, send, too_large
 from .httpreal import RealTransport
 
 
@@ -87,3 +87,50 @@ class Cassette:
         close = getattr(self.inner, "close", None)
         if close is not None:
             close()
+
+
+class Served:
+    """A pinned call's HTTP answers, served back in order (a replay, testing/pins.py): a
+    request is answered by the first unused exchange with its method, URL and (when recorded)
+    body; one the recording lacks is E_HTTP naming it. `exchanges` are the case's "http" list:
+    {request: {method, url, body?}, response: {status, statusText, headers, text | base64}}."""
+
+    kind = "served"
+
+    def __init__(self, exchanges: list[dict[str, Any]], *, where: str = "the pinned case") -> None:
+        self.exchanges, self.where = exchanges, where
+        self.used: set[int] = set()
+        # the case holds URLs and bodies with secrets masked: a request is matched masked too
+        # (the bench's mask, set once it is open)
+        self.mask: Any = None
+
+    def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
+        import base64
+
+        mask = self.mask or (lambda text: text)
+        url = mask(request.url)
+        body = mask(request.body.decode("utf-8", "replace")) if request.body else ""
+        for i, ex in enumerate(self.exchanges):
+            want = ex["request"]
+            if i in self.used or want.get("method") != request.method or want.get("url") != url:
+                continue
+            if "body" in want and str(want["body"]) != body:
+                continue
+            self.used.add(i)
+            r = ex["response"]
+            data = r["text"].encode("utf-8") if "text" in r else base64.b64decode(r.get("base64", ""))
+            if max_bytes is not None and len(data) > max_bytes:
+                raise too_large(request, max_bytes, len(data))
+            headers = [(str(h[0]), str(h[1])) for h in r.get("headers", [])]
+            return HttpResponse(int(r.get("status", 200)), headers, data, str(r.get("statusText", "")))
+        raise WorkbenchError(
+            "E_HTTP",
+            f"{request.method} {url} is not in {self.where} ({len(self.exchanges)} recorded, "
+            f"{len(self.used)} used): the tool made a request the pinned call did not",
+            url=url,
+            reason="not in the pinned case",
+        )
+
+    def unused(self) -> list[dict[str, Any]]:
+        """The recorded requests no request took (the tool made fewer than when pinned)."""
+        return [ex["request"] for i, ex in enumerate(self.exchanges) if i not in self.used]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -94,6 +95,10 @@ def _busy_timeout(seconds: float) -> str:
     return f"PRAGMA busy_timeout = {ms if ms < 1000 else ms - ms % 10}"
 
 
+#: SQLite's date functions, and how many arguments make 'now' implied when fewer are given
+_DATE_FUNCTIONS = {"date": 1, "time": 1, "datetime": 1, "julianday": 1, "unixepoch": 1, "strftime": 2}
+
+
 class SqlDatabase:
     """One SQLite database (autocommit: transactions are the caller's, begin/commit/rollback).
 
@@ -111,6 +116,32 @@ class SqlDatabase:
 
     def close(self) -> None:
         self.conn.close()
+
+    def use_clock(self, now: Callable[[], float]) -> None:
+        """SQL's 'now' (date('now'), strftime(…, 'now'), datetime(), a DEFAULT of them) is
+        `now()`'s time, the bench's clock, instead of the system's: the date functions are
+        replaced by ones that put that time for 'now' and ask SQLite's own, on a connection of
+        their own, for the rest. CURRENT_TIMESTAMP, CURRENT_DATE and CURRENT_TIME are keywords
+        SQLite answers itself: they stay the system's (docs/readings.md)."""
+        aux = sqlite3.connect(":memory:", check_same_thread=False)
+        lock = threading.Lock()
+
+        def dated(name: str, implied: int) -> Callable[..., Any]:
+            sql = f"SELECT {name}"
+
+            def fn(*args: Any) -> Any:
+                t = now()
+                stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}"
+                given = [stamp if isinstance(a, str) and a.lower() == "now" else a for a in args]
+                if len(given) < implied:  # datetime(), strftime('%s'): 'now' is implied
+                    given.append(stamp)
+                with lock:
+                    return aux.execute(f"{sql}({', '.join('?' * len(given))})", given).fetchone()[0]
+
+            return fn
+
+        for name, implied in _DATE_FUNCTIONS.items():
+            self.conn.create_function(name, -1, dated(name, implied), deterministic=True)
 
     def interrupt(self) -> None:
         """Stop the statement running now (safe from another thread)."""

@@ -14,6 +14,8 @@ Loaded in every pytest run of an environment where gem-workbench is installed (e
 - the `tests/**/*.test.ts` (or .js) of an Ekanos integration folder (integration.ts, no
   manifest.json) are collected by the same rule as notebooks; each file runs once with
   `deno test` and each of its test cases is an item (`tstests`); `--nb-timeout` is per file.
+- the pinned calls of a gem, `tests/calls/<tool>/<name>.json` (`res.pin`), are collected by the
+  same rule; each replays on a fresh mock bench (`pinitems`); `--update-pins` re-records.
 - `bench` opens the gem of `@pytest.mark.gem("path", **open_options)` (a relative path: from
   the test file's folder, else from the rootdir) or of the ini option `gem` (from the ini
   file's folder) on mock providers, with its state in the test's tmp_path, and closes it after.
@@ -30,6 +32,7 @@ import pytest
 
 from .notebook import DEFAULT_KERNEL, DEFAULT_TIMEOUT, NotebookFailure
 from .order import NotebookSeconds
+from .pinitems import PinFile, is_case_file
 from .tstests import SUFFIXES as TS_SUFFIXES
 from .tstests import collect_ts_file
 
@@ -60,6 +63,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="a %%tool call that fails: shown in the notebook (show, the default) or failing "
         "its cell and so the notebook test (fail); also ini nb_tool_errors",
+    )
+    group.addoption(
+        "--update-pins",
+        action="store_true",
+        default=False,
+        help="write each pinned call (tests/calls/**.json) that replays otherwise again from its replay",
     )
     group.addoption(
         "--nb-kernel",
@@ -218,6 +227,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return NotebookFile.from_parent(parent, path=file_path)
     if file_path.name.endswith(TS_SUFFIXES) and _wants_notebook(file_path, parent):
         return collect_ts_file(file_path, parent, parent.config.stash[_TIMEOUT])
+    if is_case_file(file_path) and _wants_notebook(file_path, parent):
+        return PinFile.from_parent(parent, path=file_path)
     return None
 
 

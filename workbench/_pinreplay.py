@@ -1,0 +1,414 @@
+"""Replaying a pinned call (issue 29): a case file of `tests/calls/` run as a test.
+
+The case (written by `res.pin`, _pins.py) is input written by someone else: it is read within
+Limits.case_bytes and the JSON depth bound, must name the gem it sits in, and its state is put
+on a fresh bench of MOCK providers (whatever it was pinned on) in a temporary folder, each
+entry checked (ctx/statejson.py) — nothing is written outside that bench. The call then runs
+with the case's id, seed and clock, its HTTP answers and its mailbox pages and built-ins'
+answers served back (ctx/served.py), stand-ins for the credentials and secrets it used, and
+its result, its changes and its effects are compared with the case's.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._errors import WorkbenchError
+from ._json import MAX_JSON_DEPTH, deeper_than
+from .ctx.limits import DEFAULT
+
+__all__ = ["Replay", "calls_folder_of", "load_case", "replay_case", "value_diff"]
+
+_EFFECTS = re.compile(r"^(http\.fetch|fetch|email\.send\w*|tools\.\w+)$")  # what a call does outside
+_MAX_LINES = 40  # of a diff report
+
+
+def _bad(path: Path | str, why: str, **details: Any) -> WorkbenchError:
+    return WorkbenchError("E_CASE", f"{path}: {why}", file=str(path), **details)
+
+
+def calls_folder_of(path: Path) -> Path | None:
+    """The gem folder of a case file at <gem>/tests/calls/<tool>/<name>.json, or None."""
+    parts = path.parts
+    if len(parts) >= 5 and parts[-4:-2] == ("tests", "calls") and path.suffix == ".json":
+        return path.parents[3]
+    return None
+
+
+def load_case(path: Path, *, limit: int = DEFAULT.case_bytes, depth: int = MAX_JSON_DEPTH) -> dict[str, Any]:
+    """The case at `path`, checked: a regular file (not a link) within `limit` bytes, JSON no
+    deeper than `depth`, the fields a replay reads of the types it reads them as."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise _bad(path, f"cannot be read ({exc.strerror}; a case is a regular file, not a link)") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _bad(path, "is not a regular file")
+        if info.st_size > limit:
+            raise _bad(path, f"is {info.st_size:,} bytes, over case_bytes ({limit:,})", limit=limit)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > limit:
+        raise _bad(path, f"is over case_bytes ({limit:,} bytes)", limit=limit)
+    try:
+        case = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise _bad(path, f"nests deeper than {depth} levels") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _bad(path, f"is not JSON: {exc}") from None
+    if deeper_than(case, depth):
+        raise _bad(path, f"nests deeper than {depth} levels", limit=depth)
+    _check_shape(path, case)
+    return case
+
+
+_SHAPE: dict[str, tuple[type, ...]] = {
+    "case": (int,),
+    "gem": (str,),
+    "tool": (str,),
+    "options": (dict,),
+    "call": (dict,),
+    "before": (dict,),
+    "effects": (list,),
+    "http": (list,),
+    "served": (list,),
+    "credentials": (dict,),
+    "secrets": (list,),
+    "result": (dict,),
+    "changes": (list,),
+}
+
+
+def _check_shape(path: Path, case: Any) -> None:
+    if not isinstance(case, dict):
+        raise _bad(path, "is not a case (a JSON object with case, gem, tool, input, …)")
+    for key, types in _SHAPE.items():
+        if key not in case:
+            raise _bad(path, f"has no {key!r}: is it a case written by res.pin?", field=key)
+        if not isinstance(case[key], types) or isinstance(case[key], bool):
+            raise _bad(path, f"{key!r} is {type(case[key]).__name__}, not {types[0].__name__}", field=key)
+    if case["case"] != 1:
+        raise _bad(path, f"case format {case['case']!r}: this workbench reads format 1", field="case")
+    for i, ex in enumerate(case["http"]):
+        req = ex.get("request") if isinstance(ex, dict) else None
+        resp = ex.get("response") if isinstance(ex, dict) else None
+        if not isinstance(req, dict) or not isinstance(resp, dict) or not isinstance(req.get("url"), str):
+            raise _bad(
+                path, f"http.{i} is not {{request: {{method, url}}, response: {{…}}}}", field=f"http.{i}"
+            )
+        if "base64" in resp:
+            try:
+                base64.b64decode(str(resp["base64"]), validate=True)
+            except ValueError:
+                raise _bad(path, f"http.{i}.response.base64 is not base64", field=f"http.{i}") from None
+    for i, entry in enumerate(case["served"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("method"), str):
+            raise _bad(path, f"served.{i} is not {{method, ok, result | error}}", field=f"served.{i}")
+    if not all(isinstance(n, str) and 0 < len(n) <= 200 for n in case["secrets"]):
+        raise _bad(path, "secrets is not a list of secret names", field="secrets")
+    for name, reach in case["credentials"].items():
+        if not isinstance(reach, dict) or not isinstance(reach.get("hosts"), list):
+            raise _bad(
+                path, f"credentials.{name[:40]} is not {{hosts, paths?}}", field=f"credentials.{name[:40]}"
+            )
+    for key in ("seed", "ids"):
+        seed = case["call"].get(key)
+        if seed is not None and (type(seed) is not int or not 0 <= seed < 2**63):
+            raise _bad(path, f"call.{key} is not a whole number", field=f"call.{key}")
+
+
+# -- comparing ------------------------------------------------------------------------------
+def value_diff(expected: Any, got: Any, where: str = "value", same: Any = None) -> Iterator[str]:
+    """Lines naming each value path where `got` differs from `expected` (`same(a, b)`: leaves
+    that agree although unequal, such as times of a call pinned on a running clock)."""
+    if same is not None and same(expected, got):
+        return
+    if isinstance(expected, dict) and isinstance(got, dict):
+        for k in list(expected) + [k for k in got if k not in expected]:
+            if k not in got:
+                yield f"{where}.{k}: expected {_short(expected[k])}, got nothing"
+            elif k not in expected:
+                yield f"{where}.{k}: expected nothing, got {_short(got[k])}"
+            else:
+                yield from value_diff(expected[k], got[k], f"{where}.{k}", same)
+    elif isinstance(expected, list) and isinstance(got, list):
+        for i in range(max(len(expected), len(got))):
+            if i >= len(got):
+                yield f"{where}[{i}]: expected {_short(expected[i])}, got nothing (got {len(got)} items)"
+            elif i >= len(expected):
+                yield f"{where}[{i}]: expected nothing, got {_short(got[i])} (expected {len(expected)} items)"
+            else:
+                yield from value_diff(expected[i], got[i], f"{where}[{i}]", same)
+    elif (
+        expected != got
+        or type(expected) is not type(got)
+        and not (
+            isinstance(expected, (int, float)) and isinstance(got, (int, float)) and not isinstance(got, bool)
+        )
+    ):
+        yield f"{where}: expected {_short(expected)}, got {_short(got)}"
+
+
+_ISO = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?")
+
+
+def _instant(v: Any) -> float | None:
+    """`v` as epoch seconds when it looks like a time: an ISO 8601 text, or a number of
+    seconds or milliseconds since the epoch (between 2001 and 2286)."""
+    import datetime as dt
+
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return v / 1000 if 1e12 <= v < 1e13 else float(v) if 1e9 <= v < 1e10 else None
+    if isinstance(v, str) and len(v) <= 40 and _ISO.fullmatch(v):
+        try:
+            t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (t if t.tzinfo else t.replace(tzinfo=dt.UTC)).timestamp()
+    return None
+
+
+def time_window(case: dict[str, Any], res: Any) -> Any:
+    """For a call pinned on a clock that ran (not frozen): two times agree when each falls in
+    its own call's span (the pinned call's, the replay's: a replay's clock stands at the
+    pinned call's start), so a timestamp it took is not a difference. None when frozen."""
+    call = case["call"]
+    started = call.get("started")
+    if call.get("frozen") or not isinstance(started, (int, float)):
+        return None
+    span = (float(call.get("duration_ms") or 0) + 1000) / 1000
+    pinned = (started - 1, started + span)
+    replayed = (res.started - 1, res.started + (res.duration_ms or 0) / 1000 + 1)
+
+    def same(expected: Any, got: Any) -> bool:
+        a, b = _instant(expected), _instant(got)
+        if a is None or b is None or type(expected) is not type(got):
+            return False
+        return pinned[0] <= a <= pinned[1] and replayed[0] <= b <= replayed[1]
+
+    return same
+
+
+def _short(v: Any) -> str:
+    text = json.dumps(v, ensure_ascii=False, default=str)
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _change_key(c: dict[str, Any]) -> tuple[str, str, str]:
+    return (str(c.get("kind")), str(c.get("where")), str(c.get("key")))
+
+
+def _change_lines(
+    expected: list[dict[str, Any]], got: list[dict[str, Any]], same: Any = None
+) -> Iterator[str]:
+    want = {_change_key(c): c for c in expected if isinstance(c, dict)}
+    have = {_change_key(c): c for c in got}
+    for k in sorted(want.keys() | have.keys()):
+        a, b = want.get(k), have.get(k)
+        name = f"{k[0]} {k[1]}:{k[2]}" if k[0] != "kv" else f"kv {k[2]!r}"
+        if a is None:
+            assert b is not None
+            yield f"changes: {name} was {b['change']} ({_short(b['after'])}), the pinned call left it alone"
+        elif b is None:
+            yield f"changes: {name} was not {a.get('change')} (pinned: {_short(a.get('after'))})"
+        elif a.get("change") != b["change"]:
+            yield f"changes: {name}: expected {a.get('change')}, got {b['change']}"
+        else:
+            yield from value_diff(
+                a.get("after"),
+                json.loads(json.dumps(b["after"], default=str)),
+                f"changes: {name} after",
+                same,
+            )
+
+
+def _effect_lines(
+    expected: list[dict[str, Any]], got: list[dict[str, Any]], same: Any = None
+) -> Iterator[str]:
+    def outside(effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            {"method": e.get("method"), "args": e.get("args")}
+            for e in effects
+            if isinstance(e, dict) and _EFFECTS.match(str(e.get("method", "")))
+        ]
+
+    a, b = outside(expected), outside(json.loads(json.dumps(got, default=str)))
+    for i in range(max(len(a), len(b))):
+        if i >= len(b):
+            yield f"effects[{i}]: the pinned call made ctx.{a[i]['method']}({_short(a[i]['args'])[1:-1]}); the replay did not"
+        elif i >= len(a):
+            yield f"effects[{i}]: the replay made ctx.{b[i]['method']}({_short(b[i]['args'])[1:-1]}), which the pinned call did not"
+        elif a[i] != b[i]:
+            yield from value_diff(a[i], b[i], f"effects[{i}] ctx.{a[i]['method']}", same)
+
+
+@dataclass
+class Replay:
+    """A replayed case: `ok`, the lines of what differs, the case and the replay's result."""
+
+    path: Path
+    case: dict[str, Any]
+    result: Any
+    lines: list[str] = field(default_factory=list)
+    updated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.lines
+
+    def report(self) -> str:
+        """What differs, expected (the pinned call) vs got (the replay), one line each."""
+        head = f"{self.path}: the pinned call of {self.case['tool']} replayed otherwise"
+        shown = self.lines[:_MAX_LINES]
+        more = len(self.lines) - len(shown)
+        return "\n".join(
+            [head, *("  " + line for line in shown), *([f"  … and {more} more"] if more else [])]
+        )
+
+
+STAND_IN = "replayed-{what}-{name}"  # a credential's or secret's value in a replay (never the real one)
+
+
+def _open_replay(gem: Path, case: dict[str, Any], state: Path) -> Any:
+    from . import _open
+    from .ctx.stores import Served
+
+    call = case["call"]
+    clock_ms = call.get("clock_ms")
+    started = call.get("started")
+    at = (
+        clock_ms / 1000
+        if isinstance(clock_ms, (int, float))
+        else started
+        if isinstance(started, (int, float))
+        else None
+    )
+    empty = state / "workspace"
+    empty.mkdir()
+    options: dict[str, Any] = {
+        "providers": "mock",
+        "state_dir": state / "state",
+        "workspace": empty,
+        "clock": at,
+        "seed": call.get("seed") if call.get("seed") is not None else 0,
+    }
+    served = Served(case["http"], where=f"the pinned case of {case.get('tool')}")
+    options["http"] = served
+    if case["credentials"]:
+        options["credentials"] = {
+            name: {"token": STAND_IN.format(what="credential", name=name), **reach}
+            for name, reach in case["credentials"].items()
+        }
+    if case["secrets"]:
+        options["secrets"] = {name: STAND_IN.format(what="secret", name=name) for name in case["secrets"]}
+    from ._options import table
+    from .platforms import detect
+
+    known = table(detect(gem))  # a platform without files, http or secrets takes none of them
+    bench = _open.open(gem, **{k: v for k, v in options.items() if k in known})
+    http = bench.providers.backends.get("http")
+    if http is not None:
+        served.mask = http.mask
+    return bench
+
+
+def replay_case(path: Path, *, update: bool = False) -> Replay:
+    """Replay the case at `path` on a fresh mock bench of its gem; with `update`, a case that
+    replays otherwise is written again from the replay (as syrupy's --snapshot-update)."""
+    from ._pins import build_case, case_text, write_case
+    from .ctx.served import Playback
+    from .ctx.statejson import put_state
+
+    path = Path(path)
+    gem = calls_folder_of(path.absolute())
+    if gem is None:
+        raise _bad(path, "is not at <gem>/tests/calls/<tool>/<name>.json")
+    case = load_case(path)
+    with tempfile.TemporaryDirectory(prefix="gw-pin-") as tmp:
+        bench = _open_replay(gem, case, Path(tmp))
+        try:
+            if case["gem"] != bench.manifest.id:
+                raise _bad(
+                    path, f"claims gem {case['gem']!r}, but it is in gem {bench.manifest.id!r}", field="gem"
+                )
+            if case.get("platform") not in (None, bench.profile.name):
+                raise _bad(
+                    path,
+                    f"was pinned on {case['platform']!r}, this gem is {bench.profile.name!r}",
+                    field="platform",
+                )
+            put_state(bench.providers, bench.limits, case["before"], code="E_CASE", label=f"{path}: before")
+            opts = case["options"]
+            playback = Playback(case["served"], where=f"the pinned case {path.name}")
+            with bench._lock:
+                from . import _pipeline
+
+                res = _pipeline.call(
+                    bench,
+                    case["tool"],
+                    case.get("input"),
+                    key=str(case["call"].get("idempotency_key") or "") or None,
+                    options={"as_user": opts.get("as_user"), "conversation": opts.get("conversation")},
+                    identity={
+                        "call_id": case["call"].get("call_id"),
+                        "seed": case["call"].get("seed"),
+                        "ids": case["call"].get("ids"),
+                        "playback": playback,
+                    },
+                )
+            out = Replay(path, case, res, _compare(bench, case, res, playback))
+            if update and out.lines:
+                write_case(path, case_text(bench, build_case(bench, res)))
+                out.updated = True
+            return out
+        finally:
+            bench.close()
+
+
+def _compare(bench: Any, case: dict[str, Any], res: Any, playback: Any) -> list[str]:
+    from ._pins import _effects
+    from .ctx.statejson import changes
+
+    want = case["result"]
+    err = res.error
+    same = time_window(case, res)
+    if err is not None and err.code == "E_SCHEMA" and want.get("ok"):
+        return [f"the tool's inputSchema no longer accepts the pinned input: {err.message}"]
+    lines: list[str] = []
+    if bool(want.get("ok")) != (err is None):
+        lines.append(
+            f"result: expected {'ok' if want.get('ok') else 'an error'}, got "
+            + (f"{err.code}: {err.message}" if err is not None else f"ok {_short(res.value)}")
+        )
+    elif err is not None:
+        code = (want.get("error") or {}).get("code")
+        if code != err.code:
+            lines.append(f"error: expected {code}, got {err.code}: {err.message}")
+    else:
+        got = json.loads(json.dumps(res.value, default=str))
+        lines += list(value_diff(want.get("value"), got, same=same))
+    kept = bench._before
+    if kept is not None and kept[0] == res.call_id:
+        lines += list(_change_lines(case["changes"], changes(kept[1], bench.providers), same))
+    lines += list(_effect_lines(case["effects"], _effects(res.trace_rows), same))
+    lines += [f"served: the pinned call made ctx.{m}; the replay did not" for m in playback.unused()]
+    http = bench.providers.backends.get("http")
+    transport = getattr(http, "transport", None)
+    for req in getattr(transport, "unused", list)():
+        lines.append(f"http: the pinned call made {req.get('method')} {req.get('url')}; the replay did not")
+    return lines

@@ -1,0 +1,357 @@
+"""Pinned calls (issue 29): a call saved as a regression case, `tests/calls/<tool>/<name>.json`.
+
+A case is one readable JSON file: the tool, its input, the call's options, its clock and seed,
+the state it found (what it read, listed or changed, as it was before: from the copy the ctx
+layer makes at its first file or storage access, ctx/before.py), every ctx call in order (its
+effects: HTTP exchanges, mail, ctx.tools results), the HTTP answers a replay serves back, the
+result and the state it changed. Secrets never reach it: the text is masked with every secret
+the bench has seen, in every form the trace masks them (ctx/masking.py). The replay is
+testing/pins.py's.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._errors import UsageError, WorkbenchError
+from ._version import __version__
+from .ctx.account import PREFIX as ACCOUNT_PREFIX
+from .ctx.statejson import changes, content_json, table_json
+
+if TYPE_CHECKING:
+    from ._bench import Bench
+    from ._result import CallResult
+    from .ctx.before import Before
+
+__all__ = ["CASE_FORMAT", "build_case", "case_path", "case_text", "pin", "state_before", "write_case"]
+
+CASE_FORMAT = 1
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_HTTP_METHODS = ("http.fetch", "fetch")  # Notochord's ctx.http.fetch, Ekanos' ctx.fetch
+
+
+def case_path(root: Path, tool: str, name: str) -> Path:
+    """Where case `name` of `tool` lives in the gem at `root`; UsageError for a name that is
+    not a plain file name (it becomes one)."""
+    for what, value in (("name", name), ("tool", tool)):
+        if not isinstance(value, str) or not _NAME.fullmatch(value) or ".." in value:
+            raise UsageError(
+                f"pin {what} {value!r}: use letters, digits, '.', '_' and '-' (up to 100, no '..')"
+            )
+    return root / "tests" / "calls" / tool / f"{name}.json"
+
+
+# -- the state a call found ------------------------------------------------------------------
+def _strings(value: Any, out: set[str], budget: list[int]) -> None:
+    """Every string in `value` (arguments and results of ctx calls), boundedly."""
+    stack = [value]
+    while stack and budget[0] > 0:
+        v = stack.pop()
+        budget[0] -= 1
+        if isinstance(v, str):
+            out.add(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+
+
+def _touched(trace: Iterable[dict[str, Any]]) -> dict[str, set[str]]:
+    """Strings each capability's ctx calls named (paths, keys, collections, statements)."""
+    out: dict[str, set[str]] = {"files": set(), "kv": set(), "data": set(), "sql": set()}
+    for row in trace:
+        method = str(row.get("method", ""))
+        head = method.split(".")[0]
+        kind = (
+            "files"
+            if head == "files"
+            else "sql"
+            if method.startswith("storage.sql")
+            else "kv"
+            if method.startswith("storage.")
+            else "data"
+            if head == "data"
+            else None
+        )
+        if kind is not None:
+            found: set[str] = set()
+            _strings((row.get("params"), row.get("result")), found, [10_000])
+            if method.startswith("storage.account."):  # Ekanos' records live in kv under a prefix
+                found = {ACCOUNT_PREFIX + f for f in found}
+            out[kind] |= found
+    return out
+
+
+def _plain(path: str) -> str:
+    return path.split(":", 1)[-1].strip("/")
+
+
+def _near(path: str, named: set[str]) -> bool:
+    """Whether an entry at `path` was named by the call: itself, a folder above or below it."""
+    for n in named:
+        if n == path or (n and (path.startswith(n + "/") or n.startswith(path + "/"))) or n == "":
+            return True
+    return False
+
+
+def state_before(
+    before: Before, trace: list[dict[str, Any]], changed: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The part of `before` the call read, listed or changed, as JSON: files (with their
+    content), kv entries, whole collections it used, whole SQL tables its statements name."""
+    named = _touched(trace)
+    changed_keys: dict[str, set[str]] = {}
+    for c in changed:
+        changed_keys.setdefault(c["kind"], set()).add(str(c["key"]))
+    out: dict[str, Any] = {}
+    if before.files is not None:
+        paths = {_plain(s) for s in named["files"] if len(s) < 4096} | changed_keys.get("file", set())
+        files = []
+        for (root, path), (kind, data) in sorted(before.files.items()):
+            if not _near(path, paths):
+                continue
+            files.append({"root": root, "path": path, "type": kind, **content_json(data)})
+        if files:
+            out["files"] = files
+    if before.kv is not None:
+        keys = named["kv"] | changed_keys.get("kv", set())
+        kv = {k: v for k, v in before.kv.items() if k in keys or any(k.startswith(p) for p in keys if p)}
+        if kv:
+            out["kv"] = kv
+    if before.documents:  # the collections it reached, whole: a query's answer depends on all
+        out["documents"] = {
+            c: {i: json.loads(d) for i, d in rows.items()} for c, rows in before.documents.items()
+        }
+    if before.sql:  # the tables its statements named, whole
+        out["sql"] = {t: table_json(create, rows) for t, (create, rows) in before.sql.items()}
+    return out
+
+
+# -- the case --------------------------------------------------------------------------------
+def _effects(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for row in trace:
+        if "method" not in row or row.get("method") is None:
+            continue
+        params: Any = row.get("params") or ((), {})
+        args, kwargs = params if isinstance(params, tuple) and len(params) == 2 else (params, {})
+        entry: dict[str, Any] = {
+            "method": row["method"],
+            "args": list(args) if isinstance(args, (list, tuple)) else args,
+        }
+        if kwargs:
+            entry["kwargs"] = kwargs
+        entry["ok"] = bool(row.get("ok"))
+        if row.get("error"):
+            entry["error"] = row["error"]
+        if row.get("result") is not None:
+            entry["result"] = row["result"]
+        out.append(entry)
+    return out
+
+
+def _exchanges(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The HTTP answers the call got, as a replay serves them back (request: method, URL,
+    body; response: what the tool saw after redirects)."""
+    out = []
+    for e in _effects(trace):
+        if e["method"] not in _HTTP_METHODS or not e["ok"] or not isinstance(e.get("result"), dict):
+            continue
+        args = e["args"] if isinstance(e["args"], list) else []
+        url = args[0] if args else None
+        init = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
+        if isinstance(url, dict):  # a Request-like object
+            init, url = url, url.get("url")
+        r = e["result"]
+        body = r.get("body")
+        try:
+            raw = base64.b64decode(body) if isinstance(body, str) else b""
+        except ValueError:
+            raw = b""
+        request = {"method": str(init.get("method") or "GET").upper(), "url": url}
+        if isinstance(init.get("body"), str):
+            request["body"] = init["body"]
+        out.append(
+            {
+                "request": request,
+                "response": {
+                    "status": r.get("status"),
+                    "statusText": r.get("statusText", ""),
+                    "headers": r.get("headers", []),
+                    **content_json(raw),
+                },
+            }
+        )
+    return out
+
+
+def _error(err: WorkbenchError | None) -> dict[str, Any] | None:
+    return None if err is None else {"code": err.code, "message": err.message}
+
+
+def _kept(bench: Bench, res: CallResult) -> Before:
+    """The state copy of `res`; UsageError when the bench no longer has it."""
+    from .ctx.before import Before
+
+    if res.crash is not None:
+        raise UsageError("a call made with crash= is two runs: pin the call made without it")
+    if res.parent is not None:
+        raise UsageError("pin the top-level call: this one ran inside it through ctx.tools")
+    kept = bench._before
+    if kept is not None and kept[0] == res.call_id:
+        return kept[1]
+    latest = bench.results[len(bench.results) - 1] if len(bench.results) else None
+    if bench.pins and latest is res and not res.trace_rows and res.error is not None:
+        return Before(bench.limits.pin_state_bytes)  # refused before it ran (E_SCHEMA): no state
+    why = (
+        "this bench was opened with pins=False"
+        if not bench.pins
+        else "only the bench's latest call can be pinned: pin it right after it ran"
+    )
+    raise UsageError(f"cannot pin call {res.call_id}: {why}")
+
+
+def _credentials(bench: Bench, trace: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the user's credential of each connection the call named may go (hosts, paths;
+    never its value): a replay gives a stand-in credential the same reach (N10, SEC4)."""
+    http = bench.providers.backends.get("http")
+    out: dict[str, Any] = {}
+    if http is None:
+        return out
+    for e in _effects(trace):
+        init = e["args"][1] if isinstance(e["args"], list) and len(e["args"]) > 1 else None
+        name = init.get("connection") if isinstance(init, dict) else None
+        if e["method"] not in _HTTP_METHODS or not isinstance(name, str) or name in out:
+            continue
+        cred = http.credential(name)
+        if cred is not None:
+            out[name] = {
+                "hosts": [str(h) for h in cred.hosts],
+                **({"paths": list(cred.paths)} if cred.paths else {}),
+            }
+    return out
+
+
+def _secrets(bench: Bench, trace: list[dict[str, Any]]) -> list[str]:
+    """The names of the secrets the call read that were set (K6): a replay sets stand-ins."""
+    store = bench.providers.backends.get("secrets")
+    names = {
+        str(e["args"][0])
+        for e in _effects(trace)
+        if e["method"] in bench.profile.secret_methods and isinstance(e["args"], list) and e["args"]
+    }
+    return sorted(n for n in names if store is not None and store.get(n) is not None)
+
+
+def build_case(bench: Bench, res: CallResult) -> dict[str, Any]:
+    """The case of `res`, the bench's latest call (UsageError otherwise), masked of secrets."""
+    before = _kept(bench, res)
+    if before.over:
+        kind, why = next(iter(before.over.items()))
+        raise WorkbenchError(
+            "E_TOO_LARGE", f"cannot pin call {res.call_id}: {why}", limit=before.limit, what=kind
+        )
+    recording = before.recording
+    if recording is not None and recording.over:
+        raise WorkbenchError(
+            "E_TOO_LARGE",
+            f"cannot pin call {res.call_id}: it made more than {recording.limit:,} calls a replay serves back",
+            limit=recording.limit,
+        )
+    changed = changes(before, bench.providers)
+    trace = res.trace_rows
+    options = dict(res.replay.get("options") or {})
+    case: dict[str, Any] = {
+        "case": CASE_FORMAT,
+        "workbench": __version__,
+        "platform": bench.profile.name,
+        "gem": bench.manifest.id,
+        "tool": res.tool,
+        "input": res.input,
+        "options": {
+            **{k: v for k, v in options.items() if v is not None},
+            "providers": bench.provider_kinds,
+        },
+        "call": {
+            "call_id": res.call_id,
+            "idempotency_key": res.idempotency_key,
+            "seed": res.replay.get("seed"),
+            "ids": res.replay.get("ids"),
+            "clock_ms": res.replay.get("clock_ms"),
+            "frozen": res.replay.get("frozen", False),
+            "started": res.started,
+            "duration_ms": round(res.duration_ms, 3),
+        },
+        "credentials": _credentials(bench, trace),
+        "secrets": _secrets(bench, trace),
+        "before": state_before(before, trace, changed),
+        "effects": _effects(trace),
+        "http": _exchanges(trace),
+        "served": recording.entries if recording is not None else [],
+        "result": {
+            "ok": res.error is None,
+            "value": res.value,
+            "error": _error(res.error),
+            **({"expected_failure": True} if res.expected_failure else {}),
+        },
+        "changes": changed,
+    }
+    return case
+
+
+def case_text(bench: Bench, case: dict[str, Any]) -> str:
+    """The case as the file holds it: indented, keys in order, every secret the bench has seen
+    masked in every form (plain, JSON-escaped, URL- and base64-encoded)."""
+    text = json.dumps(case, indent=1, ensure_ascii=False, default=_default) + "\n"
+    http = bench.providers.backends.get("http")
+    if http is not None and http.has_secrets:
+        text = http.mask(text)
+    limit = bench.limits.case_bytes
+    if len(text.encode("utf-8")) > limit:
+        raise WorkbenchError("E_TOO_LARGE", f"the case is over case_bytes ({limit:,} bytes)", limit=limit)
+    return text
+
+
+def _default(v: Any) -> Any:
+    if isinstance(v, bytes):
+        return {"base64": base64.b64encode(v).decode("ascii")}
+    if isinstance(v, (set, frozenset)):
+        return sorted(v, key=str)
+    return str(v)
+
+
+def write_case(path: Path, text: str) -> Path:
+    """Write `text` to `path` atomically (a temp file in its folder, then a rename), never
+    through a link."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for p in (path, *path.parents):
+        if p.is_symlink():
+            raise WorkbenchError("E_PATH", f"{p} is a link: a case is not written through one", path=str(p))
+        if p.name == "tests":
+            break
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def pin(bench: Bench, res: CallResult, name: str, *, folder: Path | None = None) -> Path:
+    """Save `res` (the bench's latest call) as `tests/calls/<tool>/<name>.json` of the gem (or
+    under `folder`); returns the path. Writing it again replaces it."""
+    path = case_path(folder if folder is not None else bench.manifest.root, res.tool, name)
+    with bench._lock:
+        text = case_text(bench, build_case(bench, res))
+    return write_case(path, text)

@@ -1,0 +1,133 @@
+"""The state a call found, copied as it first reaches each part (issue 29: pinned calls).
+
+A pinned call keeps the state it read and changed as it was before the call (`res.pin`,
+_pins.py). A call's own writes hide what was there, so the ctx layer copies each part the
+first time the call reaches it, before the ctx method runs: the conversation folder at its
+first ctx.files call, a collection at its first ctx.data call naming it, kv (and Ekanos'
+account records, kept there) at its first kv call, the SQL tables a statement names at the
+first statement naming them. The cost is proportional to what the call touches, and bounded
+(Limits.pin_state_bytes in all): past it nothing more is copied and the call says, when
+pinned, which limit it passed. The bench keeps its latest call's copy only; a bench opened
+with `pins=False` makes none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..platforms import Profile
+    from .served import Recording
+    from .stores import Providers
+
+__all__ = ["Before", "part_of"]
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*|\"(?:[^\"]|\"\")+\"|`[^`]+`|\[[^\]]+\]")
+
+
+@dataclass(eq=False)
+class Before:
+    """A call's state before it touched it, part by part (None: a part it never reached)."""
+
+    limit: int
+    files: dict[tuple[str, str], tuple[str, bytes | None]] | None = None
+    kv: dict[str, str] | None = None
+    documents: dict[str, dict[str, str]] | None = None  # collection -> {id: the document's JSON}
+    sql: dict[str, tuple[str, dict[Any, dict[str, Any]]]] | None = None  # table -> (CREATE, rows)
+    done: set[str] = field(default_factory=set)  # "files", "kv", "data:<name>", "sql:<table>"
+    over: dict[str, str] = field(default_factory=dict)  # part -> why it was not copied
+    size: int = 0  # bytes copied, about
+    # what it read from or sent outside the state, in order (ctx/served.py): its replay's answers
+    recording: Recording | None = None
+
+    def reach(self, impl: str, args: tuple[Any, ...], p: Providers) -> None:
+        """The call is about to run a method of capability `impl` with `args`: copy the parts it
+        may read or change that were not copied yet."""
+        if self.over:
+            return
+        if impl == "files":
+            if "files" not in self.done:
+                self.done.add("files")
+                self._files(p)
+        elif impl in ("kv", "account"):
+            if "kv" not in self.done:
+                self.done.add("kv")
+                items = p.store.kv_items()
+                if self._add("kv", sum(len(k) + len(v) for k, v in items)):
+                    self.kv = dict(items)
+        elif impl == "data":
+            name = args[0] if args and isinstance(args[0], str) else None
+            if name is not None and f"data:{name}" not in self.done:
+                self.done.add(f"data:{name}")
+                docs = p.store.docs(name) if name in p.store.collections() else []
+                if self._add(f"collection {name!r}", sum(len(i) + len(d) for i, d in docs)):
+                    (self.documents if self.documents is not None else self._docs())[name] = dict(docs)
+        elif impl == "sql":
+            statement = args[0] if args and isinstance(args[0], str) else ""
+            for table in _tables_named(statement, p.sql_db.tables()):
+                if f"sql:{table}" not in self.done:
+                    self.done.add(f"sql:{table}")
+                    self._table(p, table)
+
+    def _docs(self) -> dict[str, dict[str, str]]:
+        self.documents = {}
+        return self.documents
+
+    def _add(self, what: str, size: int) -> bool:
+        self.size += size
+        if self.size > self.limit:
+            self.over[what] = f"the state it reached passes pin_state_bytes ({self.limit:,} bytes) at {what}"
+            return False
+        return True
+
+    def _files(self, p: Providers) -> None:
+        out: dict[tuple[str, str], tuple[str, bytes | None]] = {}
+        if "workspace" in p.files.roots():  # earlier calls' run folders: no call finds them (F1)
+            for path, e in p.files.walk("workspace"):
+                data = p.files.read("workspace", path) if e.type == "file" else None
+                if not self._add(
+                    "the conversation folder", len(path) + (len(data) if data is not None else 0)
+                ):
+                    return
+                out[("workspace", path)] = (e.type, data)
+        self.files = out
+
+    def _table(self, p: Providers, table: str) -> None:
+        db = p.sql_db
+        # through the provider's own connection: the call's storage transaction may be open on
+        # it, and a backup cannot copy a database its connection is writing
+        _, made = db.query("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+        rows = db.rows(table)
+        if self._add(f"table {table!r}", len(json.dumps(list(rows.values()), default=repr))):
+            if self.sql is None:
+                self.sql = {}
+            self.sql[table] = (made[0][0] if made else "", rows)
+
+    def close(self) -> None:
+        """Let go of the copy (the bench keeps its latest call's only)."""
+        self.files = self.kv = self.documents = self.sql = None
+        self.recording = None
+
+
+def _tables_named(statement: str, tables: list[str]) -> list[str]:
+    """The gem's tables a statement names (by word, quoted or not; case-insensitive as SQLite)."""
+    if not tables:
+        return []
+    words = {w.strip('"`[]').replace('""', '"').lower() for w in _WORD.findall(statement[:1_000_000])}
+    return [t for t in tables if t.lower() in words]
+
+
+_IMPLS: dict[tuple[str, str], str] = {}
+
+
+def part_of(profile: Profile, method: str) -> str:
+    """The capability (impl) serving `method`, or "" when none."""
+    key = (profile.name, method)
+    found = _IMPLS.get(key)
+    if found is None:
+        route = profile.routes.get(method)
+        found = _IMPLS[key] = (route[0] if route else profile.dispatch.get(method.rpartition(".")[0])) or ""
+    return found

@@ -1,0 +1,95 @@
+"""Effects a pinned call's replay serves back (issue 29): what a tool reads from or sends
+outside the bench's state — a mailbox page, a built-in's answer (web_search, send_email).
+
+A capability says which of its methods these are (`CapabilitySpec.replayed`). While a call
+that can be pinned runs, each such ctx call's full result (or error) is recorded in order
+(`Recording`, shared with its nested calls); its replay answers the same methods from that
+recording in order (`Playback`), so a case pinned on a real mailbox or SMTP server replays on
+mocks, and one the recording lacks fails naming it. HTTP is served by its own transport
+(providers' `Served`), below the credential rules, which still run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import TYPE_CHECKING, Any
+
+from .._errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from ..platforms import Profile
+
+__all__ = ["Playback", "Recording", "replayed"]
+
+_REPLAYED: dict[tuple[str, str], bool] = {}
+
+
+def replayed(profile: Profile, method: str) -> bool:
+    """Whether a replay serves `method`'s recorded result (its capability's `replayed`)."""
+    key = (profile.name, method)
+    found = _REPLAYED.get(key)
+    if found is None:
+        from .registry import capability
+
+        route = profile.routes.get(method)
+        impl = route[0] if route else profile.dispatch.get(method.rpartition(".")[0])
+        unit = capability(impl) if impl else None
+        test = unit.replayed if unit is not None else None
+        found = _REPLAYED[key] = bool(test is not None and test(method))
+    return found
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON has it (what the case file keeps and a replay hands back)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+class Recording:
+    """The replayed ctx calls of one invocation, in order: {method, ok, result | error}."""
+
+    def __init__(self, limit: int) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self.limit, self.over = limit, False  # at most `limit` entries (Limits.trace_rows)
+
+    def add(self, method: str, result: Any = None, error: WorkbenchError | None = None) -> None:
+        if len(self.entries) >= self.limit:
+            self.over = True
+            return
+        entry: dict[str, Any] = {"method": method, "ok": error is None}
+        if error is None:
+            entry["result"] = _plain(result)
+        else:
+            entry["error"] = {"code": error.code, "message": error.message}
+        self.entries.append(entry)
+
+
+class Playback:
+    """A case's recorded calls, each answered once, in order per method."""
+
+    def __init__(self, entries: list[dict[str, Any]], *, where: str) -> None:
+        self.entries, self.where = entries, where
+        self.used: set[int] = set()
+
+    def take(self, method: str) -> Any:
+        """The next recorded answer to `method`: its result, or its error raised."""
+        for i, entry in enumerate(self.entries):
+            if i in self.used or entry.get("method") != method:
+                continue
+            self.used.add(i)
+            if entry.get("ok", True):
+                return copy.deepcopy(entry.get("result"))
+            err: dict[str, Any] = entry["error"] if isinstance(entry.get("error"), dict) else {}
+            raise WorkbenchError(
+                str(err.get("code") or "E_REPLAY"), str(err.get("message") or "recorded failure")
+            )
+        raise WorkbenchError(
+            "E_REPLAY",
+            f"ctx.{method} is not in {self.where} ({sum(e.get('method') == method for e in self.entries)} "
+            f"recorded, all used): the replay made a call the pinned call did not",
+            method=method,
+        )
+
+    def unused(self) -> list[str]:
+        """The recorded calls no replayed call took (the tool made fewer than when pinned)."""
+        return [str(e.get("method")) for i, e in enumerate(self.entries) if i not in self.used]

@@ -1,0 +1,273 @@
+"""A bench's state as JSON and back: what a pinned call found and changed (issue 29), an exported
+state folder and a repro bundle's state.
+
+One shape everywhere: files as `{root, path, type, text | base64}`, kv as `{key: text}`,
+documents as `{collection: {id: document}}`, SQL as `{table: {create, rows: [{column: value}]}}`
+and changes as `{kind, where, key, change, after}`. The JSON is input written by someone else
+when it comes back (a case file, a bundle): `put_state` confines every path to the bench's own
+roots, every collection to the gem's declared ones and every table to those its db/schema.sql
+made, bounds each file by the platform's file_bytes, and names the entry it refuses.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .._errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from ..platforms import Limits
+    from .before import Before
+    from .stores import Providers
+
+__all__ = ["changes", "content_json", "dump_state", "put_state", "sql_json", "table_json"]
+
+MAX_PATH_CHARS = 4096
+WORKSPACE = "workspace"  # the conversation folder's root: the files state a call can find
+_SEGMENT_BAD = re.compile(r"[\x00-\x1f\\]")
+
+
+def content_json(data: bytes | None) -> dict[str, Any]:
+    """A file's bytes as JSON: {"text"} when they are UTF-8, else {"base64"}; {} for a folder."""
+    if data is None:
+        return {}
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def sql_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A SQL row with its blobs as {"base64"} (JSON has no bytes)."""
+    return {
+        k: {"base64": base64.b64encode(v).decode("ascii")} if isinstance(v, bytes) else v
+        for k, v in row.items()
+    }
+
+
+def _files_now(p: Providers) -> dict[tuple[str, str], tuple[str, bytes | None]]:
+    out: dict[tuple[str, str], tuple[str, bytes | None]] = {}
+    for root in p.files.roots():
+        if root != WORKSPACE:  # run folders are each call's own (F1, F2), never state it finds
+            continue
+        for path, e in p.files.walk(root):
+            out[(root, path)] = (e.type, p.files.read(root, path) if e.type == "file" else None)
+    return out
+
+
+def dump_state(p: Providers) -> dict[str, Any]:
+    """The whole state of `p` as JSON (files outside run folders, kv, documents, SQL rows)."""
+    files = [
+        {"root": root, "path": path, "type": kind, **content_json(data)}
+        for (root, path), (kind, data) in sorted(_files_now(p).items())
+    ]
+    _, made = p.sql_db.query("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+    create = {name: sql for name, sql in made}
+    return {
+        "files": files,
+        "kv": dict(p.store.kv_items()),
+        "documents": {c: {i: json.loads(d) for i, d in p.store.docs(c)} for c in p.store.collections()},
+        "sql": {t: table_json(create.get(t) or "", p.sql_db.rows(t)) for t in p.sql_db.tables()},
+    }
+
+
+def table_json(create: str, rows: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+    """A table as JSON: its CREATE, its rows in rowid order and their rowids (none for a table
+    WITHOUT ROWID, whose rows are their own keys), so a replay's rows keep their ids."""
+    keys = sorted(rows, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0, str(k)))
+    out: dict[str, Any] = {"create": create, "rows": [sql_json(rows[k]) for k in keys]}
+    if keys and all(isinstance(k, int) for k in keys):
+        out["rowids"] = keys
+    return out
+
+
+def changes(before: Before, p: Providers) -> list[dict[str, Any]]:
+    """What changed from `before` to the state of `p` now: one entry per file, kv key,
+    document or SQL row (kind, where, key, change, after) of the kinds `before` copied."""
+    out: list[dict[str, Any]] = []
+
+    def add(kind: str, where: str, key: Any, change: str, after: Any) -> None:
+        out.append({"kind": kind, "where": where, "key": key, "change": change, "after": after})
+
+    if before.files is not None:
+        for (root, path), ch, _, b in _diff(before.files, _files_now(p)):
+            add("file", root, path, ch, None if b is None else {"type": b[0], **content_json(b[1])})
+    if before.kv is not None:
+        for k, ch, _, b in _diff(before.kv, dict(p.store.kv_items())):
+            add("kv", "kv", k, ch, b)
+    if before.documents is not None:
+        for name in sorted(before.documents):  # the collections it reached (ctx/before.py)
+            for k, ch, _, b in _diff(before.documents[name], dict(p.store.docs(name))):
+                add("document", name, k, ch, None if b is None else json.loads(b))
+    if before.sql is not None:
+        for t in sorted(before.sql):  # the tables its statements named
+            for k, ch, _, b in _diff(before.sql[t][1], p.sql_db.rows(t)):
+                add("sql", t, k, ch, None if b is None else sql_json(b))
+    return out
+
+
+def _diff(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any, str, Any, Any]]:
+    for k in sorted(before.keys() | after.keys(), key=str):
+        a, b = before.get(k), after.get(k)
+        if a != b:
+            yield k, "added" if a is None else "deleted" if b is None else "changed", a, b
+
+
+# -- back onto a bench ----------------------------------------------------------------------
+class _Refusal:
+    """Makes the coded error of one input file (`code`: E_CASE, E_BUNDLE, E_STATE)."""
+
+    def __init__(self, code: str, label: str) -> None:
+        self.code, self.label = code, label
+
+    def __call__(self, field: str, why: str, **details: Any) -> WorkbenchError:
+        return WorkbenchError(
+            self.code, f"{self.label}: {field}: {why}", file=self.label, field=field, **details
+        )
+
+
+def _entry_path(bad: _Refusal, where: str, entry: Any, roots: list[str]) -> tuple[str, str]:
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("path"), str)
+        or not isinstance(entry.get("root"), str)
+    ):
+        raise bad(where, "is not {root, path, type, text | base64}")
+    root, rel = entry["root"], entry["path"]
+    if root not in roots:
+        raise bad(
+            where,
+            f"root {root[:40]!r} is not {', '.join(map(repr, roots))} (a call's run folder starts empty: F2)",
+        )
+    parts = rel.split("/")
+    if (
+        not rel
+        or len(rel) > MAX_PATH_CHARS
+        or any(p in ("", ".", "..") for p in parts)
+        or _SEGMENT_BAD.search(rel)
+    ):
+        raise bad(
+            where,
+            f"path {rel[:80]!r} is not a relative path inside the conversation folder (no '..', no absolute path)",
+        )
+    return root, rel
+
+
+def _content(bad: _Refusal, where: str, entry: dict[str, Any], limit: int) -> bytes:
+    if "text" in entry:
+        if not isinstance(entry["text"], str):
+            raise bad(where, "text is not a string")
+        data = entry["text"].encode("utf-8", "surrogatepass")
+    else:
+        try:
+            data = base64.b64decode(str(entry.get("base64", "")), validate=True)
+        except ValueError:
+            raise bad(where, "base64 is not base64") from None
+    if len(data) > limit:
+        raise bad(where, f"is {len(data):,} bytes, over the platform's file_bytes ({limit:,})", limit=limit)
+    return data
+
+
+def _sql_value(v: Any) -> Any:
+    if isinstance(v, dict) and set(v) == {"base64"}:
+        return base64.b64decode(str(v["base64"]))
+    if isinstance(v, (dict, list)):
+        return json.dumps(v)
+    return v
+
+
+def put_state(p: Providers, limits: Limits, state: dict[str, Any], *, code: str, label: str) -> None:
+    """Empty the files (outside run folders) and storage of `p`, then put `state` on it, each
+    entry checked; a bad one is WorkbenchError(`code`) naming `label` and the entry. The bench
+    is fresh (a replay's, a bundle's): an error leaves it to be closed, nothing else touched."""
+    bad = _Refusal(code, label)
+    if not isinstance(state, dict):
+        raise bad("state", "is not an object of files, kv, documents and sql")
+    for root in p.files.roots():
+        for rel, _ in sorted(p.files.walk(root), key=lambda kv: -len(kv[0])) if root == WORKSPACE else ():
+            if p.files.entry(root, rel) is not None:
+                p.files.remove(root, rel, trash=False)
+    for k, _ in list(p.store.kv_items()):
+        p.store.kv_delete(k)
+    for name in p.store.collections():
+        for i, _ in list(p.store.docs(name)):
+            p.store.delete_doc(name, i)
+    roots = [WORKSPACE]
+    files = state.get("files") or []
+    if not isinstance(files, list):
+        raise bad("files", "is not a list")
+    for n, entry in enumerate(files):
+        where = f"files.{n}"
+        root, rel = _entry_path(bad, where, entry, roots)
+        parent = rel.rpartition("/")[0]
+        if parent:
+            p.files.mkdir(root, parent)
+        if entry.get("type") == "folder":
+            p.files.mkdir(root, rel)
+        else:
+            p.files.write(root, rel, _content(bad, where, entry, limits.file_bytes))
+    kv = state.get("kv") or {}
+    if not isinstance(kv, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in kv.items()):
+        raise bad("kv", "is not {key: text}")
+    for k, v in kv.items():
+        p.store.kv_set(k, v)
+    docs = state.get("documents") or {}
+    if not isinstance(docs, dict):
+        raise bad("documents", "is not {collection: {id: document}}")
+    have = set(p.store.collections())
+    for name, rows in docs.items():
+        if name not in have:
+            raise bad(f"documents.{name[:40]}", "is not a collection the gem declares")
+        if not isinstance(rows, dict) or not all(isinstance(d, dict) for d in rows.values()):
+            raise bad(f"documents.{name}", "is not {id: document}")
+        p.store.insert_docs(name, [(str(i), json.dumps(d)) for i, d in rows.items()])
+    _put_sql(bad, p, state.get("sql") or {})
+    if p.data_db.in_transaction:
+        p.data_db.commit()
+
+
+def _put_sql(bad: _Refusal, p: Providers, tables: Any) -> None:
+    if not isinstance(tables, dict):
+        raise bad("sql", "is not {table: {rows}}")
+    db = p.sql_db
+    known = set(db.tables())
+    for t, spec in tables.items():
+        if t not in known:
+            raise bad(f"sql.{t[:40]}", "is not a table the gem's db/schema.sql makes")
+        cols = {r[1] for r in db.query("SELECT * FROM pragma_table_info(?)", (t,))[1]}
+        rows = spec.get("rows") if isinstance(spec, dict) else None
+        if not isinstance(rows, list):
+            raise bad(f"sql.{t}.rows", "is not a list")
+        ids = spec.get("rowids")
+        if ids is not None and (
+            not isinstance(ids, list)
+            or len(ids) != len(rows)
+            or not all(type(i) is int and -(2**63) <= i < 2**63 for i in ids)
+        ):
+            raise bad(f"sql.{t}.rowids", "is not a list of whole numbers, one per row")
+        alias = next((a for a in ("rowid", "_rowid_", "oid") if a not in {c.lower() for c in cols}), None)
+        if alias is None:
+            ids = None
+        db.conn.execute(f'DELETE FROM "{t.replace(chr(34), chr(34) * 2)}"')
+        quoted = '"' + t.replace('"', '""') + '"'
+        for j, row in enumerate(rows):
+            if not isinstance(row, dict) or not row or not set(row) <= cols:
+                got = sorted(row)[:8] if isinstance(row, dict) else type(row).__name__
+                raise bad(
+                    f"sql.{t}.rows.{j}", f"columns {got!r} are not the table's ({', '.join(sorted(cols))})"
+                )
+            names = ", ".join(
+                [str(alias)] * (ids is not None) + ['"' + c.replace('"', '""') + '"' for c in row]
+            )
+            marks = ", ".join("?" for _ in range(len(row) + (ids is not None)))
+            values = [ids[j]] * (ids is not None) + [_sql_value(v) for v in row.values()]
+            try:
+                db.conn.execute(f"INSERT INTO {quoted} ({names}) VALUES ({marks})", values)
+            except Exception as exc:  # a constraint, a type SQLite refuses: the row named
+                raise bad(f"sql.{t}.rows.{j}", f"SQLite refused it: {exc}") from None
+    if db.conn.in_transaction:
+        db.conn.commit()

@@ -1,0 +1,56 @@
+"""Pinned calls as pytest items: `<gem>/tests/calls/<tool>/<name>.json`, one item per case.
+
+Collected by the notebooks' rule (`--nb`, a path named on the command line, ini `nb_paths`);
+each replays its case on a fresh mock bench (testing/pins.py) and fails with the lines of
+what differs. `--update-pins` writes a case that replays otherwise again from its replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def is_case_file(path: Path) -> bool:
+    """Whether `path` is where a case lives: <gem>/tests/calls/<tool>/<name>.json."""
+    parts = path.parts
+    return path.suffix == ".json" and len(parts) >= 5 and parts[-4:-2] == ("tests", "calls")
+
+
+class PinFile(pytest.File):
+    """A case file: one item."""
+
+    def collect(self) -> Any:
+        yield PinItem.from_parent(self, name=f"{self.path.parent.name}/{self.path.stem}")
+
+
+class PinFailure(Exception):
+    """A pinned call replayed otherwise (or its case could not be read)."""
+
+
+class PinItem(pytest.Item):
+    """Replays one pinned call and compares its result, changes and effects."""
+
+    def runtest(self) -> None:
+        from .._errors import WorkbenchError
+        from .._pinreplay import replay_case
+
+        update = bool(self.config.getoption("update_pins", False))
+        try:
+            out = replay_case(self.path, update=update)
+        except WorkbenchError as exc:
+            raise PinFailure(f"{exc.code}: {exc.message}") from None
+        if out.updated:
+            self.user_properties.append(("updated", str(self.path)))
+            return
+        if not out.ok:
+            raise PinFailure(out.report())
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
+        if isinstance(excinfo.value, PinFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, f"pinned call {self.name}"
