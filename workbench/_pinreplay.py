@@ -26,7 +26,7 @@ from ._errors import WorkbenchError
 from ._json import MAX_JSON_DEPTH, deeper_than
 from .ctx.limits import DEFAULT
 
-__all__ = ["Replay", "calls_folder_of", "load_case", "replay_case", "value_diff"]
+__all__ = ["Replay", "Replayer", "calls_folder_of", "load_case", "replay_case", "value_diff"]
 
 _EFFECTS = re.compile(r"^(http\.fetch|fetch|email\.send\w*|tools\.\w+)$")  # what a call does outside
 _MAX_LINES = 40  # of a diff report
@@ -284,103 +284,151 @@ class Replay:
 STAND_IN = "replayed-{what}-{name}"  # a credential's or secret's value in a replay (never the real one)
 
 
-def _open_replay(gem: Path, case: dict[str, Any], state: Path) -> Any:
-    from . import _open
-    from .ctx.stores import Served
-
+def _at(case: dict[str, Any]) -> float | None:
+    """The time the replay's clock stands at: the pinned call's start (its virtual or real)."""
     call = case["call"]
-    clock_ms = call.get("clock_ms")
-    started = call.get("started")
-    at = (
-        clock_ms / 1000
-        if isinstance(clock_ms, (int, float))
-        else started
-        if isinstance(started, (int, float))
-        else None
-    )
-    empty = state / "workspace"
-    empty.mkdir()
-    options: dict[str, Any] = {
-        "providers": "mock",
-        "state_dir": state / "state",
-        "workspace": empty,
-        "clock": at,
-        "seed": call.get("seed") if call.get("seed") is not None else 0,
-    }
-    served = Served(case["http"], where=f"the pinned case of {case.get('tool')}")
-    options["http"] = served
-    if case["credentials"]:
-        options["credentials"] = {
-            name: {"token": STAND_IN.format(what="credential", name=name), **reach}
-            for name, reach in case["credentials"].items()
-        }
-    if case["secrets"]:
-        options["secrets"] = {name: STAND_IN.format(what="secret", name=name) for name in case["secrets"]}
-    from ._options import table
-    from .platforms import detect
+    for key, scale in (("clock_ms", 1000), ("started", 1)):
+        value = call.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value / scale
+    return None
 
-    known = table(detect(gem))  # a platform without files, http or secrets takes none of them
-    bench = _open.open(gem, **{k: v for k, v in options.items() if k in known})
-    http = bench.providers.backends.get("http")
-    if http is not None:
-        served.mask = http.mask
-    return bench
+
+class Replayer:
+    """Replays cases, keeping one warm bench per gem (and per set of stand-ins) across them:
+    its state is reset to empty before each case and its sandbox stays started, so a hundred
+    cases of one gem cost a hundred calls, not a hundred benches. Close it (or use `with`)."""
+
+    def __init__(self) -> None:
+        self._benches: dict[tuple[str, str], tuple[Any, Any, Any]] = {}  # key -> bench, empty, tmp
+
+    def __enter__(self) -> Replayer:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every bench it opened and remove their folders."""
+        benches, self._benches = self._benches, {}
+        for bench, _, tmp in benches.values():
+            try:
+                bench.close()
+            finally:
+                tmp.cleanup()
+
+    def _bench(self, gem: Path, case: dict[str, Any]) -> Any:
+        """The warm bench for `case`'s gem and stand-ins, its state emptied."""
+        from . import _open
+        from ._options import table
+        from .ctx.stores import Served
+        from .platforms import detect
+
+        options: dict[str, Any] = {"providers": "mock"}
+        if case["credentials"]:
+            options["credentials"] = {
+                name: {"token": STAND_IN.format(what="credential", name=name), **reach}
+                for name, reach in sorted(case["credentials"].items())
+            }
+        if case["secrets"]:
+            options["secrets"] = {
+                name: STAND_IN.format(what="secret", name=name) for name in sorted(case["secrets"])
+            }
+        key = (str(gem.resolve()), json.dumps(options, sort_keys=True))
+        found = self._benches.get(key)
+        if found is None:
+            tmp = tempfile.TemporaryDirectory(prefix="gw-pin-")
+            try:
+                empty = Path(tmp.name) / "workspace"
+                empty.mkdir()
+                options.update(state_dir=Path(tmp.name) / "state", workspace=empty, seed=0, http=Served([]))
+                known = table(detect(gem))  # a platform without files, http or secrets takes none
+                bench = _open.open(gem, **{k: v for k, v in options.items() if k in known})
+            except BaseException:
+                tmp.cleanup()
+                raise
+            from .ctx.statejson import put_state
+
+            put_state(bench.providers, bench.limits, {}, code="E_CASE", label="(empty)")  # no fixtures
+            found = self._benches[key] = (bench, bench.snapshot(), tmp)
+        bench, empty_state, _ = found
+        bench.restore(empty_state)
+        return bench
+
+    def replay(self, path: Path, *, update: bool = False) -> Replay:
+        """Replay the case at `path` on a mock bench of its gem; with `update`, a case that
+        replays otherwise is written again from the replay (as syrupy's --snapshot-update)."""
+        from . import _pipeline
+        from ._pins import build_case, case_text, write_case
+        from .ctx.served import Playback
+        from .ctx.statejson import put_state
+        from .ctx.stores import Served
+
+        path = Path(path)
+        gem = calls_folder_of(path.absolute())
+        if gem is None:
+            raise _bad(path, "is not at <gem>/tests/calls/<tool>/<name>.json")
+        case = load_case(path)
+        bench = self._bench(gem, case)
+        if case["gem"] != bench.manifest.id:
+            raise _bad(
+                path, f"claims gem {case['gem']!r}, but it is in gem {bench.manifest.id!r}", field="gem"
+            )
+        if case.get("platform") not in (None, bench.profile.name):
+            raise _bad(
+                path,
+                f"was pinned on {case['platform']!r}, this gem is {bench.profile.name!r}",
+                field="platform",
+            )
+        # (emptied already: the bench was put back to its empty snapshot)
+        put_state(
+            bench.providers, bench.limits, case["before"], code="E_CASE", label=f"{path}: before", empty=False
+        )
+        at = _at(case)
+        if at is None:
+            bench.clock.real()
+        else:
+            bench.clock.freeze(at)
+        http = bench.providers.backends.get("http")
+        served = Served(case["http"], where=f"the pinned case {path.name}")
+        if http is not None:
+            served.mask = http.mask
+            http.transport = served
+        playback = Playback(case["served"], where=f"the pinned case {path.name}")
+        opts = case["options"]
+        call = case["call"]
+        with bench._lock:
+            res = _pipeline.call(
+                bench,
+                case["tool"],
+                case.get("input"),
+                key=str(call.get("idempotency_key") or "") or None,
+                # the module stays warm across a gem's cases, as the platform may keep it (N5): a
+                # tool relying on memory between calls fails its replays (a fresh import per case
+                # cost a JS replay 28 ms instead of 1)
+                fresh=None,
+                options={k: opts[k] for k in ("as_user", "conversation") if k in opts},
+                identity={
+                    "call_id": call.get("call_id"),
+                    "seed": call.get("seed"),
+                    "ids": call.get("ids"),
+                    "playback": playback,
+                },
+            )
+        out = Replay(path, case, res, _compare(bench, case, res, playback, served))
+        if update and out.lines:
+            write_case(path, case_text(bench, build_case(bench, res)))
+            out.updated = True
+        return out
 
 
 def replay_case(path: Path, *, update: bool = False) -> Replay:
-    """Replay the case at `path` on a fresh mock bench of its gem; with `update`, a case that
-    replays otherwise is written again from the replay (as syrupy's --snapshot-update)."""
-    from ._pins import build_case, case_text, write_case
-    from .ctx.served import Playback
-    from .ctx.statejson import put_state
-
-    path = Path(path)
-    gem = calls_folder_of(path.absolute())
-    if gem is None:
-        raise _bad(path, "is not at <gem>/tests/calls/<tool>/<name>.json")
-    case = load_case(path)
-    with tempfile.TemporaryDirectory(prefix="gw-pin-") as tmp:
-        bench = _open_replay(gem, case, Path(tmp))
-        try:
-            if case["gem"] != bench.manifest.id:
-                raise _bad(
-                    path, f"claims gem {case['gem']!r}, but it is in gem {bench.manifest.id!r}", field="gem"
-                )
-            if case.get("platform") not in (None, bench.profile.name):
-                raise _bad(
-                    path,
-                    f"was pinned on {case['platform']!r}, this gem is {bench.profile.name!r}",
-                    field="platform",
-                )
-            put_state(bench.providers, bench.limits, case["before"], code="E_CASE", label=f"{path}: before")
-            opts = case["options"]
-            playback = Playback(case["served"], where=f"the pinned case {path.name}")
-            with bench._lock:
-                from . import _pipeline
-
-                res = _pipeline.call(
-                    bench,
-                    case["tool"],
-                    case.get("input"),
-                    key=str(case["call"].get("idempotency_key") or "") or None,
-                    options={"as_user": opts.get("as_user"), "conversation": opts.get("conversation")},
-                    identity={
-                        "call_id": case["call"].get("call_id"),
-                        "seed": case["call"].get("seed"),
-                        "ids": case["call"].get("ids"),
-                        "playback": playback,
-                    },
-                )
-            out = Replay(path, case, res, _compare(bench, case, res, playback))
-            if update and out.lines:
-                write_case(path, case_text(bench, build_case(bench, res)))
-                out.updated = True
-            return out
-        finally:
-            bench.close()
+    """Replay the case at `path` on a fresh mock bench of its gem (a `Replayer` of its own)."""
+    with Replayer() as replayer:
+        return replayer.replay(path, update=update)
 
 
-def _compare(bench: Any, case: dict[str, Any], res: Any, playback: Any) -> list[str]:
+def _compare(bench: Any, case: dict[str, Any], res: Any, playback: Any, served: Any) -> list[str]:
     from ._pins import _effects
     from .ctx.statejson import changes
 
@@ -407,8 +455,6 @@ def _compare(bench: Any, case: dict[str, Any], res: Any, playback: Any) -> list[
         lines += list(_change_lines(case["changes"], changes(kept[1], bench.providers), same))
     lines += list(_effect_lines(case["effects"], _effects(res.trace_rows), same))
     lines += [f"served: the pinned call made ctx.{m}; the replay did not" for m in playback.unused()]
-    http = bench.providers.backends.get("http")
-    transport = getattr(http, "transport", None)
-    for req in getattr(transport, "unused", list)():
+    for req in served.unused():
         lines.append(f"http: the pinned call made {req.get('method')} {req.get('url')}; the replay did not")
     return lines

@@ -28,6 +28,7 @@ import bench_imap as bi
 import bench_issue6 as b6
 import bench_kernel as bk
 import bench_notebooks as bnb
+import bench_pins as bp
 import benchmarks as b
 from benchlib import FULL, QUICK, Figures, Sizes
 from deno import find_deno_bin
@@ -233,6 +234,23 @@ def curves(f: Figures) -> Report:
     )
 
 
+def pin_overhead(f: Figures) -> Report:
+    return (
+        f"what pinning adds to a call (the state copy and recording): {f['added_us']:.1f} µs "
+        f"(bench.call {f['on_us']:.1f} µs, pins=False {f['off_us']:.1f} µs)  target <= 10 µs",
+        f["added_us"] <= 10,
+    )
+
+
+def pin_replay(f: Figures) -> Report:
+    return (
+        f"replay of a pinned JS call: {f['replay_ms']:.3f} ms median (the warm call itself "
+        f"{f['call_ms']:.3f} ms) {f['ratio']:.2f}×; {f['cases']} pinned cases replayed in "
+        f"{f['all_s']:.2f} s  target <= 2× and <= 3 s",
+        f["ratio"] <= 2 and f["all_s"] <= 3,
+    )
+
+
 def notebooks_parallel(f: Figures) -> Report:
     def mode(name: str) -> str:
         return (
@@ -275,6 +293,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "deno_ekanos_call": (bk6.bench_ekanos_call, ekanos_call),
     "curves": (bcv.bench_curves, curves),
     "notebooks_parallel": (bnb.bench_notebooks_parallel, notebooks_parallel),
+    "pin_overhead": (bp.bench_pin_overhead, pin_overhead),
+    "pin_replay": (bp.bench_pin_replay, pin_replay),
 }
 
 

@@ -180,36 +180,19 @@ def _sql_value(v: Any) -> Any:
     return v
 
 
-def put_state(p: Providers, limits: Limits, state: dict[str, Any], *, code: str, label: str) -> None:
-    """Empty the files (outside run folders) and storage of `p`, then put `state` on it, each
-    entry checked; a bad one is WorkbenchError(`code`) naming `label` and the entry. The bench
-    is fresh (a replay's, a bundle's): an error leaves it to be closed, nothing else touched."""
+def put_state(
+    p: Providers, limits: Limits, state: dict[str, Any], *, code: str, label: str, empty: bool = True
+) -> None:
+    """Empty the conversation folder and storage of `p` (unless `empty` is False: the caller
+    emptied it), then put `state` on it, each entry checked; a bad one is WorkbenchError(`code`)
+    naming `label` and the entry. The bench is fresh (a replay's, a bundle's): an error leaves
+    it to be closed, nothing else touched."""
     bad = _Refusal(code, label)
     if not isinstance(state, dict):
         raise bad("state", "is not an object of files, kv, documents and sql")
-    for root in p.files.roots():
-        for rel, _ in sorted(p.files.walk(root), key=lambda kv: -len(kv[0])) if root == WORKSPACE else ():
-            if p.files.entry(root, rel) is not None:
-                p.files.remove(root, rel, trash=False)
-    for k, _ in list(p.store.kv_items()):
-        p.store.kv_delete(k)
-    for name in p.store.collections():
-        for i, _ in list(p.store.docs(name)):
-            p.store.delete_doc(name, i)
-    roots = [WORKSPACE]
-    files = state.get("files") or []
-    if not isinstance(files, list):
-        raise bad("files", "is not a list")
-    for n, entry in enumerate(files):
-        where = f"files.{n}"
-        root, rel = _entry_path(bad, where, entry, roots)
-        parent = rel.rpartition("/")[0]
-        if parent:
-            p.files.mkdir(root, parent)
-        if entry.get("type") == "folder":
-            p.files.mkdir(root, rel)
-        else:
-            p.files.write(root, rel, _content(bad, where, entry, limits.file_bytes))
+    if empty:
+        _empty(p)
+    _put_files(bad, p, limits, state.get("files") or [])
     kv = state.get("kv") or {}
     if not isinstance(kv, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in kv.items()):
         raise bad("kv", "is not {key: text}")
@@ -228,6 +211,38 @@ def put_state(p: Providers, limits: Limits, state: dict[str, Any], *, code: str,
     _put_sql(bad, p, state.get("sql") or {})
     if p.data_db.in_transaction:
         p.data_db.commit()
+
+
+def _empty(p: Providers) -> None:
+    for root in p.files.roots():
+        for rel, _ in sorted(p.files.walk(root), key=lambda kv: -len(kv[0])) if root == WORKSPACE else ():
+            if p.files.entry(root, rel) is not None:
+                p.files.remove(root, rel, trash=False)
+    for k, _ in list(p.store.kv_items()):
+        p.store.kv_delete(k)
+    for name in p.store.collections():
+        for i, _ in list(p.store.docs(name)):
+            p.store.delete_doc(name, i)
+    for table in p.sql_db.tables():
+        p.sql_db.conn.execute('DELETE FROM "' + table.replace('"', '""') + '"')
+    if p.sql_db.conn.in_transaction:
+        p.sql_db.conn.commit()
+
+
+def _put_files(bad: _Refusal, p: Providers, limits: Limits, files: Any) -> None:
+    roots = [WORKSPACE]
+    if not isinstance(files, list):
+        raise bad("files", "is not a list")
+    for n, entry in enumerate(files):
+        where = f"files.{n}"
+        root, rel = _entry_path(bad, where, entry, roots)
+        parent = rel.rpartition("/")[0]
+        if parent:
+            p.files.mkdir(root, parent)
+        if entry.get("type") == "folder":
+            p.files.mkdir(root, rel)
+        else:
+            p.files.write(root, rel, _content(bad, where, entry, limits.file_bytes))
 
 
 def _put_sql(bad: _Refusal, p: Providers, tables: Any) -> None:

@@ -1,8 +1,10 @@
 """Pinned calls as pytest items: `<gem>/tests/calls/<tool>/<name>.json`, one item per case.
 
 Collected by the notebooks' rule (`--nb`, a path named on the command line, ini `nb_paths`);
-each replays its case on a fresh mock bench (testing/pins.py) and fails with the lines of
-what differs. `--update-pins` writes a case that replays otherwise again from its replay."""
+each replays its case on a mock bench of its gem (_pinreplay.py) and fails with the lines of
+what differs. One `Replayer` per session (per xdist worker) keeps a warm bench per gem, so a
+gem's cases share its started sandbox. `--update-pins` writes a case that replays otherwise
+again from its replay."""
 
 from __future__ import annotations
 
@@ -11,11 +13,21 @@ from typing import Any
 
 import pytest
 
+_REPLAYER = pytest.StashKey[Any]()
+
 
 def is_case_file(path: Path) -> bool:
     """Whether `path` is where a case lives: <gem>/tests/calls/<tool>/<name>.json."""
     parts = path.parts
     return path.suffix == ".json" and len(parts) >= 5 and parts[-4:-2] == ("tests", "calls")
+
+
+def close_replayer(config: pytest.Config) -> None:
+    """Close the session's warm benches (pytest_sessionfinish)."""
+    replayer = config.stash.get(_REPLAYER, None)
+    if replayer is not None:
+        del config.stash[_REPLAYER]
+        replayer.close()
 
 
 class PinFile(pytest.File):
@@ -34,11 +46,15 @@ class PinItem(pytest.Item):
 
     def runtest(self) -> None:
         from .._errors import WorkbenchError
-        from .._pinreplay import replay_case
+        from .._pinreplay import Replayer
 
-        update = bool(self.config.getoption("update_pins", False))
+        config = self.config
+        replayer = config.stash.get(_REPLAYER, None)
+        if replayer is None:
+            replayer = config.stash[_REPLAYER] = Replayer()
+        update = bool(config.getoption("update_pins", False))
         try:
-            out = replay_case(self.path, update=update)
+            out = replayer.replay(self.path, update=update)
         except WorkbenchError as exc:
             raise PinFailure(f"{exc.code}: {exc.message}") from None
         if out.updated:

@@ -32,7 +32,7 @@ import pytest
 
 from .notebook import DEFAULT_KERNEL, DEFAULT_TIMEOUT, NotebookFailure
 from .order import NotebookSeconds
-from .pinitems import PinFile, is_case_file
+from .pinitems import PinFile, close_replayer, is_case_file
 from .tstests import SUFFIXES as TS_SUFFIXES
 from .tstests import collect_ts_file
 
@@ -181,6 +181,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Wait for the kernels of notebooks that ran to end; shut down those started for
     notebooks that did not run (-x, Ctrl-C, a crash)."""
     config = session.config
+    close_replayer(config)  # the pinned calls' warm benches
     started = config.stash.get(_STARTED, {})
     ending = config.stash.get(_ENDING, [])
     if not (started or ending):
