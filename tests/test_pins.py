@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from workbench import UsageError, WorkbenchError
-from workbench._pinreplay import load_case, replay_case
+from workbench._pinreplay import load_case
 from workbench.platforms.base import Limits
+from workbench.testing import replay_case
 
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
 
