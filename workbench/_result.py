@@ -100,6 +100,13 @@ class CallResult:
             raise UsageError("this result was not made by a bench's call: it cannot be pinned")
         return self._pin(self, name)
 
+    def pin_button(self, name: str = "") -> Any:
+        """A notebook control to pin this call: a case name, a **pin** button and a line with
+        the path or the error (ipywidgets; the result's own display stays plain HTML)."""
+        from ._present import presenter
+
+        return presenter("pin_button")(self, name)
+
     def raise_for_error(self) -> CallResult:
         """Raise the call's WorkbenchError if it failed; return self otherwise (for chaining)."""
         if self.error is not None:

@@ -215,6 +215,10 @@ def _call(args: argparse.Namespace) -> int:
         return _fail({"code": "E_USAGE", "message": f"--input is not usable JSON: {exc}"})
     try:
         profile, options, actions = _flags(args)
+        if args.pin is not None:  # a name that cannot be a file name: refused before the call
+            from ._pins import case_path
+
+            case_path(Path(args.gem), args.tool, args.pin)
     except UsageError as exc:
         return _usage("call", exc.message)
     except WorkbenchError as exc:
@@ -236,6 +240,7 @@ def _call(args: argparse.Namespace) -> int:
         except UsageError as exc:
             return _usage("call", exc.message)
         res = bench.call(args.tool, data)
+        pinned = _pin(res, args.pin) if args.pin is not None else True
     if res.logs:
         _say(res.logs, end="" if res.logs.endswith("\n") else "\n", file=sys.stderr)
     _where(bench, res.call_id)
@@ -257,7 +262,22 @@ def _call(args: argparse.Namespace) -> int:
     if res.expected_failure:  # K2: an {error} the model would explain; not a fault
         print("expected failure: the tool returned {error}", file=sys.stderr)
     _say(json.dumps(res.value, ensure_ascii=False, indent=2))
-    return 0
+    return 0 if pinned else 1  # the call ran, but `--pin` did not keep it
+
+
+def _pin(res: Any, name: str) -> bool:
+    """`call --pin NAME`: pin the call and say where, or why not, on stderr (stdout stays the
+    JSON result); whether it was pinned."""
+    from ._errors import WorkbenchError
+    from .jupyter.pinflag import shown_path
+
+    try:
+        path = res.pin(name)
+    except WorkbenchError as exc:
+        _say(f"error {exc.code}: not pinned: {exc.message}", file=sys.stderr)
+        return False
+    _say(f"pinned: {shown_path(Path(path))}", file=sys.stderr)
+    return True
 
 
 def _test(args: argparse.Namespace) -> int:
@@ -272,6 +292,8 @@ def _test(args: argparse.Namespace) -> int:
         argv.append(f"--nb-timeout={args.timeout}")
     if args.kernel:
         argv.append(f"--nb-kernel={args.kernel}")
+    if args.update_pins:
+        argv.append("--update-pins")
     if args.workers:  # pytest-xdist: each notebook already has its own kernel and state
         argv += ["-n", args.workers]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
@@ -408,6 +430,12 @@ def _parser(*, table: bool) -> argparse.ArgumentParser:
         "folder (DIR/workspace, first copied from the gem's fixtures/workspace)",
     )
     p.add_argument(
+        "--pin",
+        metavar="NAME",
+        help="also save the call as a regression case, tests/calls/TOOL/NAME.json of the gem, "
+        "replayed by `gem-workbench test GEM` (its path is printed on stderr)",
+    )
+    p.add_argument(
         "--show",
         action="append",
         choices=["files"],
@@ -427,15 +455,22 @@ def _parser(*, table: bool) -> argparse.ArgumentParser:
     p.set_defaults(fn=_types)
     p = sub.add_parser(
         "test",
-        help="run notebooks as tests on fresh Gem Workbench kernels, and an Ekanos "
-        "integration's tests/*.test.ts with deno test (exit code of pytest); after `--`, "
-        "arguments for pytest",
+        help="run notebooks as tests on fresh Gem Workbench kernels, a gem's pinned calls "
+        "(tests/calls/**.json) on fresh mock benches, and an Ekanos integration's "
+        "tests/*.test.ts with deno test (exit code of pytest); after `--`, arguments for pytest",
     )
     p.add_argument(
         "notebooks",
         nargs="*",
         metavar="PATH",
-        help="notebooks, folders, or integration folders / *.test.ts files (default: notebooks/*.ipynb)",
+        help="notebooks, folders (a gem folder: its pinned calls too), or integration folders / "
+        "*.test.ts files (default: notebooks/*.ipynb)",
+    )
+    p.add_argument(
+        "--update-pins",
+        action="store_true",
+        help="write each pinned call that replays otherwise again from its replay (the new "
+        "result, changes and effects become the expected ones); the cases rewritten are listed",
     )
     p.add_argument(
         "--timeout",

@@ -2,6 +2,7 @@
 
     %tool ⇥            the bench's tool names           %state ⇥       its platform's views
     %tool NAME ⇥       the tool's input field names      %state data ⇥  its collections
+    %tool NAME INPUT -⇥  --pin, then the tool's cases     %%tool NAME -⇥ the same
     bench.call('⇥      tool names (any Bench variable)   %gem ⇥         open, close
     %gem open ⇥        gem folders, then other folders; `-⇥` the gem's platform's flags
 
@@ -11,7 +12,8 @@ starts. The extension registers it as an IPython matcher (so `%load_ext workbenc
 IPython kernel completes the same), and the Gem Workbench kernel answers `complete_request`
 with it directly, an empty answer included: IPython's matchers would fill that with Python
 keywords and magic names. Completion reads only what is already in memory (the open bench's
-manifest) and the folders named; it never raises or prints: a failure offers nothing.
+manifest) and the folders named (a tool's tests/calls/ folder for `--pin`); it never raises or
+prints: a failure offers nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .pinflag import outside
 
 #: how long telling gem folders from others may take; past it the rest are offered as folders
 PATH_BUDGET_S = 0.15
@@ -85,7 +89,7 @@ def _where(line: str, *, first: bool, cell: str) -> tuple[str, int, str, tuple[A
         base = m.end("name") + len(rest) - len(rest.lstrip())
         return _magic(m["name"], bool(m["cell"]), rest.lstrip(), base)
     if not first:
-        head = re.match(r"\s*%%tool\s+(\S+)\s*$", cell.split("\n", 1)[0])
+        head = re.match(r"\s*%%tool\s+(\S+)(?:\s+--pin(?:=|\s+)\S*)?\s*$", cell.split("\n", 1)[0])
         if head:  # a %%tool cell's body: its top-level keys
             return _key(line, 0, head[1], cell.split("\n", 1)[1])
     c = _CALL.search(line)
@@ -100,10 +104,13 @@ def _magic(name: str, cell: bool, rest: str, base: int) -> tuple[str, int, str, 
     if name == "tool":
         if not words or (len(words) == 1 and not ends_in_space):
             return "tool", base, rest, ("",)
-        if cell:
-            return "none", base + len(rest), "", ()  # %%tool takes only NAME on its line
         tool = words[0]
         after = rest[len(tool) :].lstrip()
+        pin = _pin(after, base + len(rest) - len(after), tool, cell)
+        if pin is not None:
+            return pin
+        if cell:
+            return "none", base + len(rest), "", ()  # %%tool takes only NAME and --pin on its line
         return _key(after, base + len(rest) - len(after), tool, after)
     if name == "state":
         if not words or (len(words) == 1 and not ends_in_space):
@@ -122,6 +129,22 @@ def _magic(name: str, cell: bool, rest: str, base: int) -> tuple[str, int, str, 
     path = next((w.strip("'\"") for w in done if not w.startswith("-")), None)
     kind = "flag" if token.startswith("-") else "path"
     return kind, base + len(rest) - len(token), token, (path,)
+
+
+def _pin(after: str, base: int, tool: str, cell: bool) -> tuple[str, int, str, tuple[Any, ...]] | None:
+    """`--pin` after a `%tool` INPUT (or a `%%tool NAME`), then the tool's cases after it;
+    None where the cursor is in the INPUT (pinflag.outside)."""
+    token = "" if not after or after[-1].isspace() else after.split()[-1]
+    head = after[: len(after) - len(token)]
+    if not outside(head, len(head)):
+        return None
+    if token.startswith("--pin="):
+        return "case", base + len(head) + 6, token[6:], (tool,)
+    if head.split()[-1:] == ["--pin"]:
+        return "case", base + len(head), token, (tool,)
+    if token.startswith("-") and "--pin".startswith(token) and (cell or head.strip()):
+        return "pinflag", base + len(head), token, ()
+    return None
 
 
 def _key(before: str, base: int, tool: str, given: str) -> tuple[str, int, str, tuple[Any, ...]] | None:
@@ -167,6 +190,11 @@ def _candidates(shell: Any, kind: str, fragment: str, args: tuple[Any, ...]) -> 
     elif kind == "collection":
         bench = _current(shell)
         names = list(bench.manifest.collections) if bench is not None else []
+    elif kind == "pinflag":
+        names = ["--pin"]
+    elif kind == "case":  # the cases the tool has: pinning one again replaces it
+        bench = _current(shell)
+        names = _cases(bench.manifest.root / "tests" / "calls" / args[0]) if bench is not None else []
     elif kind == "subcommand":
         names = ["open", "close"]
     elif kind == "flag":
@@ -178,6 +206,18 @@ def _candidates(shell: Any, kind: str, fragment: str, args: tuple[Any, ...]) -> 
     else:
         return []
     return sorted(n for n in names if n.startswith(fragment))
+
+
+def _cases(folder: Path) -> list[str]:
+    """The names of the cases in a tool's folder of tests/calls (a huge folder is cut)."""
+    out = []
+    with os.scandir(folder) as entries:
+        for n, entry in enumerate(entries):
+            if n >= _MAX_ENTRIES:
+                break
+            if entry.name.endswith(".json") and not entry.name.startswith("."):
+                out.append(entry.name[: -len(".json")])
+    return out
 
 
 def _bench_class() -> Any:

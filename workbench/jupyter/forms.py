@@ -9,7 +9,7 @@ tool is not called. Otherwise the call goes through `bench.call` (so it lands in
 
 For tests and scripts: `f.fields` (name → widget; a nested object's box has `.fields` too),
 `f.collect()` (the input dict), `f.run_button.click()` or `f.run()`, `f.output`, `f.status`,
-`f.problems` and `f.result`.
+`f.problems` and `f.result`; `f.pin_control` (pin.py), shown once a call ran, pins the result.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import ipywidgets as widgets
 from .._errors import WorkbenchError
 from .display import esc, result_html
 from .fields import MISSING, Field, JsonField, ObjectField
+from .pin import PinControl
 
 if TYPE_CHECKING:
     from .._bench import Bench
@@ -60,8 +61,12 @@ class ToolForm(widgets.VBox):
         self.result: CallResult | None = None
         self._validator: Any = None
         self.run_button.on_click(lambda _button: self.run())
+        self.pin_control = PinControl()  # hidden until there is a result to pin
+        self.pin_control.layout.display = "none"
         title = widgets.HTML(f"<b>{esc(tool)}</b> <span style='color:#888'>{esc(spec.description)}</span>")
-        super().__init__([title, *rows, widgets.HBox([self.run_button, self.status]), self.output])
+        super().__init__(
+            [title, *rows, widgets.HBox([self.run_button, self.status]), self.pin_control, self.output]
+        )
 
     def collect(self) -> Any:
         """The input the form gives now; raises E_SCHEMA if a field's text cannot be read."""
@@ -126,6 +131,8 @@ class ToolForm(widgets.VBox):
             self._show_failure(exc)
             return None
         self.result = res
+        self.pin_control.show(res)
+        self.pin_control.layout.display = None
         badge = "✓ ok" if res.ok else f"✗ {res.error.code if res.error else 'failed'}"
         self.status.value = (
             f"<span style='color:{'#2e7d32' if res.ok else '#c62828'}'>"

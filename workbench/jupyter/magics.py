@@ -6,6 +6,8 @@
     %tool NAME INPUT           INPUT as below, on one line
     %tool NAME                 the tool's input form (bench.form(NAME))
     %%tool NAME                the cell body is the INPUT
+    %tool NAME INPUT --pin CASE, %%tool NAME --pin CASE
+                               call, then pin the call: tests/calls/NAME/CASE.json of the gem
     %state files | kv | calls | tools | data NAME | sql QUERY | history [PATH]
     %%state sql                the cell body is the query
 
@@ -21,6 +23,11 @@ YAML, or YAML reads it as one bare string (`payload`, `dict(title=t)`), the whol
 evaluated as a Python expression instead. An empty `%%tool` body is `{}` (an empty
 `%tool` line opens the form instead). Note that a Python dict with
 variables, `{"title": t}`, is valid YAML: write `{"title": $t}` or `dict(title=t)`.
+
+`--pin CASE` (or `--pin=CASE`) is the flag only as the line's last words and outside every
+string and bracket of the INPUT (pinflag.py): `%tool t {"title": "a --pin b"}` pins nothing;
+in a plain YAML value, quote it (`title: 'a --pin b'`). The call is pinned as `res.pin(CASE)`
+does, and one line says where: `pinned: gems/notes/tests/calls/add_note/first.json`.
 
 A magic that cannot do what it was asked (no bench open, unknown tool, unreadable input, broken
 gem, E_SQL, …) prints one line, `error E_CODE: message`, on stderr: no traceback, but the cell
@@ -44,6 +51,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from .._errors import WorkbenchError
 from .._options import usage
+from .pinflag import shown_path, split_pin
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -267,17 +275,21 @@ class WorkbenchMagics(Magics):
     @line_cell_magic
     @_reported
     def tool(self, line: str, cell: str | None = None) -> CallResult | Any:
-        """%tool NAME INPUT, or %%tool NAME with the INPUT as the cell: call a tool.
+        """%tool NAME INPUT [--pin CASE], or %%tool NAME [--pin CASE] with the INPUT as the
+        cell: call a tool (and pin the call as tests/calls/NAME/CASE.json of the gem).
         %tool NAME with no input: the tool's form (`bench.form(NAME)`); `%tool NAME {}` calls
         it with an empty object."""
         name, _, rest = line.strip().partition(" ")
         if not name:
             raise _usage("which tool? `%tool NAME {json}` or `%%tool NAME` with the input below")
+        rest, case, flagged = split_pin(rest)
         if cell is not None and rest.strip():
             raise _usage(
-                f"%%tool takes only the tool name on its line (got {rest.strip()!r}); "
-                "the input is the cell body"
+                f"%%tool takes only the tool name and `--pin CASE` on its line (got "
+                f"{rest.strip()!r}); the input is the cell body"
             )
+        if flagged and not case:
+            raise _usage(f"--pin CASE: name the case, e.g. `%tool {name} {{}} --pin first`")
         bench = self.bench
         if bench.manifest.tool(name) is None:
             raise MagicError(
@@ -287,9 +299,17 @@ class WorkbenchMagics(Magics):
                 tool=name,
             )
         if cell is None and not rest.strip():  # nothing to call with yet: ask for it
+            if case:
+                raise _usage(f"--pin {case}: give the input to call with (`{{}}` for an empty one)")
             return bench.form(name)
+        if case:  # a name that cannot be a file name is refused before the call, not after
+            from .._pins import case_path
+
+            case_path(bench.manifest.root, name, case)
         args = parse_input(rest if cell is None else cell, self.ns)
         res = bench.call(name, args)
+        if case:
+            self._pin(res, case)
         if res.error is not None and os.environ.get("GEM_WORKBENCH_TOOL_ERRORS") == "fail":
             # notebook tests that opted in (gem-workbench test --nb-tool-errors=fail): a failed
             # call fails its cell, after showing the result
@@ -298,6 +318,18 @@ class WorkbenchMagics(Magics):
             display(res)
             raise MagicError(res.error.code, f"%tool {name} failed: {res.error.message}", tool=name)
         return res
+
+    @staticmethod
+    def _pin(res: CallResult, case: str) -> None:
+        """Pin `res` and say where; if that fails, the result is still shown, then the error."""
+        try:
+            path = res.pin(case)
+        except WorkbenchError:
+            from IPython.display import display
+
+            display(res)
+            raise
+        print(f"pinned: {shown_path(path)}")
 
     # %state / %%state ----------------------------------------------------------------------
     @no_var_expand

@@ -15,7 +15,9 @@ from .display_agent import outbox_html
 
 if TYPE_CHECKING:
     from .._bench import Bench
+    from .._result import CallResult
     from .forms import ToolForm
+    from .pin import PinControl
     from .replay import ReplayView
 
 
@@ -35,6 +37,13 @@ def replay(
     return draw(bench, tool, cursor_key=cursor_key, input=input, events=events)
 
 
+def pin_button(result: CallResult, name: str = "") -> PinControl:
+    """`res.pin_button()`: see `workbench.jupyter.pin`."""
+    from .pin import pin_button as draw
+
+    return draw(result, name)
+
+
 #: name → function, for `workbench._present.presenter(name)`
 PRESENTERS: dict[str, Callable[..., Any]] = {
     "bench_html": bench_html,
@@ -42,5 +51,6 @@ PRESENTERS: dict[str, Callable[..., Any]] = {
     "result_text": result_text,
     "form": form,
     "replay": replay,
+    "pin_button": pin_button,
     "outbox_html": outbox_html,
 }

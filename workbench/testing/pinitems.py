@@ -70,3 +70,21 @@ class PinItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, 0, f"pinned call {self.name}"
+
+
+def report_updated(terminalreporter: Any) -> None:
+    """After `--update-pins`: the cases written again, one line each (workers' too, as their
+    reports carry the item's user properties)."""
+    updated = sorted(
+        {
+            str(value)
+            for report in terminalreporter.stats.get("passed", [])
+            for key, value in getattr(report, "user_properties", ())
+            if key == "updated"
+        }
+    )
+    if not updated:
+        return
+    terminalreporter.write_sep("=", f"{len(updated)} pinned call{'' if len(updated) == 1 else 's'} updated")
+    for path in updated:
+        terminalreporter.write_line(f"updated {path}")

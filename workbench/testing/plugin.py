@@ -15,7 +15,8 @@ Loaded in every pytest run of an environment where gem-workbench is installed (e
   manifest.json) are collected by the same rule as notebooks; each file runs once with
   `deno test` and each of its test cases is an item (`tstests`); `--nb-timeout` is per file.
 - the pinned calls of a gem, `tests/calls/<tool>/<name>.json` (`res.pin`), are collected by the
-  same rule; each replays on a fresh mock bench (`pinitems`); `--update-pins` re-records.
+  same rule; each replays on a fresh mock bench (`pinitems`); `--update-pins` re-records
+  (and the summary lists the cases it wrote).
 - `bench` opens the gem of `@pytest.mark.gem("path", **open_options)` (a relative path: from
   the test file's folder, else from the rootdir) or of the ini option `gem` (from the ini
   file's folder) on mock providers, with its state in the test's tmp_path, and closes it after.
@@ -175,6 +176,13 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
             for kernel in ending:
                 kernel.wait_ended()
         run_sync(_end_kernels)(config, [unused] if unused is not None else [], wait=last)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The pinned calls `--update-pins` wrote again."""
+    from .pinitems import report_updated
+
+    report_updated(terminalreporter)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
