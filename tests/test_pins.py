@@ -306,3 +306,23 @@ def test_an_ekanos_secret_is_a_stand_in_on_replay(tmp_path: Path, opened) -> Non
     assert "sk_live_Very-Secret-1" not in text and json.loads(text)["secrets"] == ["api_key"]
     out = replay_case(path)
     assert out.ok, out.report()
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "g/tests/calls/add_note/a.json",
+        "g/tests/calls/doctor/add_note/N7.json",
+        "g/tests/calls/add_note/a.txt",
+        "g/tests/calls/a.json",
+        "g/tests/calls/other/add_note/a.json",
+        "g/tests/x/add_note/a.json",
+        "tests/calls/t/a.json",
+    ],
+)
+def test_collection_and_replay_agree_on_where_cases_live(tmp_path: Path, rel: str) -> None:
+    from workbench._pinreplay import calls_folder_of
+    from workbench.testing.pinitems import is_case_file
+
+    path = tmp_path / rel
+    assert is_case_file(path) == (calls_folder_of(path) is not None)

@@ -234,6 +234,24 @@ class Bench(Views):
         tools: AgentTools = self.providers.backends["tools"]
         tools.faults.setdefault(builtin, []).extend([mode] * times)
 
+    def doctor(
+        self,
+        *,
+        tool: str | None = None,
+        seconds: float = 60.0,
+        examples: int | None = None,
+        seed: int = 0,
+        write: bool = True,
+    ) -> Any:
+        """Search the tools for the bugs an author did not think of (issue 30, docs/doctor.md):
+        inputs from each schema on the fixtures and an empty state, N5, N7 and secret probes;
+        each finding shrunk and, with `write`, pinned under tests/calls/doctor/. Returns a
+        DoctorReport (`.frame()`, `.ok`, shown as a summary in a notebook)."""
+        from ._doctor import doctor
+
+        self._check_open()
+        return doctor(self, tool=tool, seconds=seconds, examples=examples, seed=seed, write=write)
+
     def _pin(self, res: CallResult, name: str) -> Any:
         from ._pins import pin
 

@@ -36,11 +36,20 @@ def _bad(path: Path | str, why: str, **details: Any) -> WorkbenchError:
     return WorkbenchError("E_CASE", f"{path}: {why}", file=str(path), **details)
 
 
+#: folders of tests/calls the workbench writes cases into: <gem>/tests/calls/doctor/<tool>/<kind>.json
+CASE_FOLDERS = ("doctor",)
+
+
 def calls_folder_of(path: Path) -> Path | None:
-    """The gem folder of a case file at <gem>/tests/calls/<tool>/<name>.json, or None."""
+    """The gem folder of a case file at <gem>/tests/calls/<tool>/<name>.json (or under one of
+    CASE_FOLDERS), or None."""
     parts = path.parts
-    if len(parts) >= 5 and parts[-4:-2] == ("tests", "calls") and path.suffix == ".json":
+    if path.suffix != ".json" or len(parts) < 5:
+        return None
+    if parts[-4:-2] == ("tests", "calls"):
         return path.parents[3]
+    if len(parts) >= 6 and parts[-5:-3] == ("tests", "calls") and parts[-3] in CASE_FOLDERS:
+        return path.parents[4]
     return None
 
 

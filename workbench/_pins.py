@@ -37,15 +37,17 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _HTTP_METHODS = ("http.fetch", "fetch")  # Notochord's ctx.http.fetch, Ekanos' ctx.fetch
 
 
-def case_path(root: Path, tool: str, name: str) -> Path:
-    """Where case `name` of `tool` lives in the gem at `root`; UsageError for a name that is
-    not a plain file name (it becomes one)."""
+def case_path(root: Path, tool: str, name: str, *, under: str | None = None) -> Path:
+    """Where case `name` of `tool` lives in the gem at `root` (`under`: a folder of tests/calls
+    for cases written by the workbench, "doctor"); UsageError for a name that is not a plain
+    file name (it becomes one)."""
     for what, value in (("name", name), ("tool", tool)):
         if not isinstance(value, str) or not _NAME.fullmatch(value) or ".." in value:
             raise UsageError(
                 f"pin {what} {value!r}: use letters, digits, '.', '_' and '-' (up to 100, no '..')"
             )
-    return root / "tests" / "calls" / tool / f"{name}.json"
+    calls = root / "tests" / "calls"
+    return (calls / under if under else calls) / tool / f"{name}.json"
 
 
 # -- the state a call found ------------------------------------------------------------------

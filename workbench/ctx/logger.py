@@ -70,7 +70,10 @@ class Logger:
             level, message, text = "warn", f"(log full: {self.s.limits.log_rows:,} rows in this call)", "null"
         http = self.s.http
         if http is not None:  # a secret the tool logged is shown masked, as everywhere
-            message, text = http.mask(message), http.mask(text)
+            shown = http.mask(message), http.mask(text)
+            if shown != (message, text):  # K6: said, so the author (and the doctor) learn of it
+                self.s.warn("K6: a secret's value reached ctx.logger (shown masked as ***)")
+            message, text = shown
         rows.append(
             {
                 "seq": len(rows) + 1,

@@ -216,6 +216,11 @@ def _send_email(session: CallSession, input: dict[str, Any]) -> Any:
         check_message(message)
     except WorkbenchError as exc:
         return envelope("invalid_input", tool="send_email", code=exc.code, message=exc.message, **exc.details)
+    rng = session.rng()
+    if rng is not None:  # a seeded call (a replay, the doctor): its Message-ID repeats too
+        message["message_id"] = (
+            f"<{rng.getrandbits(64):016x}.{int(session.providers.now())}@workbench.invalid>"
+        )
     try:
         return {"message_id": outbox.send(message)}
     except WorkbenchError as exc:  # the provider's checks, the SMTP server's refusal

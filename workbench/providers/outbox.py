@@ -131,7 +131,7 @@ def check_message(message: Any) -> Checked:
     wrong (`reason: "header_injection"` for a line break in a header, decoded or not)."""
     if not isinstance(message, Mapping):
         raise _invalid("message", "must be an object")
-    unknown = set(message) - set(FIELDS)
+    unknown = set(message) - set(FIELDS) - {"message_id"}  # (message_id: the ctx layer's own)
     if unknown:
         raise _invalid(sorted(map(str, unknown))[0], "is not a field of send_email")
     to = _addresses(message.get("to"), "to")
@@ -144,6 +144,9 @@ def check_message(message: Any) -> Checked:
     body_text = _text(message, "body_text", MAX_BODY_CHARS)
     html = _text(message, "body_html", MAX_BODY_CHARS) if message.get("body_html") is not None else None
     return Checked(to, cc, subject, body_text, html)
+
+
+_MSGID = re.compile(r"<[0-9a-f]{16}\.[0-9]{1,12}@workbench\.invalid>")
 
 
 def build_message(
@@ -160,7 +163,10 @@ def build_message(
             msg["Cc"] = ", ".join(m.cc)
         msg["Subject"] = m.subject
         msg["Date"] = formatdate(None if now is None else now(), usegmt=True)
-        msg["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2])  # no DNS lookup
+        given = message.get("message_id")  # the ctx layer's, from the call's seeded draws
+        if not (isinstance(given, str) and _MSGID.fullmatch(given)):
+            given = make_msgid(domain=sender.rpartition("@")[2])  # no DNS lookup
+        msg["Message-ID"] = given
         msg.set_content(m.body_text)
         if m.body_html is not None:
             msg.add_alternative(m.body_html, subtype="html")

@@ -17,9 +17,16 @@ _REPLAYER = pytest.StashKey[Any]()
 
 
 def is_case_file(path: Path) -> bool:
-    """Whether `path` is where a case lives: <gem>/tests/calls/<tool>/<name>.json."""
+    """Whether `path` is where a case lives: <gem>/tests/calls/<tool>/<name>.json, or a doctor's
+    finding at <gem>/tests/calls/doctor/<tool>/<kind>.json."""
+    # (the same rule as _pinreplay.calls_folder_of, without importing the ctx layer into every
+    # pytest run's collection: tests/test_pins.py checks the two agree)
     parts = path.parts
-    return path.suffix == ".json" and len(parts) >= 5 and parts[-4:-2] == ("tests", "calls")
+    if path.suffix != ".json" or len(parts) < 5:
+        return False
+    return parts[-4:-2] == ("tests", "calls") or (
+        len(parts) >= 6 and parts[-5:-3] == ("tests", "calls") and parts[-3] == "doctor"
+    )
 
 
 def close_replayer(config: pytest.Config) -> None:

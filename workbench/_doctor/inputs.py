@@ -1,0 +1,213 @@
+"""Inputs for the doctor (issue 30 point 2): generated from a tool's schema, under its platform's
+rules, weighted toward the edges; and invalid ones, which the platform's own check must stop.
+
+Valid inputs come from the schema (its types, properties, items, bounds, enums, local `$ref`s,
+anyOf/oneOf/allOf), each value drawn either from its edges — empty strings and arrays, 0 and
+the schema's bounds, one character, non-ASCII and astral text, strings long enough to matter
+for the platform's limits — or at large; each is kept only if the bench's own validator (N8,
+the null rule, formats as annotations) accepts it, so a tool is never blamed for an input its
+platform would refuse. (hypothesis-jsonschema's `from_schema` does not run on the hypothesis
+this workbench needs; the platforms' schemas are the subset above.) Invalid inputs are valid ones
+broken once: a required key dropped, a key of the wrong type, an extra key where
+`additionalProperties` is false, a value that is not an object.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: strings at the edges: empty, one character, spaces, non-ASCII, astral, a NUL, long ones
+EDGE_STRINGS = (
+    "",
+    "a",
+    " ",
+    "é",
+    "日本",
+    "😀",
+    "a\u0000b",
+    "-1",
+    "null",
+    "x" * 1000,
+    "😀" * 5000,
+    "y" * 20_000,
+)
+EDGE_NUMBERS = (0, 1, -1, 2**31, -(2**31), 2**53, 0.5, -0.0, 1e308)
+_DEPTH = 6  # of the edge strategy: deeper parts come from from_schema
+
+
+def _type_of(schema: dict[str, Any]) -> str | None:
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), t[0] if t else None)
+    return t if isinstance(t, str) else None
+
+
+def _int(schema: dict[str, Any], key: str) -> int | None:
+    v = schema.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _strings(schema: dict[str, Any]) -> Any:
+    from hypothesis import strategies as st
+
+    lo, hi = _int(schema, "minLength") or 0, _int(schema, "maxLength")
+    found = [s for s in EDGE_STRINGS if lo <= len(s) and (hi is None or len(s) <= hi)]
+    found += ["x" * n for n in {lo, hi or 0} if n and n <= 100_000]
+    edges = st.sampled_from(sorted(set(found), key=lambda s: (len(s), s))) if found else st.nothing()
+    short = min(hi if hi is not None else lo + 30, lo + 30)
+    return st.one_of(edges, st.text(min_size=lo, max_size=max(lo, short)))
+
+
+def _numbers(schema: dict[str, Any], integer: bool) -> Any:
+    from hypothesis import strategies as st
+
+    lo = schema.get("minimum", schema.get("exclusiveMinimum"))
+    hi = schema.get("maximum", schema.get("exclusiveMaximum"))
+    lo = lo if isinstance(lo, (int, float)) and not isinstance(lo, bool) else None
+    hi = hi if isinstance(hi, (int, float)) and not isinstance(hi, bool) else None
+    step = 1 if integer else 0.5
+    near = [b + d for b in (lo, hi) if b is not None for d in (-step, 0, step)]
+    found = [n for n in (*EDGE_NUMBERS, *near) if not integer or float(n).is_integer()]
+    edges = st.sampled_from([int(n) if integer else n for n in found])
+    plain: Any
+    if integer:
+        plain = st.integers(
+            min_value=int(lo) if lo is not None and float(lo).is_integer() else None,
+            max_value=int(hi) if hi is not None and float(hi).is_integer() else None,
+        )
+    else:
+        plain = st.floats(min_value=lo, max_value=hi, allow_nan=False, allow_infinity=False)
+    return st.one_of(edges, plain)
+
+
+def _any(depth: int) -> Any:
+    from hypothesis import strategies as st
+
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=20),
+    )
+    if depth > 2:
+        return scalars
+    return st.one_of(
+        scalars, st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=8), scalars, max_size=3)
+    )
+
+
+class _Schemas:
+    """A schema's strategies, with its local `$ref`s resolved (SEC6 bounded them at load)."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+
+    def ref(self, pointer: str) -> Any:
+        node = self.root
+        for part in pointer.lstrip("#").split("/")[1:]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return {}
+        return node
+
+    def of(self, schema: Any, depth: int = 0) -> Any:
+        """Values for `schema`, edges first (not all valid: the caller filters)."""
+        from hypothesis import strategies as st
+
+        if schema is True or schema == {}:
+            return _any(depth)
+        if not isinstance(schema, dict) or depth > _DEPTH:
+            return st.none()
+        if isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#"):
+            return self.of(self.ref(schema["$ref"]), depth + 1)
+        if "const" in schema:
+            return st.just(schema["const"])
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
+            return st.sampled_from(schema["enum"])
+        for key in ("anyOf", "oneOf", "allOf"):
+            subs = schema.get(key)
+            if isinstance(subs, list) and subs:
+                rest = {k: v for k, v in schema.items() if k != key}
+                if key == "allOf":
+                    merged = dict(rest)
+                    for sub in subs:
+                        if isinstance(sub, dict):
+                            merged.update(sub)
+                    return self.of(merged, depth + 1)
+                return st.one_of(
+                    [self.of({**rest, **s} if isinstance(s, dict) else s, depth + 1) for s in subs]
+                )
+        t = _type_of(schema)
+        if t is None and "properties" in schema:
+            t = "object"
+        if t == "string":
+            return _strings(schema)
+        if t in ("integer", "number"):
+            return _numbers(schema, t == "integer")
+        if t == "boolean":
+            return st.booleans()
+        if t == "null":
+            return st.none()
+        if t == "array":
+            items = schema.get("items", {})
+            lo, hi = _int(schema, "minItems") or 0, _int(schema, "maxItems")
+            return st.lists(
+                self.of(items, depth + 1), min_size=lo, max_size=min(hi if hi is not None else lo + 4, lo + 4)
+            )
+        if t == "object":
+            props: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+            required = [k for k in schema.get("required", ()) if isinstance(k, str)]
+            base = st.fixed_dictionaries(
+                {k: self.of(props.get(k, {}), depth + 1) for k in required},
+                optional={k: self.of(v, depth + 1) for k, v in props.items() if k not in required},
+            )
+            extra = schema.get("additionalProperties", True)
+            if extra is False:
+                return base
+            more = st.dictionaries(
+                st.text(min_size=1, max_size=8),
+                self.of(extra if isinstance(extra, dict) else True, depth + 1),
+                max_size=2,
+            )
+            return st.builds(lambda a, b: {**b, **a}, base, more)
+        return _any(depth)
+
+
+def edges(schema: Any) -> Any:
+    """A strategy of values for `schema`, weighted toward its edges (not all valid)."""
+    return _Schemas(schema).of(schema)
+
+
+def valid_inputs(schema: dict[str, Any], accepts: Any) -> Any:
+    """Inputs `accepts(value)` (the bench's validator: N8, the platform's rules) takes."""
+    return edges(schema).filter(accepts)
+
+
+def broken(schema: dict[str, Any], value: Any, how: int) -> Any:
+    """`value` broken once (how: which way, modulo the ways that apply), or None when no way
+    applies to it: the platform's check must refuse what comes back (N8)."""
+    ways: list[Any] = [[value]]  # not an object at all
+    if isinstance(value, dict):
+        required = [k for k in schema.get("required", ()) if k in value]
+        ways += [{k: v for k, v in value.items() if k != r} for r in required]
+        props: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+        for k, sub in props.items():
+            t = _type_of(sub) if isinstance(sub, dict) else None
+            if t in ("string", "integer", "number", "boolean", "array", "object") and "enum" not in sub:
+                wrong = {
+                    "string": 12345,
+                    "integer": "7",
+                    "number": "7.5",
+                    "boolean": "true",
+                    "array": {},
+                    "object": [],
+                }
+                ways.append({**value, k: wrong[t]})
+        if schema.get("additionalProperties") is False:
+            ways.append({**value, "__doctor_extra__": 1})
+    return ways[how % len(ways)]

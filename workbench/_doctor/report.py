@@ -1,0 +1,175 @@
+"""The doctor's report (issue 30 point 1): a DataFrame of findings, an HTML summary per tool in
+the notebook, JSON and JUnit XML for CI."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .findings import KINDS, Finding
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .run import ToolStats
+
+COLUMNS = ["tool", "kind", "rule", "input", "start", "message", "repro", "case"]
+
+
+@dataclass
+class DoctorReport:
+    """What `bench.doctor()` found: `findings`, `frame()` (one row each), `ok`, per-tool stats."""
+
+    gem: str
+    findings: list[Finding]
+    stats: dict[str, ToolStats]
+    seconds: float
+    seed: int
+
+    @property
+    def ok(self) -> bool:
+        """No finding."""
+        return not self.findings
+
+    def frame(self) -> pd.DataFrame:
+        """One row per finding: tool, kind, rule, the shrunk input, the start state, what
+        happened, how to reproduce it and its pinned case."""
+        import pandas as pd
+
+        rows = [
+            {
+                "tool": f.tool,
+                "kind": f.kind,
+                "rule": f.rule,
+                "input": f.input,
+                "start": f.start,
+                "message": f.message,
+                "repro": f.repro,
+                "case": str(f.case) if f.case else None,
+            }
+            for f in self.findings
+        ]
+        return pd.DataFrame(rows, columns=COLUMNS)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Per tool: examples run (and of them invalid), findings by kind, seconds."""
+        out = []
+        for name, s in self.stats.items():
+            kinds = Counter(f.kind for f in self.findings if f.tool == name)
+            out.append(
+                {
+                    "tool": name,
+                    "examples": s.examples,
+                    "invalid": s.invalid,
+                    "findings": dict(sorted(kinds.items())),
+                    "seconds": round(s.seconds, 2),
+                }
+            )
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gem": self.gem,
+            "seed": self.seed,
+            "seconds": round(self.seconds, 2),
+            "ok": self.ok,
+            "tools": self.summary(),
+            "findings": [
+                {
+                    "tool": f.tool,
+                    "kind": f.kind,
+                    "rule": f.rule,
+                    "what": KINDS[f.kind][1],
+                    "message": f.message,
+                    "input": f.input,
+                    "start": f.start,
+                    "repro": f.repro,
+                    "case": str(f.case) if f.case else None,
+                }
+                for f in self.findings
+            ],
+        }
+
+    def junit(self, path: str | os.PathLike[str]) -> Path:
+        """Write JUnit XML: a testcase per tool and kind checked, failed where found."""
+        from xml.sax.saxutils import quoteattr
+
+        lines = []
+        cases = 0
+        for name in self.stats:
+            mine = {f.kind: f for f in self.findings if f.tool == name}
+            for kind in KINDS:
+                cases += 1
+                head = (
+                    f"  <testcase classname={quoteattr(f'doctor.{self.gem}.{name}')} name={quoteattr(kind)}"
+                )
+                f = mine.get(kind)
+                if f is None:
+                    lines.append(head + "/>")
+                else:
+                    body = html.escape(
+                        f"{f.message}\ninput: {json.dumps(f.input, ensure_ascii=False)[:2000]}\n{f.repro}"
+                    )
+                    lines.append(
+                        f"{head}><failure message={quoteattr(f'{f.rule}: {f.message}'[:500])}>{body}</failure></testcase>"
+                    )
+        xml = (
+            '<?xml version="1.0" encoding="utf-8"?>\n'
+            f'<testsuite name={quoteattr("gem-workbench doctor " + self.gem)} tests="{cases}" '
+            f'failures="{len(self.findings)}" time="{self.seconds:.2f}">\n'
+            + "\n".join(lines)
+            + "\n</testsuite>\n"
+        )
+        target = Path(path)
+        fd, tmp = tempfile.mkstemp(
+            dir=target.parent if str(target.parent) else ".", prefix=".junit.", suffix=".tmp"
+        )
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(xml)
+        os.replace(tmp, target)
+        return target
+
+    def __repr__(self) -> str:
+        n = sum(s.examples for s in self.stats.values())
+        return (
+            f"<DoctorReport {self.gem}: {len(self.findings)} findings, {n} examples in {self.seconds:.1f} s>"
+        )
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        rows = []
+        for s in self.summary():
+            kinds = ", ".join(f"{esc(k)} ×{n}" for k, n in s["findings"].items()) or "none"
+            rows.append(
+                f"<tr><td><code>{esc(s['tool'])}</code></td><td>{s['examples']} ({s['invalid']} invalid)</td>"
+                f"<td>{kinds}</td><td>{s['seconds']:.2f} s</td></tr>"
+            )
+        found = []
+        for f in self.findings:
+            found.append(
+                f"<tr><td><code>{esc(f.tool)}</code></td><td>{esc(f.kind)}</td><td>{esc(f.rule)}</td>"
+                f"<td>{esc(f.message)}</td><td><code>{esc(json.dumps(f.input, ensure_ascii=False)[:200])}</code></td>"
+                f"<td>{esc(f.start)}</td><td><code>{esc(f.repro)}</code></td></tr>"
+            )
+        head = (
+            f"<b>doctor</b> {esc(self.gem)}: {len(self.findings)} finding(s), "
+            f"{sum(s.examples for s in self.stats.values())} examples in {self.seconds:.1f} s (seed {self.seed})"
+        )
+        table = (
+            "<table><tr><th>tool</th><th>examples</th><th>findings</th><th>time</th></tr>"
+            + "".join(rows)
+            + "</table>"
+        )
+        detail = (
+            "<table><tr><th>tool</th><th>kind</th><th>rule</th><th>what happened</th><th>input</th>"
+            "<th>start</th><th>reproduce</th></tr>" + "".join(found) + "</table>"
+            if found
+            else ""
+        )
+        return f"<div class='gw-doctor'><p>{head}</p>{table}{detail}</div>"

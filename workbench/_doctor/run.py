@@ -1,0 +1,348 @@
+"""The doctor's search (issue 30 points 2-6): for each tool, inputs from its schema on each start
+state, every call checked; then probes of the examples that ran — N5 (the module kept or not),
+determinism (the same seed and clock twice) and N7 (a rerun after a crash at each ctx point).
+
+Hypothesis drives the search: each kind of finding is raised as its own exception type, so
+with `report_multiple_bugs` every kind is shrunk on its own to its smallest input. The state
+is put back between examples from a snapshot (no bench is reopened) and the sandbox stays
+warm. Every call of an example has the same seed, ids and frozen clock, so what differs
+between two runs of it is the tool's doing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .findings import KINDS, Finding, check_call, rule_of
+from .inputs import broken, valid_inputs
+
+if TYPE_CHECKING:
+    from .._bench import Bench
+    from .._result import CallResult
+    from ..gem import ToolSpec
+
+
+class FoundIt(Exception):
+    """Raised in the search for one finding; a subclass per kind keeps kinds apart."""
+
+    def __init__(self, kind: str, message: str, start: int, input: Any) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind, self.message, self.start, self.input = kind, message, start, input
+
+
+_CLASSES = {kind: type(f"Found_{kind}", (FoundIt,), {}) for kind in KINDS}
+
+
+@dataclass
+class ToolStats:
+    """What the search did for one tool."""
+
+    examples: int = 0
+    invalid: int = 0
+    seconds: float = 0.0
+    ran: list[tuple[int, Any]] = field(default_factory=list)  # (start, input) of calls that returned
+
+
+@dataclass
+class Start:
+    name: str
+    snapshot: Any
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+class Search:
+    """One doctor run over a bench: its start states, budget, seed and what it found."""
+
+    def __init__(
+        self, bench: Bench, *, starts: list[Start], seed: int, deadline: float, examples: int | None
+    ) -> None:
+        self.bench, self.starts, self.seed = bench, starts, seed
+        self.deadline, self.examples = deadline, examples
+        self.findings: list[Finding] = []
+        self.stats: dict[str, ToolStats] = {}
+        self._seen: set[tuple[str, str]] = set()  # (tool, kind) found already
+        self._n = 0
+
+    # -- one call -------------------------------------------------------------------------
+    def call(
+        self, tool: ToolSpec, input: Any, start: int, *, fresh: bool | None = None, n: int = 0
+    ) -> CallResult:
+        """Call `tool` with `input` on start state `start` (put back first), with the example's
+        seed, ids and call id: two calls of one example differ only by the tool's doing."""
+        from .. import _pipeline
+
+        bench = self.bench
+        bench.restore(self.starts[start].snapshot)
+        s = int.from_bytes(hashlib.sha256(f"{self.seed}:{tool.name}:{n}".encode()).digest()[:4], "big") >> 1
+        with bench._lock:
+            return _pipeline.call(
+                bench,
+                tool.name,
+                input,
+                key=f"{s:032x}",
+                fresh=fresh,
+                identity={"call_id": f"doctor-{s:08x}", "seed": s, "ids": s},
+            )
+
+    def _outbox(self) -> list[Any]:
+        tools = self.bench.providers.backends.get("tools")
+        outbox = getattr(tools, "outbox", None)
+        return list(getattr(outbox, "rows", list)()) if outbox is not None else []
+
+    def check(
+        self, tool: ToolSpec, input: Any, start: int, *, valid: bool, envelopes: bool = False
+    ) -> list[tuple[str, str]]:
+        """Call once and check it; `envelopes`: every enabled built-in answers with an error
+        envelope this time (agent tools: does the tool look at what it got? A4)."""
+        tools = self.bench.providers.backends.get("tools")
+        if envelopes and tools is not None:
+            for builtin in self.bench.profile.grants(self.bench.manifest, tool).lists.get("tools", ()):
+                if builtin not in self.bench.manifest.tools:
+                    tools.faults.setdefault(builtin, []).extend(["envelope"] * 3)
+        sent = len(self._outbox())
+        try:
+            res = self.call(tool, input, start)
+        finally:
+            if envelopes and tools is not None:
+                tools.faults.clear()
+        outbox = self._outbox()[sent:]
+        stats = self.stats[tool.name]
+        stats.examples += 1
+        if res.error is None and valid and len(stats.ran) < 50:
+            stats.ran.append((start, input))
+        return check_call(self.bench, res, valid=valid, outbox=outbox)
+
+    # -- the search of one tool -----------------------------------------------------------
+    def tool(self, tool: ToolSpec, share: float) -> None:
+        """Search `tool` for `share` seconds (or `examples` examples)."""
+        from hypothesis import HealthCheck, Phase, given, settings
+        from hypothesis import seed as with_seed
+        from hypothesis import strategies as st
+
+        bench = self.bench
+        stats = self.stats.setdefault(tool.name, ToolStats())
+        t0 = time.monotonic()
+        schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+
+        def accepts(value: Any) -> bool:
+            return bench._check_input(tool, value)[1] is None
+
+        strategy = st.tuples(
+            st.integers(0, len(self.starts) - 1),
+            valid_inputs(schema, accepts),
+            st.integers(0, 15),  # 0-1: the example broken (N8); 2-15: as drawn
+        )
+
+        def example(drawn: tuple[int, Any, int]) -> None:
+            start, value, how = drawn
+            valid = how > 1
+            if not valid:
+                value = broken(schema, value, how)
+                stats.invalid += 1
+            envelopes = how in (2, 3) and bench.profile.name == "agent"
+            for kind, message in self.check(tool, value, start, valid=valid, envelopes=envelopes):
+                raise _CLASSES[kind](kind, message, start, value)  # (its first kind: one per example)
+
+        budget = max(share, 0.05)
+        cost = self._cost(tool, strategy, example)
+        n = self.examples or max(10, min(5000, int(budget / max(cost, 1e-4))))
+        run = with_seed(self.seed)(
+            settings(
+                max_examples=n,
+                deadline=None,
+                database=None,
+                derandomize=False,
+                report_multiple_bugs=True,
+                phases=(Phase.generate, Phase.shrink),
+                suppress_health_check=list(HealthCheck),
+                print_blob=False,
+            )(given(strategy)(example))
+        )
+        try:
+            run()
+        except FoundIt as exc:
+            self._found(tool, [exc])
+        except BaseExceptionGroup as group:  # several kinds, each shrunk on its own
+            self._found(tool, [e for e in group.exceptions if isinstance(e, FoundIt)])
+            rest = [e for e in group.exceptions if not isinstance(e, FoundIt)]
+            if rest:  # the workbench's own failure: not a finding
+                raise rest[0] from group
+        stats.seconds += time.monotonic() - t0
+
+    def _cost(self, tool: ToolSpec, strategy: Any, example: Any) -> float:
+        """Seconds one example costs, about: a few drawn and run, findings ignored."""
+        from hypothesis import HealthCheck, Phase, given, settings
+        from hypothesis import seed as with_seed
+
+        t0, runs = time.monotonic(), [0]
+
+        def timed(drawn: Any) -> None:
+            runs[0] += 1
+            try:
+                example(drawn)
+            except FoundIt:
+                pass
+
+        with_seed(self.seed + 1)(
+            settings(
+                max_examples=5,
+                deadline=None,
+                database=None,
+                phases=(Phase.generate,),
+                suppress_health_check=list(HealthCheck),
+            )(given(strategy)(timed))
+        )()
+        return (time.monotonic() - t0) / max(runs[0], 1)
+
+    def _trim(self, tool: ToolSpec, exc: FoundIt) -> Any:
+        """`exc`'s input with each long string cut to the shortest prefix that still gives the
+        same kind of finding (a binary search: hypothesis does not shorten a string drawn
+        from the edges)."""
+        value = exc.input
+        if not isinstance(value, dict):
+            return value
+        valid = exc.kind != "N8"
+        for key, text in list(value.items()):
+            if not isinstance(text, str) or len(text) < 2:
+                continue
+            lo, hi = 0, len(text)  # hi: a length that still finds it
+            while lo < hi:
+                mid = (lo + hi) // 2
+                trial = {**value, key: text[:mid]}
+                if self.bench._check_input(tool, trial)[1] is None and any(
+                    k == exc.kind for k, _ in self.check(tool, trial, exc.start, valid=valid)
+                ):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            value = {**value, key: text[:hi]}
+        return value
+
+    def _found(self, tool: ToolSpec, found: list[FoundIt]) -> None:
+        for exc in sorted(found, key=lambda e: e.kind):
+            if (tool.name, exc.kind) in self._seen:
+                continue
+            self._seen.add((tool.name, exc.kind))
+            if exc.kind not in ("N8",):
+                exc.input = self._trim(tool, exc)
+            self.findings.append(
+                Finding(
+                    tool.name,
+                    exc.kind,
+                    rule_of(exc.kind, self.bench.profile.name),
+                    exc.message,
+                    exc.input,
+                    self.starts[exc.start].name,
+                    extra={"start": exc.start},
+                )
+            )
+
+    # -- probes of examples that ran --------------------------------------------------------
+    def probes(self, tool: ToolSpec) -> None:
+        """N5 and determinism on the smallest examples that ran; N7 for tools that write."""
+        stats = self.stats[tool.name]
+        ran = sorted(
+            {_key(i): (s, i) for s, i in stats.ran}.values(), key=lambda si: (len(_key(si[1])), _key(si[1]))
+        )
+        for start, input in ran[:3]:
+            if (tool.name, "N5") in self._seen and (tool.name, "nondeterministic") in self._seen:
+                break
+            self._memory(tool, start, input)
+        if tool.side_effect == "write" or self.bench.profile.name != "notochord":
+            for start, input in ran[:2]:
+                if (tool.name, "N7") in self._seen:
+                    break
+                self._crash(tool, start, input)
+
+    def _outcome(self, tool: ToolSpec, input: Any, start: int, *, fresh: bool) -> tuple[str, str]:
+        """The result and the state change of one run of an example, as comparable texts."""
+        res = self.call(tool, input, start, fresh=fresh, n=7)
+        changes = self.bench.diff(self.starts[start].snapshot)
+        rows = changes[["kind", "where", "key", "change", "after"]].to_dict("records")
+        value = res.value if res.error is None else {"error": res.error.code}
+        return _key(value), _key(rows)
+
+    def _memory(self, tool: ToolSpec, start: int, input: Any) -> None:
+        a = self._outcome(tool, input, start, fresh=True)
+        b = self._outcome(tool, input, start, fresh=True)
+        if a != b:
+            self._add(
+                tool, "nondeterministic", start, input, _differs("result" if a[0] != b[0] else "state", a, b)
+            )
+            return
+        c = self._outcome(tool, input, start, fresh=False)  # the module kept from the call before
+        if a != c:
+            what = "result" if a[0] != c[0] else "state it left"
+            self._add(
+                tool,
+                "N5",
+                start,
+                input,
+                f"called again with its module kept (reuse='always'), its {what} differs from a fresh "
+                f"module's (reuse='never'): {_differs(what, a, c)}",
+            )
+
+    def _crash(self, tool: ToolSpec, start: int, input: Any) -> None:
+        from .._crash import crash_call
+
+        bench = self.bench
+        clean = self.call(tool, input, start)
+        if clean.error is not None:
+            return
+        points = len(clean.trace_rows)
+        for point in range(1, points + 1):
+            bench.restore(self.starts[start].snapshot)
+            sent = len(self._outbox())
+            with bench._lock:
+                res = crash_call(bench, tool.name, input, point, point=point)
+            mails = len(self._outbox()) - sent
+            rep = res.crash
+            if rep is None or rep.crashed is None:
+                continue
+            dup = list(rep.duplicates)
+            if mails > 1 and any(r.get("method") == "tools.send_email" for r in clean.trace_rows):
+                dup.append(f"{mails} mails sent (the crashed run's and the rerun's), a clean run sends 1")
+            if dup:
+                at = clean.trace_rows[point - 1].get("method")
+                self._add(
+                    tool,
+                    "N7",
+                    start,
+                    input,
+                    f"crashed after ctx call {point} ({at}) and rerun with the same idempotencyKey: {dup[0]}",
+                    crash_after=point,
+                )
+                return
+
+    def _add(self, tool: ToolSpec, kind: str, start: int, input: Any, message: str, **extra: Any) -> None:
+        if (tool.name, kind) in self._seen:
+            return
+        self._seen.add((tool.name, kind))
+        self.findings.append(
+            Finding(
+                tool.name,
+                kind,
+                rule_of(kind, self.bench.profile.name),
+                message,
+                input,
+                self.starts[start].name,
+                extra={"start": start, **extra},
+            )
+        )
+
+
+def _differs(what: str, a: tuple[str, str], b: tuple[str, str]) -> str:
+    i = 0 if what == "result" else 1
+    first, second = a[i], b[i]
+    return f"{_clip(first)} vs {_clip(second)}"
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 120 else text[:119] + "…"
