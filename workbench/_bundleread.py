@@ -51,7 +51,9 @@ class Bundle:
 
 
 def _bad(path: Path, entry: str, why: str, **details: Any) -> WorkbenchError:
-    return WorkbenchError("E_BUNDLE", f"{path}: {entry}: {why}", file=str(path), entry=entry, **details)
+    entry = entry[:200]
+    shown = repr(entry) if _BAD_NAME.search(entry) else entry  # a control character, said visibly
+    return WorkbenchError("E_BUNDLE", f"{path}: {shown}: {why}", file=str(path), entry=entry, **details)
 
 
 def _raw(path: Path, limit: int) -> bytes:
@@ -82,29 +84,26 @@ def _raw(path: Path, limit: int) -> bytes:
 
 def _check_name(path: Path, info: zipfile.ZipInfo) -> str:
     name = info.filename
-    shown = name[:120]
     if not name or len(name) > MAX_NAME_CHARS or _BAD_NAME.search(name):
         raise _bad(
             path,
-            repr(shown),
+            name,
             "is not a relative path with '/' (absolute, a drive, a backslash or a control character)",
         )
     parts = name.rstrip("/").split("/") if info.is_dir() else name.split("/")
     if any(p in ("", ".", "..") for p in parts):
-        raise _bad(
-            path, repr(shown), "has an empty, '.' or '..' segment: it would land outside the bundle's folder"
-        )
+        raise _bad(path, name, "has an empty, '.' or '..' segment: it would land outside the bundle's folder")
     mode = info.external_attr >> 16
     kind = stat.S_IFMT(mode)
     if stat.S_ISLNK(mode):
-        raise _bad(path, shown, "is a link: a bundle holds files only")
+        raise _bad(path, name, "is a link: a bundle holds files only")
     if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
-        raise _bad(path, shown, "is not a file or a folder (a device, FIFO or socket)")
+        raise _bad(path, name, "is not a file or a folder (a device, FIFO or socket)")
     if info.flag_bits & 0x1:
-        raise _bad(path, shown, "is encrypted")
+        raise _bad(path, name, "is encrypted")
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise _bad(
-            path, shown, f"uses compression method {info.compress_type}: a bundle is stored or deflated"
+            path, name, f"uses compression method {info.compress_type}: a bundle is stored or deflated"
         )
     return name
 

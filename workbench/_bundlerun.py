@@ -116,7 +116,8 @@ def _rerun(bench: Any, rec: dict[str, Any]) -> Any:
             bench.clock.set(ms / 1000)
     else:
         bench.clock.real()
-    opts = rec.get("options") if isinstance(rec.get("options"), dict) else {}
+    given = rec.get("options")
+    opts: dict[str, Any] = given if isinstance(given, dict) else {}
     with bench._lock:
         return _pipeline.call(
             bench,
