@@ -30,6 +30,7 @@ GEMS = ROOT / "notebooks" / "gems"
 RUNNABLE = {
     "README.md": ["notes"],
     "docs/index.md": ["notes"],
+    "docs/bundles.md": ["notes"],
     "docs/first-gem/notochord.md": [],
     "docs/first-gem/agent.md": [],
     "docs/first-gem/ekanos.md": [],
