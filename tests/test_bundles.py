@@ -248,3 +248,18 @@ def test_state_of_another_gem_is_refused(tmp_path: Path, gem: Any) -> None:
     with pytest.raises(workbench.WorkbenchError, match="state of gem 'acme.notes'") as err:
         workbench.open(root, state=folder)
     assert err.value.code == "E_STATE"
+
+
+def test_call_and_flags_take_a_bundle(tmp_path: Path, capsys: Any) -> None:
+    """`gem-workbench call x.gemrepro TOOL` (and `%gem open`, the same flag check) open a
+    bundle as workbench.open does: its platform read from bundle.json alone."""
+    from workbench._options import gem_profile
+
+    with _open_notes() as bench:
+        bench.call("add_note", {"title": "in-the-bundle"})
+        path = bench.export(tmp_path / "x.gemrepro")
+    assert gem_profile(path).name == "notochord"
+    assert main(["call", str(path), "list_notes", "--input", "{}"]) == 0
+    assert "in-the-bundle" in capsys.readouterr().out
+    assert main(["call", str(path), "list_notes", "--real"]) == 1
+    assert "mock providers" in capsys.readouterr().err

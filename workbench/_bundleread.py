@@ -23,14 +23,14 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ._bundle import BUNDLE_FORMAT, META, RATIO_SLACK, STATE
 from ._errors import WorkbenchError
 from ._json import MAX_JSON_DEPTH, deeper_than
 from .platforms.base import Limits
 
-__all__ = ["Bundle", "read_bundle", "unpack"]
+__all__ = ["Bundle", "bundle_platform", "read_bundle", "unpack"]
 
 _CHUNK = 64 * 1024
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f\\]|^[A-Za-z]:|^/")
@@ -56,8 +56,9 @@ def _bad(path: Path, entry: str, why: str, **details: Any) -> WorkbenchError:
     return WorkbenchError("E_BUNDLE", f"{path}: {shown}: {why}", file=str(path), entry=entry, **details)
 
 
-def _raw(path: Path, limit: int) -> bytes:
-    """The file's bytes: a regular file (a FIFO is refused, never waited on) within `limit`."""
+def _open_regular(path: Path, limit: int) -> BinaryIO:
+    """The file opened for reading: a regular file (a FIFO is refused, never waited on) of at
+    most `limit` bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -73,10 +74,16 @@ def _raw(path: Path, limit: int) -> bytes:
                 f"is {info.st_size:,} bytes, over Limits.bundle_bytes ({limit:,})",
                 limit=limit,
             )
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def _raw(path: Path, limit: int) -> bytes:
+    """The file's bytes, read once (a file that grows meanwhile is cut at `limit` + 1)."""
+    with _open_regular(path, limit) as f:
+        data = f.read(limit + 1)
     if len(data) > limit:
         raise _bad(path, "the file", f"is over Limits.bundle_bytes ({limit:,} bytes)", limit=limit)
     return data
@@ -201,6 +208,25 @@ def read_bundle(path: str | os.PathLike[str], limits: Limits | None = None) -> B
             )
     _check_calls(path, out)
     return out
+
+
+def bundle_platform(path: str | os.PathLike[str], limits: Limits | None = None) -> str:
+    """The platform a bundle names (its bundle.json only, bounded): what `%gem open` and the
+    command's flags are checked against before the bundle is read whole."""
+    path = Path(path)
+    limits = limits or Limits()
+    try:
+        with _open_regular(path, limits.bundle_bytes) as f, zipfile.ZipFile(f) as z:
+            info = z.getinfo(META)
+            _check_name(path, info)
+            meta = _check_meta(
+                path, _json(path, META, _read_entry(path, z, info, limits.case_bytes, limits.bundle_ratio))
+            )
+    except KeyError:
+        raise _bad(path, META, "is missing: is it a bundle written by bench.export?") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+        raise _bad(path, "the file", f"is not a bundle (a zip): {exc}") from None
+    return str(meta["platform"])
 
 
 def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
