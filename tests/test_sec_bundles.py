@@ -313,3 +313,10 @@ def test_state_folder_with_a_backslash_name(tmp_path: Path) -> None:
     (folder / "workspace" / "a\\..\\b").write_text("x")
     err = _state_refused(folder, "not a relative path")
     assert "files." in err.details["field"]
+
+
+def test_too_many_entries_refused_before_parsing(good: dict[str, bytes], tmp_path: Path, temp: Path) -> None:
+    path = _bundle(tmp_path / "b.gemrepro", {**good, **{f"gem/fixtures/f{i}": b"" for i in range(50)}})
+    err = _refused(path, "over Limits.bundle_entries", limits=workbench.Limits(bundle_entries=20))
+    assert err.details["entry"] == "the file"
+    _nothing_left(temp, tmp_path)

@@ -129,7 +129,8 @@ def _chosen(bench: Bench, calls: Iterable[Any] | None) -> list[CallResult]:
             raise UsageError(f"calls: call {c.call_id} ran inside call {c.parent}: export the top-level call")
         if not any(c is r for r in out):
             out.append(c)
-    return sorted(out, key=lambda r: next(i for i, k in enumerate(kept) if k is r))
+    order = {id(r): i for i, r in enumerate(kept)}
+    return sorted(out, key=lambda r: order[id(r)])
 
 
 def _record(res: CallResult) -> dict[str, Any]:

@@ -89,6 +89,31 @@ def _raw(path: Path, limit: int) -> bytes:
     return data
 
 
+CD_BYTES_PER_ENTRY = 300  # a central directory entry is 46 bytes and its name: ~100 in practice
+
+
+def _check_directory(path: Path, raw: bytes, entries: int) -> None:
+    """Refuse a central directory that declares more than `entries` entries or is larger than
+    they need, before zipfile parses it (one object per entry: a 256 MiB file of 46-byte
+    entries would be millions of them)."""
+    at = raw.rfind(b"PK\x05\x06", max(0, len(raw) - 65_557))  # the end record, comment included
+    if at < 0 or len(raw) < at + 22:
+        return  # not a zip: zipfile says so
+    count = int.from_bytes(raw[at + 10 : at + 12], "little")
+    size = int.from_bytes(raw[at + 12 : at + 16], "little")
+    z64 = raw.rfind(b"PK\x06\x06", max(0, at - 1024), at)
+    if z64 >= 0 and len(raw) >= z64 + 56:  # zip64: its own counts
+        count = max(count, int.from_bytes(raw[z64 + 32 : z64 + 40], "little"))
+        size = max(size, int.from_bytes(raw[z64 + 40 : z64 + 48], "little"))
+    if count > entries or size > 64 * 1024 + entries * CD_BYTES_PER_ENTRY:
+        raise _bad(
+            path,
+            "the file",
+            f"declares {count:,} entries in {size:,} bytes, over Limits.bundle_entries ({entries:,})",
+            limit=entries,
+        )
+
+
 def _check_name(path: Path, info: zipfile.ZipInfo) -> str:
     name = info.filename
     if not name or len(name) > MAX_NAME_CHARS or _BAD_NAME.search(name):
@@ -154,6 +179,7 @@ def read_bundle(path: str | os.PathLike[str], limits: Limits | None = None) -> B
     path = Path(path)
     limits = limits or Limits()
     raw = _raw(path, limits.bundle_bytes)
+    _check_directory(path, raw, limits.bundle_entries)
     try:
         z = zipfile.ZipFile(io.BytesIO(raw))
         infos = z.infolist()
@@ -304,6 +330,7 @@ def _check_calls(path: Path, bundle: Bundle) -> None:
 def unpack(bundle: Bundle, dest: Path) -> Path:
     """Write the bundle's gem files under `dest` (a fresh, empty folder the caller owns) and
     return it; each file made anew (O_EXCL) and never through a link."""
+    dest.mkdir(mode=0o700)
     root = os.path.realpath(dest)
     for rel, data in sorted(bundle.gem.items()):
         target = os.path.join(root, *rel.split("/"))

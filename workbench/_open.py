@@ -126,7 +126,8 @@ def _document() -> None:
     installed distribution's metadata, which a first `open` of a built-in's gem does not pay)."""
     _written[0] += 1
     mine = _written[0]  # reading one group's plugins may read another's, and write it again
-    doc = f"""Open the gem folder at `path` (its platform detected) on mock or real providers.
+    doc = f"""Open the gem folder at `path` (its platform detected) on mock or real providers,
+or a repro bundle (`*.gemrepro`, written by `bench.export`) on mock providers (docs/bundles.md).
 
 Every option is keyword-only and belongs to a capability (ctx/spec.py); a platform takes the
 options of the capabilities it has, and an option of another platform is a UsageError naming
