@@ -31,6 +31,7 @@ RUNNABLE = {
     "README.md": ["notes"],
     "docs/index.md": ["notes"],
     "docs/pins.md": ["notes"],
+    "docs/bundles.md": ["notes"],
     "docs/first-gem/notochord.md": [],
     "docs/first-gem/agent.md": [],
     "docs/first-gem/ekanos.md": [],

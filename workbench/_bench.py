@@ -4,8 +4,11 @@ in _open.py)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import threading
+from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _pipeline as pipeline
@@ -62,6 +65,7 @@ class Bench(Views):
         self.headless = headless
         self.results = results_ring(limits.results_bench_chars)  # SEC5: the oldest calls go first
         self.closed = False
+        self._finalizers: list[Any] = []  # weakref.finalize of what it owns (a bundle's folder)
         self._validators: dict[str, Any] = {}
         self.reuse = reuse
         # seed=: one stream for every id and draw the bench makes (call ids, idempotency keys,
@@ -135,6 +139,8 @@ class Bench(Views):
             if not self.closed:
                 close_backends(self.providers)  # each capability's own (its HTTP transport)
             self.closed = True
+            for done in self._finalizers:
+                done()
 
     def _keep_before(self, kept: tuple[str, Before] | None) -> None:
         """Keep the state copy of the latest call (`kept`: its call id and copy), dropping the last."""
@@ -257,6 +263,21 @@ class Bench(Views):
 
         self._check_open()
         return pin(self, res, name)
+
+    def export(self, path: str | os.PathLike[str], *, calls: Iterable[Any] | None = None) -> Path:
+        """Write a repro bundle (*.gemrepro): the state, the calls (None: every top-level call
+        kept; or CallResults / indexes of `results`), the gem's files; secrets masked.
+        `workbench.open(path)` opens it; `gem-workbench replay path` reruns its calls."""
+        from ._bundle import export
+
+        return export(self, path, calls=calls)
+
+    def export_state(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the state as a folder (state.json + workspace/ as real files) that
+        `workbench.open(gem, state=folder)` starts from; an earlier one there is replaced."""
+        from ._statedir import export_state
+
+        return export_state(self, folder)
 
     def _nested(self, parent: CallSession, tool: ToolSpec, input: Any) -> Any:
         """ctx.tools.<own tool>(input) (agent tools): see _pipeline.nested."""

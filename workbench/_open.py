@@ -32,8 +32,12 @@ def open(
     **options: Any,
 ) -> Bench:
     # the docstring is the option table's (_options.open_doc), set below
+    from ._bundle import is_bundle
     from ._check import gem_folder
     from .platforms import detect
+
+    if is_bundle(path):  # a repro bundle: its gem unpacked, its state put (_bundle.py)
+        return _open_bundle(Path(path), providers=providers, limits=limits, options=options)
 
     folder, why = gem_folder(path)  # a folder, or the path of its manifest.json / integration.ts
     if folder is None:
@@ -42,6 +46,11 @@ def open(
     profile = detect(path)  # manifest.json's "platform": whose rules, limits and ctx shape
     # every option against the platform's table, before anything is opened or started
     opts = resolve(profile, {"providers": providers, "limits": limits, **options})
+    if opts["state"] is not None and not _all_mock(providers):
+        raise UsageError(
+            f"state={str(opts['state'])!r} starts a MOCK bench: a real folder or database is never "
+            "emptied to put a state folder on it (give providers='mock')"
+        )
     # ctx.files' folder (Notochord): the options of capabilities the platform lacks are absent
     workspace, state_dir = opts.get("workspace"), opts["state_dir"]
     keep_runs, keep_run_days = opts["keep_runs"], opts["keep_run_days"]
@@ -91,6 +100,8 @@ def open(
         seed = Path(workspace) if workspace else manifest.root / "fixtures" / "workspace"
         if provs.kind["files"] == "mock" and seed.is_dir():
             seed_files(provs.files, seed)
+        if opts["state"] is not None:  # after the fixtures: the state folder replaces them
+            _put_state_dir(bench, Path(opts["state"]))
         if opts.get("account_storage") is not None:
             _seed_account(bench, opts["account_storage"])
         if any(t.language in ("javascript", "typescript") for t in manifest.tools.values()):
@@ -115,7 +126,8 @@ def _document() -> None:
     installed distribution's metadata, which a first `open` of a built-in's gem does not pay)."""
     _written[0] += 1
     mine = _written[0]  # reading one group's plugins may read another's, and write it again
-    doc = f"""Open the gem folder at `path` (its platform detected) on mock or real providers.
+    doc = f"""Open the gem folder at `path` (its platform detected) on mock or real providers,
+or a repro bundle (`*.gemrepro`, written by `bench.export`) on mock providers (docs/bundles.md).
 
 Every option is keyword-only and belongs to a capability (ctx/spec.py); a platform takes the
 options of the capabilities it has, and an option of another platform is a UsageError naming
@@ -204,3 +216,64 @@ def _seed_account(bench: Bench, records: Mapping[str, Any]) -> None:
         store.kv_set(PREFIX + key, stored(data, now=bench.providers.now))
     if db.in_transaction:
         db.commit()
+
+
+def _all_mock(providers: Any) -> bool:
+    return providers == "mock" or (
+        isinstance(providers, Mapping) and all(v == "mock" for v in providers.values())
+    )
+
+
+def _put_state_dir(bench: Bench, folder: Path) -> None:
+    """`state=DIR`: the state folder's entries put on the fresh mock bench, each checked."""
+    from ._statedir import read_state_dir
+    from .ctx.statejson import put_state
+
+    state = read_state_dir(folder, bench.limits, gem=bench.manifest.id)
+    put_state(bench.providers, bench.limits, state, code="E_STATE", label=str(folder))
+
+
+def _open_bundle(path: Path, *, providers: Any, limits: Limits | None, options: dict[str, Any]) -> Bench:
+    """`workbench.open("x.gemrepro")`: the bundle read and checked (_bundleread.py), its gem
+    unpacked into a temporary folder the bench owns (removed when it closes), opened on mock
+    providers with the bundle's seed and clock (options given win), and its state put."""
+    import shutil
+    import tempfile
+    import weakref
+
+    from ._bundleread import read_bundle, unpack
+    from .ctx.statejson import put_state
+
+    if not _all_mock(providers):
+        raise UsageError(f"{path}: a bundle opens on mock providers (its state is put on them)")
+    if options.get("state") is not None:
+        raise UsageError(f"{path}: give a bundle or state=, not both (the bundle has its state)")
+    bundle = read_bundle(path, limits)
+    meta, clock = bundle.meta, bundle.meta["clock"]
+    folder = Path(tempfile.mkdtemp(prefix="gw-bundle-"))
+    try:
+        gem = unpack(bundle, folder / "gem")
+        opts: dict[str, Any] = {"seed": meta["seed"], "state_dir": folder / "state", **options}
+        if clock["mode"] == "frozen":
+            opts.setdefault("clock", clock["at"])
+        bench = open(gem, limits=limits, **opts)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    bench._finalizers.append(weakref.finalize(bench, shutil.rmtree, str(folder), True))
+    try:
+        if (bench.manifest.id, bench.profile.name) != (meta["gem"], meta["platform"]):
+            raise WorkbenchError(
+                "E_BUNDLE",
+                f"{path}: bundle.json: claims gem {meta['gem']!r} on {meta['platform']!r}, but its gem "
+                f"files are {bench.manifest.id!r} on {bench.profile.name!r}",
+                file=str(path),
+                entry="bundle.json",
+            )
+        put_state(bench.providers, bench.limits, bundle.state, code="E_BUNDLE", label=f"{path}: state.json")
+        if clock["mode"] == "running" and "clock" not in options:
+            bench.clock.set(clock["at"])
+    except BaseException:
+        bench.close()
+        raise
+    return bench

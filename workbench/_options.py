@@ -73,10 +73,16 @@ def table(profile: Profile) -> dict[str, tuple[Option, CapabilitySpec]]:
 def gem_profile(path: Any) -> Profile:
     """The platform of the gem at `path`, as `workbench.open` detects it (GemLoadError saying
     why when no gem is there)."""
+    from ._bundle import is_bundle
     from ._check import gem_folder
     from ._errors import GemLoadError
     from .platforms import detect
 
+    if is_bundle(path):  # a repro bundle: the platform its bundle.json names (E_BUNDLE)
+        from ._bundleread import bundle_platform
+        from .platforms import profile
+
+        return profile(bundle_platform(path))
     folder, why = gem_folder(path)
     if folder is None:
         raise GemLoadError(why, file=str(path))

@@ -1,4 +1,5 @@
-"""The `gem-workbench` command: check a gem, call a tool, run notebooks, start JupyterLab."""
+"""The `gem-workbench` command: check a gem, call a tool, export and replay a repro bundle, run
+notebooks, start JupyterLab."""
 
 from __future__ import annotations
 
@@ -280,6 +281,85 @@ def _pin(res: Any, name: str) -> bool:
     return True
 
 
+def _export_calls(given: list[str]) -> list[tuple[str, Any]]:
+    """`--call TOOL[=JSON|=@FILE|=-]` values as (tool, input); UsageError saying which is bad."""
+    from ._errors import UsageError
+
+    out = []
+    for text in given:
+        tool, eq, arg = text.partition("=")
+        if not tool:
+            raise UsageError(f"--call {text!r}: give TOOL or TOOL=JSON")
+        source, body = _input_text(arg) if eq else ("--call", "{}")
+        try:
+            out.append((tool, json.loads(body)))
+        except (ValueError, RecursionError) as exc:
+            raise UsageError(
+                f"--call {tool}: {source if source != '--input' else 'its input'} is not JSON: {exc}"
+            ) from None
+    return out
+
+
+def _export(args: argparse.Namespace) -> int:
+    """`gem-workbench export GEM`: open it (the flags' options), make the --call calls, write
+    the bench as a repro bundle and print its path."""
+    from . import open as open_bench
+    from ._bundle import SUFFIX
+    from ._check import gem_folder
+    from ._errors import UsageError, WorkbenchError
+    from ._options import apply_actions
+
+    try:
+        calls = _export_calls(args.calls or [])
+        profile, options, actions = _flags(args)
+    except UsageError as exc:
+        return _usage("export", exc.message)
+    except WorkbenchError as exc:
+        return _fail(exc.to_dict())
+    root, _ = gem_folder(args.gem)
+    out = Path(args.out) if args.out else Path.cwd() / f"{root.name if root else 'gem'}{SUFFIX}"
+    try:
+        with open_bench(args.gem, **options) as bench:
+            try:
+                apply_actions(bench, actions)
+            except UsageError as exc:
+                return _usage("export", exc.message)
+            for n, (tool, data) in enumerate(calls):
+                res = bench.call(tool, data)
+                said = "ok" if res.error is None else f"error {res.error.code}: {res.error.message}"
+                _say(f"call {n} {tool}: {said}", file=sys.stderr)
+            path = bench.export(out)
+    except UsageError as exc:
+        return _usage("export", exc.message)
+    except WorkbenchError as exc:
+        return _fail(exc.to_dict())
+    _say(str(path))
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """`gem-workbench replay BUNDLE`: each call run again, one JSON line each on stdout; exit 1
+    when any result differs from the recorded one."""
+    from ._bundlerun import replay_bundle
+    from ._errors import UsageError, WorkbenchError
+
+    try:
+        reruns = replay_bundle(args.bundle, call=args.call)
+    except UsageError as exc:
+        return _usage("replay", exc.message)
+    except WorkbenchError as exc:
+        return _fail(exc.to_dict())
+    if not reruns:
+        _say(f"{args.bundle}: the bundle has no calls", file=sys.stderr)
+    for r in reruns:
+        _say(json.dumps(r.to_json(), ensure_ascii=False))
+        how = "its pinned case" if r.how == "case" else "the gem's fixtures"
+        _say(f"call {r.n} {r.tool} (from {how}): {'matches' if r.ok else 'differs'}", file=sys.stderr)
+        for line in r.lines:
+            _say(f"  {line}", file=sys.stderr)
+    return 0 if all(r.ok for r in reruns) else 1
+
+
 def _test(args: argparse.Namespace) -> int:
     import subprocess
 
@@ -344,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the open() flags are the capabilities' rows (the ctx layer, every platform): built for
     # `call`, and for `check` only when flags or --help are given, so `check GEM` and the other
     # commands do not import the ctx layer or read the plugins (start-up: docs/benchmarks.md)
-    table = command == "call" or (command == "check" and any(a in ("-h", "--help") for a in own))
+    table = command in ("call", "export") or (command == "check" and any(a in ("-h", "--help") for a in own))
     parser = _parser(table=table)
     if command == "check" and not table:
         args, rest = parser.parse_known_args(own)
@@ -445,6 +525,31 @@ def _parser(*, table: bool) -> argparse.ArgumentParser:
     )
     add_flags(p)  # every platform's open() flags and bench actions, by capability (ctx/spec.py)
     p.set_defaults(fn=_call)
+    p = sub.add_parser(
+        "export",
+        help="open a gem (mock providers unless the flags say otherwise), make the --call calls and "
+        "write the bench as a repro bundle: one .gemrepro file with its state, calls and the gem's "
+        "files, secrets masked; prints its path",
+    )
+    p.add_argument("gem")
+    p.add_argument("--out", metavar="FILE", help="the bundle (default: <gem folder name>.gemrepro here)")
+    p.add_argument(
+        "--call",
+        action="append",
+        dest="calls",
+        metavar="TOOL[=JSON|=@FILE]",
+        help="call TOOL with this input before exporting (repeatable, in order; default input {})",
+    )
+    add_flags(p)
+    p.set_defaults(fn=_export)
+    p = sub.add_parser(
+        "replay",
+        help="run a bundle's calls again on mock providers and print each result as a JSON line "
+        "with whether it matches the recorded one (exit 1 if any differs)",
+    )
+    p.add_argument("bundle")
+    p.add_argument("--call", type=int, metavar="N", help="only call N of the bundle (0 is the first)")
+    p.set_defaults(fn=_replay)
     p = sub.add_parser(
         "types",
         help="write the gem's .gem-workbench/ again from its definition: the ctx and tool-input "

@@ -307,6 +307,23 @@ BENCH = CapabilitySpec(
             flags=(Flag("--clock", metavar="WHEN", help="freeze the clock at WHEN (ISO 8601)"),),
         ),
         Option(
+            "state",
+            "a state folder written by `bench.export_state(DIR)`: the bench starts from its "
+            "conversation folder, kv, documents and SQL rows instead of the gem's fixtures",
+            type="str | os.PathLike[str] | None",
+            default=None,
+            more="mock providers only; every entry is checked (no link inside, paths within the "
+            "conversation folder, declared collections, existing tables); docs/bundles.md",
+            flags=(
+                Flag(
+                    "--state-from",
+                    metavar="DIR",
+                    help="start from a state folder (bench.export_state)",
+                    parse=path_or(),
+                ),
+            ),
+        ),
+        Option(
             "memory_mb",
             "the V8 heap limit of the Deno sandbox, in MiB",
             default=512,

@@ -81,6 +81,11 @@ class Limits:
     # (issue 29, ctx/before.py): over it, that call is not pinnable (files, and each database)
     pin_state_bytes: int = 16 * MiB
     case_bytes: int = 64 * MiB  # one pinned call's case file, read or written
+    # a repro bundle (`bench.export`, `workbench.open("x.gemrepro")`) and a state folder
+    # (`state=DIR`): the file, and all its entries unpacked; entries; per-entry ratio (a zip bomb)
+    bundle_bytes: int = 256 * MiB
+    bundle_entries: int = 10_000
+    bundle_ratio: int = 200
     # agent custom tools (seed 002)
     tool_calls: int = 50  # A5: cross-tool calls (ctx.tools.<name>) per invocation
     # Ekanos integrations (seed 003; the workbench's reading)

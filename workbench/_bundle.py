@@ -1,0 +1,278 @@
+"""Repro bundles (issue 29): `bench.export("case.gemrepro")` writes one file that a colleague
+opens with `workbench.open("case.gemrepro")` and reruns with `gem-workbench replay`.
+
+A bundle is a zip of:
+
+    bundle.json      format, workbench version, platform, gem id, clock, seed, the calls, and
+                     the sha256 and size of every other entry
+    state.json       the bench's whole state at export (ctx/statejson.dump_state)
+    gem/<path>       the gem's definition (gem_files: no dot-entries outside fixtures/, no
+                     __pycache__, node_modules, tests/calls or bundles; no links)
+    cases/<n>.json   the pinned case of a call whose state copy the bench still has (its latest)
+
+Every entry is masked with every secret the bench has seen before it is written, so a bundle
+can be sent. Reading one back (someone else's file) is _bundleread.py's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._errors import UsageError, WorkbenchError
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from ._bench import Bench
+    from ._result import CallResult
+    from .platforms import Limits
+
+__all__ = ["BUNDLE_FORMAT", "SUFFIX", "export", "gem_files", "is_bundle"]
+
+BUNDLE_FORMAT = 1
+SUFFIX = ".gemrepro"
+META = "bundle.json"
+STATE = "state.json"
+_SKIPPED_DIRS = {"__pycache__", "node_modules"}
+_STAMP = (1980, 1, 1, 0, 0, 0)  # every entry's date: two exports of one bench are the same bytes
+RATIO_SLACK = 1024 * 1024  # an entry's first MiB is not held to Limits.bundle_ratio
+
+
+def is_bundle(path: Any) -> bool:
+    """Whether `path` names a bundle file (by its suffix: what `workbench.open` dispatches on)."""
+    return isinstance(path, (str, os.PathLike)) and str(os.fspath(path)).endswith(SUFFIX)
+
+
+# -- the gem's files ------------------------------------------------------------------------
+def _wanted(rel: str) -> bool:
+    parts = rel.split("/")
+    if any(p in _SKIPPED_DIRS for p in parts) or rel.endswith(SUFFIX) or parts[:2] == ["tests", "calls"]:
+        return False
+    # a dot-entry of the conversation's fixtures is the tool's to find (F-rules); elsewhere it
+    # is an editor's, git's or the workbench's own (.gem-workbench/): not the gem
+    return parts[0] == "fixtures" or not any(p.startswith(".") for p in parts)
+
+
+def gem_files(root: Path, limits: Limits) -> Iterator[tuple[str, bytes]]:
+    """(gem-relative path, bytes) of each regular file of the gem's definition, links not
+    followed; E_TOO_LARGE past Limits.bundle_bytes or bundle_entries."""
+    total = count = 0
+    for dirpath, dirs, files in os.walk(root, followlinks=False):
+        here = Path(dirpath).relative_to(root).as_posix()
+        prefix = "" if here == "." else here + "/"
+        dirs[:] = sorted(d for d in dirs if _wanted(prefix + d))
+        for name in sorted(files):
+            rel = prefix + name
+            if not _wanted(rel):
+                continue
+            data = _read_regular(Path(dirpath) / name, limits.bundle_bytes - total)
+            if data is None:  # a link, a FIFO, gone meanwhile: not part of the definition
+                continue
+            total, count = total + len(data), count + 1
+            if count > limits.bundle_entries:
+                raise WorkbenchError(
+                    "E_TOO_LARGE",
+                    f"the gem has more than {limits.bundle_entries:,} files (Limits.bundle_entries)",
+                    limit=limits.bundle_entries,
+                )
+            yield rel, data
+
+
+def _read_regular(path: Path, budget: int) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(max(budget, 0) + 1)
+    finally:
+        os.close(fd)
+    if len(data) > budget:
+        raise WorkbenchError(
+            "E_TOO_LARGE",
+            f"the gem's files are over {budget:,} bytes with {path.name} (Limits.bundle_bytes)",
+            limit=budget,
+            path=str(path),
+        )
+    return data
+
+
+# -- the calls -----------------------------------------------------------------------------
+def _chosen(bench: Bench, calls: Iterable[Any] | None) -> list[CallResult]:
+    """The calls to export: every top-level call the bench still keeps (None), or those given
+    as CallResults of this bench or indexes of bench.results, in the bench's order."""
+    kept = list(bench.results)
+    if calls is None:
+        return [r for r in kept if r.parent is None]
+    out: list[CallResult] = []
+    for c in calls:
+        if isinstance(c, int) and not isinstance(c, bool):
+            if not -len(kept) <= c < len(kept):
+                raise UsageError(f"calls: {c} is not an index of bench.results ({len(kept)} calls)")
+            c = kept[c]
+        if not any(c is r for r in kept):
+            raise UsageError(
+                f"calls: {c!r:.80} is not a call this bench keeps: give CallResults of bench.results or indexes"
+            )
+        if c.parent is not None:
+            raise UsageError(f"calls: call {c.call_id} ran inside call {c.parent}: export the top-level call")
+        if not any(c is r for r in out):
+            out.append(c)
+    order = {id(r): i for i, r in enumerate(kept)}
+    return sorted(out, key=lambda r: order[id(r)])
+
+
+def _record(res: CallResult) -> dict[str, Any]:
+    """What a replay needs to call it again: tool, input, per-call options, ids, clock, result."""
+    rp = res.replay
+    err = res.error
+    return {
+        "tool": res.tool,
+        "input": res.input,
+        "options": {k: v for k, v in (rp.get("options") or {}).items() if v is not None},
+        "call": {
+            "call_id": res.call_id,
+            "idempotency_key": res.idempotency_key,
+            "seed": rp.get("seed"),
+            "ids": rp.get("ids"),
+            "clock_ms": rp.get("clock_ms"),
+            "frozen": rp.get("frozen", False),
+            "started": res.started,
+            "duration_ms": round(res.duration_ms, 3),
+            **({"crash": True} if res.crash is not None else {}),
+        },
+        "result": {
+            "ok": err is None,
+            "value": res.value,
+            "error": None if err is None else {"code": err.code, "message": err.message},
+        },
+    }
+
+
+def _case_of(bench: Bench, res: CallResult) -> tuple[str | None, str | None]:
+    """(the pinned case's text, None) of the bench's latest call, or (None, why not)."""
+    from ._pins import build_case, case_text
+
+    latest = bench.results[len(bench.results) - 1] if len(bench.results) else None
+    if res is not latest:
+        return None, "the bench keeps the state copy of its latest call only: rerun from the gem's fixtures"
+    try:
+        return case_text(bench, build_case(bench, res)), None
+    except WorkbenchError as exc:  # pins=False, crash=, over pin_state_bytes: said, not fatal
+        return None, exc.message
+
+
+# -- writing -------------------------------------------------------------------------------
+def _masker(bench: Bench) -> Any:
+    http = bench.providers.backends.get("http")
+    if http is None or not http.has_secrets:
+        return lambda data: data
+
+    def mask(data: bytes) -> bytes:
+        # UTF-8 text as text; other bytes through latin-1 (lossless), so an ASCII secret in a
+        # binary file is masked too
+        try:
+            return http.mask(data.decode("utf-8")).encode("utf-8")
+        except UnicodeDecodeError:
+            return http.mask(data.decode("latin-1")).encode("latin-1", "replace")
+
+    return mask
+
+
+def _json(value: Any) -> bytes:
+    from ._pins import _default
+
+    return (json.dumps(value, indent=1, ensure_ascii=False, default=_default) + "\n").encode("utf-8")
+
+
+def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] | None = None) -> Path:
+    """Write the bench as a bundle at `path` (*.gemrepro): its state, its calls (a pinned case
+    for the latest), the gem's files with their hashes; secrets masked. Returns the path."""
+    from .ctx.statejson import dump_state
+
+    target = Path(path)
+    if not is_bundle(target):
+        raise UsageError(f"export({str(path)!r}): name the bundle *{SUFFIX}")
+    if target.is_symlink():
+        raise WorkbenchError(
+            "E_PATH", f"{target} is a link: a bundle is not written through one", path=str(target)
+        )
+    limits = bench.limits
+    with bench._lock:
+        bench._check_open()
+        mask = _masker(bench)
+        entries: dict[str, bytes] = {STATE: mask(_json(dump_state(bench.providers)))}
+        records = []
+        for n, res in enumerate(_chosen(bench, calls)):
+            rec = _record(res)
+            text, why = _case_of(bench, res)
+            if text is not None:  # case_text masked it already
+                rec["case"] = name = f"cases/{n:04d}.json"
+                entries[name] = text.encode("utf-8")
+            else:
+                rec["why"] = why
+            records.append(rec)
+        for rel, data in gem_files(bench.manifest.root, limits):
+            entries["gem/" + rel] = mask(data)
+        clock = bench.clock
+        meta = {
+            "bundle": BUNDLE_FORMAT,
+            "workbench": __version__,
+            "platform": bench.profile.name,
+            "gem": bench.manifest.id,
+            "providers": bench.provider_kinds,
+            "clock": {"mode": clock.mode, "at": clock.time()},
+            "seed": bench.seed,
+            "calls": records,
+            "entries": [
+                {"name": n, "sha256": hashlib.sha256(d).hexdigest(), "size": len(d)}
+                for n, d in entries.items()
+            ],
+        }
+        head = mask(_json(meta))
+    total = len(head) + sum(len(d) for d in entries.values())
+    if total > limits.bundle_bytes:
+        raise WorkbenchError(
+            "E_TOO_LARGE",
+            f"the bundle would be {total:,} bytes, over Limits.bundle_bytes",
+            limit=limits.bundle_bytes,
+        )
+    return _write_zip(target, {META: head, **entries}, ratio=limits.bundle_ratio)
+
+
+def _method(data: bytes, ratio: int) -> int:
+    """Deflated, unless that packs it tighter than a reader's zip-bomb bound lets through."""
+    if len(data) <= RATIO_SLACK:
+        return zipfile.ZIP_DEFLATED
+    c = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
+    size = len(c.compress(data)) + len(c.flush())
+    return zipfile.ZIP_STORED if len(data) > ratio * size else zipfile.ZIP_DEFLATED
+
+
+def _write_zip(path: Path, entries: dict[str, bytes], *, ratio: int) -> Path:
+    """The zip at `path`, atomically: a temp file beside it, then a rename (never a half file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
+            for name, data in entries.items():
+                info = zipfile.ZipInfo(name, date_time=_STAMP)
+                info.external_attr = (stat.S_IFREG | 0o644) << 16
+                info.compress_type = _method(data, ratio)
+                z.writestr(info, data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
