@@ -424,7 +424,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the open() flags are the capabilities' rows (the ctx layer, every platform): built for
     # `call`, and for `check` only when flags or --help are given, so `check GEM` and the other
     # commands do not import the ctx layer or read the plugins (start-up: docs/benchmarks.md)
-    table = command in ("call", "export") or (command == "check" and any(a in ("-h", "--help") for a in own))
+    table = command in ("call", "export", "doctor") or (
+        command == "check" and any(a in ("-h", "--help") for a in own)
+    )
     parser = _parser(table=table)
     if command == "check" and not table:
         args, rest = parser.parse_known_args(own)
@@ -490,9 +492,11 @@ def _parser(*, table: bool) -> argparse.ArgumentParser:
     )
     add_flags(p)
     p.set_defaults(fn=_check, table=table)
+    from ._doctorcli import add_parser as add_doctor
     from .scaffold import add_parser as add_new
 
     add_new(sub)
+    add_doctor(sub, add_flags)
     p = sub.add_parser("call", help="call one tool and print its result as JSON (exit 1 on error)")
     p.add_argument("gem")
     p.add_argument("tool")

@@ -18,6 +18,7 @@ from .._errors import UsageError
 from .findings import KINDS, Finding
 from .report import DoctorReport
 from .run import Search, Start, ToolStats
+from .sequences import invariants, search_sequences
 
 if TYPE_CHECKING:
     from .._bench import Bench
@@ -52,6 +53,7 @@ def doctor(
             )
         names = [found.name]
     t0 = time.monotonic()
+    checks = invariants(bench.manifest.root)  # tests/doctor.py: the author's, run in-process
     clock = bench.clock
     was = (clock.mode, clock.time())
     fixtures = bench.snapshot()
@@ -65,6 +67,9 @@ def doctor(
             search.tool(spec, share)
         for name in names:
             search.probes(bench.manifest.tools[name])
+        if tool is None and len(names) > 1 or checks:  # states the gem's own tools build
+            left = seconds - (time.monotonic() - t0)
+            search_sequences(search, max(left * 0.8, seconds * 0.1), checks)
         if write:
             for finding in search.findings:
                 finding.case = _pin(bench, search, finding, seed)
@@ -95,15 +100,26 @@ def _pin(bench: Bench, search: Search, finding: Finding, seed: int) -> Any:
     if not bench.pins:
         return None
     spec = bench.manifest.tools[finding.tool]
-    res = search.call(spec, finding.input, finding.extra.get("start", 0))
+    start = finding.extra.get("start", 0)
+    steps = finding.extra.get("steps") or []
+    if steps:  # a state built by a sequence: built again, then the call (its case holds the state)
+        bench.restore(search.starts[start].snapshot)
+        for i, (name, value) in enumerate(steps):
+            search.call(bench.manifest.tools[name], value, None, n=100 + i)
+        res = search.call(spec, finding.input, None, n=100 + len(steps))
+    else:
+        res = search.call(spec, finding.input, start)
     case = build_case(bench, res)
+    tools = bench.providers.backends.get("tools")
     case["doctor"] = {
+        "recipients": list(getattr(tools, "recipients", ())),  # send_email's allowlist (agent)
         "kind": finding.kind,
         "rule": finding.rule,
         "message": finding.message,
         "start": finding.start,
         "seed": seed,
-        **{k: v for k, v in finding.extra.items() if k != "start"},
+        **{k: v for k, v in finding.extra.items() if k not in ("start", "steps")},
+        "built_by": [{"tool": n, "input": v} for n, v in steps],
     }
     path = case_path(bench.manifest.root, finding.tool, finding.kind, under="doctor")
     return write_case(path, case_text(bench, case))
@@ -121,11 +137,22 @@ def recheck(bench: Bench, case: dict[str, Any]) -> list[str]:
     seed = doctor_["seed"] if isinstance(doctor_.get("seed"), int) else 0
     search = Search(bench, starts=[Start("case", bench.snapshot())], seed=seed, deadline=math.inf, examples=1)
     search.stats[spec.name] = ToolStats()
+    search.served = case.get("served") if isinstance(case.get("served"), list) else []
+    recipients = doctor_.get("recipients")
+    if isinstance(recipients, list) and recipients and "tools" in bench.providers.backends:
+        bench.allow_recipients(*[r for r in recipients if isinstance(r, str)][:100])
     input = case.get("input")
     if kind in ("N5", "nondeterministic"):
         search._memory(spec, 0, input)
     elif kind == "N7":
         search._crash(spec, 0, input)
+    elif kind == "invariant":
+        from .sequences import broken_invariant, invariants
+
+        search.call(spec, input, 0)
+        broken = broken_invariant(bench, invariants(bench.manifest.root))
+        if broken is not None:
+            search._add(spec, "invariant", 0, input, f"after {spec.name}: {broken}")
     else:
         for k, message in search.check(spec, input, 0, valid=kind != "N8"):
             search._add(spec, k, 0, input, message)

@@ -178,6 +178,50 @@ class _Schemas:
         return _any(depth)
 
 
+def _least(schema: Any, depth: int = 0, big: bool = False) -> Any:
+    """The plainest value of `schema` at one end: "" / 0 / [] / {required keys} (`big`: the
+    longest string and the largest bound instead); None when there is none to say."""
+    if not isinstance(schema, dict) or depth > _DEPTH:
+        return None
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][-1 if big else 0]
+    t = _type_of(schema) or ("object" if "properties" in schema else None)
+    if t == "string":
+        lo, hi = _int(schema, "minLength") or 0, _int(schema, "maxLength")
+        return "x" * (min(hi, 100_000) if big and hi is not None else 20_000 if big else lo)
+    if t in ("integer", "number"):
+        bound = schema.get("maximum" if big else "minimum")
+        return (
+            bound
+            if isinstance(bound, (int, float)) and not isinstance(bound, bool)
+            else (2**31 if big else 0)
+        )
+    if t == "boolean":
+        return big
+    if t == "array":
+        n = _int(schema, "maxItems" if big else "minItems") or 0
+        item = _least(schema.get("items", {}), depth + 1, big)
+        return [item] * min(n, 100)
+    if t == "object":
+        props = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+        keys = list(props) if big else [k for k in schema.get("required", ()) if isinstance(k, str)]
+        return {k: _least(props.get(k, {}), depth + 1, big) for k in keys}
+    return None
+
+
+def edge_examples(schema: Any) -> list[Any]:
+    """Inputs every search tries first: the plainest (empty strings, zeros, required keys only)
+    and the largest (the longest strings and bounds, every key)."""
+    out = []
+    for big in (False, True):
+        value = _least(schema, big=big)
+        if value is not None and value not in out:
+            out.append(value)
+    return out
+
+
 def edges(schema: Any) -> Any:
     """A strategy of values for `schema`, weighted toward its edges (not all valid)."""
     return _Schemas(schema).of(schema)

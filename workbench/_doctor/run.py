@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .findings import KINDS, Finding, check_call, rule_of
-from .inputs import broken, valid_inputs
+from .inputs import broken, edge_examples, valid_inputs
 
 if TYPE_CHECKING:
     from .._bench import Bench
@@ -68,18 +68,21 @@ class Search:
         self.findings: list[Finding] = []
         self.stats: dict[str, ToolStats] = {}
         self._seen: set[tuple[str, str]] = set()  # (tool, kind) found already
+        self.served: list[dict[str, Any]] | None = None  # a recheck's recorded answers (ctx/served.py)
         self._n = 0
 
     # -- one call -------------------------------------------------------------------------
     def call(
-        self, tool: ToolSpec, input: Any, start: int, *, fresh: bool | None = None, n: int = 0
+        self, tool: ToolSpec, input: Any, start: int | None, *, fresh: bool | None = None, n: int = 0
     ) -> CallResult:
-        """Call `tool` with `input` on start state `start` (put back first), with the example's
-        seed, ids and call id: two calls of one example differ only by the tool's doing."""
+        """Call `tool` with `input` on start state `start` (put back first; None: on the state
+        as it is), with the example's seed, ids and call id: two calls of one example differ
+        only by the tool's doing."""
         from .. import _pipeline
 
         bench = self.bench
-        bench.restore(self.starts[start].snapshot)
+        if start is not None:
+            bench.restore(self.starts[start].snapshot)
         s = int.from_bytes(hashlib.sha256(f"{self.seed}:{tool.name}:{n}".encode()).digest()[:4], "big") >> 1
         with bench._lock:
             return _pipeline.call(
@@ -88,8 +91,16 @@ class Search:
                 input,
                 key=f"{s:032x}",
                 fresh=fresh,
-                identity={"call_id": f"doctor-{s:08x}", "seed": s, "ids": s},
+                identity={"call_id": f"doctor-{s:08x}", "seed": s, "ids": s, "playback": self._playback()},
             )
+
+    def _playback(self) -> Any:
+        if self.served is None:
+            return None
+        from ..ctx.served import Playback
+
+        # (mail is sent for real: N7 counts what reaches the outbox)
+        return Playback(self.served, where="the doctor's case", live=frozenset({"tools.send_email"}))
 
     def _outbox(self) -> list[Any]:
         tools = self.bench.providers.backends.get("tools")
@@ -97,7 +108,14 @@ class Search:
         return list(getattr(outbox, "rows", list)()) if outbox is not None else []
 
     def check(
-        self, tool: ToolSpec, input: Any, start: int, *, valid: bool, envelopes: bool = False
+        self,
+        tool: ToolSpec,
+        input: Any,
+        start: int | None,
+        *,
+        valid: bool,
+        envelopes: bool = False,
+        n: int = 0,
     ) -> list[tuple[str, str]]:
         """Call once and check it; `envelopes`: every enabled built-in answers with an error
         envelope this time (agent tools: does the tool look at what it got? A4)."""
@@ -108,7 +126,7 @@ class Search:
                     tools.faults.setdefault(builtin, []).extend(["envelope"] * 3)
         sent = len(self._outbox())
         try:
-            res = self.call(tool, input, start)
+            res = self.call(tool, input, start, n=n)
         finally:
             if envelopes and tools is not None:
                 tools.faults.clear()
@@ -116,14 +134,15 @@ class Search:
         stats = self.stats[tool.name]
         stats.examples += 1
         if res.error is None and valid and len(stats.ran) < 50:
-            stats.ran.append((start, input))
+            if start is not None:
+                stats.ran.append((start, input))
         return check_call(self.bench, res, valid=valid, outbox=outbox)
 
     # -- the search of one tool -----------------------------------------------------------
     def tool(self, tool: ToolSpec, share: float) -> None:
         """Search `tool` for `share` seconds (or `examples` examples)."""
-        from hypothesis import HealthCheck, Phase, given, settings
-        from hypothesis import seed as with_seed
+        from hypothesis import example as hexample
+        from hypothesis import given
         from hypothesis import strategies as st
 
         bench = self.bench
@@ -148,22 +167,45 @@ class Search:
                 stats.invalid += 1
             envelopes = how in (2, 3) and bench.profile.name == "agent"
             for kind, message in self.check(tool, value, start, valid=valid, envelopes=envelopes):
-                raise _CLASSES[kind](kind, message, start, value)  # (its first kind: one per example)
+                if (tool.name, kind) not in self._seen:  # (a kind found in an earlier round: done)
+                    raise _CLASSES[kind](kind, message, start, value)  # its first new kind
 
+        test = given(strategy)(example)
+        for value in edge_examples(schema):  # tried first, on each start state
+            if accepts(value):
+                for start in range(len(self.starts)):
+                    test = hexample((start, value, 15))(test)
         budget = max(share, 0.05)
         cost = self._cost(tool, strategy, example)
-        n = self.examples or max(10, min(5000, int(budget / max(cost, 1e-4))))
-        run = with_seed(self.seed)(
+        for round_ in range(20):  # rounds of fresh draws while its share of the time lasts
+            left = budget - (time.monotonic() - t0)
+            if round_ and (self.examples is not None or left < budget * 0.1):
+                break
+            n = self.examples or max(10, min(2000, int(left / max(cost, 1e-4))))
+            self._round(
+                tool, test if round_ == 0 else given(strategy)(example), n, self.seed + round_, round_ == 0
+            )
+        stats.seconds += time.monotonic() - t0
+
+    def _round(self, tool: ToolSpec, test: Any, n: int, seed: int, explicit: bool) -> None:
+        """One hypothesis run of `n` examples; its findings, each kind shrunk, recorded."""
+        from hypothesis import HealthCheck, Phase, settings
+        from hypothesis import seed as with_seed
+
+        phases = (
+            (Phase.explicit, Phase.generate, Phase.shrink) if explicit else (Phase.generate, Phase.shrink)
+        )
+        run = with_seed(seed)(
             settings(
                 max_examples=n,
                 deadline=None,
                 database=None,
                 derandomize=False,
                 report_multiple_bugs=True,
-                phases=(Phase.generate, Phase.shrink),
+                phases=phases,
                 suppress_health_check=list(HealthCheck),
                 print_blob=False,
-            )(given(strategy)(example))
+            )(test)
         )
         try:
             run()
@@ -174,7 +216,6 @@ class Search:
             rest = [e for e in group.exceptions if not isinstance(e, FoundIt)]
             if rest:  # the workbench's own failure: not a finding
                 raise rest[0] from group
-        stats.seconds += time.monotonic() - t0
 
     def _cost(self, tool: ToolSpec, strategy: Any, example: Any) -> float:
         """Seconds one example costs, about: a few drawn and run, findings ignored."""

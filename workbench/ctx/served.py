@@ -67,9 +67,12 @@ class Recording:
 class Playback:
     """A case's recorded calls, each answered once, in order per method."""
 
-    def __init__(self, entries: list[dict[str, Any]], *, where: str) -> None:
+    def __init__(
+        self, entries: list[dict[str, Any]], *, where: str, live: frozenset[str] = frozenset()
+    ) -> None:
         self.entries, self.where = entries, where
         self.used: set[int] = set()
+        self.live = live  # methods that run for real (a doctor's recheck sends its mail again)
 
     def take(self, method: str) -> Any:
         """The next recorded answer to `method`: its result, or its error raised."""

@@ -103,6 +103,7 @@ class Served:
         # the case holds URLs and bodies with secrets masked: a request is matched masked too
         # (the bench's mask, set once it is open)
         self.mask: Any = None
+        self.reuse = False  # every exchange answers any number of requests (a doctor's recheck)
 
     def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
         import base64
@@ -116,7 +117,8 @@ class Served:
                 continue
             if "body" in want and str(want["body"]) != body:
                 continue
-            self.used.add(i)
+            if not self.reuse:
+                self.used.add(i)
             r = ex["response"]
             data = r["text"].encode("utf-8") if "text" in r else base64.b64decode(r.get("base64", ""))
             if max_bytes is not None and len(data) > max_bytes:
