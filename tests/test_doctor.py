@@ -18,7 +18,7 @@ from workbench._doctor.inputs import broken, edge_examples
 from workbench.testing import replay_case
 
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
-SECONDS = 10  # a tenth of `doctor`'s default minute: each planted bug is found in a few seconds
+SECONDS = 5  # a twelfth of `doctor`'s default minute: each planted bug is found in its first second or two
 
 
 def copy_gem(tmp_path: Path, name: str) -> Path:

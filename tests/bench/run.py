@@ -22,6 +22,7 @@ import bench_agent as ba
 import bench_concurrency as bc
 import bench_curves as bcv
 import bench_deno as bd
+import bench_doctor as bdoc
 import bench_ekanos as bk6
 import bench_email as be
 import bench_imap as bi
@@ -251,6 +252,16 @@ def pin_replay(f: Figures) -> Report:
     )
 
 
+def doctor_throughput(f: Figures) -> Report:
+    return (
+        f"doctor examples/s with a state reset each: JS {f['js_per_s']:.0f}/s ({f['js_examples']} examples; "
+        f"a warm call {f['js_warm_ms']:.3f} ms = {1000 / f['js_warm_ms']:.0f}/s), Python {f['py_per_s']:.0f}/s "
+        f"({f['py_examples']}; warm call {f['py_warm_ms']:.3f} ms = {1000 / f['py_warm_ms']:.0f}/s)  "
+        "target >= 300/s JS, >= 1000/s Python",
+        f["js_per_s"] >= 300 and f["py_per_s"] >= 1000,
+    )
+
+
 def notebooks_parallel(f: Figures) -> Report:
     def mode(name: str) -> str:
         return (
@@ -295,6 +306,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "notebooks_parallel": (bnb.bench_notebooks_parallel, notebooks_parallel),
     "pin_overhead": (bp.bench_pin_overhead, pin_overhead),
     "pin_replay": (bp.bench_pin_replay, pin_replay),
+    "doctor_throughput": (bdoc.bench_doctor_throughput, doctor_throughput),
 }
 
 

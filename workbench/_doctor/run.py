@@ -35,6 +35,7 @@ class FoundIt(Exception):
 
 
 _CLASSES = {kind: type(f"Found_{kind}", (FoundIt,), {}) for kind in KINDS}
+BATCH = 24  # inputs one hypothesis example may run
 
 
 @dataclass
@@ -153,38 +154,43 @@ class Search:
         def accepts(value: Any) -> bool:
             return bench._check_input(tool, value)[1] is None
 
-        strategy = st.tuples(
-            st.integers(0, len(self.starts) - 1),
-            valid_inputs(schema, accepts),
-            st.integers(0, 15),  # 0-1: the example broken (N8); 2-15: as drawn
-        )
+        # a batch of inputs per hypothesis example: its engine's own cost (draws, mutations,
+        # bookkeeping: about 1 ms an example) is shared by the batch; a finding shrinks the batch
+        # to the one input that gives it, and that input to its smallest
+        one = st.tuples(valid_inputs(schema, accepts), st.integers(0, 15))  # how 0-1: broken (N8)
+        strategy = st.tuples(st.integers(0, len(self.starts) - 1), st.lists(one, min_size=1, max_size=BATCH))
 
-        def example(drawn: tuple[int, Any, int]) -> None:
-            start, value, how = drawn
-            valid = how > 1
-            if not valid:
-                value = broken(schema, value, how)
-                stats.invalid += 1
-            envelopes = how in (2, 3) and bench.profile.name == "agent"
-            for kind, message in self.check(tool, value, start, valid=valid, envelopes=envelopes):
-                if (tool.name, kind) not in self._seen:  # (a kind found in an earlier round: done)
-                    raise _CLASSES[kind](kind, message, start, value)  # its first new kind
+        def example(drawn: tuple[int, list[tuple[Any, int]]]) -> None:
+            start, batch = drawn
+            for value, how in batch:
+                valid = how > 1
+                if not valid:
+                    value = broken(schema, value, how)
+                    stats.invalid += 1
+                envelopes = how in (2, 3) and bench.profile.name == "agent"
+                for kind, message in self.check(tool, value, start, valid=valid, envelopes=envelopes):
+                    if (tool.name, kind) not in self._seen:  # (a kind found in an earlier round: done)
+                        raise _CLASSES[kind](kind, message, start, value)  # its first new kind
 
         test = given(strategy)(example)
         for value in edge_examples(schema):  # tried first, on each start state
             if accepts(value):
                 for start in range(len(self.starts)):
-                    test = hexample((start, value, 15))(test)
+                    test = hexample((start, [(value, 15)]))(test)
         budget = max(share, 0.05)
-        cost = self._cost(tool, strategy, example)
+        n = max(1, self.examples // 8) if self.examples else 20  # (a batch holds about 8)
         for round_ in range(20):  # rounds of fresh draws while its share of the time lasts
-            left = budget - (time.monotonic() - t0)
-            if round_ and (self.examples is not None or left < budget * 0.1):
-                break
-            n = self.examples or max(10, min(2000, int(left / max(cost, 1e-4))))
+            r0 = time.monotonic()
             self._round(
                 tool, test if round_ == 0 else given(strategy)(example), n, self.seed + round_, round_ == 0
             )
+            left = budget - (time.monotonic() - t0)
+            if self.examples is not None and stats.examples >= self.examples or left < budget * 0.1:
+                break
+            per_draw = (time.monotonic() - r0) / max(n, 1)
+            n = max(5, min(1000, int(left / max(per_draw, 1e-5))))
+            if self.examples is not None:
+                n = max(1, (self.examples - stats.examples) // 8)
         stats.seconds += time.monotonic() - t0
 
     def _round(self, tool: ToolSpec, test: Any, n: int, seed: int, explicit: bool) -> None:
@@ -216,31 +222,6 @@ class Search:
             rest = [e for e in group.exceptions if not isinstance(e, FoundIt)]
             if rest:  # the workbench's own failure: not a finding
                 raise rest[0] from group
-
-    def _cost(self, tool: ToolSpec, strategy: Any, example: Any) -> float:
-        """Seconds one example costs, about: a few drawn and run, findings ignored."""
-        from hypothesis import HealthCheck, Phase, given, settings
-        from hypothesis import seed as with_seed
-
-        t0, runs = time.monotonic(), [0]
-
-        def timed(drawn: Any) -> None:
-            runs[0] += 1
-            try:
-                example(drawn)
-            except FoundIt:
-                pass
-
-        with_seed(self.seed + 1)(
-            settings(
-                max_examples=5,
-                deadline=None,
-                database=None,
-                phases=(Phase.generate,),
-                suppress_health_check=list(HealthCheck),
-            )(given(strategy)(timed))
-        )()
-        return (time.monotonic() - t0) / max(runs[0], 1)
 
     def _trim(self, tool: ToolSpec, exc: FoundIt) -> Any:
         """`exc`'s input with each long string cut to the shortest prefix that still gives the
