@@ -142,7 +142,9 @@ def _effects(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if "method" not in row or row.get("method") is None:
             continue
         params: Any = row.get("params") or ((), {})
-        args, kwargs = params if isinstance(params, tuple) and len(params) == 2 else (params, {})
+        # (args, kwargs); a list pair once masked (a trace of a bench with secrets: ctx/_session.py)
+        pair = isinstance(params, (tuple, list)) and len(params) == 2 and isinstance(params[1], dict)
+        args, kwargs = params if pair else (params, {})
         entry: dict[str, Any] = {
             "method": row["method"],
             "args": list(args) if isinstance(args, (list, tuple)) else args,
