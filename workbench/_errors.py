@@ -48,6 +48,9 @@ CODES: dict[str, str] = {
     "E_DISPATCH": "ctx.tools could not dispatch the call (the platform's connection failed)",
     "E_RESOURCE": "a declared resource could not be downloaded and verified from any address",
     "E_SMTP": "the SMTP server cannot be reached, refused the login, the sender, a recipient or the message",
+    "E_CASE": "a pinned call's case file (tests/calls/…) is unreadable or holds what a replay refuses",
+    "E_REPLAY": "a replay made a ctx call its pinned case did not record",
+    "E_SECRET": "a secret would be written where it cannot be masked (a pinned call's case): nothing was",
 }
 
 

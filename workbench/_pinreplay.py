@@ -24,6 +24,7 @@ from typing import Any
 
 from ._errors import UsageError, WorkbenchError
 from ._json import MAX_JSON_DEPTH, deeper_than
+from ._text import terminal_safe
 from .ctx.limits import DEFAULT
 
 __all__ = ["Replay", "calls_folder_of", "load_case", "replay_case", "value_diff"]
@@ -377,8 +378,8 @@ class Replay:
         head = f"{self.path}: the pinned call of {self.case['tool']} replayed otherwise"
         shown = self.lines[:_MAX_LINES]
         more = len(self.lines) - len(shown)
-        return "\n".join(
-            [head, *("  " + line for line in shown), *([f"  … and {more} more"] if more else [])]
+        return terminal_safe(  # its lines quote the case's text (a served error's message)
+            "\n".join([head, *("  " + line for line in shown), *([f"  … and {more} more"] if more else [])])
         )
 
 
