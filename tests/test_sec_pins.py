@@ -835,3 +835,18 @@ def test_SEC2_pin_over_a_folder_named_like_the_case_is_a_coded_error(notes: Path
     assert [p.name for p in (notes / "tests" / "calls" / "list_notes").iterdir()] == [
         "x.json"
     ]  # no temp left
+
+
+def test_SEC4_a_secret_the_mask_cannot_hide_in_place_refuses_the_pin(notes: Path, tmp_path: Path) -> None:
+    """A secret that matches the case text's own syntax (here `": "`) cannot be masked without
+    breaking the JSON: the pin is refused, E_SECRET naming the line, and nothing is written."""
+    manifest = json.loads((notes / "manifest.json").read_text())
+    manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
+    (notes / "manifest.json").write_text(json.dumps(manifest))
+    creds = {"acme": {"headers": {"X-Key": '": "'}, "hosts": ["api.acme.example"]}}
+    with workbench.open(notes, state_dir=tmp_path / "state", credentials=creds) as bench:
+        res = bench.call("list_notes", {})
+        with pytest.raises(workbench.WorkbenchError) as err:
+            res.pin("x")
+    assert err.value.code == "E_SECRET" and "line" in err.value.message and err.value.details["line"] > 0
+    assert not (notes / "tests").exists()
