@@ -47,10 +47,12 @@ CODES: dict[str, str] = {
     "E_LIMIT": "a platform limit on calls was reached (50 cross-tool calls per invocation)",
     "E_DISPATCH": "ctx.tools could not dispatch the call (the platform's connection failed)",
     "E_RESOURCE": "a declared resource could not be downloaded and verified from any address",
-    "E_CASE": "a pinned call's case file is unusable (not JSON, too large, another gem's, a bad entry)",
     "E_BUNDLE": "a repro bundle (.gemrepro) is unusable: not a bundle, too large, a hash that does not "
     "match, an entry that escapes its folder or a link",
     "E_SMTP": "the SMTP server cannot be reached, refused the login, the sender, a recipient or the message",
+    "E_CASE": "a pinned call's case file (tests/calls/…) is unreadable or holds what a replay refuses",
+    "E_REPLAY": "a replay made a ctx call its pinned case did not record",
+    "E_SECRET": "a secret would be written where it cannot be masked (a pinned call's case): nothing was",
 }
 
 

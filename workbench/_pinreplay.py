@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._errors import WorkbenchError
+from ._errors import UsageError, WorkbenchError
 from ._json import MAX_JSON_DEPTH, deeper_than
+from ._text import terminal_safe
 from .ctx.limits import DEFAULT
 
 __all__ = ["Replay", "Replayer", "calls_folder_of", "load_case", "replay_case", "value_diff"]
@@ -57,7 +58,8 @@ def load_case(path: Path, *, limit: int = DEFAULT.case_bytes, depth: int = MAX_J
     """The case at `path`, checked: a regular file (not a link) within `limit` bytes, JSON no
     deeper than `depth`, the fields a replay reads of the types it reads them as."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # O_NONBLOCK: a FIFO named like a case would block the open until a writer came
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise _bad(path, f"cannot be read ({exc.strerror}; a case is a regular file, not a link)") from None
     try:
@@ -73,7 +75,7 @@ def load_case(path: Path, *, limit: int = DEFAULT.case_bytes, depth: int = MAX_J
     if len(raw) > limit:
         raise _bad(path, f"is over case_bytes ({limit:,} bytes)", limit=limit)
     try:
-        case = json.loads(raw.decode("utf-8"))
+        case = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except RecursionError:
         raise _bad(path, f"nests deeper than {depth} levels") from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -82,6 +84,10 @@ def load_case(path: Path, *, limit: int = DEFAULT.case_bytes, depth: int = MAX_J
         raise _bad(path, f"nests deeper than {depth} levels", limit=depth)
     _check_shape(path, case)
     return case
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (a case holds finite numbers only)")
 
 
 _SHAPE: dict[str, tuple[type, ...]] = {
@@ -114,29 +120,125 @@ def _check_shape(path: Path, case: Any) -> None:
     for i, ex in enumerate(case["http"]):
         req = ex.get("request") if isinstance(ex, dict) else None
         resp = ex.get("response") if isinstance(ex, dict) else None
-        if not isinstance(req, dict) or not isinstance(resp, dict) or not isinstance(req.get("url"), str):
+        if (
+            not isinstance(req, dict)
+            or not isinstance(resp, dict)
+            or not isinstance(req.get("url"), str)
+            or not isinstance(req.get("method", "GET"), str)
+        ):
             raise _bad(
                 path, f"http.{i} is not {{request: {{method, url}}, response: {{…}}}}", field=f"http.{i}"
             )
-        if "base64" in resp:
-            try:
-                base64.b64decode(str(resp["base64"]), validate=True)
-            except ValueError:
-                raise _bad(path, f"http.{i}.response.base64 is not base64", field=f"http.{i}") from None
+        _check_response(path, f"http.{i}.response", resp)
     for i, entry in enumerate(case["served"]):
-        if not isinstance(entry, dict) or not isinstance(entry.get("method"), str):
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("method"), str)
+            or not isinstance(entry.get("ok", True), bool)
+        ):
             raise _bad(path, f"served.{i} is not {{method, ok, result | error}}", field=f"served.{i}")
+        err = entry.get("error")
+        if entry.get("ok") is False and not (
+            isinstance(err, dict)
+            and isinstance(err.get("code"), str)
+            and _CODE.fullmatch(err["code"])
+            and isinstance(err.get("message"), str)
+        ):
+            raise _bad(
+                path,
+                f"served.{i}.error is not {{code: E_…, message}} (a code of capitals and '_')",
+                field=f"served.{i}.error",
+            )
     if not all(isinstance(n, str) and 0 < len(n) <= 200 for n in case["secrets"]):
         raise _bad(path, "secrets is not a list of secret names", field="secrets")
     for name, reach in case["credentials"].items():
-        if not isinstance(reach, dict) or not isinstance(reach.get("hosts"), list):
+        if (
+            not isinstance(reach, dict)
+            or not _strings(reach.get("hosts"))
+            or not _strings(reach.get("paths", []))
+        ):
             raise _bad(
                 path, f"credentials.{name[:40]} is not {{hosts, paths?}}", field=f"credentials.{name[:40]}"
             )
+    call = case["call"]
     for key in ("seed", "ids"):
-        seed = case["call"].get(key)
+        seed = call.get(key)
         if seed is not None and (type(seed) is not int or not 0 <= seed < 2**63):
             raise _bad(path, f"call.{key} is not a whole number", field=f"call.{key}")
+    for key, low, high in (
+        ("clock_ms", 0, _LATEST * 1000),
+        ("started", 0, _LATEST),
+        ("duration_ms", 0, 1e10),
+    ):
+        v = call.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high):
+            raise _bad(path, f"call.{key} is not a number from {low} to {high:.0f}", field=f"call.{key}")
+    if not isinstance(call.get("frozen", False), bool):
+        raise _bad(path, "call.frozen is not true or false", field="call.frozen")
+    v = call.get("call_id")
+    if v is not None and (not isinstance(v, str) or not _ID.fullmatch(v)):
+        raise _bad(
+            path, "call.call_id is not letters, digits, '.', '_' and '-' (up to 200)", field="call.call_id"
+        )
+    v = call.get("idempotency_key")
+    if v is not None and (not isinstance(v, str) or len(v) > 1000):
+        raise _bad(
+            path, "call.idempotency_key is not a text (up to 1,000 characters)", field="call.idempotency_key"
+        )
+    for key in ("as_user", "conversation"):
+        v = case["options"].get(key)
+        if v is not None and not isinstance(v, str):
+            raise _bad(path, f"options.{key} is not a text", field=f"options.{key}")
+
+
+_CODE = re.compile(r"E_[A-Z0-9_]{1,40}")
+_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
+_LATEST = 253402300799  # 9999-12-31T23:59:59Z: the last instant a clock (and a date) can show
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
+_HEADER_BAD = re.compile(r"[\x00\r\n]")
+
+
+def _strings(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _check_response(path: Path, where: str, resp: dict[str, Any]) -> None:
+    """A recorded answer as a live one is: a status a Response can have, [name, value] header
+    pairs a server can send, a text or base64 body (its size is checked when it is served)."""
+    status = resp.get("status", 200)
+    if type(status) is not int or not 200 <= status <= 599:
+        raise _bad(
+            path,
+            f"{where}.status {str(status)[:20]!r} is not a whole number from 200 to 599",
+            field=f"{where}.status",
+        )
+    if not isinstance(resp.get("statusText", ""), str):
+        raise _bad(path, f"{where}.statusText is not a text", field=f"{where}.statusText")
+    headers = resp.get("headers", [])
+    if not isinstance(headers, list):
+        raise _bad(path, f"{where}.headers is not a list of [name, value] pairs", field=f"{where}.headers")
+    for j, h in enumerate(headers):
+        if (
+            not isinstance(h, list)
+            or len(h) != 2
+            or not all(isinstance(x, str) for x in h)
+            or not _HEADER_NAME.fullmatch(h[0])
+            or _HEADER_BAD.search(h[1])
+        ):
+            raise _bad(
+                path,
+                f"{where}.headers.{j} is not a [name, value] pair a server can send",
+                field=f"{where}.headers.{j}",
+            )
+    if "text" in resp and not isinstance(resp["text"], str):
+        raise _bad(path, f"{where}.text is not a text", field=f"{where}.text")
+    if "base64" in resp:
+        try:
+            if not isinstance(resp["base64"], str):
+                raise ValueError
+            base64.b64decode(resp["base64"], validate=True)
+        except ValueError:
+            raise _bad(path, f"{where}.base64 is not base64", field=f"{where}.base64") from None
 
 
 # -- comparing ------------------------------------------------------------------------------
@@ -291,8 +393,8 @@ class Replay:
         )
         shown = self.lines[:_MAX_LINES]
         more = len(self.lines) - len(shown)
-        return "\n".join(
-            [head, *("  " + line for line in shown), *([f"  … and {more} more"] if more else [])]
+        return terminal_safe(  # its lines quote the case's text (a served error's message)
+            "\n".join([head, *("  " + line for line in shown), *([f"  … and {more} more"] if more else [])])
         )
 
 
@@ -359,6 +461,9 @@ class Replayer:
                 options.update(state_dir=Path(tmp.name) / "state", workspace=empty, seed=0, http=Served([]))
                 known = table(detect(gem))  # a platform without files, http or secrets takes none
                 bench = _open.open(gem, **{k: v for k, v in options.items() if k in known})
+            except UsageError as exc:  # an option made of the case's data (a credential's reach)
+                tmp.cleanup()
+                raise _bad(gem, f"the pinned case's call cannot be set up: {exc.message}") from None
             except BaseException:
                 tmp.cleanup()
                 raise
@@ -387,6 +492,12 @@ class Replayer:
         if gem is None:
             raise _bad(path, "is not at <gem>/tests/calls/<tool>/<name>.json")
         case = load_case(path)
+        if case["tool"] != path.parent.name:
+            raise _bad(
+                path,
+                f"is a case of tool {case['tool'][:60]!r} in the folder of {path.parent.name!r}",
+                field="tool",
+            )
         bench = self._bench(gem, case)
         if case["gem"] != bench.manifest.id:
             raise _bad(
@@ -397,6 +508,13 @@ class Replayer:
                 path,
                 f"was pinned on {case['platform']!r}, this gem is {bench.profile.name!r}",
                 field="platform",
+            )
+        if bench.manifest.tool(case["tool"]) is None:
+            raise _bad(
+                path,
+                f"is a case of tool {case['tool']!r}, which gem {bench.manifest.id!r} does not have "
+                f"(tools: {', '.join(bench.manifest.tools)}): was it renamed or removed?",
+                field="tool",
             )
         # (emptied already: the bench was put back to its empty snapshot)
         put_state(

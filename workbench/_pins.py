@@ -34,6 +34,8 @@ __all__ = ["CASE_FORMAT", "build_case", "case_path", "case_text", "pin", "state_
 
 CASE_FORMAT = 1
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# names Windows keeps for devices, whatever the extension: a checkout there could not hold them
+_DEVICE = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
 _HTTP_METHODS = ("http.fetch", "fetch")  # Notochord's ctx.http.fetch, Ekanos' ctx.fetch
 
 
@@ -42,9 +44,15 @@ def case_path(root: Path, tool: str, name: str, *, under: str | None = None) -> 
     for cases written by the workbench, "doctor"); UsageError for a name that is not a plain
     file name (it becomes one)."""
     for what, value in (("name", name), ("tool", tool)):
-        if not isinstance(value, str) or not _NAME.fullmatch(value) or ".." in value:
+        if (
+            not isinstance(value, str)
+            or not _NAME.fullmatch(value)
+            or ".." in value
+            or _DEVICE.fullmatch(value)
+        ):
             raise UsageError(
-                f"pin {what} {value!r}: use letters, digits, '.', '_' and '-' (up to 100, no '..')"
+                f"pin {what} {value!r}: use letters, digits, '.', '_' and '-' (up to 100, no '..', "
+                "not a device name such as 'con')"
             )
     calls = root / "tests" / "calls"
     return (calls / under if under else calls) / tool / f"{name}.json"
@@ -144,6 +152,7 @@ def _effects(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if "method" not in row or row.get("method") is None:
             continue
         params: Any = row.get("params") or ((), {})
+        # (args, kwargs); a list pair once masked (a trace of a bench with secrets: ctx/_session.py)
         pair = isinstance(params, (tuple, list)) and len(params) == 2 and isinstance(params[1], dict)
         args, kwargs = params if pair else (params, {})
         entry: dict[str, Any] = {
@@ -316,11 +325,48 @@ def case_text(bench: Bench, case: dict[str, Any]) -> str:
     text = json.dumps(case, indent=1, ensure_ascii=False, default=_default) + "\n"
     http = bench.providers.backends.get("http")
     if http is not None and http.has_secrets:
-        text = http.mask(text)
+        # each string masked as it decodes (a secret escaped deeper than the mask's forms, or
+        # with \u escapes, shows once its JSON is read), JSON inside strings included
+        text = json.dumps(_scrub(http.mask, json.loads(text), 0), indent=1, ensure_ascii=False) + "\n"
+        if http.mask(text) != text:  # a secret across the text's own quotes and commas
+            line = next(
+                n
+                for n, (a, b) in enumerate(zip(text.splitlines(), http.mask(text).splitlines()), 1)
+                if a != b
+            )
+            raise WorkbenchError(
+                "E_SECRET",
+                f"cannot pin call: line {line} of its case would hold a secret in a form the mask "
+                "cannot hide in place; nothing was written",
+                line=line,
+            )
     limit = bench.limits.case_bytes
     if len(text.encode("utf-8")) > limit:
         raise WorkbenchError("E_TOO_LARGE", f"the case is over case_bytes ({limit:,} bytes)", limit=limit)
     return text
+
+
+_SCRUB_DEPTH = 8  # JSON texts inside strings, inside strings, … read to look for a secret
+
+
+def _scrub(mask: Any, v: Any, depth: int) -> Any:
+    """`v` with each string masked as it decodes, and each string that is a JSON text read and
+    masked in turn (written again, compact, only when it held a secret)."""
+    if isinstance(v, dict):
+        return {_scrub(mask, k, depth): _scrub(mask, x, depth) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_scrub(mask, x, depth) for x in v]
+    if not isinstance(v, str):
+        return v
+    masked = mask(v)
+    if masked != v or depth >= _SCRUB_DEPTH or v.lstrip()[:1] not in ("{", "[", '"'):
+        return masked
+    try:
+        inner = json.loads(v)
+    except (ValueError, RecursionError):
+        return v
+    again = _scrub(mask, inner, depth + 1)
+    return v if again == inner else json.dumps(again, ensure_ascii=False)
 
 
 def _default(v: Any) -> Any:
@@ -331,20 +377,35 @@ def _default(v: Any) -> Any:
     return str(v)
 
 
-def write_case(path: Path, text: str) -> Path:
-    """Write `text` to `path` atomically (a temp file in its folder, then a rename), never
-    through a link."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _no_link(path: Path) -> None:
     for p in (path, *path.parents):
         if p.is_symlink():
             raise WorkbenchError("E_PATH", f"{p} is a link: a case is not written through one", path=str(p))
         if p.name == "tests":
             break
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+
+
+def write_case(path: Path, text: str) -> Path:
+    """Write `text` to `path` atomically (a temp file in its folder, then a rename), never
+    through a link (checked before its folders are made: mkdir follows one)."""
+    _no_link(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _no_link(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise WorkbenchError(
+            "E_PATH", f"{path}: cannot write the case ({exc.strerror})", path=str(path)
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise WorkbenchError(
+            "E_PATH", f"{path}: cannot write the case ({exc.strerror})", path=str(path)
+        ) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .paths import hidden
+
 if TYPE_CHECKING:
     from ..platforms import Profile
     from .served import Recording
@@ -87,6 +89,8 @@ class Before:
         out: dict[tuple[str, str], tuple[str, bytes | None]] = {}
         if "workspace" in p.files.roots():  # earlier calls' run folders: no call finds them (F1)
             for path, e in p.files.walk("workspace"):
+                if hidden("workspace", path):  # SEC3: a dot-entry is never copied into a case
+                    continue
                 data = p.files.read("workspace", path) if e.type == "file" else None
                 if not self._add(
                     "the conversation folder", len(path) + (len(data) if data is not None else 0)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 MASK = "***"
 MIN_CHARS = 4
+_ESCAPES = 3  # JSON in a JSON string in a JSON text (a kv value in a case file): escaped 3 deep
 _DEPTH = 2  # base64 of JSON holding base64 of the secret: two decodings
 # a token starts where no other token character (nor a backslash: JSON's \u00e9) comes before it
 _B64 = re.compile(r"(?<![\\A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{6,}={0,2}")
@@ -71,9 +72,14 @@ class SecretMask:
         """Mask `value` from now on (ignored when shorter than MIN_CHARS)."""
         if len(value) < MIN_CHARS or value in self._forms:
             return
-        self._forms.update({value, json.dumps(value, ensure_ascii=False)[1:-1], json.dumps(value)[1:-1]})
+        forms, level = {value}, {value}
+        for _ in range(_ESCAPES):  # each level of JSON escaping, \u escapes or not
+            level = {json.dumps(f, ensure_ascii=a)[1:-1] for f in level for a in (False, True)}
+            forms |= level
+        self._forms |= forms
         self._longest_first = tuple(sorted(self._forms, key=len, reverse=True))
-        self._needles.add(value.encode("utf-8"))
+        # an escaped form inside decoded bytes too: base64 of a JSON text holding the secret
+        self._needles |= {f.encode("utf-8", "surrogatepass") for f in forms}
         self._shortest = min(len(n) for n in self._needles)
 
     def mask(self, text: str) -> str:

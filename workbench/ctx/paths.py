@@ -38,6 +38,12 @@ def _is_dot(segment: str, root: str) -> bool:
     return root == "workspace" and segment.startswith(".")
 
 
+def hidden(root: str, rel: str) -> bool:
+    """Whether the entry at `rel` of provider root `root` is, or is inside, a dot-entry of the
+    conversation folder: one the gem cannot see, so nothing copies it on its behalf (SEC3)."""
+    return any(_is_dot(s, root) for s in rel.split("/"))
+
+
 def split(raw: object) -> tuple[bool, list[str]]:
     """(in workspace?, segments) for a raw gem path; raises E_PATH / E_INVALID_ARGUMENT."""
     if not isinstance(raw, str):

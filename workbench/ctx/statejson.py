@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from .paths import PREFIX, hidden, split
 
 if TYPE_CHECKING:
     from ..platforms import Limits
@@ -55,6 +56,8 @@ def _files_now(p: Providers) -> dict[tuple[str, str], tuple[str, bytes | None]]:
         if root != WORKSPACE:  # run folders are each call's own (F1, F2), never state it finds
             continue
         for path, e in p.files.walk(root):
+            if hidden(root, path):  # SEC3: a dot-entry is no state a call finds or changes
+                continue
             out[(root, path)] = (e.type, p.files.read(root, path) if e.type == "file" else None)
     return out
 
@@ -149,12 +152,39 @@ def _entry_path(bad: _Refusal, where: str, entry: Any, roots: list[str]) -> tupl
         or len(rel) > MAX_PATH_CHARS
         or any(p in ("", ".", "..") for p in parts)
         or _SEGMENT_BAD.search(rel)
+        or rel.startswith(PREFIX)  # the root is `root`'s: a prefixed path mixes up the two
     ):
         raise bad(
             where,
             f"path {rel[:80]!r} is not a relative path inside the conversation folder (no '..', no absolute path)",
         )
+    try:  # the rules of a gem path (F9): name and path bytes, lone surrogates
+        split(PREFIX + rel)
+    except WorkbenchError as exc:
+        raise bad(where, exc.message, **{k: v for k, v in exc.details.items() if k == "limit"}) from None
+    if hidden(root, rel):
+        raise bad(where, f"path {rel[:80]!r} is a dot-entry, which a gem cannot see (SEC3)")
+    if entry.get("type") not in ("file", "folder"):
+        raise bad(
+            where, f"type {str(entry.get('type'))[:40]!r} is not 'file' or 'folder' (a case holds no links)"
+        )
     return root, rel
+
+
+def _free(bad: _Refusal, where: str, p: Providers, root: str, rel: str, kind: str, listed: set[str]) -> None:
+    """Refuse an entry that repeats one before it or goes through a file (a file then a folder
+    of its name, or a file inside a file): the case then says two things of one path."""
+    here = p.files.entry(root, rel)
+    if rel in listed or (here is not None and (kind == "file" or here.type != "folder")):
+        raise bad(where, f"path {rel[:80]!r} is already an entry of the case")
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        above = p.files.entry(root, "/".join(parts[:i]))
+        if above is not None and above.type != "folder":
+            raise bad(
+                where, f"path {rel[:80]!r} goes through {'/'.join(parts[:i])[:80]!r}, a file of the case"
+            )
+    listed.add(rel)
 
 
 def _content(bad: _Refusal, where: str, entry: dict[str, Any], limit: int) -> bytes:
@@ -174,7 +204,7 @@ def _content(bad: _Refusal, where: str, entry: dict[str, Any], limit: int) -> by
 
 def _sql_value(v: Any) -> Any:
     if isinstance(v, dict) and set(v) == {"base64"}:
-        return base64.b64decode(str(v["base64"]))
+        return base64.b64decode(str(v["base64"]), validate=True)
     if isinstance(v, (dict, list)):
         return json.dumps(v)
     return v
@@ -196,6 +226,13 @@ def put_state(
     kv = state.get("kv") or {}
     if not isinstance(kv, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in kv.items()):
         raise bad("kv", "is not {key: text}")
+    for k, v in kv.items():  # what ctx.storage.kv.set takes
+        if len(k) + len(v) > limits.sql_value_bytes:
+            raise bad(
+                f"kv.{k[:40]}",
+                f"is over sql_value_bytes ({limits.sql_value_bytes:,})",
+                limit=limits.sql_value_bytes,
+            )
     for k, v in kv.items():
         p.store.kv_set(k, v)
     docs = state.get("documents") or {}
@@ -233,9 +270,11 @@ def _put_files(bad: _Refusal, p: Providers, limits: Limits, files: Any) -> None:
     roots = [WORKSPACE]
     if not isinstance(files, list):
         raise bad("files", "is not a list")
+    listed: set[str] = set()
     for n, entry in enumerate(files):
         where = f"files.{n}"
         root, rel = _entry_path(bad, where, entry, roots)
+        _free(bad, where, p, root, rel, entry["type"], listed)
         parent = rel.rpartition("/")[0]
         if parent:
             p.files.mkdir(root, parent)
@@ -279,7 +318,10 @@ def _put_sql(bad: _Refusal, p: Providers, tables: Any) -> None:
                 [str(alias)] * (ids is not None) + ['"' + c.replace('"', '""') + '"' for c in row]
             )
             marks = ", ".join("?" for _ in range(len(row) + (ids is not None)))
-            values = [ids[j]] * (ids is not None) + [_sql_value(v) for v in row.values()]
+            try:
+                values = ([ids[j]] if ids is not None else []) + [_sql_value(v) for v in row.values()]
+            except ValueError:
+                raise bad(f"sql.{t}.rows.{j}", "a {base64} value is not base64") from None
             try:
                 db.conn.execute(f"INSERT INTO {quoted} ({names}) VALUES ({marks})", values)
             except Exception as exc:  # a constraint, a type SQLite refuses: the row named
