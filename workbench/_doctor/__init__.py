@@ -44,6 +44,12 @@ def doctor(
         )
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UsageError(f"seed={seed!r}: give a whole number")
+    real = sorted(k for k, v in bench.provider_kinds.items() if v == "real")
+    if real:  # thousands of calls, the state put back between them: never on the user's own
+        raise UsageError(
+            f"the doctor puts the state back thousands of times: open the gem on mock providers "
+            f"(its {', '.join(real)} on real providers would be overwritten); give fixtures instead"
+        )
     names = list(bench.manifest.tools)
     if tool is not None:
         found = bench.manifest.tool(tool)
