@@ -22,6 +22,21 @@ if TYPE_CHECKING:
 COLUMNS = ["tool", "kind", "rule", "input", "start", "message", "repro", "case"]
 
 
+def _row(f: Finding) -> dict[str, Any]:
+    """A finding as a row of the report: its columns, and what its kind is."""
+    return {
+        "tool": f.tool,
+        "kind": f.kind,
+        "rule": f.rule,
+        "what": KINDS[f.kind][1],
+        "input": f.input,
+        "start": f.start,
+        "message": f.message,
+        "repro": f.repro,
+        "case": str(f.case) if f.case else None,
+    }
+
+
 @dataclass
 class DoctorReport:
     """What `bench.doctor()` found: `findings`, `frame()` (one row each), `ok`, per-tool stats."""
@@ -42,19 +57,7 @@ class DoctorReport:
         happened, how to reproduce it and its pinned case."""
         import pandas as pd
 
-        rows = [
-            {
-                "tool": f.tool,
-                "kind": f.kind,
-                "rule": f.rule,
-                "input": f.input,
-                "start": f.start,
-                "message": f.message,
-                "repro": f.repro,
-                "case": str(f.case) if f.case else None,
-            }
-            for f in self.findings
-        ]
+        rows = [{k: v for k, v in _row(f).items() if k in COLUMNS} for f in self.findings]
         return pd.DataFrame(rows, columns=COLUMNS)
 
     def summary(self) -> list[dict[str, Any]]:
@@ -80,20 +83,7 @@ class DoctorReport:
             "seconds": round(self.seconds, 2),
             "ok": self.ok,
             "tools": self.summary(),
-            "findings": [
-                {
-                    "tool": f.tool,
-                    "kind": f.kind,
-                    "rule": f.rule,
-                    "what": KINDS[f.kind][1],
-                    "message": f.message,
-                    "input": f.input,
-                    "start": f.start,
-                    "repro": f.repro,
-                    "case": str(f.case) if f.case else None,
-                }
-                for f in self.findings
-            ],
+            "findings": [_row(f) for f in self.findings],
         }
 
     def junit(self, path: str | os.PathLike[str]) -> Path:

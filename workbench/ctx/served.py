@@ -30,10 +30,10 @@ def replayed(profile: Profile, method: str) -> bool:
     key = (profile.name, method)
     found = _REPLAYED.get(key)
     if found is None:
+        from .before import part_of
         from .registry import capability
 
-        route = profile.routes.get(method)
-        impl = route[0] if route else profile.dispatch.get(method.rpartition(".")[0])
+        impl = part_of(profile, method)
         unit = capability(impl) if impl else None
         test = unit.replayed if unit is not None else None
         found = _REPLAYED[key] = bool(test is not None and test(method))
