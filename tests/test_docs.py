@@ -32,11 +32,17 @@ RUNNABLE = {
     "docs/index.md": ["notes"],
     "docs/pins.md": ["notes"],
     "docs/bundles.md": ["notes"],
+    "docs/doctor.md": ["buggy", "notes"],
     "docs/first-gem/notochord.md": [],
     "docs/first-gem/agent.md": [],
     "docs/first-gem/ekanos.md": [],
 }
-NEEDS_DENO = {"docs/first-gem/notochord.md", "docs/first-gem/agent.md", "docs/first-gem/ekanos.md"}
+NEEDS_DENO = {
+    "docs/doctor.md",
+    "docs/first-gem/notochord.md",
+    "docs/first-gem/agent.md",
+    "docs/first-gem/ekanos.md",
+}
 
 FENCE = re.compile(r"^```(?P<lang>[\w+-]*)(?P<attrs>.*)$")
 MARKER = re.compile(r"^<!-- docs-test: (?P<what>\w+)\b.*-->$")

@@ -160,7 +160,7 @@ def recheck(bench: Bench, case: dict[str, Any]) -> list[str]:
         if broken is not None:
             search._add(spec, "invariant", 0, input, f"after {spec.name}: {broken}")
     else:
-        for k, message in search.check(spec, input, 0, valid=kind != "N8"):
+        for k, message in search.check(spec, input, 0, valid=kind != "N8", envelopes=kind == "envelope"):
             search._add(spec, k, 0, input, message)
     return [
         f"the doctor's finding {f.kind} ({f.rule}) still occurs: {f.message}"

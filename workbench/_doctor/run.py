@@ -132,7 +132,7 @@ class Search:
             if envelopes and tools is not None:
                 tools.faults.clear()
         outbox = self._outbox()[sent:]
-        stats = self.stats[tool.name]
+        stats = self.stats.setdefault(tool.name, ToolStats())  # a sequence calls tools not searched (tool=)
         stats.examples += 1
         if res.error is None and valid and len(stats.ran) < 50:
             if start is not None:
