@@ -225,6 +225,8 @@ def test_the_command_exits_1_on_findings_and_0_without(tmp_path: Path, gem) -> N
 
 def test_the_doctor_refuses_real_providers(tmp_path: Path) -> None:
     gem = copy_gem(tmp_path, "notes")
-    with workbench.open(gem, providers="real", state_dir=tmp_path / "state", workspace=tmp_path / "ws") as bench:
+    with workbench.open(
+        gem, providers="real", state_dir=tmp_path / "state", workspace=tmp_path / "ws"
+    ) as bench:
         with pytest.raises(UsageError, match="mock providers"):
             bench.doctor(seconds=1)

@@ -75,7 +75,7 @@ def doctor(
             search.probes(bench.manifest.tools[name])
         if tool is None and len(names) > 1 or checks:  # states the gem's own tools build
             left = seconds - (time.monotonic() - t0)
-            search_sequences(search, max(left * 0.8, seconds * 0.1), checks)
+            search_sequences(search, max(left * 0.8, seconds * 0.1), checks, names)
         if write:
             for finding in search.findings:
                 finding.case = _pin(bench, search, finding, seed)

@@ -253,7 +253,10 @@ class Search:
                 continue
             self._seen.add((tool.name, exc.kind))
             if exc.kind not in ("N8",):
-                exc.input = self._trim(tool, exc)
+                trimmed = self._trim(tool, exc)
+                if trimmed != exc.input:  # said again of the input it reports (N9's size, …)
+                    again = dict(self.check(tool, trimmed, exc.start, valid=True))
+                    exc.input, exc.message = trimmed, again.get(exc.kind, exc.message)
             self.findings.append(
                 Finding(
                     tool.name,

@@ -88,14 +88,21 @@ def _raise(kind: str, *args: Any) -> None:
     raise cls(kind, *args)
 
 
-def search_sequences(search: Search, seconds: float, checks: list[tuple[str, Invariant]]) -> None:
-    """Draw sequences of calls for about `seconds`; record their findings on `search`."""
+def search_sequences(
+    search: Search, seconds: float, checks: list[tuple[str, Invariant]], names: list[str] | None = None
+) -> None:
+    """Draw sequences of calls (of the tools `names`, default all) for about `seconds`; record
+    their findings on `search`."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as with_seed
     from hypothesis import strategies as st
 
     bench = search.bench
-    tools = [t for t in bench.manifest.tools.values() if isinstance(t.input_schema, dict)]
+    tools = [
+        t
+        for t in bench.manifest.tools.values()
+        if isinstance(t.input_schema, dict) and (names is None or t.name in names)
+    ]
     if not tools or seconds <= 0:
         return
     strategies = {
