@@ -62,12 +62,14 @@ def test_the_planted_agent_bugs_are_found(tmp_path: Path) -> None:
 
 
 @pytest.mark.deno
-def test_an_ekanos_tool_logging_its_key_is_found(tmp_path: Path) -> None:
+def test_an_ekanos_tool_logging_its_key_and_one_of_another_shape_are_found(tmp_path: Path) -> None:
     gem = copy_gem(tmp_path, "buggy-ekanos")
     with workbench.open(gem, secrets={"api_key": "sk_live_Doctor-Secret-1"}) as bench:
         report = bench.doctor(seconds=SECONDS, seed=1)
-    assert found(report) == {("lookup_contact", "secret")}
-    [leak] = report.findings
+    assert found(report) == {("lookup_contact", "secret"), ("recent_deals", "shape")}
+    leak = next(f for f in report.findings if f.kind == "secret")
+    shape = next(f for f in report.findings if f.kind == "shape")
+    assert shape.rule == "K5" and shape.input == {"stage": "lost"} and "outputExample" in shape.message
     assert leak.rule == "K6" and "ctx.logger" in leak.message
     assert "sk_live_Doctor-Secret-1" not in leak.case.read_text()
 
