@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import re
 import stat
@@ -27,7 +26,7 @@ from typing import Any, BinaryIO
 
 from ._bundle import BUNDLE_FORMAT, META, RATIO_SLACK, STATE
 from ._errors import WorkbenchError
-from ._json import MAX_JSON_DEPTH, deeper_than
+from ._json import MAX_JSON_DEPTH, load_file_json
 from .platforms.base import Limits
 
 __all__ = ["Bundle", "bundle_platform", "read_bundle", "unpack"]
@@ -163,14 +162,9 @@ def _read_entry(path: Path, z: zipfile.ZipFile, info: zipfile.ZipInfo, budget: i
 
 
 def _json(path: Path, entry: str, data: bytes) -> Any:
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except RecursionError:
-        raise _bad(path, entry, f"nests deeper than {MAX_JSON_DEPTH} levels") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _bad(path, entry, f"is not JSON: {exc}") from None
-    if deeper_than(value, MAX_JSON_DEPTH):
-        raise _bad(path, entry, f"nests deeper than {MAX_JSON_DEPTH} levels", limit=MAX_JSON_DEPTH)
+    value, why = load_file_json(data)
+    if why is not None:
+        raise _bad(path, entry, why, limit=MAX_JSON_DEPTH)
     return value
 
 

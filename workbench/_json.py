@@ -223,6 +223,27 @@ def _as_js(value: Any) -> tuple[Any, int]:
     return root[0], extra
 
 
+def load_file_json(
+    data: bytes, *, depth: int = MAX_JSON_DEPTH, constants: bool = True
+) -> tuple[Any, str | None]:
+    """A file's JSON written by someone else (a case, a bundle's entry, a state folder): its
+    value and None, or None and why it is refused — not UTF-8 or not JSON, nested deeper than
+    `depth` (the parser's own guard included), or, with `constants` False, NaN or Infinity."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
+    try:
+        value = json.loads(data.decode("utf-8"), parse_constant=None if constants else refuse)
+    except RecursionError:
+        return None, f"nests deeper than {depth} levels"
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, f"is not JSON: {exc}"
+    if deeper_than(value, depth):
+        return None, f"nests deeper than {depth} levels"
+    return value, None
+
+
 def deeper_than(value: Any, max_depth: int) -> bool:
     """Whether parsed JSON nests lists/objects deeper than `max_depth` (iteratively)."""
     stack = [(value, 1)]

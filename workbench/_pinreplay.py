@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import UsageError, WorkbenchError
-from ._json import MAX_JSON_DEPTH, deeper_than
+from ._json import MAX_JSON_DEPTH, load_file_json
 from ._text import terminal_safe
 from .ctx.limits import DEFAULT
 
@@ -74,20 +74,11 @@ def load_case(path: Path, *, limit: int = DEFAULT.case_bytes, depth: int = MAX_J
         os.close(fd)
     if len(raw) > limit:
         raise _bad(path, f"is over case_bytes ({limit:,} bytes)", limit=limit)
-    try:
-        case = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except RecursionError:
-        raise _bad(path, f"nests deeper than {depth} levels") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _bad(path, f"is not JSON: {exc}") from None
-    if deeper_than(case, depth):
-        raise _bad(path, f"nests deeper than {depth} levels", limit=depth)
+    case, why = load_file_json(raw, depth=depth, constants=False)
+    if why is not None:
+        raise _bad(path, why, limit=depth)
     _check_shape(path, case)
     return case
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number (a case holds finite numbers only)")
 
 
 _SHAPE: dict[str, tuple[type, ...]] = {

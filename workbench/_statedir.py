@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._errors import WorkbenchError
-from ._json import MAX_JSON_DEPTH, deeper_than
+from ._json import MAX_JSON_DEPTH, load_file_json
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -150,13 +150,10 @@ def read_state_dir(folder: str | os.PathLike[str], limits: Limits, *, gem: str) 
     if not folder.is_dir():
         raise _bad(folder, "the folder", "is not a folder (a state folder written by bench.export_state)")
     raw = _read(folder / STATE_FILE, folder, STATE_FILE, limits.case_bytes, "Limits.case_bytes")
-    try:
-        head = json.loads(raw.decode("utf-8"))
-    except RecursionError:
-        raise _bad(folder, STATE_FILE, f"nests deeper than {MAX_JSON_DEPTH} levels") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _bad(folder, STATE_FILE, f"is not JSON: {exc}") from None
-    if not isinstance(head, dict) or deeper_than(head, MAX_JSON_DEPTH):
+    head, why = load_file_json(raw)
+    if why is not None:
+        raise _bad(folder, STATE_FILE, why)
+    if not isinstance(head, dict):
         raise _bad(folder, STATE_FILE, f"is not an object nested at most {MAX_JSON_DEPTH} levels")
     if head.get("state") != STATE_FORMAT:
         raise _bad(
