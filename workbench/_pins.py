@@ -75,20 +75,16 @@ def _strings(value: Any, out: set[str], budget: list[int]) -> None:
 
 
 def _touched(trace: Iterable[dict[str, Any]]) -> dict[str, set[str]]:
-    """Strings each capability's ctx calls named (paths, keys, collections, statements)."""
-    out: dict[str, set[str]] = {"files": set(), "kv": set(), "data": set(), "sql": set()}
+    """Strings the call's ctx.files and kv calls named (paths, keys): the files and kv entries
+    a case keeps (collections and tables it keeps whole, as ctx/before.py copied them)."""
+    out: dict[str, set[str]] = {"files": set(), "kv": set()}
     for row in trace:
         method = str(row.get("method", ""))
-        head = method.split(".")[0]
         kind = (
             "files"
-            if head == "files"
-            else "sql"
-            if method.startswith("storage.sql")
+            if method.startswith("files.")
             else "kv"
-            if method.startswith("storage.")
-            else "data"
-            if head == "data"
+            if method.startswith("storage.") and not method.startswith("storage.sql")
             else None
         )
         if kind is not None:
@@ -170,11 +166,11 @@ def _effects(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _exchanges(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The HTTP answers the call got, as a replay serves them back (request: method, URL,
-    body; response: what the tool saw after redirects)."""
+def _exchanges(effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The HTTP answers the call got (of its `effects`), as a replay serves them back
+    (request: method, URL, body; response: what the tool saw after redirects)."""
     out = []
-    for e in _effects(trace):
+    for e in effects:
         if e["method"] not in _HTTP_METHODS or not e["ok"] or not isinstance(e.get("result"), dict):
             continue
         args = e["args"] if isinstance(e["args"], list) else []
@@ -231,14 +227,14 @@ def _kept(bench: Bench, res: CallResult) -> Before:
     raise UsageError(f"cannot pin call {res.call_id}: {why}")
 
 
-def _credentials(bench: Bench, trace: list[dict[str, Any]]) -> dict[str, Any]:
+def _credentials(bench: Bench, effects: list[dict[str, Any]]) -> dict[str, Any]:
     """Where the user's credential of each connection the call named may go (hosts, paths;
     never its value): a replay gives a stand-in credential the same reach (N10, SEC4)."""
     http = bench.providers.backends.get("http")
     out: dict[str, Any] = {}
     if http is None:
         return out
-    for e in _effects(trace):
+    for e in effects:
         init = e["args"][1] if isinstance(e["args"], list) and len(e["args"]) > 1 else None
         name = init.get("connection") if isinstance(init, dict) else None
         if e["method"] not in _HTTP_METHODS or not isinstance(name, str) or name in out:
@@ -252,12 +248,12 @@ def _credentials(bench: Bench, trace: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _secrets(bench: Bench, trace: list[dict[str, Any]]) -> list[str]:
+def _secrets(bench: Bench, effects: list[dict[str, Any]]) -> list[str]:
     """The names of the secrets the call read that were set (K6): a replay sets stand-ins."""
     store = bench.providers.backends.get("secrets")
     names = {
         str(e["args"][0])
-        for e in _effects(trace)
+        for e in effects
         if e["method"] in bench.profile.secret_methods and isinstance(e["args"], list) and e["args"]
     }
     return sorted(n for n in names if store is not None and store.get(n) is not None)
@@ -280,6 +276,7 @@ def build_case(bench: Bench, res: CallResult) -> dict[str, Any]:
         )
     changed = changes(before, bench.providers)
     trace = res.trace_rows
+    effects = _effects(trace)
     options = dict(res.replay.get("options") or {})
     case: dict[str, Any] = {
         "case": CASE_FORMAT,
@@ -302,11 +299,11 @@ def build_case(bench: Bench, res: CallResult) -> dict[str, Any]:
             "started": res.started,
             "duration_ms": round(res.duration_ms, 3),
         },
-        "credentials": _credentials(bench, trace),
-        "secrets": _secrets(bench, trace),
+        "credentials": _credentials(bench, effects),
+        "secrets": _secrets(bench, effects),
         "before": state_before(before, trace, changed),
-        "effects": _effects(trace),
-        "http": _exchanges(trace),
+        "effects": effects,
+        "http": _exchanges(effects),
         "served": recording.entries if recording is not None else [],
         "result": {
             "ok": res.error is None,
