@@ -107,6 +107,8 @@ class SqlDatabase:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self._now: Callable[[], float] | None = None  # use_clock's; its functions read it
+        self._aux: sqlite3.Connection | None = None  # where they ask SQLite's own date functions
 
     @classmethod
     def open(cls, path: Path | None) -> SqlDatabase:
@@ -116,21 +118,28 @@ class SqlDatabase:
 
     def close(self) -> None:
         self.conn.close()
+        if self._aux is not None:
+            self._aux.close()
 
     def use_clock(self, now: Callable[[], float]) -> None:
         """SQL's 'now' (date('now'), strftime(…, 'now'), datetime(), a DEFAULT of them) is
         `now()`'s time, the bench's clock, instead of the system's: the date functions are
         replaced by ones that put that time for 'now' and ask SQLite's own, on a connection of
         their own, for the rest. CURRENT_TIMESTAMP, CURRENT_DATE and CURRENT_TIME are keywords
-        SQLite answers itself: they stay the system's (docs/readings.md)."""
-        aux = sqlite3.connect(":memory:", check_same_thread=False)
+        SQLite answers itself: they stay the system's (docs/readings.md). Called again (the
+        bench's clock replacing open's), it only changes the clock they read."""
+        first = self._now is None
+        self._now = now
+        if not first:
+            return
+        aux = self._aux = sqlite3.connect(":memory:", check_same_thread=False)
         lock = threading.Lock()
 
         def dated(name: str, implied: int) -> Callable[..., Any]:
             sql = f"SELECT {name}"
 
             def fn(*args: Any) -> Any:
-                t = now()
+                t = self._now() if self._now is not None else time.time()
                 stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}"
                 given = [stamp if isinstance(a, str) and a.lower() == "now" else a for a in args]
                 if len(given) < implied:  # datetime(), strftime('%s'): 'now' is implied
