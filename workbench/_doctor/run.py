@@ -103,10 +103,19 @@ class Search:
         # (mail is sent for real: N7 counts what reaches the outbox)
         return Playback(self.served, where="the doctor's case", live=frozenset({"tools.send_email"}))
 
-    def _outbox(self) -> list[Any]:
+    def _outbox(self) -> Any:
+        """The outbox of agent tools' send_email that lists what it sent (None: none does)."""
         tools = self.bench.providers.backends.get("tools")
         outbox = getattr(tools, "outbox", None)
-        return list(getattr(outbox, "rows", list)()) if outbox is not None else []
+        return outbox if hasattr(outbox, "rows") else None
+
+    def _sent(self) -> int:
+        """How many mails the outbox holds now: the mock's count, not a copy of them (it grows
+        by the examples' mails, thousands in a run)."""
+        outbox = self._outbox()
+        if outbox is None:
+            return 0
+        return len(outbox) if hasattr(outbox, "__len__") else len(outbox.rows())
 
     def check(
         self,
@@ -125,13 +134,14 @@ class Search:
             for builtin in self.bench.profile.grants(self.bench.manifest, tool).lists.get("tools", ()):
                 if builtin not in self.bench.manifest.tools:
                     tools.faults.setdefault(builtin, []).extend(["envelope"] * 3)
-        sent = len(self._outbox())
+        sent = self._sent()
         try:
             res = self.call(tool, input, start, n=n)
         finally:
             if envelopes and tools is not None:
                 tools.faults.clear()
-        outbox = self._outbox()[sent:]
+        box = self._outbox()
+        outbox = [] if box is None else box.rows(since=sent) if hasattr(box, "__len__") else box.rows()[sent:]
         stats = self.stats.setdefault(tool.name, ToolStats())  # a sequence calls tools not searched (tool=)
         stats.examples += 1
         if res.error is None and valid and len(stats.ran) < 50:
@@ -324,10 +334,10 @@ class Search:
         points = len(clean.trace_rows)
         for point in range(1, points + 1):
             bench.restore(self.starts[start].snapshot)
-            sent = len(self._outbox())
+            sent = self._sent()
             with bench._lock:
                 res = crash_call(bench, tool.name, input, point, point=point)
-            mails = len(self._outbox()) - sent
+            mails = self._sent() - sent
             rep = res.crash
             if rep is None or rep.crashed is None:
                 continue

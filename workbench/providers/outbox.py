@@ -213,10 +213,14 @@ class MockOutbox:
             self.sent.append(row)
         return str(row["id"])
 
-    def rows(self) -> list[dict[str, Any]]:
-        """Copies of the sent messages, oldest first (for a DataFrame)."""
+    def rows(self, since: int = 0) -> list[dict[str, Any]]:
+        """Copies of the sent messages, oldest first (for a DataFrame); `since`: from the
+        message of that number on (what a call sent: the count before it, `len(outbox)`)."""
         with self._lock:
-            return [{**r, "to": list(r["to"]), "cc": list(r["cc"])} for r in self.sent]
+            return [{**r, "to": list(r["to"]), "cc": list(r["cc"])} for r in self.sent[since:]]
+
+    def __len__(self) -> int:
+        return len(self.sent)
 
     def clear(self) -> None:
         with self._lock:
