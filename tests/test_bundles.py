@@ -53,7 +53,7 @@ def test_export_then_open_restores_state_clock_seed_and_gem(tmp_path: Path) -> N
 
     listed = {e["name"]: e["sha256"] for e in meta["entries"]}
     assert listed == {n: hashlib.sha256(d).hexdigest() for n, d in entries.items() if n != "bundle.json"}
-    with workbench.open(path) as again:
+    with workbench.open(path, trust=True) as again:  # the notes gem's tools are Python
         assert dump_state(again.providers) == before
         assert again.seed == 7 and again.clock.frozen and again.clock.time() == at
         root = again.manifest.root
@@ -168,18 +168,18 @@ def test_cli_export_and_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     assert code == 0, out.err
     path = Path(out.out.strip())
     assert path == tmp_path / "notes.gemrepro" and path.is_file()
-    assert main(["replay", str(path)]) == 0
+    assert main(["replay", str(path), "--trust"]) == 0
     out = capsys.readouterr()
     lines = [json.loads(line) for line in out.out.splitlines()]
     assert [(r["call"], r["how"], r["matches"]) for r in lines] == [(0, "rerun", True), (1, "case", True)]
-    assert main(["replay", str(path), "--call", "1"]) == 0
+    assert main(["replay", str(path), "--call", "1", "--trust"]) == 0
     assert [json.loads(line)["call"] for line in capsys.readouterr().out.splitlines()] == [1]
     # a recorded result that differs: exit 1, the difference named
     entries = _entries(path)
     meta = json.loads(entries["bundle.json"])
     meta["calls"][0]["result"]["value"] = {"id": "another"}
     _rewrite(path, {**entries, "bundle.json": json.dumps(meta).encode()})
-    assert main(["replay", str(path)]) == 1
+    assert main(["replay", str(path), "--trust"]) == 1
     out = capsys.readouterr()
     assert json.loads(out.out.splitlines()[0])["matches"] is False
     assert 'value.id: expected "another"' in out.err and "Traceback" not in out.err
@@ -259,7 +259,9 @@ def test_call_and_flags_take_a_bundle(tmp_path: Path, capsys: Any) -> None:
         bench.call("add_note", {"title": "in-the-bundle"})
         path = bench.export(tmp_path / "x.gemrepro")
     assert gem_profile(path).name == "notochord"
-    assert main(["call", str(path), "list_notes", "--input", "{}"]) == 0
+    assert main(["call", str(path), "list_notes", "--input", "{}"]) == 1  # Python tools: not unasked
+    assert "error E_TRUST" in capsys.readouterr().err
+    assert main(["call", str(path), "list_notes", "--input", "{}", "--trust"]) == 0
     assert "in-the-bundle" in capsys.readouterr().out
     assert main(["call", str(path), "list_notes", "--real"]) == 1
     assert "mock providers" in capsys.readouterr().err

@@ -16,6 +16,7 @@ can be sent. Reading one back (someone else's file) is _bundleread.py's.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -204,10 +205,7 @@ def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] |
     target = Path(path)
     if not is_bundle(target):
         raise UsageError(f"export({str(path)!r}): name the bundle *{SUFFIX}")
-    if target.is_symlink():
-        raise WorkbenchError(
-            "E_PATH", f"{target} is a link: a bundle is not written through one", path=str(target)
-        )
+    _check_destination(target)
     limits = bench.limits
     with bench._lock:
         bench._check_open()
@@ -260,10 +258,61 @@ def _method(data: bytes, ratio: int) -> int:
     return zipfile.ZIP_STORED if len(data) > ratio * size else zipfile.ZIP_DEFLATED
 
 
+#: what a destination's OSError is said as (errno -> code); the rest is E_PATH
+_WRITE_CODES = {
+    errno.EISDIR: "E_IS_A_FOLDER",
+    errno.ENOTDIR: "E_NOT_A_FOLDER",
+    errno.EEXIST: "E_NOT_A_FOLDER",  # mkdir of a parent that is a file
+    errno.EACCES: "E_PERM_DENIED",
+    errno.EPERM: "E_PERM_DENIED",
+    errno.EROFS: "E_PERM_DENIED",
+    errno.ENOSPC: "E_TOO_LARGE",
+}
+
+
+def _unwritable(path: Path, exc: OSError | ValueError) -> WorkbenchError:
+    code = _WRITE_CODES.get(getattr(exc, "errno", None) or 0, "E_PATH")
+    why = getattr(exc, "strerror", None) or str(exc)  # ValueError: an embedded NUL
+    if code == "E_NOT_A_FOLDER":
+        why = "a folder on its way is a file"
+    return WorkbenchError(
+        code,
+        f"cannot write the bundle at {path}: {why}; nothing was written (name a file *{SUFFIX})",
+        path=str(path),
+    )
+
+
+def _check_destination(path: Path) -> None:
+    """A bundle replaces a file or is made anew; never a folder, never through a link. Said
+    before the work (the rename would refuse a folder too, after it)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as exc:  # a name too long, a parent that is a file, a NUL
+        if isinstance(exc, OSError) and exc.errno == errno.ENOTDIR:
+            return  # its parent is a file: mkdir says so
+        raise _unwritable(path, exc) from None
+    if stat.S_ISLNK(mode):
+        raise WorkbenchError(
+            "E_PATH", f"{path} is a link: a bundle is not written through one", path=str(path)
+        )
+    if stat.S_ISDIR(mode):
+        raise WorkbenchError(
+            "E_IS_A_FOLDER",
+            f"cannot write the bundle at {path}: it is a folder; name a file *{SUFFIX} (nothing was written)",
+            path=str(path),
+        )
+
+
 def _write_zip(path: Path, entries: dict[str, bytes], *, ratio: int) -> Path:
-    """The zip at `path`, atomically: a temp file beside it, then a rename (never a half file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """The zip at `path`, atomically: a temp file beside it, then a rename (never a half file,
+    never in place of a folder). An unusable destination is a coded error, not an OSError."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
+    except (OSError, ValueError) as exc:
+        raise _unwritable(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
             for name, data in entries.items():
@@ -272,6 +321,9 @@ def _write_zip(path: Path, entries: dict[str, bytes], *, ratio: int) -> Path:
                 info.compress_type = _method(data, ratio)
                 z.writestr(info, data)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _unwritable(path, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

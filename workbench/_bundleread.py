@@ -29,13 +29,14 @@ from ._errors import WorkbenchError
 from ._json import MAX_JSON_DEPTH, load_file_json
 from .platforms.base import Limits
 
-__all__ = ["Bundle", "bundle_platform", "read_bundle", "unpack"]
+__all__ = ["Bundle", "bundle_platform", "check_trust", "host_code", "read_bundle", "unpack"]
 
 _CHUNK = 64 * 1024
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f\\]|^[A-Za-z]:|^/")
 _CASE = re.compile(r"cases/[0-9]{4}\.json")
 _SHA = re.compile(r"[0-9a-f]{64}")
 MAX_NAME_CHARS = 4096
+SHOWN_FILES = 10  # of the host code an E_TRUST names (a bundle may have thousands of tools)
 
 
 @dataclass
@@ -341,3 +342,49 @@ def unpack(bundle: Bundle, dest: Path) -> Path:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
     return dest
+
+
+def host_code(root: Path) -> list[str]:
+    """What of the gem at `root` would run in the workbench's own process, outside the Deno
+    sandbox: its Python tools' files (as the manifest names them) and tests/doctor.py, whose
+    invariants the doctor and a doctor's case import. Loading the manifest runs nothing of
+    the gem on the host (an Ekanos integration is described in a sandboxed Worker)."""
+    from .platforms import detect
+    from .runners import RUNNER_FOR
+
+    manifest = detect(root).load(root)
+    tools = sorted(
+        {
+            Path(os.path.relpath(t.file, manifest.root)).as_posix()
+            for t in manifest.tools.values()
+            if RUNNER_FOR.get(t.language) == "python"
+        }
+    )
+    # lexists on the folder as unpacked: a case-insensitive disk finds TESTS/Doctor.py as the
+    # doctor would
+    doctor = os.path.lexists(os.path.join(root, "tests", "doctor.py"))
+    return tools + (["tests/doctor.py"] if doctor else [])
+
+
+def check_trust(path: Path, root: Path, trust: bool) -> None:
+    """E_TRUST, in one line naming what would run, when the bundle at `path` (its gem unpacked
+    at `root`) holds host code and its opener did not say `trust`."""
+    found = host_code(root)
+    if trust or not found:
+        return
+    tools = [f for f in found if f != "tests/doctor.py"]
+    parts = []
+    if tools:
+        more = f" and {len(tools) - SHOWN_FILES:,} more" if len(tools) > SHOWN_FILES else ""
+        parts.append(f"{', '.join(tools[:SHOWN_FILES])}{more} (Python tools)")
+    if len(tools) < len(found):
+        parts.append("tests/doctor.py (the doctor's invariants)")
+    raise WorkbenchError(
+        "E_TRUST",
+        f"bundle {path} would run host code: {', '.join(parts)}; pass --trust / trust=True if you "
+        "trust its author",
+        file=str(path),
+        would_run=found[:100],
+        files=len(found),
+        option="trust",
+    )

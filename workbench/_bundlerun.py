@@ -24,8 +24,9 @@ __all__ = ["Rerun", "replay_bundle"]
 
 @dataclass
 class Rerun:
-    """One call of a bundle run again: `how` ("case": replayed from its pinned case, or
-    "rerun": from the gem's fixtures), its result, and what differs from the recorded one."""
+    """One call of a bundle run again: `how` ("case": replayed from its pinned case, "rerun":
+    from the gem's fixtures, "doctor": a doctor's finding probed again, with no one result),
+    its result (None for "doctor"), and what differs from the recorded one."""
 
     n: int
     tool: str
@@ -40,9 +41,13 @@ class Rerun:
 
     def to_json(self) -> dict[str, Any]:
         res = self.result
-        err = res.error
-        shown: dict[str, Any] = (
-            {"ok": True, "value": res.value} if err is None else {"ok": False, "error": err.to_dict()}
+        err = None if res is None else res.error
+        shown: dict[str, Any] | None = (
+            None
+            if res is None
+            else {"ok": True, "value": res.value}
+            if err is None
+            else {"ok": False, "error": err.to_dict()}
         )
         out = {"call": self.n, "tool": self.tool, "how": self.how, "matches": self.ok, "result": shown}
         out["differences"] = self.lines
@@ -55,13 +60,18 @@ def _bad(path: Path, entry: str, why: str) -> WorkbenchError:
     return WorkbenchError("E_BUNDLE", f"{path}: {entry}: {why}", file=str(path), entry=entry)
 
 
-def replay_bundle(path: str | os.PathLike[str], *, call: int | None = None) -> list[Rerun]:
+def replay_bundle(
+    path: str | os.PathLike[str], *, call: int | None = None, trust: bool = False
+) -> list[Rerun]:
     """Run the bundle's calls again (`call`: only call N, after the case-less calls before it)
-    and compare each with its recorded result."""
-    from ._bundleread import read_bundle, unpack
+    and compare each with its recorded result. A bundle whose Python tools or tests/doctor.py
+    would run in this process is refused (E_TRUST) unless `trust`."""
+    from ._bundleread import check_trust, read_bundle, unpack
     from ._pinreplay import replay_case
     from ._pins import case_path, write_case
 
+    if not isinstance(trust, bool):
+        raise UsageError(f"trust={trust!r}: give True or False", option="trust")
     path = Path(path)
     bundle = read_bundle(path)
     records = bundle.meta["calls"]
@@ -70,6 +80,7 @@ def replay_bundle(path: str | os.PathLike[str], *, call: int | None = None) -> l
     out: list[Rerun] = []
     with tempfile.TemporaryDirectory(prefix="gw-replay-") as tmp:
         gem = unpack(bundle, Path(tmp) / "gem")
+        check_trust(path, gem, trust)  # before any call: nothing of the gem is imported yet
         sequence = None  # the bench the case-less calls run on, in order, from the fixtures
         try:
             for n, rec in enumerate(records[: None if call is None else call + 1]):
@@ -83,7 +94,7 @@ def replay_bundle(path: str | os.PathLike[str], *, call: int | None = None) -> l
                     except (UsageError, UnicodeDecodeError) as exc:
                         raise _bad(path, rec["case"], str(exc)) from None
                     replayed = replay_case(write_case(where, text))
-                    out.append(Rerun(n, rec["tool"], "case", replayed.result, replayed.lines))
+                    out.append(_of_case(n, rec["tool"], replayed))
                     continue
                 if sequence is None:
                     sequence = _open_sequence(gem, bundle.meta, Path(tmp))
@@ -95,6 +106,19 @@ def replay_bundle(path: str | os.PathLike[str], *, call: int | None = None) -> l
             if sequence is not None:
                 sequence.close()
     return out
+
+
+def _of_case(n: int, tool: str, replayed: Any) -> Rerun:
+    """The Rerun of a replayed case. A doctor's case has no one result: its finding's probe
+    ran again, and the bundle reproduces while the finding still occurs (replay_case says
+    the opposite way round: there it is a regression test that fails until the tool is fixed)."""
+    if replayed.result is not None:
+        return Rerun(n, tool, "case", replayed.result, replayed.lines)
+    doctor = replayed.case.get("doctor")
+    kind = str(doctor.get("kind"))[:40] if isinstance(doctor, dict) else "?"
+    if replayed.lines:
+        return Rerun(n, tool, "doctor", None, [], "; ".join(replayed.lines)[:2000])
+    return Rerun(n, tool, "doctor", None, [f"doctor: the finding {kind} no longer occurs"])
 
 
 def _open_sequence(gem: Path, meta: dict[str, Any], tmp: Path) -> Any:

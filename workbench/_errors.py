@@ -53,6 +53,8 @@ CODES: dict[str, str] = {
     "E_CASE": "a pinned call's case file (tests/calls/…) is unreadable or holds what a replay refuses",
     "E_REPLAY": "a replay made a ctx call its pinned case did not record",
     "E_SECRET": "a secret would be written where it cannot be masked (a pinned call's case): nothing was",
+    "E_TRUST": "a repro bundle would run code outside the sandbox (Python tools, tests/doctor.py): "
+    "refused unless its opener trusts it (--trust, trust=True)",
 }
 
 

@@ -235,24 +235,30 @@ def _put_state_dir(bench: Bench, folder: Path) -> None:
 
 def _open_bundle(path: Path, *, providers: Any, limits: Limits | None, options: dict[str, Any]) -> Bench:
     """`workbench.open("x.gemrepro")`: the bundle read and checked (_bundleread.py), its gem
-    unpacked into a temporary folder the bench owns (removed when it closes), opened on mock
-    providers with the bundle's seed and clock (options given win), and its state put."""
+    unpacked into a temporary folder the bench owns (removed when it closes), refused when it
+    would run host code unless `trust=True` (E_TRUST), opened on mock providers with the
+    bundle's seed and clock (options given win), and its state put."""
     import shutil
     import tempfile
     import weakref
 
-    from ._bundleread import read_bundle, unpack
+    from ._bundleread import check_trust, read_bundle, unpack
     from .ctx.statejson import put_state
 
     if not _all_mock(providers):
         raise UsageError(f"{path}: a bundle opens on mock providers (its state is put on them)")
     if options.get("state") is not None:
         raise UsageError(f"{path}: give a bundle or state=, not both (the bundle has its state)")
+    options = dict(options)
+    trust = options.pop("trust", False)
+    if not isinstance(trust, bool):
+        raise UsageError(f"trust={trust!r}: give True or False", option="trust")
     bundle = read_bundle(path, limits)
     meta, clock = bundle.meta, bundle.meta["clock"]
     folder = Path(tempfile.mkdtemp(prefix="gw-bundle-"))
     try:
         gem = unpack(bundle, folder / "gem")
+        check_trust(path, gem, trust)  # before the bench exists: nothing of the gem is imported yet
         opts: dict[str, Any] = {"seed": meta["seed"], "state_dir": folder / "state", **options}
         if clock["mode"] == "frozen":
             opts.setdefault("clock", clock["at"])

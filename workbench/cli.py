@@ -344,7 +344,7 @@ def _replay(args: argparse.Namespace) -> int:
     from ._errors import UsageError, WorkbenchError
 
     try:
-        reruns = replay_bundle(args.bundle, call=args.call)
+        reruns = replay_bundle(args.bundle, call=args.call, trust=args.trust)
     except UsageError as exc:
         return _usage("replay", exc.message)
     except WorkbenchError as exc:
@@ -353,8 +353,10 @@ def _replay(args: argparse.Namespace) -> int:
         _say(f"{args.bundle}: the bundle has no calls", file=sys.stderr)
     for r in reruns:
         _say(json.dumps(r.to_json(), ensure_ascii=False))
-        how = "its pinned case" if r.how == "case" else "the gem's fixtures"
+        how = {"case": "its pinned case", "doctor": "its doctor's case"}.get(r.how, "the gem's fixtures")
         _say(f"call {r.n} {r.tool} (from {how}): {'matches' if r.ok else 'differs'}", file=sys.stderr)
+        if r.note:
+            _say(f"  {r.note}", file=sys.stderr)
         for line in r.lines:
             _say(f"  {line}", file=sys.stderr)
     return 0 if all(r.ok for r in reruns) else 1
@@ -553,6 +555,11 @@ def _parser(*, table: bool) -> argparse.ArgumentParser:
     )
     p.add_argument("bundle")
     p.add_argument("--call", type=int, metavar="N", help="only call N of the bundle (0 is the first)")
+    p.add_argument(
+        "--trust",
+        action="store_true",
+        help="run the bundle's Python tools and tests/doctor.py in this process (refused without it)",
+    )
     p.set_defaults(fn=_replay)
     p = sub.add_parser(
         "types",

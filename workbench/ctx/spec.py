@@ -324,6 +324,18 @@ BENCH = CapabilitySpec(
             ),
         ),
         Option(
+            "trust",
+            "a repro bundle's host code may run: its Python tools and tests/doctor.py run in the "
+            "workbench's own process, outside the sandbox",
+            default=False,
+            type="bool",
+            check=checked(lambda v: isinstance(v, bool), "trust={value!r}: give True or False"),
+            more="without it such a bundle is refused (E_TRUST, naming what would run); JavaScript and "
+            "TypeScript tools run in the sandbox and need none; a gem folder is yours and needs none; "
+            "docs/bundles.md",
+            flags=(Flag("--trust", how="const", help="a bundle's Python tools and tests/doctor.py may run"),),
+        ),
+        Option(
             "memory_mb",
             "the V8 heap limit of the Deno sandbox, in MiB",
             default=512,
