@@ -265,3 +265,33 @@ def test_call_and_flags_take_a_bundle(tmp_path: Path, capsys: Any) -> None:
     assert "in-the-bundle" in capsys.readouterr().out
     assert main(["call", str(path), "list_notes", "--real"]) == 1
     assert "mock providers" in capsys.readouterr().err
+
+
+@pytest.mark.deno
+def test_replay_of_a_bundle_holding_a_doctor_case(tmp_path: Path, capsys: Any) -> None:
+    """A doctor's case (a finding of the planted-bug gem) in a bundle replays as its finding's
+    probe: a "doctor" row, no one result, matching while the finding still occurs."""
+    import hashlib
+    import shutil
+
+    gem = tmp_path / "buggy"
+    shutil.copytree(
+        EXAMPLE_GEM.parent / "buggy", gem, ignore=shutil.ignore_patterns(".gem-workbench", "calls")
+    )
+    with workbench.open(gem, seed=1) as bench:
+        [finding] = bench.doctor(tool="greet", examples=3, seed=1).findings
+        bench.call("greet", {"name": ""})
+        path = bench.export(tmp_path / "d.gemrepro", calls=[-1])
+    entries = _entries(path)
+    entries["cases/0000.json"] = finding.case.read_bytes()
+    meta = json.loads(entries.pop("bundle.json"))
+    meta["entries"] = [
+        {"name": n, "sha256": hashlib.sha256(d).hexdigest(), "size": len(d)} for n, d in entries.items()
+    ]
+    _rewrite(path, {"bundle.json": json.dumps(meta).encode(), **entries})
+    assert main(["replay", str(path)]) == 0
+    out = capsys.readouterr()
+    row = json.loads(out.out)
+    assert (row["how"], row["matches"], row["result"], row["differences"]) == ("doctor", True, None, [])
+    assert "the doctor's finding throw" in row["note"] and "still occurs" in row["note"]
+    assert "from its doctor's case): matches" in out.err and "Traceback" not in out.err

@@ -321,3 +321,42 @@ def test_too_many_entries_refused_before_parsing(good: dict[str, bytes], tmp_pat
     err = _refused(path, "over Limits.bundle_entries", limits=workbench.Limits(bundle_entries=20))
     assert err.details["entry"] == "the file"
     _nothing_left(temp, tmp_path)
+
+
+# -- where a bundle is written -------------------------------------------------------------
+def test_export_onto_a_folder_or_an_unusable_path_is_a_coded_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    folder = tmp_path / "x.gemrepro"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    (tmp_path / "afile").write_text("a file")
+    previous = tmp_path / "old.gemrepro"
+    previous.write_bytes(b"an earlier bundle")
+    with workbench.open(EXAMPLE_GEM) as bench:
+        bench.call("add_note", {"title": "a"})
+        for target, code in (
+            (folder, "E_IS_A_FOLDER"),
+            (tmp_path / "afile" / "x.gemrepro", "E_NOT_A_FOLDER"),
+            (tmp_path / ("n" * 300 + ".gemrepro"), "E_PATH"),
+            (tmp_path / "nul\x00.gemrepro", "E_PATH"),
+        ):
+            with pytest.raises(workbench.WorkbenchError) as err:
+                bench.export(target)
+            assert err.value.code == code, err.value
+            assert "cannot write the bundle at" in err.value.message
+    with (
+        workbench.open(EXAMPLE_GEM, limits=workbench.Limits(bundle_bytes=100)) as bench,
+        pytest.raises(workbench.WorkbenchError, match=r"Limits\.bundle_bytes"),
+    ):
+        bench.export(previous)
+    assert previous.read_bytes() == b"an earlier bundle"  # a failed export loses nothing
+    assert (folder / "keep.txt").read_text() == "mine" and (tmp_path / "afile").read_text() == "a file"
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", str(EXAMPLE_GEM), "--out", "x.gemrepro"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("error E_IS_A_FOLDER: cannot write the bundle at x.gemrepro")
+        and "Traceback" not in err
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "old.gemrepro", "x.gemrepro"]
