@@ -360,3 +360,106 @@ def test_export_onto_a_folder_or_an_unusable_path_is_a_coded_error(
         and "Traceback" not in err
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "old.gemrepro", "x.gemrepro"]
+
+
+# -- secrets: the one mask the pins use ----------------------------------------------------
+DEEP_SECRET = 'tok"en\\-VALUE-42'  # a quote and a backslash: each JSON level escapes it again
+DEEP_TOOLS = {
+    "py": """
+        import json
+        async def handle(input, ctx):
+            v = {"k": input["token"]}
+            for _ in range(5):
+                v = json.dumps(v)
+            await ctx.storage.kv.set("deep", v)
+            await ctx.files.write("workspace:deep.json", v)
+            return {"ok": True}
+        """,
+    "js": """
+        export default async function (input, ctx) {
+          let v = { k: input.token }
+          for (let i = 0; i < 5; i++) v = JSON.stringify(v)
+          await ctx.storage.kv.set('deep', v)
+          await ctx.files.write('workspace:deep.json', v)
+          return { ok: true }
+        }
+        """,
+}
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string of a JSON value, and of each JSON text inside a string, however deep."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, str):
+        yield value
+        try:
+            inner = json.loads(value)
+        except ValueError:
+            return
+        if inner != value:
+            yield from _strings(inner)
+
+
+def test_a_secret_escaped_deeper_than_the_mask_forms_is_masked_as_in_a_pin(
+    lang: str, gem: Any, opened: Any, tmp_path: Path
+) -> None:
+    """A tool parks a secret in JSON five levels deep (kv and a file): the bundle's state.json
+    and the state folder's files hold it no more than the pinned case of the same call does."""
+    gem.tool("keep", DEEP_TOOLS[lang], ext=lang)
+    gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
+    bench = opened(gem, credentials={"acme": {"token": DEEP_SECRET, "hosts": ["api.acme.example"]}})
+    res = bench.call("keep", {"token": DEEP_SECRET})
+    assert res.ok, res.error
+    with zipfile.ZipFile(bench.export(tmp_path / "deep.gemrepro")) as z:
+        entries = {n: z.read(n).decode() for n in z.namelist() if not n.startswith("gem/")}
+    folder = bench.export_state(tmp_path / "exported")
+    entries |= {f"state folder {p.name}": p.read_text() for p in folder.rglob("*") if p.is_file()}
+    assert "state folder deep.json" in entries
+    case = res.pin("deep").read_text()
+    for where, text in {**entries, "the pin": case}.items():
+        leaked = [s for s in _strings(json.loads(text)) if "VALUE-42" in s]
+        assert not leaked, f"{where} holds the secret: {leaked[0][:80]!r}"
+    assert "***" in entries["state.json"]
+
+
+def test_every_entry_goes_through_the_one_mask(
+    gem: Any, opened: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A form the mask learns (here: a canary word) is masked in every entry of a bundle and of
+    a state folder, text and binary alike, as in a pin: there is no second mask to teach."""
+    from workbench.ctx.masking import SecretMask
+
+    canary = "CANARY-Q7-FORM"
+    plain = SecretMask.mask
+    monkeypatch.setattr(SecretMask, "mask", lambda self, text: plain(self, text).replace(canary, "***"))
+    gem.tool(
+        "keep",
+        """
+        async def handle(input, ctx):
+            await ctx.storage.kv.set("k", input["x"])
+            await ctx.files.write("workspace:w.txt", input["x"])
+            return {"echo": input["x"]}
+        """,
+    )
+    gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
+    root = gem.write()
+    (root / "fixtures" / "workspace").mkdir(parents=True)
+    (root / "fixtures" / "workspace" / "f.txt").write_text(f"a {canary} in a fixture\n")
+    (root / "fixtures" / "workspace" / "f.bin").write_bytes(b"\xff\xfe\x00" + canary.encode() + b"\x80")
+    bench = opened(root, credentials={"acme": {"token": "s3cr3t-t0ken-VALUE", "hosts": ["api.acme.example"]}})
+    res = bench.call("keep", {"x": f"an input with {canary}"})
+    assert res.ok, res.error
+    with zipfile.ZipFile(bench.export(tmp_path / "c.gemrepro")) as z:
+        blobs = {f"bundle:{n}": z.read(n) for n in z.namelist()}
+    folder = bench.export_state(tmp_path / "exported")
+    blobs |= {f"state:{p.name}": p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    blobs["pin"] = res.pin("c").read_bytes()
+    assert "bundle:gem/fixtures/workspace/f.bin" in blobs and "bundle:cases/0000.json" in blobs
+    for where, data in blobs.items():
+        assert canary.encode() not in data, f"{where} was not masked by the one mask"

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ._result import CallResult
     from .platforms import Limits
 
-__all__ = ["BUNDLE_FORMAT", "SUFFIX", "export", "gem_files", "is_bundle"]
+__all__ = ["BUNDLE_FORMAT", "SUFFIX", "export", "gem_files", "is_bundle", "scrubbed"]
 
 BUNDLE_FORMAT = 1
 SUFFIX = ".gemrepro"
@@ -176,25 +176,67 @@ def _case_of(bench: Bench, res: CallResult) -> tuple[str | None, str | None]:
 
 # -- writing -------------------------------------------------------------------------------
 def _masker(bench: Bench) -> Any:
+    """bytes -> bytes with every secret the bench has seen masked by the one mask (the http
+    state's, ctx/masking.py), as a pinned case's strings are; identity when it has none."""
     http = bench.providers.backends.get("http")
     if http is None or not http.has_secrets:
         return lambda data: data
+    from ._pins import _scrub
 
     def mask(data: bytes) -> bytes:
-        # UTF-8 text as text; other bytes through latin-1 (lossless), so an ASCII secret in a
-        # binary file is masked too
+        # UTF-8 text as a case's string (JSON inside it read and masked too); other bytes
+        # through latin-1 (lossless), so an ASCII secret in a binary file is masked too
         try:
-            return http.mask(data.decode("utf-8")).encode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             return http.mask(data.decode("latin-1")).encode("latin-1", "replace")
+        masked = http.mask(text)
+        try:
+            value = json.loads(masked) if masked.lstrip()[:1] in ("{", "[", '"') else None
+        except (ValueError, RecursionError):
+            value = None
+        if value is None:
+            return masked.encode("utf-8")
+        again = _scrub(http.mask, value, 0)
+        # rewritten (compact) only when a secret hid deeper than the mask's own forms
+        return (masked if again == value else json.dumps(again, ensure_ascii=False)).encode("utf-8")
 
     return mask
+
+
+def scrubbed(bench: Bench, value: Any) -> Any:
+    """A JSON value with each string masked as a pinned case's are (_pins.case_text): as it
+    decodes, JSON texts inside strings read and masked too; `value` itself without secrets."""
+    http = bench.providers.backends.get("http")
+    if http is None or not http.has_secrets:
+        return value
+    from ._pins import _scrub
+
+    return _scrub(http.mask, value, 0)
 
 
 def _json(value: Any) -> bytes:
     from ._pins import _default
 
     return (json.dumps(value, indent=1, ensure_ascii=False, default=_default) + "\n").encode("utf-8")
+
+
+def _masked_json(bench: Bench, value: Any, entry: str) -> bytes:
+    """`value` as a JSON entry masked as a pinned case is (_pins.case_text, the one mask): each
+    string as it decodes, JSON texts inside strings read and masked too (a secret escaped
+    deeper than the mask's own forms); E_SECRET when one would stay where it cannot be hidden."""
+    http = bench.providers.backends.get("http")
+    if http is None or not http.has_secrets:
+        return _json(value)
+    text = _json(scrubbed(bench, value)).decode("utf-8")
+    if http.mask(text) != text:  # a secret across the text's own quotes and commas
+        raise WorkbenchError(
+            "E_SECRET",
+            f"cannot export: the bundle's {entry} would hold a secret in a form the mask cannot hide "
+            "in place; nothing was written",
+            entry=entry,
+        )
+    return text.encode("utf-8")
 
 
 def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] | None = None) -> Path:
@@ -210,7 +252,7 @@ def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] |
     with bench._lock:
         bench._check_open()
         mask = _masker(bench)
-        entries: dict[str, bytes] = {STATE: mask(_json(dump_state(bench.providers)))}
+        entries: dict[str, bytes] = {STATE: _masked_json(bench, dump_state(bench.providers), STATE)}
         records = []
         for n, res in enumerate(_chosen(bench, calls)):
             rec = _record(res)
@@ -238,7 +280,7 @@ def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] |
                 for n, d in entries.items()
             ],
         }
-        head = mask(_json(meta))
+        head = _masked_json(bench, meta, META)
     total = len(head) + sum(len(d) for d in entries.values())
     if total > limits.bundle_bytes:
         raise WorkbenchError(

@@ -56,7 +56,7 @@ def _replaceable(folder: Path) -> bool:
 def export_state(bench: Bench, folder: str | os.PathLike[str]) -> Path:
     """Write the bench's state as a state folder at `folder` (replacing an earlier one); every
     secret the bench has seen is masked. Returns the folder."""
-    from ._bundle import _masker
+    from ._bundle import _masker, scrubbed
     from .ctx.statejson import dump_state
 
     target = Path(folder)
@@ -70,7 +70,7 @@ def export_state(bench: Bench, folder: str | os.PathLike[str]) -> Path:
         )
     with bench._lock:
         bench._check_open()
-        state = dump_state(bench.providers)
+        state = scrubbed(bench, dump_state(bench.providers))  # as a pinned case's `before` is
         mask = _masker(bench)
     files = state.pop("files")
     head = {
