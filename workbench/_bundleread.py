@@ -9,6 +9,8 @@ bundle_bytes unpacked, each within bundle_ratio of its compressed size (a zip bo
 early). Every entry must be listed in bundle.json with its sha256, and match it. The gem is
 unpacked into a fresh folder the bench owns, file by file (O_EXCL, O_NOFOLLOW), never by
 zipfile's extract. Each refusal is WorkbenchError("E_BUNDLE") naming the file and the entry.
+What of the unpacked gem would run outside the sandbox (Python tools, tests/doctor.py) is
+`host_code`; `check_trust` refuses it (E_TRUST) unless the opener trusts the bundle.
 """
 
 from __future__ import annotations

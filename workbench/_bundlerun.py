@@ -1,11 +1,12 @@
-"""Rerunning a repro bundle's calls (`gem-workbench replay BUNDLE [--call N]`, issue 29).
+"""Rerunning a repro bundle's calls (`gem-workbench replay BUNDLE [--call N] [--trust]`).
 
 A call the bundle holds a pinned case of (the exporting bench's latest) is replayed exactly as
 a pinned call is (_pinreplay.py): the state it found, its HTTP and mailbox answers served back,
 its result, changes and effects compared. A call without one (the bench keeps one state copy,
 its latest call's) is rerun in order on one fresh mock bench of the bundle's gem, from the
 gem's fixtures, with the call's id, seeds and clock; its result is compared. Nothing is
-written outside a temporary folder.
+written outside a temporary folder. A bundle whose Python tools or tests/doctor.py would run in
+this process is refused first (E_TRUST, _bundleread.check_trust) unless the caller trusts it.
 """
 
 from __future__ import annotations
