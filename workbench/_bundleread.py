@@ -351,21 +351,30 @@ def host_code(root: Path) -> list[str]:
     sandbox: its Python tools' files (as the manifest names them) and tests/doctor.py, whose
     invariants the doctor and a doctor's case import. Loading the manifest runs nothing of
     the gem on the host (an Ekanos integration is described in a sandboxed Worker)."""
-    from .platforms import detect
+    from .platforms import KNOWN, detect
     from .runners import RUNNER_FOR
 
-    manifest = detect(root).load(root)
-    tools = sorted(
-        {
-            Path(os.path.relpath(t.file, manifest.root)).as_posix()
-            for t in manifest.tools.values()
-            if RUNNER_FOR.get(t.language) == "python"
-        }
-    )
+    profile = detect(root)
+    tools: list[str] = []
+    # a built-in platform's Python tool is a .py file: with none, its manifest (an Ekanos
+    # integration's description costs a Deno Worker) need not be loaded twice
+    if profile.name not in KNOWN or _has_python_file(root):
+        manifest = profile.load(root)
+        tools = sorted(
+            {
+                Path(os.path.relpath(t.file, manifest.root)).as_posix()
+                for t in manifest.tools.values()
+                if RUNNER_FOR.get(t.language) == "python"
+            }
+        )
     # lexists on the folder as unpacked: a case-insensitive disk finds TESTS/Doctor.py as the
     # doctor would
     doctor = os.path.lexists(os.path.join(root, "tests", "doctor.py"))
     return tools + (["tests/doctor.py"] if doctor else [])
+
+
+def _has_python_file(root: Path) -> bool:
+    return any(f.lower().endswith(".py") for _, _, files in os.walk(root) for f in files)
 
 
 def check_trust(path: Path, root: Path, trust: bool) -> None:
