@@ -215,9 +215,7 @@ def test_gem_open_magic_refuses_an_untrusted_bundle(
     assert marker.read_text() == "called"
 
 
-def test_an_invariant_case_of_a_bundle_is_not_imported_from_the_gem_folder_by_open(
-    tmp_path: Path, temp: Path
-) -> None:
+def test_python_tools_and_tests_doctor_py_are_both_named(tmp_path: Path, temp: Path) -> None:
     """A bundle of the project's notes gem with a tests/doctor.py added: both reasons named."""
     root = tmp_path / "notes"
     shutil.copytree(GEMS / "notes", root, ignore=shutil.ignore_patterns(".gem-workbench", "calls"))
