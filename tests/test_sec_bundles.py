@@ -463,3 +463,26 @@ def test_every_entry_goes_through_the_one_mask(
     assert "bundle:gem/fixtures/workspace/f.bin" in blobs and "bundle:cases/0000.json" in blobs
     for where, data in blobs.items():
         assert canary.encode() not in data, f"{where} was not masked by the one mask"
+
+
+@pytest.mark.parametrize("at", [1e300, -1e20, 2**70])
+def test_a_clock_no_clock_can_stand_at_is_the_bundles_fault(
+    at: float, good: dict[str, bytes], tmp_path: Path, temp: Path, capsys: Any
+) -> None:
+    """A time past the clock's range in bundle.json (the bench's clock, a call's) was E_USAGE, as
+    if the user had given it: it is E_BUNDLE naming the field, for open and replay alike."""
+    meta = _meta(good)
+    meta["clock"] = {"mode": "frozen", "at": at}
+    err = _refused(
+        _bundle(tmp_path / "a.gemrepro", {**good, "bundle.json": json.dumps(meta).encode()}), "clock"
+    )
+    assert err.details["entry"] == "bundle.json: clock"
+    meta = _meta(good)
+    meta["calls"][0]["call"]["clock_ms"] = at
+    path = _bundle(tmp_path / "b.gemrepro", {**good, "bundle.json": json.dumps(meta).encode()})
+    err = _refused(path, "is not a time the clock can stand at")
+    assert err.details["entry"] == "bundle.json: calls.0.call.clock_ms"
+    assert main(["replay", str(path), "--trust"]) == 1
+    out = capsys.readouterr().err
+    assert out.startswith("error E_BUNDLE: ") and "clock_ms" in out and "Traceback" not in out
+    _nothing_left(temp, tmp_path)

@@ -269,11 +269,7 @@ def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
     if seed is not None and (type(seed) is not int or not -(2**63) <= seed < 2**63):
         raise _bad(path, f"{META}: seed", "is not a whole number", field="seed")
     clock = meta["clock"]
-    if (
-        clock.get("mode") not in ("real", "running", "frozen")
-        or not isinstance(clock.get("at"), (int, float))
-        or isinstance(clock.get("at"), bool)
-    ):
+    if clock.get("mode") not in ("real", "running", "frozen") or not _instant(clock.get("at")):
         raise _bad(
             path, f"{META}: clock", "is not {mode: real | running | frozen, at: epoch seconds}", field="clock"
         )
@@ -293,6 +289,20 @@ def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
     return meta
 
 
+def _instant(value: Any) -> bool:
+    """Whether `value` is epoch seconds the bench's clock can stand at (1970 to about 5138)."""
+    from ._errors import UsageError
+    from .ctx.clock import parse_instant
+
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        parse_instant(value)
+    except UsageError:
+        return False
+    return True
+
+
 def _check_calls(path: Path, bundle: Bundle) -> None:
     gem = bundle.meta["gem"]
     for i, rec in enumerate(bundle.meta["calls"]):
@@ -308,6 +318,11 @@ def _check_calls(path: Path, bundle: Bundle) -> None:
             v = rec["call"].get(key)
             if v is not None and (type(v) is not int or not 0 <= v < 2**63):
                 raise _bad(path, f"{where}.call.{key}", "is not a whole number", field=f"calls.{i}")
+        ms = rec["call"].get("clock_ms")
+        if isinstance(ms, (int, float)) and not isinstance(ms, bool) and not _instant(ms / 1000):
+            raise _bad(
+                path, f"{where}.call.clock_ms", "is not a time the clock can stand at", field=f"calls.{i}"
+            )
         case = rec.get("case")
         if case is None:
             continue
