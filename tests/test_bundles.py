@@ -283,15 +283,27 @@ def test_replay_of_a_bundle_holding_a_doctor_case(tmp_path: Path, capsys: Any) -
         bench.call("greet", {"name": ""})
         path = bench.export(tmp_path / "d.gemrepro", calls=[-1])
     entries = _entries(path)
-    entries["cases/0000.json"] = finding.case.read_bytes()
-    meta = json.loads(entries.pop("bundle.json"))
-    meta["entries"] = [
-        {"name": n, "sha256": hashlib.sha256(d).hexdigest(), "size": len(d)} for n, d in entries.items()
-    ]
-    _rewrite(path, {"bundle.json": json.dumps(meta).encode(), **entries})
+
+    def with_case(case: bytes) -> None:
+        entries["cases/0000.json"] = case
+        meta = json.loads(entries.pop("bundle.json"))
+        meta["entries"] = [
+            {"name": n, "sha256": hashlib.sha256(d).hexdigest(), "size": len(d)} for n, d in entries.items()
+        ]
+        entries["bundle.json"] = json.dumps(meta).encode()
+        _rewrite(path, entries)
+
+    with_case(finding.case.read_bytes())
     assert main(["replay", str(path)]) == 0
     out = capsys.readouterr()
     row = json.loads(out.out)
     assert (row["how"], row["matches"], row["result"], row["differences"]) == ("doctor", True, None, [])
     assert "the doctor's finding throw" in row["note"] and "still occurs" in row["note"]
     assert "from its doctor's case): matches" in out.err and "Traceback" not in out.err
+    # a kind the doctor never wrote reproduces nothing: a difference, not a match
+    case = json.loads(finding.case.read_text())
+    case["doctor"]["kind"] = "bogus"
+    with_case(json.dumps(case).encode())
+    assert main(["replay", str(path)]) == 1
+    row = json.loads(capsys.readouterr().out)
+    assert not row["matches"] and "is not one this workbench checks" in row["differences"][0]
