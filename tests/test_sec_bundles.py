@@ -486,3 +486,43 @@ def test_a_clock_no_clock_can_stand_at_is_the_bundles_fault(
     out = capsys.readouterr().err
     assert out.startswith("error E_BUNDLE: ") and "clock_ms" in out and "Traceback" not in out
     _nothing_left(temp, tmp_path)
+
+
+def test_export_state_onto_an_unusable_path_is_a_coded_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a bundle's: a file on the way, a name too long or with a NUL were raw OSErrors; a swap
+    that fails halfway puts the earlier state folder back."""
+    import errno
+
+    import workbench._statedir as statedir
+
+    (tmp_path / "afile").write_text("a file")
+    with workbench.open(EXAMPLE_GEM) as bench:
+        bench.call("add_note", {"title": "a"})
+        for target, code in (
+            (tmp_path / "afile" / "st", "E_NOT_A_FOLDER"),
+            (tmp_path / ("n" * 300), "E_PATH"),
+            (tmp_path / "nul\x00", "E_PATH"),
+        ):
+            with pytest.raises(workbench.WorkbenchError) as err:
+                bench.export_state(target)
+            assert err.value.code == code, err.value
+            assert "cannot write the state folder at" in err.value.message
+        earlier = bench.export_state(tmp_path / "st")
+        before = {p.relative_to(earlier): p.read_bytes() for p in earlier.rglob("*") if p.is_file()}
+        bench.call("add_note", {"title": "b"})
+        real = os.replace
+
+        def full_disk(src: Any, dst: Any) -> None:
+            if Path(dst) == earlier and ".tmp" in Path(src).name:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            real(src, dst)
+
+        monkeypatch.setattr(statedir.os, "replace", full_disk)
+        with pytest.raises(workbench.WorkbenchError) as err:
+            bench.export_state(earlier)
+        assert err.value.code == "E_TOO_LARGE" and "No space left" in err.value.message
+    after = {p.relative_to(earlier): p.read_bytes() for p in earlier.rglob("*") if p.is_file()}
+    assert after == before, "the earlier state folder is back as it was"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "st"]  # no temp, no .old

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ._result import CallResult
     from .platforms import Limits
 
-__all__ = ["BUNDLE_FORMAT", "SUFFIX", "export", "gem_files", "is_bundle", "scrubbed"]
+__all__ = ["BUNDLE_FORMAT", "SUFFIX", "export", "gem_files", "is_bundle", "scrubbed", "unwritable"]
 
 BUNDLE_FORMAT = 1
 SUFFIX = ".gemrepro"
@@ -327,15 +327,15 @@ _WRITE_CODES = {
 }
 
 
-def _unwritable(path: Path, exc: OSError | ValueError) -> WorkbenchError:
+def unwritable(path: Path, exc: OSError | ValueError, what: str = "the bundle") -> WorkbenchError:
+    """The coded error of an OSError (or a NUL's ValueError) writing `what` at `path`."""
     code = _WRITE_CODES.get(getattr(exc, "errno", None) or 0, "E_PATH")
     why = getattr(exc, "strerror", None) or str(exc)  # ValueError: an embedded NUL
     if code == "E_NOT_A_FOLDER":
         why = "a folder on its way is a file"
+    hint = f" (name a file *{SUFFIX})" if what == "the bundle" else ""
     return WorkbenchError(
-        code,
-        f"cannot write the bundle at {path}: {why}; nothing was written (name a file *{SUFFIX})",
-        path=str(path),
+        code, f"cannot write {what} at {path}: {why}; nothing was written{hint}", path=str(path)
     )
 
 
@@ -349,7 +349,7 @@ def _check_destination(path: Path) -> None:
     except (OSError, ValueError) as exc:  # a name too long, a parent that is a file, a NUL
         if isinstance(exc, OSError) and exc.errno == errno.ENOTDIR:
             return  # its parent is a file: mkdir says so
-        raise _unwritable(path, exc) from None
+        raise unwritable(path, exc) from None
     if stat.S_ISLNK(mode):
         raise WorkbenchError(
             "E_PATH", f"{path} is a link: a bundle is not written through one", path=str(path)
@@ -369,7 +369,7 @@ def _write_zip(path: Path, entries: dict[str, bytes], *, ratio: int) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
     except (OSError, ValueError) as exc:
-        raise _unwritable(path, exc) from None
+        raise unwritable(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
             for name, data in entries.items():
@@ -380,7 +380,7 @@ def _write_zip(path: Path, entries: dict[str, bytes], *, ratio: int) -> Path:
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise _unwritable(path, exc) from None
+        raise unwritable(path, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

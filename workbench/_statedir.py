@@ -56,13 +56,17 @@ def _replaceable(folder: Path) -> bool:
 def export_state(bench: Bench, folder: str | os.PathLike[str]) -> Path:
     """Write the bench's state as a state folder at `folder` (replacing an earlier one); every
     secret the bench has seen is masked. Returns the folder."""
-    from ._bundle import _masker, scrubbed
+    from ._bundle import _masker, scrubbed, unwritable
     from .ctx.statejson import dump_state
 
     target = Path(folder)
-    if target.is_symlink():
+    try:  # a name too long, a NUL, a parent that is a file: coded, before the work
+        linked, replaceable = target.is_symlink(), _replaceable(target)
+    except (OSError, ValueError) as exc:
+        raise unwritable(target, exc, "the state folder") from None
+    if linked:
         raise _bad(target, "the folder", "is a link: a state folder is not written through one")
-    if not _replaceable(target):
+    if not replaceable:
         raise _bad(
             target,
             "the folder",
@@ -80,8 +84,11 @@ def export_state(bench: Bench, folder: str | os.PathLike[str]) -> Path:
         "platform": bench.profile.name,
         **state,
     }
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name[:100]}.", suffix=".tmp"))
+    except (OSError, ValueError) as exc:
+        raise unwritable(target, exc, "the state folder") from None
     try:
         (tmp / STATE_FILE).write_bytes(
             mask(json.dumps(head, indent=1, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
@@ -99,6 +106,9 @@ def export_state(bench: Bench, folder: str | os.PathLike[str]) -> Path:
             )
             where.write_bytes(mask(data))
         _swap(tmp, target)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise unwritable(target, exc, "the state folder") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -116,10 +126,14 @@ def _swap(new: Path, target: Path) -> None:
     if not target.exists():
         os.replace(new, target)
         return
-    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name[:100]}.", suffix=".old"))
     os.rmdir(old)
     os.replace(target, old)
-    os.replace(new, target)
+    try:
+        os.replace(new, target)
+    except OSError:
+        os.replace(old, target)  # the earlier folder back where it was: nothing lost
+        raise
     shutil.rmtree(old, ignore_errors=True)
 
 
