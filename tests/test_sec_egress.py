@@ -170,7 +170,11 @@ def test_K6_every_redirect_hop_is_resolved_and_checked_again(
     )
     asked = hostile_dns({"inner.demo.example": ["127.0.0.1"]})
     root = fetcher(tmp_path / "i", ["*.demo.example"])
-    bench = opened(root, http=_ToPort(httpserver.port, hosts={"api.demo.example": "127.0.0.1"}))
+    bench = opened(
+        root,
+        http=_ToPort(httpserver.port, hosts={"api.demo.example": "127.0.0.1"}),
+        private_hosts=["api.demo.example"],
+    )
     code, message = bench.call("f", {"url": "https://api.demo.example/go"}).value
     assert code == "E_PERM_DENIED" and "inner.demo.example resolves to 127.0.0.1" in message
     assert [r.path for r, _ in httpserver.log] == ["/go"] and asked == ["inner.demo.example"]

@@ -205,19 +205,70 @@ def _resolve(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+def pinned(
+    method: str,
+    url: str,
+    guard: Callable[[str], str | None] | None,
+    hosts: Mapping[str, str] | None = None,
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The URL to connect to (its host the checked address), and the Host header and httpcore
+    extensions that keep the name for HTTP and TLS; `url` as given when there is neither a
+    guard nor a hosts-table entry for its host.
+
+    With a guard, the host is resolved here (the hosts table first, then the system resolver)
+    and EVERY address is asked of it: one it refuses is E_PERM_DENIED naming the address,
+    before anything is sent. The connection goes to the first address, so DNS cannot answer
+    differently between the check and the connection."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    table = hosts or {}
+    if host in table:
+        addrs = [str(table[host])]
+    elif guard is None:
+        return url, {}, {}
+    else:
+        try:
+            addrs = _resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
+        except (OSError, UnicodeError, ValueError) as exc:
+            raise WorkbenchError(
+                "E_HTTP",
+                f"{method} {url}: {host} does not resolve ({exc})",
+                url=url,
+                reason="connection",
+            ) from None
+    if guard is not None:
+        for a in addrs:  # every address: a resolver may answer with several, in any order
+            why = guard(a)
+            if why is not None:
+                said = a if host.strip("[]") == a else f"{host} resolves to {a}"
+                raise WorkbenchError(
+                    "E_PERM_DENIED",
+                    f"{method} {url}: {said}, {why}",
+                    url=url,
+                    host=host,
+                    address=a,
+                    option="private_hosts",
+                )
+    addr = addrs[0]
+    netloc = (f"[{addr}]" if ":" in addr else addr) + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc)), {"Host": parts.netloc}, {"sni_hostname": host}
+
+
 class RealTransport:
     """httpx, one client per bench (its TLS setup is costly), but no state in it: no cookie
     jar, no kept-alive connection; redirects are never followed here (ctx.http does it).
 
-    A request with a `guard` (K6 egress) is resolved here, every address is checked with it,
-    and the connection goes to the first checked address, the name kept for the Host header,
-    TLS's SNI and the certificate check: a name that resolves to a private address is refused
-    (E_PERM_DENIED) and DNS cannot answer differently between the check and the connection.
+    A request with a `guard` (ctx.http gives every request one: ctx/http_private.py) is
+    resolved here, every address is checked with it, and the connection goes to the first
+    checked address, the name kept for the Host header, TLS's SNI and the certificate check: a
+    name that resolves to a private address is refused (E_PERM_DENIED) and DNS cannot answer
+    differently between the check and the connection.
 
     `hosts={"api.demo.example": "127.0.0.1"}` is the bench's own hosts table: those names
-    connect to those addresses without DNS and without the guard, as the one who opened the
-    bench said. It exists for tests that reach a server on 127.0.0.1 under a public-looking
-    name; nothing a tool or a manifest says reaches it."""
+    connect to those addresses without DNS, as the one who opened the bench said. It is a
+    resolver, not a permission: the guard still judges the address (a loopback address needs
+    `private_hosts=` naming the host or the address). It exists for tests that reach a server
+    on 127.0.0.1 under a public-looking name; nothing a tool or a manifest says reaches it."""
 
     kind = "real"
 
@@ -227,38 +278,8 @@ class RealTransport:
         self._client: Any = None
 
     def _pinned(self, request: HttpRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
-        """The URL to connect to (its host the checked address), and the Host header and
-        httpcore extensions that keep the name for HTTP and TLS; as given without a guard."""
-        parts = urlsplit(request.url)
-        host = (parts.hostname or "").lower()
-        if host in self.hosts:
-            addr = self.hosts[host]
-        elif request.guard is None:
-            return request.url, {}, {}
-        else:
-            try:
-                addrs = _resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
-            except (OSError, UnicodeError) as exc:
-                raise WorkbenchError(
-                    "E_HTTP",
-                    f"{request.method} {request.url}: {host} does not resolve ({exc})",
-                    url=request.url,
-                    reason="connection",
-                ) from None
-            for a in addrs:  # every address: a resolver may answer with several, in any order
-                why = request.guard(a)
-                if why is not None:
-                    raise WorkbenchError(
-                        "E_PERM_DENIED",
-                        f"{request.method} {request.url}: {host} resolves to {a}, {why}; an "
-                        "integration's fetch reaches public addresses only",
-                        url=request.url,
-                        host=host,
-                        address=a,
-                    )
-            addr = addrs[0]
-        netloc = (f"[{addr}]" if ":" in addr else addr) + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc)), {"Host": parts.netloc}, {"sni_hostname": host}
+        """`pinned` for `request`, with this transport's hosts table."""
+        return pinned(request.method, request.url, request.guard, self.hosts)
 
     def _http(self) -> Any:
         import httpx
