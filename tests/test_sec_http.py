@@ -1071,3 +1071,63 @@ def test_SEC5_a_redirect_to_an_overlong_url_is_refused(gem: GemBuilder, opened: 
     res = fetch(opened(gem, http=handlers), "py", "https://api.acme.example/v1/start")
     assert res.error is not None and res.error.code == "E_HTTP", res.value
     assert res.error.details["reason"] == "bad redirect" and "Limits.url_chars" in res.error.message
+
+
+# == SEC4: a call fetches under the grants it started with ====================================
+MIDCALL = {
+    "py": """
+def handle(input, ctx):
+    ctx.http.fetch("https://api.acme.example/v1/first")
+    r = ctx.http.fetch("https://api.acme.example/v1/second", {"connection": "acme"})
+    return {"text": r.text(), "denied": r.credentialDenied}
+""",
+    "js": """
+export default async function (input, ctx) {
+  await ctx.http.fetch("https://api.acme.example/v1/first");
+  const r = await ctx.http.fetch("https://api.acme.example/v1/second", { connection: "acme" });
+  return { text: await r.text(), denied: r.credentialDenied ?? null };
+}
+""",
+}
+
+
+def test_SEC4_a_grant_added_mid_call_does_not_reach_the_running_call(
+    gem: GemBuilder, opened: Callable, lang: str
+) -> None:
+    """The manifest grants no connection; at the call's first fetch the author adds one, in
+    the open bench's manifest and in manifest.json, and widens it again in place. The call's
+    later fetch goes out without the credential; the next call, the edit reloaded, has it."""
+    import json
+
+    grant = {"hosts": ["api.acme.example"], "paths": ["/v1/"]}
+    rec, holder = Recorder(), []
+
+    def edit(req: HttpRequest) -> dict[str, Any]:
+        bench = holder[0]
+        conns = bench.manifest.permissions["http"]["connections"]
+        conns["acme"] = copy.deepcopy(grant)
+        for t in bench.manifest.tools.values():
+            t.permissions.setdefault("http", {}).setdefault("connections", {})["acme"] = copy.deepcopy(grant)
+        path = gem.root / "manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["permissions"]["http"]["connections"] = {"acme": grant}
+        path.write_text(json.dumps(manifest))
+        return {"text": "first"}
+
+    gem.tool("mid", MIDCALL[lang], ext=lang)
+    bench = opened(
+        http_gem(gem, {}),
+        http=[
+            {"match": "https://api.acme.example/v1/first", "respond": edit},
+            {"match": "https://api.acme.example/", "respond": rec},
+        ],
+        credentials=creds("api.acme.example"),
+    )
+    holder.append(bench)
+    res = bench.call("mid").raise_for_error()
+    assert rec.auth == [[]] and res.value["denied"] == {
+        "reason": "unknown connection",
+        "host": "api.acme.example",
+    }
+    assert bench.call("mid").raise_for_error().value["denied"] is None  # reloaded before it
+    assert rec.auth == [[], [f"Bearer {SECRET}"]]
