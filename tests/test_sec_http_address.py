@@ -233,6 +233,30 @@ def test_SEC4_the_cli_flag_names_a_private_host(
     assert "secret" in capsys.readouterr().out and local.v4 == ["/cli"]
 
 
+def test_SEC4_gem_open_takes_the_flag_from_the_same_table(
+    gem: GemBuilder, tmp_path: Path, local: Local, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`%gem open … --http real --private-host HOST:PORT` in a notebook reaches the server."""
+    from _ipython import workbench_shell
+
+    monkeypatch.chdir(tmp_path)
+    root = fetch_gem(gem).write()
+    ip = workbench_shell(tmp_path / "ipython")
+    state = tmp_path / "magic-state"
+    try:
+        opened = ip.run_cell(
+            f"%gem open {root} --http real --private-host 127.0.0.1:{local.port} --state-dir {state}"
+        )
+        assert opened.success, opened.error_in_exec
+        bench = ip.user_ns["bench"]
+        assert bench.call("fetch_py", {"url": f"http://127.0.0.1:{local.port}/nb"}).value["status"] == 200
+        assert bench.call("fetch_py", {"url": f"http://[::1]:{local.port}/nb"}).error.code == "E_PERM_DENIED"
+    finally:
+        ip.run_line_magic("gem", "close")
+        ip.user_ns.pop("bench", None)
+    assert local.v4 == ["/nb"] and local.v6 == []
+
+
 # -- Ekanos: the hosts table is a resolver, not a permission ---------------------------------------
 
 
