@@ -257,6 +257,44 @@ def test_SEC4_gem_open_takes_the_flag_from_the_same_table(
     assert local.v4 == ["/nb"] and local.v6 == []
 
 
+def test_SEC4_the_checked_address_is_connected_to_with_the_names_tls_check(
+    gem: GemBuilder, opened: Callable, tmp_path: Path
+) -> None:
+    """A TLS server on 127.0.0.1 with a certificate for tls.demo.example, named in private_hosts
+    and mapped by the hosts table: the connection goes to the checked address and the
+    certificate is still checked against the name (another name for the address fails TLS)."""
+    import ssl
+    import subprocess
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+         "-days", "2", "-subj", "/CN=tls.demo.example", "-addext", "subjectAltName=DNS:tls.demo.example"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    server.seen, server.redirects = [], {}  # type: ignore[attr-defined]
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        hosts = {"tls.demo.example": "127.0.0.1", "other.demo.example": "127.0.0.1"}
+        transport = RealTransport(verify=ssl.create_default_context(cafile=str(cert)), hosts=hosts)
+        names = ["tls.demo.example", "other.demo.example"]
+        bench = opened(fetch_gem(gem), http=transport, private_hosts=names)
+        assert bench.call("fetch_py", {"url": f"https://tls.demo.example:{port}/t"}).value["text"] == "secret"
+        err = bench.call("fetch_js", {"url": f"https://other.demo.example:{port}/t"}).error
+        assert err is not None and err.code == "E_HTTP" and "CERTIFICATE_VERIFY_FAILED" in err.message
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert server.seen == ["/t"]  # type: ignore[attr-defined]
+
+
 # -- Ekanos: the hosts table is a resolver, not a permission ---------------------------------------
 
 
