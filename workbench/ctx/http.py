@@ -17,6 +17,11 @@ permission, the request with its redirects, the log and the reply.
 - When injecting, any `Authorization` the tool set (any case) and any header of an injected
   name are dropped, so the request carries the user's value only.
 - Nothing is carried between calls: no cookie jar, no kept-alive connection.
+- Every hop's request carries the bench's address guard (ctx/http_private.py): the real
+  transport resolves the host, refuses it when any address is loopback, private or otherwise
+  not public unless `private_hosts=` names it (E_PERM_DENIED naming the address and the
+  option), and connects to the address it checked. The connection grants are the ones the
+  platform decided with the tool's other grants, so a call keeps the grants it started with.
 
 Bounds (SEC5): a fetch has ONE deadline, min(`timeout` option, `http_timeout` of open, the
 call's remaining time), over connecting, every redirect and the whole body; running out is
