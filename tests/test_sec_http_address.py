@@ -11,6 +11,7 @@ tools run in the real Deno sandbox, Python tools in-process.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.server
 import json
@@ -73,31 +74,42 @@ class _V6Server(http.server.ThreadingHTTPServer):
 class Local:
     """Servers on 127.0.0.1 and [::1] at one port: what each was asked."""
 
-    def __init__(self, v4: Any, v6: Any) -> None:
+    def __init__(self, v4: Any, v6: Any | None) -> None:
         self.port: int = v4.server_address[1]
         self.v4: list[str] = v4.seen
-        self.v6: list[str] = v6.seen
+        self.v6: list[str] = v6.seen if v6 is not None else []  # a machine without IPv6: none
         self.redirects: dict[str, str] = v4.redirects  # path -> Location, on both servers
 
     @property
     def nothing(self) -> bool:
         return self.v4 == [] and self.v6 == []
 
+    @property
+    def both(self) -> list[str]:
+        """What either got (`localhost` may be ::1 or 127.0.0.1 first, as /etc/hosts says)."""
+        return sorted(self.v4 + self.v6)
+
+
+def _pair() -> tuple[Any, Any | None]:
+    """127.0.0.1 and ::1 servers on one free port (no ::1 server where IPv6 is off)."""
+    for _ in range(20):
+        v4 = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+        try:
+            return v4, _V6Server(("::1", v4.server_address[1]), _Recorder)
+        except OSError as exc:
+            if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):  # no IPv6 loopback here
+                return v4, None
+            v4.server_close()  # that port is taken on ::1: another pair
+    pytest.fail("no port free on both 127.0.0.1 and ::1")
+
 
 @pytest.fixture
 def local() -> Iterator[Local]:
     """Two recording servers, 127.0.0.1 and ::1, on the same port; stopped after the test."""
-    for _ in range(20):
-        v4 = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-        try:
-            v6 = _V6Server(("::1", v4.server_address[1]), _Recorder)
-            break
-        except OSError:  # that port is taken on ::1: another pair
-            v4.server_close()
-    else:
-        pytest.fail("no port free on both 127.0.0.1 and ::1")
+    v4, v6 = _pair()
+    servers = [srv for srv in (v4, v6) if srv is not None]
     threads, redirects = [], {}
-    for srv in (v4, v6):
+    for srv in servers:
         srv.seen = []  # type: ignore[attr-defined]
         srv.redirects = redirects  # type: ignore[attr-defined]
         threads.append(threading.Thread(target=srv.serve_forever, daemon=True))
@@ -105,7 +117,7 @@ def local() -> Iterator[Local]:
     try:
         yield Local(v4, v6)
     finally:
-        for srv, t in zip((v4, v6), threads):
+        for srv, t in zip(servers, threads):
             srv.shutdown()
             srv.server_close()
             t.join()
@@ -192,7 +204,25 @@ def test_SEC4_private_hosts_names_hosts_never_more(
         assert by_addr.call("fetch_js", {"url": url}).value["status"] == 200
     for url in (f"http://[::1]:{port}/a", f"http://127.0.0.1:{port + 1}/a"):
         assert by_addr.call("fetch_js", {"url": url}).error.code == "E_PERM_DENIED"
-    assert local.v4 == ["/n", "/a", "/a"] and local.v6 == []
+    assert local.both == ["/a", "/a", "/n"]
+
+
+def test_SEC4_a_checked_address_that_refuses_the_connection_gives_way_to_the_next(
+    gem: GemBuilder, opened: Callable, lang: str, local: Local, hostile_dns: Callable
+) -> None:
+    """A name answering two addresses, the first with nothing listening (as `localhost` answers
+    ::1 first beside a server on 127.0.0.1 only): both are checked, the connection falls back
+    to the second as socket.create_connection would; a download does the same."""
+    port = local.port
+    hostile_dns({"dual.demo.example": ["127.0.0.5", "127.0.0.1"], "gone.demo.example": ["127.0.0.5"]})
+    res_gem(fetch_gem(gem), f"http://dual.demo.example:{port}/m.bin", [])
+    names = ["dual.demo.example", "gone.demo.example"]
+    bench = opened(gem, http="real", providers="real", private_hosts=names)
+    assert bench.call(f"fetch_{lang}", {"url": f"http://dual.demo.example:{port}/d"}).value["status"] == 200
+    err = bench.call(f"fetch_{lang}", {"url": f"http://gone.demo.example:{port}/d"}).error
+    assert err is not None and err.code == "E_HTTP" and "ConnectError" in err.message
+    assert Path(bench.call(f"path_{lang}", {}).raise_for_error().value).read_bytes() == DATA
+    assert local.v4 == ["/d", "/m.bin"]
 
 
 @pytest.mark.parametrize(

@@ -186,22 +186,46 @@ class HttpSource:
         for hop in range(MAX_REDIRECTS + 1):
             guard = self.guard_for(url) if self.guard_for is not None else None
             try:
-                target, host, pin = pinned("GET", url, guard)
+                targets = pinned("GET", url, guard)
             except WorkbenchError as exc:
                 where = f" (redirect {hop} of {address})" if hop else ""
                 raise FetchError(f"{exc.message}{where}") from None
+            location = _get(client, targets, timeout, dog, spec, write, max_bytes)
+            if location is None:
+                return
+            url = urljoin(url, location)
+        raise FetchError(f"more than {MAX_REDIRECTS} redirects")
+
+
+def _get(
+    client: Any,
+    targets: list[Any],
+    timeout: Any,
+    dog: Any,
+    spec: Mapping[str, Any],
+    write: Callable[[bytes], None],
+    max_bytes: int | None,
+) -> str | None:
+    """One GET to the first checked address that takes the connection: a redirect's Location,
+    or None once the body was written."""
+    import httpx
+
+    for n, (target, host, pin) in enumerate(targets, 1):
+        try:
             with client.stream(
                 "GET", target, headers=host, timeout=timeout, extensions={"trace": dog.trace, **pin}
             ) as resp:
                 location = resp.headers.get("location")
                 if resp.status_code in _REDIRECTS and location:
-                    url = urljoin(url, location)
-                    continue
+                    return str(location)
                 if resp.status_code != 200:
                     raise FetchError(f"HTTP {resp.status_code} {resp.reason_phrase}".rstrip())
                 _body(resp, spec, write, max_bytes)
-                return
-        raise FetchError(f"more than {MAX_REDIRECTS} redirects")
+                return None
+        except httpx.ConnectError:  # the next checked address, as create_connection does
+            if n == len(targets) or dog.fired:
+                raise
+    return None
 
 
 def _body(resp: Any, spec: Mapping[str, Any], write: Callable[[bytes], None], max_bytes: int | None) -> None:
