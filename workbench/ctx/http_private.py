@@ -5,8 +5,8 @@ ctx.resources download — is resolved where the connection is made and every ad
 resolves to is checked by `providers.hostnames.address_problem`, the rule Ekanos egress uses:
 loopback, private, link-local, the metadata address, unique-local and every other non-public
 range are refused, in whatever spelling the URL gave them (`2130706433`, `0x7f.1`, `[::1]`,
-`[::ffff:127.0.0.1]`, a name whose DNS or the bench's hosts table says 127.0.0.1). The
-connection then goes to the address that was checked (providers/httpreal.py).
+`[::ffff:127.0.0.1]`, a name whose DNS or the bench's hosts table says 127.0.0.1). Only the
+addresses that were checked are connected to (providers/httpreal.py).
 
 `private_hosts=` is the one way past it, for local testing, chosen by whoever opens the bench
 (no tool or manifest reaches it). An entry names a host, never a pattern:
