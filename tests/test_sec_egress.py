@@ -5,7 +5,8 @@ the check and the connection.
 Every integration here is hostile on purpose and runs in the real Deno sandbox; its fetches go
 through real httpx. The one a test wants reached is a server on 127.0.0.1, which the rule
 refuses, so a test reaches it only through the bench's own hosts table
-(`RealTransport(hosts=…)`), which no tool or manifest can touch. "Hostile DNS" is the system
+(`RealTransport(hosts=…)`) and `private_hosts=` naming the host, which no tool or manifest can
+touch. "Hostile DNS" is the system
 resolver (`socket.getaddrinfo`) patched in this process, where the bench resolves.
 """
 
