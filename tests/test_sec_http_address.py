@@ -146,6 +146,7 @@ def spellings(port: int) -> list[tuple[str, str]]:
         (f"http://0.0.0.0:{port}/a", "0.0.0.0"),
         (f"http://hosted.demo.example:{port}/a", "127.0.0.1"),  # the bench's hosts table
         (f"http://rebind.demo.example:{port}/a", "127.0.0.1"),  # DNS
+        (f"http://mixed.demo.example:{port}/a", "127.0.0.1"),  # DNS: a public address, then this one
         (f"http://169.254.169.254:{port}/latest/meta-data/", "169.254.169.254"),
         (f"http://10.0.0.1:{port}/a", "10.0.0.1"),
     ]
@@ -156,7 +157,9 @@ def test_SEC4_every_spelling_of_this_machine_reaches_nothing(
 ) -> None:
     """ctx.http.fetch with real HTTP, no private_hosts=: each spelling is E_PERM_DENIED naming
     the address and the option, and neither server is asked anything."""
-    asked = hostile_dns({"rebind.demo.example": ["127.0.0.1"]})
+    asked = hostile_dns(
+        {"rebind.demo.example": ["127.0.0.1"], "mixed.demo.example": ["93.184.215.14", "127.0.0.1"]}
+    )
     bench = opened(fetch_gem(gem), http=RealTransport(hosts={"hosted.demo.example": "127.0.0.1"}))
     for url, addr in spellings(local.port):
         res = bench.call(f"fetch_{lang}", {"url": url})
@@ -166,7 +169,7 @@ def test_SEC4_every_spelling_of_this_machine_reaches_nothing(
         if lang == "py":
             assert err.details["option"] == "private_hosts" and err.details["address"].endswith(addr)
     assert local.nothing, (local.v4, local.v6)
-    assert asked == ["rebind.demo.example"]
+    assert asked == ["rebind.demo.example", "mixed.demo.example"]
     assert bench.http()["error"].tolist() == ["E_PERM_DENIED"] * len(spellings(local.port))
 
 
