@@ -457,8 +457,8 @@ def test_K7_the_seed_test_fixtures_give_the_same_result_in_python(opened: Callab
 
 class _Resolve(RealTransport):
     """Real httpx; https://api.demo.example is sent as http on the test server's port (TLS
-    ends here), and the bench's own hosts table (RealTransport(hosts=…), the one seam that
-    reaches 127.0.0.1, out of tools' reach) says the name is 127.0.0.1. The request keeps its
+    ends here), and the bench's own hosts table (RealTransport(hosts=…), out of tools' reach) says the name is
+    127.0.0.1, which the bench's private_hosts= must name. The request keeps its
     egress guard: any other name is resolved and checked."""
 
     def __init__(self, port: int) -> None:
@@ -490,7 +490,7 @@ def test_K6_real_fetch_through_httpx_with_redirects_checked(
       try { await ctx.fetch('https://api.demo.example/v1/away'); away = 'followed'; } catch (e) { away = e.code; }
       return { real: r instanceof Response, body: await r.json(), away };"""
     root = integration(tmp_path / "i", tool("f", run))
-    bench = opened(root, http=_Resolve(httpserver.port))
+    bench = opened(root, http=_Resolve(httpserver.port), private_hosts=["api.demo.example"])
     res = bench.call("f").raise_for_error()
     assert res.value == {"real": True, "body": {"got": {"a": 1}}, "away": "E_PERM_DENIED"}
     assert [r.path for r, _ in httpserver.log] == ["/v1/data", "/v1/away"]  # evil.test never asked
@@ -601,7 +601,11 @@ def test_K6_response_headers_are_byte_strings_as_fetch_gives_them(
         lambda req: Response("ok", headers={"x-name": name})
     )
     run = "const r = await ctx.fetch('https://api.demo.example/v1/h'); return { h: r.headers.get('x-name'), t: await r.text() };"
-    bench = opened(integration(tmp_path / "i", tool("h", run)), http=_Resolve(httpserver.port))
+    bench = opened(
+        integration(tmp_path / "i", tool("h", run)),
+        http=_Resolve(httpserver.port),
+        private_hosts=["api.demo.example"],
+    )
     assert bench.call("h").raise_for_error().value == {"h": name, "t": "ok"}
 
 

@@ -9,6 +9,7 @@ Record/replay (`Cassette`) is tested against the same server.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -25,6 +26,8 @@ pytest_httpserver = pytest.importorskip("pytest_httpserver")
 from werkzeug.wrappers import Response  # noqa: E402  (pytest-httpserver's dependency)
 
 SECRET = "s3cr3t-token-value"
+# the test servers listen on 127.0.0.1: real HTTP reaches them only when the bench names them
+LOCAL = ["127.0.0.1", "localhost"]
 GRANT = {
     "http": {
         "connections": {
@@ -404,7 +407,7 @@ class _TlsShim(RealTransport):
 
     def send(self, request: HttpRequest, timeout: float) -> HttpResponse:
         url = request.url.replace("https://", "http://", 1)
-        return super().send(HttpRequest(request.method, url, request.headers, request.body), timeout)
+        return super().send(dataclasses.replace(request, url=url), timeout)
 
 
 @pytest.fixture
@@ -417,7 +420,7 @@ def test_N10_real_fetch_json_and_bytes(gem: GemBuilder, opened: Callable, lang: 
     server.expect_request("/echo", method="POST").respond_with_handler(
         lambda req: Response(req.get_data(), content_type="application/octet-stream")
     )
-    bench = opened(http_gem(gem), http="real")
+    bench = opened(http_gem(gem), http="real", private_hosts=LOCAL)
     assert bench.call(f"json_{lang}", {"url": server.url_for("/data")}).value == {"n": 1, "s": "é"}
     res = bench.call(f"bytes_{lang}", {"url": server.url_for("/echo")})
     res.raise_for_error()
@@ -432,7 +435,7 @@ def test_N10_real_slow_server_times_out(gem: GemBuilder, opened: Callable, lang:
         return Response("late")
 
     server.expect_request("/slow").respond_with_handler(slow)
-    bench = opened(http_gem(gem), http="real", http_timeout=0.2)
+    bench = opened(http_gem(gem), http="real", private_hosts=LOCAL, http_timeout=0.2)
     res = fetch(bench, lang, server.url_for("/slow"))
     assert res.error.code == "E_HTTP" and "0.2 s" in res.error.message
     assert "ReadTimeout" in res.error.message or "total deadline" in res.error.message
@@ -459,7 +462,10 @@ def test_N10_real_redirect_to_non_granted_host_drops_credentials(
     server.expect_request("/v1/start").respond_with_handler(start)
     server.expect_request("/v1/land").respond_with_handler(land)
     bench = opened(
-        http_gem(gem, top=local_grant(server.port)), http=_TlsShim(), credentials=local_creds(server.port)
+        http_gem(gem, top=local_grant(server.port)),
+        http=_TlsShim(),
+        private_hosts=LOCAL,
+        credentials=local_creds(server.port),
     )
     res = fetch(bench, lang, f"https://localhost:{server.port}/v1/start", connection="acme")
     res.raise_for_error()
@@ -473,7 +479,7 @@ def test_N10_real_plain_http_never_gets_credentials(gem: GemBuilder, opened: Cal
     server.expect_request("/v1/x").respond_with_handler(
         lambda req: Response(str(req.headers.get("Authorization")), status=401)
     )
-    bench = opened(http_gem(gem), http="real", credentials=CREDS)
+    bench = opened(http_gem(gem), http="real", private_hosts=LOCAL, credentials=CREDS)
     res = fetch(bench, "py", f"http://localhost:{server.port}/v1/x", connection="acme")
     assert res.value["text"] == "None" and res.value["status"] == 401
     assert res.value["denied"] == {"reason": "not https", "host": "localhost"}
@@ -487,7 +493,9 @@ def test_N10_cassette_records_then_replays_without_the_server(
 
     server.expect_request("/v1/data").respond_with_json({"n": 7})
     path = tmp_path / "cassette.json"
-    rec = opened(http_gem(gem), http=Cassette(path, "record", inner=_TlsShim()), credentials=CREDS)
+    rec = opened(
+        http_gem(gem), http=Cassette(path, "record", inner=_TlsShim()), private_hosts=LOCAL, credentials=CREDS
+    )
     url = f"https://localhost:{server.port}/v1/data"
     assert rec.call(f"json_{lang}", {"url": url}).value == {"n": 7}
     assert SECRET not in path.read_text()

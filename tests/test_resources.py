@@ -23,6 +23,8 @@ MODEL = b"\x00ocr model weights\x01" * 1000
 MODEL_SHA = hashlib.sha256(MODEL).hexdigest()
 OTHER = b"a different file"
 OTHER_SHA = hashlib.sha256(OTHER).hexdigest()
+# the test server listens on 127.0.0.1: real downloads reach it only when the bench names it
+LOCAL = ["127.0.0.1", "localhost"]
 
 PY_PATH = """
 def handle(input, ctx):
@@ -129,7 +131,7 @@ def test_R2_concurrent_calls_download_once(gem: GemBuilder, opened: Callable, ht
         return Response(MODEL)
 
     httpserver.expect_request("/ocr.bin").respond_with_handler(slow)
-    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real")
+    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real", private_hosts=LOCAL)
     cache = b.providers.backends["resources"]
     out: list[Any] = []
 
@@ -152,7 +154,11 @@ def test_R2_required_starts_download_at_open(
     gem: GemBuilder, opened: Callable, httpserver: HTTPServer
 ) -> None:
     httpserver.expect_request("/ocr.bin").respond_with_data(MODEL)
-    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"), required=True)), providers="real")
+    b = opened(
+        res_gem(gem, model(httpserver.url_for("/ocr.bin"), required=True)),
+        providers="real",
+        private_hosts=LOCAL,
+    )
     b.providers.backends["resources"].wait(10)
     assert len(httpserver.log) == 1  # before any tool asked for it
     p = b.call("js_path", {"id": "ocr-model"}).raise_for_error().value
@@ -167,7 +173,11 @@ def test_R2_path_waits_for_the_required_download(
         return Response(MODEL)
 
     httpserver.expect_request("/ocr.bin").respond_with_handler(slow)
-    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"), required=True)), providers="real")
+    b = opened(
+        res_gem(gem, model(httpserver.url_for("/ocr.bin"), required=True)),
+        providers="real",
+        private_hosts=LOCAL,
+    )
     p = b.call("py_path", {"id": "ocr-model"}).raise_for_error().value
     assert Path(p).read_bytes() == MODEL and len(httpserver.log) == 1
 
@@ -177,7 +187,7 @@ def test_R3_hash_mismatch_names_both_hashes(
     gem: GemBuilder, opened: Callable, httpserver: HTTPServer, tmp_path: Path
 ) -> None:
     httpserver.expect_request("/ocr.bin").respond_with_data(OTHER)
-    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real")
+    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real", private_hosts=LOCAL)
     err = b.call("py_path", {"id": "ocr-model"}).error
     assert err.code == "E_RESOURCE" and MODEL_SHA in err.message and OTHER_SHA in err.message
     assert err.details["attempts"][0]["address"] == httpserver.url_for("/ocr.bin")
@@ -232,7 +242,7 @@ def test_R4_cache_read_only_and_private_to_the_gem(tmp_path: Path, opened: Calla
 def test_R5_mirror_fallback(gem: GemBuilder, opened: Callable, httpserver: HTTPServer) -> None:
     httpserver.expect_request("/mirror.bin").respond_with_data(MODEL)
     spec = model(httpserver.url_for("/gone.bin"), mirrors=[httpserver.url_for("/mirror.bin")])
-    b = opened(res_gem(gem, spec), providers="real")
+    b = opened(res_gem(gem, spec), providers="real", private_hosts=LOCAL)
     p = b.call("js_path", {"id": "ocr-model"}).raise_for_error().value
     assert Path(p).read_bytes() == MODEL
 
@@ -245,7 +255,7 @@ def test_R5_every_address_reason_then_retry(
     httpserver.expect_request("/bad.bin").respond_with_data(OTHER)
     refused = f"http://127.0.0.1:{closed_port()}/ocr.bin"
     spec = model(httpserver.url_for("/missing.bin"), mirrors=[httpserver.url_for("/bad.bin"), refused])
-    b = opened(res_gem(gem, spec), providers="real")
+    b = opened(res_gem(gem, spec), providers="real", private_hosts=LOCAL)
     err = b.call(tool, {"id": "ocr-model"}).error
     assert err.code == "E_RESOURCE", err
     assert f"{spec['url']}: HTTP 404" in err.message
@@ -260,7 +270,7 @@ def test_R5_every_address_reason_then_retry(
 
 def test_R5_404_reason(gem: GemBuilder, opened: Callable, httpserver: HTTPServer) -> None:
     httpserver.expect_request("/nf.bin").respond_with_data("no", status=404)
-    b = opened(res_gem(gem, model(httpserver.url_for("/nf.bin"))), providers="real")
+    b = opened(res_gem(gem, model(httpserver.url_for("/nf.bin"))), providers="real", private_hosts=LOCAL)
     err = b.call("py_path", {"id": "ocr-model"}).error
     assert err.code == "E_RESOURCE" and "HTTP 404" in err.message
 
@@ -285,7 +295,7 @@ def test_seed_resources_example_runs_unmodified(
     httpserver.expect_request("/ocr.bin").respond_with_data(MODEL)
     res_gem(gem, model(httpserver.url_for("/ocr.bin")))
     gem.tool("seed", SEED_EXAMPLE, ext="js")
-    b = opened(gem, providers="real")
+    b = opened(gem, providers="real", private_hosts=LOCAL)
     assert b.call("seed").raise_for_error().value == {"ok": True}
     b2 = opened(gem.write(), state_dir=gem.root.parent / "mock-state", resources={"ocr-model": MODEL})
     assert b2.call("seed").raise_for_error().value == {"ok": True}
@@ -302,7 +312,7 @@ def test_R2_progress_bar_in_notebooks(
 
     monkeypatch.setattr(source, "in_notebook", lambda: True)
     httpserver.expect_request("/ocr.bin").respond_with_data(MODEL)
-    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real")
+    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real", private_hosts=LOCAL)
     res = b.call("py_path", {"id": "ocr-model"})
     assert res.ok
     # tqdm.auto: a widget in Jupyter, a text bar on stderr elsewhere (here: the tool's logs)
@@ -314,7 +324,7 @@ def test_R2_cached_path_returns_at_once_without_downloading(
 ) -> None:
     """Once on the machine, path() answers from the cache (its speed: tests/bench/)."""
     httpserver.expect_request("/ocr.bin").respond_with_data(MODEL)
-    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real")
+    b = opened(res_gem(gem, model(httpserver.url_for("/ocr.bin"))), providers="real", private_hosts=LOCAL)
     cache = b.providers.backends["resources"]
     first = cache.path("ocr-model")
     assert all(cache.path("ocr-model") == first for _ in range(50))

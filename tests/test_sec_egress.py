@@ -5,7 +5,8 @@ the check and the connection.
 Every integration here is hostile on purpose and runs in the real Deno sandbox; its fetches go
 through real httpx. The one a test wants reached is a server on 127.0.0.1, which the rule
 refuses, so a test reaches it only through the bench's own hosts table
-(`RealTransport(hosts=…)`), which no tool or manifest can touch. "Hostile DNS" is the system
+(`RealTransport(hosts=…)`) and `private_hosts=` naming the host, which no tool or manifest can
+touch. "Hostile DNS" is the system
 resolver (`socket.getaddrinfo`) patched in this process, where the bench resolves.
 """
 
@@ -170,7 +171,11 @@ def test_K6_every_redirect_hop_is_resolved_and_checked_again(
     )
     asked = hostile_dns({"inner.demo.example": ["127.0.0.1"]})
     root = fetcher(tmp_path / "i", ["*.demo.example"])
-    bench = opened(root, http=_ToPort(httpserver.port, hosts={"api.demo.example": "127.0.0.1"}))
+    bench = opened(
+        root,
+        http=_ToPort(httpserver.port, hosts={"api.demo.example": "127.0.0.1"}),
+        private_hosts=["api.demo.example"],
+    )
     code, message = bench.call("f", {"url": "https://api.demo.example/go"}).value
     assert code == "E_PERM_DENIED" and "inner.demo.example resolves to 127.0.0.1" in message
     assert [r.path for r, _ in httpserver.log] == ["/go"] and asked == ["inner.demo.example"]

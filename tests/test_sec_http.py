@@ -30,6 +30,8 @@ from workbench.providers.http import HttpRequest, HttpResponse, RealTransport
 
 SECRET = "u5er-github-t0ken-value"
 MiB = 1024 * 1024
+# the test servers listen on 127.0.0.1: real HTTP reaches them only when the bench names them
+LOCAL = ["127.0.0.1", "localhost"]
 
 PY_FETCH = """
 def handle(input, ctx):
@@ -79,9 +81,7 @@ class _TlsShim(RealTransport):
 
     def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
         url = request.url.replace("https://", "http://", 1)
-        return super().send(
-            HttpRequest(request.method, url, request.headers, request.body), timeout, max_bytes
-        )
+        return super().send(dataclasses.replace(request, url=url), timeout, max_bytes)
 
 
 def creds(*hosts: str, paths: list[str] | None = None, name: str = "acme") -> dict[str, Any]:
@@ -130,6 +130,7 @@ def test_SEC4_credential_not_sent_to_gem_chosen_host_real_server(
     bench = opened(
         http_gem(gem, {"github": {"hosts": [f"localhost:{port}"]}}),
         http=_TlsShim(),
+        private_hosts=LOCAL,
         credentials=creds("api.github.com", name="github"),
     )
     res = fetch(bench, lang, f"https://localhost:{port}/collect", connection="github")
@@ -229,6 +230,7 @@ def test_SEC4_path_dot_segments_from_js_real_server(
     bench = opened(
         http_gem(gem, {"acme": {"hosts": [f"localhost:{port}"], "paths": ["/v1/"]}}),
         http=_TlsShim(),
+        private_hosts=LOCAL,
         credentials=creds(f"localhost:{port}"),
     )
     for path in ("/v1/../admin", "/v1/%2e%2e/admin"):
@@ -368,6 +370,7 @@ def test_SEC4_tool_set_authorization_is_dropped_when_injecting(
     bench = opened(
         http_gem(gem, {"acme": {"hosts": [f"localhost:{port}"], "paths": ["/v1/"]}}),
         http=_TlsShim(),
+        private_hosts=LOCAL,
         credentials={
             "acme": {
                 "headers": {"Authorization": f"Bearer {SECRET}", "X-Api-Key": "k3y-user"},
@@ -437,7 +440,7 @@ def test_SEC4_no_cookies_carried_between_calls(
     httpserver.expect_request("/check").respond_with_handler(
         lambda req: Response(req.headers.get("Cookie") or "no cookie")
     )
-    bench = opened(http_gem(gem, {}), http="real")
+    bench = opened(http_gem(gem, {}), http="real", private_hosts=LOCAL)
     assert fetch(bench, lang, httpserver.url_for("/set")).value["text"] == "set"
     assert fetch(bench, lang, httpserver.url_for("/check")).value["text"] == "no cookie"
     assert fetch(bench, "py", httpserver.url_for("/check")).value["text"] == "no cookie"
@@ -478,7 +481,7 @@ def test_SEC5_slow_drip_body_bounded_by_http_timeout(
 ) -> None:
     drip = _Drip(20.0)
     httpserver.expect_request("/drip").respond_with_handler(drip)
-    bench = opened(http_gem(gem, {}), http="real", http_timeout=1.0)
+    bench = opened(http_gem(gem, {}), http="real", private_hosts=LOCAL, http_timeout=1.0)
     res = fetch(bench, lang, httpserver.url_for("/drip"))
     whole = drip.finished.is_set()  # read as the fetch returns
     assert res.error is not None and res.error.code == "E_HTTP", res.value
@@ -493,7 +496,7 @@ def test_SEC5_tool_timeout_option_cannot_lengthen_http_timeout(
 ) -> None:
     drip = _Drip(20.0)
     httpserver.expect_request("/drip").respond_with_handler(drip)
-    bench = opened(http_gem(gem, {}), http="real", http_timeout=1.0)
+    bench = opened(http_gem(gem, {}), http="real", private_hosts=LOCAL, http_timeout=1.0)
     res = fetch(bench, "py", httpserver.url_for("/drip"), timeout=600)
     whole = drip.finished.is_set()
     assert res.error is not None and res.error.code == "E_HTTP", res.value
@@ -546,7 +549,7 @@ class _HeaderDrip:
 def test_SEC5_slow_drip_headers_bounded(gem: GemBuilder, opened: Callable, lang: str) -> None:
     server = _HeaderDrip()
     try:
-        bench = opened(http_gem(gem, {}), http="real", http_timeout=1.0)
+        bench = opened(http_gem(gem, {}), http="real", private_hosts=LOCAL, http_timeout=1.0)
         res = fetch(bench, lang, f"http://127.0.0.1:{server.port}/")
         whole = server.finished.is_set()  # read as the fetch returns
     finally:
@@ -564,7 +567,7 @@ def test_SEC5_fetch_bounded_by_the_calls_remaining_time(
     The drip (20 s) ends within http_timeout: a fetch bounded by http_timeout alone reads it whole."""
     drip = _Drip(20.0)
     httpserver.expect_request("/drip").respond_with_handler(drip)
-    bench = opened(http_gem(gem, {}), http="real", http_timeout=30.0, timeout=2.0)
+    bench = opened(http_gem(gem, {}), http="real", private_hosts=LOCAL, http_timeout=30.0, timeout=2.0)
     bench.call(f"fetch_{lang}", {"url": httpserver.url_for("/missing")})  # start the sandbox first
     res = fetch(bench, lang, httpserver.url_for("/drip"))
     whole = drip.finished.is_set()  # read as the call returns
@@ -600,7 +603,7 @@ def test_SEC5_huge_body_stops_at_http_body_bytes(
     fetch returns before the server has sent the 300 MB (no stopwatch: the server says so)."""
     huge = _Huge(300 * MiB)
     httpserver.expect_request("/huge").respond_with_handler(huge)
-    bench = opened(http_gem(gem, {}), http="real", http_timeout=60.0)
+    bench = opened(http_gem(gem, {}), http="real", private_hosts=LOCAL, http_timeout=60.0)
     tracemalloc.start()
     try:
         res = fetch(bench, "py", httpserver.url_for("/huge"))
@@ -621,7 +624,10 @@ def test_SEC5_huge_body_from_js_is_E_TOO_LARGE(
 ) -> None:
     httpserver.expect_request("/huge").respond_with_handler(_Huge(64 * MiB))
     bench = opened(
-        http_gem(gem, {}), http="real", limits=dataclasses.replace(DEFAULT, http_body_bytes=2 * MiB)
+        http_gem(gem, {}),
+        http="real",
+        private_hosts=LOCAL,
+        limits=dataclasses.replace(DEFAULT, http_body_bytes=2 * MiB),
     )
     res = fetch(bench, "js", httpserver.url_for("/huge"))
     assert res.error.code == "E_TOO_LARGE" and "http_body_bytes" in res.error.message
@@ -634,7 +640,7 @@ def test_SEC5_declared_length_over_the_cap_is_not_read(
     returns before the server has sent the 300 MB."""
     big = _Huge(300 * MiB, declared=True)
     httpserver.expect_request("/big").respond_with_handler(big)
-    bench = opened(http_gem(gem, {}), http="real")
+    bench = opened(http_gem(gem, {}), http="real", private_hosts=LOCAL)
     res = fetch(bench, lang, httpserver.url_for("/big"))
     whole = big.finished.is_set()  # read as the fetch returns
     assert res.error.code == "E_TOO_LARGE" and "Content-Length 314,572,800" in res.error.message
@@ -651,7 +657,12 @@ def test_SEC5_body_cap_is_the_same_on_mock_and_real(
         if transport == "real"
         else [{"match": lambda r: True, "respond": lambda r: {"body": b"y" * int(r.url.split("n=")[1])}}]
     )
-    bench = opened(http_gem(gem, {}), http=http, limits=dataclasses.replace(DEFAULT, http_body_bytes=1000))
+    bench = opened(
+        http_gem(gem, {}),
+        http=http,
+        private_hosts=LOCAL,
+        limits=dataclasses.replace(DEFAULT, http_body_bytes=1000),
+    )
     assert fetch(bench, lang, httpserver.url_for("/b") + "?n=1000").value["text"] == "y" * 1000
     res = fetch(bench, lang, httpserver.url_for("/b") + "?n=1001")
     assert res.error.code == "E_TOO_LARGE" and "1,000 bytes" in res.error.message
@@ -686,7 +697,10 @@ def _local(gem: GemBuilder, opened: Callable, port: int, paths: list[str] | None
     if paths is not None:
         grant["paths"] = paths
     return opened(
-        http_gem(gem, {"acme": grant}), http=_TlsShim(), credentials=creds(f"localhost:{port}", paths=paths)
+        http_gem(gem, {"acme": grant}),
+        http=_TlsShim(),
+        private_hosts=LOCAL,
+        credentials=creds(f"localhost:{port}", paths=paths),
     )
 
 
@@ -781,7 +795,7 @@ def test_N10_header_names_and_values_are_checked_never_E_INTERNAL(
 ) -> None:
     seen: list[Request] = []
     httpserver.expect_request("/h").respond_with_handler(_echo(seen))
-    bench = opened(http_gem(gem, {}), http="real")
+    bench = opened(http_gem(gem, {}), http="real", private_hosts=LOCAL)
     url = httpserver.url_for("/h")
     bad = [
         [["X-A", "a\r\nX-Injected: 1"]],
@@ -911,7 +925,7 @@ def test_SEC5_double_gzip_bomb_is_cut_at_the_cap_quickly(
             bomb, content_type="application/json", headers={"Content-Encoding": "gzip, gzip"}
         )
     )
-    bench = opened(http_gem(gem, {}), http="real", http_timeout=3.0)
+    bench = opened(http_gem(gem, {}), http="real", private_hosts=LOCAL, http_timeout=3.0)
     bench.call(f"fetch_{lang}", {"url": httpserver.url_for("/none")})  # start the sandbox first
     tracemalloc.start()
     try:
@@ -952,6 +966,7 @@ def test_N10_encoded_bodies_are_decoded_within_the_cap(
     bench = opened(
         http_gem(gem, {}),
         http="real",
+        private_hosts=LOCAL,
         limits=dataclasses.replace(DEFAULT, http_body_bytes=len(text.encode())),
     )
     from urllib.parse import quote as q
@@ -967,6 +982,7 @@ def test_N10_encoded_bodies_are_decoded_within_the_cap(
     small = opened(
         gem,
         http="real",
+        private_hosts=LOCAL,
         state_dir=gem.root.parent / "s2",
         limits=dataclasses.replace(DEFAULT, http_body_bytes=len(text.encode()) - 1),
     )
@@ -1055,3 +1071,63 @@ def test_SEC5_a_redirect_to_an_overlong_url_is_refused(gem: GemBuilder, opened: 
     res = fetch(opened(gem, http=handlers), "py", "https://api.acme.example/v1/start")
     assert res.error is not None and res.error.code == "E_HTTP", res.value
     assert res.error.details["reason"] == "bad redirect" and "Limits.url_chars" in res.error.message
+
+
+# == SEC4: a call fetches under the grants it started with ====================================
+MIDCALL = {
+    "py": """
+def handle(input, ctx):
+    ctx.http.fetch("https://api.acme.example/v1/first")
+    r = ctx.http.fetch("https://api.acme.example/v1/second", {"connection": "acme"})
+    return {"text": r.text(), "denied": r.credentialDenied}
+""",
+    "js": """
+export default async function (input, ctx) {
+  await ctx.http.fetch("https://api.acme.example/v1/first");
+  const r = await ctx.http.fetch("https://api.acme.example/v1/second", { connection: "acme" });
+  return { text: await r.text(), denied: r.credentialDenied ?? null };
+}
+""",
+}
+
+
+def test_SEC4_a_grant_added_mid_call_does_not_reach_the_running_call(
+    gem: GemBuilder, opened: Callable, lang: str
+) -> None:
+    """The manifest grants no connection; at the call's first fetch the author adds one, in
+    the open bench's manifest and in manifest.json, and widens it again in place. The call's
+    later fetch goes out without the credential; the next call, the edit reloaded, has it."""
+    import json
+
+    grant = {"hosts": ["api.acme.example"], "paths": ["/v1/"]}
+    rec, holder = Recorder(), []
+
+    def edit(req: HttpRequest) -> dict[str, Any]:
+        bench = holder[0]
+        conns = bench.manifest.permissions["http"]["connections"]
+        conns["acme"] = copy.deepcopy(grant)
+        for t in bench.manifest.tools.values():
+            t.permissions.setdefault("http", {}).setdefault("connections", {})["acme"] = copy.deepcopy(grant)
+        path = gem.root / "manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["permissions"]["http"]["connections"] = {"acme": grant}
+        path.write_text(json.dumps(manifest))
+        return {"text": "first"}
+
+    gem.tool("mid", MIDCALL[lang], ext=lang)
+    bench = opened(
+        http_gem(gem, {}),
+        http=[
+            {"match": "https://api.acme.example/v1/first", "respond": edit},
+            {"match": "https://api.acme.example/", "respond": rec},
+        ],
+        credentials=creds("api.acme.example"),
+    )
+    holder.append(bench)
+    res = bench.call("mid").raise_for_error()
+    assert rec.auth == [[]] and res.value["denied"] == {
+        "reason": "unknown connection",
+        "host": "api.acme.example",
+    }
+    assert bench.call("mid").raise_for_error().value["denied"] is None  # reloaded before it
+    assert rec.auth == [[], [f"Bearer {SECRET}"]]

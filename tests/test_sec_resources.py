@@ -29,6 +29,8 @@ from workbench.platforms import notochord
 
 DATA = b"resource bytes " * 500
 DATA_SHA = hashlib.sha256(DATA).hexdigest()
+# the test server listens on 127.0.0.1: real downloads reach it only when the bench names it
+LOCAL = ["127.0.0.1", "localhost"]
 MiB = 1024 * 1024
 
 PY_PATH = """
@@ -97,7 +99,7 @@ def test_SEC2_resource_id_never_writes_outside_the_cache_real(
     past_the_loader(
         monkeypatch, gem, {"id": rid, "url": httpserver.url_for("/r"), "sha256": DATA_SHA, "required": True}
     )
-    b = opened(gem, providers="real")
+    b = opened(gem, providers="real", private_hosts=LOCAL)
     b.providers.backends["resources"].wait(10)
     res = b.call(f"{lang}_path", {"id": rid})
     assert res.error is not None and res.error.code == "E_MANIFEST"
@@ -216,6 +218,7 @@ def test_SEC5_resource_download_has_a_total_deadline(
             },
         ),
         providers="real",
+        private_hosts=LOCAL,
     )
     err = b.call("py_path", {"id": "model"}).error
     whole = drip.finished.is_set()  # read as the call returns
@@ -267,6 +270,7 @@ def test_SEC5_resource_download_size_cap(
             },
         ),
         providers="real",
+        private_hosts=LOCAL,
     )
     tracemalloc.start()
     try:
@@ -296,6 +300,7 @@ def test_SEC5_resources_path_waits_only_for_the_calls_time(
     b = opened(
         res_gem(gem, {"id": "model", "url": httpserver.url_for("/slow"), "sha256": DATA_SHA}),
         providers="real",
+        private_hosts=LOCAL,
         timeout=2.0,
     )
     if lang == "js":
@@ -321,6 +326,7 @@ def test_R2_download_streams_into_a_temp_file_inside_the_cache(
             gem, {"id": "model", "url": httpserver.url_for("/slow"), "sha256": DATA_SHA, "required": True}
         ),
         providers="real",
+        private_hosts=LOCAL,
     )
     folder = b.providers.backends["resources"].root / DATA_SHA
     seen: set[str] = set()

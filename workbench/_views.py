@@ -227,7 +227,8 @@ class Views:
         call, scoped to its call: call_id, toolCallId, seq, source, event, data, time (UTC).
         `source` is who wrote the row, which no tool can set: "tool" (its ctx.audit),
         "platform" (a ctx.tools call) or "workbench" (a note saying what was dropped: the
-        first row when the bench dropped its oldest rows, Limits.audit_bench_chars)."""
+        first row when the bench dropped its oldest rows, Limits.audit_bench_chars); it is the
+        frame's index (`by`) as well, so `audit.loc["platform"]` is the calls made."""
         import pandas as pd
 
         from .ctx.audit import COLUMNS
@@ -241,6 +242,9 @@ class Views:
             rows.insert(0, {**first, "data": data})
         df = pd.DataFrame(rows, columns=COLUMNS)
         df["time"] = pd.to_datetime(df["time"], unit="s", utc=True)
+        # who wrote each row is the index too: any selection of columns, or one column as a
+        # Series, still tells a tool's ctx.audit('tool:send_email') from the platform's row
+        df.index = pd.Index(df["source"].tolist(), name="by")
         return df
 
     @gated

@@ -4,7 +4,9 @@ Rows are {call_id, toolCallId, seq, source, event, data, time}; `bench.audit()` 
 `source` says who wrote the row, and no tool can set it: "tool" for its own ctx.audit rows,
 "platform" for the rows the platform writes itself (each ctx.tools call, audited as the
 model's), "workbench" for a note saying what was dropped. A tool's event name is free (the seed
-reserves none), so `ctx.audit('tool:send_email', …)` is kept as written, as a "tool" row.
+reserves none), so `ctx.audit('tool:send_email', …)` is kept as written, as a "tool" row; the
+call's result warns that it is named like the platform's rows, and `bench.audit()` has the
+source as its index too, so a selection of columns still says who wrote each row.
 
 Bounded (SEC5): one row's data is at most `Limits.audit_row_chars` of JSON (E_INVALID_ARGUMENT
 past it); a call keeps `Limits.audit_rows` of its own rows, and one note row counts the rest;
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 MAX_EVENT_CHARS = 200  # an event name, as shown in the activity log
 COLUMNS = ["call_id", "toolCallId", "seq", "source", "event", "data", "time"]
 Source = Literal["tool", "platform", "workbench"]
+PLATFORM_PREFIX = "tool:"  # the event of the platform's row for a ctx.tools call: tool:<name>
 
 
 def activity_log(limits: Limits) -> Ring[dict[str, Any]]:
@@ -82,6 +85,12 @@ class Audit:
             limit = {"limit": self.s.limits.audit_row_chars} if "Limits." in why else {}
             raise WorkbenchError(
                 "E_INVALID_ARGUMENT", f"audit({event!r}, data): {why}", field="data", **limit
+            )
+        if event.startswith(PLATFORM_PREFIX):  # kept as written; the call result says so
+            self.s.warn(
+                f"A6: ctx.audit({event[:60]!r}) is named like the rows the platform writes for "
+                f"ctx.tools calls; it is this tool's own row (source 'tool' in bench.audit()), "
+                "not a call"
             )
         record(self.s, event, value, source="tool")
 

@@ -17,6 +17,11 @@ permission, the request with its redirects, the log and the reply.
 - When injecting, any `Authorization` the tool set (any case) and any header of an injected
   name are dropped, so the request carries the user's value only.
 - Nothing is carried between calls: no cookie jar, no kept-alive connection.
+- Every hop's request carries the bench's address guard (ctx/http_private.py): the real
+  transport resolves the host, refuses it when any address is loopback, private or otherwise
+  not public unless `private_hosts=` names it (E_PERM_DENIED naming the address and the
+  option), and connects to the address it checked. The connection grants are the ones the
+  platform decided with the tool's other grants, so a call keeps the grants it started with.
 
 Bounds (SEC5): a fetch has ONE deadline, min(`timeout` option, `http_timeout` of open, the
 call's remaining time), over connecting, every redirect and the whole body; running out is
@@ -34,20 +39,22 @@ from __future__ import annotations
 import base64
 import builtins
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from .._errors import WorkbenchError
-from ..providers.hostnames import address_problem
 from .http_credentials import Credential, HttpState, credential_reason, grant_reason
 from .http_egress import egress_host, egress_problem
+from .http_private import FLAG as PRIVATE_FLAG
+from .http_private import OPTION as PRIVATE_OPTION
+from .http_private import check_option as check_private
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
 from .http_urls import Url, UrlTooLong, check_length, parse_url
 from .masking import mask_error
 from .spec import CapabilitySpec, Flag, OpenContext, Option, View, checked, file_or, number, path_or, seconds
 
 if TYPE_CHECKING:
-    from ..gem import Manifest, ToolSpec
     from ..providers.http import HttpResponse
     from ._session import CallSession
 
@@ -72,18 +79,11 @@ _IGNORED = {
 _SENSITIVE = {"authorization", "cookie", "proxy-authorization"}
 
 
-def _grants_http(perms: Any) -> bool:
-    return isinstance(perms, dict) and isinstance(perms.get("http"), dict)
-
-
-def _connections(manifest: Manifest, tool: ToolSpec) -> dict[str, Any]:
-    perms = (
-        tool.permissions
-        if _grants_http(tool.permissions) and "connections" in tool.permissions["http"]
-        else manifest.permissions
-    )
-    conns = (perms.get("http") or {}).get("connections") or {}
-    return dict(conns) if isinstance(conns, dict) else {}
+def _connections(session: CallSession) -> Mapping[str, Any]:
+    """The tool's connection grants as its platform decided them (N10, SEC4), once per (gem,
+    tool) and copied: an edit of the manifest during a call never reaches its later fetches."""
+    conns = session.grants.settings.get("http.connections")
+    return conns if isinstance(conns, Mapping) else {}
 
 
 class _Clock:
@@ -231,7 +231,7 @@ class Http:
     ) -> dict[str, Any]:
         from ..providers.http import HttpRequest, send, too_large
 
-        grant = _connections(self.s.manifest, self.s.tool).get(connection) if connection else None
+        grant = _connections(self.s).get(connection) if connection else None
         cred: Credential | None = None
         denied: dict[str, str] | None = None
         if connection is not None:
@@ -243,8 +243,6 @@ class Http:
                 denied, cred = {"reason": reason, "host": url.host}, None
         first = url
         max_bytes = self.s.limits.http_body_bytes
-        # K6: an integration's every hop connects only to a public address its name resolves to
-        guard = address_problem if self.s.grants.lists.get("egress") is not None else None
         row: dict[str, Any] = {
             "call_id": self.s.call_id,
             "tool": self.s.tool.name,
@@ -282,6 +280,9 @@ class Http:
                 left = clock.left()
                 if left <= 0:
                     raise clock.out_of_time(method, current.text)
+                # every hop connects only to a public address its name resolves to, or to a
+                # private one the bench's private_hosts= names (ctx/http_private.py)
+                guard = state.private.guard(current.host, current.port)
                 request = HttpRequest(method, current.text, send_headers, body, guard=guard)
                 try:
                     resp: HttpResponse = send(state.transport, request, left, max_bytes)
@@ -415,6 +416,7 @@ def _backend(opening: OpenContext) -> HttpState:
         options.get("credentials"),
         timeout=float(options.get("http_timeout", 10.0)),
         log_chars=opening.limits.http_log_chars,
+        private_hosts=options.get(PRIVATE_OPTION),
     )
 
 
@@ -511,6 +513,27 @@ SPEC = CapabilitySpec(
                     metavar="S",
                     help="seconds per fetch",
                     parse=number(float, what="seconds"),
+                ),
+            ),
+        ),
+        Option(
+            PRIVATE_OPTION,
+            "the private hosts real HTTP may reach, for local testing: 'host' or 'host:port' "
+            "entries, e.g. ['localhost', '127.0.0.1:8080', '[::1]:8080']",
+            type="list[str] | None",
+            default=None,
+            default_doc="none: every non-public address is refused",
+            check=check_private,
+            more="every address a request's host resolves to (every redirect hop, every spelling of "
+            "an address, real ctx.resources downloads too) is checked; a name entry lets that name "
+            "reach the private addresses it resolves to, an address entry that address; no wildcards "
+            "(ctx/http_private.py)",
+            flags=(
+                Flag(
+                    PRIVATE_FLAG,
+                    how="append",
+                    metavar="HOST[:PORT]",
+                    help="a private host real HTTP may reach (repeatable)",
                 ),
             ),
         ),

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import UsageError
 from ..platforms.base import Limits
 from ..providers.secrets import from_keyring
+from .http_private import PrivateHosts
 from .http_urls import HostRule, Url, hosts_allowed, path_allowed, path_rule
 from .kept import ROW_CHARS, Ring
 from .masking import SecretMask
@@ -179,8 +180,11 @@ class HttpState:
         timeout: float = 10.0,
         env: Mapping[str, str] | None = None,
         log_chars: int = Limits.http_log_chars,
+        private_hosts: Iterable[Any] | None = None,
     ) -> None:
         self.transport, self.timeout = transport, timeout
+        # the private hosts real requests may reach (ctx/http_private.py); none unless named
+        self.private = PrivateHosts(private_hosts)
         where, source = "credentials", "credentials="
         if isinstance(credentials, (str, os.PathLike)):  # a secrets file outside the notebook
             where, source = f"credentials file {os.fspath(credentials)}", "secrets file"

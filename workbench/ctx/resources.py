@@ -302,8 +302,10 @@ def _backend(opening: OpenContext) -> ResourceCache | None:
 
     if opening.kinds.get("resources", "mock") == "mock":
         source: Source = MockSource(opening.manifest.root, opening.options.get("resources"))
-    else:
-        source = HttpSource()
+    else:  # the URLs are the manifest's: each hop's addresses checked as ctx.http's are
+        from .http_private import OPTION, PrivateHosts
+
+        source = HttpSource(guard_for=PrivateHosts(opening.options.get(OPTION)).guard_url)
     return make_cache(opening.manifest, source=source, state_dir=opening.state_dir)
 
 

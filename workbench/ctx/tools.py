@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from ..gem.rules import SchemaRules
 from ..gem.schema import InputValidator, check_input
-from .audit import record
+from .audit import PLATFORM_PREFIX, record
 from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, file_or, path_or
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ class Tools:
         if len(calls) > s.limits.tool_calls:
             s.invocation.aborted = self._over_limit()
             raise s.invocation.aborted
-        record(s, f"tool:{name}", input)  # audited as the model's call of the tool
+        record(s, f"{PLATFORM_PREFIX}{name}", input)  # audited as the model's call of the tool
         callee = s.manifest.tools.get(name)
         if callee is not None and s.nest is not None:  # the gem's own tool: a nested invocation
             return s.nest(s, callee, input)

@@ -183,6 +183,9 @@ class Grants:
     granted: frozenset[str] = frozenset()
     denials: Mapping[str, tuple[str, Mapping[str, Any]]] = field(default_factory=dict)
     lists: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # e.g. "tools": names
+    # what a grant carries beyond yes or no, copied when decided so that an edit of the
+    # manifest never reaches a running call (e.g. "http.connections": {name: grant})
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def has(self, name: str) -> bool:
         return name in self.granted

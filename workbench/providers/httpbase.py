@@ -21,7 +21,8 @@ class HttpRequest:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     #: why an address may not be reached (None: it may); RealTransport resolves the host, asks
-    #: this of EVERY address and connects to the one it checked (K6 egress; None: no check)
+    #: this of EVERY address and connects to the one it checked. ctx.http gives every request
+    #: one (ctx/http_private.py); None: no check (a transport used on its own)
     guard: Callable[[str], str | None] | None = field(default=None, compare=False)
 
     @property

@@ -205,19 +205,81 @@ def _resolve(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+Target = tuple[str, dict[str, str], dict[str, Any]]  # (URL to connect to, Host header, extensions)
+
+
+def pinned(
+    method: str,
+    url: str,
+    guard: Callable[[str], str | None] | None,
+    hosts: Mapping[str, str] | None = None,
+) -> list[Target]:
+    """Where to connect for `url`: one target per address its host resolves to, in the
+    resolver's order, each the URL with that address as its host and the Host header and
+    httpcore extensions that keep the name for HTTP and TLS; `[url]` as given when there is
+    neither a guard nor a hosts-table entry for its host (httpx resolves it then).
+
+    With a guard, the host is resolved here (the hosts table first, then the system resolver)
+    and EVERY address is asked of it: one it refuses is E_PERM_DENIED naming the address,
+    before anything is sent. Only checked addresses are connected to (the next when one refuses
+    the connection, as socket.create_connection does), so DNS cannot answer differently between
+    the check and the connection."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    table = hosts or {}
+    if host in table:
+        addrs = [str(table[host])]
+    elif guard is None:
+        return [(url, {}, {})]
+    else:
+        try:
+            addrs = _resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
+        except (OSError, UnicodeError, ValueError) as exc:
+            raise WorkbenchError(
+                "E_HTTP",
+                f"{method} {url}: {host} does not resolve ({exc})",
+                url=url,
+                reason="connection",
+            ) from None
+    if guard is not None:
+        for a in addrs:  # every address: a resolver may answer with several, in any order
+            why = guard(a)
+            if why is not None:
+                said = a if host.strip("[]") == a else f"{host} resolves to {a}"
+                raise WorkbenchError(
+                    "E_PERM_DENIED",
+                    f"{method} {url}: {said}, {why}",
+                    url=url,
+                    host=host,
+                    address=a,
+                    option="private_hosts",
+                )
+    port = f":{parts.port}" if parts.port else ""
+    return [
+        (
+            urlunsplit(parts._replace(netloc=(f"[{a}]" if ":" in a else a) + port)),
+            {"Host": parts.netloc},
+            {"sni_hostname": host},
+        )
+        for a in addrs
+    ]
+
+
 class RealTransport:
     """httpx, one client per bench (its TLS setup is costly), but no state in it: no cookie
     jar, no kept-alive connection; redirects are never followed here (ctx.http does it).
 
-    A request with a `guard` (K6 egress) is resolved here, every address is checked with it,
-    and the connection goes to the first checked address, the name kept for the Host header,
-    TLS's SNI and the certificate check: a name that resolves to a private address is refused
-    (E_PERM_DENIED) and DNS cannot answer differently between the check and the connection.
+    A request with a `guard` (ctx.http gives every request one: ctx/http_private.py) is
+    resolved here, every address is checked with it, and the connection goes to the first
+    checked address, the name kept for the Host header, TLS's SNI and the certificate check: a
+    name that resolves to a private address is refused (E_PERM_DENIED) and DNS cannot answer
+    differently between the check and the connection.
 
     `hosts={"api.demo.example": "127.0.0.1"}` is the bench's own hosts table: those names
-    connect to those addresses without DNS and without the guard, as the one who opened the
-    bench said. It exists for tests that reach a server on 127.0.0.1 under a public-looking
-    name; nothing a tool or a manifest says reaches it."""
+    connect to those addresses without DNS, as the one who opened the bench said. It is a
+    resolver, not a permission: the guard still judges the address (a loopback address needs
+    `private_hosts=` naming the host or the address). It exists for tests that reach a server
+    on 127.0.0.1 under a public-looking name; nothing a tool or a manifest says reaches it."""
 
     kind = "real"
 
@@ -226,39 +288,9 @@ class RealTransport:
         self.hosts = {k.lower(): str(ipaddress.ip_address(v)) for k, v in (hosts or {}).items()}
         self._client: Any = None
 
-    def _pinned(self, request: HttpRequest) -> tuple[str, dict[str, str], dict[str, Any]]:
-        """The URL to connect to (its host the checked address), and the Host header and
-        httpcore extensions that keep the name for HTTP and TLS; as given without a guard."""
-        parts = urlsplit(request.url)
-        host = (parts.hostname or "").lower()
-        if host in self.hosts:
-            addr = self.hosts[host]
-        elif request.guard is None:
-            return request.url, {}, {}
-        else:
-            try:
-                addrs = _resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
-            except (OSError, UnicodeError) as exc:
-                raise WorkbenchError(
-                    "E_HTTP",
-                    f"{request.method} {request.url}: {host} does not resolve ({exc})",
-                    url=request.url,
-                    reason="connection",
-                ) from None
-            for a in addrs:  # every address: a resolver may answer with several, in any order
-                why = request.guard(a)
-                if why is not None:
-                    raise WorkbenchError(
-                        "E_PERM_DENIED",
-                        f"{request.method} {request.url}: {host} resolves to {a}, {why}; an "
-                        "integration's fetch reaches public addresses only",
-                        url=request.url,
-                        host=host,
-                        address=a,
-                    )
-            addr = addrs[0]
-        netloc = (f"[{addr}]" if ":" in addr else addr) + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc)), {"Host": parts.netloc}, {"sni_hostname": host}
+    def _pinned(self, request: HttpRequest) -> list[Target]:
+        """`pinned` for `request`, with this transport's hosts table."""
+        return pinned(request.method, request.url, request.guard, self.hosts)
 
     def _http(self) -> Any:
         import httpx
@@ -276,52 +308,25 @@ class RealTransport:
 
     def send(self, request: HttpRequest, timeout: float, max_bytes: int | None = None) -> HttpResponse:
         """One exchange within `timeout` seconds in total, its body at most `max_bytes`."""
-        import zlib
-
         import httpx
 
         client = self._http()
         # resolved here, as httpx would: getaddrinfo has no timeout and no socket to cut
-        url, host_header, pin = self._pinned(request)
+        targets = self._pinned(request)
         # the coding is ours to decode (boundedly): what the tool asked for was dropped upstream
         sent = {k: v for k, v in request.headers.items() if k.lower() != "accept-encoding"}
         sent["Accept-Encoding"] = ACCEPT_ENCODING
-        sent.update(host_header)
         with Watchdog(timeout) as dog:
-
-            def check() -> None:
-                if dog.fired:  # inflating is CPU work the socket cut cannot stop
-                    raise http_timeout_error(request, timeout, "total deadline")
-
             try:
-                with client.stream(
-                    request.method,
-                    url,
-                    headers={k: v.encode("latin-1") for k, v in sent.items()},
-                    content=request.body or None,
-                    timeout=httpx.Timeout(timeout),
-                    extensions={"trace": dog.trace, **pin},
-                ) as r:
-                    declared = _content_length(r.headers)
-                    if max_bytes is not None and declared is not None and declared > max_bytes:
-                        raise too_large(request, max_bytes, declared)  # not read at all
-                    chunks = decoded_body(r.iter_raw(_CHUNK), r.headers.get("content-encoding"), check)
+                for n, (url, host_header, pin) in enumerate(targets, 1):
                     try:
-                        body = stream_body(chunks, max_bytes, lambda: too_large(request, max_bytes or 0))
-                    except zlib.error as exc:
-                        raise WorkbenchError(
-                            "E_HTTP",
-                            f"{request.method} {request.url}: the "
-                            f"response body is not valid "
-                            f"{r.headers.get('content-encoding')} ({exc})",
-                            url=request.url,
-                            reason="decoding",
-                        ) from None
-                    # each byte a character, as fetch's ByteString headers (httpx would decode
-                    # UTF-8, then the JS Headers class refuses anything past U+00FF)
-                    raw = r.headers.raw
-                    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw]
-                    status, reason = r.status_code, r.reason_phrase
+                        resp = self._exchange(
+                            client, request, url, {**sent, **host_header}, pin, dog, max_bytes
+                        )
+                        break
+                    except httpx.ConnectError:  # the next checked address, as create_connection does
+                        if n == len(targets) or dog.fired:
+                            raise
             except httpx.TimeoutException as exc:
                 raise http_timeout_error(request, timeout, type(exc).__name__) from None
             except httpx.HTTPError as exc:
@@ -335,7 +340,53 @@ class RealTransport:
                 ) from None
         if dog.fired:  # a body read to "end of stream" after the cut is a truncated body
             raise http_timeout_error(request, timeout, "total deadline")
-        return HttpResponse(status=status, headers=headers, body=body, reason=reason)
+        return resp
+
+    @staticmethod
+    def _exchange(
+        client: Any,
+        request: HttpRequest,
+        url: str,
+        headers: dict[str, str],
+        pin: dict[str, Any],
+        dog: Watchdog,
+        max_bytes: int | None,
+    ) -> HttpResponse:
+        """`request` sent to `url` (one checked address), its body read and decoded."""
+        import zlib
+
+        import httpx
+
+        def check() -> None:
+            if dog.fired:  # inflating is CPU work the socket cut cannot stop
+                raise http_timeout_error(request, dog.seconds, "total deadline")
+
+        with client.stream(
+            request.method,
+            url,
+            headers={k: v.encode("latin-1") for k, v in headers.items()},
+            content=request.body or None,
+            timeout=httpx.Timeout(dog.seconds),
+            extensions={"trace": dog.trace, **pin},
+        ) as r:
+            declared = _content_length(r.headers)
+            if max_bytes is not None and declared is not None and declared > max_bytes:
+                raise too_large(request, max_bytes, declared)  # not read at all
+            chunks = decoded_body(r.iter_raw(_CHUNK), r.headers.get("content-encoding"), check)
+            try:
+                body = stream_body(chunks, max_bytes, lambda: too_large(request, max_bytes or 0))
+            except zlib.error as exc:
+                raise WorkbenchError(
+                    "E_HTTP",
+                    f"{request.method} {request.url}: the response body is not valid "
+                    f"{r.headers.get('content-encoding')} ({exc})",
+                    url=request.url,
+                    reason="decoding",
+                ) from None
+            # each byte a character, as fetch's ByteString headers (httpx would decode UTF-8,
+            # then the JS Headers class refuses anything past U+00FF)
+            headers_out = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in r.headers.raw]
+            return HttpResponse(status=r.status_code, headers=headers_out, body=body, reason=r.reason_phrase)
 
     def close(self) -> None:
         if self._client is not None:

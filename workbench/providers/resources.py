@@ -8,7 +8,8 @@ memory), or raises `FetchError` with a one-line reason:
                  one address per resource
     HttpSource   an httpx GET: `url`, then each of `mirrors`, in that order; bounded by the
                  attempt's `deadline` in total (a watchdog cuts a server that drips bytes) and
-                 by `max_bytes` (a larger Content-Length is refused before reading)
+                 by `max_bytes` (a larger Content-Length is refused before reading); every
+                 hop's host resolved and each address checked by the bench's address rule
 """
 
 from __future__ import annotations
@@ -96,14 +97,29 @@ class MockSource:
                 write(chunk)
 
 
+#: redirects a download follows (each hop resolved and checked again)
+MAX_REDIRECTS = 20
+_REDIRECTS = (301, 302, 303, 307, 308)
+Guard = Callable[[str], "str | None"]
+
+
 class HttpSource:
-    """Real downloads: httpx GET, redirects followed, no cookies; timeouts on connect, on each
-    read, and in total (`deadline`)."""
+    """Real downloads: httpx GET, no cookies; timeouts on connect, on each read, and in total
+    (`deadline`). Redirects are followed here, hop by hop, so that each hop's host is resolved
+    and every address checked by `guard_for(url)` (the bench's address rule: a manifest's URL,
+    or a redirect, to a loopback or private address is refused unless private_hosts= names it),
+    and the connection goes to the address that was checked (httpreal.pinned)."""
 
     kind = "real"
 
-    def __init__(self, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT) -> None:
+    def __init__(
+        self,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float = READ_TIMEOUT,
+        guard_for: Callable[[str], Guard | None] | None = None,
+    ) -> None:
         self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
+        self.guard_for = guard_for
 
     def addresses(self, spec: Mapping[str, Any]) -> list[str]:
         return [spec["url"], *spec.get("mirrors", ())]
@@ -129,32 +145,14 @@ class HttpSource:
         dog = Watchdog(left if left is not None else UNBOUNDED)
         # no kept-alive connection: every socket (redirects too) is one the watchdog saw
         client = httpx.Client(
-            follow_redirects=True,
+            follow_redirects=False,
             trust_env=False,
             cookies=no_cookie_jar(),
             limits=httpx.Limits(max_keepalive_connections=0),
         )
         try:
-            with (
-                dog,
-                client,
-                client.stream("GET", address, timeout=timeout, extensions={"trace": dog.trace}) as resp,
-            ):
-                if resp.status_code != 200:
-                    raise FetchError(f"HTTP {resp.status_code} {resp.reason_phrase}".rstrip())
-                try:
-                    total = int(resp.headers.get("content-length") or 0) or None
-                except ValueError:
-                    total = None
-                if total is not None and max_bytes is not None and total > max_bytes:
-                    raise FetchError(
-                        f"Content-Length {total:,} is over {max_bytes:,} bytes, the "
-                        "cap of one resource (DOWNLOAD_BYTES)"
-                    )
-                with _progress(total, f"{spec['id']} ← {resp.url.host}") as bar:
-                    for chunk in resp.iter_bytes(_CHUNK):
-                        write(chunk)
-                        bar.update(len(chunk))
+            with dog, client:
+                self._follow(client, address, spec, write, timeout, dog, max_bytes)
             if dog.fired:  # the body "ended" because the watchdog cut it
                 raise FetchError("timed out (the attempt's total deadline)")
         except httpx.TimeoutException as exc:
@@ -167,6 +165,85 @@ class HttpSource:
             if dog.fired:
                 raise FetchError("timed out (the attempt's total deadline)") from None
             raise FetchError(f"{type(exc).__name__}: {exc}") from None
+
+    def _follow(
+        self,
+        client: Any,
+        address: str,
+        spec: Mapping[str, Any],
+        write: Callable[[bytes], None],
+        timeout: Any,
+        dog: Any,
+        max_bytes: int | None,
+    ) -> None:
+        """GET `address`, following redirects hop by hop, each hop's address checked."""
+        from urllib.parse import urljoin
+
+        from .._errors import WorkbenchError
+        from .httpreal import pinned
+
+        url = address
+        for hop in range(MAX_REDIRECTS + 1):
+            guard = self.guard_for(url) if self.guard_for is not None else None
+            try:
+                targets = pinned("GET", url, guard)
+            except WorkbenchError as exc:
+                where = f" (redirect {hop} of {address})" if hop else ""
+                raise FetchError(f"{exc.message}{where}") from None
+            location = _get(client, targets, timeout, dog, spec, write, max_bytes)
+            if location is None:
+                return
+            url = urljoin(url, location)
+        raise FetchError(f"more than {MAX_REDIRECTS} redirects")
+
+
+def _get(
+    client: Any,
+    targets: list[Any],
+    timeout: Any,
+    dog: Any,
+    spec: Mapping[str, Any],
+    write: Callable[[bytes], None],
+    max_bytes: int | None,
+) -> str | None:
+    """One GET to the first checked address that takes the connection: a redirect's Location,
+    or None once the body was written."""
+    import httpx
+
+    for n, (target, host, pin) in enumerate(targets, 1):
+        try:
+            with client.stream(
+                "GET", target, headers=host, timeout=timeout, extensions={"trace": dog.trace, **pin}
+            ) as resp:
+                location = resp.headers.get("location")
+                if resp.status_code in _REDIRECTS and location:
+                    return str(location)
+                if resp.status_code != 200:
+                    raise FetchError(f"HTTP {resp.status_code} {resp.reason_phrase}".rstrip())
+                _body(resp, spec, write, max_bytes)
+                return None
+        except httpx.ConnectError:  # the next checked address, as create_connection does
+            if n == len(targets) or dog.fired:
+                raise
+    return None
+
+
+def _body(resp: Any, spec: Mapping[str, Any], write: Callable[[bytes], None], max_bytes: int | None) -> None:
+    """The response's body to `write`, chunk by chunk; a declared size over the cap is refused
+    before reading."""
+    try:
+        total = int(resp.headers.get("content-length") or 0) or None
+    except ValueError:
+        total = None
+    if total is not None and max_bytes is not None and total > max_bytes:
+        raise FetchError(
+            f"Content-Length {total:,} is over {max_bytes:,} bytes, the cap of one resource (DOWNLOAD_BYTES)"
+        )
+    host = resp.request.headers.get("host") or resp.url.host
+    with _progress(total, f"{spec['id']} ← {host}") as bar:
+        for chunk in resp.iter_bytes(_CHUNK):
+            write(chunk)
+            bar.update(len(chunk))
 
 
 class _NoBar:

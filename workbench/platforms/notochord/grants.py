@@ -5,6 +5,7 @@ Each denial names the manifest field to add, as a JSON pointer into manifest.jso
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ...gem.model import Manifest, ToolSpec
@@ -72,6 +73,20 @@ def _resources(manifest: Manifest, tool: ToolSpec) -> tuple[str, dict[str, Any]]
 DECIDERS = {"email": _email, "http": _http, "resources": _resources}
 
 
+def connections(manifest: Manifest, tool: ToolSpec) -> dict[str, Any]:
+    """N10/SEC4: the connection grants of `tool`'s fetches ({name: {hosts, paths?}}): the
+    tool's own `permissions.http.connections` when it declares them, else the manifest's; a
+    deep copy, so the grants a call starts with are the ones it keeps."""
+    perms = (
+        tool.permissions
+        if _has_http(tool.permissions) and "connections" in tool.permissions["http"]
+        else manifest.permissions
+    )
+    http = perms.get("http") if isinstance(perms, dict) else None
+    conns = (http if isinstance(http, dict) else {}).get("connections") or {}
+    return copy.deepcopy(dict(conns)) if isinstance(conns, dict) else {}
+
+
 def grants_for(manifest: Manifest, tool: ToolSpec) -> Grants:
     """What `tool` of `manifest` may use under Notochord's rules."""
     granted, denials = set(), {}
@@ -81,4 +96,4 @@ def grants_for(manifest: Manifest, tool: ToolSpec) -> Grants:
             granted.add(name)
         else:
             denials[name] = denial
-    return Grants(frozenset(granted), denials)
+    return Grants(frozenset(granted), denials, settings={"http.connections": connections(manifest, tool)})
