@@ -351,3 +351,26 @@ def test_K6_an_ekanos_tool_s_secret_in_utf16_mime_gzip_entities_spaced_hex_base3
     bench = opened(root, secrets={"api_key": SECRET}, fetch_handlers=HANDLERS, state_dir=tmp_path / "state")
     res = bench.call("leak").raise_for_error()
     _assert_masked_everywhere(bench, res, tmp_path)
+
+
+def test_SEC4_a_bundle_whose_secret_the_mask_cannot_hide_in_place_is_refused(tmp_path: Path) -> None:
+    """A secret that matches JSON's own syntax (`": "`) cannot be masked in a bundle's JSON
+    entries without breaking them: export wrote a bundle that no one could open; now it is
+    E_SECRET naming the line, and no bundle is written."""
+    import shutil
+
+    from conftest import EXAMPLE_GEM
+
+    import workbench
+
+    notes = Path(shutil.copytree(EXAMPLE_GEM, tmp_path / "notes"))
+    manifest = json.loads((notes / "manifest.json").read_text())
+    manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
+    (notes / "manifest.json").write_text(json.dumps(manifest))
+    creds = {"acme": {"headers": {"X-Key": '": "'}, "hosts": ["api.acme.example"]}}
+    with workbench.open(notes, state_dir=tmp_path / "state", credentials=creds) as bench:
+        bench.call("add_note", {"title": "a"}).raise_for_error()
+        with pytest.raises(workbench.WorkbenchError) as err:
+            bench.export(tmp_path / "x.gemrepro")
+    assert err.value.code == "E_SECRET" and err.value.details["line"] > 0 and "line" in err.value.message
+    assert [p.name for p in tmp_path.iterdir() if p.name not in ("notes", "state")] == []

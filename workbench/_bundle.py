@@ -183,11 +183,36 @@ def _masker(bench: Bench) -> Any:
         # UTF-8 text as text; other bytes through latin-1 (lossless), so an ASCII secret in a
         # binary file is masked too
         try:
-            return http.mask(data.decode("utf-8")).encode("utf-8")
+            text, codec = data.decode("utf-8"), "utf-8"
         except UnicodeDecodeError:
-            return http.mask(data.decode("latin-1")).encode("latin-1", "replace")
+            text, codec = data.decode("latin-1"), "latin-1"
+        masked = http.mask(text)
+        if masked != text:
+            _still_json(text, masked)
+        return masked.encode(codec, "replace")
 
     return mask
+
+
+def _still_json(text: str, masked: str) -> None:
+    """E_SECRET when masking broke a JSON text (a secret that matches its own syntax, `": "`):
+    the bundle would not open, and the secret cannot be hidden in place."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return  # not JSON before: nothing to keep
+    try:
+        json.loads(masked)
+    except (ValueError, RecursionError):
+        line = next(
+            (n for n, (a, b) in enumerate(zip(text.splitlines(), masked.splitlines()), 1) if a != b), 1
+        )
+        raise WorkbenchError(
+            "E_SECRET",
+            f"cannot export: line {line} of a JSON entry would hold a secret in a form the mask "
+            "cannot hide in place; nothing was written",
+            line=line,
+        ) from None
 
 
 def _json(value: Any) -> bytes:
