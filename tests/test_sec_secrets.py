@@ -112,8 +112,9 @@ _HOSTILE = {
     "base64 between slashes": "('Zm9vYmFy/' * N)[:N]",
     # the encodings of round 4: MIME lines (as written and JSON-escaped), spaced hex, HTML
     # references (broken ones, and a bare '&' before a long run), base32, gzip bombs in base64
-    "MIME lines": "('QUJDRA\\n' * N)[:N]",
-    "escaped CRLF lines": "('QUJDRA\\\\r\\\\n' * N)[:N]",
+    "MIME lines": "(('QUJD' * 19 + '\\n') * N)[:N]",
+    "escaped CRLF lines": "(('QUJD' * 19 + '\\\\r\\\\n') * N)[:N]",
+    "lines of 16": "(('QUJD' * 4 + '\\n') * N)[:N]",
     "short lines": "('QQ\\n' * N)[:N]",
     "backslashes": "'\\\\' * N",
     "escaped breaks before letters": "('\\\\nA' * N)[:N]",

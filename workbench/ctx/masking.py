@@ -22,6 +22,7 @@ import html
 import json
 import re
 import zlib
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, unquote_plus
 
@@ -33,21 +34,40 @@ MASK = "***"
 MIN_CHARS = 4
 _ESCAPES = 3  # JSON in a JSON string in a JSON text (a kv value in a case file): escaped 3 deep
 _DEPTH = 2  # base64 of JSON holding base64 of the secret: two decodings
-# a token starts where no other token character (nor a backslash: JSON's \u00e9) comes before
-# it, or right after JSON's escape of a line break, tab or quote (`\nQUJD…` in a JSON text)
-_AFTER_ESCAPE = r'(?<=\\[nrtbf"/])'
-_B64 = re.compile(rf"(?:(?<![\\A-Za-z0-9+/_-])|{_AFTER_ESCAPE})[A-Za-z0-9+/_-]{{6,}}={{0,6}}")
-_HEX = re.compile(rf"(?:(?<![\\0-9A-Za-z])|{_AFTER_ESCAPE})[0-9A-Fa-f]{{8,}}(?![0-9A-Za-z])")
-# MIME's base64: lines joined by a line break, as written or JSON-escaped (once or deeper)
+
+
+class _Tokens:
+    """A token pattern, twice: starting where none of `before` comes before it (a run's start,
+    so a long run is scanned once), and right after JSON's escape of a line break, tab or quote
+    (`\\nQUJD…` in a JSON text), looked for only in text holding a backslash."""
+
+    def __init__(self, before: str, body: str) -> None:
+        self.plain = re.compile(f"(?<!{before}){body}")
+        self.escaped = re.compile(f'(?<=\\\\[nrtbf"/]){body}')
+
+    def sub(self, fn: Callable[[re.Match[str]], str], text: str) -> str:
+        text = self.plain.sub(fn, text)
+        return self.escaped.sub(fn, text) if "\\" in text else text
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        yield from self.plain.finditer(text)
+        if "\\" in text:
+            yield from self.escaped.finditer(text)
+
+
+# a token starts where no other token character (nor a backslash: JSON's \u00e9) comes before it
+_B64 = _Tokens(r"[\\A-Za-z0-9+/_-]", r"[A-Za-z0-9+/_-]{6,}={0,6}")
+_HEX = _Tokens(r"[\\0-9A-Za-z]", r"[0-9A-Fa-f]{8,}(?![0-9A-Za-z])")
+# MIME's base64: lines joined by a line break, as written or JSON-escaped (once or deeper);
+# every line but the last at least 16 characters (MIME's are 76, PEM's 64), so prose is no block
 _BREAK = r"(?:\r?\n|(?:\\{1,7}r)?\\{1,7}n)"
-_MIME = re.compile(
-    rf"(?:(?<![\\A-Za-z0-9+/_-])|{_AFTER_ESCAPE})[A-Za-z0-9+/]{{4,}}(?:{_BREAK}[A-Za-z0-9+/]{{2,}})+={{0,2}}"
+_MIME = _Tokens(
+    r"[\\A-Za-z0-9+/_-]",
+    rf"[A-Za-z0-9+/]{{16,}}(?:{_BREAK}[A-Za-z0-9+/]{{16,}})*{_BREAK}[A-Za-z0-9+/]{{2,}}={{0,2}}",
 )
 _BREAKS = re.compile(_BREAK)
 # hex bytes one by one, apart: `73 65 63`, `73:65:63`, `73-65-63`, `73,65`
-_SPACED_HEX = re.compile(
-    rf"(?:(?<![0-9A-Za-z])|{_AFTER_ESCAPE})[0-9A-Fa-f]{{2}}(?:[ :,-][0-9A-Fa-f]{{2}}){{3,}}(?![0-9A-Za-z])"
-)
+_SPACED_HEX = _Tokens(r"[0-9A-Za-z]", r"[0-9A-Fa-f]{2}(?:[ :,-][0-9A-Fa-f]{2}){3,}(?![0-9A-Za-z])")
 _HEX_SEPARATORS = re.compile(r"[ :,-]")
 _BASE32 = re.compile(r"[A-Za-z2-7]+")
 # a run of text holding HTML character references; it also starts after a bare '&' (a query's)
