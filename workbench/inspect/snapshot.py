@@ -134,9 +134,9 @@ def restore(snap: Snapshot, p: Providers) -> None:
     back (each entry goes through the store, which follows no link swapped in meanwhile)."""
     failed: list[tuple[str, str, OSError]] = []
 
-    def attempt(root: str, path: str, step: Callable[[], Any]) -> None:
+    def attempt(root: str, path: str, step: Callable[..., None], *args: Any) -> None:
         try:
-            step()
+            step(p, root, path, *args)
         except OSError as exc:  # LinkInPath too: an OSError the store raises rather than follow
             failed.append((root, path, exc))
 
@@ -144,9 +144,9 @@ def restore(snap: Snapshot, p: Providers) -> None:
     # new entries, and entries whose type changed (a file where a folder was, or the reverse)
     stale = [k for k in now if k not in snap.files or snap.files[k][0] != now[k][0]]
     for root, path in sorted(stale, key=lambda k: -len(k[1])):
-        attempt(root, path, lambda r=root, q=path: _remove(p, r, q))
+        attempt(root, path, _remove)
     for (root, path), (kind, data) in sorted(snap.files.items(), key=lambda kv: len(kv[0][1])):
-        attempt(root, path, lambda r=root, q=path, k=kind, d=data: _put(p, r, q, k, d, now.get((r, q))))
+        attempt(root, path, _put, kind, data, now.get((root, path)))
     p.store.restore(snap.data)
     p.sql_db.restore(snap.sql_db)
     if failed:
