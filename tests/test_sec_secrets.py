@@ -375,3 +375,31 @@ def test_SEC4_a_bundle_whose_secret_the_mask_cannot_hide_in_place_is_refused(tmp
             bench.export(tmp_path / "x.gemrepro")
     assert err.value.code == "E_SECRET" and err.value.details["line"] > 0 and "line" in err.value.message
     assert [p.name for p in tmp_path.iterdir() if p.name not in ("notes", "state")] == []
+
+
+NEWLINE_PY = r"""
+import base64
+def handle(input, ctx):
+    r = ctx.http.fetch("https://api.acme.example/v1/echo", {"connection": "acme"})
+    k = r.json()["auth"].replace("Bearer ", "")
+    basic = base64.b64encode(("user:" + k).encode()).decode()
+    ctx.storage.kv.set("note", "line one\n" + basic + "\t" + k.encode().hex() + '"' + basic)
+    return {"basic": basic, "hex": k.encode().hex()}
+"""
+
+
+def test_K6_a_token_right_after_a_json_escaped_line_break_is_masked_in_the_trace(
+    tmp_path: Path, opened: Callable
+) -> None:
+    """The trace masks each row's arguments as one JSON text, where a line break is `\\n`: a
+    base64 or hex token right after it (after `\\t`, `\\"` too) started after a letter, so no
+    token was seen and the Basic header showed in clear."""
+    root = _notochord_leaky(tmp_path / "leak", "py")
+    (root / "tools" / "leak.py").write_text(NEWLINE_PY)
+    creds = {"acme": {"token": SECRET, "hosts": ["api.acme.example"]}}
+    bench = opened(root, credentials=creds, http=ECHO_AUTH)
+    res = bench.call("leak", {}).raise_for_error()
+    rows = json.dumps(res.trace_rows, default=str)
+    assert res.value["basic"] not in rows and res.value["hex"] not in rows
+    (kv,) = [r for r in res.trace_rows if r["method"] == "storage.kv.set"]
+    assert kv["params"][0][1] == 'line one\n***\t***"***'  # the rest stays readable
