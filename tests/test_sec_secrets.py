@@ -272,6 +272,9 @@ export default async function (input, ctx) {
   await ctx.http.fetch("https://api.acme.example/v1/p", { connection: "acme", method: "POST", body: JSON.stringify(f) });
   for (const [name, v] of Object.entries(f)) await ctx.storage.kv.set(name, v);
   await ctx.files.write("workspace:forms.txt", Object.values(f).join("\n"));
+  for (const name of ["u16le_b64", "u16be_bom_b64", "gzip_b64"]) {  // the raw bytes, in a file
+    await ctx.files.write("workspace:" + name + ".bin", f[name], { encoding: "base64" });
+  }
   return f;
 }
 """
@@ -289,6 +292,8 @@ def handle(input, ctx):
     for name, v in f.items():
         ctx.storage.kv.set(name, v)
     ctx.files.write("workspace:forms.txt", "\n".join(f.values()))
+    for name in ("u16le_b64", "u16be_bom_b64", "gzip_b64"):  # the raw bytes, in a file
+        ctx.files.write("workspace:" + name + ".bin", f[name], {"encoding": "base64"})
     return f
 """
 )
@@ -329,13 +334,16 @@ def test_K6_a_notochord_tool_s_secret_in_utf16_mime_gzip_entities_spaced_hex_bas
     tmp_path: Path, opened: Callable, ext: str
 ) -> None:
     """A gem tool (JS in the sandbox, or Python) given a credential writes it in each encoding
-    of round 4 to its console, an HTTP body, kv, a file and its result: the trace, logs, HTTP
-    log, its pinned case and a bundle hold none of them (each was shown in clear before)."""
+    of round 4 to its console, an HTTP body, kv, a file and its result (and UTF-16 and gzip as
+    raw bytes in files): the trace, logs, HTTP log, its pinned case and a bundle hold none of
+    them (each was shown in clear before)."""
     root = _notochord_leaky(tmp_path / "leak", ext)
     creds = {"acme": {"token": SECRET, "hosts": ["api.acme.example"]}}
     bench = opened(root, credentials=creds, http=ECHO_AUTH, state_dir=tmp_path / "state")
     res = bench.call("leak", {}).raise_for_error()
     _assert_masked_everywhere(bench, res, tmp_path)
+    case = (root / "tests" / "calls" / "leak" / "leak.json").read_text("utf-8")
+    assert all(f"{n}.bin" in case for n in ("u16le_b64", "u16be_bom_b64", "gzip_b64"))  # kept, masked
 
 
 def test_K6_an_ekanos_tool_s_secret_in_utf16_mime_gzip_entities_spaced_hex_base32_is_masked(
