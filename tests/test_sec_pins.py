@@ -930,3 +930,22 @@ def test_SEC2_gem_workbench_test_collects_and_replays_cases_of_odd_tool_names(tm
     out = cli("test", str(root), cwd=tmp_path)
     assert out.returncode == 0 and "2 passed" in out.stdout, out.stdout[-3000:]
     assert "tests/calls/__x/first.json ." in out.stdout and "tests/calls/_CON/first.json ." in out.stdout
+
+
+def test_SEC2_the_doctor_writes_a_case_for_a_tool_named_like_a_device_and_it_replays(tmp_path: Path) -> None:
+    """The doctor writes its findings through the same case folder rule: a tool `con` that throws gets tests/calls/doctor/_con/throw.json (a UsageError before), and the replay
+    reads it back as a finding that still occurs, not as a misplaced case."""
+    root = tmp_path / "odd"
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "t.py").write_text("def handle(input, ctx):\n    raise ValueError('always')\n")
+    name = "con"
+    tool = {"name": name, "file": "tools/t.py", "inputSchema": {"type": "object"}, "sideEffect": "read"}
+    (root / "manifest.json").write_text(
+        json.dumps({"id": "t.odd", "name": "O", "version": "0.1.0", "tools": [tool]})
+    )
+    with workbench.open(root, state_dir=tmp_path / "state") as bench:
+        report = bench.doctor(tool=name, seconds=2, seed=1)
+    cases = [f.case for f in report.findings if f.case is not None]
+    assert cases and {c.parent for c in cases} == {root / "tests" / "calls" / "doctor" / ODD_TOOLS[name]}
+    out = replay_case(cases[0])
+    assert not out.ok and "still occurs" in out.report()
