@@ -131,6 +131,7 @@ class SecretMask:
         self._shortest = min(len(n) for n in self._needles)
 
     def mask(self, text: str) -> str:
+        """`text` with every form of every secret masked (`***`), each token that hides one whole."""
         if not self._forms:
             return text
         for s in self._longest_first:
