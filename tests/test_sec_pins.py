@@ -12,6 +12,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import shutil
 import threading
 import urllib.parse
@@ -850,3 +851,101 @@ def test_SEC4_a_secret_the_mask_cannot_hide_in_place_refuses_the_pin(notes: Path
             res.pin("x")
     assert err.value.code == "E_SECRET" and "line" in err.value.message and err.value.details["line"] > 0
     assert not (notes / "tests").exists()
+
+
+# -- any tool name the manifest accepts can be pinned (SEC2: one naming rule) -----------------
+#: tool names Notochord's manifest takes that no plain file name is: a leading '_', Windows'
+#: device names in any case, and the workbench's own folder of tests/calls
+ODD_TOOLS = {"_x": "__x", "con": "_con", "CON": "_CON", "nul": "_nul", "com1": "_com1", "doctor": "_doctor"}
+ECHO_PY = "def handle(input, ctx):\n    return {'tool': input.get('t')}\n"
+ECHO_JS = "export default async function (input, ctx) { return { tool: input.t ?? null }; }\n"
+
+
+def _odd_gem(root: Path, ext: str) -> Path:
+    (root / "tools").mkdir(parents=True)
+    tools = []
+    for i, name in enumerate(ODD_TOOLS):
+        (root / "tools" / f"t{i}.{ext}").write_text(ECHO_PY if ext == "py" else ECHO_JS)
+        tools.append(
+            {
+                "name": name,
+                "file": f"tools/t{i}.{ext}",
+                "inputSchema": {"type": "object"},
+                "sideEffect": "read",
+            }
+        )
+    (root / "manifest.json").write_text(
+        json.dumps({"id": "t.odd", "name": "O", "version": "0.1.0", "tools": tools})
+    )
+    return root
+
+
+@pytest.mark.parametrize("ext", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC2_a_tool_name_the_manifest_accepts_is_pinned_in_an_escaped_folder_and_replays(
+    tmp_path: Path, outside: Path, ext: str
+) -> None:
+    """`_x`, `con`, `CON` (…) were refused by the pin's file-name rule though the manifest took
+    them; now each gets its own folder (case_folder), which no other tool's can be, and the
+    replay finds the case back there."""
+    root = _odd_gem(tmp_path / "odd", ext)
+    with workbench.open(root, state_dir=tmp_path / "state") as bench:
+        paths = {name: bench.call(name, {"t": name}).raise_for_error().pin("first") for name in ODD_TOOLS}
+    assert {n: p.parent.name for n, p in paths.items()} == ODD_TOOLS
+    assert all(p.parent.parent == root / "tests" / "calls" for p in paths.values())
+    for name, path in paths.items():
+        assert json.loads(path.read_text())["tool"] == name
+        out = replay_case(path)
+        assert out.ok, out.report()
+    moved = root / "tests" / "calls" / "_con" / "first.json"  # a case in another tool's folder
+    shutil.copy(paths["CON"], moved)
+    with pytest.raises(workbench.WorkbenchError) as err:
+        replay_case(moved)
+    assert err.value.code == "E_CASE" and err.value.details["field"] == "tool"
+
+
+def test_SEC2_case_folder_is_one_to_one_and_never_a_device_or_plain_name() -> None:
+    from workbench._pinreplay import calls_folder_of
+    from workbench.gem.names import case_folder, reserved
+    from workbench.testing.pinitems import is_case_file
+
+    names = [*ODD_TOOLS, "add_note", "a.b", "Con.txt", "a.", "x" * 300, "y" * 300, "é", "a/b", "", "_" * 99]
+    folders = [case_folder(n) for n in names]
+    assert len(set(folders)) == len(names)  # one-to-one
+    safe = re.compile(r"(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+    assert [f for f in folders if not safe.fullmatch(f) or reserved(f)] == []
+    assert [(n, f) for n, f in zip(names, folders) if not f.startswith("_") and f != n] == []  # plain: itself
+    assert case_folder("add_note") == "add_note" and case_folder("a.b") == "a.b"  # existing cases stay put
+    for f in folders:  # collection and replay both take a case (and a doctor's case) in each folder
+        for rel in (f"g/tests/calls/{f}/a.json", f"g/tests/calls/doctor/{f}/N7.json"):
+            assert is_case_file(Path(rel)) and calls_folder_of(Path(rel)) == Path("g")
+
+
+def test_SEC2_gem_workbench_test_collects_and_replays_cases_of_odd_tool_names(tmp_path: Path) -> None:
+    from test_pins_cli import cli
+
+    root = _odd_gem(tmp_path / "odd", "py")
+    with workbench.open(root, state_dir=tmp_path / "state") as bench:
+        for name in ("_x", "CON"):
+            bench.call(name, {"t": name}).raise_for_error().pin("first")
+    out = cli("test", str(root), cwd=tmp_path)
+    assert out.returncode == 0 and "2 passed" in out.stdout, out.stdout[-3000:]
+    assert "tests/calls/__x/first.json ." in out.stdout and "tests/calls/_CON/first.json ." in out.stdout
+
+
+def test_SEC2_the_doctor_writes_a_case_for_a_tool_named_like_a_device_and_it_replays(tmp_path: Path) -> None:
+    """The doctor writes its findings through the same case folder rule: a tool `con` that throws gets tests/calls/doctor/_con/throw.json (a UsageError before), and the replay
+    reads it back as a finding that still occurs, not as a misplaced case."""
+    root = tmp_path / "odd"
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "t.py").write_text("def handle(input, ctx):\n    raise ValueError('always')\n")
+    name = "con"
+    tool = {"name": name, "file": "tools/t.py", "inputSchema": {"type": "object"}, "sideEffect": "read"}
+    (root / "manifest.json").write_text(
+        json.dumps({"id": "t.odd", "name": "O", "version": "0.1.0", "tools": [tool]})
+    )
+    with workbench.open(root, state_dir=tmp_path / "state") as bench:
+        report = bench.doctor(tool=name, seconds=2, seed=1)
+    cases = [f.case for f in report.findings if f.case is not None]
+    assert cases and {c.parent for c in cases} == {root / "tests" / "calls" / "doctor" / ODD_TOOLS[name]}
+    out = replay_case(cases[0])
+    assert not out.ok and "still occurs" in out.report()

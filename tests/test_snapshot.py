@@ -508,3 +508,152 @@ def test_restore_file_and_folder_swapped(setup):
     bench.restore(snap)
     assert bench.diff(snap).empty
     assert state(bench) == before
+
+
+# -- restore while another process swaps folders for links (SEC2) ----------------------------
+def _outside(tmp_path: Any) -> tuple[Any, Callable[[], dict[str, bytes]]]:
+    """A folder outside the bench with a sentinel, and a reading of everything in it."""
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "sentinel.txt").write_text("untouched")
+
+    def tree() -> dict[str, bytes]:
+        return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+    return out, tree
+
+
+def _swap_for_link(folder: Any, target: Any) -> None:
+    import shutil
+
+    shutil.rmtree(folder)
+    folder.symlink_to(target, target_is_directory=True)
+
+
+@pytest.mark.parametrize("kind", ["real"], indirect=True)
+def test_SEC2_restore_while_a_folder_becomes_a_link_is_E_PATH_and_writes_nothing_outside(
+    setup: Any, tmp_path: Any
+) -> None:
+    """The red team swapped `sub` for a link to a folder outside between the restore's listing
+    and its write of sub/deep.txt: a raw OSError (LinkInPath) escaped. Now E_PATH names the
+    entry, the rest of the snapshot is back, and nothing lands outside."""
+    bench, (a, b, _) = setup
+    out, tree = _outside(tmp_path)
+    before = tree()
+    snap = bench.snapshot()
+    assert bench.call("mutate", {"a": a, "b": b}).ok  # deletes workspace:sub, changes keep.txt
+    ws = bench.providers.files.workspace
+    store = bench.providers.files
+    write = store.write
+
+    def racing_write(root: str, path: str, data: bytes) -> None:
+        if path.startswith("sub/") and not (ws / "sub").is_symlink():
+            _swap_for_link(ws / "sub", out)  # another process, right before the write
+        write(root, path, data)
+
+    store.write = racing_write
+    try:
+        with pytest.raises(workbench.WorkbenchError) as err:
+            bench.restore(snap)
+    finally:
+        del store.write
+    assert err.value.code == "E_PATH" and err.value.details["path"] == "workspace:sub/deep.txt"
+    assert "workspace:sub/deep.txt" in err.value.message and "symbolic link" in err.value.message
+    assert tree() == before and (ws / "keep.txt").read_text() == "v1"  # the rest was put back
+    assert bench.kv().set_index("key")["value"].to_dict() == {"k1": "a", "k2": "x"}
+    (ws / "sub").unlink()  # the folder holds still: the same snapshot restores whole
+    bench.restore(snap)
+    assert bench.diff(snap).empty and tree() == before
+
+
+_SWAPPER = """
+import os, sys, time
+ws, out = sys.argv[1], sys.argv[2]
+swaps, stop = 0, time.monotonic() + 60
+while time.monotonic() < stop and not os.path.exists(os.path.join(out, "..", "stop")):
+    for name, target in (("sub", out), ("keep.txt", os.path.join(out, "sentinel.txt"))):
+        tmp, where = os.path.join(ws, ".swap-" + name), os.path.join(ws, name)
+        try:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            os.symlink(target, tmp)
+            if os.path.isdir(where) and not os.path.islink(where):
+                os.rename(where, os.path.join(ws, f".old-{swaps}"))  # the folder, moved aside whole
+            os.replace(tmp, where)
+            swaps += 1
+        except OSError:
+            pass
+print(swaps)
+"""
+
+
+@pytest.mark.parametrize("kind", ["real"], indirect=True)
+def test_SEC2_restore_racing_a_link_swap_loop_is_coded_and_writes_nothing_outside(
+    setup: Any, tmp_path: Any
+) -> None:
+    """Another process swaps `sub` for a link to a folder outside (and keep.txt for a link to
+    the sentinel) in a loop while restore runs 40 times: each restore ends done or E_PATH,
+    never a raw OSError, and nothing outside is written."""
+    import subprocess
+    import sys
+
+    bench, _ = setup
+    out, tree = _outside(tmp_path)
+    before = tree()
+    snap = bench.snapshot()
+    ws = bench.providers.files.workspace
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", _SWAPPER, str(ws), str(out)], stdout=subprocess.PIPE, text=True
+    )
+    outcomes: dict[str, int] = {}
+    try:
+        for _ in range(40):
+            try:
+                bench.restore(snap)
+                outcomes["done"] = outcomes.get("done", 0) + 1
+            except workbench.WorkbenchError as exc:
+                assert exc.code == "E_PATH" and exc.details["path"].startswith("workspace:"), exc
+                outcomes["E_PATH"] = outcomes.get("E_PATH", 0) + 1
+    finally:
+        (tmp_path / "stop").touch()
+        try:
+            swaps = int(swapper.communicate(timeout=30)[0] or 0)
+        finally:
+            if swapper.poll() is None:
+                swapper.kill()
+                swapper.communicate()
+    assert sum(outcomes.values()) == 40 and swaps > 0, (outcomes, swaps)
+    assert tree() == before
+    for p in ws.iterdir():  # the swapper's leftovers
+        if p.is_symlink():
+            p.unlink()
+    bench.restore(snap)
+    assert bench.diff(snap).empty and tree() == before
+
+
+@pytest.mark.parametrize("kind", ["real"], indirect=True)
+def test_SEC2_snapshot_of_a_file_swapped_for_a_link_is_E_PATH(setup: Any, tmp_path: Any) -> None:
+    """keep.txt becomes a link to a file outside between the snapshot's listing and its read:
+    E_PATH naming it (a raw OSError before), and the link is never read through."""
+    bench, _ = setup
+    out, tree = _outside(tmp_path)
+    ws, store = bench.providers.files.workspace, bench.providers.files
+    read = store.read
+
+    def racing_read(root: str, path: str) -> bytes:
+        if path == "keep.txt" and not (ws / "keep.txt").is_symlink():
+            (ws / "keep.txt").unlink()
+            (ws / "keep.txt").symlink_to(out / "sentinel.txt")
+        return read(root, path)
+
+    store.read = racing_read
+    try:
+        with pytest.raises(workbench.WorkbenchError) as err:
+            bench.snapshot()
+    finally:
+        del store.read
+    assert err.value.code == "E_PATH" and err.value.details["path"] == "workspace:keep.txt"
+    assert (
+        err.value.message.startswith("snapshot: workspace:keep.txt: ")
+        and tree()["sentinel.txt"] == b"untouched"
+    )

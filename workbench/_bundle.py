@@ -197,6 +197,8 @@ def _masker(bench: Bench) -> Any:
         except UnicodeDecodeError:
             return http.mask(data.decode("latin-1")).encode("latin-1", "replace")
         masked = http.mask(text)
+        if masked != text:
+            _still_json(text, masked)
         if not _NESTED.search(masked):  # no JSON text inside a string: masked in place
             return masked.encode("utf-8")
         try:
@@ -223,6 +225,27 @@ def scrubbed(bench: Bench, value: Any) -> Any:
     from ._pins import _scrub
 
     return _scrub(http.mask, value, 0)
+
+
+def _still_json(text: str, masked: str) -> None:
+    """E_SECRET when masking broke a JSON text (a secret that matches its own syntax, `": "`):
+    the bundle would not open, and the secret cannot be hidden in place."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return  # not JSON before: nothing to keep
+    try:
+        json.loads(masked)
+    except (ValueError, RecursionError):
+        line = next(
+            (n for n, (a, b) in enumerate(zip(text.splitlines(), masked.splitlines()), 1) if a != b), 1
+        )
+        raise WorkbenchError(
+            "E_SECRET",
+            f"cannot export: line {line} of a JSON entry would hold a secret in a form the mask "
+            "cannot hide in place; nothing was written",
+            line=line,
+        ) from None
 
 
 def _json(value: Any) -> bytes:

@@ -26,6 +26,7 @@ from ._errors import UsageError, WorkbenchError
 from ._json import MAX_JSON_DEPTH, load_file_json
 from ._text import terminal_safe
 from .ctx.limits import DEFAULT
+from .gem.names import CASE_FOLDERS, case_folder
 
 __all__ = ["Replay", "Replayer", "calls_folder_of", "load_case", "replay_case", "value_diff"]
 
@@ -35,10 +36,6 @@ _MAX_LINES = 40  # of a diff report
 
 def _bad(path: Path | str, why: str, **details: Any) -> WorkbenchError:
     return WorkbenchError("E_CASE", f"{path}: {why}", file=str(path), **details)
-
-
-#: folders of tests/calls the workbench writes cases into: <gem>/tests/calls/doctor/<tool>/<kind>.json
-CASE_FOLDERS = ("doctor",)
 
 
 def calls_folder_of(path: Path) -> Path | None:
@@ -483,7 +480,8 @@ class Replayer:
         if gem is None:
             raise _bad(path, "is not at <gem>/tests/calls/<tool>/<name>.json")
         case = load_case(path)
-        if case["tool"] != path.parent.name:
+        # the folder the pin wrote (case_folder), or the tool's own name (a case made by hand)
+        if path.parent.name not in (case_folder(case["tool"]), case["tool"]):
             raise _bad(
                 path,
                 f"is a case of tool {case['tool'][:60]!r} in the folder of {path.parent.name!r}",

@@ -24,6 +24,7 @@ from ._errors import UsageError, WorkbenchError
 from ._version import __version__
 from .ctx.account import PREFIX as ACCOUNT_PREFIX
 from .ctx.statejson import changes, content_json, table_json
+from .gem.names import case_folder
 
 if TYPE_CHECKING:
     from ._bench import Bench
@@ -42,20 +43,16 @@ _HTTP_METHODS = ("http.fetch", "fetch")  # Notochord's ctx.http.fetch, Ekanos' c
 def case_path(root: Path, tool: str, name: str, *, under: str | None = None) -> Path:
     """Where case `name` of `tool` lives in the gem at `root` (`under`: a folder of tests/calls
     for cases written by the workbench, "doctor"); UsageError for a name that is not a plain
-    file name (it becomes one)."""
-    for what, value in (("name", name), ("tool", tool)):
-        if (
-            not isinstance(value, str)
-            or not _NAME.fullmatch(value)
-            or ".." in value
-            or _DEVICE.fullmatch(value)
-        ):
-            raise UsageError(
-                f"pin {what} {value!r}: use letters, digits, '.', '_' and '-' (up to 100, no '..', "
-                "not a device name such as 'con')"
-            )
+    file name (it becomes one). Any tool name the manifest took has a folder (case_folder)."""
+    if not isinstance(tool, str):
+        raise UsageError(f"pin tool {tool!r}: a tool name is a string")
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name or _DEVICE.fullmatch(name):
+        raise UsageError(
+            f"pin name {name!r}: use letters, digits, '.', '_' and '-' (up to 100, no '..', "
+            "not a device name such as 'con')"
+        )
     calls = root / "tests" / "calls"
-    return (calls / under if under else calls) / tool / f"{name}.json"
+    return (calls / under if under else calls) / case_folder(tool) / f"{name}.json"
 
 
 # -- the state a call found ------------------------------------------------------------------

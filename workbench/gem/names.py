@@ -12,10 +12,15 @@ A slug (SLUG) is the stricter name `gem-workbench new` takes (the folder, the id
 Ekanos, the integration's `slug`) and an Ekanos loader checks: lower case, no '.', at most 63,
 no final '-'; `slug_problem` adds `reserved`. The served SDK's defineIntegration applies the
 same (sdk/index.ts), held to this one by tests/test_sec_names.py over every name in DEVICES.
+
+A tool's folder of pinned cases (`case_folder`) is the one rule that turns any name a platform
+accepts for a tool into a folder name: the name itself when it is a plain one, else an escaped
+form that starts with '_' (which no plain name does), so `_x`, `con` and `CON` can be pinned too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 SAFE_NAME = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -62,3 +67,26 @@ def slug_problem(name: str) -> str | None:
         return f"{name[:80]!r} is not a slug: {SLUG_WHAT}"
     why = reserved(name)
     return f"{why} (SEC2)" if why else None
+
+
+#: a tool name that is its own case folder: what pin names take (at most 100, no leading '_')
+_PLAIN_FOLDER = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_ESCAPABLE = re.compile(r"[A-Za-z0-9_-]{1,99}")  # no '.': what the hashed form has
+#: folders of tests/calls the workbench writes cases into (<gem>/tests/calls/doctor/<tool>/…)
+CASE_FOLDERS = ("doctor",)
+
+
+def case_folder(tool: str) -> str:
+    """The folder of tests/calls that holds the cases of `tool`, any string a manifest accepts.
+
+    A plain name (a letter or digit, then letters, digits, '.', '_', '-', at most 100, not
+    `reserved`, not a workbench folder such as 'doctor') is its own folder, so existing cases
+    stay where they are. Any other name becomes '_' + the name (`_x` → `__x`, `con` → `_con`:
+    a leading '_' makes no device name) when it has no '.', else '_' + its safe characters, '.'
+    and 16 hex digits of its SHA-256: one-to-one, never a plain name, safe on every system."""
+    if _PLAIN_FOLDER.fullmatch(tool) and reserved(tool) is None and tool not in CASE_FOLDERS:
+        return tool
+    if _ESCAPABLE.fullmatch(tool):
+        return "_" + tool
+    digest = hashlib.sha256(tool.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return "_" + re.sub(r"[^A-Za-z0-9_-]", "-", tool[:40]) + "." + digest

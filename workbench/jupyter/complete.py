@@ -194,7 +194,10 @@ def _candidates(shell: Any, kind: str, fragment: str, args: tuple[Any, ...]) -> 
         names = ["--pin"]
     elif kind == "case":  # the cases the tool has: pinning one again replaces it
         bench = _current(shell)
-        names = _cases(bench.manifest.root / "tests" / "calls" / args[0]) if bench is not None else []
+        from ..gem.names import case_folder
+
+        folder = bench.manifest.root / "tests" / "calls" / case_folder(args[0]) if bench is not None else None
+        names = _cases(folder) if folder is not None else []
     elif kind == "subcommand":
         names = ["open", "close"]
     elif kind == "flag":
