@@ -16,6 +16,10 @@
 //   without a `constructor` lookup, and JSON.stringify runs with toJSON planted on built-in
 //   prototypes (Object, Array, ...) set aside: it would see and replace another call's data.
 
+// Before anything else: the runtime's internals removed (internals.ts; a static import runs first)
+import { nestedUrl, ready } from "./internals.ts";
+let internalsHidden: Promise<unknown> | null = ready;
+
 // -- primordials -----------------------------------------------------------------------------
 const ObjectCtor = Object;
 const { freeze, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, keys: objectKeys,
@@ -320,21 +324,29 @@ wrap("setTimeout", timer(nativeSetTimeout, true));
 wrap("setInterval", timer(nativeSetInterval, false));
 wrap("clearTimeout", untimer(nativeClearTimeout));
 wrap("clearInterval", untimer(nativeClearInterval));
-function constructor(name: string, Native: any, track: (o: unknown) => void): void {
+// (`prototype.constructor` is the wrapper too: the native one would be reached through it)
+function constructor(name: string, Native: any, track: (o: unknown) => void,
+                     first?: (a: unknown) => unknown): void {
   const C = function (this: unknown, ...args: unknown[]) {
     if (new.target === undefined) throw new NativeTypeError(`${name} must be called with new`);
+    if (first !== undefined) defineProperty(args, 0, data(first(args[0]), true)); // (no setter a tool planted runs)
     const o = ReflectConstruct(Native, args, new.target);
     track(o);
     return o;
   };
   defineProperty(C, "prototype", { __proto__: null, value: Native.prototype } as PropertyDescriptor);
   defineProperty(C, "name", data(name));
+  defineProperty(Native.prototype, "constructor",
+                 { __proto__: null, value: C, writable: false, configurable: false } as PropertyDescriptor);
   wrap(name, C as unknown as (...a: any[]) => unknown);
 }
+// a nested Worker runs internals.ts's NESTED before the module it was given (a realm of its
+// own, with the runtime's internals of its own)
+const LOCATION = `${location.href}`;
 constructor("Worker", NativeWorker, (w) => {
   nestedWorkers++;
   append(CLOSABLE, [workerTerminate, w]);
-});
+}, (spec) => nestedUrl(spec, LOCATION));
 constructor("MessageChannel", NativeMessageChannel, (c) => {
   append(CLOSABLE, [portClose, call0(channelPort1, c)]);
   append(CLOSABLE, [portClose, call0(channelPort2, c)]);
@@ -1181,6 +1193,10 @@ function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultCh
   };
   const mod = MODULES[url];
   if (mod !== undefined) return start(mod);
+  if (internalsHidden !== null) { // no tool module is imported before internals.ts is done
+    const go = () => { internalsHidden = null; run(id, url, input, call, resultChars); };
+    return whenSettled(internalsHidden, go, go);
+  }
   let loading: Promise<unknown>;
   try {
     loading = import(url);
