@@ -59,12 +59,16 @@ export function nestedUrl(spec: unknown, base: string): string {
 
 // node:worker_threads' Worker refused: `super()` in its constructor calls whatever its
 // prototype is when it runs (before the realm is made), and a non-extensible class keeps the
-// one set here. Settled before the first tool module is imported (worker.ts `run`).
-export const ready: Promise<unknown> = import("node:worker_threads").then(({ Worker: NodeWorker }) => {
-  Object.setPrototypeOf(NodeWorker, function NotCapable() {
-    const e = new Error(REFUSAL);
-    e.name = "NotCapable";
-    throw e;
+// one set here. Importing the module replaces globalThis.MessageChannel and MessagePort unless
+// they cannot be (worker.ts locks them first). Settled before the first tool module is
+// imported (worker.ts `run`).
+export function refuseNodeWorker(): Promise<unknown> {
+  return import("node:worker_threads").then(({ Worker: NodeWorker }) => {
+    Object.setPrototypeOf(NodeWorker, function NotCapable() {
+      const e = new Error(REFUSAL);
+      e.name = "NotCapable";
+      throw e;
+    });
+    Object.preventExtensions(NodeWorker);
   });
-  Object.preventExtensions(NodeWorker);
-});
+}

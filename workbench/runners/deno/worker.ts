@@ -17,8 +17,7 @@
 //   prototypes (Object, Array, ...) set aside: it would see and replace another call's data.
 
 // Before anything else: the runtime's internals removed (internals.ts; a static import runs first)
-import { nestedUrl, ready } from "./internals.ts";
-let internalsHidden: Promise<unknown> | null = ready;
+import { nestedUrl, refuseNodeWorker } from "./internals.ts";
 
 // -- primordials -----------------------------------------------------------------------------
 const ObjectCtor = Object;
@@ -324,7 +323,8 @@ wrap("setTimeout", timer(nativeSetTimeout, true));
 wrap("setInterval", timer(nativeSetInterval, false));
 wrap("clearTimeout", untimer(nativeClearTimeout));
 wrap("clearInterval", untimer(nativeClearInterval));
-// (`prototype.constructor` is the wrapper too: the native one would be reached through it)
+// `first` maps the first argument (a Worker's module); such a constructor is also its
+// prototype's `constructor`
 function constructor(name: string, Native: any, track: (o: unknown) => void,
                      first?: (a: unknown) => unknown): void {
   const C = function (this: unknown, ...args: unknown[]) {
@@ -336,8 +336,10 @@ function constructor(name: string, Native: any, track: (o: unknown) => void,
   };
   defineProperty(C, "prototype", { __proto__: null, value: Native.prototype } as PropertyDescriptor);
   defineProperty(C, "name", data(name));
-  defineProperty(Native.prototype, "constructor",
-                 { __proto__: null, value: C, writable: false, configurable: false } as PropertyDescriptor);
+  if (first !== undefined) { // (the native one would start a Worker without it)
+    defineProperty(Native.prototype, "constructor",
+                   { __proto__: null, value: C, writable: false, configurable: false } as PropertyDescriptor);
+  }
   wrap(name, C as unknown as (...a: any[]) => unknown);
 }
 // a nested Worker runs internals.ts's NESTED before the module it was given (a realm of its
@@ -352,6 +354,12 @@ constructor("MessageChannel", NativeMessageChannel, (c) => {
   append(CLOSABLE, [portClose, call0(channelPort2, c)]);
 });
 constructor("BroadcastChannel", NativeBroadcastChannel, (c) => append(CLOSABLE, [broadcastClose, c]));
+// node:worker_threads would replace these two (with ports this file does not track): kept
+for (const name of ["MessageChannel", "MessagePort"]) {
+  defineProperty(globalThis, name, { __proto__: null, value: (globalThis as any)[name], writable: false,
+                                     configurable: false } as PropertyDescriptor);
+}
+let internalsHidden: Promise<unknown> | null = refuseNodeWorker();
 
 // -- the clock and randomness a tool sees (issue 29 point 3) ---------------------------------
 // The bench may give a call a virtual clock ("clock": [ms since the epoch at the call's start,
