@@ -9,10 +9,13 @@ process (docs/security.md): none of this applies to them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -377,3 +380,74 @@ def test_SEC_the_runtimes_internals_are_out_of_reach(gem: GemBuilder, opened: Ca
         "patched encodeURIComponent": "the module it asked for ran",
         "node:worker_threads": "refused: NotCapable",
     }, got
+
+
+# -- the idle guard on a loaded machine ----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _hogs(n: int) -> Iterator[None]:
+    """`n` processes that spin on a CPU each (the load of other work beside the suite)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def _judged(watch: guard.Watch, windows: int) -> None:
+    """Until the guard judged `windows` more windows with no call running."""
+    until = watch.judged + windows
+    deadline = time.monotonic() + 60  # (a bound for a stuck guard, not a measure)
+    while watch.judged < until and watch.spun is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert watch.judged >= until or watch.spun is not None, (watch.judged, until)
+
+
+LOOP = "(async () => { for (;;) await Deno.readTextFile(new URL(import.meta.url).pathname); })();"
+# a call whose garbage the runtime collects after it returned (~200 MB of small objects)
+BIG = """export default async () => {
+  let kept = 0;
+  for (let round = 0; round < 10; round++) {
+    const a = [];
+    for (let i = 0; i < 300000; i++) a.push({ i, s: "x" + i });
+    kept += a.length;
+  }
+  return kept;
+}"""
+
+
+def test_SEC5_a_spinner_is_killed_beside_cpu_hogs(gem: GemBuilder, opened: Callable) -> None:
+    """Under load (4 processes spinning on 2 cores) a spinner left by a call got 0.42 of a CPU
+    and passed the guard's 0.5 threshold: never killed. The guard counts runnable time (CPU
+    plus run-queue waits), which a loaded machine cannot hide, and kills it."""
+    gem.tool("loop", f"export default async () => {{ {LOOP} return 'returned'; }}", ext="js")
+    gem.tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=30)
+    assert bench.call("ok").ok
+    with _hogs(max(4, 2 * (os.cpu_count() or 1))):
+        assert bench.call("loop").value == "returned"
+        watch = bench.sandbox._watch
+        _judged(watch, 4 * guard.IDLE_STREAK)  # time enough to be judged many times over
+        assert watch.spun is not None and watch.spun > guard.IDLE_SHARE, watch.judged
+    res = bench.call("ok")
+    assert res.value == "ok", res.error
+    assert any("CPU-s/s with no call running" in w for w in res.warnings), res.warnings
+
+
+def test_SEC5_idle_and_collecting_sandboxes_live_beside_cpu_hogs(gem: GemBuilder, opened: Callable) -> None:
+    """The other side: beside the same hogs, neither a sandbox idle after its call nor one
+    collecting a big call's garbage is killed (runnable for a moment, not for the streak)."""
+    gem.tool("big", BIG, ext="js").tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=60)
+    assert bench.call("ok").ok
+    pid = bench.sandbox.pid
+    with _hogs(max(4, 2 * (os.cpu_count() or 1))):
+        for tool in ("ok", "big", "ok", "big"):
+            assert bench.call(tool).ok
+            watch = bench.sandbox._watch
+            _judged(watch, 2 * guard.IDLE_STREAK)
+            assert watch.spun is None, (tool, watch.spun)
+    assert bench.sandbox.pid == pid
