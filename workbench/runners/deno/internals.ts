@@ -72,3 +72,11 @@ export function refuseNodeWorker(): Promise<unknown> {
     Object.preventExtensions(NodeWorker);
   });
 }
+
+// The call's seeded stream, for node_crypto.ts (node:crypto's own draws go to the runtime's ops,
+// past the functions worker.ts replaces): set and frozen by worker.ts before any tool runs
+export const draws: { seeded: () => boolean; u32: () => number; fill: (bytes: Uint8Array) => void } = {
+  seeded: () => false,
+  u32: () => 0,
+  fill: () => {},
+};

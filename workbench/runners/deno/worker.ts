@@ -17,7 +17,7 @@
 //   prototypes (Object, Array, ...) set aside: it would see and replace another call's data.
 
 // Before anything else: the runtime's internals removed (internals.ts; a static import runs first)
-import { nestedUrl, refuseNodeWorker } from "./internals.ts";
+import { draws, nestedUrl, refuseNodeWorker } from "./internals.ts";
 
 // -- primordials -----------------------------------------------------------------------------
 const ObjectCtor = Object;
@@ -452,6 +452,25 @@ defineProperty(NativeDate, "now", data({ now(): number {
 defineProperty(NativeDate.prototype, "constructor", data(VirtualDate));
 defineProperty(globalThis, "Date", data(VirtualDate));
 
+// A File's lastModified defaults to the engine's now: with a clock set, the virtual now instead
+// (one the tool gives is kept)
+const NativeFile = File;
+const FILE_HANDLER = {
+  __proto__: null,
+  construct(target: typeof File, args: unknown[], newTarget: unknown) {
+    const o = args.length >= 2 ? args[2] as Record<string, unknown> | null | undefined : null;
+    if (clockMs !== null && args.length >= 2 && (o === undefined || o === null ||
+        ((typeof o === "object" || typeof o === "function") && o.lastModified === undefined))) {
+      args = [args[0], args[1], { __proto__: null, endings: o?.endings, type: o?.type,
+                                  lastModified: floor(virtualNow()) }];
+    }
+    return ReflectConstruct(target, args, newTarget as () => unknown);
+  },
+};
+const VirtualFile = new Proxy(NativeFile, FILE_HANDLER as unknown as ProxyHandler<typeof File>);
+defineProperty(NativeFile.prototype, "constructor", data(VirtualFile));
+defineProperty(globalThis, "File", data(VirtualFile));
+
 // performance.now(): from 0 at the call's start (frozen: 0 throughout), and timeOrigin the
 // virtual time then, so timeOrigin + now() is the virtual Date.now() (unrounded)
 defineProperty(PerformanceProto, "now", data({ now(this: unknown): number {
@@ -485,6 +504,11 @@ function fill(view: unknown): void {
     if (i + 3 < n) bytes[i + 3] = r >>> 24;
   }
 }
+// node:crypto's own draws (node_crypto.ts) take the same stream
+draws.seeded = () => seeded;
+draws.u32 = sfc32;
+draws.fill = fill;
+freeze(draws);
 const HEX: string[] = [];
 for (let i = 0; i < 256; i++) append(HEX, (i < 16 ? "0" : "") + ReflectApply(Number.prototype.toString, i, [16]));
 defineProperty(CryptoProto, "getRandomValues", data({ getRandomValues(this: unknown, array: unknown) {
