@@ -359,7 +359,9 @@ for (const name of ["MessageChannel", "MessagePort"]) {
   defineProperty(globalThis, name, { __proto__: null, value: (globalThis as any)[name], writable: false,
                                      configurable: false } as PropertyDescriptor);
 }
-let internalsHidden: Promise<unknown> | null = refuseNodeWorker();
+// (node_crypto.ts now too: require("node:crypto") gets the object it patches, and the import
+// map's shim only runs when imported)
+let internalsHidden: Promise<unknown> | null = NativePromise.all([refuseNodeWorker(), import("./node_crypto.ts")]);
 
 // -- the clock and randomness a tool sees (issue 29 point 3) ---------------------------------
 // The bench may give a call a virtual clock ("clock": [ms since the epoch at the call's start,
