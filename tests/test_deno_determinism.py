@@ -52,14 +52,17 @@ export default async () => ({
 
 # node:crypto's other draws, and a File's lastModified (its default is the engine's now)
 NODE = """
-import nodeCrypto from "node:crypto";
+import nodeCrypto, { randomInt as namedInt } from "node:crypto";
 import { Buffer } from "node:buffer";
+import { createRequire } from "node:module";
 export default async () => {
+  const required = createRequire(import.meta.url)("crypto");
   const filled = await new Promise((r, j) => nodeCrypto.randomFill(Buffer.alloc(6), (e, b) => e ? j(e) : r(b)));
   const bytes = await new Promise((r, j) => nodeCrypto.randomBytes(6, (e, b) => e ? j(e) : r(b)));
   const ints = await new Promise((r, j) => nodeCrypto.randomInt(1000000, (e, n) => e ? j(e) : r(n)));
   return {
-    randomInt: [nodeCrypto.randomInt(1000000), nodeCrypto.randomInt(-5, 2 ** 40), ints],
+    randomInt: [nodeCrypto.randomInt(1000000), nodeCrypto.randomInt(-5, 2 ** 40), ints, namedInt(10 ** 9),
+                required.randomInt(10 ** 9), Array.from(required.randomFillSync(new Uint8Array(4)))],
     randomFillSync: [nodeCrypto.randomFillSync(Buffer.alloc(6)).toString("hex"),
                      Array.from(nodeCrypto.randomFillSync(new Uint32Array(2))),
                      Array.from(new Uint8Array(nodeCrypto.randomFillSync(new ArrayBuffer(4))))],
@@ -73,6 +76,15 @@ export default async () => {
            new (Object.getPrototypeOf(new File([], "d")).constructor)([], "e").lastModified,
            Reflect.construct(File, [[], "f"]).lastModified, new File([], "g") instanceof File],
   };
+};
+"""
+
+# node:crypto only through require, in a Worker where no module imported it
+REQUIRED = """
+import { createRequire } from "node:module";
+export default async () => {
+  const c = createRequire(import.meta.url)("crypto");
+  return [c.randomInt(10 ** 9), Array.from(c.randomFillSync(new Uint8Array(6)))];
 };
 """
 
@@ -123,7 +135,7 @@ export default async () => {
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory, deno_home: None) -> Iterator[workbench.Bench]:  # noqa: F811
     g = GemBuilder(tmp_path_factory.mktemp("det") / "gem")
-    for name, src in {"clock": CLOCK, "draws": DRAWS, "errors": ERRORS, "escape": ESCAPE, "node": NODE}.items():
+    for name, src in {"clock": CLOCK, "draws": DRAWS, "errors": ERRORS, "escape": ESCAPE, "node": NODE, "required": REQUIRED}.items():
         g.tool(name, src, ext="js")
     b = workbench.open(g.write(), providers="mock", timeout=20, state_dir=tmp_path_factory.mktemp("state"))
     try:
@@ -252,9 +264,10 @@ def test_an_unseeded_call_after_a_seeded_one_draws_real_values(
 def test_node_crypto_draws_and_file_times_follow_the_seed_and_clock(
     bench: workbench.Bench, virtual: Callable
 ) -> None:
-    """node:crypto's randomInt, randomFill(Sync), randomBytes (callback forms too), webcrypto,
-    and a File's lastModified escaped the seed and the frozen clock: a tool's own File got the
-    real now. Now each follows them; a lastModified the tool gives is kept."""
+    """node:crypto's randomInt, randomFill(Sync), randomBytes (callback forms too; imported by
+    name, as the default export, or through require), webcrypto, and a File's lastModified
+    escaped the seed and the frozen clock: a tool's own File got the real now. Now each follows
+    them; a lastModified the tool gives is kept."""
     virtual(clock_ms=AT, frozen=True, seed=42)
     first = value(bench, "node")
     assert value(bench, "node") == first
@@ -269,6 +282,10 @@ def test_node_crypto_draws_and_file_times_follow_the_seed_and_clock(
     assert other["file"][:2] == [AT + 1, AT + 1]
     assert all(0 <= n < 1000000 for n in [first["randomInt"][0], first["randomInt"][2]])
     assert -5 <= first["randomInt"][1] < 2**40
+    for _ in range(2):  # a fresh Worker each time: nothing imported node:crypto before
+        virtual(seed=42)
+        bench.sandbox.stop()
+        assert value(bench, "required") == value(bench, "required")
     virtual()  # unseeded, real time: real draws and the real now again
     real = value(bench, "node")
     assert real["randomInt"] != first["randomInt"] and abs(real["file"][0] - time.time() * 1000) < 60_000

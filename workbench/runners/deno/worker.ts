@@ -359,9 +359,7 @@ for (const name of ["MessageChannel", "MessagePort"]) {
   defineProperty(globalThis, name, { __proto__: null, value: (globalThis as any)[name], writable: false,
                                      configurable: false } as PropertyDescriptor);
 }
-// (node_crypto.ts now too: require("node:crypto") gets the object it patches, and the import
-// map's shim only runs when imported)
-let internalsHidden: Promise<unknown> | null = NativePromise.all([refuseNodeWorker(), import("./node_crypto.ts")]);
+let internalsHidden: Promise<unknown> | null = refuseNodeWorker();
 
 // -- the clock and randomness a tool sees (issue 29 point 3) ---------------------------------
 // The bench may give a call a virtual clock ("clock": [ms since the epoch at the call's start,
@@ -1183,6 +1181,10 @@ type CallCtx = { shape: number; shapeText?: string; values: Record<string, unkno
 // the same namespace, after a turn of the loader (~35 µs a call). An edited tool gets a new
 // Worker (the call is "fresh"), so this never holds a stale module.
 const MODULES: Record<string, unknown> = objectCreate(null);
+// node_crypto.ts patches node:crypto's default object, which require("node:crypto") returns, but
+// runs only once imported (the import map sends a tool's `import "node:crypto"` there): a seeded
+// call loads it before its tool runs. Only then: it costs 20-90 ms of a cold start.
+let nodeCryptoLoaded = false;
 
 function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultChars: number): void {
   const onError = (err: unknown) => fail(id, describe(err));
@@ -1230,6 +1232,10 @@ function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultCh
   if (internalsHidden !== null) { // no tool module is imported before internals.ts is done
     const go = () => { internalsHidden = null; run(id, url, input, call, resultChars); };
     return whenSettled(internalsHidden, go, go);
+  }
+  if (seeded && !nodeCryptoLoaded) { // the seed's draws for require("node:crypto") too (below)
+    const go = () => { nodeCryptoLoaded = true; run(id, url, input, call, resultChars); };
+    return whenSettled(import("./node_crypto.ts"), go, go);
   }
   let loading: Promise<unknown>;
   try {
