@@ -1227,15 +1227,15 @@ function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultCh
       onError(err);
     }
   };
+  if (seeded && !nodeCryptoLoaded) { // the seed's draws for require("node:crypto") too (above)
+    const go = () => { nodeCryptoLoaded = true; run(id, url, input, call, resultChars); };
+    return whenSettled(import("./node_crypto.ts"), go, go);
+  }
   const mod = MODULES[url];
   if (mod !== undefined) return start(mod);
   if (internalsHidden !== null) { // no tool module is imported before internals.ts is done
     const go = () => { internalsHidden = null; run(id, url, input, call, resultChars); };
     return whenSettled(internalsHidden, go, go);
-  }
-  if (seeded && !nodeCryptoLoaded) { // the seed's draws for require("node:crypto") too (below)
-    const go = () => { nodeCryptoLoaded = true; run(id, url, input, call, resultChars); };
-    return whenSettled(import("./node_crypto.ts"), go, go);
   }
   let loading: Promise<unknown>;
   try {
