@@ -135,7 +135,14 @@ export default async () => {
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory, deno_home: None) -> Iterator[workbench.Bench]:  # noqa: F811
     g = GemBuilder(tmp_path_factory.mktemp("det") / "gem")
-    for name, src in {"clock": CLOCK, "draws": DRAWS, "errors": ERRORS, "escape": ESCAPE, "node": NODE, "required": REQUIRED}.items():
+    for name, src in {
+        "clock": CLOCK,
+        "draws": DRAWS,
+        "errors": ERRORS,
+        "escape": ESCAPE,
+        "node": NODE,
+        "required": REQUIRED,
+    }.items():
         g.tool(name, src, ext="js")
     b = workbench.open(g.write(), providers="mock", timeout=20, state_dir=tmp_path_factory.mktemp("state"))
     try:

@@ -19,7 +19,9 @@ LATE = {
 
 
 @pytest.mark.parametrize("kind", list(LATE))
-def test_SEC5_a_python_tool_past_its_timeout_is_E_TIMEOUT(gem: GemBuilder, opened: Callable, kind: str) -> None:
+def test_SEC5_a_python_tool_past_its_timeout_is_E_TIMEOUT(
+    gem: GemBuilder, opened: Callable, kind: str
+) -> None:
     """It returned 'late' (ok) after its timeout: now E_TIMEOUT naming the limit, as in JS. An
     async tool is cancelled at the deadline: 30 s of sleep ends within a few seconds."""
     gem.tool("late", LATE[kind])

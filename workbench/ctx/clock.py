@@ -31,7 +31,11 @@ MAX_TEXT = 100
 
 def _shown(value: Any) -> str:
     """`value` for a message: its repr, cut (a hostile one may be megabytes)."""
-    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else f"an int of {value.bit_length()} bits"
+    text = (
+        repr(value)
+        if not isinstance(value, int) or value.bit_length() < 200
+        else f"an int of {value.bit_length()} bits"
+    )
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
 
 
@@ -58,7 +62,9 @@ def parse_duration(value: Any) -> float:
         except OverflowError:  # an int past a float's range
             seconds = float("inf")
         if seconds != seconds or seconds in (float("inf"), float("-inf")):
-            raise UsageError(f"duration {_shown(value)}: give a finite number of seconds", value=_shown(value))
+            raise UsageError(
+                f"duration {_shown(value)}: give a finite number of seconds", value=_shown(value)
+            )
         return seconds
     if isinstance(value, str):
         text = _bounded_text(value, "duration").strip().lower().replace(" ", "")

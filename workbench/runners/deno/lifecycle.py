@@ -56,7 +56,10 @@ def import_map(platform: Path | None) -> str:
         base = platform.resolve().as_uri()
 
         def absolute(m: dict[str, str]) -> dict[str, str]:
-            return {k if not k.startswith((".", "/")) else urljoin(base, k): urljoin(base, v) for k, v in m.items()}
+            return {
+                k if not k.startswith((".", "/")) else urljoin(base, k): urljoin(base, v)
+                for k, v in m.items()
+            }
 
         imports.update(absolute(raw.get("imports", {})))
         scopes.update({urljoin(base, s): absolute(m) for s, m in raw.get("scopes", {}).items()})
