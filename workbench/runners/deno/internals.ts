@@ -34,6 +34,7 @@ const nested = (spec) => "data:text/javascript," + enc("const BASE = " +
   "\\nawait import(BASE);\\n");
 const W = function Worker(spec, ...rest) {
   if (new.target === undefined) throw new TypeError("Worker must be called with new");
+  if (arguments.length === 0) return construct(NativeWorker, [], new.target);
   return construct(NativeWorker, [nested(spec), ...rest], new.target);
 };
 Object.defineProperty(W, "prototype", { value: NativeWorker.prototype });

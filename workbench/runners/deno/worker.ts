@@ -329,7 +329,9 @@ function constructor(name: string, Native: any, track: (o: unknown) => void,
                      first?: (a: unknown) => unknown): void {
   const C = function (this: unknown, ...args: unknown[]) {
     if (new.target === undefined) throw new NativeTypeError(`${name} must be called with new`);
-    if (first !== undefined) defineProperty(args, 0, data(first(args[0]), true)); // (no setter a tool planted runs)
+    if (first !== undefined && args.length > 0) { // (no args: the native's own TypeError)
+      defineProperty(args, 0, data(first(args[0]), true)); // (no setter a tool planted runs)
+    }
     const o = ReflectConstruct(Native, args, new.target);
     track(o);
     return o;
