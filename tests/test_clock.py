@@ -98,6 +98,28 @@ def test_the_clock_stays_within_the_years_it_can_show() -> None:
         c.set(datetime(1969, 7, 20, tzinfo=UTC))
 
 
+@pytest.mark.parametrize(
+    "bad",
+    ["9" * 60_000, "1" * 60_000 + "s", "2026-01-05" + " " * 60_000, 10**20_000, -(10**400)],
+    ids=["digits", "digits-unit", "spaces", "big-int", "big-negative-int"],
+)
+def test_a_huge_duration_or_date_is_E_USAGE_naming_the_limit(bad: Any) -> None:
+    """A 20,000-digit duration took 8 s (the parts' pattern is quadratic in digits with no unit)
+    and a huge int was an uncoded OverflowError: each is E_USAGE at once, its message cut."""
+    c = Clock().freeze(T0)
+    for use in (c.advance, c.set, c.freeze):
+        if use.__name__ != "advance" and not isinstance(bad, str):
+            continue  # (an int date out of range has its own message, tested above)
+        t0 = time.monotonic()
+        with pytest.raises(WorkbenchError) as err:
+            use(bad)
+        assert err.value.code == "E_USAGE" and len(err.value.message) < 500, err.value.message
+        assert time.monotonic() - t0 < 5  # (the pattern took minutes on 60,000 digits)
+        if isinstance(bad, str):
+            assert "at most 100 characters" in err.value.message and err.value.details["limit"] == 100
+    assert c.now() == T0  # unmoved
+
+
 @pytest.mark.parametrize("bad", ["tomorrow", "2026-13-01", "", 1e15, -1, True, None, [2026]])
 def test_a_bad_date_is_E_USAGE_naming_it(bad: Any) -> None:
     for use in (Clock().set, Clock().freeze) if bad is not None else (Clock().set,):

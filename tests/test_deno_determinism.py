@@ -50,6 +50,44 @@ export default async () => ({
 });
 """
 
+# node:crypto's other draws, and a File's lastModified (its default is the engine's now)
+NODE = """
+import nodeCrypto, { randomInt as namedInt } from "node:crypto";
+import { Buffer } from "node:buffer";
+import { createRequire } from "node:module";
+export default async () => {
+  const required = createRequire(import.meta.url)("crypto");
+  const filled = await new Promise((r, j) => nodeCrypto.randomFill(Buffer.alloc(6), (e, b) => e ? j(e) : r(b)));
+  const bytes = await new Promise((r, j) => nodeCrypto.randomBytes(6, (e, b) => e ? j(e) : r(b)));
+  const ints = await new Promise((r, j) => nodeCrypto.randomInt(1000000, (e, n) => e ? j(e) : r(n)));
+  return {
+    randomInt: [nodeCrypto.randomInt(1000000), nodeCrypto.randomInt(-5, 2 ** 40), ints, namedInt(10 ** 9),
+                required.randomInt(10 ** 9), Array.from(required.randomFillSync(new Uint8Array(4)))],
+    randomFillSync: [nodeCrypto.randomFillSync(Buffer.alloc(6)).toString("hex"),
+                     Array.from(nodeCrypto.randomFillSync(new Uint32Array(2))),
+                     Array.from(new Uint8Array(nodeCrypto.randomFillSync(new ArrayBuffer(4))))],
+    randomFill: filled.toString("hex"),
+    randomBytes: [nodeCrypto.randomBytes(6).toString("hex"), bytes.toString("hex")],
+    webcrypto: [Array.from(nodeCrypto.webcrypto.getRandomValues(new Uint8Array(4))), nodeCrypto.webcrypto.randomUUID(),
+                Array.from(nodeCrypto.getRandomValues(new Uint8Array(4)))],
+    uuid: nodeCrypto.randomUUID(),
+    file: [new File(["x"], "a.txt").lastModified, new File([], "b", { type: "text/plain" }).lastModified,
+           new File([], "c", { lastModified: 5 }).lastModified,
+           new (Object.getPrototypeOf(new File([], "d")).constructor)([], "e").lastModified,
+           Reflect.construct(File, [[], "f"]).lastModified, new File([], "g") instanceof File],
+  };
+};
+"""
+
+# node:crypto only through require, in a Worker where no module imported it
+REQUIRED = """
+import { createRequire } from "node:module";
+export default async () => {
+  const c = createRequire(import.meta.url)("crypto");
+  return [c.randomInt(10 ** 9), Array.from(c.randomFillSync(new Uint8Array(6)))];
+};
+"""
+
 ERRORS = """
 export default async () => {
   const out = {};
@@ -97,7 +135,14 @@ export default async () => {
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory, deno_home: None) -> Iterator[workbench.Bench]:  # noqa: F811
     g = GemBuilder(tmp_path_factory.mktemp("det") / "gem")
-    for name, src in {"clock": CLOCK, "draws": DRAWS, "errors": ERRORS, "escape": ESCAPE}.items():
+    for name, src in {
+        "clock": CLOCK,
+        "draws": DRAWS,
+        "errors": ERRORS,
+        "escape": ESCAPE,
+        "node": NODE,
+        "required": REQUIRED,
+    }.items():
         g.tool(name, src, ext="js")
     b = workbench.open(g.write(), providers="mock", timeout=20, state_dir=tmp_path_factory.mktemp("state"))
     try:
@@ -221,3 +266,36 @@ def test_an_unseeded_call_after_a_seeded_one_draws_real_values(
     a, b = value(bench, "draws"), value(bench, "draws")
     for key in seeded:
         assert a[key] != seeded[key] and b[key] != a[key]
+
+
+def test_node_crypto_draws_and_file_times_follow_the_seed_and_clock(
+    bench: workbench.Bench, virtual: Callable
+) -> None:
+    """node:crypto's randomInt, randomFill(Sync), randomBytes (callback forms too; imported by
+    name, as the default export, or through require), webcrypto, and a File's lastModified
+    escaped the seed and the frozen clock: a tool's own File got the real now. Now each follows
+    them; a lastModified the tool gives is kept."""
+    virtual(clock_ms=AT, frozen=True, seed=42)
+    first = value(bench, "node")
+    assert value(bench, "node") == first
+    bench.sandbox.stop()  # a new process and Worker: the same draws
+    assert value(bench, "node") == first
+    assert first["file"] == [AT, AT, 5, AT, AT, True]
+    virtual(clock_ms=AT + 1, frozen=True, seed=43)
+    other = value(bench, "node")
+    for key in first:
+        if key != "file":
+            assert other[key] != first[key], key
+    assert other["file"][:2] == [AT + 1, AT + 1]
+    assert all(0 <= n < 1000000 for n in [first["randomInt"][0], first["randomInt"][2]])
+    assert -5 <= first["randomInt"][1] < 2**40
+    for unseeded_first in (False, True):  # a fresh Worker: nothing imported node:crypto before
+        bench.sandbox.stop()
+        if unseeded_first:  # (its module is then kept from a call that loaded no node:crypto)
+            virtual()
+            value(bench, "required")
+        virtual(seed=42)
+        assert value(bench, "required") == value(bench, "required")
+    virtual()  # unseeded, real time: real draws and the real now again
+    real = value(bench, "node")
+    assert real["randomInt"] != first["randomInt"] and abs(real["file"][0] - time.time() * 1000) < 60_000

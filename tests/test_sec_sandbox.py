@@ -9,10 +9,13 @@ process (docs/security.md): none of this applies to them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -273,3 +276,183 @@ def test_SEC5_an_async_loop_on_runtime_ops_is_killed_between_calls(gem: GemBuild
     res = bench.call("ok")
     assert res.value == "ok", res.error
     assert any("CPU-s/s with no call running" in w for w in res.warnings), res.warnings
+
+
+# -- the runtime's internals ---------------------------------------------------------------------
+
+# Everything reachable from globalThis (own keys, symbols, accessors, prototypes), walked without
+# calling a getter: any `core`, `ops`, `__bootstrap` or op function found is a way to the ops
+SCAN = """const scan = (root) => {
+  const found = [], seen = new Set(), queue = [[root, "globalThis"]];
+  while (queue.length && seen.size < 50000) {
+    const [o, path] = queue.shift();
+    if (seen.has(o)) continue;
+    seen.add(o);
+    let keys;
+    try { keys = Reflect.ownKeys(o); } catch { continue; }
+    for (const k of keys) {
+      const name = typeof k === "symbol" ? `[${String(k)}]` : k;
+      if (["ops", "core", "__bootstrap", "internal"].includes(name) || /^op_/.test(name)) found.push(`${path}.${name}`);
+      let d;
+      try { d = Object.getOwnPropertyDescriptor(o, k); } catch { continue; }
+      for (const v of [d?.value, d?.get, d?.set]) {
+        if (v && (typeof v === "object" || typeof v === "function")) queue.push([v, `${path}.${name}`]);
+      }
+    }
+    const p = Object.getPrototypeOf(o);
+    if (p) queue.push([p, `${path}.__proto__`]);
+  }
+  return found.slice(0, 20);
+};
+"""
+
+# the ways in a tool tried: each gives what it reached (nothing is the only right answer)
+PROBES = """const tries = {};
+const attempt = async (name, f) => { try { tries[name] = await f(); } catch (e) { tries[name] = `refused: ${e.name}`; } };
+const inWorker = (url) => new Promise((resolve) => {
+  const w = new Worker(url, { type: "module" });
+  w.onmessage = (m) => { resolve(m.data); w.terminate(); };
+  w.onerror = (e) => { e.preventDefault(); resolve(`refused: ${e.message}`); };
+  setTimeout(() => { resolve("no answer"); w.terminate(); }, 20000); // (a bound, not a measure)
+});
+const code = (body) => "data:text/javascript," + encodeURIComponent(SCAN_TEXT + body);
+const REPORT = "postMessage(JSON.stringify([typeof Deno[Deno.internal], typeof Deno.internal, scan(globalThis)]));";
+await attempt("Deno[Deno.internal]", () => typeof Deno[Deno.internal]);
+await attempt("Deno.internal", () => typeof Deno.internal);
+await attempt("Deno.core", () => typeof Deno.core);
+await attempt("__bootstrap", () => typeof globalThis.__bootstrap);
+await attempt("Symbol.for", () => typeof Deno[Symbol.for("Deno.internal")]);
+await attempt("symbols of Deno", () => Object.getOwnPropertySymbols(Deno).map((s) => typeof Deno[s]).filter((t) => t === "object"));
+await attempt("symbols of globalThis", () => Object.getOwnPropertySymbols(globalThis).filter((s) => { const v = globalThis[s]; return v && (v.core || v.ops); }).map(String));
+await attempt("scan", () => scan(globalThis));
+await attempt("nested Worker", () => inWorker(code(REPORT)));
+await attempt("Worker in a nested Worker", () => inWorker(code(`const w = new Worker(${JSON.stringify(code(REPORT))}, { type: "module" }); w.onmessage = (m) => postMessage(m.data);`)));
+await attempt("Worker.prototype.constructor", () => {
+  const real = globalThis.Worker;
+  globalThis.Worker = Worker.prototype.constructor; // the native constructor, if it is there
+  try { return inWorker(code(REPORT)); } finally { globalThis.Worker = real; }
+});
+await attempt("blob: Worker", () => inWorker(URL.createObjectURL(new Blob([SCAN_TEXT + REPORT], { type: "text/javascript" }))));
+await attempt("patched encodeURIComponent", () => {
+  const real = globalThis.encodeURIComponent, text = real(SCAN_TEXT + REPORT);
+  const honest = code("postMessage('the module it asked for ran')");
+  globalThis.encodeURIComponent = () => text; // the wrapper would build its module with this
+  try { return inWorker(honest); } finally { globalThis.encodeURIComponent = real; }
+});
+await attempt("node:worker_threads", async () => {
+  const { Worker: NodeWorker } = await import("node:worker_threads");
+  try { Object.setPrototypeOf(NodeWorker, (await import("node:events")).EventEmitter); } catch { /* kept */ }
+  const w = new NodeWorker("require('worker_threads').parentPort.postMessage(typeof Deno[Deno.internal])", { eval: true });
+  return await new Promise((resolve) => w.on("message", (m) => { resolve(m); w.terminate(); }));
+});
+"""
+
+
+@pytest.mark.parametrize("ext", ["js", "ts"])
+def test_SEC_the_runtimes_internals_are_out_of_reach(gem: GemBuilder, opened: Callable, ext: str) -> None:
+    """Deno[Deno.internal] held `core.ops` (every op, without the API's argument checks; a red
+    team loaded a native library's op through it): a tool, and every Worker it starts, find
+    none of it, however it looks; node:worker_threads' Worker (a realm nothing can precede) is
+    refused. What tools use still works (the seeds' examples: test_seed_examples.py)."""
+    gem.tool(
+        "probe",
+        f"const SCAN_TEXT = {SCAN!r};\n{SCAN}\nexport default async () => {{\n{PROBES}\nreturn tries;\n}};",
+        ext=ext,
+    )
+    bench = opened(gem, timeout=60)
+    res = bench.call("probe")
+    assert res.ok, res.error
+    got = res.value
+    nothing = '["undefined","undefined",[]]'  # what a nested Worker finds: no symbol, no object, no ops
+    assert got == {
+        "Deno[Deno.internal]": "undefined",
+        "Deno.internal": "undefined",
+        "Deno.core": "undefined",
+        "__bootstrap": "undefined",
+        "Symbol.for": "undefined",
+        "symbols of Deno": [],
+        "symbols of globalThis": [],
+        "scan": [],
+        "nested Worker": nothing,
+        "Worker in a nested Worker": nothing,
+        "Worker.prototype.constructor": nothing,
+        "blob: Worker": nothing,
+        "patched encodeURIComponent": "the module it asked for ran",
+        "node:worker_threads": "refused: NotCapable",
+    }, got
+
+
+# -- the idle guard on a loaded machine ----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _hogs(n: int) -> Iterator[None]:
+    """`n` processes that spin on a CPU each (the load of other work beside the suite)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+# twice as many spinning processes as CPUs (at least 4, at most 16): a load under which a
+# spinner's CPU share was under the old threshold (4 beside it on 2 cores: 0.4)
+HOGS = min(16, max(4, 2 * (os.cpu_count() or 1)))
+
+
+def _judged(watch: guard.Watch, windows: int) -> None:
+    """Until the guard judged `windows` more windows with no call running."""
+    until = watch.judged + windows
+    deadline = time.monotonic() + 60  # (a bound for a stuck guard, not a measure)
+    while watch.judged < until and watch.spun is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert watch.judged >= until or watch.spun is not None, (watch.judged, until)
+
+
+LOOP = "(async () => { for (;;) await Deno.readTextFile(new URL(import.meta.url).pathname); })();"
+# a call whose garbage the runtime collects after it returned (~200 MB of small objects)
+BIG = """export default async () => {
+  let kept = 0;
+  for (let round = 0; round < 10; round++) {
+    const a = [];
+    for (let i = 0; i < 300000; i++) a.push({ i, s: "x" + i });
+    kept += a.length;
+  }
+  return kept;
+}"""
+
+
+def test_SEC5_a_spinner_is_killed_beside_cpu_hogs(gem: GemBuilder, opened: Callable) -> None:
+    """Under load (4 processes spinning on 2 cores) a spinner left by a call got 0.42 of a CPU
+    and passed the guard's 0.5 threshold: never killed. The guard counts runnable time (CPU
+    plus run-queue waits), which a loaded machine cannot hide, and kills it."""
+    gem.tool("loop", f"export default async () => {{ {LOOP} return 'returned'; }}", ext="js")
+    gem.tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=30)
+    assert bench.call("ok").ok
+    with _hogs(HOGS):
+        assert bench.call("loop").value == "returned"
+        watch = bench.sandbox._watch
+        _judged(watch, 4 * guard.IDLE_STREAK)  # time enough to be judged many times over
+        assert watch.spun is not None and watch.spun > guard.IDLE_SHARE, watch.judged
+    res = bench.call("ok")
+    assert res.value == "ok", res.error
+    assert any("CPU-s/s with no call running" in w for w in res.warnings), res.warnings
+
+
+def test_SEC5_idle_and_collecting_sandboxes_live_beside_cpu_hogs(gem: GemBuilder, opened: Callable) -> None:
+    """The other side: beside the same hogs, neither a sandbox idle after its call nor one
+    collecting a big call's garbage is killed (runnable for a moment, not for the streak)."""
+    gem.tool("big", BIG, ext="js").tool("ok", OK, ext="js")
+    bench = opened(gem, timeout=60)
+    assert bench.call("ok").ok
+    pid = bench.sandbox.pid
+    with _hogs(HOGS):
+        for tool in ("ok", "big", "ok", "big"):
+            assert bench.call(tool).ok
+            watch = bench.sandbox._watch
+            _judged(watch, 2 * guard.IDLE_STREAK)
+            assert watch.spun is None, (tool, watch.spun)
+    assert bench.sandbox.pid == pid

@@ -24,6 +24,31 @@ __all__ = ["Clock", "parse_duration", "parse_instant"]
 _LAST = 1e11  # epoch seconds of about year 5138: a later time is milliseconds given by mistake
 _UNITS = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|w|d|h|m|s)")
+# the longest duration or date text read: a real one is a few characters, and the parts'
+# pattern is quadratic in a run of digits with no unit (20,000 of them took 8 s)
+MAX_TEXT = 100
+
+
+def _shown(value: Any) -> str:
+    """`value` for a message: its repr, cut (a hostile one may be megabytes)."""
+    text = (
+        repr(value)
+        if not isinstance(value, int) or value.bit_length() < 200
+        else f"an int of {value.bit_length()} bits"
+    )
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
+
+
+def _bounded_text(value: str, what: str) -> str:
+    """`value` when it is at most MAX_TEXT characters, else E_USAGE naming the limit."""
+    if len(value) > MAX_TEXT:
+        raise UsageError(
+            f"{what} {_shown(value)}: {len(value):,} characters; a {what} is at most {MAX_TEXT} "
+            "characters (e.g. '3d', '2h30m', '2026-01-05T09:00:00Z')",
+            value=_shown(value),
+            limit=MAX_TEXT,
+        )
+    return value
 
 
 def parse_duration(value: Any) -> float:
@@ -32,18 +57,25 @@ def parse_duration(value: Any) -> float:
     if isinstance(value, bool):
         raise UsageError(f"duration {value!r}: give seconds or a text such as '3d' or '2h30m'", value=value)
     if isinstance(value, (int, float)):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise UsageError(f"duration {value!r}: give a finite number of seconds", value=value)
-        return float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int past a float's range
+            seconds = float("inf")
+        if seconds != seconds or seconds in (float("inf"), float("-inf")):
+            raise UsageError(
+                f"duration {_shown(value)}: give a finite number of seconds", value=_shown(value)
+            )
+        return seconds
     if isinstance(value, str):
-        text = value.strip().lower().replace(" ", "")
+        text = _bounded_text(value, "duration").strip().lower().replace(" ", "")
         sign = -1.0 if text.startswith("-") else 1.0
         body = text.lstrip("+-")
         parts = _PART.findall(body)
         if body and "".join(n + u for n, u in parts) == body:
             return sign * sum(float(n) * _UNITS[u] for n, u in parts)
     raise UsageError(
-        f"duration {value!r}: give seconds or a text such as '3d', '2h30m', '90s', '250ms'", value=repr(value)
+        f"duration {_shown(value)}: give seconds or a text such as '3d', '2h30m', '90s', '250ms'",
+        value=_shown(value),
     )
 
 
@@ -56,6 +88,7 @@ def parse_instant(value: Any) -> float:
         if value == value and 0 <= value < _LAST:
             return float(value)
     elif isinstance(value, str):
+        value = _bounded_text(value, "date")
         if re.fullmatch(r"\s*\d{9,}(\.\d+)?\s*", value):  # epoch seconds, as a flag gives them
             return parse_instant(float(value))
         try:
@@ -65,8 +98,8 @@ def parse_instant(value: Any) -> float:
         else:
             return parse_instant(parsed)
     raise UsageError(
-        f"date {value!r}: give a datetime, an ISO 8601 text such as '2026-01-05T09:00:00Z', or epoch seconds",
-        value=repr(value),
+        f"date {_shown(value)}: give a datetime, an ISO 8601 text such as '2026-01-05T09:00:00Z', or epoch seconds",
+        value=_shown(value),
     )
 
 
@@ -74,7 +107,7 @@ def _within(seconds: float, given: Any) -> float:
     """`seconds` when it is a time the clock can show (1970 to about 5138), else E_USAGE."""
     if not 0 <= seconds < _LAST:
         raise UsageError(
-            f"date {given!r}: the clock shows times from 1970 to the year 5138", value=repr(given)
+            f"date {_shown(given)}: the clock shows times from 1970 to the year 5138", value=_shown(given)
         )
     return seconds
 
@@ -144,7 +177,7 @@ class Clock:
         """Move the clock on by `by`: seconds or a text such as "3d", "2h30m"."""
         seconds = parse_duration(by)
         with self._lock:
-            _within(self.time() + seconds, f"now + {by!r}")  # E_USAGE naming the duration
+            _within(self.time() + seconds, f"now + {_shown(by)}")  # E_USAGE naming the duration
             if self._mode == "frozen":
                 self._at += seconds
             else:

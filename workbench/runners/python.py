@@ -14,6 +14,7 @@ import io
 import os
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -327,15 +328,47 @@ def _call(tool: ToolSpec, args: Any, caps: Capabilities, modules: Modules, fresh
         )
     is_async = inspect.iscoroutinefunction(handle)
     ctx = PythonCtx(caps, asynchronous=is_async)
-    value = _run_coroutine(handle(args, ctx)) if is_async else handle(args, ctx)
+    deadline = caps.session.deadline
+    value = _run_coroutine(_bounded(handle(args, ctx), deadline)) if is_async else handle(args, ctx)
     if type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync def returning a coroutine
-        value = _run_coroutine(value)
+        value = _run_coroutine(_bounded(value, deadline))
     return _checked(value, caps.session.limits)
+
+
+async def _bounded(awaitable: Any, deadline: float | None) -> Any:
+    """`awaitable`, cancelled at `deadline` (what an async tool awaits can be stopped there;
+    the timeout is then E_TIMEOUT from `run`)."""
+    if deadline is None:
+        return await awaitable
+    try:
+        return await asyncio.wait_for(awaitable, max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
+        if time.monotonic() < deadline:  # the tool's own TimeoutError, not the deadline's
+            raise
+        return None  # (`run` sees the deadline passed and reports it)
+
+
+def _timed_out(deadline: float | None, started: float) -> WorkbenchError | None:
+    """E_TIMEOUT when the call ended past `deadline`: an in-process tool cannot be stopped at
+    its timeout (a sync one that sleeps or loops runs on), so what it returned or raised after
+    it is not its result, as a JS tool's would not be (its sandbox is killed at the timeout)."""
+    now = time.monotonic()
+    if deadline is None or now <= deadline:
+        return None
+    limit = round(deadline - started, 1)
+    return WorkbenchError(
+        "E_TIMEOUT",
+        f"the call ran over its timeout of {limit:g} s ({now - started:.1f} s): a Python tool "
+        "runs in the workbench's own process and cannot be stopped there, so what it returned "
+        "after its timeout is discarded",
+        limit=limit,
+    )
 
 
 def run(tool: ToolSpec, args: Any, caps: Capabilities, *, modules: Modules, fresh: bool = False) -> Outcome:
     """Run one call of a Python tool; `fresh` gives it a new module instance (N5); `modules`
     is the calling bench's cache of imported tools."""
+    started = time.monotonic()
     out = CappedWriter(caps.session.limits.log_bytes)
     saved = sys.stdout, sys.stderr  # contextlib's redirect_stdout and redirect_stderr, in one
     sys.stdout = sys.stderr = out
@@ -353,6 +386,9 @@ def run(tool: ToolSpec, args: Any, caps: Capabilities, *, modules: Modules, fres
         outcome = Outcome(error=_tool_error(exc, tool.file.parent.parent, tool.rel_file))
     finally:
         sys.stdout, sys.stderr = saved
+    late = _timed_out(caps.session.deadline, started)
+    if late is not None:
+        outcome = Outcome(error=late)
     outcome.logs = out.getvalue()
     return outcome
 

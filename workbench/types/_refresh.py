@@ -24,6 +24,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from .._json import load_file_json
 from ..gem.folder import DEFINITIONS, MAX_TOOL_BYTES
 from ._gem import FOLDER, _platform_dts, declarations, gem_files
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 STAMP = ".stamp.json"
 STAMP_BYTES = 64 * 1024  # a stamp lists a handful of names; a bigger one is not ours
+STAMP_DEPTH = 8  # it nests 3 levels; a deeper one is not ours either
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 State = Literal["current", "refreshed", "created", "absent", "skipped"]
@@ -161,9 +163,8 @@ def _stamp(fd: int) -> dict[str, object] | None:
     raw = _read(fd, STAMP, STAMP_BYTES)
     if raw is None:
         return None
-    try:
-        data = json.loads(raw)
-    except ValueError:
+    data, why = load_file_json(raw, depth=STAMP_DEPTH)  # (json.loads: a RecursionError 30,000 deep)
+    if why is not None:
         return None
     ok = (
         isinstance(data, dict)

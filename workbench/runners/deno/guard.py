@@ -9,11 +9,17 @@ also looks once when its tool returned (a tool can fill memory faster than the p
 goes through a pidfd: never to another process that took the pid of one already reaped.
 The thread ends when no sandbox is left to watch.
 
-Between calls it also reads the process's CPU time (/proc/<pid>/stat): a sandbox that used
-more than IDLE_SHARE of a CPU over IDLE_WINDOW with no call running is killed. The bridge stops
-what a call leaves that it can see (timers, ports, nested Workers, a Worker that never comes
-back idle: worker.ts, host.ts), but not an async loop that yields through the runtime's own ops
-(`for (;;) await Deno.readTextFile(f)` burned a CPU after its call): this does.
+Between calls it also judges what the process wants of the CPU. The bridge stops what a call
+leaves that it can see (timers, ports, nested Workers, a Worker that never comes back idle:
+worker.ts, host.ts), but not an async loop that yields through the runtime's own ops (`for (;;)
+await Deno.readTextFile(f)` burned a CPU after its call): this does. CPU time alone is what the
+machine gave, not what the process asked for: under load 6 on 2 cores a spinner got 0.42 of a
+CPU and passed a 0.5 threshold. So it counts runnable time: CPU time (/proc/<pid>/stat, dead
+threads included) plus the time its threads waited on a run queue (/proc/<pid>/task/*/schedstat,
+field 2). A spinner is runnable all the time whatever the load; an idle sandbox sleeps. A
+sandbox runnable more than IDLE_SHARE of the time over IDLE_STREAK windows of IDLE_WINDOW in a
+row with no call running is killed: a GC after a big call is runnable for a moment, not for
+IDLE_STREAK x IDLE_WINDOW (where schedstat is missing, CPU time alone is counted).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import time
 POLL = 0.05  # seconds between looks
 PAGE = os.sysconf("SC_PAGE_SIZE")
 RUNTIME_MB = 64  # Deno's own resident memory besides the heap (an idle host: 34-58 MB)
-IDLE_WINDOW, IDLE_SHARE = 0.5, 0.5  # (a GC after a big call uses less, in our measurements)
+IDLE_WINDOW, IDLE_SHARE, IDLE_STREAK = 0.5, 0.5, 4  # killed after 2 s runnable over half the time
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -48,7 +54,10 @@ class Watch:
         self.killed: int | None = None
         self.spun: float | None = None  # the CPU share it used between calls, if killed for it
         self._busy = True  # a call is running (or none ran yet): its CPU is its own
-        self._idle_since: tuple[float, float] | None = None  # (when, CPU seconds then)
+        self._idle_since: tuple[float, float, dict[str, int]] | None = None  # (when, CPU s, waits)
+        self._streak = 0  # windows in a row runnable over IDLE_SHARE
+        self.judged = 0  # windows judged so far (tests count them rather than wait)
+        self._tasks = f"/proc/{proc.pid}/task"
         self._pidfd = self._statm = self._stat = -1
         try:
             self._pidfd = os.pidfd_open(proc.pid)
@@ -81,23 +90,45 @@ class Watch:
         with _lock:
             self._busy = False
             self._idle_since = None
+            self._streak = 0
+
+    def waits(self) -> dict[str, int]:
+        """Nanoseconds each live thread waited on a run queue so far, by thread id (empty where
+        the kernel keeps no schedstat, or once the process is gone)."""
+        out: dict[str, int] = {}
+        try:
+            tids = os.listdir(self._tasks)
+        except OSError:
+            return out
+        for tid in tids:
+            try:
+                with open(f"{self._tasks}/{tid}/schedstat", "rb") as f:
+                    out[tid] = int(f.read().split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # (a thread that ended meanwhile)
+        return out
 
     def _idle_check(self) -> None:
-        """Kill the process if it used more than IDLE_SHARE of a CPU over the last IDLE_WINDOW
-        with no call running (under _lock, from the thread)."""
+        """Kill the process if it was runnable more than IDLE_SHARE of the time in each of the
+        last IDLE_STREAK windows of IDLE_WINDOW with no call running (under _lock, from the
+        thread)."""
         if self._busy or self.fired:
             return
         now = time.monotonic()
         if self._idle_since is None:
-            self._idle_since = (now, self.cpu())
+            self._idle_since = (now, self.cpu(), self.waits())
             return
-        since, used = self._idle_since
+        since, used, waited = self._idle_since
         if now - since < IDLE_WINDOW:
             return
-        cpu = self.cpu()
-        share = (cpu - used) / (now - since)
-        self._idle_since = (now, cpu)
-        if share > IDLE_SHARE:
+        cpu, waits = self.cpu(), self.waits()
+        # a thread new since the window began waited all its wait in it; one gone is not counted
+        wait = sum(max(0, w - waited.get(tid, 0)) for tid, w in waits.items()) / 1e9
+        share = (cpu - used + wait) / (now - since)
+        self._idle_since = (now, cpu, waits)
+        self.judged += 1
+        self._streak = self._streak + 1 if share > IDLE_SHARE else 0
+        if self._streak >= IDLE_STREAK:
             self.spun = share
             with contextlib.suppress(OSError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -21,6 +22,7 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote, urljoin
 
 from ..._deno import DENO_FLAGS, minimal_env
 from ..._errors import WorkbenchError
@@ -41,6 +43,30 @@ class SandboxOptions:
     memory_mb: int = 512  # V8 heap limit (--max-old-space-size); the process's: guard.rss_limit_mb
     readable: tuple[Path, ...] = field(default_factory=tuple)  # resource folders besides the gem
     import_map: Path | None = None  # the platform's (Ekanos: @ekanos/sdk), read by Deno itself
+
+
+def import_map(platform: Path | None) -> str:
+    """The sandbox's import map, as a data: URL: "node:crypto" through node_crypto.ts (its draws
+    follow a call's seed; that module alone gets the runtime's), and the platform's own map, its
+    relative addresses made absolute (they were relative to its file)."""
+    imports: dict[str, str] = {}
+    scopes: dict[str, dict[str, str]] = {}
+    if platform is not None:
+        raw = json.loads(platform.read_text(encoding="utf-8"))
+        base = platform.resolve().as_uri()
+
+        def absolute(m: dict[str, str]) -> dict[str, str]:
+            return {
+                k if not k.startswith((".", "/")) else urljoin(base, k): urljoin(base, v)
+                for k, v in m.items()
+            }
+
+        imports.update(absolute(raw.get("imports", {})))
+        scopes.update({urljoin(base, s): absolute(m) for s, m in raw.get("scopes", {}).items()})
+    shim = (HERE / "node_crypto.ts").as_uri()
+    imports["node:crypto"] = shim
+    scopes.setdefault(shim, {})["node:crypto"] = "node:crypto"
+    return "data:application/json," + quote(json.dumps({"imports": imports, "scopes": scopes}))
 
 
 class SandboxProcess(Framed):
@@ -185,7 +211,7 @@ class SandboxProcess(Framed):
             *DENO_FLAGS,
             "--unstable-worker-options",
             "--quiet",
-            *([f"--import-map={self.options.import_map}"] if self.options.import_map else []),
+            f"--import-map={import_map(self.options.import_map)}",
             f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
             f"--allow-read={','.join([*readable, str(HERE), to_host])}",
             f"--allow-write={fifo_dir}",  # to write `out`, and remove both once open
@@ -195,6 +221,8 @@ class SandboxProcess(Framed):
             str(os.getpid()),  # the host ends once its parent is another (we died)
             (HERE / "worker.ts").as_uri(),
             *readable,
+            # what a tool's `import "node:crypto"` loads (import_map): only these two files
+            *(str(HERE / name) for name in ("node_crypto.ts", "internals.ts")),
         ]
         return cmd, to_host, from_host
 

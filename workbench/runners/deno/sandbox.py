@@ -313,7 +313,7 @@ class Sandbox(SandboxProcess):
             self._between.append(self._memory_error(w.killed, when).message)
         elif w is not None and w.spun is not None:
             self._between.append(
-                f"the sandbox used {w.spun:.1f} CPU-s/s with no call running (something an "
+                f"the sandbox wanted {w.spun:.1f} CPU-s/s with no call running (something an "
                 "earlier call left running, e.g. an async loop) and was killed; this call runs "
                 "in a fresh one"
             )

@@ -16,6 +16,9 @@
 //   without a `constructor` lookup, and JSON.stringify runs with toJSON planted on built-in
 //   prototypes (Object, Array, ...) set aside: it would see and replace another call's data.
 
+// Before anything else: the runtime's internals removed (internals.ts; a static import runs first)
+import { draws, nestedUrl, refuseNodeWorker } from "./internals.ts";
+
 // -- primordials -----------------------------------------------------------------------------
 const ObjectCtor = Object;
 const { freeze, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, keys: objectKeys,
@@ -320,26 +323,45 @@ wrap("setTimeout", timer(nativeSetTimeout, true));
 wrap("setInterval", timer(nativeSetInterval, false));
 wrap("clearTimeout", untimer(nativeClearTimeout));
 wrap("clearInterval", untimer(nativeClearInterval));
-function constructor(name: string, Native: any, track: (o: unknown) => void): void {
+// `first` maps the first argument (a Worker's module); such a constructor is also its
+// prototype's `constructor`
+function constructor(name: string, Native: any, track: (o: unknown) => void,
+                     first?: (a: unknown) => unknown): void {
   const C = function (this: unknown, ...args: unknown[]) {
     if (new.target === undefined) throw new NativeTypeError(`${name} must be called with new`);
+    if (first !== undefined && args.length > 0) { // (no args: the native's own TypeError)
+      defineProperty(args, 0, data(first(args[0]), true)); // (no setter a tool planted runs)
+    }
     const o = ReflectConstruct(Native, args, new.target);
     track(o);
     return o;
   };
   defineProperty(C, "prototype", { __proto__: null, value: Native.prototype } as PropertyDescriptor);
   defineProperty(C, "name", data(name));
+  if (first !== undefined) { // (the native one would start a Worker without it)
+    defineProperty(Native.prototype, "constructor",
+                   { __proto__: null, value: C, writable: false, configurable: false } as PropertyDescriptor);
+  }
   wrap(name, C as unknown as (...a: any[]) => unknown);
 }
+// a nested Worker runs internals.ts's NESTED before the module it was given (a realm of its
+// own, with the runtime's internals of its own)
+const LOCATION = `${location.href}`;
 constructor("Worker", NativeWorker, (w) => {
   nestedWorkers++;
   append(CLOSABLE, [workerTerminate, w]);
-});
+}, (spec) => nestedUrl(spec, LOCATION));
 constructor("MessageChannel", NativeMessageChannel, (c) => {
   append(CLOSABLE, [portClose, call0(channelPort1, c)]);
   append(CLOSABLE, [portClose, call0(channelPort2, c)]);
 });
 constructor("BroadcastChannel", NativeBroadcastChannel, (c) => append(CLOSABLE, [broadcastClose, c]));
+// node:worker_threads would replace these two (with ports this file does not track): kept
+for (const name of ["MessageChannel", "MessagePort"]) {
+  defineProperty(globalThis, name, { __proto__: null, value: (globalThis as any)[name], writable: false,
+                                     configurable: false } as PropertyDescriptor);
+}
+let internalsHidden: Promise<unknown> | null = refuseNodeWorker();
 
 // -- the clock and randomness a tool sees (issue 29 point 3) ---------------------------------
 // The bench may give a call a virtual clock ("clock": [ms since the epoch at the call's start,
@@ -432,6 +454,25 @@ defineProperty(NativeDate, "now", data({ now(): number {
 defineProperty(NativeDate.prototype, "constructor", data(VirtualDate));
 defineProperty(globalThis, "Date", data(VirtualDate));
 
+// A File's lastModified defaults to the engine's now: with a clock set, the virtual now instead
+// (one the tool gives is kept)
+const NativeFile = File;
+const FILE_HANDLER = {
+  __proto__: null,
+  construct(target: typeof File, args: unknown[], newTarget: unknown) {
+    const o = args.length >= 2 ? args[2] as Record<string, unknown> | null | undefined : null;
+    if (clockMs !== null && args.length >= 2 && (o === undefined || o === null ||
+        ((typeof o === "object" || typeof o === "function") && o.lastModified === undefined))) {
+      args = [args[0], args[1], { __proto__: null, endings: o?.endings, type: o?.type,
+                                  lastModified: floor(virtualNow()) }];
+    }
+    return ReflectConstruct(target, args, newTarget as () => unknown);
+  },
+};
+const VirtualFile = new Proxy(NativeFile, FILE_HANDLER as unknown as ProxyHandler<typeof File>);
+defineProperty(NativeFile.prototype, "constructor", data(VirtualFile));
+defineProperty(globalThis, "File", data(VirtualFile));
+
 // performance.now(): from 0 at the call's start (frozen: 0 throughout), and timeOrigin the
 // virtual time then, so timeOrigin + now() is the virtual Date.now() (unrounded)
 defineProperty(PerformanceProto, "now", data({ now(this: unknown): number {
@@ -465,6 +506,11 @@ function fill(view: unknown): void {
     if (i + 3 < n) bytes[i + 3] = r >>> 24;
   }
 }
+// node:crypto's own draws (node_crypto.ts) take the same stream
+draws.seeded = () => seeded;
+draws.u32 = sfc32;
+draws.fill = fill;
+freeze(draws);
 const HEX: string[] = [];
 for (let i = 0; i < 256; i++) append(HEX, (i < 16 ? "0" : "") + ReflectApply(Number.prototype.toString, i, [16]));
 defineProperty(CryptoProto, "getRandomValues", data({ getRandomValues(this: unknown, array: unknown) {
@@ -1137,6 +1183,10 @@ type CallCtx = { shape: number; shapeText?: string; values: Record<string, unkno
 // the same namespace, after a turn of the loader (~35 µs a call). An edited tool gets a new
 // Worker (the call is "fresh"), so this never holds a stale module.
 const MODULES: Record<string, unknown> = objectCreate(null);
+// node_crypto.ts patches node:crypto's default object, which require("node:crypto") returns, but
+// runs only once imported (the import map sends a tool's `import "node:crypto"` there): a seeded
+// call loads it before its tool runs. Only then: it costs 20-90 ms of a cold start.
+let nodeCryptoLoaded = false;
 
 function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultChars: number): void {
   const onError = (err: unknown) => fail(id, describe(err));
@@ -1179,8 +1229,16 @@ function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultCh
       onError(err);
     }
   };
+  if (seeded && !nodeCryptoLoaded) { // the seed's draws for require("node:crypto") too (above)
+    const go = () => { nodeCryptoLoaded = true; run(id, url, input, call, resultChars); };
+    return whenSettled(import("./node_crypto.ts"), go, go);
+  }
   const mod = MODULES[url];
   if (mod !== undefined) return start(mod);
+  if (internalsHidden !== null) { // no tool module is imported before internals.ts is done
+    const go = () => { internalsHidden = null; run(id, url, input, call, resultChars); };
+    return whenSettled(internalsHidden, go, go);
+  }
   let loading: Promise<unknown>;
   try {
     loading = import(url);
