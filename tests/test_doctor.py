@@ -18,7 +18,7 @@ from workbench._doctor.inputs import broken, edge_examples
 from workbench.testing import replay_case
 
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
-SECONDS = 5  # a twelfth of `doctor`'s default minute: each planted bug is found in its first second or two
+SECONDS = 10  # a sixth of `doctor`'s default minute, a hard bound: each planted bug is found in its first second or two of a tool's share
 
 
 def copy_gem(tmp_path: Path, name: str) -> Path:

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import random
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .findings import KINDS, Finding, check_call, rule_of
+from .guard import OutOfShare, OutOfTime
 from .inputs import broken, edge_examples, valid_inputs
+from .schemas import problem
 
 if TYPE_CHECKING:
     from .._bench import Bench
@@ -36,6 +40,23 @@ class FoundIt(Exception):
 
 _CLASSES = {kind: type(f"Found_{kind}", (FoundIt,), {}) for kind in KINDS}
 BATCH = 24  # inputs one hypothesis example may run
+CRASH_POINTS = 12  # N7: crash points tried per example, sampled past this many ctx calls
+#: what hypothesis or the strategies raise on a schema they cannot draw from (Unsatisfiable,
+#: InvalidArgument, a TypeError of a bound of the wrong type, …): one "schema" finding
+_DRAW_ERRORS = (TypeError, ValueError, OverflowError, RecursionError, MemoryError)
+
+
+def crash_points(points: int, seed: int, tool: str, first: int | None = None) -> list[int]:
+    """The ctx calls after which N7 crashes a run: every one of a short run; of a long one the
+    first, the last and a sample between them drawn from the seed (`first`: tried first)."""
+    if points <= CRASH_POINTS:
+        out = list(range(1, points + 1))
+    else:
+        rng = random.Random(f"{seed}:{tool}:crash")
+        out = [1, *sorted(rng.sample(range(2, points), CRASH_POINTS - 2)), points]
+    if first is not None and 1 <= first <= points:
+        out = [first, *(p for p in out if p != first)]
+    return out
 
 
 @dataclass
@@ -46,6 +67,7 @@ class ToolStats:
     invalid: int = 0
     seconds: float = 0.0
     ran: list[tuple[int, Any]] = field(default_factory=list)  # (start, input) of calls that returned
+    crash: tuple[int, int] | None = None  # N7: crash points tried, of the ctx calls a run made
 
 
 @dataclass
@@ -71,6 +93,28 @@ class Search:
         self._seen: set[tuple[str, str]] = set()  # (tool, kind) found already
         self.served: list[dict[str, Any]] | None = None  # a recheck's recorded answers (ctx/served.py)
         self._n = 0
+        # kinds found in a round not yet shrunk: recorded as they are if its time runs out
+        self._pending: dict[tuple[str, str], FoundIt] = {}
+        self._tool_start, self._tool_end = 0.0, math.inf  # the current tool's share (examples=: none)
+        self._cut: type[BaseException] | None = None  # what cut the running hypothesis run off
+
+    def tick(self) -> None:
+        """OutOfTime once the run's time is up: checked before every call."""
+        if time.monotonic() >= self.deadline:
+            self._cut = OutOfTime
+            raise OutOfTime
+
+    def guarded(self, run: Any) -> None:
+        """`run()`, a hypothesis run; cut off by the time (OutOfTime, OutOfShare) even where
+        hypothesis turned the cut into its own error (a replay that stopped early is "flaky")."""
+        self._cut = None
+        try:
+            run()
+        except BaseException:
+            cut, self._cut = self._cut, None
+            if cut is not None:
+                raise cut from None
+            raise
 
     # -- one call -------------------------------------------------------------------------
     def call(
@@ -81,6 +125,7 @@ class Search:
         only by the tool's doing."""
         from .. import _pipeline
 
+        self.tick()
         bench = self.bench
         if start is not None:
             bench.restore(self.starts[start].snapshot)
@@ -160,6 +205,10 @@ class Search:
         stats = self.stats.setdefault(tool.name, ToolStats())
         t0 = time.monotonic()
         schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+        found = problem(tool.input_schema)
+        if found is not None:
+            self.unusable(tool, *found)
+            return
 
         def accepts(value: Any) -> bool:
             return bench._check_input(tool, value)[1] is None
@@ -170,8 +219,13 @@ class Search:
         one = st.tuples(valid_inputs(schema, accepts), st.integers(0, 15))  # how 0-1: broken (N8)
         strategy = st.tuples(st.integers(0, len(self.starts) - 1), st.lists(one, min_size=1, max_size=BATCH))
 
+        budget = max(share, 0.05)
+        if self.examples is None:  # examples=: as many as asked, whatever the share (same seed, same)
+            self._tool_start, self._tool_end = t0, t0 + budget
+
         def example(drawn: tuple[int, list[tuple[Any, int]]]) -> None:
             start, batch = drawn
+            self._past_share(tool)
             for value, how in batch:
                 valid = how > 1
                 if not valid:
@@ -180,20 +234,29 @@ class Search:
                 envelopes = how in (2, 3) and bench.profile.name == "agent"
                 for kind, message in self.check(tool, value, start, valid=valid, envelopes=envelopes):
                     if (tool.name, kind) not in self._seen:  # (a kind found in an earlier round: done)
-                        raise _CLASSES[kind](kind, message, start, value)  # its first new kind
+                        exc = _CLASSES[kind](kind, message, start, value)  # its first new kind
+                        self._pending.setdefault((tool.name, kind), exc)
+                        raise exc
 
         test = given(strategy)(example)
         for value in edge_examples(schema):  # tried first, on each start state
             if accepts(value):
                 for start in range(len(self.starts)):
                     test = hexample((start, [(value, 15)]))(test)
-        budget = max(share, 0.05)
         n = max(1, self.examples // 8) if self.examples else 20  # (a batch holds about 8)
         for round_ in range(20):  # rounds of fresh draws while its share of the time lasts
             r0 = time.monotonic()
-            self._round(
-                tool, test if round_ == 0 else given(strategy)(example), n, self.seed + round_, round_ == 0
-            )
+            try:
+                self._round(
+                    tool,
+                    test if round_ == 0 else given(strategy)(example),
+                    n,
+                    self.seed + round_,
+                    round_ == 0,
+                )
+            except OutOfShare:  # what it found and had not shrunk yet: as it was found
+                self.flush()
+                break
             left = budget - (time.monotonic() - t0)
             if self.examples is not None and stats.examples >= self.examples or left < budget * 0.1:
                 break
@@ -202,6 +265,28 @@ class Search:
             if self.examples is not None:
                 n = max(1, (self.examples - stats.examples) // 8)
         stats.seconds += time.monotonic() - t0
+        self._tool_end = math.inf
+
+    def _past_share(self, tool: ToolSpec) -> None:
+        """OutOfShare once the tool's share of the time is spent; a kind found and being shrunk
+        gets twice the share more (a shrunk input is what the author reads)."""
+        now = time.monotonic()
+        if now > self._tool_end:
+            pending = any(t == tool.name for t, _ in self._pending)
+            if not pending or self._shrunk_enough():
+                self._cut = OutOfShare
+                raise OutOfShare
+
+    def _shrunk_enough(self) -> bool:
+        """Whether shrinking what a tool's search found has had its time (twice its share)."""
+        return time.monotonic() > self._tool_end + 2 * (self._tool_end - self._tool_start)
+
+    def flush(self) -> None:
+        """Record the kinds found but not yet shrunk, with the input they were found with."""
+        pending, self._pending = self._pending, {}
+        for (name, _), exc in sorted(pending.items()):
+            spec = self.bench.manifest.tools[name]
+            self._add(spec, exc.kind, exc.start, exc.input, exc.message)
 
     def _round(self, tool: ToolSpec, test: Any, n: int, seed: int, explicit: bool) -> None:
         """One hypothesis run of `n` examples; its findings, each kind shrunk, recorded."""
@@ -224,7 +309,9 @@ class Search:
             )(test)
         )
         try:
-            run()
+            self.guarded(run)
+        except _DRAW_ERRORS as exc:  # the search's own: the schema, not the tool
+            self.unusable(tool, "inputSchema", f"{type(exc).__name__}: {str(exc)[:300]}")
         except FoundIt as exc:
             self._found(tool, [exc])
         except BaseExceptionGroup as group:  # several kinds, each shrunk on its own
@@ -232,6 +319,30 @@ class Search:
             rest = [e for e in group.exceptions if not isinstance(e, FoundIt)]
             if rest:  # the workbench's own failure: not a finding
                 raise rest[0] from group
+        except Exception as exc:
+            from hypothesis.errors import HypothesisException
+
+            if not isinstance(exc, HypothesisException):
+                raise
+            self.unusable(tool, "inputSchema", f"{type(exc).__name__}: {str(exc)[:300]}")
+        self.flush()  # (those shrunk above are seen already: only a kind it lost comes in)
+
+    def unusable(self, tool: ToolSpec, keyword: str, what: str) -> None:
+        """The one "schema" finding of a tool whose schema no input is drawn from."""
+        if (tool.name, "schema") in self._seen:
+            return
+        self._seen.add((tool.name, "schema"))
+        self.findings.append(
+            Finding(
+                tool.name,
+                "schema",
+                rule_of("schema", self.bench.profile.name),
+                f"E_SCHEMA: the doctor draws no input from its inputSchema ({keyword}): {what}",
+                None,
+                "-",
+                extra={"keyword": keyword},
+            )
+        )
 
     def _trim(self, tool: ToolSpec, exc: FoundIt) -> Any:
         """`exc`'s input with each long string cut to the shortest prefix that still gives the
@@ -245,7 +356,7 @@ class Search:
             if not isinstance(text, str) or len(text) < 2:
                 continue
             lo, hi = 0, len(text)  # hi: a length that still finds it
-            while lo < hi:
+            while lo < hi and not self._shrunk_enough():
                 mid = (lo + hi) // 2
                 trial = {**value, key: text[:mid]}
                 if self.bench._check_input(tool, trial)[1] is None and any(
@@ -324,37 +435,53 @@ class Search:
                 f"module's (reuse='never'): {_differs(what, a, c)}",
             )
 
-    def _crash(self, tool: ToolSpec, start: int, input: Any) -> None:
-        from .._crash import crash_call
-
-        bench = self.bench
+    def _crash(self, tool: ToolSpec, start: int, input: Any, first: int | None = None) -> None:
+        """N7: crash runs of the example after sampled ctx calls (`first`: tried first)."""
         clean = self.call(tool, input, start)
         if clean.error is not None:
             return
         points = len(clean.trace_rows)
-        for point in range(1, points + 1):
-            bench.restore(self.starts[start].snapshot)
-            sent = self._sent()
-            with bench._lock:
-                res = crash_call(bench, tool.name, input, point, point=point)
-            mails = self._sent() - sent
-            rep = res.crash
-            if rep is None or rep.crashed is None:
-                continue
-            dup = list(rep.duplicates)
-            if mails > 1 and any(r.get("method") == "tools.send_email" for r in clean.trace_rows):
-                dup.append(f"{mails} mails sent (the crashed run's and the rerun's), a clean run sends 1")
-            if dup:
-                at = clean.trace_rows[point - 1].get("method")
-                self._add(
-                    tool,
-                    "N7",
-                    start,
-                    input,
-                    f"crashed after ctx call {point} ({at}) and rerun with the same idempotencyKey: {dup[0]}",
-                    crash_after=point,
-                )
-                return
+        tried = crash_points(points, self.seed, tool.name, first)
+        stats = self.stats.setdefault(tool.name, ToolStats())
+        n = 0
+        try:
+            for point in tried:
+                n += 1
+                if self._crash_at(tool, start, input, point, clean):
+                    return
+        finally:  # what the report says of it: the run with the most ctx calls
+            if stats.crash is None or points > stats.crash[1]:
+                stats.crash = (n, points)
+
+    def _crash_at(self, tool: ToolSpec, start: int, input: Any, point: int, clean: CallResult) -> bool:
+        """Crash one run after ctx call `point` and rerun it; whether that was an N7 finding."""
+        from .._crash import crash_call
+
+        self.tick()
+        bench = self.bench
+        bench.restore(self.starts[start].snapshot)
+        sent = self._sent()
+        with bench._lock:
+            res = crash_call(bench, tool.name, input, point, point=point)
+        mails = self._sent() - sent
+        rep = res.crash
+        if rep is None or rep.crashed is None:
+            return False
+        dup = list(rep.duplicates)
+        if mails > 1 and any(r.get("method") == "tools.send_email" for r in clean.trace_rows):
+            dup.append(f"{mails} mails sent (the crashed run's and the rerun's), a clean run sends 1")
+        if not dup:
+            return False
+        at = clean.trace_rows[point - 1].get("method")
+        self._add(
+            tool,
+            "N7",
+            start,
+            input,
+            f"crashed after ctx call {point} ({at}) and rerun with the same idempotencyKey: {dup[0]}",
+            crash_after=point,
+        )
+        return True
 
     def _add(self, tool: ToolSpec, kind: str, start: int, input: Any, message: str, **extra: Any) -> None:
         if (tool.name, kind) in self._seen:
