@@ -245,13 +245,14 @@ def test_the_bench_is_exactly_as_before(platform: str, gem: GemBuilder, opened: 
         bench = opened(
             gem, clock="2030-01-02T03:04:05Z", http=[{"match": "https://", "respond": {"text": "x"}}]
         )
-    bench.call("act", {})
+    latest = bench.call("act", {})
     before = _said(bench)
     seed_next = bench._rng.getstate()
     report = bench.doctor(seconds=3, seed=1, write=False)
     assert sum(s["examples"] for s in report.summary()) > 5  # it did call, many times
     assert _said(bench) == before  # the call log, outbox, audit, HTTP log, state and frozen clock
     assert bench._rng.getstate() == seed_next  # the bench's seed stream: the next call's ids as before
+    assert latest.pin("after_the_doctor").is_file()  # the latest call can still be pinned
 
 
 # -- a hostile pinned case replays in few crashes ------------------------------------------

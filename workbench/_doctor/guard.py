@@ -78,7 +78,9 @@ class Kept:
         self.sent = len(self.outbox.sent) if self.outbox is not None else 0
         tools = backends.get("tools")
         self.faults = {k: list(v) for k, v in getattr(tools, "faults", {}).items()}
+        # the latest call's state copy (its `pin`) is taken aside, not closed by the run's calls
         self.counters = (bench._calls, bench._rng.getstate(), bench._second, bench._before)
+        bench._before = None
         clock = bench.clock
         self.clock = (clock.mode, clock.time(), clock._offset)
 
