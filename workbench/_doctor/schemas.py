@@ -95,7 +95,7 @@ class _Walk:
                 raise _Problem(key, f"{where}: {key}={v:,.0f} needs values over the doctor's {cap:,}")
         for lo, hi in _PAIRS:
             a, b = node.get(lo), node.get(hi)
-            if _number(a) and _number(b) and (a > b or (a == b and "exclusive" in lo + hi)):
+            if _number(a) and _number(b) and (a > b or (a == b and "exclusive" in lo + hi)):  # type: ignore[operator]
                 raise _Problem(lo, f"{where}: {lo}={a!r} is over {hi}={b!r}: no value fits")
         for key in ("prefixItems", "anyOf", "oneOf", "allOf", "required", "enum"):
             v = node.get(key)
@@ -131,8 +131,9 @@ class _Walk:
                     "required", "a required property needs a value of its own schema again, without end"
                 )
             path.append(id(node))
-            props = node.get("properties") if isinstance(node.get("properties"), dict) else {}
-            for k in node.get("required") or () if isinstance(node.get("required"), list) else ():
+            props: dict[str, Any] = node["properties"] if isinstance(node.get("properties"), dict) else {}
+            required: list[Any] = node["required"] if isinstance(node.get("required"), list) else []
+            for k in required:
                 if isinstance(k, str) and k in props:
                     visit(props[k], depth + 1)
             items = node.get("items")
