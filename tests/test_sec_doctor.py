@@ -85,6 +85,16 @@ def test_real_http_gets_no_request(lang: str, gem: GemBuilder, httpserver: Any, 
     assert len(httpserver.log) == 0
 
 
+def test_the_command_refuses_real_http_with_a_coded_line(gem: GemBuilder, httpserver: Any) -> None:
+    httpserver.expect_request("/").respond_with_data("hi")
+    gem.tool("fetch", FETCH["py"].replace("URL", json.dumps(httpserver.url_for("/"))))
+    gem.manifest["permissions"] = {"http": {"connections": {}}}
+    cmd = [sys.executable, "-m", "workbench", "doctor", str(gem.write()), "--http", "real", "--seconds", "2"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "error E_USAGE" in run.stderr and "http='real'" in run.stderr
+    assert "Traceback" not in run.stderr and len(httpserver.log) == 0
+
+
 def test_a_plugin_capability_declaring_real_effects_is_refused(
     gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -169,11 +179,7 @@ HOSTILE: dict[str, tuple[Any, str]] = {
 def test_a_hostile_schema_is_one_coded_finding(name: str, gem: GemBuilder, opened: Callable) -> None:
     schema, keyword = HOSTILE[name]
     gem.tool("t", "def handle(input, ctx):\n    return 1\n", schema=schema, side_effect="read")
-    try:
-        bench = opened(gem)
-    except workbench.WorkbenchError as exc:  # the manifest's own bound refused it first: fine too
-        assert exc.code in ("E_MANIFEST", "E_SCHEMA"), exc
-        return
+    bench = opened(gem)  # (the manifest's own checks let each of these through)
     t0 = time.monotonic()
     report = bench.doctor(seconds=5, seed=1)
     assert time.monotonic() - t0 < 10

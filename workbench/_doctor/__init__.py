@@ -82,8 +82,10 @@ def doctor(
                 _fresh_sandbox(bench)
     finally:
         stop.disarm()
-        bench.restore(fixtures)
-        kept.put_back()
+        try:
+            bench.restore(fixtures)
+        finally:
+            kept.put_back()
     return DoctorReport(
         bench.manifest.id, search.findings, search.stats, time.monotonic() - t0, seed, stopped=stopped
     )

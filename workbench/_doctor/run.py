@@ -325,7 +325,14 @@ class Search:
 
             if not isinstance(exc, HypothesisException):
                 raise
-            self.unusable(tool, "inputSchema", f"{type(exc).__name__}: {str(exc)[:300]}")
+            from hypothesis.errors import Unsatisfiable
+
+            said = (
+                "no input drawn from it passed its own check: it may accept no value"
+                if isinstance(exc, Unsatisfiable)
+                else f"{type(exc).__name__}: {str(exc)[:300]}"
+            )
+            self.unusable(tool, "inputSchema", said)
         self.flush()  # (those shrunk above are seen already: only a kind it lost comes in)
 
     def unusable(self, tool: ToolSpec, keyword: str, what: str) -> None:

@@ -96,7 +96,7 @@ class _Walk:
         for lo, hi in _PAIRS:
             a, b = node.get(lo), node.get(hi)
             if _number(a) and _number(b) and (a > b or (a == b and "exclusive" in lo + hi)):  # type: ignore[operator]
-                raise _Problem(lo, f"{where}: {lo}={a!r} is over {hi}={b!r}: no value fits")
+                raise _Problem(lo, f"{where}: {lo}={a!r} and {hi}={b!r} leave no value between them")
         for key in ("prefixItems", "anyOf", "oneOf", "allOf", "required", "enum"):
             v = node.get(key)
             if isinstance(v, list) and len(v) > (MAX_LIST if key != "enum" else 10_000):
