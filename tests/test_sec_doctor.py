@@ -159,7 +159,7 @@ def test_a_tool_past_its_timeout_does_not_outlast_seconds(
     took = time.monotonic() - t0
     assert took < 12, took  # (it was 60 s a call, or the sandbox's 30 s)
     assert report.stopped and "seconds=" in report.note
-    assert [s["tool"] for s in report.summary()] == ["stuck"]
+    assert bench.calls().empty  # the cut-off calls are not left behind either
 
 
 # -- hostile schemas: one coded finding, quickly, in little memory ------------------------
@@ -240,8 +240,11 @@ def _said(bench: workbench.Bench) -> dict[str, Any]:
     return views
 
 
+@pytest.mark.parametrize("first", [True, False], ids=["after_a_call", "fresh"])
 @pytest.mark.parametrize("platform", ["agent", "notochord"])
-def test_the_bench_is_exactly_as_before(platform: str, gem: GemBuilder, opened: Callable) -> None:
+def test_the_bench_is_exactly_as_before(
+    platform: str, first: bool, gem: GemBuilder, opened: Callable
+) -> None:
     if platform == "agent":
         bench = opened(agent_gem(gem, act=(AGENT, "py")), clock="2030-01-02T03:04:05Z")
         bench.allow_recipients("*@acme.example")
@@ -251,14 +254,14 @@ def test_the_bench_is_exactly_as_before(platform: str, gem: GemBuilder, opened: 
         bench = opened(
             gem, clock="2030-01-02T03:04:05Z", http=[{"match": "https://", "respond": {"text": "x"}}]
         )
-    latest = bench.call("act", {})
+    latest = bench.call("act", {}) if first else None
     before = _said(bench)
     seed_next = bench._rng.getstate()
     report = bench.doctor(seconds=3, seed=1, write=False)
     assert sum(s["examples"] for s in report.summary()) > 5  # it did call, many times
     assert _said(bench) == before  # the call log, outbox, audit, HTTP log, state and frozen clock
     assert bench._rng.getstate() == seed_next  # the bench's seed stream: the next call's ids as before
-    assert latest.pin("after_the_doctor").is_file()  # the latest call can still be pinned
+    assert latest is None or latest.pin("after_the_doctor").is_file()  # the latest call can still be pinned
 
 
 # -- a hostile pinned case replays in few crashes ------------------------------------------

@@ -71,7 +71,8 @@ class Kept:
     def __init__(self, bench: Bench) -> None:
         self.bench = bench
         backends = bench.providers.backends
-        self.rings = [r for r in (bench.results, backends.get("audit"), _log(backends.get("http"))) if r]
+        rings = (bench.results, backends.get("audit"), _log(backends.get("http")))
+        self.rings = [r for r in rings if r is not None]  # (an empty one too: it is put back empty)
         self.saved = [r.saved() for r in self.rings]
         outbox = getattr(backends.get("tools"), "outbox", None)
         self.outbox = outbox if isinstance(getattr(outbox, "sent", None), list) else None
