@@ -159,6 +159,7 @@ def test_a_tool_past_its_timeout_does_not_outlast_seconds(
     took = time.monotonic() - t0
     assert took < 12, took  # (it was 60 s a call, or the sandbox's 30 s)
     assert report.stopped and "seconds=" in report.note
+    assert report.findings == []  # the interrupt is the doctor's, not the tool's failure
     assert bench.calls().empty  # the cut-off calls are not left behind either
 
 

@@ -60,7 +60,7 @@ def doctor(
     kept = Kept(bench)  # the logs, outbox, clock and seed stream it puts back
     fixtures = bench.snapshot()
     search = Search(bench, starts=[Start("fixtures", fixtures)], seed=seed, deadline=end, examples=examples)
-    stop = HardStop(end)
+    stop = search.stop = HardStop(end)
     stopped = False
     try:
         with stop:

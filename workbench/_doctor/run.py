@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .findings import KINDS, Finding, check_call, rule_of
-from .guard import OutOfShare, OutOfTime
+from .guard import HardStop, OutOfShare, OutOfTime
 from .inputs import broken, edge_examples, valid_inputs
 from .schemas import problem
 
@@ -98,6 +98,7 @@ class Search:
         self._pending: dict[tuple[str, str], FoundIt] = {}
         self._tool_start, self._tool_end = 0.0, math.inf  # the current tool's share (examples=: none)
         self._cut: type[BaseException] | None = None  # what cut the running hypothesis run off
+        self.stop: HardStop | None = None  # the run's timer, which may interrupt a call
 
     def tick(self) -> None:
         """OutOfTime once the run's time is up: checked before every call."""
@@ -132,7 +133,7 @@ class Search:
             bench.restore(self.starts[start].snapshot)
         s = int.from_bytes(hashlib.sha256(f"{self.seed}:{tool.name}:{n}".encode()).digest()[:4], "big") >> 1
         with bench._lock:
-            return _pipeline.call(
+            res = _pipeline.call(
                 bench,
                 tool.name,
                 input,
@@ -140,6 +141,16 @@ class Search:
                 fresh=fresh,
                 identity={"call_id": f"doctor-{s:08x}", "seed": s, "ids": s, "playback": self._playback()},
             )
+        self.cut_off()
+        return res
+
+    def cut_off(self) -> None:
+        """OutOfTime when the run's end interrupted the call that just returned: a Python tool's
+        runner turns any exception of its code into an error, the interrupt too, which is not
+        the tool's failure."""
+        if self.stop is not None and self.stop.fired:
+            self._cut = OutOfTime
+            raise OutOfTime
 
     def _playback(self) -> Any:
         if self.served is None:
@@ -471,6 +482,7 @@ class Search:
         sent = self._sent()
         with bench._lock:
             res = crash_call(bench, tool.name, input, point, point=point)
+        self.cut_off()
         mails = self._sent() - sent
         rep = res.crash
         if rep is None or rep.crashed is None:
