@@ -265,6 +265,17 @@ def test_the_bench_is_exactly_as_before(
     assert latest is None or latest.pin("after_the_doctor").is_file()  # the latest call can still be pinned
 
 
+def test_a_set_clock_runs_on_as_if_no_doctor_ran(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool(
+        "act", NOTO.replace("    return ctx.http.fetch('https://api.example/x').status\n", "    return 1\n")
+    )
+    bench = opened(gem)
+    bench.clock.set("2030-01-02T03:04:05Z")  # running on from there
+    ahead = bench.clock.time() - time.time()
+    bench.doctor(seconds=3, seed=1, write=False)
+    assert bench.clock.mode == "running" and abs(bench.clock.time() - time.time() - ahead) < 0.5
+
+
 # -- a hostile pinned case replays in few crashes ------------------------------------------
 def test_a_pinned_n7_case_of_300_ctx_calls_replays_in_few_crashes(
     gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch

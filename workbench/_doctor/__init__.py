@@ -5,7 +5,8 @@ The doctor searches every tool (or one) with inputs from its schema on the gem's
 an empty state (run.py), checks every call (findings.py), probes the examples that ran for N5,
 determinism and N7, then writes each finding as a case under `tests/calls/doctor/<tool>/`,
 which `gem-workbench test` replays: it fails while the finding still occurs and passes once the
-tool is fixed. The bench's state and clock are as they were when it returns.
+tool is fixed. It runs only where every effect stays inside the bench, within `seconds=` of wall
+clock, and leaves the bench as it found it (guard.py).
 """
 
 from __future__ import annotations

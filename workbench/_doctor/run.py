@@ -1,6 +1,7 @@
 """The doctor's search (issue 30 points 2-6): for each tool, inputs from its schema on each start
 state, every call checked; then probes of the examples that ran — N5 (the module kept or not),
-determinism (the same seed and clock twice) and N7 (a rerun after a crash at each ctx point).
+determinism (the same seed and clock twice) and N7 (a rerun after a crash at each ctx point, or
+at a seeded sample of them past CRASH_POINTS). A tool's search stops at its share of the time.
 
 Hypothesis drives the search: each kind of finding is raised as its own exception type, so
 with `report_multiple_bugs` every kind is shrunk on its own to its smallest input. The state
