@@ -71,7 +71,8 @@ def doctor(
                 except OutOfTime:  # its nine tenths are spent: what it found is pinned in the rest
                     stopped = True
                     search.flush()  # what it found and had not shrunk yet: as found
-                    _fresh_sandbox(bench)  # a call cut off mid-way: its sandbox starts again
+                    if stop.fired:  # a call cut off mid-way (not between calls): a new sandbox
+                        _fresh_sandbox(bench)
                 search.deadline = end
                 if write:
                     for finding in search.findings:
