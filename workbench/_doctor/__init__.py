@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import UsageError
 from .findings import KINDS, Finding
 from .guard import HardStop, Kept, OutOfTime, refuse_real
+from .probes import crash, memory, probes
 from .report import DoctorReport
 from .run import Search, Start, ToolStats
 from .sequences import invariants, search_sequences
@@ -111,7 +112,7 @@ def _search(
     for name in names:  # its probes right after its search: a slow tool leaves the others theirs
         search.tool(bench.manifest.tools[name], share)
         if (name, "schema") not in search._seen:
-            search.probes(bench.manifest.tools[name])
+            probes(search, bench.manifest.tools[name])
     if tool is None and len(names) > 1 or checks:  # states the gem's own tools build
         left = seconds - (time.monotonic() - t0)
         usable = [n for n in names if (n, "schema") not in search._seen]
@@ -185,10 +186,10 @@ def recheck(bench: Bench, case: dict[str, Any]) -> list[str]:
         bench.allow_recipients(*[r for r in recipients if isinstance(r, str)][:100])
     input = case.get("input")
     if kind in ("N5", "nondeterministic"):
-        search._memory(spec, 0, input)
+        memory(search, spec, 0, input)
     elif kind == "N7":  # the point it was found at first, then a sample: never hundreds of reruns
         at = doctor_.get("crash_after")
-        search._crash(spec, 0, input, first=at if isinstance(at, int) and not isinstance(at, bool) else None)
+        crash(search, spec, 0, input, first=at if isinstance(at, int) and not isinstance(at, bool) else None)
     elif kind == "schema":
         from .schemas import problem
 
