@@ -18,7 +18,7 @@ from workbench._doctor.inputs import broken, edge_examples
 from workbench.testing import replay_case
 
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
-SECONDS = 5  # a twelfth of `doctor`'s default minute: each planted bug is found in its first second or two
+SECONDS = 10  # the runs below count examples (as many on a loaded machine); this bounds each, hard
 
 
 def copy_gem(tmp_path: Path, name: str) -> Path:
@@ -34,8 +34,8 @@ def found(report) -> set[tuple[str, str]]:
 @pytest.mark.deno
 def test_the_planted_notochord_bugs_are_found(tmp_path: Path) -> None:
     gem = copy_gem(tmp_path, "buggy")
-    with workbench.open(gem) as bench:
-        report = bench.doctor(seconds=SECONDS, seed=1)
+    with workbench.open(gem) as bench:  # examples=: as many on a loaded machine (seconds= is a hard bound)
+        report = bench.doctor(examples=40, seconds=120, seed=1)
     assert found(report) == {
         ("greet", "throw"),
         ("count_reads", "D4"),
@@ -55,7 +55,7 @@ def test_the_planted_agent_bugs_are_found(tmp_path: Path) -> None:
     gem = copy_gem(tmp_path, "buggy-agent")
     with workbench.open(gem) as bench:
         bench.allow_recipients("*@example.com")
-        report = bench.doctor(seconds=SECONDS, seed=1)
+        report = bench.doctor(examples=40, seconds=SECONDS, seed=1)
     assert {("notify", "N7"), ("fire_and_forget", "envelope")} <= found(report)
     n7 = next(f for f in report.findings if f.kind == "N7" and f.tool == "notify")
     assert "2 mails sent" in n7.message and n7.extra["crash_after"] == 1
@@ -65,7 +65,7 @@ def test_the_planted_agent_bugs_are_found(tmp_path: Path) -> None:
 def test_an_ekanos_tool_logging_its_key_and_one_of_another_shape_are_found(tmp_path: Path) -> None:
     gem = copy_gem(tmp_path, "buggy-ekanos")
     with workbench.open(gem, secrets={"api_key": "sk_live_Doctor-Secret-1"}) as bench:
-        report = bench.doctor(seconds=SECONDS, seed=1)
+        report = bench.doctor(examples=40, seconds=SECONDS, seed=1)
     assert found(report) == {("lookup_contact", "secret"), ("recent_deals", "shape")}
     leak = next(f for f in report.findings if f.kind == "secret")
     shape = next(f for f in report.findings if f.kind == "shape")
@@ -78,7 +78,7 @@ def test_an_ekanos_tool_logging_its_key_and_one_of_another_shape_are_found(tmp_p
 def test_the_seed_examples_give_only_their_true_finding(tmp_path: Path) -> None:
     gem = copy_gem(tmp_path, "seed-examples")
     with workbench.open(gem) as bench:
-        report = bench.doctor(seconds=SECONDS, seed=1)
+        report = bench.doctor(examples=40, seconds=SECONDS, seed=1)
     assert found(report) == {("add_note", "N7")}  # the seed's notes.insert has no idempotency key
     assert "document notes" in report.findings[0].message
 

@@ -27,7 +27,7 @@ def add_parser(sub: Any, add_flags: Any) -> None:
     p.add_argument("gem")
     p.add_argument("--tool", metavar="T", help="only this tool (default: every tool)")
     p.add_argument(
-        "--seconds", type=float, default=60.0, metavar="S", help="time to spend, about (default 60)"
+        "--seconds", type=float, default=60.0, metavar="S", help="time to spend, at most (default 60)"
     )
     p.add_argument(
         "--examples", type=int, metavar="N", help="examples per tool (default: as many as the time allows)"
@@ -90,6 +90,8 @@ def _print(report: Any) -> None:
     print(
         f"doctor {report.gem}: {len(report.findings)} finding(s), {n} examples in {report.seconds:.1f} s (seed {report.seed})"
     )
+    if report.note:
+        print(f"  ({report.note})")
     for s in report.summary():
         kinds = ", ".join(f"{k} ×{c}" for k, c in s["findings"].items()) or "none"
         print(

@@ -5,7 +5,8 @@ The doctor searches every tool (or one) with inputs from its schema on the gem's
 an empty state (run.py), checks every call (findings.py), probes the examples that ran for N5,
 determinism and N7, then writes each finding as a case under `tests/calls/doctor/<tool>/`,
 which `gem-workbench test` replays: it fails while the finding still occurs and passes once the
-tool is fixed. The bench's state and clock are as they were when it returns.
+tool is fixed. It runs only where every effect stays inside the bench, within `seconds=` of wall
+clock, and leaves the bench as it found it (guard.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError
 from .findings import KINDS, Finding
+from .guard import HardStop, Kept, OutOfTime, refuse_real
+from .probes import crash, memory, probes
 from .report import DoctorReport
 from .run import Search, Start, ToolStats
 from .sequences import invariants, search_sequences
@@ -44,12 +47,7 @@ def doctor(
         )
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise UsageError(f"seed={seed!r}: give a whole number")
-    real = sorted(k for k, v in bench.provider_kinds.items() if v == "real")
-    if real:  # thousands of calls, the state put back between them: never on the user's own
-        raise UsageError(
-            f"the doctor puts the state back thousands of times: open the gem on mock providers "
-            f"(its {', '.join(real)} on real providers would be overwritten); give fixtures instead"
-        )
+    refuse_real(bench)  # thousands of calls: never where they act outside the bench
     names = list(bench.manifest.tools)
     if tool is not None:
         found = bench.manifest.tool(tool)
@@ -59,35 +57,74 @@ def doctor(
             )
         names = [found.name]
     t0 = time.monotonic()
+    end = t0 + seconds
     checks = invariants(bench.manifest.root)  # tests/doctor.py: the author's, run in-process
-    clock = bench.clock
-    was = (clock.mode, clock.time())
+    kept = Kept(bench)  # the logs, outbox, clock and seed stream it puts back
     fixtures = bench.snapshot()
+    search = Search(bench, starts=[Start("fixtures", fixtures)], seed=seed, deadline=end, examples=examples)
+    stop = search.stop = HardStop(end)
+    stopped = False
     try:
-        clock.freeze(clock.time())  # every example at one time: what differs is the tool's doing
-        starts = [Start("fixtures", fixtures), Start("empty", _empty(bench))]
-        search = Search(bench, starts=starts, seed=seed, deadline=t0 + seconds, examples=examples)
-        share = seconds * 0.7 / len(names)
-        for name in names:
-            spec = bench.manifest.tools[name]
-            search.tool(spec, share)
-        for name in names:
-            search.probes(bench.manifest.tools[name])
-        if tool is None and len(names) > 1 or checks:  # states the gem's own tools build
-            left = seconds - (time.monotonic() - t0)
-            search_sequences(search, max(left * 0.8, seconds * 0.1), checks, names)
-        if write:
-            for finding in search.findings:
-                finding.case = _pin(bench, search, finding, seed)
+        with stop:
+            try:
+                try:
+                    _search(bench, search, names, checks, tool, t0, seconds)
+                except OutOfTime:  # its nine tenths are spent: what it found is pinned in the rest
+                    stopped = True
+                    search.flush()  # what it found and had not shrunk yet: as found
+                    if stop.fired:  # a call cut off mid-way (not between calls): a new sandbox
+                        _fresh_sandbox(bench)
+                search.deadline = end
+                if write:
+                    for finding in search.findings:
+                        if finding.kind != "schema":  # no input to run again
+                            finding.case = _pin(bench, search, finding, seed)
+            except OutOfTime:  # the run's end (seconds=): a finding not pinned has no case
+                stop.disarm()
+                stopped = True
+                _fresh_sandbox(bench)
     finally:
-        bench.restore(fixtures)
-        if was[0] == "real":
-            clock.real()
-        elif was[0] == "frozen":
-            clock.freeze(was[1])
-        else:
-            clock.set(was[1])
-    return DoctorReport(bench.manifest.id, search.findings, search.stats, time.monotonic() - t0, seed)
+        stop.disarm()
+        try:
+            bench.restore(fixtures)
+        finally:
+            kept.put_back()
+    return DoctorReport(
+        bench.manifest.id, search.findings, search.stats, time.monotonic() - t0, seed, stopped=stopped
+    )
+
+
+def _search(
+    bench: Bench,
+    search: Search,
+    names: list[str],
+    checks: list[Any],
+    tool: str | None,
+    t0: float,
+    seconds: float,
+) -> None:
+    """The run's search: each tool, the probes of what ran, then sequences; its last tenth of
+    the time is left for pinning what it found."""
+    bench.clock.freeze(bench.clock.time())  # every example at one time: what differs is the tool's
+    search.starts.append(Start("empty", _empty(bench)))
+    search.deadline = t0 + seconds * 0.9
+    share = seconds * 0.6 / len(names)
+    for name in names:  # its probes right after its search: a slow tool leaves the others theirs
+        search.tool(bench.manifest.tools[name], share)
+        if (name, "schema") not in search._seen:
+            probes(search, bench.manifest.tools[name])
+    if tool is None and len(names) > 1 or checks:  # states the gem's own tools build
+        left = seconds - (time.monotonic() - t0)
+        usable = [n for n in names if (n, "schema") not in search._seen]
+        search_sequences(search, max(left * 0.8, seconds * 0.1), checks, usable)
+
+
+def _fresh_sandbox(bench: Bench) -> None:
+    """Stop the bench's sandbox (a call cut off at the run's end left it mid-conversation); the
+    next call starts another. The Python runner keeps its modules (nothing was cut off there
+    that a later call could see half-done: the state is put back)."""
+    for kind in [k for k in bench._runners if k != "python"]:
+        bench._runners.pop(kind).stop()
 
 
 def _empty(bench: Bench) -> Any:
@@ -149,9 +186,16 @@ def recheck(bench: Bench, case: dict[str, Any]) -> list[str]:
         bench.allow_recipients(*[r for r in recipients if isinstance(r, str)][:100])
     input = case.get("input")
     if kind in ("N5", "nondeterministic"):
-        search._memory(spec, 0, input)
-    elif kind == "N7":
-        search._crash(spec, 0, input)
+        memory(search, spec, 0, input)
+    elif kind == "N7":  # the point it was found at first, then a sample: never hundreds of reruns
+        at = doctor_.get("crash_after")
+        crash(search, spec, 0, input, first=at if isinstance(at, int) and not isinstance(at, bool) else None)
+    elif kind == "schema":
+        from .schemas import problem
+
+        found = problem(spec.input_schema)
+        if found is not None:
+            search.unusable(spec, *found)
     elif kind == "invariant":
         from .sequences import broken_invariant, invariants
 

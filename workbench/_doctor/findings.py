@@ -36,6 +36,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "N7": ("N7", "a rerun after a crash did a side effect again"),
     "nondeterministic": ("-", "the same input, state, seed and clock give another result"),
     "invariant": ("-", "an invariant of tests/doctor.py does not hold"),
+    "schema": ("-", "an inputSchema no input can be drawn from (unsatisfiable, or needing huge values)"),
 }
 _THROWN = {"E_TOOL_ERROR"}
 _LIMITS = {"E_LIMIT", "E_OUT_OF_MEMORY", "E_TOO_LARGE"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -20,6 +21,23 @@ if TYPE_CHECKING:
     from .run import ToolStats
 
 COLUMNS = ["tool", "kind", "rule", "input", "start", "message", "repro", "case"]
+
+
+#: what XML 1.0 has no character for: C0 controls but tab and line ends, surrogates, U+FFFE/F
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    """`text` with each character XML cannot hold written as its code (`\\x00`, `\\ud800`), so
+    any message makes a well-formed report."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _crash_said(crash: tuple[int, int] | None) -> str | None:
+    """N7's crash points as the summary says them: "12 of 350 (sampled)", "3 of 3"."""
+    if crash is None:
+        return None
+    return f"{crash[0]} of {crash[1]}" + (" (sampled)" if crash[0] < crash[1] else "")
 
 
 def _row(f: Finding) -> dict[str, Any]:
@@ -46,6 +64,7 @@ class DoctorReport:
     stats: dict[str, ToolStats]
     seconds: float
     seed: int
+    stopped: bool = False  # the run's time (seconds=) ended it before its search was done
 
     @property
     def ok(self) -> bool:
@@ -72,6 +91,7 @@ class DoctorReport:
                     "invalid": s.invalid,
                     "findings": dict(sorted(kinds.items())),
                     "seconds": round(s.seconds, 2),
+                    "crash_points": _crash_said(s.crash),
                 }
             )
         return out
@@ -82,13 +102,29 @@ class DoctorReport:
             "seed": self.seed,
             "seconds": round(self.seconds, 2),
             "ok": self.ok,
+            "stopped": self.stopped,
             "tools": self.summary(),
             "findings": [_row(f) for f in self.findings],
+            "note": self.note,
         }
+
+    @property
+    def note(self) -> str:
+        """What bounded the run: its time, and the crash points sampled (N7)."""
+        parts = ["stopped when its time (seconds=) ran out"] if self.stopped else []
+        parts += [
+            f"{name}: N7 crashed {s.crash[0]} of {s.crash[1]} ctx calls (sampled)"
+            for name, s in self.stats.items()
+            if s.crash and s.crash[0] < s.crash[1]
+        ]
+        return "; ".join(parts)
 
     def junit(self, path: str | os.PathLike[str]) -> Path:
         """Write JUnit XML: a testcase per tool and kind checked, failed where found."""
-        from xml.sax.saxutils import quoteattr
+        from xml.sax.saxutils import escape, quoteattr
+
+        def attr(text: str) -> str:
+            return quoteattr(_xml_safe(text))
 
         lines = []
         cases = 0
@@ -96,22 +132,18 @@ class DoctorReport:
             mine = {f.kind: f for f in self.findings if f.tool == name}
             for kind in KINDS:
                 cases += 1
-                head = (
-                    f"  <testcase classname={quoteattr(f'doctor.{self.gem}.{name}')} name={quoteattr(kind)}"
-                )
+                head = f"  <testcase classname={attr(f'doctor.{self.gem}.{name}')} name={attr(kind)}"
                 f = mine.get(kind)
                 if f is None:
                     lines.append(head + "/>")
                 else:
-                    body = html.escape(
-                        f"{f.message}\ninput: {json.dumps(f.input, ensure_ascii=False)[:2000]}\n{f.repro}"
-                    )
-                    lines.append(
-                        f"{head}><failure message={quoteattr(f'{f.rule}: {f.message}'[:500])}>{body}</failure></testcase>"
-                    )
+                    text = f"{f.message}\ninput: {json.dumps(f.input, ensure_ascii=False)[:2000]}\n{f.repro}"
+                    body = escape(_xml_safe(text))
+                    message = attr(f"{f.rule}: {f.message}"[:500])
+                    lines.append(f"{head}><failure message={message}>{body}</failure></testcase>")
         xml = (
             '<?xml version="1.0" encoding="utf-8"?>\n'
-            f'<testsuite name={quoteattr("gem-workbench doctor " + self.gem)} tests="{cases}" '
+            f'<testsuite name={attr("gem-workbench doctor " + self.gem)} tests="{cases}" '
             f'failures="{len(self.findings)}" time="{self.seconds:.2f}">\n'
             + "\n".join(lines)
             + "\n</testsuite>\n"
@@ -120,9 +152,13 @@ class DoctorReport:
         fd, tmp = tempfile.mkstemp(
             dir=target.parent if str(target.parent) else ".", prefix=".junit.", suffix=".tmp"
         )
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(xml)
-        os.replace(tmp, target)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(xml)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         return target
 
     def __repr__(self) -> str:
@@ -150,6 +186,7 @@ class DoctorReport:
         head = (
             f"<b>doctor</b> {esc(self.gem)}: {len(self.findings)} finding(s), "
             f"{sum(s.examples for s in self.stats.values())} examples in {self.seconds:.1f} s (seed {self.seed})"
+            + (f"; {esc(self.note)}" if self.note else "")
         )
         table = (
             "<table><tr><th>tool</th><th>examples</th><th>findings</th><th>time</th></tr>"

@@ -1,6 +1,7 @@
 """The doctor's search (issue 30 points 2-6): for each tool, inputs from its schema on each start
 state, every call checked; then probes of the examples that ran — N5 (the module kept or not),
-determinism (the same seed and clock twice) and N7 (a rerun after a crash at each ctx point).
+determinism (the same seed and clock twice) and N7 (a rerun after a crash at each ctx point, or
+at a seeded sample of them past CRASH_POINTS). A tool's search stops at its share of the time.
 
 Hypothesis drives the search: each kind of finding is raised as its own exception type, so
 with `report_multiple_bugs` every kind is shrunk on its own to its smallest input. The state
@@ -13,12 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .findings import KINDS, Finding, check_call, rule_of
+from .guard import HardStop, OutOfShare, OutOfTime
 from .inputs import broken, edge_examples, valid_inputs
+from .schemas import problem
 
 if TYPE_CHECKING:
     from .._bench import Bench
@@ -36,6 +40,9 @@ class FoundIt(Exception):
 
 _CLASSES = {kind: type(f"Found_{kind}", (FoundIt,), {}) for kind in KINDS}
 BATCH = 24  # inputs one hypothesis example may run
+#: what hypothesis or the strategies raise on a schema they cannot draw from (Unsatisfiable,
+#: InvalidArgument, a TypeError of a bound of the wrong type, …): one "schema" finding
+_DRAW_ERRORS = (TypeError, ValueError, OverflowError, RecursionError, MemoryError)
 
 
 @dataclass
@@ -46,6 +53,7 @@ class ToolStats:
     invalid: int = 0
     seconds: float = 0.0
     ran: list[tuple[int, Any]] = field(default_factory=list)  # (start, input) of calls that returned
+    crash: tuple[int, int] | None = None  # N7: crash points tried, of the ctx calls a run made
 
 
 @dataclass
@@ -71,6 +79,29 @@ class Search:
         self._seen: set[tuple[str, str]] = set()  # (tool, kind) found already
         self.served: list[dict[str, Any]] | None = None  # a recheck's recorded answers (ctx/served.py)
         self._n = 0
+        # kinds found in a round not yet shrunk: recorded as they are if its time runs out
+        self._pending: dict[tuple[str, str], FoundIt] = {}
+        self._tool_start, self._tool_end = 0.0, math.inf  # the current tool's share (examples=: none)
+        self._cut: type[BaseException] | None = None  # what cut the running hypothesis run off
+        self.stop: HardStop | None = None  # the run's timer, which may interrupt a call
+
+    def tick(self) -> None:
+        """OutOfTime once the run's time is up: checked before every call."""
+        if time.monotonic() >= self.deadline:
+            self._cut = OutOfTime
+            raise OutOfTime
+
+    def guarded(self, run: Any) -> None:
+        """`run()`, a hypothesis run; cut off by the time (OutOfTime, OutOfShare) even where
+        hypothesis turned the cut into its own error (a replay that stopped early is "flaky")."""
+        self._cut = None
+        try:
+            run()
+        except BaseException:
+            cut, self._cut = self._cut, None
+            if cut is not None:
+                raise cut from None
+            raise
 
     # -- one call -------------------------------------------------------------------------
     def call(
@@ -81,12 +112,13 @@ class Search:
         only by the tool's doing."""
         from .. import _pipeline
 
+        self.tick()
         bench = self.bench
         if start is not None:
             bench.restore(self.starts[start].snapshot)
         s = int.from_bytes(hashlib.sha256(f"{self.seed}:{tool.name}:{n}".encode()).digest()[:4], "big") >> 1
         with bench._lock:
-            return _pipeline.call(
+            res = _pipeline.call(
                 bench,
                 tool.name,
                 input,
@@ -94,6 +126,16 @@ class Search:
                 fresh=fresh,
                 identity={"call_id": f"doctor-{s:08x}", "seed": s, "ids": s, "playback": self._playback()},
             )
+        self.cut_off()
+        return res
+
+    def cut_off(self) -> None:
+        """OutOfTime when the run's end interrupted the call that just returned: a Python tool's
+        runner turns any exception of its code into an error, the interrupt too, which is not
+        the tool's failure."""
+        if self.stop is not None and self.stop.fired:
+            self._cut = OutOfTime
+            raise OutOfTime
 
     def _playback(self) -> Any:
         if self.served is None:
@@ -160,6 +202,10 @@ class Search:
         stats = self.stats.setdefault(tool.name, ToolStats())
         t0 = time.monotonic()
         schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+        found = problem(tool.input_schema)
+        if found is not None:
+            self.unusable(tool, *found)
+            return
 
         def accepts(value: Any) -> bool:
             return bench._check_input(tool, value)[1] is None
@@ -170,9 +216,14 @@ class Search:
         one = st.tuples(valid_inputs(schema, accepts), st.integers(0, 15))  # how 0-1: broken (N8)
         strategy = st.tuples(st.integers(0, len(self.starts) - 1), st.lists(one, min_size=1, max_size=BATCH))
 
+        budget = max(share, 0.05)
+        if self.examples is None:  # examples=: as many as asked, whatever the share (same seed, same)
+            self._tool_start, self._tool_end = t0, t0 + budget
+
         def example(drawn: tuple[int, list[tuple[Any, int]]]) -> None:
             start, batch = drawn
             for value, how in batch:
+                self._past_share(tool)  # (a batch of slow calls must not outlast the share)
                 valid = how > 1
                 if not valid:
                     value = broken(schema, value, how)
@@ -180,20 +231,29 @@ class Search:
                 envelopes = how in (2, 3) and bench.profile.name == "agent"
                 for kind, message in self.check(tool, value, start, valid=valid, envelopes=envelopes):
                     if (tool.name, kind) not in self._seen:  # (a kind found in an earlier round: done)
-                        raise _CLASSES[kind](kind, message, start, value)  # its first new kind
+                        exc = _CLASSES[kind](kind, message, start, value)  # its first new kind
+                        self._pending.setdefault((tool.name, kind), exc)
+                        raise exc
 
         test = given(strategy)(example)
         for value in edge_examples(schema):  # tried first, on each start state
             if accepts(value):
                 for start in range(len(self.starts)):
                     test = hexample((start, [(value, 15)]))(test)
-        budget = max(share, 0.05)
         n = max(1, self.examples // 8) if self.examples else 20  # (a batch holds about 8)
         for round_ in range(20):  # rounds of fresh draws while its share of the time lasts
             r0 = time.monotonic()
-            self._round(
-                tool, test if round_ == 0 else given(strategy)(example), n, self.seed + round_, round_ == 0
-            )
+            try:
+                self._round(
+                    tool,
+                    test if round_ == 0 else given(strategy)(example),
+                    n,
+                    self.seed + round_,
+                    round_ == 0,
+                )
+            except OutOfShare:  # what it found and had not shrunk yet: as it was found
+                self.flush()
+                break
             left = budget - (time.monotonic() - t0)
             if self.examples is not None and stats.examples >= self.examples or left < budget * 0.1:
                 break
@@ -202,6 +262,28 @@ class Search:
             if self.examples is not None:
                 n = max(1, (self.examples - stats.examples) // 8)
         stats.seconds += time.monotonic() - t0
+        self._tool_end = math.inf
+
+    def _past_share(self, tool: ToolSpec) -> None:
+        """OutOfShare once the tool's share of the time is spent; a kind found and being shrunk
+        gets twice the share more (a shrunk input is what the author reads)."""
+        now = time.monotonic()
+        if now > self._tool_end:
+            pending = any(t == tool.name for t, _ in self._pending)
+            if not pending or self._shrunk_enough():
+                self._cut = OutOfShare
+                raise OutOfShare
+
+    def _shrunk_enough(self) -> bool:
+        """Whether shrinking what a tool's search found has had its time (twice its share)."""
+        return time.monotonic() > self._tool_end + 2 * (self._tool_end - self._tool_start)
+
+    def flush(self) -> None:
+        """Record the kinds found but not yet shrunk, with the input they were found with."""
+        pending, self._pending = self._pending, {}
+        for (name, _), exc in sorted(pending.items()):
+            spec = self.bench.manifest.tools[name]
+            self._add(spec, exc.kind, exc.start, exc.input, exc.message)
 
     def _round(self, tool: ToolSpec, test: Any, n: int, seed: int, explicit: bool) -> None:
         """One hypothesis run of `n` examples; its findings, each kind shrunk, recorded."""
@@ -224,7 +306,9 @@ class Search:
             )(test)
         )
         try:
-            run()
+            self.guarded(run)
+        except _DRAW_ERRORS as exc:  # the search's own: the schema, not the tool
+            self.unusable(tool, "inputSchema", f"{type(exc).__name__}: {str(exc)[:300]}")
         except FoundIt as exc:
             self._found(tool, [exc])
         except BaseExceptionGroup as group:  # several kinds, each shrunk on its own
@@ -232,6 +316,37 @@ class Search:
             rest = [e for e in group.exceptions if not isinstance(e, FoundIt)]
             if rest:  # the workbench's own failure: not a finding
                 raise rest[0] from group
+        except Exception as exc:
+            from hypothesis.errors import HypothesisException
+
+            if not isinstance(exc, HypothesisException):
+                raise
+            from hypothesis.errors import Unsatisfiable
+
+            said = (
+                "no input drawn from it passed its own check: it may accept no value"
+                if isinstance(exc, Unsatisfiable)
+                else f"{type(exc).__name__}: {str(exc)[:300]}"
+            )
+            self.unusable(tool, "inputSchema", said)
+        self.flush()  # (those shrunk above are seen already: only a kind it lost comes in)
+
+    def unusable(self, tool: ToolSpec, keyword: str, what: str) -> None:
+        """The one "schema" finding of a tool whose schema no input is drawn from."""
+        if (tool.name, "schema") in self._seen:
+            return
+        self._seen.add((tool.name, "schema"))
+        self.findings.append(
+            Finding(
+                tool.name,
+                "schema",
+                rule_of("schema", self.bench.profile.name),
+                f"E_SCHEMA: the doctor draws no input from its inputSchema ({keyword}): {what}",
+                None,
+                "-",
+                extra={"keyword": keyword},
+            )
+        )
 
     def _trim(self, tool: ToolSpec, exc: FoundIt) -> Any:
         """`exc`'s input with each long string cut to the shortest prefix that still gives the
@@ -245,7 +360,7 @@ class Search:
             if not isinstance(text, str) or len(text) < 2:
                 continue
             lo, hi = 0, len(text)  # hi: a length that still finds it
-            while lo < hi:
+            while lo < hi and not self._shrunk_enough():
                 mid = (lo + hi) // 2
                 trial = {**value, key: text[:mid]}
                 if self.bench._check_input(tool, trial)[1] is None and any(
@@ -279,83 +394,6 @@ class Search:
                 )
             )
 
-    # -- probes of examples that ran --------------------------------------------------------
-    def probes(self, tool: ToolSpec) -> None:
-        """N5 and determinism on the smallest examples that ran; N7 for tools that write."""
-        stats = self.stats[tool.name]
-        ran = sorted(
-            {_key(i): (s, i) for s, i in stats.ran}.values(), key=lambda si: (len(_key(si[1])), _key(si[1]))
-        )
-        for start, input in ran[:3]:
-            if (tool.name, "N5") in self._seen and (tool.name, "nondeterministic") in self._seen:
-                break
-            self._memory(tool, start, input)
-        if tool.side_effect == "write" or self.bench.profile.name != "notochord":
-            for start, input in ran[:2]:
-                if (tool.name, "N7") in self._seen:
-                    break
-                self._crash(tool, start, input)
-
-    def _outcome(self, tool: ToolSpec, input: Any, start: int, *, fresh: bool) -> tuple[str, str]:
-        """The result and the state change of one run of an example, as comparable texts."""
-        res = self.call(tool, input, start, fresh=fresh, n=7)
-        changes = self.bench.diff(self.starts[start].snapshot)
-        rows = changes[["kind", "where", "key", "change", "after"]].to_dict("records")
-        value = res.value if res.error is None else {"error": res.error.code}
-        return _key(value), _key(rows)
-
-    def _memory(self, tool: ToolSpec, start: int, input: Any) -> None:
-        a = self._outcome(tool, input, start, fresh=True)
-        b = self._outcome(tool, input, start, fresh=True)
-        if a != b:
-            self._add(
-                tool, "nondeterministic", start, input, _differs("result" if a[0] != b[0] else "state", a, b)
-            )
-            return
-        c = self._outcome(tool, input, start, fresh=False)  # the module kept from the call before
-        if a != c:
-            what = "result" if a[0] != c[0] else "state it left"
-            self._add(
-                tool,
-                "N5",
-                start,
-                input,
-                f"called again with its module kept (reuse='always'), its {what} differs from a fresh "
-                f"module's (reuse='never'): {_differs(what, a, c)}",
-            )
-
-    def _crash(self, tool: ToolSpec, start: int, input: Any) -> None:
-        from .._crash import crash_call
-
-        bench = self.bench
-        clean = self.call(tool, input, start)
-        if clean.error is not None:
-            return
-        points = len(clean.trace_rows)
-        for point in range(1, points + 1):
-            bench.restore(self.starts[start].snapshot)
-            sent = self._sent()
-            with bench._lock:
-                res = crash_call(bench, tool.name, input, point, point=point)
-            mails = self._sent() - sent
-            rep = res.crash
-            if rep is None or rep.crashed is None:
-                continue
-            dup = list(rep.duplicates)
-            if mails > 1 and any(r.get("method") == "tools.send_email" for r in clean.trace_rows):
-                dup.append(f"{mails} mails sent (the crashed run's and the rerun's), a clean run sends 1")
-            if dup:
-                at = clean.trace_rows[point - 1].get("method")
-                self._add(
-                    tool,
-                    "N7",
-                    start,
-                    input,
-                    f"crashed after ctx call {point} ({at}) and rerun with the same idempotencyKey: {dup[0]}",
-                    crash_after=point,
-                )
-                return
-
     def _add(self, tool: ToolSpec, kind: str, start: int, input: Any, message: str, **extra: Any) -> None:
         if (tool.name, kind) in self._seen:
             return
@@ -371,13 +409,3 @@ class Search:
                 extra={"start": start, **extra},
             )
         )
-
-
-def _differs(what: str, a: tuple[str, str], b: tuple[str, str]) -> str:
-    i = 0 if what == "result" else 1
-    first, second = a[i], b[i]
-    return f"{_clip(first)} vs {_clip(second)}"
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= 120 else text[:119] + "…"

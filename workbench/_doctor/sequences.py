@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .findings import Finding, rule_of
+from .guard import OutOfShare
 from .inputs import valid_inputs
 
 if TYPE_CHECKING:
@@ -112,6 +115,9 @@ def search_sequences(
     done_ = [s for s in search.stats.values() if s.examples]
     per_call = sum(s.seconds for s in done_) / max(sum(s.examples for s in done_), 1) or 0.005
     examples = max(5, min(2000, int(seconds / (per_call * (MAX_STEPS + 2) / 2 + 0.0005))))
+    # past its time it draws no more, but shrinks what it found (the run's own end stops that)
+    end = time.monotonic() + seconds if search.examples is None else math.inf
+    found_any: list[str] = []
 
     @given(
         st.integers(0, len(search.starts) - 1),
@@ -119,6 +125,9 @@ def search_sequences(
         st.data(),
     )
     def sequence(start: int, names: list[str], data: Any) -> None:
+        if time.monotonic() > end and not found_any:
+            search._cut = OutOfShare
+            raise OutOfShare
         bench.restore(search.starts[start].snapshot)
         done: list[tuple[str, Any]] = []
         for i, name in enumerate(names):
@@ -127,9 +136,11 @@ def search_sequences(
             # each call of a sequence its own ids (the n-th call of it: 100 + n)
             for kind, message in search.check(spec, value, None, valid=True, n=100 + i):
                 if (name, kind) not in search._seen:
+                    found_any.append(kind)
                     _raise(kind, message, start, done, (name, value))
             broken = broken_invariant(bench, checks) if checks else None
             if broken is not None and (name, "invariant") not in search._seen:
+                found_any.append("invariant")
                 _raise("invariant", f"after {name}: {broken}", start, done, (name, value))
             done.append((name, value))
 
@@ -146,7 +157,9 @@ def search_sequences(
     )
     found: list[_Step] = []
     try:
-        run()
+        search.guarded(run)
+    except OutOfShare:  # its time spent with nothing found
+        return
     except _Step as one:
         found = [one]
     except BaseExceptionGroup as group:

@@ -447,9 +447,17 @@ def _close(state: HttpState) -> None:
         transport.close()
 
 
+def _real_effects(state: HttpState) -> tuple[str, ...]:
+    """`http=` when its transport sends requests out (real, or an object given: taken as real);
+    mock handlers, a cassette and served answers stay inside."""
+    kind = getattr(state.transport, "kind", "real")
+    return () if kind in ("mock", "cassette", "served") else ("http='real'" if kind == "real" else "http=",)
+
+
 #: ctx.http / ctx.fetch as a unit (N10, SEC4)
 SPEC = CapabilitySpec(
     impl="http",
+    real_effects=_real_effects,
     title="ctx.http",
     implementation=Http,
     backend=_backend,

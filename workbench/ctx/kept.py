@@ -54,6 +54,15 @@ class Ring(Sequence[T]):
         self._items.clear()
         self.chars = 0
 
+    def saved(self) -> tuple[Any, ...]:
+        """What `put_back` needs to make the ring as it is now (its items shared, not copied)."""
+        return (list(self._items), self.chars, self.appended, self.dropped, self.dropped_chars)
+
+    def put_back(self, saved: tuple[Any, ...]) -> None:
+        """The ring as it was at `saved`: what was appended since goes, what was dropped comes back."""
+        items, self.chars, self.appended, self.dropped, self.dropped_chars = saved
+        self._items = deque(items)
+
     def since(self, appended: int) -> list[T]:
         """The items appended after the first `appended` ever (those still kept)."""
         first = self.appended - len(self._items)  # how many went before the oldest kept

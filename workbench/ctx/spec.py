@@ -132,6 +132,10 @@ class CapabilitySpec:
     # which of its methods read from or send outside the bench's state (a mailbox, a built-in
     # tool): a pinned call's replay serves their recorded results back (ctx/served.py)
     replayed: Callable[[str], bool] | None = None
+    # which of its options make its backend act outside the bench for real (mail a server
+    # accepts, a request a server answers): `real_effects(backend)` names them ("outbox=", …);
+    # the doctor, which calls tools thousands of times, refuses a bench where any does
+    real_effects: Callable[[Any], tuple[str, ...]] | None = None
 
 
 # -- parsing helpers for flags -------------------------------------------------------------

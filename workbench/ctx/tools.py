@@ -317,6 +317,13 @@ def _backend(opening: OpenContext) -> AgentTools:
     )
 
 
+def _real_effects(tools: AgentTools) -> tuple[str, ...]:
+    """The built-ins' options whose providers reach outside: any but the mocks (an object
+    given for them is taken as real)."""
+    given = (("outbox", tools.outbox), ("web_search", tools.websearch))
+    return tuple(f"{name}=" for name, p in given if p is not None and getattr(p, "kind", "real") != "mock")
+
+
 _NONE = AgentTools()  # a session made outside a bench: no providers, nothing allowed
 
 
@@ -333,6 +340,7 @@ def _call_state(session: CallSession) -> ToolsCall:
 #: ctx.tools (web_search, send_email, surface_file, other tools) as a unit (A3-A6)
 SPEC = CapabilitySpec(
     impl="tools",
+    real_effects=_real_effects,
     title="ctx.tools",
     implementation=Tools,
     backend=_backend,

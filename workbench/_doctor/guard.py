@@ -1,0 +1,159 @@
+"""What keeps a doctor run harmless and bounded: the benches it refuses, the bench's bookkeeping
+it puts back, and the hard stop at the end of its time.
+
+The doctor calls tools thousands of times, so it runs only where every effect stays inside the
+bench: a provider that acts outside (a real SMTP server, real HTTP, a real web search, the
+user's own files and storage, a plugin capability declaring one) is refused before any call,
+naming its option. Each capability says which of its options act for real
+(`CapabilitySpec.real_effects`), so a plugin's is refused the same way.
+
+Its own calls leave nothing behind: the call log, the activity log, the HTTP log, the mock
+outbox, the clock (frozen or not), the bench's seed stream and call counter are as they were
+before the run (`Kept`). `seconds=` bounds the whole run by wall clock (`HardStop`): between
+calls the search stops itself; a call still running at the end (a Python tool sleeping or
+spinning past its own timeout, a sandbox call) is interrupted by a timer signal in the main
+thread, where a bench is used.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from .._errors import UsageError
+
+if TYPE_CHECKING:
+    from .._bench import Bench
+
+
+class OutOfTime(BaseException):  # noqa: N818 - not an error: the run's time is up
+    """Raised where the doctor's time ends; a BaseException so that neither hypothesis nor a
+    tool's own `except Exception` takes it for a failure to shrink or swallow."""
+
+
+class OutOfShare(BaseException):  # noqa: N818 - not an error: one tool's share is spent
+    """Raised in a tool's search once its share of the run's time is spent."""
+
+
+def real_effects(bench: Bench) -> list[str]:
+    """The options of `bench` that act outside it for real: "outbox=", "http='real'", … and
+    "providers=" when its files or storage are the user's own."""
+    from ..ctx.registry import specs_of
+
+    real = [k for k, v in sorted(bench.provider_kinds.items()) if v == "real"]
+    out = [f"providers= (its {' and '.join(real)} on real providers)"] if real else []
+    for spec in specs_of(bench.profile):
+        backend = bench.providers.backends.get(spec.impl)
+        if spec.real_effects is not None and backend is not None:
+            out += [o for o in spec.real_effects(backend) if o not in out]
+    return out
+
+
+def refuse_real(bench: Bench) -> None:
+    """E_USAGE naming every option of `bench` that acts outside it; nothing when none does."""
+    effects = real_effects(bench)
+    if effects:
+        raise UsageError(
+            f"the doctor calls each tool thousands of times and puts the state back between them: "
+            f"it runs only on providers that keep every effect inside the bench; this one acts for "
+            f"real through {', '.join(effects)}. Open the gem on mock providers (the default) "
+            f"with fixtures instead",
+            options=effects,
+        )
+
+
+class Kept:
+    """The bench's bookkeeping as it was before a run, put back after it."""
+
+    def __init__(self, bench: Bench) -> None:
+        self.bench = bench
+        backends = bench.providers.backends
+        rings = (bench.results, backends.get("audit"), _log(backends.get("http")))
+        self.rings = [r for r in rings if r is not None]  # (an empty one too: it is put back empty)
+        self.saved = [r.saved() for r in self.rings]
+        outbox = getattr(backends.get("tools"), "outbox", None)
+        self.outbox = outbox if isinstance(getattr(outbox, "sent", None), list) else None
+        self.sent = len(self.outbox.sent) if self.outbox is not None else 0
+        tools = backends.get("tools")
+        self.faults = {k: list(v) for k, v in getattr(tools, "faults", {}).items()}
+        # the latest call's state copy (its `pin`) is taken aside, not closed by the run's calls
+        self.counters = (bench._calls, bench._rng.getstate(), bench._second, bench._before)
+        bench._before = None
+        clock = bench.clock
+        self.clock = (clock.mode, clock.time(), clock._offset)
+
+    def put_back(self) -> None:
+        bench = self.bench
+        for ring, saved in zip(self.rings, self.saved, strict=True):
+            ring.put_back(saved)
+        if self.outbox is not None:
+            del self.outbox.sent[self.sent :]
+        tools = bench.providers.backends.get("tools")
+        if tools is not None and hasattr(tools, "faults"):
+            tools.faults.clear()
+            tools.faults.update(self.faults)
+        calls, rng, second, before = self.counters
+        bench._calls, bench._second = calls, second
+        bench._rng.setstate(rng)
+        bench._keep_before(before)
+        mode, at, offset = self.clock
+        clock = bench.clock
+        with clock._lock:  # as it was, without telling listeners: nothing moved for them
+            if mode == "frozen":
+                clock._mode, clock._at = "frozen", at
+            elif mode == "running":
+                clock._mode, clock._offset = "running", offset
+            else:
+                clock._mode, clock._offset = "real", 0.0
+
+
+def _log(http: Any) -> Any:
+    return getattr(http, "log", None) if http is not None else None
+
+
+class HardStop:
+    """`with HardStop(deadline):` raises OutOfTime in the main thread at `deadline`
+    (time.monotonic()), wherever it is, unless the block ended; elsewhere only `check()`
+    stops (between calls)."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.fired = False
+        self._old: Any = None
+        self._armed = False
+
+    def check(self) -> None:
+        """OutOfTime once the deadline has passed."""
+        if time.monotonic() >= self.deadline:
+            self.fired = True
+            raise OutOfTime
+
+    def _ring(self, signum: int, frame: FrameType | None) -> None:
+        if self._armed:
+            self.fired = True
+            raise OutOfTime
+
+    def __enter__(self) -> HardStop:
+        main = threading.current_thread() is threading.main_thread()
+        if (
+            main
+            and hasattr(signal, "setitimer")
+            and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
+        ):
+            self._old = signal.signal(signal.SIGALRM, self._ring)
+            self._armed = True
+            signal.setitimer(signal.ITIMER_REAL, max(self.deadline - time.monotonic(), 0.001))
+        return self
+
+    def disarm(self) -> None:
+        """No interrupt from here on (the run is putting the bench back)."""
+        if self._armed:
+            self._armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._old)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.disarm()
