@@ -708,6 +708,26 @@ def test_N1_symlink_inside_the_gem_is_fine(gem: GemBuilder, opened: Callable) ->
     assert res.ok and res.value == "inside text", res.error
 
 
+def test_N1_a_hard_link_in_the_gem_folder_is_refused(
+    gem: GemBuilder, opened: Callable, tmp_path: Path
+) -> None:
+    """A hard link is another name of a file, possibly outside (round 4: a tool read a file
+    of the user's through one); Deno's path check cannot tell. Refused like a symlink out."""
+    gem.tool("rd", READ_LINK, ext="js")
+    gem.tool("ok", "export default async () => 'fine'", ext="js")
+    bench = opened(gem)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret outside the gem")
+    os.link(outside, gem.root / "tools" / "link")
+    for tool in ("rd", "ok"):
+        res = bench.call(tool)
+        assert res.error is not None and res.error.code == "E_SANDBOX", res.value
+        assert res.error.details["path"] == "tools/link" and "hard link" in res.error.message
+    (gem.root / "tools" / "link").unlink()
+    (gem.root / "tools" / "link").write_text("a copy")
+    assert bench.call("rd").value == "a copy"
+
+
 def test_SEC_bridge_replaced_builtins_do_not_reach_the_channel(gem: GemBuilder, opened: Callable) -> None:
     # every global the bridge uses, replaced by spies that record what they see
     res, stolen, bench = _attack(

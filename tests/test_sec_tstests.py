@@ -110,6 +110,24 @@ def test_N1_a_symlink_in_the_graph_is_judged_by_where_it_leads(tmp_path: Path):
     )
 
 
+def test_N1_a_hard_link_in_tests_stops_the_run(tmp_path: Path):
+    """A hard link made locally in tests/ to a file outside (round 4) read it: Deno checks the
+    path. The folder check refuses it before any file runs."""
+    folder = integration(
+        tmp_path,
+        peek="Deno.test('peek', () => { throw new Error(Deno.readTextFileSync(new URL('./key.txt', import.meta.url))); });\n",
+    )
+    os.link(tmp_path / "secret.txt", folder / "tests" / "key.txt")
+    cases = run(folder, tmp_path)
+    assert [(c.name, c.outcome) for c in cases] == [("(links)", "failed")]
+    assert "hard link" in cases[0].message and "tests/key.txt" in cases[0].message
+    assert SECRET not in cases[0].message
+    (folder / "tests" / "key.txt").unlink()
+    (folder / "tests" / "key.txt").write_text("copy")
+    cases = run(folder, tmp_path)
+    assert [(c.name, c.outcome) for c in cases] == [("peek", "failed")] and "copy" in cases[0].message
+
+
 def test_N1_what_a_ts_test_loads_at_run_time_is_held_to_its_folder(tmp_path: Path):
     """A computed import(), a Worker, a file: fetch and Deno.readTextFile are Deno's to check:
     --allow-read names only the folder and the SDK. Each probe passes when it was refused."""

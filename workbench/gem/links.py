@@ -1,4 +1,4 @@
-"""N1 after load: symlinks in the gem folder that lead outside it."""
+"""N1 after load: symlinks in the gem folder that lead outside it, and hard links."""
 
 from __future__ import annotations
 
@@ -15,14 +15,20 @@ class GemLinks:
     Checked before every call, cheaply: only folders whose mtime changed are read again (a
     link added, replaced or renamed changes its folder's mtime). A folder modified in the
     last second is read again next time too: mtimes are as coarse as the kernel's clock tick.
+
+    A hard link (a regular file with more than one name) is refused too: it may be another
+    name of a file outside the folder (`ln ~/.ssh/id_rsa tests/key`), which Deno's path check
+    cannot tell apart. Neither git, zip nor a bundle makes one; `.git/` is left out (a local
+    `git clone` hard-links its objects, which no tool reads as files).
     """
 
     RECENT_NS = 1_000_000_000
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self._git = str(self.root / ".git") + os.sep
         self.mtimes: dict[str, int] = {}
-        self.bad: dict[str, str] = {}  # link -> where it leads
+        self.bad: dict[str, str] = {}  # link -> where it leads ("" for a hard link)
 
     def check(self) -> WorkbenchError | None:
         changed = []
@@ -38,6 +44,15 @@ class GemLinks:
             return None
         link, target = next(iter(sorted(self.bad.items())))
         rel = os.path.relpath(link, self.root)
+        if not target:
+            return WorkbenchError(
+                "E_SANDBOX",
+                f"the gem folder has a hard link: {rel} is one of several names of a file, "
+                "which may be outside the gem folder. Tools may read only the gem folder and "
+                "its resources (N1): replace it with a copy",
+                capability="read",
+                path=rel,
+            )
         return WorkbenchError(
             "E_SANDBOX",
             f"the gem folder has a symlink leading outside it: "
@@ -71,5 +86,8 @@ class GemLinks:
                     target = os.path.realpath(e.path)
                     if not Path(target).is_relative_to(self.root):
                         self.bad[e.path] = target
+                elif e.is_file(follow_symlinks=False):
+                    if e.stat(follow_symlinks=False).st_nlink > 1 and not e.path.startswith(self._git):
+                        self.bad[e.path] = ""
                 elif e.is_dir(follow_symlinks=False) and e.path not in self.mtimes:
                     todo.append(e.path)
