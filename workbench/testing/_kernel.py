@@ -22,12 +22,15 @@ from jupyter_client.manager import AsyncKernelManager
 from . import _asserts
 from ._client import ReadyClient
 from ._reap import MARKER, kill_marked, new_marker
-from .notebook import OUTPUT_TAIL  # (of the kernel's own output too: `output()`)
+from .notebook import DEFAULT_KERNEL, OUTPUT_TAIL  # (of the kernel's own output too: `output()`)
 
 #: Arguments every notebook kernel starts with: IPython history in memory (nothing shared
 #: between notebook runs) and its log only from errors up (ipykernel warns on every start that
 #: it "is running over TCP without encryption", a local test kernel: noise in every report).
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:", "--Application.log_level=ERROR"]
+#: And on the workbench's own kernel (known to import this package): stdout and stderr sent in
+#: bounded messages (see _stream).
+WORKBENCH_KERNEL_ARGUMENTS = ["--IPKernelApp.outstream_class=workbench.testing._stream.ChunkedOutStream"]
 
 
 #: The kernels started in this process and not closed yet (what `kill_all` kills).
@@ -192,7 +195,11 @@ async def astart_kernel(
         streams = {"stdout": kernel._output, "stderr": subprocess.STDOUT}
     try:
         await km.start_kernel(
-            extra_arguments=list(KERNEL_ARGUMENTS), env=kernel_env, cwd=str(folder), **streams
+            extra_arguments=KERNEL_ARGUMENTS
+            + (WORKBENCH_KERNEL_ARGUMENTS if kernel_name == DEFAULT_KERNEL else []),
+            env=kernel_env,
+            cwd=str(folder),
+            **streams,
         )
     except BaseException:
         await kernel.aclose()
