@@ -127,6 +127,35 @@ open("pids.txt", "w").write(" ".join(map(str, pids)))
 """
 
 
+# The same ways out, each with an emptied environment (no marker to find them by), and a plain
+# child with one too.
+ESCAPES_NO_ENV = """
+import os, shutil, subprocess, sys
+sleep = shutil.which("sleep")
+pids = [subprocess.Popen([sleep, "600"], env={}).pid, subprocess.Popen([sleep, "600"], env={}, start_new_session=True).pid]
+p = subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); print(os.getpid(), flush=True); time.sleep(600)"],
+                     stdout=subprocess.PIPE, text=True, env={})
+pids.append(int(p.stdout.readline()))
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, str(os.getpid()).encode())
+        os.execve(sleep, ["sleep", "600"], {"GEM_WORKBENCH_NB_KERNEL": "rewritten"})
+    os._exit(0)
+os.close(w)
+pids.append(int(os.read(r, 32)))
+open("pids.txt", "w").write(" ".join(map(str, pids)))
+"""
+
+ENDINGS = {
+    "passes": "print('done')",
+    "fails": "1/0",
+    # a cell over its timeout that ignores the interrupt: the kernel is killed, not ended
+    "times out": "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(600)",
+}
+
+
 def alive(pid: int) -> bool:
     """Running, not a zombie (a zombie waits for PID 1 to reap it: it runs nothing)."""
     try:
@@ -155,13 +184,36 @@ def test_SEC5_processes_a_notebook_started_are_gone_once_its_kernel_ended(tmp_pa
                 pass
 
 
+@pytest.mark.parametrize("ending", sorted(ENDINGS))
+def test_SEC5_processes_started_with_an_emptied_environment_are_gone_once_the_kernel_ended(
+    tmp_path: Path, ending: str
+):
+    """No marker to find them by (before: all four ran on); the kernel is their subreaper."""
+    pids: list[int] = []
+    try:
+        try:
+            run_notebook(
+                write_notebook(tmp_path / "escape.ipynb", ESCAPES_NO_ENV, ENDINGS[ending]), timeout=5
+            )
+        except NotebookFailure as failure:
+            assert ending != "passes", failure
+        pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
+        assert len(pids) == 4 and [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def test_SEC5_processes_of_notebooks_run_by_the_plugin_are_gone_after_the_session(pytester: pytest.Pytester):
     """Through pytest: a passing notebook's kernel ends while the next one runs (plugin)."""
     write_notebook(pytester.path / "a_escape.ipynb", ESCAPES)
     write_notebook(pytester.path / "b_next.ipynb", "print('next')")
     pids: list[int] = []
     try:
-        result = pytester.runpytest("a_escape.ipynb", "b_next.ipynb", "-p", "no:cacheprovider")
+        result = pytester.runpytest_subprocess("a_escape.ipynb", "b_next.ipynb", "-p", "no:cacheprovider")
         result.assert_outcomes(passed=2)
         pids = [int(p) for p in (pytester.path / "pids.txt").read_text().split()]
         assert len(pids) == 3 and [p for p in pids if alive(p)] == []
@@ -234,3 +286,23 @@ def test_SEC5_a_flood_is_bounded_as_it_arrives_and_fails_its_cell_naming_the_lim
     text = "\n".join(result.outlines)
     assert "cell 1: E_TOO_LARGE" in text and limit in text, text[-3000:]
     assert peak - quiet_peak < 64 * 1024, (peak, quiet_peak)  # KiB
+
+
+def test_SEC5_processes_with_an_emptied_environment_are_gone_after_a_plugin_session(
+    pytester: pytest.Pytester,
+):
+    """Through pytest: a passing notebook's kernel ends in the background while the next runs."""
+    write_notebook(pytester.path / "a_escape.ipynb", ESCAPES_NO_ENV)
+    write_notebook(pytester.path / "b_next.ipynb", "print('next')")
+    pids: list[int] = []
+    try:
+        result = pytester.runpytest_subprocess("a_escape.ipynb", "b_next.ipynb", "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=2)
+        pids = [int(p) for p in (pytester.path / "pids.txt").read_text().split()]
+        assert len(pids) == 4 and [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

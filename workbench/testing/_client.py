@@ -38,7 +38,7 @@ class ReadyClient(AsyncKernelClient):
     """An AsyncKernelClient whose `wait_for_ready` waits for events, not for quiet, and whose
     sockets receive no frame over `_iopub.MESSAGE_LIMIT` and bound each cell's output."""
 
-    iopub_channel_class = Type(BoundedIOPubChannel)  # type: ignore[assignment]
+    iopub_channel_class = Type(BoundedIOPubChannel)
 
     def _context_default(self) -> zmq.asyncio.Context:
         context = super()._context_default()

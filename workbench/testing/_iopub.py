@@ -122,7 +122,7 @@ class BoundedIOPubChannel(AsyncZMQSocketChannel):
 
     def _admit(self, frames: list[Any]) -> dict[str, Any] | None:
         """The message, or None for a flooded cell's output (counted, not parsed)."""
-        _, parts = self.session.feed_identities(frames, copy=False)
+        parts: list[Any] = self.session.feed_identities(frames, copy=False)[1]
         try:
             header, parent = json.loads(parts[1].bytes), json.loads(parts[2].bytes)
         except (IndexError, ValueError):  # (deserialize says what is wrong with it)

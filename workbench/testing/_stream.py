@@ -22,7 +22,7 @@ CHUNK = 1024 * 1024
 FIRST = 64 * 1024
 
 
-class ChunkedOutStream(OutStream):  # type: ignore[misc]
+class ChunkedOutStream(OutStream):
     """ipykernel's OutStream, each flush's text sent in chunks of at most CHUNK characters."""
 
     def _flush_buffers(self) -> Iterator[tuple[dict[str, Any], str]]:
@@ -30,3 +30,22 @@ class ChunkedOutStream(OutStream):  # type: ignore[misc]
             yield parent, data[:FIRST]
             for start in range(FIRST, len(data), CHUNK):
                 yield parent, data[start : start + CHUNK]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """In a notebook test's kernel: its IOPub socket waits for the test's client instead of
+    dropping messages. zmq's PUB sockets drop what passes the high-water mark (1,000 messages
+    here, plus the client's _iopub.QUEUE), so a cell displaying 12,000 results on a busy machine
+    lost its end and the kernel's idle status; with XPUB_NODROP the kernel's IOPub thread waits,
+    and the cell with it: a flood is paced by the client that bounds it, not cut short."""
+    import zmq
+    from ipykernel.kernelapp import IPKernelApp
+
+    if not IPKernelApp.initialized():
+        return
+    thread = IPKernelApp.instance().iopub_thread
+    socket = getattr(thread, "socket", None)
+    if thread is None or socket is None or socket.type != zmq.XPUB:
+        return
+    # set from the IOPub thread, which owns the socket (zmq sockets are not thread-safe)
+    thread.io_loop.add_callback(lambda: socket.setsockopt(zmq.XPUB_NODROP, 1))

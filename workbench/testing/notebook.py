@@ -353,8 +353,13 @@ def _client_class() -> type:
             kc = await super().async_start_new_kernel_client()
             if isinstance(kc.iopub_channel, BoundedIOPubChannel):
                 kc.iopub_channel.on_flood = self._flooded
-                kc.iopub_channel.alive = self.km.is_alive
+                kc.iopub_channel.alive = self._kernel_alive
             return kc
+
+        async def _kernel_alive(self) -> bool:
+            from jupyter_core.utils import ensure_async
+
+            return self.km is not None and bool(await ensure_async(self.km.is_alive()))
 
         def _flooded(self, flood: Flood) -> None:
             """Stop the cell at once (nbclient then says its kernel died: `_run` says why)."""
