@@ -93,6 +93,7 @@ class BoundedIOPubChannel(AsyncZMQSocketChannel):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self.socket is None:
+                _retrieve_at_end()
                 raise Empty
             wait = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
             ready = dict(await self._poller.poll(wait))
@@ -155,3 +156,14 @@ class BoundedIOPubChannel(AsyncZMQSocketChannel):
             self._monitor.close(linger=0)
             self._monitor = None
         super().close()
+
+
+def _retrieve_at_end() -> None:
+    """Mark the exception of the task raising it retrieved: nbclient's output poll, left behind
+    when a cell is stopped, would otherwise log "Task exception was never retrieved" whenever
+    the garbage collector finds it — formatting a traceback calls ast.parse (Python 3.11's
+    carets), and one nested in another parse (an import being compiled) broke that parse with
+    "SystemError: AST constructor recursion depth mismatch" in a test process."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
