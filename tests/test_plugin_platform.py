@@ -196,3 +196,52 @@ def test_the_docs_examples_are_the_plugins_own_text() -> None:
     for b in shown:
         file = PLUGINS / b.title if (PLUGINS / b.title).is_file() else PLUGIN / b.title
         assert b.code.strip() in file.read_text(encoding="utf-8"), f"docs/platforms.md:{b.line}"
+
+
+def test_a_plugin_raising_systemexit_keyboardinterrupt_or_a_baseexception_at_load_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    """Each ended the CLI before (only Exception was caught); now each is skipped, named."""
+    site = tmp_path / "site"
+    site.mkdir()
+    raising = {
+        "gw_exit": "raise SystemExit(3)\n",
+        "gw_ctrlc": "raise KeyboardInterrupt('from the plugin')\n",
+        "gw_base": "class Odd(BaseException):\n    pass\nraise Odd('not an Exception')\n",
+        "gw_genexit": "raise GeneratorExit\n",
+    }
+    for name, module in raising.items():
+        fake_dist(site, "gem_workbench.platforms", name, f"{name[3:]} = {name}:PROFILE", module)
+    proc = run(
+        """
+        import json, warnings
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            from workbench import platforms
+            from workbench.cli import main
+
+            out = {"names": platforms.names(), "new": main(["new", "plain", "--lang", "py", "--dir", "."])}
+            out["check"] = main(["check", "plain"])
+            import workbench
+            with workbench.open("plain") as bench:
+                out["call"] = bench.call("hello", {"name": "Ada"}).ok
+        out["warnings"] = sorted(str(w.message) for w in caught if w.category.__name__ == "PluginWarning")
+        print("RESULT" + json.dumps(out))
+        """,
+        site,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout.split("RESULT", 1)[1])
+    assert out["names"] == ["notochord", "agent", "ekanos"]
+    assert out["new"] == 0 and out["check"] == 0 and out["call"] is True
+    found = "\n".join(out["warnings"])
+    for expected in (
+        "entry point 'exit' = 'gw_exit:PROFILE' (group gem_workbench.platforms): failed to load: SystemExit: 3",
+        "entry point 'ctrlc' = 'gw_ctrlc:PROFILE' (group gem_workbench.platforms): failed to load: "
+        "KeyboardInterrupt: from the plugin",
+        "entry point 'base' = 'gw_base:PROFILE' (group gem_workbench.platforms): failed to load: Odd: not an Exception",
+        "entry point 'genexit' = 'gw_genexit:PROFILE' (group gem_workbench.platforms): failed to load: GeneratorExit",
+    ):
+        assert expected in found, found

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,8 @@ def kept(cell: Any) -> int:
 
 
 FLOODS = {
-    # 40 MB in 400 messages of 100 kB
-    "large_prints": "for i in range(400): print(f'{i:04d} ' + 'x' * 100_000)\nprint('THE END')",
+    # 20 MB in 200 prints of 100 kB (under FLOOD_LIMIT: kept as head and tail, the cell passes)
+    "large_prints": "for i in range(200): print(f'{i:04d} ' + 'x' * 100_000)\nprint('THE END')",
     # 900 flushed prints of 5 kB: a message and an output each, unmerged. Fewer than the 1,000
     # messages a kernel's IOPub socket queues (zmq's default high-water mark): past that, a client
     # slowed by a busy machine loses messages, the kernel's idle status too (20,000 lost the end
@@ -47,7 +48,7 @@ FLOODS = {
     "flushed_prints": "for i in range(900): print(f'{i:06d} ' + 'z' * 4_992, flush=True)\nprint('THE END')",
     # 12,000 display() results (3 MB counted at 256 each: nbclient drops what comes 4 s after the reply)
     "displays": "from IPython.display import display\nfor i in range(12_000): display(i)\nprint('THE END')",
-    # one print of 30 MB
+    # one print of 30 MB (sent in chunks by the workbench kernel: _stream)
     "one_print": "print('0000 ' + 'y' * 30_000_000 + ' THE END')",
 }
 
@@ -126,6 +127,35 @@ open("pids.txt", "w").write(" ".join(map(str, pids)))
 """
 
 
+# The same ways out, each with an emptied environment (no marker to find them by), and a plain
+# child with one too.
+ESCAPES_NO_ENV = """
+import os, shutil, subprocess, sys
+sleep = shutil.which("sleep")
+pids = [subprocess.Popen([sleep, "600"], env={}).pid, subprocess.Popen([sleep, "600"], env={}, start_new_session=True).pid]
+p = subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); print(os.getpid(), flush=True); time.sleep(600)"],
+                     stdout=subprocess.PIPE, text=True, env={})
+pids.append(int(p.stdout.readline()))
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, str(os.getpid()).encode())
+        os.execve(sleep, ["sleep", "600"], {"GEM_WORKBENCH_NB_KERNEL": "rewritten"})
+    os._exit(0)
+os.close(w)
+pids.append(int(os.read(r, 32)))
+open("pids.txt", "w").write(" ".join(map(str, pids)))
+"""
+
+ENDINGS = {
+    "passes": "print('done')",
+    "fails": "1/0",
+    # a cell over its timeout that ignores the interrupt: the kernel is killed, not ended
+    "times out": "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(600)",
+}
+
+
 def alive(pid: int) -> bool:
     """Running, not a zombie (a zombie waits for PID 1 to reap it: it runs nothing)."""
     try:
@@ -154,16 +184,122 @@ def test_SEC5_processes_a_notebook_started_are_gone_once_its_kernel_ended(tmp_pa
                 pass
 
 
+@pytest.mark.parametrize("ending", sorted(ENDINGS))
+def test_SEC5_processes_started_with_an_emptied_environment_are_gone_once_the_kernel_ended(
+    tmp_path: Path, ending: str
+):
+    """No marker to find them by (before: all four ran on); the kernel is their subreaper."""
+    pids: list[int] = []
+    try:
+        try:
+            run_notebook(
+                write_notebook(tmp_path / "escape.ipynb", ESCAPES_NO_ENV, ENDINGS[ending]), timeout=5
+            )
+        except NotebookFailure as failure:
+            assert ending != "passes", failure
+        pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
+        assert len(pids) == 4 and [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def test_SEC5_processes_of_notebooks_run_by_the_plugin_are_gone_after_the_session(pytester: pytest.Pytester):
     """Through pytest: a passing notebook's kernel ends while the next one runs (plugin)."""
     write_notebook(pytester.path / "a_escape.ipynb", ESCAPES)
     write_notebook(pytester.path / "b_next.ipynb", "print('next')")
     pids: list[int] = []
     try:
-        result = pytester.runpytest("a_escape.ipynb", "b_next.ipynb", "-p", "no:cacheprovider")
+        result = pytester.runpytest_subprocess("a_escape.ipynb", "b_next.ipynb", "-p", "no:cacheprovider")
         result.assert_outcomes(passed=2)
         pids = [int(p) for p in (pytester.path / "pids.txt").read_text().split()]
         assert len(pids) == 3 and [p for p in pids if alive(p)] == []
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+# Floods that pass FLOOD_LIMIT or MESSAGE_LIMIT: each fails its cell with E_TOO_LARGE.
+OVER_LIMITS = {
+    # prints forever (before: until the cell timeout, every byte parsed)
+    "endless_prints": ("while True: print('z' * 100_000)", "FLOOD_LIMIT"),
+    # one 200 MB write (before: one 200 MB message, parsed whole)
+    "huge_write": ("import sys; sys.stdout.write('y' * 200_000_000); sys.stdout.flush()", "FLOOD_LIMIT"),
+    # one 50 MB display (no chunking for display data)
+    "huge_display": (
+        "from IPython.display import display\ndisplay({'text/plain': 'x' * 50_000_000}, raw=True)",
+        "MESSAGE_LIMIT",
+    ),
+    # display() forever, small messages
+    "endless_displays": (
+        "from IPython.display import display\nwhile True: display('d' * 10_000)",
+        "FLOOD_LIMIT",
+    ),
+    # past the kernel's stdout: stream messages sent on its session by hand, 4 MB each
+    "raw_messages": (
+        "k = get_ipython().kernel\n"
+        "while True: k.session.send(k.iopub_socket, 'stream', {'name': 'stdout', 'text': 'r' * 4_000_000}, "
+        "parent=k.get_parent(), ident=b'stream.stdout')",
+        "FLOOD_LIMIT",
+    ),
+}
+
+PEAK = """
+import resource, sys
+import pytest
+code = pytest.main(sys.argv[1:])
+print("PEAK_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)
+sys.exit(code)
+"""
+
+
+def run_peak(pytester: pytest.Pytester, notebook: str) -> tuple[pytest.RunResult, int]:
+    """Run `notebook` under the pytest plugin in a process of its own; its result and its peak RSS
+    in KiB (the kernel's not counted: a flood there is the notebook's own memory)."""
+    result = pytester.run(
+        sys.executable, "-c", PEAK, notebook, "-p", "no:cacheprovider", "-p", "no:xdist", "-q", timeout=240
+    )
+    peaks = [int(line.split()[1]) for line in result.outlines if line.startswith("PEAK_KB ")]
+    assert peaks, result.outlines[-30:]
+    return result, peaks[0]
+
+
+@pytest.mark.parametrize("flood", sorted(OVER_LIMITS))
+def test_SEC5_a_flood_is_bounded_as_it_arrives_and_fails_its_cell_naming_the_limit(
+    pytester: pytest.Pytester, flood: str
+):
+    """Peak RSS of the test process stays within tens of MB of a quiet notebook's (a flood took a
+    run to 1.9 GB; a 300 MB print to 0.9 GB), and the cell fails with E_TOO_LARGE naming the limit."""
+    source, limit = OVER_LIMITS[flood]
+    write_notebook(pytester.path / "quiet.ipynb", "print('quiet')")
+    write_notebook(pytester.path / "flood.ipynb", source, "print('never runs')")
+    quiet, quiet_peak = run_peak(pytester, "quiet.ipynb")
+    quiet.assert_outcomes(passed=1)
+    result, peak = run_peak(pytester, "flood.ipynb")
+    result.assert_outcomes(failed=1)
+    text = "\n".join(result.outlines)
+    assert "cell 1: E_TOO_LARGE" in text and limit in text, text[-3000:]
+    assert peak - quiet_peak < 64 * 1024, (peak, quiet_peak)  # KiB
+
+
+def test_SEC5_processes_with_an_emptied_environment_are_gone_after_a_plugin_session(
+    pytester: pytest.Pytester,
+):
+    """Through pytest: a passing notebook's kernel ends in the background while the next runs."""
+    write_notebook(pytester.path / "a_escape.ipynb", ESCAPES_NO_ENV)
+    write_notebook(pytester.path / "b_next.ipynb", "print('next')")
+    pids: list[int] = []
+    try:
+        result = pytester.runpytest_subprocess("a_escape.ipynb", "b_next.ipynb", "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=2)
+        pids = [int(p) for p in (pytester.path / "pids.txt").read_text().split()]
+        assert len(pids) == 4 and [p for p in pids if alive(p)] == []
     finally:
         for pid in pids:
             try:

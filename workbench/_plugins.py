@@ -1,5 +1,6 @@
 """Entry-point plugins, loaded one way for every group (platforms' profiles, capabilities'
-specs): each entry point once, sorted by name; one that fails to load, is not of the group's
+specs): each entry point once, sorted by name; one that fails to load (raising anything,
+SystemExit and KeyboardInterrupt included), is not of the group's
 type or takes a name already used is skipped with a `PluginWarning` naming it, never a
 traceback (a plugin's bug must not stop the workbench)."""
 
@@ -60,7 +61,9 @@ def load_group(
         where = f"entry point {ep.name!r} = {ep.value!r} (group {group})"
         try:
             got = ep.load()
-        except Exception as exc:  # a plugin's bug must not stop the workbench
+        # a plugin's bug must not stop the workbench: a SystemExit or KeyboardInterrupt raised
+        # at its import ended the CLI (a Ctrl-C then is taken for the plugin's: see readings)
+        except BaseException as exc:  # noqa: BLE001
             problem = f"failed to load: {type(exc).__name__}: {exc}"
         else:
             own = names(got) if isinstance(got, kind) else ()

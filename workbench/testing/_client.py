@@ -21,7 +21,11 @@ from __future__ import annotations
 import time
 from queue import Empty
 
+import zmq.asyncio
 from jupyter_client.asynchronous.client import AsyncKernelClient
+from traitlets import Type
+
+from ._iopub import BoundedIOPubChannel, limit_messages
 
 #: How long IOPub may stay silent before the kernel is asked again (seconds), at first; the
 #: wait doubles with each silence, up to IOPUB_RETRY_MAX (a kernel whose IOPub never connects
@@ -31,7 +35,15 @@ IOPUB_RETRY_MAX = 0.2
 
 
 class ReadyClient(AsyncKernelClient):
-    """An AsyncKernelClient whose `wait_for_ready` waits for events, not for quiet."""
+    """An AsyncKernelClient whose `wait_for_ready` waits for events, not for quiet, and whose
+    sockets receive no frame over `_iopub.MESSAGE_LIMIT` and bound each cell's output."""
+
+    iopub_channel_class = Type(BoundedIOPubChannel)
+
+    def _context_default(self) -> zmq.asyncio.Context:
+        context = super()._context_default()
+        limit_messages(context)
+        return context
 
     async def wait_for_ready(self, timeout: float | None = None) -> None:
         deadline = time.monotonic() + (timeout if timeout is not None else float("inf"))

@@ -21,13 +21,21 @@ from jupyter_client.manager import AsyncKernelManager
 
 from . import _asserts
 from ._client import ReadyClient
-from ._reap import MARKER, kill_marked, new_marker
-from .notebook import OUTPUT_TAIL  # (of the kernel's own output too: `output()`)
+from ._reap import MARKER, kill_marked, kill_pids, new_marker, stop_tree
+from .notebook import DEFAULT_KERNEL, OUTPUT_TAIL  # (of the kernel's own output too: `output()`)
 
 #: Arguments every notebook kernel starts with: IPython history in memory (nothing shared
 #: between notebook runs) and its log only from errors up (ipykernel warns on every start that
 #: it "is running over TCP without encryption", a local test kernel: noise in every report).
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:", "--Application.log_level=ERROR"]
+#: And on the workbench's own kernel (known to import this package): stdout and stderr sent in
+#: bounded messages, its IOPub paced by the client, never dropping (see _stream); the kernel
+#: the subreaper of what it starts (see _reap).
+WORKBENCH_KERNEL_ARGUMENTS = [
+    "--IPKernelApp.outstream_class=workbench.testing._stream.ChunkedOutStream",
+    "--IPKernelApp.extra_extensions=workbench.testing._reap",
+    "--IPKernelApp.extra_extensions=workbench.testing._stream",
+]
 
 
 #: The kernels started in this process and not closed yet (what `kill_all` kills).
@@ -61,6 +69,8 @@ class NotebookKernel:
         self._ending: threading.Thread | None = None
         self._process: subprocess.Popen[bytes] | None = None  # what _ending waits for
         self.marker = new_marker()  # in its environment: its descendants are found by it
+        # what it started, stopped before it was killed (its exit would have killed them)
+        self._stopped: set[int] = set()
 
     def end_in_background(self, grace: float) -> bool:
         """After a shutdown request: a thread waits up to `grace` seconds for the process to
@@ -75,6 +85,7 @@ class NotebookKernel:
             try:
                 process.wait(grace)
             except subprocess.TimeoutExpired:
+                self._stop_tree(process)
                 process.kill()
                 process.wait()
 
@@ -87,8 +98,15 @@ class NotebookKernel:
         and every process it started."""
         process = getattr(self.km.provisioner, "process", None)
         if isinstance(process, subprocess.Popen) and process.poll() is None:
+            self._stop_tree(process)
             process.kill()
         kill_marked(self.marker)
+        kill_pids(self._stopped)
+
+    def _stop_tree(self, process: subprocess.Popen[bytes]) -> None:
+        """Stop what the kernel started before it is killed: it cannot kill them itself then, and
+        their new parent would be PID 1 (the kernel is their subreaper while it runs)."""
+        self._stopped |= stop_tree(process.pid)
 
     def output(self) -> str:
         """What the kernel's process wrote since the last call (its last OUTPUT_TAIL bytes);
@@ -136,6 +154,9 @@ class NotebookKernel:
                 # a process the end thread reaped gets no signal: its process group id may be
                 # another's by now
                 if self.km.has_kernel and not self.ended:
+                    process = getattr(self.km.provisioner, "process", None)
+                    if isinstance(process, subprocess.Popen) and process.poll() is None:
+                        self._stop_tree(process)
                     await self.km.shutdown_kernel(now=True)
         finally:
             try:
@@ -150,6 +171,7 @@ class NotebookKernel:
                 _live.discard(self)
                 # what it started and left running, in a session of its own included (_reap)
                 kill_marked(self.marker)
+                kill_pids(self._stopped)
                 if self._home is not None:
                     self._home.cleanup()
                     self._home = None
@@ -192,7 +214,11 @@ async def astart_kernel(
         streams = {"stdout": kernel._output, "stderr": subprocess.STDOUT}
     try:
         await km.start_kernel(
-            extra_arguments=list(KERNEL_ARGUMENTS), env=kernel_env, cwd=str(folder), **streams
+            extra_arguments=KERNEL_ARGUMENTS
+            + (WORKBENCH_KERNEL_ARGUMENTS if kernel_name == DEFAULT_KERNEL else []),
+            env=kernel_env,
+            cwd=str(folder),
+            **streams,
         )
     except BaseException:
         await kernel.aclose()

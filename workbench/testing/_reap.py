@@ -6,8 +6,15 @@ starts with a marker of its own in its environment, which its descendants inheri
 kernel has ended, every process whose initial environment (/proc/<pid>/environ) holds the
 marker is stopped (SIGSTOP: none can fork while the scan goes on), then killed. Chosen because
 it needs nothing of the machine: cgroups are read-only here (no root cgroup delegation), and a
-child subreaper would make the pytest process reap every orphan of the run. A process started
-with an environment of its own (`env -i`, `Popen(env={})`) does not carry the marker.
+child subreaper would make the pytest process reap every orphan of the run.
+
+A process started with an environment of its own (`env -i`, `Popen(env={})`) sheds the marker,
+so the workbench kernel of a notebook test also loads this module as an IPython extension: the
+kernel becomes a child subreaper (PR_SET_CHILD_SUBREAPER), so every orphan among its descendants
+(a double fork, a new session) is re-parented to it, not to PID 1, and stays in its process
+tree; at exit, after its other atexit handlers closed its benches, it stops and kills that tree
+(`kill_tree`). A kernel killed before its exit cannot: the test process stops the tree first
+(`NotebookKernel`), and kills it once the kernel is gone.
 """
 
 from __future__ import annotations
@@ -42,12 +49,81 @@ def kill_marked(marker: str) -> int:
         for pid in found:
             _signal(pid, signal.SIGSTOP)
             stopped.add(pid)
-    for pid in stopped:
+    kill_pids(stopped)
+    return len(stopped)
+
+
+def descendants(root: int) -> set[int]:
+    """Every process whose chain of parents (/proc/<pid>/stat) leads to `root`, now."""
+    parents: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return set()
+    for name in names:
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    parents[int(name)] = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, todo = set(), [root]
+    while todo:
+        parent = todo.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent and pid not in found:
+                found.add(pid)
+                todo.append(pid)
+    return found
+
+
+def stop_tree(root: int) -> set[int]:
+    """Stop (SIGSTOP) every descendant of `root`, again until no new one appears; their pids."""
+    stopped: set[int] = set()
+    for _ in range(ROUNDS):
+        found = descendants(root) - stopped - {os.getpid()}
+        if not found:
+            break
+        for pid in found:
+            _signal(pid, signal.SIGSTOP)
+        stopped |= found
+    return stopped
+
+
+def kill_pids(pids: set[int]) -> None:
+    """SIGKILL `pids` (stopped processes: none has forked since, none was reaped for another)
+    and wait up to DEATH_WAIT for them to be gone."""
+    for pid in pids:
         _signal(pid, signal.SIGKILL)
     deadline = time.monotonic() + DEATH_WAIT
-    while any(_running(pid) for pid in stopped) and time.monotonic() < deadline:
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.005)  # (SIGKILL is delivered, not yet acted on, when kill returns)
+
+
+def kill_tree(root: int) -> int:
+    """Stop, then kill, every descendant of `root`; how many."""
+    stopped = stop_tree(root)
+    kill_pids(stopped)
     return len(stopped)
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """In a notebook test's kernel: become the subreaper of its descendants, and kill what is
+    left of them at exit (registered first, so run last)."""
+    import atexit
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # (not Linux: the environment marker still applies)
+        return
+    own = os.getpid()
+    atexit.register(lambda: os.getpid() == own and kill_tree(own))
+
+
+#: prctl option making a process the reaper of its orphaned descendants (Linux 3.4).
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def _running(pid: int) -> bool:

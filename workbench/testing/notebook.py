@@ -70,7 +70,7 @@ class NotebookFailure(Exception):
         timeout: float | None = None,
     ) -> None:
         self.path = Path(path)
-        self.kind = kind  # "error" | "timeout" | "dead kernel"
+        self.kind = kind  # "error" | "timeout" | "dead kernel" | "too large" (ename: its code)
         self.cell_index = cell_index  # 0-based index in the notebook's cells
         self.source = source
         self.output = output
@@ -86,6 +86,8 @@ class NotebookFailure(Exception):
             return f"{where} ran over the {self.timeout:g} s cell timeout"
         if self.kind == "dead kernel":
             return f"{where}: the kernel died while running it"
+        if self.kind == "too large":
+            return f"{where}: {self.ename}: {self.evalue}"
         return (
             f"{where} raised {self.ename}: {first_line(self.evalue)}"
             if self.evalue
@@ -284,6 +286,11 @@ async def _run(
     except DeadKernelError:
         failed = failure("dead kernel")
     finally:
+        flood = client.flood
+        if flood is not None:  # (nbclient saw a cancelled cell: a dead kernel)
+            failed = failure("too large", ename="E_TOO_LARGE", evalue=flood.message())
+            if client.kc is not None:  # what the kernel still sends is then neither read nor queued
+                client.kc.iopub_channel.close()
         # nbclient registers an atexit cleanup of the kernel it sets up and forgets it only if
         # the setup succeeded: one that did not start would be cleaned up again, and fail, at exit
         atexit.unregister(client._cleanup_kernel)
@@ -291,7 +298,7 @@ async def _run(
         timed_out = failed is not None and failed.kind == "timeout"
         # (after a Ctrl-C, a kernel found idle would never send the reply a timeout waits for)
         interrupted = await _shutdown(
-            kernel, client, interrupt=timed_out or _interrupt.pressed(), reply=timed_out
+            kernel, client, interrupt=timed_out or flood is not None or _interrupt.pressed(), reply=timed_out
         )
     if _interrupt.pressed():  # (a cell ran, or the run would have ended cancelled, at once)
         at = f" at cell {current['index'] + 1}" if current["index"] >= 0 else ""
@@ -329,19 +336,37 @@ def _client_class() -> type:
     from nbclient import NotebookClient
 
     from . import _interrupt
+    from ._iopub import BoundedIOPubChannel, Flood
     from ._outputs import OutputBound
 
     class Client(NotebookClient):
         """nbclient's client, with Ctrl-C ours while the kernel boots too (see _interrupt), and
-        each cell's outputs bounded as they arrive (see _outputs)."""
+        each cell's outputs bounded as they arrive (see _outputs, _iopub)."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._bound = OutputBound()
+            self.flood: Flood | None = None
 
         async def async_start_new_kernel_client(self) -> Any:
             _interrupt.reclaim()  # (nbclient set its own SIGINT handler just before this)
-            return await super().async_start_new_kernel_client()
+            kc = await super().async_start_new_kernel_client()
+            if isinstance(kc.iopub_channel, BoundedIOPubChannel):
+                kc.iopub_channel.on_flood = self._flooded
+                kc.iopub_channel.alive = self._kernel_alive
+            return kc
+
+        async def _kernel_alive(self) -> bool:
+            from jupyter_core.utils import ensure_async
+
+            return self.km is not None and bool(await ensure_async(self.km.is_alive()))
+
+        def _flooded(self, flood: Flood) -> None:
+            """Stop the cell at once (nbclient then says its kernel died: `_run` says why)."""
+            self.flood = flood
+            task = getattr(self, "task_poll_for_reply", None)
+            if task is not None and not task.done():
+                task.cancel()
 
         def output(
             self, outs: list[Any], msg: dict[str, Any], display_id: str | None, cell_index: int
