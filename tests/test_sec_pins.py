@@ -944,7 +944,7 @@ def test_SEC2_the_doctor_writes_a_case_for_a_tool_named_like_a_device_and_it_rep
         json.dumps({"id": "t.odd", "name": "O", "version": "0.1.0", "tools": [tool]})
     )
     with workbench.open(root, state_dir=tmp_path / "state") as bench:
-        report = bench.doctor(tool=name, seconds=2, seed=1)
+        report = bench.doctor(tool=name, examples=5, seconds=60, seed=1)
     cases = [f.case for f in report.findings if f.case is not None]
     assert cases and {c.parent for c in cases} == {root / "tests" / "calls" / "doctor" / ODD_TOOLS[name]}
     out = replay_case(cases[0])
