@@ -7,9 +7,11 @@ session included. Real notebooks on real kernels.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,23 +167,36 @@ def alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("ending", ["passes", "fails"])
-def test_SEC5_processes_a_notebook_started_are_gone_once_its_kernel_ended(tmp_path: Path, ending: str):
-    cells = (ESCAPES, "1/0" if ending == "fails" else "print('done')")
+@contextlib.contextmanager
+def escapees(pids_file: Path) -> Iterator[Callable[[int], list[int]]]:
+    """`running(count)`: the processes a notebook wrote to `pids_file` (`count` of them) that
+    still run; each is killed at the end whatever the test found (before the fixes: they ran on)."""
     pids: list[int] = []
+
+    def running(count: int) -> list[int]:
+        pids.extend(int(p) for p in pids_file.read_text().split())
+        assert len(pids) == count, pids
+        return [p for p in pids if alive(p)]
+
     try:
-        try:
-            run_notebook(write_notebook(tmp_path / "escape.ipynb", *cells), timeout=60)
-        except NotebookFailure:
-            assert ending == "fails"
-        pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
-        assert len(pids) == 3 and [p for p in pids if alive(p)] == []
+        yield running
     finally:
-        for pid in pids:  # (before the fix: they ran on)
+        for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+@pytest.mark.parametrize("ending", ["passes", "fails"])
+def test_SEC5_processes_a_notebook_started_are_gone_once_its_kernel_ended(tmp_path: Path, ending: str):
+    cells = (ESCAPES, "1/0" if ending == "fails" else "print('done')")
+    with escapees(tmp_path / "pids.txt") as running:
+        try:
+            run_notebook(write_notebook(tmp_path / "escape.ipynb", *cells), timeout=60)
+        except NotebookFailure:
+            assert ending == "fails"
+        assert running(3) == []
 
 
 @pytest.mark.parametrize("ending", sorted(ENDINGS))
@@ -189,40 +204,28 @@ def test_SEC5_processes_started_with_an_emptied_environment_are_gone_once_the_ke
     tmp_path: Path, ending: str
 ):
     """No marker to find them by (before: all four ran on); the kernel is their subreaper."""
-    pids: list[int] = []
-    try:
+    with escapees(tmp_path / "pids.txt") as running:
         try:
             run_notebook(
                 write_notebook(tmp_path / "escape.ipynb", ESCAPES_NO_ENV, ENDINGS[ending]), timeout=5
             )
         except NotebookFailure as failure:
             assert ending != "passes", failure
-        pids = [int(p) for p in (tmp_path / "pids.txt").read_text().split()]
-        assert len(pids) == 4 and [p for p in pids if alive(p)] == []
-    finally:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        assert running(4) == []
 
 
-def test_SEC5_processes_of_notebooks_run_by_the_plugin_are_gone_after_the_session(pytester: pytest.Pytester):
-    """Through pytest: a passing notebook's kernel ends while the next one runs (plugin)."""
-    write_notebook(pytester.path / "a_escape.ipynb", ESCAPES)
+@pytest.mark.parametrize("escapes", ["marked", "emptied environment"])
+def test_SEC5_processes_of_notebooks_run_by_the_plugin_are_gone_after_the_session(
+    pytester: pytest.Pytester, escapes: str
+):
+    """Through pytest: a passing notebook's kernel ends in the background while the next runs."""
+    source, count = (ESCAPES, 3) if escapes == "marked" else (ESCAPES_NO_ENV, 4)
+    write_notebook(pytester.path / "a_escape.ipynb", source)
     write_notebook(pytester.path / "b_next.ipynb", "print('next')")
-    pids: list[int] = []
-    try:
+    with escapees(pytester.path / "pids.txt") as running:
         result = pytester.runpytest_subprocess("a_escape.ipynb", "b_next.ipynb", "-p", "no:cacheprovider")
         result.assert_outcomes(passed=2)
-        pids = [int(p) for p in (pytester.path / "pids.txt").read_text().split()]
-        assert len(pids) == 3 and [p for p in pids if alive(p)] == []
-    finally:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        assert running(count) == []
 
 
 # Floods that pass FLOOD_LIMIT or MESSAGE_LIMIT: each fails its cell with E_TOO_LARGE.
@@ -286,23 +289,3 @@ def test_SEC5_a_flood_is_bounded_as_it_arrives_and_fails_its_cell_naming_the_lim
     text = "\n".join(result.outlines)
     assert "cell 1: E_TOO_LARGE" in text and limit in text, text[-3000:]
     assert peak - quiet_peak < 64 * 1024, (peak, quiet_peak)  # KiB
-
-
-def test_SEC5_processes_with_an_emptied_environment_are_gone_after_a_plugin_session(
-    pytester: pytest.Pytester,
-):
-    """Through pytest: a passing notebook's kernel ends in the background while the next runs."""
-    write_notebook(pytester.path / "a_escape.ipynb", ESCAPES_NO_ENV)
-    write_notebook(pytester.path / "b_next.ipynb", "print('next')")
-    pids: list[int] = []
-    try:
-        result = pytester.runpytest_subprocess("a_escape.ipynb", "b_next.ipynb", "-p", "no:cacheprovider")
-        result.assert_outcomes(passed=2)
-        pids = [int(p) for p in (pytester.path / "pids.txt").read_text().split()]
-        assert len(pids) == 4 and [p for p in pids if alive(p)] == []
-    finally:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass

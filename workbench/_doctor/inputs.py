@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .schemas import pointer_target
+
 #: strings at the edges: empty, one character, spaces, non-ASCII, astral, a NUL, long ones
 EDGE_STRINGS = (
     "",
@@ -104,16 +106,7 @@ class _Schemas:
         self.root = root
 
     def ref(self, pointer: str) -> Any:
-        node = self.root
-        for part in pointer.lstrip("#").split("/")[1:]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return {}
-        return node
+        return pointer_target(self.root, pointer)
 
     def of(self, schema: Any, depth: int = 0) -> Any:
         """Values for `schema`, edges first (not all valid: the caller filters)."""

@@ -69,7 +69,7 @@ class _Walk:
             hops += 1
             if hops > MAX_REFS:
                 raise _Problem("$ref", f"{where}: a chain of more than {MAX_REFS} $refs")
-            node = _pointer(self.root, node["$ref"])
+            node = pointer_target(self.root, node["$ref"])
         return node
 
     def node(self, node: Any, depth: int, where: str) -> None:
@@ -144,7 +144,8 @@ class _Walk:
         visit(schema, 0)
 
 
-def _pointer(root: Any, pointer: str) -> Any:
+def pointer_target(root: Any, pointer: str) -> Any:
+    """What a local `$ref` JSON pointer (`#/$defs/x`) names in `root`; {} when it names nothing."""
     node = root
     for part in pointer.lstrip("#").split("/")[1:]:
         part = part.replace("~1", "/").replace("~0", "~")
