@@ -187,7 +187,7 @@ def _masker(bench: Bench) -> Any:
     http = bench.providers.backends.get("http")
     if http is None or not http.has_secrets:
         return lambda data: data
-    from ._pins import _scrub
+    from ._pins import scrub_json
 
     def mask(data: bytes) -> bytes:
         # UTF-8 text as a case's string (JSON inside it read and masked too); other bytes
@@ -205,7 +205,7 @@ def _masker(bench: Bench) -> Any:
             value = json.loads(masked)
         except (ValueError, RecursionError):
             return masked.encode("utf-8")
-        again = _scrub(http.mask, value, 0)
+        again = scrub_json(http.mask, value, 0)
         # rewritten (compact) only when a secret hid deeper than the mask's own forms
         return (masked if again == value else json.dumps(again, ensure_ascii=False)).encode("utf-8")
 
@@ -222,9 +222,9 @@ def scrubbed(bench: Bench, value: Any) -> Any:
         return value
     if not _NESTED.search(json.dumps(value, ensure_ascii=False, default=str)):
         return value
-    from ._pins import _scrub
+    from ._pins import scrub_json
 
-    return _scrub(http.mask, value, 0)
+    return scrub_json(http.mask, value, 0)
 
 
 def _still_json(text: str, masked: str) -> None:
@@ -249,9 +249,9 @@ def _still_json(text: str, masked: str) -> None:
 
 
 def _json(value: Any) -> bytes:
-    from ._pins import _default
+    from ._pins import json_default
 
-    return (json.dumps(value, indent=1, ensure_ascii=False, default=_default) + "\n").encode("utf-8")
+    return (json.dumps(value, indent=1, ensure_ascii=False, default=json_default) + "\n").encode("utf-8")
 
 
 def _masked_json(bench: Bench, value: Any, entry: str) -> bytes:
@@ -264,9 +264,9 @@ def _masked_json(bench: Bench, value: Any, entry: str) -> bytes:
     text = _json(value).decode("utf-8")
     if not _NESTED.search(text):  # no JSON text inside a string: the mask hides each in place
         return http.mask(text).encode("utf-8")
-    from ._pins import _scrub
+    from ._pins import scrub_json
 
-    text = _json(_scrub(http.mask, value, 0)).decode("utf-8")
+    text = _json(scrub_json(http.mask, value, 0)).decode("utf-8")
     if http.mask(text) != text:  # a secret across the text's own quotes and commas
         raise WorkbenchError(
             "E_SECRET",

@@ -316,12 +316,12 @@ def build_case(bench: Bench, res: CallResult) -> dict[str, Any]:
 def case_text(bench: Bench, case: dict[str, Any]) -> str:
     """The case as the file holds it: indented, keys in order, every secret the bench has seen
     masked in every form (plain, JSON-escaped, URL- and base64-encoded)."""
-    text = json.dumps(case, indent=1, ensure_ascii=False, default=_default) + "\n"
+    text = json.dumps(case, indent=1, ensure_ascii=False, default=json_default) + "\n"
     http = bench.providers.backends.get("http")
     if http is not None and http.has_secrets:
         # each string masked as it decodes (a secret escaped deeper than the mask's forms, or
         # with \u escapes, shows once its JSON is read), JSON inside strings included
-        text = json.dumps(_scrub(http.mask, json.loads(text), 0), indent=1, ensure_ascii=False) + "\n"
+        text = json.dumps(scrub_json(http.mask, json.loads(text), 0), indent=1, ensure_ascii=False) + "\n"
         if http.mask(text) != text:  # a secret across the text's own quotes and commas
             line = next(
                 n
@@ -343,13 +343,13 @@ def case_text(bench: Bench, case: dict[str, Any]) -> str:
 _SCRUB_DEPTH = 8  # JSON texts inside strings, inside strings, … read to look for a secret
 
 
-def _scrub(mask: Any, v: Any, depth: int) -> Any:
+def scrub_json(mask: Any, v: Any, depth: int) -> Any:
     """`v` with each string masked as it decodes, and each string that is a JSON text read and
     masked in turn (written again, compact, only when it held a secret)."""
     if isinstance(v, dict):
-        return {_scrub(mask, k, depth): _scrub(mask, x, depth) for k, x in v.items()}
+        return {scrub_json(mask, k, depth): scrub_json(mask, x, depth) for k, x in v.items()}
     if isinstance(v, list):
-        return [_scrub(mask, x, depth) for x in v]
+        return [scrub_json(mask, x, depth) for x in v]
     if not isinstance(v, str):
         return v
     masked = mask(v)
@@ -359,11 +359,13 @@ def _scrub(mask: Any, v: Any, depth: int) -> Any:
         inner = json.loads(v)
     except (ValueError, RecursionError):
         return v
-    again = _scrub(mask, inner, depth + 1)
+    again = scrub_json(mask, inner, depth + 1)
     return v if again == inner else json.dumps(again, ensure_ascii=False)
 
 
-def _default(v: Any) -> Any:
+def json_default(v: Any) -> Any:
+    """What json.dumps writes for a value JSON has no type for (a case's, a bundle's): bytes
+    as {"base64": …}, a set sorted, anything else as its text."""
     if isinstance(v, bytes):
         return {"base64": base64.b64encode(v).decode("ascii")}
     if isinstance(v, (set, frozenset)):
