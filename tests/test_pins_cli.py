@@ -88,3 +88,43 @@ def test_test_gem_replays_its_pins_and_update_pins_rewrites_them(copy, tmp_path)
 
     out = cli("test", str(copy), cwd=tmp_path)
     assert out.returncode == 0 and "1 passed" in out.stdout and "updated" not in out.stdout
+
+
+def test_a_test_run_never_rewrites_the_cases_it_replays(copy, tmp_path):
+    """A notebook run by `test` that pins (`%tool … --pin`, `res.pin`) writes into the run's
+    own folder, not the gem's tests/calls/: the regression still fails, and the pins are listed."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    assert (
+        cli(
+            "call", str(copy), "add_note", "--input", '{"title": "x"}', "--pin", "first", cwd=tmp_path
+        ).returncode
+        == 0
+    )
+    calls = copy / "tests" / "calls"
+    kept = {p: p.read_bytes() for p in calls.rglob("*") if p.is_file()}
+    nb = new_notebook(
+        cells=[
+            new_code_cell(f"%gem open {copy}"),
+            new_code_cell('%tool add_note {"title": "x"} --pin first'),
+            new_code_cell('bench.call("add_note", {"title": "y"}).pin("second")'),
+        ]
+    )
+    nbformat.write(nb, copy / "pins.ipynb")
+    tool = copy / "tools" / "add_note.py"
+    tool.write_text(tool.read_text().replace('"status": "open"', '"status": "new"'))  # a regression
+
+    out = cli("test", str(copy), cwd=tmp_path)
+    assert out.returncode == 1 and "1 failed, 1 passed" in out.stdout, out.stdout[-3000:]
+    assert 'after.status: expected "open", got "new"' in out.stdout
+    now = {p: p.read_bytes() for p in calls.rglob("*") if p.is_file()}
+    assert now == kept  # byte for byte, nothing added
+    assert "2 calls pinned during the run, kept out of the gem's tests/calls/" in out.stdout
+    pinned = [line.split()[1] for line in out.stdout.splitlines() if line.startswith("pinned ")]
+    assert [Path(p).relative_to(Path(p).parents[4]).as_posix() for p in pinned] == [
+        "notes/tests/calls/add_note/first.json",
+        "notes/tests/calls/add_note/second.json",
+    ]
+    assert all(json.loads(Path(p).read_text())["result"]["ok"] for p in pinned)
+    assert "--update-pins rewrites cases" in out.stdout

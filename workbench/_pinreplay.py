@@ -28,7 +28,7 @@ from ._text import terminal_safe
 from .ctx.limits import DEFAULT
 from .gem.names import CASE_FOLDERS, case_folder
 
-__all__ = ["Replay", "Replayer", "calls_folder_of", "load_case", "replay_case", "value_diff"]
+__all__ = ["Replay", "Replayer", "calls_folder_of", "load_case", "replay_case", "text_diff", "value_diff"]
 
 _EFFECTS = re.compile(r"^(http\.fetch|fetch|email\.send\w*|tools\.\w+)$")  # what a call does outside
 _MAX_LINES = 40  # of a diff report
@@ -251,6 +251,8 @@ def value_diff(expected: Any, got: Any, where: str = "value", same: Any = None) 
                 yield f"{where}[{i}]: expected nothing, got {_short(got[i])} (expected {len(expected)} items)"
             else:
                 yield from value_diff(expected[i], got[i], f"{where}[{i}]", same)
+    elif isinstance(expected, str) and isinstance(got, str) and expected != got:
+        yield from text_diff(expected, got, where, same)
     elif (
         expected != got
         or type(expected) is not type(got)
@@ -259,6 +261,65 @@ def value_diff(expected: Any, got: Any, where: str = "value", same: Any = None) 
         )
     ):
         yield f"{where}: expected {_short(expected)}, got {_short(got)}"
+
+
+_JSON_TEXT = 1 << 20  # a string up to this long that holds JSON is compared by its paths
+_DIFF_LINES = 30  # of a text's unified diff
+_WINDOW = 60  # characters shown either side of where a one-line text first differs
+
+
+def _json_text(v: str) -> Any:
+    """`v` read as JSON when it holds an object or an array (an Ekanos record kept as a JSON
+    text, a .json file), else None."""
+    if len(v) > _JSON_TEXT or v.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        found = json.loads(v)
+    except (ValueError, RecursionError):
+        return None
+    return found if isinstance(found, (dict, list)) else None
+
+
+def text_diff(expected: str, got: str, where: str, same: Any = None) -> Iterator[str]:
+    """Lines showing where two texts differ: by path when both hold JSON, a unified diff of
+    the changed lines when either has several, else a window around the first difference
+    (cutting both at one prefix hid it)."""
+    a, b = _json_text(expected), _json_text(got)
+    if a is not None and b is not None:
+        lines = list(value_diff(a, b, where, same))
+        if lines:  # (the same JSON written otherwise is a difference of the text below)
+            yield from lines
+            return
+    if "\n" in expected or "\n" in got:
+        import difflib
+
+        old, new = expected.splitlines(), got.splitlines()
+        diff = [
+            d
+            for d in difflib.unified_diff(old, new, "expected", "got", n=2, lineterm="")
+            if not d.startswith(("---", "+++"))
+        ]
+        if not diff:  # only the line ends differ
+            yield f"{where}: the same lines, ended otherwise (expected {_short(expected[-2:])}, got {_short(got[-2:])})"
+            return
+        yield f"{where}: text differs (expected {len(old)} lines, got {len(new)}):"
+        for d in diff[:_DIFF_LINES]:
+            yield "  " + (d if len(d) <= 200 else d[:199] + "…")
+        if len(diff) > _DIFF_LINES:
+            yield f"  … and {len(diff) - _DIFF_LINES} more diff lines"
+        return
+    if len(expected) <= 120 and len(got) <= 120:
+        yield f"{where}: expected {_short(expected)}, got {_short(got)}"
+        return
+    at = next((i for i, (x, y) in enumerate(zip(expected, got)) if x != y), min(len(expected), len(got)))
+    shown = f"expected {_window(expected, at)}, got {_window(got, at)}"
+    yield f"{where}: {shown} (from character {at + 1:,})"
+
+
+def _window(text: str, at: int) -> str:
+    start, end = max(0, at - _WINDOW), at + _WINDOW
+    shown = json.dumps(text[start:end], ensure_ascii=False)
+    return ("…" if start else "") + shown + ("…" if end < len(text) else "")
 
 
 _ISO = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?")

@@ -381,10 +381,39 @@ def _no_link(path: Path) -> None:
             break
 
 
+# what differs between two runs of one behaviour: the workbench's version, and the call's own
+# id, key, seeds, clock, start and duration (the case kept records a run of the same behaviour)
+_PER_RUN = ("workbench", "call")
+
+
+def _same_behaviour(path: Path, text: str) -> bool:
+    """Whether the case at `path` holds what `text` does but for _PER_RUN: then it is kept
+    byte for byte, so pinning an unchanged call again leaves nothing to commit."""
+    try:
+        info = path.lstat()
+        if not path.is_file() or path.is_symlink() or info.st_size > 2 * len(text) + 4096:
+            return False
+        old = json.loads(path.read_text(encoding="utf-8"))
+        new = json.loads(text)
+    except (OSError, ValueError, RecursionError):
+        return False
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return False
+    # as texts, not as values: 1 and 1.0, or true and 1, are a difference in a case
+    return _rest(old) == _rest(new)
+
+
+def _rest(case: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in case.items() if k not in _PER_RUN}, ensure_ascii=False)
+
+
 def write_case(path: Path, text: str) -> Path:
     """Write `text` to `path` atomically (a temp file in its folder, then a rename), never
-    through a link (checked before its folders are made: mkdir follows one)."""
+    through a link (checked before its folders are made: mkdir follows one); a case there of
+    the same behaviour is left as it is (_same_behaviour)."""
     _no_link(path)
+    if _same_behaviour(path, text):
+        return path
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _no_link(path)
@@ -408,10 +437,33 @@ def write_case(path: Path, text: str) -> Path:
     return path
 
 
+#: Set by a test run (the pytest plugin, for each notebook it runs and each `bench` fixture):
+#: the folder the run's pins go to, so that a run never rewrites the cases it replays; and
+#: the folders under test (os.pathsep between them), whose gems the run keeps its pins out of.
+RUN_PINS = "GEM_WORKBENCH_RUN_PINS"
+RUN_TREE = "GEM_WORKBENCH_RUN_TREE"
+
+
+def pin_root(bench: Bench) -> Path:
+    """The folder whose tests/calls/ a pin of `bench` goes to: the gem's, or during a test run
+    (RUN_PINS set) for a gem under its tree, `<run folder>/<gem folder name>`, laid out as the
+    gem is (a scratch copy the run made elsewhere, as tutorial 07's, keeps its own pins)."""
+    root = bench.manifest.root
+    run = os.environ.get(RUN_PINS, "").strip()
+    if not run:
+        return root
+    tree = [Path(t) for t in os.environ.get(RUN_TREE, "").split(os.pathsep) if t.strip()]
+    where = root.resolve()
+    if tree and not any(where == t or where.is_relative_to(t) for t in tree):
+        return root
+    return Path(run) / root.name
+
+
 def pin(bench: Bench, res: CallResult, name: str, *, folder: Path | None = None) -> Path:
     """Save `res` (the bench's latest call) as `tests/calls/<tool>/<name>.json` of the gem (or
-    under `folder`); returns the path. Writing it again replaces it."""
-    path = case_path(folder if folder is not None else bench.manifest.root, res.tool, name)
+    under `folder`; during a test run, under its run folder: pin_root); returns the path.
+    Writing it again replaces it."""
+    path = case_path(folder if folder is not None else pin_root(bench), res.tool, name)
     with bench._lock:
         text = case_text(bench, build_case(bench, res))
     return write_case(path, text)

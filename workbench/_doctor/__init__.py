@@ -138,7 +138,7 @@ def _empty(bench: Bench) -> Any:
 def _pin(bench: Bench, search: Search, finding: Finding, seed: int) -> Any:
     """Write `finding` as a case, tests/calls/doctor/<tool>/<kind>.json: its example run again
     on its start state, and what a recheck needs."""
-    from .._pins import build_case, case_path, case_text, write_case
+    from .._pins import build_case, case_path, case_text, pin_root, write_case
 
     if not bench.pins:
         return None
@@ -164,7 +164,7 @@ def _pin(bench: Bench, search: Search, finding: Finding, seed: int) -> Any:
         **{k: v for k, v in finding.extra.items() if k not in ("start", "steps")},
         "built_by": [{"tool": n, "input": v} for n, v in steps],
     }
-    path = case_path(bench.manifest.root, finding.tool, finding.kind, under="doctor")
+    path = case_path(pin_root(bench), finding.tool, finding.kind, under="doctor")  # (a test run's: its own)
     return write_case(path, case_text(bench, case))
 
 

@@ -4,16 +4,24 @@ Collected by the notebooks' rule (`--nb`, a path named on the command line, ini 
 each replays its case on a mock bench of its gem (_pinreplay.py) and fails with the lines of
 what differs. One `Replayer` per session (per xdist worker) keeps a warm bench per gem, so a
 gem's cases share its started sandbox. `--update-pins` writes a case that replays otherwise
-again from its replay."""
+again from its replay, and is the one way a run writes into tests/calls/: a pin made during
+the run (a notebook's `%tool … --pin`, a `bench` fixture's `res.pin`) goes to the item's own
+folder under pytest's basetemp and is listed at the end."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 _REPLAYER = pytest.StashKey[Any]()
+_PINS = pytest.StashKey[Path]()
+#: The environment variable a run sets for what it runs (_pins.RUN_PINS: not imported here, so
+#: that collecting a pytest run loads no more of the workbench than it needs).
+RUN_PINS = "GEM_WORKBENCH_RUN_PINS"
+RUN_TREE = "GEM_WORKBENCH_RUN_TREE"
 
 
 def is_case_file(path: Path) -> bool:
@@ -95,3 +103,64 @@ def report_updated(terminalreporter: Any) -> None:
     terminalreporter.write_sep("=", f"{len(updated)} pinned call{'' if len(updated) == 1 else 's'} updated")
     for path in updated:
         terminalreporter.write_line(f"updated {path}")
+
+
+def run_pins_folder(item: pytest.Item) -> Path:
+    """The folder pins made while `item` runs go to (one per item, made once): under pytest's
+    basetemp, which keeps the last runs' folders and removes older ones."""
+    folder = item.stash.get(_PINS, None)
+    if folder is None:
+        factory = getattr(item.config, "_tmp_path_factory", None)  # (None with -p no:tmpdir)
+        if factory is not None:
+            folder = factory.mktemp(f"pins-{item.path.stem[:40]}", numbered=True)
+        else:
+            import tempfile
+
+            folder = Path(tempfile.mkdtemp(prefix="gem-workbench-pins-"))
+        item.stash[_PINS] = folder
+    return folder
+
+
+def run_env(item: pytest.Item) -> dict[str, str]:
+    """The environment that sends pins made while `item` runs to its run folder: RUN_PINS, and
+    RUN_TREE, the folders under test (the rootdir, where pytest started and the paths it was
+    given): a gem elsewhere (a notebook's scratch copy) keeps its own pins."""
+    config = item.config
+    tree = [config.rootpath, config.invocation_params.dir]
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::", 1)[0])
+        if path.exists():
+            tree.append(path if path.is_dir() else path.parent)
+    folders = dict.fromkeys(str(p.resolve()) for p in tree)
+    return {RUN_PINS: str(run_pins_folder(item)), RUN_TREE: os.pathsep.join(folders)}
+
+
+def note_pins(item: pytest.Item, folder: Path) -> None:
+    """Add the cases pinned under `folder` to `item`'s user properties (report_pinned lists
+    them, xdist's workers' included)."""
+    for path in sorted(folder.rglob("*.json")):
+        if ("pinned", str(path)) not in item.user_properties:
+            item.user_properties.append(("pinned", str(path)))
+
+
+def report_pinned(terminalreporter: Any) -> None:
+    """The calls pinned during the run, one line each: where they went instead of tests/calls/."""
+    pinned = sorted(
+        {
+            str(value)
+            for reports in terminalreporter.stats.values()
+            for report in reports
+            for key, value in getattr(report, "user_properties", ())
+            if key == "pinned"
+        }
+    )
+    if not pinned:
+        return
+    n = len(pinned)
+    terminalreporter.write_sep(
+        "=", f"{n} call{'' if n == 1 else 's'} pinned during the run, kept out of the gem's tests/calls/"
+    )
+    for path in pinned:
+        terminalreporter.write_line(
+            f"pinned {path} (copy it into the gem to keep it; --update-pins rewrites cases from their replays)"
+        )

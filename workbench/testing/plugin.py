@@ -16,7 +16,8 @@ Loaded in every pytest run of an environment where gem-workbench is installed (e
   `deno test` and each of its test cases is an item (`tstests`); `--nb-timeout` is per file.
 - the pinned calls of a gem, `tests/calls/<tool>/<name>.json` (`res.pin`), are collected by the
   same rule; each replays on a fresh mock bench (`pinitems`); `--update-pins` re-records
-  (and the summary lists the cases it wrote).
+  (and the summary lists the cases it wrote); a pin made during the run goes to the item's
+  own folder, never into a gem's tests/, and the summary lists it (`pinitems`).
 - `bench` opens the gem of `@pytest.mark.gem("path", **open_options)` (a relative path: from
   the test file's folder, else from the rootdir) or of the ini option `gem` (from the ini
   file's folder) on mock providers, with its state in the test's tmp_path, and closes it after.
@@ -33,7 +34,7 @@ import pytest
 
 from .notebook import DEFAULT_KERNEL, DEFAULT_TIMEOUT, NotebookFailure
 from .order import NotebookSeconds
-from .pinitems import PinFile, close_replayer, is_case_file
+from .pinitems import PinFile, close_replayer, is_case_file, note_pins, run_env, run_pins_folder
 from .tstests import SUFFIXES as TS_SUFFIXES
 from .tstests import collect_ts_file
 
@@ -179,10 +180,11 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The pinned calls `--update-pins` wrote again."""
-    from .pinitems import report_updated
+    """The pinned calls `--update-pins` wrote again, and the calls pinned during the run."""
+    from .pinitems import report_pinned, report_updated
 
     report_updated(terminalreporter)
+    report_pinned(terminalreporter)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -275,7 +277,8 @@ class NotebookItem(pytest.Item):
     def _options(self) -> tuple[str, dict[str, str] | None]:
         kernel = self.config.getoption("nb_kernel") or self.config.getini("nb_kernel")
         tool_errors = self.config.getoption("nb_tool_errors") or self.config.getini("nb_tool_errors")
-        return kernel, {"GEM_WORKBENCH_TOOL_ERRORS": tool_errors} if tool_errors == "fail" else None
+        env = {"GEM_WORKBENCH_TOOL_ERRORS": tool_errors} if tool_errors == "fail" else {}
+        return kernel, {**env, **run_env(self)}  # its pins: not into the tests/ of a gem under test
 
     async def _start(self, *, ahead: bool = False) -> NotebookKernel:
         """Start this notebook's kernel; `ahead`: during another item, with the environment
@@ -317,6 +320,7 @@ class NotebookItem(pytest.Item):
                 end_later=config.stash[_ENDING].append if overlap else None,
             )
         finally:
+            note_pins(self, run_pins_folder(self))
             if output := kernel.output():  # (all of it unless its end is still to come)
                 self.add_report_section("call", "kernel output", output)
 
@@ -394,6 +398,10 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bench]:
     except _errors.WorkbenchError as exc:
         pytest.fail(f"the `bench` fixture could not open {path}: {exc}", pytrace=False)
     try:
-        yield opened
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in run_env(request.node).items():  # a test's pins: not into tests/
+                patch.setenv(name, value)
+            yield opened
     finally:
         opened.close()
+        note_pins(request.node, run_pins_folder(request.node))
