@@ -53,3 +53,25 @@ def test_a_gem_outside_the_tree_under_test_keeps_its_own_pins(
     result.assert_outcomes(passed=1)
     assert (gem / "tests" / "calls" / "add_note" / "from-a-test.json").is_file()
     assert "pinned during the run" not in result.stdout.str()
+
+
+def test_the_doctors_findings_in_a_test_run_go_to_the_run_folder(pytester: pytest.Pytester) -> None:
+    gem = pytester.path / "buggy"
+    shutil.copytree(
+        EXAMPLE_GEM.parent / "buggy", gem, ignore=shutil.ignore_patterns(".gem-workbench", "calls")
+    )
+    pytester.makepyfile(
+        test_doctor="""
+import pytest
+
+@pytest.mark.gem("buggy")
+def test_doctor(bench):
+    report = bench.doctor(tool="greet", examples=10, seed=1)
+    assert [f.kind for f in report.findings] == ["throw"]
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert not (gem / "tests").exists()
+    [line] = [line for line in result.stdout.str().splitlines() if line.startswith("pinned ")]
+    assert Path(line.split()[1]).parts[-6:] == ("buggy", "tests", "calls", "doctor", "greet", "throw.json")
