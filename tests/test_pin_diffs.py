@@ -126,3 +126,25 @@ def test_pinning_a_changed_call_again_writes_the_new_case(notes_copy: Path, tmp_
     tool.write_text(tool.read_text().replace('return {"ok": True}', 'return {"ok": True, "v": 2}'))
     again = _pin_on_a_new_bench(notes_copy, tmp_path / "s2")
     assert again != first and b'"v": 2' in again
+
+
+@pytest.mark.deno
+def test_an_ekanos_account_record_change_replays_as_a_path_into_it(tmp_path: Path, opened) -> None:
+    root = tmp_path / "weather"
+    root.mkdir()
+    source = """import { defineIntegration } from '@ekanos/sdk';
+export default defineIntegration({ slug: 'weather', egress: ['api.demo.example'],
+  tools: [{ name: 'save', description: 'd', outputExample: { ok: true },
+    parameters: { type: 'object', properties: { t: { type: 'number' } } },
+    async run(ctx, args) {
+      await ctx.storage.account.set('reading', { city: 'Oslo', tempC: args.t });
+      return { ok: true };
+    } }] });
+"""
+    (root / "integration.ts").write_text(source)
+    bench = opened(root, clock="2026-01-05T09:00:00Z", seed=7)
+    path = bench.call("weather_save", {"t": 12.5}).raise_for_error().pin("save")
+    bench.close()
+    (root / "integration.ts").write_text(source.replace("tempC: args.t", "tempC: Math.round(args.t)"))
+    lines = replay_case(path).lines
+    assert lines == ["changes: kv 'account:reading' after.data.tempC: expected 12.5, got 13"], lines
