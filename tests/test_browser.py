@@ -213,6 +213,8 @@ def test_tutorial_03_replay_widget_works_after_run_all(tmp_path):
 
 
 def test_form_button_shows_the_whole_tool_name(tmp_path):
+    """The form's Run button and, after a rejected pin name, its pin button show their whole
+    labels (the error is drawn beside the pin button); the screenshot is form.png."""
     from conftest import GemBuilder
 
     name = "csv_summary_of_the_workspace"
@@ -240,6 +242,17 @@ def test_form_button_shows_the_whole_tool_name(tmp_path):
         page.locator(".jp-OutputArea-output input[type=text]").first.fill("sales.csv")
         button.click()
         page.get_by_text("✓ ok").wait_for(timeout=30_000)
+        # a rejected pin name: the pin button keeps its whole label, the error is beside it
+        pin = page.get_by_title("save this call as a regression case", exact=False)
+        page.get_by_placeholder("case name, e.g. first").fill("../x y")
+        pin.click()
+        error = page.get_by_text("error E_USAGE: pin name '../x y'")
+        error.wait_for(timeout=30_000)
+        assert pin.evaluate("b => b.scrollWidth <= b.clientWidth + 1"), pin.inner_text()
+        assert pin.evaluate("b => b.getBoundingClientRect().width >= 40"), pin.bounding_box()
+        assert pin.inner_text().strip() == "pin"
+        assert error.is_visible() and error.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+        error.scroll_into_view_if_needed()
 
 
 TUTORIALS = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "notebooks").glob("0*.ipynb"))
