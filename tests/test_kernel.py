@@ -246,3 +246,79 @@ def test_shutdown_never_waits_on_a_closed_iopub_thread(tmp_path):
         log = (tmp_path / "gem-workbench.log").read_text()
         assert not alive
         assert "IOStream.flush timed out" not in log, f"shutdown {i}: {log[-2000:]}"
+
+
+SLOW_TOOL = """\
+import pathlib
+import time
+
+
+def handle(input, ctx):
+    ctx.storage.kv.set("seen", input["n"])
+    pathlib.Path(input["marker"]).write_text("written")  # the test interrupts once it sees this
+    while True:
+        time.sleep(0.05)
+"""
+
+
+def _interrupted_run(
+    km: Any, kc: Any, code: str, marker: Path
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run `code`, send the kernel's interrupt (SIGINT) once the tool wrote `marker`; its IOPub
+    outputs (stream and error contents) and the execute reply."""
+    msg_id = kc.execute(code)
+    deadline = time.monotonic() + 60  # a bound on a broken test, never a measure
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.02)
+    km.interrupt_kernel()
+    outputs = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind = msg["msg_type"]
+        if kind in ("stream", "error", "execute_result", "display_data"):
+            outputs.append({"type": kind, **msg["content"]})
+        if kind == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    reply = kc.get_shell_msg(timeout=60)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    return outputs, reply["content"]
+
+
+def test_a_kernel_interrupt_mid_call_is_one_line_and_a_row_of_calls(tmp_path):
+    """Jupyter's interrupt (SIGINT) while a tool runs, from `bench.call` and from `%tool`: one
+    line of output, not a traceback; the call is an E_INTERRUPTED row, its write kept."""
+    from conftest import GemBuilder
+
+    gem = GemBuilder(tmp_path / "gem")
+    gem.tool("slow", SLOW_TOOL)
+    gem.write()
+    km, kc = _start("gem-workbench", tmp_path)
+    try:
+        kc.execute(
+            f"import workbench\nbench = workbench.open({str(gem.root)!r}, state_dir={str(tmp_path / 'st')!r})",
+            reply=True,
+            timeout=60,
+        )
+        for n, code in enumerate(
+            ("bench.call('slow', {{'n': 'a', 'marker': {m!r}}})", "%tool slow {{'n': 'b', 'marker': {m!r}}}")
+        ):
+            marker = tmp_path / f"marker{n}"
+            outputs, reply = _interrupted_run(km, kc, code.format(m=str(marker)), marker)
+            assert reply["status"] == "error" and reply["ename"] == "CallInterrupted"
+            assert [o["type"] for o in outputs] == ["error"], outputs  # nothing else printed
+            (line,) = outputs[0]["traceback"]
+            assert line.startswith("KeyboardInterrupt: slow: interrupted (Ctrl-C) after 1 ctx call, call ")
+            assert line.endswith("; what it wrote before was kept (bench.calls() lists it)")
+            assert "magics.py" not in line and "_pipeline.py" not in line
+        got = _evaluate(
+            kc,
+            errors="bench.calls().error.tolist()",
+            kv="bench.kv().set_index('key').value['seen']",
+        )
+        assert got["errors"] == "['E_INTERRUPTED', 'E_INTERRUPTED']"
+        assert got["kv"] == "'b'"  # the second interrupted call's write was kept
+    finally:
+        _stop(km, kc)
