@@ -104,3 +104,18 @@ def test_a_call_interrupted_before_any_ctx_call_says_it_wrote_nothing(
     assert "it wrote nothing through ctx" in info.value.result.error.message
     assert info.value._render_traceback_() == [f"KeyboardInterrupt: t: {info.value.result.error.message}"]
     assert bench.calls().error.tolist() == ["E_INTERRUPTED"]
+
+
+def test_ctrl_c_in_a_nested_call_marks_it_and_its_caller_interrupted(
+    gem: GemBuilder, opened: Callable[..., workbench.Bench]
+) -> None:
+    gem.tool("outer", "def handle(input, ctx):\n    return ctx.tools.inner({})\n")
+    gem.tool("inner", "def handle(input, ctx):\n    ctx.audit('mid', {})\n    ctx.audit('stop-here', {})\n")
+    bench = opened(gem.as_agent())
+    with ctrl_c_at("audit", "stop-here") as seen, pytest.raises(CallInterrupted):
+        bench.call("outer")
+    assert seen
+    rows = bench.calls().set_index("tool")
+    assert rows.error.to_dict() == {"inner": "E_INTERRUPTED", "outer": "E_INTERRUPTED"}  # not E_INTERNAL
+    assert rows.message["inner"].startswith("interrupted (Ctrl-C) after 1 ctx call,")
+    assert rows.parent["inner"] == rows.call_id["outer"]
