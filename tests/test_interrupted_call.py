@@ -119,3 +119,11 @@ def test_ctrl_c_in_a_nested_call_marks_it_and_its_caller_interrupted(
     assert rows.error.to_dict() == {"inner": "E_INTERRUPTED", "outer": "E_INTERRUPTED"}  # not E_INTERNAL
     assert rows.message["inner"].startswith("interrupted (Ctrl-C) after 1 ctx call,")
     assert rows.parent["inner"] == rows.call_id["outer"]
+
+
+def test_an_interrupted_call_cannot_be_pinned(bench: workbench.Bench) -> None:
+    with ctrl_c_at("storage.kv.get", "stop-here"), pytest.raises(CallInterrupted) as info:
+        bench.call("t", {"n": "one"})
+    with pytest.raises(workbench.UsageError, match=r"was interrupted \(Ctrl-C\): call it again and pin"):
+        info.value.result.pin("first")
+    assert not (bench.manifest.root / "tests" / "calls").exists()
