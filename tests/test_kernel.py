@@ -248,17 +248,25 @@ def test_shutdown_never_waits_on_a_closed_iopub_thread(tmp_path):
         assert "IOStream.flush timed out" not in log, f"shutdown {i}: {log[-2000:]}"
 
 
-SLOW_TOOL = """\
-import pathlib
+SLOW_TOOL = {  # a write, then the marker the test waits for, then no end
+    "py": """\
 import time
 
 
 def handle(input, ctx):
     ctx.storage.kv.set("seen", input["n"])
-    pathlib.Path(input["marker"]).write_text("written")  # the test interrupts once it sees this
+    ctx.files.write("workspace:" + input["marker"], "started")
     while True:
         time.sleep(0.05)
-"""
+""",
+    "js": """\
+export default async function (input, ctx) {
+  await ctx.storage.kv.set("seen", input.n);
+  await ctx.files.write("workspace:" + input.marker, "started");
+  for (;;) {}
+}
+""",
+}
 
 
 def _interrupted_run(
@@ -287,32 +295,38 @@ def _interrupted_run(
     return outputs, reply["content"]
 
 
-def test_a_kernel_interrupt_mid_call_is_one_line_and_a_row_of_calls(tmp_path):
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_a_kernel_interrupt_mid_call_is_one_line_and_a_row_of_calls(tmp_path, lang):
     """Jupyter's interrupt (SIGINT) while a tool runs, from `bench.call` and from `%tool`: one
-    line of output, not a traceback; the call is an E_INTERRUPTED row, its write kept."""
+    line of output, not a traceback; the call is an E_INTERRUPTED row, its writes kept (real
+    providers: the state folder's database, the workspace folder)."""
     from conftest import GemBuilder
 
     gem = GemBuilder(tmp_path / "gem")
-    gem.tool("slow", SLOW_TOOL)
+    gem.tool("slow", SLOW_TOOL[lang], ext=lang)
     gem.write()
+    ws = tmp_path / "ws"
     km, kc = _start("gem-workbench", tmp_path)
     try:
-        kc.execute(
-            f"import workbench\nbench = workbench.open({str(gem.root)!r}, state_dir={str(tmp_path / 'st')!r})",
+        opened = kc.execute(
+            f"import workbench\nbench = workbench.open({str(gem.root)!r}, providers='real', "
+            f"state_dir={str(tmp_path / 'st')!r}, workspace={str(ws)!r}, headless=True)",
             reply=True,
             timeout=60,
         )
-        for n, code in enumerate(
-            ("bench.call('slow', {{'n': 'a', 'marker': {m!r}}})", "%tool slow {{'n': 'b', 'marker': {m!r}}}")
-        ):
-            marker = tmp_path / f"marker{n}"
-            outputs, reply = _interrupted_run(km, kc, code.format(m=str(marker)), marker)
+        assert opened["content"]["status"] == "ok", opened["content"]
+        cells = (
+            "bench.call('slow', {{'n': 'a', 'marker': {m!r}}})",
+            "%tool slow {{'n': 'b', 'marker': {m!r}}}",
+        )
+        for n, code in enumerate(cells):
+            marker = f"marker{n}"
+            outputs, reply = _interrupted_run(km, kc, code.format(m=marker), ws / marker)
             assert reply["status"] == "error" and reply["ename"] == "CallInterrupted"
             assert [o["type"] for o in outputs] == ["error"], outputs  # nothing else printed
             (line,) = outputs[0]["traceback"]
-            assert line.startswith("KeyboardInterrupt: slow: interrupted (Ctrl-C) after 1 ctx call, call ")
+            assert line.startswith("KeyboardInterrupt: slow: interrupted (Ctrl-C) after 2 ctx calls, call ")
             assert line.endswith("; what it wrote before was kept (bench.calls() lists it)")
-            assert "magics.py" not in line and "_pipeline.py" not in line
         got = _evaluate(
             kc,
             errors="bench.calls().error.tolist()",
@@ -320,5 +334,6 @@ def test_a_kernel_interrupt_mid_call_is_one_line_and_a_row_of_calls(tmp_path):
         )
         assert got["errors"] == "['E_INTERRUPTED', 'E_INTERRUPTED']"
         assert got["kv"] == "'b'"  # the second interrupted call's write was kept
+        assert (ws / "marker1").read_text() == "started"
     finally:
         _stop(km, kc)
