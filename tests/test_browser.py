@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -76,8 +77,9 @@ def _drive(page, url: str) -> None:
 
 
 @contextlib.contextmanager
-def _lab_page(folder: Path, screenshot: str) -> Iterator[tuple[Any, str]]:
-    """JupyterLab on `folder` (started by `gem-workbench lab`) and a Chromium page; stopped after."""
+def _lab_page(folder: Path, screenshot: str, *, height: int = 900) -> Iterator[tuple[Any, str]]:
+    """JupyterLab on `folder` (started by `gem-workbench lab`) and a Chromium page (`height`
+    pixels tall, for what its screenshot must hold); stopped after."""
     from playwright.sync_api import sync_playwright
 
     port = _free_port()
@@ -131,7 +133,7 @@ def _lab_page(folder: Path, screenshot: str) -> Iterator[tuple[Any, str]]:
                 ],
             )
             try:
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page = browser.new_page(viewport={"width": 1280, "height": height})
                 try:
                     yield page, base
                 finally:  # what the page showed, pass or fail, for the CI log
@@ -212,7 +214,44 @@ def test_tutorial_03_replay_widget_works_after_run_all(tmp_path):
         widget.scroll_into_view_if_needed()
 
 
+def test_replay_widget_shows_the_cursor_as_a_date(tmp_path):
+    """The replay widget after one Step, in JupyterLab: the cursor line and the status give the
+    cursor as a date, as the timeline does, never as epoch milliseconds; replay-widget.png."""
+    gems = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
+    shutil.copytree(gems / "mail-digest", tmp_path / "gems" / "mail-digest")
+    nb = new_notebook(
+        metadata={
+            "kernelspec": {"name": "gem-workbench", "display_name": "Gem Workbench", "language": "python"}
+        },
+        cells=[
+            new_code_cell(
+                "import workbench\nbench = workbench.open('gems/mail-digest')\n"
+                "bench.email.allow('all')\nw = bench.email.replay('digest')\nw"
+            )
+        ],
+    )
+    nbformat.write(nb, tmp_path / "replay.ipynb")
+    with _lab_page(tmp_path, "replay-widget.png", height=1060) as (page, base):
+        page.goto(f"{base}/lab/tree/replay.ipynb?token={TOKEN}")
+        _run_all(page)
+        widget = page.locator(".widget-vbox", has_text="Replay of digest").first
+        widget.get_by_role("button", name="Step").click()
+        widget.get_by_text("call 1: processed 20").wait_for(timeout=60_000)
+        line = widget.locator("tr.cur td")
+        assert "cursor (kv 'cursor'): 2024-" in line.inner_text() and "UTC" in line.inner_text()
+        status = widget.get_by_text("call 1: processed 20")
+        assert re.search(r"cursor none → 2024-\S+ \S+ UTC", status.inner_text()), status.inner_text()
+        # no 13-digit epoch-ms number anywhere a user reads (the stored value is on hover)
+        assert not re.search(r"\b1\d{12}\b", widget.inner_text()), widget.inner_text()
+        # the screenshot: the buttons and the status at the top, the cursor line below them
+        page.locator(".jp-OutputArea-output", has_text="Replay of digest").first.evaluate(
+            "e => e.scrollIntoView({block: 'start'})"
+        )
+
+
 def test_form_button_shows_the_whole_tool_name(tmp_path):
+    """The form's Run button and, after a rejected pin name, its pin button show their whole
+    labels (the error is drawn beside the pin button); the screenshot is form.png."""
     from conftest import GemBuilder
 
     name = "csv_summary_of_the_workspace"
@@ -240,6 +279,17 @@ def test_form_button_shows_the_whole_tool_name(tmp_path):
         page.locator(".jp-OutputArea-output input[type=text]").first.fill("sales.csv")
         button.click()
         page.get_by_text("✓ ok").wait_for(timeout=30_000)
+        # a rejected pin name: the pin button keeps its whole label, the error is beside it
+        pin = page.get_by_title("save this call as a regression case", exact=False)
+        page.get_by_placeholder("case name, e.g. first").fill("../x y")
+        pin.click()
+        error = page.get_by_text("error E_USAGE: pin name '../x y'")
+        error.wait_for(timeout=30_000)
+        assert pin.evaluate("b => b.scrollWidth <= b.clientWidth + 1"), pin.inner_text()
+        assert pin.evaluate("b => b.getBoundingClientRect().width >= 40"), pin.bounding_box()
+        assert pin.inner_text().strip() == "pin"
+        assert error.is_visible() and error.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+        error.scroll_into_view_if_needed()
 
 
 TUTORIALS = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "notebooks").glob("0*.ipynb"))

@@ -12,7 +12,7 @@ from conftest import GemBuilder
 import workbench
 from workbench._replay import Replayer
 from workbench._result import TRACE_COLUMNS, CallResult
-from workbench.inspect.replay_cursor import behind, cursor_point, trace_listed, trace_reads
+from workbench.inspect.replay_cursor import behind, cursor_point, trace_listed, trace_reads, when
 from workbench.jupyter.replay import ReplayView
 
 MAIL_DIGEST = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "mail-digest"
@@ -361,6 +361,20 @@ def test_widget_buttons_driven_from_python(py_bench: workbench.Bench) -> None:
     w.step()
     assert w.state["twice"] == 20 and "more than once" in w.warning.value
     assert list(w.steps["kind"]) == ["call", "arrive", "call", "call", "rewind", "call"]
+
+
+def test_widget_shows_cursors_as_dates_not_epoch_milliseconds(py_bench: workbench.Bench) -> None:
+    w = py_bench.email.replay("seed")
+    w.step()
+    stored, date = str(BOUNDARY), when(BOUNDARY)
+    marker = w.timeline.value.split("class=cur")[1].split("</tr>")[0]
+    assert date in marker and f">▶ cursor (kv &#x27;cursor&#x27;): {date}" in marker
+    assert marker.count(stored) == 1 and f"title='stored value: {stored}'" in marker  # on hover only
+    assert f"cursor none → {date}" in w.status.value and stored not in w.status.value
+    w.rewind(stored)
+    assert f"cursor rewound to {date}" in w.status.value and stored not in w.status.value
+    w.rewind("soon")  # not a date: shown as it is stored
+    assert "cursor rewound to &#x27;soon&#x27;" in w.status.value
 
 
 def test_widget_late_arrival_and_errors(py_bench: workbench.Bench) -> None:

@@ -209,6 +209,17 @@ def test_the_form_pins_its_result(copy, tmp_path, monkeypatch):
         assert form.pin_control.status.value == "" and form.pin_control.name.value == "formed"
 
 
+def test_a_rejected_pin_name_leaves_the_button_its_label(copy):
+    """The error goes on the line beside the button, which takes the room left and wraps; the
+    button and the name box never shrink (tests/test_browser.py draws it in JupyterLab)."""
+    with workbench.open(copy) as bench:
+        control = bench.call("add_note", {"title": "x"}).pin_button(name="../x y")
+        assert control.pin() is None and "error E_USAGE: pin name" in control.status.value
+        assert control.button.description == "pin"
+        assert control.button.layout.flex == "0 0 auto" and control.name.layout.flex == "0 0 auto"
+        assert control.status.layout.flex == "1 1 auto" and control.status.layout.min_width == "0"
+
+
 def test_pin_button_on_a_closed_bench_says_so(copy):
     bench = workbench.open(copy)
     res = bench.call("add_note", {"title": "x"})

@@ -246,3 +246,94 @@ def test_shutdown_never_waits_on_a_closed_iopub_thread(tmp_path):
         log = (tmp_path / "gem-workbench.log").read_text()
         assert not alive
         assert "IOStream.flush timed out" not in log, f"shutdown {i}: {log[-2000:]}"
+
+
+SLOW_TOOL = {  # a write, then the marker the test waits for, then no end
+    "py": """\
+import time
+
+
+def handle(input, ctx):
+    ctx.storage.kv.set("seen", input["n"])
+    ctx.files.write("workspace:" + input["marker"], "started")
+    while True:
+        time.sleep(0.05)
+""",
+    "js": """\
+export default async function (input, ctx) {
+  await ctx.storage.kv.set("seen", input.n);
+  await ctx.files.write("workspace:" + input.marker, "started");
+  for (;;) {}
+}
+""",
+}
+
+
+def _interrupted_run(
+    km: Any, kc: Any, code: str, marker: Path
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run `code`, send the kernel's interrupt (SIGINT) once the tool wrote `marker`; its IOPub
+    outputs (stream and error contents) and the execute reply."""
+    msg_id = kc.execute(code)
+    deadline = time.monotonic() + 60  # a bound on a broken test, never a measure
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.02)
+    km.interrupt_kernel()
+    outputs = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind = msg["msg_type"]
+        if kind in ("stream", "error", "execute_result", "display_data"):
+            outputs.append({"type": kind, **msg["content"]})
+        if kind == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    reply = kc.get_shell_msg(timeout=60)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    return outputs, reply["content"]
+
+
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_a_kernel_interrupt_mid_call_is_one_line_and_a_row_of_calls(tmp_path, lang):
+    """Jupyter's interrupt (SIGINT) while a tool runs, from `bench.call` and from `%tool`: one
+    line of output, not a traceback; the call is an E_INTERRUPTED row, its writes kept (real
+    providers: the state folder's database, the workspace folder)."""
+    from conftest import GemBuilder
+
+    gem = GemBuilder(tmp_path / "gem")
+    gem.tool("slow", SLOW_TOOL[lang], ext=lang)
+    gem.write()
+    ws = tmp_path / "ws"
+    km, kc = _start("gem-workbench", tmp_path)
+    try:
+        opened = kc.execute(
+            f"import workbench\nbench = workbench.open({str(gem.root)!r}, providers='real', "
+            f"state_dir={str(tmp_path / 'st')!r}, workspace={str(ws)!r}, headless=True)",
+            reply=True,
+            timeout=60,
+        )
+        assert opened["content"]["status"] == "ok", opened["content"]
+        cells = (
+            "bench.call('slow', {{'n': 'a', 'marker': {m!r}}})",
+            "%tool slow {{'n': 'b', 'marker': {m!r}}}",
+        )
+        for n, code in enumerate(cells):
+            marker = f"marker{n}"
+            outputs, reply = _interrupted_run(km, kc, code.format(m=marker), ws / marker)
+            assert reply["status"] == "error" and reply["ename"] == "CallInterrupted"
+            assert [o["type"] for o in outputs] == ["error"], outputs  # nothing else printed
+            (line,) = outputs[0]["traceback"]
+            assert line.startswith("KeyboardInterrupt: slow: interrupted (Ctrl-C) after 2 ctx calls, call ")
+            assert line.endswith("; what it wrote before was kept (bench.calls() lists it)")
+        got = _evaluate(
+            kc,
+            errors="bench.calls().error.tolist()",
+            kv="bench.kv().set_index('key').value['seen']",
+        )
+        assert got["errors"] == "['E_INTERRUPTED', 'E_INTERRUPTED']"
+        assert got["kv"] == "'b'"  # the second interrupted call's write was kept
+        assert (ws / "marker1").read_text() == "started"
+    finally:
+        _stop(km, kc)

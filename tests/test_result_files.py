@@ -107,6 +107,20 @@ def test_files_section_escapes_names_and_content(bench) -> None:  # type: ignore
     assert "&lt;script&gt;alert(2)" in html
 
 
+def test_markdown_preview_renders_pipe_tables_with_html_still_escaped(bench) -> None:  # type: ignore[no-untyped-def]
+    report = (
+        "# Summary\n\n| unit | count |\n|------|------:|\n| <blink>cm</blink> | 4 |\n| kg | 1 |\n\n"
+        "<img src=x onerror=alert(3)>\n"
+    )
+    res = bench.call("w", {"ops": [["w", "output/report.md", report]]}).raise_for_error()
+    html = result_html(res).split("files (1)")[1]  # the preview (the input above shows the text)
+    assert "<table>" in html and "<th>unit</th>" in html
+    assert "<td>kg</td>" in html and ">4</td>" in html
+    assert "<blink>" not in html and "&lt;blink&gt;cm&lt;/blink&gt;" in html  # a tag in a cell: text
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(3)&gt;" in html
+    assert "| unit |" not in html  # not one paragraph of pipes
+
+
 def test_files_section_tables_csv_embeds_png_by_magic_only(bench) -> None:  # type: ignore[no-untyped-def]
     res = bench.call(
         "w",

@@ -55,6 +55,7 @@ CODES: dict[str, str] = {
     "E_SECRET": "a secret would be written where it cannot be masked (a pinned call's case): nothing was",
     "E_TRUST": "a repro bundle would run code outside the sandbox (Python tools, tests/doctor.py): "
     "refused unless its opener trusts it (--trust, trust=True)",
+    "E_INTERRUPTED": "the call was stopped by Ctrl-C (a notebook's interrupt); what it wrote before was kept",
 }
 
 
@@ -112,3 +113,18 @@ def internal_error(where: str, exc: Exception) -> WorkbenchError:
         traceback=text,
         exception=type(exc).__name__,
     )
+
+
+class CallInterrupted(KeyboardInterrupt):
+    """Ctrl-C (a kernel's interrupt) stopped a tool call: it still stops the cell or script, as
+    KeyboardInterrupt; the call is in `bench.calls()` as E_INTERRUPTED, and `.result` is it."""
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.result = result
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback: one line, as the CLI's Ctrl-C is (the
+        frames are the workbench's, where the signal happened to land)."""
+        return [f"KeyboardInterrupt: {terminal_safe(self.message)}"]

@@ -210,6 +210,8 @@ def _kept(bench: Bench, res: CallResult) -> Before:
         raise UsageError("a call made with crash= is two runs: pin the call made without it")
     if res.parent is not None:
         raise UsageError("pin the top-level call: this one ran inside it through ctx.tools")
+    if res.error is not None and res.error.code == "E_INTERRUPTED":  # a replay would not stop there
+        raise UsageError(f"call {res.call_id} was interrupted (Ctrl-C): call it again and pin that call")
     kept = bench._before
     if kept is not None and kept[0] == res.call_id:
         return kept[1]

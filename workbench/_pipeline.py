@@ -17,7 +17,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any
 
-from ._errors import WorkbenchError, internal_error
+from ._errors import CallInterrupted, WorkbenchError, internal_error
 from ._hints import explain_absent
 from ._json import to_json
 from ._reload import stamp, tool_file_error
@@ -76,10 +76,32 @@ def call(
         raise  # coded already: a sandbox that cannot start says so (E_SANDBOX)
     except Exception as exc:  # SEC7: the workbench's own bug, said in the result, not raised
         res.value, res.error = None, internal_error("bench.call", exc)
+    except KeyboardInterrupt:  # Ctrl-C: the call is a row of bench.calls(), then the cell stops
+        res.value, res.error = None, interrupted_error(res)
+        _keep(bench, res, t0)
+        raise CallInterrupted(f"{res.tool}: {res.error.message}", res) from None
+    _keep(bench, res, t0)
+    return res
+
+
+def _keep(bench: Bench, res: CallResult, t0: float) -> None:
     res.duration_ms = (time.perf_counter() - t0) * 1000
     res._pin = bench._pin
     bench.results.append(res)
-    return res
+
+
+def interrupted_error(res: CallResult) -> WorkbenchError:
+    """E_INTERRUPTED for a call Ctrl-C stopped: how far it got, and that its writes stay (the
+    call's storage transaction is committed at its end, interrupted or not)."""
+    n = res.ctx_calls
+    how = f"after {n} ctx call{'s' if n != 1 else ''}" if n else "before its first ctx call"
+    kept = "what it wrote before was kept" if n else "it wrote nothing through ctx"
+    return WorkbenchError(
+        "E_INTERRUPTED",
+        f"interrupted (Ctrl-C) {how}, call {res.call_id}; {kept} (bench.calls() lists it)",
+        ctx_calls=n,
+        call_id=res.call_id,
+    )
 
 
 def token_hex(bench: Bench, nbytes: int) -> str:
@@ -264,6 +286,9 @@ def nested(bench: Bench, parent: CallSession, tool: ToolSpec, input: Any) -> Any
         return res.value
     except WorkbenchError as exc:
         res.error = exc
+        raise
+    except KeyboardInterrupt:  # Ctrl-C inside the nested call: its row says so, as its caller's
+        res.error = interrupted_error(res)
         raise
     except BaseException as exc:  # the ctx layer makes it E_INTERNAL for the caller: say so here
         res.error = WorkbenchError("E_INTERNAL", f"ctx.tools.{tool.name}: {type(exc).__name__}: {exc}")

@@ -190,15 +190,17 @@ def _text_html(text: str, limit: int) -> str:
 
 
 def markdown_html(text: str, limit: int) -> str | None:
-    """Markdown rendered safely (CommonMark, raw HTML escaped, links checked, images not
-    fetched); None when it is too long, renders too large, or no renderer is installed."""
+    """Markdown rendered safely (CommonMark and pipe tables, raw HTML escaped, links checked,
+    images not fetched); None when it is too long, renders too large, or no renderer is installed."""
     if len(text) > MARKDOWN_CHARS:
         return None
     try:
         from markdown_it import MarkdownIt
     except ImportError:  # a declared dependency; without it, Markdown is shown as text
         return None
-    md = MarkdownIt("commonmark", {"html": False}).disable("image")  # an image would fetch a URL
+    # GFM pipe tables are what reports are written in; raw HTML stays off (escaped as text), and
+    # an image would fetch a URL
+    md = MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
     out = md.render(terminal_safe(text))
     if len(out) > limit:
         return None

@@ -35,17 +35,22 @@ class PinControl(widgets.HBox):
         self.name = widgets.Text(
             value=name,
             placeholder="case name, e.g. first",
-            layout=widgets.Layout(width="14em"),
+            layout=widgets.Layout(width="14em", flex="0 0 auto"),
         )
         self.button = widgets.Button(
             description="pin",
             icon="thumb-tack",
             tooltip="save this call as a regression case: tests/calls/<tool>/<name>.json of the gem",
-            layout=widgets.Layout(width="auto"),
+            # never shrunk: a long error beside it would squeeze its label to "📌 …"
+            layout=widgets.Layout(width="auto", flex="0 0 auto"),
         )
-        self.status = widgets.HTML()
+        # the line takes the room left and wraps (min-width 0: a flex item may be narrower
+        # than its text)
+        self.status = widgets.HTML(layout=widgets.Layout(flex="1 1 auto", min_width="0"))
         self.button.on_click(lambda _button: self.pin())
-        super().__init__([self.name, self.button, self.status])
+        super().__init__(
+            [self.name, self.button, self.status], layout=widgets.Layout(align_items="flex-start")
+        )
 
     def show(self, result: CallResult) -> None:
         """Pin `result` from now on (a form's next run); the name typed is kept."""

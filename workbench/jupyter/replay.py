@@ -68,6 +68,14 @@ ARRIVE_DATES = [
 ]
 
 
+def shown_cursor(value: str | float | None) -> str:
+    """A cursor as the timeline shows dates; its stored text when it is not a date."""
+    if value is None:
+        return "none"
+    point = cursor_point(str(value))
+    return when(point[0]) if point is not None else repr(value)
+
+
 def _pill(row: Any) -> str:
     if row.lost:
         return f"<span class='pill lost' title='{esc(row.reason)}'>LOST</span>"
@@ -90,12 +98,13 @@ def timeline_html(
         label = f"no cursor stored (kv '{cursor_key}' is not set): the next call starts from the beginning"
     elif point is None:
         label = f"cursor (kv '{cursor_key}') = {cursor!r}: not readable as a date"
-    else:
+    else:  # a date, as the timeline's (the stored value, often epoch ms, on hover)
         label = (
-            f"cursor (kv '{cursor_key}') = {cursor} · {when(point[0])} — mail above this line "
+            f"cursor (kv '{cursor_key}'): {when(point[0])} — mail above this line "
             "is behind it; the next call lists mail below it"
         )
-    marker = f"<tr class=cur><td colspan=6>▶ {esc(label)}</td></tr>"
+    stored = f" title='stored value: {esc(cursor)}'" if cursor is not None else ""
+    marker = f"<tr class=cur><td colspan=6{stored}>▶ {esc(label)}</td></tr>"
     lo, hi = 0, n
     if n > max_rows:
         lo = max(0, min(at - max_rows // 2, n - max_rows))
@@ -240,7 +249,7 @@ class ReplayView(widgets.VBox):
             )
         else:
             what = f"<span style='color:#c62828'>✗ call {last.step} failed: {esc(res.error)}</span>"
-        self.refresh(f"{what} · cursor {esc(before)} → {esc(last.cursor_after)}")
+        self.refresh(f"{what} · cursor {esc(shown_cursor(before))} → {esc(shown_cursor(last.cursor_after))}")
         return res
 
     def run_to_end(self) -> pd.DataFrame:
@@ -255,7 +264,9 @@ class ReplayView(widgets.VBox):
     def rewind(self, value: str | int | float | None) -> None:
         """Store `value` as the cursor (None: delete it, so the next call starts over)."""
         self.replayer.rewind(value)
-        self.refresh(f"cursor rewound to {esc(value) if value is not None else 'none (start over)'}")
+        self.refresh(
+            f"cursor rewound to {esc(shown_cursor(value)) if value is not None else 'none (start over)'}"
+        )
 
     def _rewind_chosen(self) -> None:
         index = self.rewind_to.value
