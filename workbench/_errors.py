@@ -8,6 +8,8 @@ WorkbenchError            a platform error: .code is E_SCHEMA, E_PERM_DENIED, ..
 from __future__ import annotations
 
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ._text import terminal_safe
@@ -128,3 +130,26 @@ class CallInterrupted(KeyboardInterrupt):
         """IPython shows this instead of a traceback: one line, as the CLI's Ctrl-C is (the
         frames are the workbench's, where the signal happened to land)."""
         return [f"KeyboardInterrupt: {terminal_safe(self.message)}"]
+
+
+# -- the surface whose words a hint uses -------------------------------------------------------
+# process-wide, not a ContextVar: a Python tool's own threads and the Deno bridge make ctx calls
+# outside the command's context, and one process runs one command
+_command_line = False
+
+
+@contextmanager
+def command_line() -> Iterator[None]:
+    """Within it, a hint names the `gem-workbench` command's flags, not open()'s keywords or a
+    bench's methods (ctx/surface.py spells both from the option table)."""
+    global _command_line
+    before, _command_line = _command_line, True
+    try:
+        yield
+    finally:
+        _command_line = before
+
+
+def in_command_line() -> bool:
+    """Whether hints name command-line flags now (`command_line`)."""
+    return _command_line

@@ -441,8 +441,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a gem's, plugin's or types folder's warning is one line, as a tool's warnings are (not
     # Python's "file:line: Category: …" form pointing into the workbench)
     warnings.showwarning = _show_warning
+    from ._errors import command_line
+
     try:
-        return int(args.fn(args))
+        with command_line():  # hints name this command's flags, not open()'s keywords
+            return int(args.fn(args))
     except KeyboardInterrupt:  # Ctrl-C: the bench closed on the way out; one line, the shell's 130
         print(f"gem-workbench {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import UsageError, WorkbenchError
 from ..providers import mail as _mail
 from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, path_or
+from .surface import spell_action
 
 if TYPE_CHECKING:
     # the mail types the Face names too (bench.email, the replay): it takes them from here,
@@ -51,6 +52,7 @@ DEFAULT_LIMIT, MAX_LIMIT = 20, 200
 METHODS = ("listSince", "getMessage")
 _FAR = 2**62  # ms: a `since` beyond ±this reads as the far future / past
 _ORDER = attrgetter("date", "accountId", "id")  # E4: how pages of several accounts merge
+ALLOW = "--allow-account"  # the bench action that allows accounts (E2), which hints name
 
 
 def _show(value: Any) -> str:
@@ -204,7 +206,7 @@ class Email:
                 "E_PERM_DENIED",
                 f"account {_show(account)} is not allowed for this "
                 f"gem (E2; allowed: {allowed}); the user chooses accounts on the "
-                "gem's page: bench.email.allow([...]) or allow('all')",
+                f"gem's page: {spell_action(ALLOW)} or {spell_action(ALLOW, 'all')}",
                 field="accountId",
                 accountId=_mail.cut(account, 200),
             )
@@ -224,7 +226,7 @@ class Email:
             if not grant.all and not grant.ids and mailbox.accounts():  # E2: nothing allowed yet
                 self.s.warn(
                     "email.listSince covered no account: the user has allowed none yet (E2); "
-                    "allow them with bench.email.allow('all') or bench.email.allow([account ids]) "
+                    f"allow them with {spell_action(ALLOW, 'all')} or {spell_action(ALLOW)} "
                     f"(the mailbox has {', '.join(mailbox.accounts()[:5])})"
                 )
         # dates are whole ms: date > since <=> date > floor(since)
@@ -406,10 +408,12 @@ SPEC = CapabilitySpec(
     ),
     actions=(
         Action(
-            "--allow-account",
+            ALLOW,
             "ID",
             "allow the gem to read this account (repeatable; 'all': every account) (E2)",
             lambda bench, ids: bench.email.allow("all" if "all" in ids else list(ids)),
+            python="bench.email.allow({})",
+            python_values="[account ids]",
         ),
     ),
 )

@@ -53,6 +53,7 @@ from .http_request import FORBIDDEN_METHODS, request_body, request_headers
 from .http_urls import Url, UrlTooLong, check_length, parse_url
 from .masking import mask_error
 from .spec import CapabilitySpec, Flag, OpenContext, Option, View, checked, file_or, number, path_or, seconds
+from .surface import spell_option
 
 if TYPE_CHECKING:
     from ..providers.http import HttpResponse
@@ -411,8 +412,10 @@ def _backend(opening: OpenContext) -> HttpState:
     options = opening.options
     # a mock's "no handler matches" names the platform's own option (Ekanos: fetch_handlers=)
     own = [o.name for o in SPEC.options if o.same_as == "http" and o.name in opening.profile.open_options]
+    option = own[0] if own else "http"
+    hint = spell_option(option, "[{'match': url_prefix, 'respond': …}]")
     return HttpState(
-        make_transport(options.get("http", "mock"), option=own[0] if own else "http"),
+        make_transport(options.get("http", "mock"), option=option, hint=hint),
         options.get("credentials"),
         timeout=float(options.get("http_timeout", 10.0)),
         log_chars=opening.limits.http_log_chars,

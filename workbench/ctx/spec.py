@@ -86,6 +86,10 @@ class Action:
     metavar: str
     help: str
     apply: Callable[[Any, list[str]], None]  # (bench, the values given, in order)
+    # the same act as a notebook writes it, "{}" where the values go (ctx/surface.py: a hint
+    # names the flag on the command line, this in Python), and the placeholder for "some values"
+    python: str = ""
+    python_values: str = "…"
 
 
 @dataclass

@@ -393,6 +393,8 @@ SPEC = CapabilitySpec(
             "ADDR",
             "allow send_email to mail ADDR or *@domain (repeatable)",
             lambda bench, addrs: bench.allow_recipients(*addrs),
+            python="bench.allow_recipients({})",
+            python_values="'name@host' or '*@domain', ...",
         ),
     ),
 )

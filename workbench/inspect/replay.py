@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..ctx.email import ALLOW
+from ..ctx.surface import spell_action
 from .replay_cursor import Key, behind, cursor_date, when
 
 if TYPE_CHECKING:
@@ -235,7 +237,7 @@ class Ledger:
         if not grant.all and not grant.ids:
             out.append(
                 "No account is allowed, so the tool can read no mail: allow some with "
-                "bench.email.allow('all') or bench.email.allow(['id', …]) (E2)."
+                f"{spell_action(ALLOW, 'all')} or {spell_action(ALLOW)} (E2)."
             )
         if self.unread:
             out.append(

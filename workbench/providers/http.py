@@ -58,12 +58,13 @@ __all__ = [
 ]
 
 
-def make_transport(spec: Any, *, option: str = "http") -> Transport:
+def make_transport(spec: Any, *, option: str = "http", hint: str = "") -> Transport:
     """`workbench.open(..., http=spec)`: "mock" (no handlers), "real", a list of handlers, or a
     transport object with `send(request, timeout)`. `option`: the platform's name for it
-    (Ekanos: fetch_handlers), which a mock's "no handler matches" names."""
+    (Ekanos: fetch_handlers), which a mock's "no handler matches" names; `hint`: how to add a
+    handler, when the surface in use says it otherwise (a CLI flag)."""
     if spec is None or spec == "mock":
-        return MockTransport(option=option)
+        return MockTransport(option=option, hint=hint)
     if spec == "real":
         return RealTransport()
     if isinstance(spec, str):
@@ -71,5 +72,5 @@ def make_transport(spec: Any, *, option: str = "http") -> Transport:
     if hasattr(spec, "send"):
         return spec
     if isinstance(spec, (list, tuple, dict)):
-        return MockTransport([spec] if isinstance(spec, dict) else spec, option=option)
+        return MockTransport([spec] if isinstance(spec, dict) else spec, option=option, hint=hint)
     raise UsageError(f"http={spec!r}: use 'mock', 'real', or a list of mock handlers")

@@ -72,9 +72,11 @@ class MockTransport:
 
     kind = "mock"
 
-    def __init__(self, handlers: Iterable[Any] = (), *, option: str = "http") -> None:
+    def __init__(self, handlers: Iterable[Any] = (), *, option: str = "http", hint: str = "") -> None:
         self.handlers: list[MockHandler] = []
         self.option = option  # the open() option its handlers come from, in the platform's words
+        # how to add a handler in the words of the surface that opened the bench (a CLI flag)
+        self.hint = hint or f"workbench.open(..., {option}=[{{'match': url_prefix, 'respond': …}}])"
         for h in handlers:
             self.add(h)
 
@@ -100,8 +102,7 @@ class MockTransport:
         raise WorkbenchError(
             "E_HTTP",
             f"no mock http handler matches {request.method} "
-            f"{request.url} (handlers: {listed}); add one with "
-            f"workbench.open(..., {self.option}=[{{'match': url_prefix, 'respond': …}}])",
+            f"{request.url} (handlers: {listed}); add one with {self.hint}",
             url=request.url,
             method=request.method,
             handlers=[h.describe() for h in self.handlers],
