@@ -7,6 +7,9 @@ without calling them (issue 13).
    code included) and must export its entry function — syntax errors, a missing export, and
    `npm:` / `jsr:` / `https:` imports (N4) are reported with file:line.
 3. With `typecheck=True`, TypeScript tools pass `deno check`.
+4. The gem's fixtures (fixtures/mailbox.json, fixtures/web_search.json, …) load: each
+   capability reads its own with the providers' code the first call would run (its
+   `CapabilitySpec.fixtures`), so a bad date is reported here, with its file and field.
 
 Each problem is {file, message} with `line` or `pointer` when known. Never raises for a bad gem.
 """
@@ -69,7 +72,48 @@ def check(path: str | os.PathLike[str], *, typecheck: bool = False) -> list[Prob
         problems += _js(js, manifest, profile)
     if typecheck and not problems:
         problems += _typecheck(manifest)
-    return problems
+    return problems + _fixtures(manifest, profile)
+
+
+def _fixtures(manifest: Manifest, profile: Profile) -> list[Problem]:
+    """What each capability of the platform says of the gem's fixtures, as E_… problems
+    naming the file and the field."""
+    from itertools import islice
+
+    folder = manifest.root / "fixtures"
+    try:  # the capabilities' fixtures are files in fixtures/: a gem with none skips the ctx
+        # layer's import (check's start-up: docs/benchmarks.md); a huge folder is looked into once
+        if not any(p.is_file() for p in islice(folder.iterdir(), 1000)):
+            return []
+    except OSError:
+        return []
+    from .ctx import specs_of
+
+    out: list[Problem] = []
+    for spec in specs_of(profile):
+        if spec.fixtures is None:
+            continue
+        try:
+            spec.fixtures(manifest.root)
+        except WorkbenchError as exc:
+            out.append(_fixture_problem(exc, manifest.root))
+    return out
+
+
+def _fixture_problem(exc: WorkbenchError, root: Path) -> Problem:
+    """{file, pointer, message}: the message without the file and pointer it starts with (the
+    CLI prints them before it), with its code."""
+    given = str(exc.details.get("file") or root)
+    try:
+        file = Path(given).relative_to(root).as_posix()
+    except ValueError:
+        file = given
+    pointer = exc.details.get("pointer")
+    message = exc.message
+    for lead in (given, file, pointer):
+        if lead and message.startswith(lead):
+            message = message[len(lead) :].lstrip(" :")
+    return {"file": file, **({"pointer": pointer} if pointer else {}), "message": f"{exc.code}: {message}"}
 
 
 def _python(tool: ToolSpec, profile: Profile) -> list[Problem]:

@@ -42,6 +42,8 @@ from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, path_
 from .surface import spell_action
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     # the mail types the Face names too (bench.email, the replay): it takes them from here,
     # the ctx layer being its one door to the providers
     from ..providers.mail import Envelope, Mailbox
@@ -382,12 +384,20 @@ def _backend(opening: OpenContext) -> MailAccess:
     return MailAccess(make_mailbox(opening.options.get("mailbox"), gem_root=opening.manifest.root))
 
 
+def _fixtures(root: Path) -> object:
+    """The mock mailbox of fixtures/mailbox.json, as an open without mailbox= reads it."""
+    from ..providers import make_mailbox
+
+    return make_mailbox(None, gem_root=root)
+
+
 #: ctx.email as a unit
 SPEC = CapabilitySpec(
     impl="email",
     title="ctx.email",
     implementation=Email,
     backend=_backend,
+    fixtures=_fixtures,
     # E3: every method reads the mailbox, which is outside the bench's state: a replay serves
     # the pages and messages the pinned call saw (ctx/served.py)
     replayed=lambda method: True,

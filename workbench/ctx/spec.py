@@ -121,6 +121,9 @@ class CapabilitySpec:
     call_state: Callable[[CallSession], Any] | None = None
     views: tuple[View, ...] = ()
     actions: tuple[Action, ...] = ()
+    # reads the gem's own fixtures of it (gem root) as its backend does when no option names
+    # others, raising the providers' error: `gem-workbench check` reports them before a call
+    fixtures: Callable[[Path], object] | None = None
     close: Callable[[Any], None] | None = None  # releases its backend when the bench closes
     # what a call of it that returned (did not raise) says went wrong, for its trace row: an
     # error envelope, an HTTP status >= 400; (method, result) -> a line, or None: nothing

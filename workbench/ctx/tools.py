@@ -317,6 +317,13 @@ def _backend(opening: OpenContext) -> AgentTools:
     )
 
 
+def _fixtures(root: Path) -> object:
+    """The mock web search of fixtures/web_search.json, as an open without web_search= reads it."""
+    from ..providers import make_websearch
+
+    return make_websearch("mock", gem_root=root)
+
+
 def _real_effects(tools: AgentTools) -> tuple[str, ...]:
     """The built-ins' options whose providers reach outside: any but the mocks (an object
     given for them is taken as real)."""
@@ -344,6 +351,7 @@ SPEC = CapabilitySpec(
     title="ctx.tools",
     implementation=Tools,
     backend=_backend,
+    fixtures=_fixtures,
     call_state=_call_state,
     notice=envelope_notice,
     # a built-in's answer (a search engine's, the mail server's) is served back on a replay; the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -150,7 +151,10 @@ def make_mailbox(spec: Any, *, gem_root: Path) -> Mailbox:
         try:
             return MockMailbox.from_json(fixture)
         except ValueError as exc:  # also json.JSONDecodeError
-            raise GemLoadError(f"fixtures/mailbox.json: {exc}", file=str(fixture)) from None
+            at = re.match(r"(/\S*): ", str(exc))  # from_json's "/2/date: …": the field, for check
+            raise GemLoadError(
+                f"fixtures/mailbox.json: {exc}", file=str(fixture), **({"pointer": at.group(1)} if at else {})
+            ) from None
     if all(callable(getattr(spec, m, None)) for m in ("accounts", "envelopes_since", "message")):
         return spec
     if isinstance(spec, Mapping):
