@@ -47,7 +47,29 @@ def gem_folder(path: str | os.PathLike[str]) -> tuple[Path | None, str]:
             f"{p} is a file; give a gem folder (with manifest.json), an Ekanos integration folder "
             "(with integration.ts), or the path of either file"
         )
-    return None, f"{p} does not exist: give a gem folder (with manifest.json or integration.ts)"
+    return None, f"{p} does not exist: give a gem folder (with manifest.json or integration.ts){_near_gem(p)}"
+
+
+def _near_gem(p: Path, limit: int = 2_000) -> str:
+    """ "; did you mean 'csvstats'?" for a gem folder beside `p` its name likely misspells (the
+    first `limit` entries of the parent looked at: a huge folder costs no more)."""
+    from itertools import islice
+
+    from .gem.near import close_key
+
+    try:
+        names = [e.name for e in islice(os.scandir(p.parent), limit) if e.is_dir()]
+    except OSError:
+        return ""
+    for _ in range(5):  # the nearest few names; a gem folder among them
+        near = close_key(p.name, names)
+        if near is None:
+            break
+        folder = p.parent / near
+        if any((folder / f).is_file() for f in ENTRY_FILES[:2]):  # a gem, not any folder
+            return f"; did you mean {str(folder)!r}?"
+        names.remove(near)
+    return ""
 
 
 def check(path: str | os.PathLike[str], *, typecheck: bool = False) -> list[Problem]:

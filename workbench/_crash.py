@@ -147,9 +147,7 @@ def crash_matrix(bench: Bench, name: str, input: Any) -> pd.DataFrame:
     import pandas as pd
 
     if name not in bench.manifest.tools:
-        raise UsageError(
-            f"no tool {name!r} in gem {bench.manifest.id} (tools: {', '.join(bench.manifest.tools)})"
-        )
+        raise UsageError(bench.manifest.no_tool(name))
     snap0 = bench.snapshot()
     rows: list[dict[str, Any]] = []
     try:

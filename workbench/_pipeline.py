@@ -145,7 +145,7 @@ def _steps(
     if tool is None:
         res.error = WorkbenchError(
             "E_UNKNOWN_TOOL",
-            f"no tool {name!r} in gem {bench.manifest.id} (tools: {', '.join(bench.manifest.tools)})",
+            bench.manifest.no_tool(name),
             tool=name,
         )
         return

@@ -59,8 +59,7 @@ class Replayer:
         if tool not in bench.manifest.tools:
             raise WorkbenchError(
                 "E_UNKNOWN_TOOL",
-                f"no tool {tool!r} in gem {bench.manifest.id} "
-                f"(tools: {', '.join(bench.manifest.tools) or 'none'})",
+                bench.manifest.no_tool(tool),
                 tool=tool,
             )
         if not isinstance(cursor_key, str):

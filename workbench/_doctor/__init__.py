@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError
+from ..gem.near import meant
 from .findings import KINDS, Finding
 from .guard import HardStop, Kept, OutOfTime, refuse_real
 from .probes import crash, memory, probes
@@ -54,6 +55,7 @@ def doctor(
         if found is None:
             raise UsageError(
                 f"tool={tool!r}: no such tool in gem {bench.manifest.id} (tools: {', '.join(names)})"
+                + meant(tool, names)
             )
         names = [found.name]
     t0 = time.monotonic()

@@ -4,9 +4,8 @@ folder. Problems are {file, pointer, message}; `raise_problems` makes them one G
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from .._errors import GemLoadError
 from .folder import clip, escaping_links, read_json, realpath, tool_file_problem
 from .model import LANGUAGES, ToolSpec
 from .names import reserved
+from .near import close_key
 from .rules import SchemaRules
 from .schema import check_input_schema, pointer
 from .schema_text import json_message
@@ -68,29 +68,6 @@ def read_manifest(root: Path, schema: dict[str, Any]) -> tuple[Any, list[Problem
     if problems:
         return None, sorted(problems, key=lambda p: p["pointer"])
     return raw, []
-
-
-def _folded(key: str) -> str:
-    return key.replace("_", "").replace("-", "").lower()
-
-
-# what the platforms call a tool's input schema (Notochord `inputSchema`, agent tools' and
-# Ekanos' `parameters`), folded: one of them where the platform has the other is that one
-SCHEMA_WORDS = frozenset({"inputschema", "parameters", "params", "schema", "argsschema", "parameterschema"})
-
-
-def close_key(key: str, known: Iterable[str]) -> str | None:
-    """The known key `key` most likely misspells (`input_schema` → `inputSchema`; another
-    platform's word for the input schema → this one's), or None."""
-    by_fold = {_folded(k): k for k in known}
-    if _folded(key) in by_fold:
-        return by_fold[_folded(key)]
-    if _folded(key) in SCHEMA_WORDS:
-        words = [k for f, k in by_fold.items() if f in SCHEMA_WORDS]
-        if len(words) == 1:
-            return words[0]
-    match = difflib.get_close_matches(_folded(key), list(by_fold), n=1, cutoff=0.75)
-    return by_fold[match[0]] if match else None
 
 
 def unknown_keys(e: Any) -> list[tuple[str, str]]:

@@ -51,3 +51,9 @@ class Manifest:
     def tool(self, name: str) -> ToolSpec | None:
         """The tool called `name`, by its own name or another (an Ekanos effective name)."""
         return self.tools.get(name) or self.tools.get(self.aliases.get(name, ""))
+
+    def no_tool(self, name: str) -> str:
+        """What to say of a tool name the gem lacks: its tools, and the one meant by a typo."""
+        from .near import meant
+
+        return f"no tool {name!r} in gem {self.id} (tools: {', '.join(self.tools) or 'none'}){meant(name, self.tools)}"

@@ -22,6 +22,7 @@ from typing import Any
 
 from .._errors import WorkbenchError
 from .._json import flat, why_not_json
+from .near import meant
 from .rules import NOTOCHORD, SchemaRules
 from .schema_budget import Budget, Exhausted, bounded_validator_class, current
 from .schema_quick import quick_check
@@ -232,10 +233,13 @@ def _violations_of(e: Any, room: int) -> tuple[list[dict[str, str]], int]:
     if e.validator == "additionalProperties" and e.validator_value is False:
         props = e.schema.get("properties", {})
         extra = sorted(k for k in e.instance if k not in props)
+        absent = [k for k in props if isinstance(k, str) and k not in e.instance]  # what a typo meant
         return [
             {
                 "path": f"{base}/{pointer([name])[1:]}",
-                "message": clip(f"unexpected field '{name}' (additionalProperties is false)"),
+                "message": clip(
+                    f"unexpected field '{name}' (additionalProperties is false{meant(name, absent, lead=': ')})"
+                ),
             }
             for name in extra[:room]
         ], len(extra)

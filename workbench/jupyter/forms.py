@@ -181,8 +181,7 @@ def form(bench: Bench, tool: str) -> ToolForm:
     if bench.manifest.tool(tool) is None:
         raise WorkbenchError(
             "E_UNKNOWN_TOOL",
-            f"no tool {tool!r} in gem {bench.manifest.id} "
-            f"(tools: {', '.join(bench.manifest.tools) or 'none'})",
+            bench.manifest.no_tool(tool),
             tool=tool,
         )
     return ToolForm(bench, tool)

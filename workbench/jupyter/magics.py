@@ -294,8 +294,7 @@ class WorkbenchMagics(Magics):
         if bench.manifest.tool(name) is None:
             raise MagicError(
                 "E_UNKNOWN_TOOL",
-                f"no tool {name!r} in gem {bench.manifest.id} "
-                f"(tools: {', '.join(bench.manifest.tools) or 'none'})",
+                bench.manifest.no_tool(name),
                 tool=name,
             )
         if cell is None and not rest.strip():  # nothing to call with yet: ask for it

@@ -22,9 +22,10 @@ from ..._errors import GemLoadError, GemWarning
 from ..._json import deeper_than
 from ...gem.folder import clip, open_regular, realpath
 from ...gem.links import GemLinks
-from ...gem.lint import close_key, link_problems
+from ...gem.lint import link_problems
 from ...gem.model import LANGUAGES, Manifest, ToolSpec
 from ...gem.names import slug_problem
+from ...gem.near import close_key
 from ...gem.rules import SchemaRules
 from ...gem.schema import check_input_schema
 from ...providers.hostnames import NUMBERISH, address_problem, ipv4_reading, name_problem
