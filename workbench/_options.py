@@ -36,6 +36,7 @@ __all__ = [
     "add_flags",
     "apply_actions",
     "every_option",
+    "flag_value",
     "flags_text",
     "gem_flags",
     "gem_options",
@@ -239,6 +240,15 @@ def _flags() -> dict[str, tuple[Flag, Option]]:
 
 def _actions() -> dict[str, tuple[Action, CapabilitySpec]]:
     return {a.flag: (a, s) for s in specs() for a in s.actions}
+
+
+def flag_value(flag: str) -> str | None:
+    """The metavar of the value `flag` takes (`--state-dir`: "DIR"), or None when it takes
+    none or is no flag of the table (for completion: what follows it is that value)."""
+    if (row := _flags().get(flag)) is not None:
+        return None if row[0].how == "const" else row[0].metavar or "VALUE"
+    action = _actions().get(flag)
+    return action[0].metavar if action is not None else None
 
 
 def add_flags(parser: argparse.ArgumentParser, *, skip: Iterable[str] = ()) -> None:

@@ -5,6 +5,7 @@
     %tool NAME INPUT -⇥  --pin, then the tool's cases     %%tool NAME -⇥ the same
     bench.call('⇥      tool names (any Bench variable)   %gem ⇥         open, close
     %gem open ⇥        gem folders, then other folders; `-⇥` the gem's platform's flags
+    %gem open --state-dir ⇥   what that flag takes: folders for a DIR, files for a FILE
 
 `complete(shell, text, cursor)` is the one function: None when the cursor is in none of these
 places (IPython's own completion answers), else what to offer and where the replaced text
@@ -126,9 +127,38 @@ def _magic(name: str, cell: bool, rest: str, base: int) -> tuple[str, int, str, 
         return "none", base + len(rest), "", ()
     token = _token(rest)
     done = rest[: len(rest) - len(token)].split()[1:]
-    path = next((w.strip("'\"") for w in done if not w.startswith("-")), None)
+    start = base + len(rest) - len(token)
+    flag, eq, value = token.partition("=")
+    if token.startswith("--") and eq:  # --state-dir=⇥: the flag's value, after its "="
+        return "value", start + len(flag) + 1, value, (_flag_value(flag),)
+    if done and (metavar := _flag_value(done[-1])) is not None:  # --state-dir ⇥: its value
+        return "value", start, token, (metavar,)
+    path = _gem_word(done)
     kind = "flag" if token.startswith("-") else "path"
-    return kind, base + len(rest) - len(token), token, (path,)
+    return kind, start, token, (path,)
+
+
+def _flag_value(word: str) -> str | None:
+    """The metavar of the value the `%gem open` flag `word` takes (`--state-dir`: DIR), else
+    None (no flag, or one without a value)."""
+    if not word.startswith("--"):
+        return None
+    from .._options import flag_value
+
+    return flag_value(word)
+
+
+def _gem_word(done: list[str]) -> str | None:
+    """The gem path among the words given: the first that is neither a flag nor a flag's value."""
+    after_flag = False
+    for w in done:
+        if after_flag:
+            after_flag = False
+        elif w.startswith("-"):
+            after_flag = "=" not in w and _flag_value(w) is not None
+        else:
+            return w.strip("'\"")
+    return None
 
 
 def _pin(after: str, base: int, tool: str, cell: bool) -> tuple[str, int, str, tuple[Any, ...]] | None:
@@ -206,6 +236,8 @@ def _candidates(shell: Any, kind: str, fragment: str, args: tuple[Any, ...]) -> 
         names = gem_flags(os.path.expanduser(args[0]) if args[0] else None)
     elif kind == "path":
         return gem_paths(fragment)
+    elif kind == "value":
+        return value_paths(fragment, args[0])
     else:
         return []
     return sorted(n for n in names if n.startswith(fragment))
@@ -281,6 +313,37 @@ def gem_paths(token: str) -> list[str]:
     return [_quoted(p, quote, done=True) for p in sorted(gems)] + [
         _quoted(p, quote, done=False) for p in sorted(others)
     ]
+
+
+def value_paths(token: str, metavar: str | None) -> list[str]:
+    """What a flag's value `token` completes to, by its metavar: folders for a DIR, files and
+    folders for a FILE or PATH, and the metavar's own words (`real|FILE`: real); nothing for a
+    number, a time or a NAME=VALUE (no file is a good guess)."""
+    words = (metavar or "").split("|")
+    literal = [w for w in words if w.islower() and w.startswith(token)]
+    kinds = {w for w in words if w in ("DIR", "FILE", "PATH")}
+    if not kinds:
+        return literal
+    quote = token[:1] if token[:1] in "'\"" else ""
+    typed = token[len(quote) :]
+    head, base = typed[: typed.rfind("/") + 1], typed[typed.rfind("/") + 1 :]
+    folders, files = [], []
+    with os.scandir(os.path.expanduser(head) if head else ".") as entries:
+        for n, entry in enumerate(entries):
+            if n >= _MAX_ENTRIES:
+                break
+            name = entry.name
+            if not name.startswith(base) or (name.startswith(".") and not base.startswith(".")):
+                continue
+            if entry.is_dir():
+                folders.append(head + name + "/")
+            elif kinds != {"DIR"}:
+                files.append(head + name)
+    return (
+        literal
+        + [_quoted(p, quote, done=False) for p in sorted(folders)]
+        + [_quoted(p, quote, done=True) for p in sorted(files)]
+    )
 
 
 def _quoted(path: str, quote: str, *, done: bool) -> str:
