@@ -26,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     """Register `new` on the CLI's subparsers."""
     p = sub.add_parser(
         "new",
-        help="create a working gem folder: manifest or integration, one tool, fixtures, a notebook, a test",
+        help="create a working gem folder: manifest or integration, one tool, a notebook, a test, "
+        "and the fixtures the platform reads",
         description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
     )
     p.add_argument("name", help="the gem's folder name (and id or slug): lowercase letters, digits, '-'")
