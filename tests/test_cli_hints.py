@@ -102,3 +102,19 @@ def test_the_spelling_follows_the_command_line_surface() -> None:
     assert spell_action("--allow-recipient", "*@acme.example") == "bench.allow_recipients('*@acme.example')"
     assert spell_option("fetch_handlers", "[…]") == "workbench.open(..., fetch_handlers=[…])"
     assert json.dumps(spell_action("--allow-account")) == json.dumps("bench.email.allow([account ids])")
+
+
+def test_cli_refused_option_value_names_its_flag(mail_gem: Path, tmp_path: Path) -> None:
+    for command in ("call", "check"):
+        args = [command, str(mail_gem), *(["list"] if command == "call" else []), "--reuse", "bogus"]
+        said = cli(*args).stderr
+        assert "--reuse 'bogus': use 'always', 'never' or 'random'" in said, said
+        assert "reuse=" not in said
+
+
+def test_python_refused_option_value_names_its_keyword(mail_gem: Path) -> None:
+    import workbench
+
+    with pytest.raises(workbench.UsageError) as raised:
+        workbench.open(mail_gem, reuse="bogus")
+    assert raised.value.message == "reuse='bogus': use 'always', 'never' or 'random'"

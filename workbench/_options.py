@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ._errors import UsageError
+from ._errors import UsageError, in_command_line
 from .ctx import specs as _every_spec
 from .ctx import specs_of
 from .ctx.spec import (
@@ -163,7 +163,10 @@ def resolve(profile: Profile, given: Mapping[str, Any]) -> dict[str, Any]:
             raise unknown_option(name, profile, specs(), profiles())
     for name, value in given.items():
         if (check := mine[name][0].check) is not None:
-            check(value)
+            try:
+                check(value)
+            except UsageError as exc:
+                raise _in_flags(exc, mine[name][0]) from None
     values = {name: o.default for name, (o, _) in mine.items()}  # this platform's only
     values.update(given)
     for name, value in given.items():
@@ -174,6 +177,16 @@ def resolve(profile: Profile, given: Mapping[str, Any]) -> dict[str, Any]:
             raise UsageError(f"give {name}= or {target}=, not both (they are the same option)")
         values[target] = list(value) if isinstance(value, tuple) else value  # handlers: a list
     return values
+
+
+def _in_flags(exc: UsageError, o: Option) -> UsageError:
+    """An option's refused value in the words of the command line when it runs one: its
+    "reuse='x': …" as "--reuse 'x': …" (the flag that gave it)."""
+    lead = f"{o.name}="
+    if not (in_command_line() and o.flags and exc.message.startswith(lead)):
+        return exc
+    flag = o.flags[0].flag
+    return UsageError(f"{flag} {exc.message[len(lead) :]}", **{**exc.details, "flag": flag})
 
 
 def _default(o: Option) -> str:
