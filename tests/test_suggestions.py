@@ -91,3 +91,11 @@ def test_a_huge_unknown_key_is_not_compared(csvstats: Path, opened) -> None:
 def test_the_doctor_of_a_misspelt_tool_suggests_it(csvstats: Path, opened) -> None:
     with pytest.raises(workbench.UsageError, match=r"no such tool .*; did you mean 'summarize'\?"):
         opened(csvstats).doctor(tool="sumarize", examples=1)
+
+
+def test_the_form_and_the_email_replay_of_a_misspelt_tool_suggest_it(csvstats: Path, opened) -> None:
+    bench = opened(csvstats)
+    for make in (bench.form, bench.email.replay_run):
+        with pytest.raises(workbench.WorkbenchError, match=r"did you mean 'summarize'\?$") as raised:
+            make("summarise")
+        assert raised.value.code == "E_UNKNOWN_TOOL"
