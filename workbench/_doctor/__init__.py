@@ -21,6 +21,7 @@ from .guard import HardStop, Kept, OutOfTime, refuse_real
 from .probes import crash, memory, probes
 from .report import DoctorReport
 from .run import Search, Start, ToolStats
+from .seeds import gather
 from .sequences import invariants, search_sequences
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ def doctor(
     kept = Kept(bench)  # the logs, outbox, clock and seed stream it puts back
     fixtures = bench.snapshot()
     search = Search(bench, starts=[Start("fixtures", fixtures)], seed=seed, deadline=end, examples=examples)
+    search.seeds = gather(bench)  # where the search starts: what the gem knows
     stop = search.stop = HardStop(end)
     stopped = False
     try:
@@ -78,7 +80,12 @@ def doctor(
                 if write:
                     for finding in search.findings:
                         if finding.kind != "schema":  # no input to run again
-                            finding.case = _pin(bench, search, finding, seed)
+                            p0 = time.monotonic()
+                            try:
+                                finding.case = _pin(bench, search, finding, seed)
+                            finally:
+                                stats = search.stats.setdefault(finding.tool, ToolStats())
+                                stats.pin_seconds += time.monotonic() - p0
             except OutOfTime:  # the run's end (seconds=): a finding not pinned has no case
                 stop.disarm()
                 stopped = True
@@ -90,7 +97,16 @@ def doctor(
         finally:
             kept.put_back()
     return DoctorReport(
-        bench.manifest.id, search.findings, search.stats, time.monotonic() - t0, seed, stopped=stopped
+        bench.manifest.id,
+        search.findings,
+        search.stats,
+        time.monotonic() - t0,
+        seed,
+        stopped=stopped,
+        budget=float(seconds),
+        sequence_seconds=search.sequence_seconds,
+        longest_call=search.longest_call,
+        seeds=len(search.seeds.strings),
     )
 
 
@@ -116,7 +132,11 @@ def _search(
     if tool is None and len(names) > 1 or checks:  # states the gem's own tools build
         left = seconds - (time.monotonic() - t0)
         usable = [n for n in names if (n, "schema") not in search._seen]
-        search_sequences(search, max(left * 0.8, seconds * 0.1), checks, usable)
+        s0 = time.monotonic()
+        try:
+            search_sequences(search, max(left * 0.8, seconds * 0.1), checks, usable)
+        finally:
+            search.sequence_seconds += time.monotonic() - s0
 
 
 def _fresh_sandbox(bench: Bench) -> None:

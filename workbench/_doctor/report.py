@@ -65,6 +65,10 @@ class DoctorReport:
     seconds: float
     seed: int
     stopped: bool = False  # the run's time (seconds=) ended it before its search was done
+    budget: float | None = None  # its seconds=
+    sequence_seconds: float = 0.0  # of the sequences over the gem's tools
+    longest_call: float = 0.0  # seconds of its longest call (how far past its budget it may run)
+    seeds: int = 0  # strings the gem knew that its search started from (seeds.py)
 
     @property
     def ok(self) -> bool:
@@ -91,10 +95,42 @@ class DoctorReport:
                     "invalid": s.invalid,
                     "findings": dict(sorted(kinds.items())),
                     "seconds": round(s.seconds, 2),
+                    "probe_seconds": round(s.probe_seconds, 2),
+                    "pin_seconds": round(s.pin_seconds, 2),
                     "crash_points": _crash_said(s.crash),
                 }
             )
         return out
+
+    def timing(self) -> dict[str, float]:
+        """Where the run's time went, in seconds: searching the tools (drawing, calling and
+        shrinking), probing what ran (N5, determinism, N7), sequences, pinning the findings,
+        and the rest (setting up, putting the bench back); they add up to `total`. With
+        `budget` (its seconds=) and `longest_call`: a run ends within the budget plus about
+        one call."""
+        parts = {
+            "searching": sum(s.seconds for s in self.stats.values()),
+            "probes": sum(s.probe_seconds for s in self.stats.values()),
+            "sequences": self.sequence_seconds,
+            "pinning": sum(s.pin_seconds for s in self.stats.values()),
+        }
+        parts["other"] = max(0.0, self.seconds - sum(parts.values()))
+        out = {k: round(v, 2) for k, v in parts.items()}
+        out["total"] = round(self.seconds, 2)
+        out["longest_call"] = round(self.longest_call, 2)
+        if self.budget is not None:
+            out["budget"] = round(self.budget, 2)
+        return out
+
+    @property
+    def time_said(self) -> str:
+        """The timing as one line: "searching 5.1 s, probes 1.2 s, … of 9.0 s (budget 10 s)"."""
+        t = self.timing()
+        parts = ", ".join(
+            f"{k} {t[k]:.1f} s" for k in ("searching", "probes", "sequences", "pinning", "other") if t[k]
+        )
+        budget = f" (budget {t['budget']:g} s)" if "budget" in t else ""
+        return f"time: {parts or 'none'}; {t['total']:.1f} s in all{budget}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +140,8 @@ class DoctorReport:
             "ok": self.ok,
             "stopped": self.stopped,
             "tools": self.summary(),
+            "timing": self.timing(),
+            "seeds": self.seeds,
             "findings": [_row(f) for f in self.findings],
             "note": self.note,
         }
