@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError
 from .findings import KINDS, Finding
-from .guard import HardStop, Kept, OutOfTime, refuse_real
+from .guard import HardStop, Kept, OutOfShare, OutOfTime, refuse_real
 from .probes import crash, memory, probes
 from .report import DoctorReport
 from .run import Search, Start, ToolStats
@@ -57,6 +57,8 @@ def doctor(
                 f"tool={tool!r}: no such tool in gem {bench.manifest.id} (tools: {', '.join(names)})"
             )
         names = [found.name]
+    loading = time.monotonic()
+    _preload()  # (a second in a fresh process: not the search's time, said apart in the report)
     t0 = time.monotonic()
     end = t0 + seconds
     checks = invariants(bench.manifest.root)  # tests/doctor.py: the author's, run in-process
@@ -100,9 +102,10 @@ def doctor(
         bench.manifest.id,
         search.findings,
         search.stats,
-        time.monotonic() - t0,
+        time.monotonic() - loading,
         seed,
         stopped=stopped,
+        loading=t0 - loading,
         budget=float(seconds),
         sequence_seconds=search.sequence_seconds,
         longest_call=search.longest_call,
@@ -128,7 +131,14 @@ def _search(
     for name in names:  # its probes right after its search: a slow tool leaves the others theirs
         search.tool(bench.manifest.tools[name], share)
         if (name, "schema") not in search._seen:
-            probes(search, bench.manifest.tools[name])
+            if search.examples is None:  # a slow tool's probes leave the next tools theirs
+                search.probe_end = time.monotonic() + share / 2
+            try:
+                probes(search, bench.manifest.tools[name])
+            except OutOfShare:
+                pass  # (what its probes found is recorded as found)
+            finally:
+                search.probe_end = math.inf
     if tool is None and len(names) > 1 or checks:  # states the gem's own tools build
         left = seconds - (time.monotonic() - t0)
         usable = [n for n in names if (n, "schema") not in search._seen]
@@ -137,6 +147,25 @@ def _search(
             search_sequences(search, max(left * 0.8, seconds * 0.1), checks, usable)
         finally:
             search.sequence_seconds += time.monotonic() - s0
+
+
+def _preload() -> None:
+    """Import what the run imports on first use before its timer is armed: a timer firing in
+    the middle of an import leaves the module half made in sys.modules, broken for the rest of
+    the process (hypothesis: its first import takes a second)."""
+    import importlib
+
+    for name in (
+        "pandas",
+        "hypothesis",
+        "hypothesis.strategies",
+        "hypothesis.errors",
+        "workbench._crash",
+        "workbench._pins",
+        "workbench.ctx.served",
+        "workbench.ctx.statejson",
+    ):
+        importlib.import_module(name)
 
 
 def _fresh_sandbox(bench: Bench) -> None:

@@ -90,13 +90,18 @@ class Search:
         self.stop: HardStop | None = None  # the run's timer, which may interrupt a call
         self.seeds = Seeds()  # what the gem knows: where the search starts (seeds.py)
         self.sequence_seconds = 0.0  # of the run's sequences (sequences.py)
+        self.probe_end = math.inf  # the current tool's probes stop here (probes.py)
         self.longest_call = 0.0  # seconds of its longest call: how far past its end a run may go
 
     def tick(self) -> None:
-        """OutOfTime once the run's time is up: checked before every call."""
-        if time.monotonic() >= self.deadline:
+        """OutOfTime once the run's time is up, OutOfShare once the probes' share of the current
+        tool is: checked before every call."""
+        now = time.monotonic()
+        if now >= self.deadline:
             self._cut = OutOfTime
             raise OutOfTime
+        if now >= self.probe_end:
+            raise OutOfShare
 
     def guarded(self, run: Any) -> None:
         """`run()`, a hypothesis run; cut off by the time (OutOfTime, OutOfShare) even where
