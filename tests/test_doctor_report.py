@@ -81,7 +81,7 @@ def test_a_long_message_is_one_clipped_line_that_unfolds(gem, opened) -> None:
     assert len(finding.message) >= 200  # a tool's message, as the doctor keeps it
     html = report._repr_html_()
     # the message's cell: a one-line summary (clipped by the style sheet) over the whole message
-    cell = html[html.index("<td class=clip><details><summary") :]
+    cell = html[html.index("<td class=clip style='max-width:28em'><details><summary") :]
     summary, rest = cell.split("</summary>", 1)
     assert "text-overflow:ellipsis" in html and "white-space:nowrap" in html
     assert "goes on and on" in summary and "\n" not in summary

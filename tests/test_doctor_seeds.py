@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-from workbench._doctor.seeds import gather, seeded_examples
-
 IMPORT_SALES = """
 async def handle(input, ctx):
     name = input["file"]
@@ -65,6 +63,8 @@ def test_a_pinned_case_input_is_tried_first(gem, opened) -> None:
 
 
 def test_the_seeds_are_file_names_keys_ids_and_pinned_strings(gem, opened) -> None:
+    from workbench._doctor.seeds import gather, seeded_examples
+
     gem.tool(
         "remember",
         "async def handle(input, ctx):\n"
@@ -97,6 +97,8 @@ def test_the_seeds_are_file_names_keys_ids_and_pinned_strings(gem, opened) -> No
 
 
 def test_allowed_recipients_and_accounts_are_seeds(gem, opened) -> None:
+    from workbench._doctor.seeds import gather
+
     gem.tool("noop", "def handle(input, ctx):\n    return {}\n", side_effect="read")
     gem.as_agent()
     bench = opened(gem)

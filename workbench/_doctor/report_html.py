@@ -25,12 +25,14 @@ MAX_ROWS = 200  # findings listed (one per tool and kind: more only on a gem of 
 # more specific than ours
 CSS = """<style>
 .gw-doctor{font-size:12px;line-height:1.45}
-.gw-doctor table{border-collapse:collapse;margin:4px 0;table-layout:auto}
+.gw-doctor table{border-collapse:collapse;margin:4px 0}
 .gw-doctor td,.gw-doctor th{padding:1px 8px;border-bottom:1px solid rgba(127,127,127,.3);
 text-align:left !important;vertical-align:top;white-space:nowrap}
-.gw-doctor td.clip{max-width:36em;white-space:normal}
-.gw-doctor details>summary{list-style:none;cursor:pointer;white-space:nowrap;overflow:hidden;
-text-overflow:ellipsis}
+.gw-doctor td code{white-space:nowrap !important;padding:0 2px}
+.gw-doctor td.clip{white-space:normal}
+.gw-doctor details{margin:0 !important;padding:0 !important}
+.gw-doctor details>summary{display:block;list-style:none;cursor:pointer;white-space:nowrap;
+overflow:hidden;text-overflow:ellipsis;margin:0 !important;padding:0 !important}
 .gw-doctor details>summary::-webkit-details-marker{display:none}
 .gw-doctor details[open]>summary{color:#888}
 .gw-doctor details>pre{white-space:pre-wrap;max-height:20em;overflow:auto;margin:2px 0;
@@ -45,13 +47,13 @@ def esc(value: Any) -> str:
     return html.escape(terminal_safe(str(value)), quote=True)
 
 
-def clipped(text: str, *, code: bool = False) -> str:
+def clipped(text: str, *, code: bool = False, width: int = 10) -> str:
     """A table cell of one line: `text` whole when it is short and on one line; else its start,
-    clipped by the browser at the column's width, unfolding on a click to the whole (at most
+    clipped by the browser at `width` em, unfolding on a click to the whole (at most
     MAX_SHOWN characters) — the full text is also its tooltip."""
     one_line = " ".join(text.split())
     wrap = (lambda t: f"<code>{t}</code>") if code else (lambda t: t)
-    if len(one_line) <= 80 and "\n" not in text:
+    if len(one_line) <= width * 2 and "\n" not in text:  # (an em holds about two characters)
         return f"<td>{wrap(esc(text))}</td>"
     whole = (
         text
@@ -60,7 +62,7 @@ def clipped(text: str, *, code: bool = False) -> str:
     )
     tip = esc(one_line[:1_000])
     return (
-        f"<td class=clip><details><summary title='{tip}'>{wrap(esc(one_line[:300]))}</summary>"
+        f"<td class=clip style='max-width:{width}em'><details><summary title='{tip}'>{wrap(esc(one_line[:300]))}</summary>"
         f"<pre>{esc(whole)}</pre></details></td>"
     )
 
@@ -79,7 +81,7 @@ def report_html(report: DoctorReport) -> str:
     for f in report.findings[:MAX_ROWS]:
         found.append(
             f"<tr><td><code>{esc(f.tool)}</code></td><td>{esc(f.kind)}</td><td>{esc(f.rule)}</td>"
-            + clipped(f.message)
+            + clipped(f.message, width=28)
             + clipped(json.dumps(f.input, ensure_ascii=False), code=True)
             + clipped(str(f.start))
             + clipped(f.repro, code=True)
