@@ -36,9 +36,9 @@ PARTS = ("loading", "searching", "probes", "sequences", "pinning", "other")
 def test_the_report_says_where_the_time_went_and_keeps_to_its_budget(gem, opened) -> None:
     gem.tool("slow", SLOW_PY, side_effect="read")
     gem.tool("remember", MEMORY_PY, side_effect="read")
-    report = opened(gem).doctor(seconds=3, seed=1)
+    report = opened(gem).doctor(seconds=6, seed=1)
     timing = report.timing()
-    assert set(timing) == {*PARTS, "total", "longest_call", "budget"} and timing["budget"] == 3
+    assert set(timing) == {*PARTS, "total", "longest_call", "budget"} and timing["budget"] == 6
     # the parts add up to the whole (each rounded to 0.01 s)
     assert abs(sum(timing[k] for k in PARTS) - timing["total"]) <= 0.05
     # past loading its libraries: the budget, plus about the longest call (a call under way is
@@ -46,24 +46,25 @@ def test_the_report_says_where_the_time_went_and_keeps_to_its_budget(gem, opened
     assert timing["total"] - timing["loading"] <= timing["budget"] + timing["longest_call"] + 1.0, timing
     assert timing["longest_call"] >= 0.2  # the slow tool's sleep: what the bound is measured in
     rows = {s["tool"]: s for s in report.summary()}
-    assert rows["slow"]["examples"] >= 1 and rows["remember"]["probe_seconds"] > 0
-    assert report.stats["remember"].pin_seconds > 0 and report.findings[0].case is not None
+    # the slow tool's probes kept to their share: the next tool was searched and probed too
+    assert rows["slow"]["examples"] >= 1 and rows["remember"]["probe_seconds"] > 0, rows
+    assert report.stats["remember"].pin_seconds > 0 and report.findings[0].case is not None, rows
     assert report.to_json()["timing"] == timing
     assert (
         report.time_said.startswith("time: ")
         and "searching" in report.time_said
-        and "(budget 3 s)" in report.time_said
+        and "(budget 6 s)" in report.time_said
     )
 
 
 def test_the_command_prints_where_the_time_went(gem) -> None:
     gem.tool("remember", MEMORY_PY, side_effect="read")
     path = gem.write()
-    cmd = [sys.executable, "-m", "workbench", "doctor", str(path), "--seconds", "2", "--no-write"]
+    cmd = [sys.executable, "-m", "workbench", "doctor", str(path), "--seconds", "3", "--no-write"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[1].startswith("  time: ") and " searching " in lines[1] and lines[1].endswith("(budget 2 s)")
+    assert lines[1].startswith("  time: ") and " searching " in lines[1] and lines[1].endswith("(budget 3 s)")
     assert " s searching, " in lines[2] and " s probes, " in lines[2] and lines[2].endswith(" s pinning")
     data = json.loads(subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=120).stdout)
     assert set(data["timing"]) >= {*PARTS, "total", "budget"}

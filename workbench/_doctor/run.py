@@ -259,7 +259,7 @@ class Search:
         # tried first (hypothesis runs the last one added first): the plainest and largest inputs
         # on each start state, then the pinned ones, then the plainest with a field set to what
         # the gem knows, on the fixtures (seeds.py)
-        first = [(v, None) for v in self.seeds.pinned.get(tool.name, [])]
+        first: list[tuple[Any, int | None]] = [(v, None) for v in self.seeds.pinned.get(tool.name, [])]
         first += [(v, 0) for v in seeded_examples(schema, plain[0] if plain else None, self.seeds)]
         for value, only in [*reversed(first), *((v, None) for v in plain)]:
             if accepts(value):

@@ -158,7 +158,7 @@ def seeded_examples(schema: Any, plain: Any, seeds: Seeds) -> list[Any]:
     strings = seeds.strings
     if not isinstance(schema, dict) or not isinstance(plain, dict) or not strings:
         return []
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
     fields = []
     for key, sub in props.items():
         types = sub.get("type") if isinstance(sub, dict) else None
