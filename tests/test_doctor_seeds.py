@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 IMPORT_SALES = """
 async def handle(input, ctx):
     name = input["file"]
@@ -104,3 +106,14 @@ def test_allowed_recipients_and_accounts_are_seeds(gem, opened) -> None:
     bench = opened(gem)
     bench.allow_recipients("*@example.com", "ops@acme.example")
     assert {"team@example.com", "ops@acme.example"} <= set(gather(bench).strings)
+
+
+@pytest.mark.deno
+def test_ekanos_account_records_are_seeds_by_the_key_the_tool_uses(opened) -> None:
+    from test_ekanos import ACME, LOCATION
+
+    from workbench._doctor.seeds import gather
+
+    bench = opened(ACME, account_storage={"settings/location": LOCATION}, secrets={"api_key": "sk_x"})
+    strings = gather(bench).strings
+    assert "settings/location" in strings and "sk_x" not in strings

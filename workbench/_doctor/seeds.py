@@ -97,8 +97,9 @@ def _cases(root: Path, out: Seeds) -> None:
 
 
 def _state(bench: Bench, out: Seeds) -> None:
-    """The fixtures' file names (the path and its last part), kv keys, document ids and
-    collection names, as the bench holds them when the run starts."""
+    """The fixtures' file names (the path and its last part), kv keys (an Ekanos account
+    record's as `ctx.storage.account` names it), document ids and collection names, as the
+    bench holds them when the run starts."""
     p = bench.providers
     try:
         roots = p.files.roots()
@@ -115,8 +116,10 @@ def _state(bench: Bench, out: Seeds) -> None:
             out.add(name)
     out.source = "storage"
     store = p.store
+    from ..ctx.account import PREFIX  # Ekanos' account records: kv keys under a prefix
+
     for key, _ in store.kv_items()[:MAX_ENTRIES]:
-        out.add(key)
+        out.add(key[len(PREFIX) :] if key.startswith(PREFIX) else key)  # as the tool names it
     for collection in store.collections()[:50]:
         out.add(collection)
         for doc_id, _ in store.docs(collection)[:MAX_ENTRIES]:
