@@ -89,3 +89,36 @@ def test_a_long_message_is_one_clipped_line_that_unfolds(gem, opened) -> None:
     assert rest.startswith("<pre>the name is empty;") or "the name is empty;" in rest[:200]
     assert rest.count("goes on and on") == finding.message.count("goes on and on") > 2  # unfolded: all
     assert "searching" in html and "probes" in html and "pinning" in html
+
+
+def test_the_hard_stop_is_not_lost_in_a_garbage_collector_callback() -> None:
+    """hypothesis times the collector with a gc callback; an exception raised in one is printed
+    and dropped, so the run's end must ring again once the callback returned."""
+    import gc
+    import time
+
+    import pytest
+
+    from workbench._doctor.guard import HardStop, OutOfTime
+
+    stop = HardStop(time.monotonic() + 0.05)
+    busy = []
+
+    def slow_callback(phase: str, info: dict) -> None:
+        if phase == "start" and not busy:
+            busy.append(phase)
+            t = time.monotonic()
+            while time.monotonic() - t < 0.3:  # the timer rings in here
+                pass
+
+    gc.callbacks.append(slow_callback)
+    slept = 0
+    try:
+        with pytest.raises(OutOfTime), stop:
+            gc.collect()
+            for _ in range(300):
+                time.sleep(0.01)
+                slept += 1
+    finally:
+        gc.callbacks.remove(slow_callback)
+    assert stop.fired and busy and slept < 300
