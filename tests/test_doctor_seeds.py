@@ -4,6 +4,7 @@ stored keys and ids, its pinned-case inputs and the recipients the user allowed.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +118,14 @@ def test_ekanos_account_records_are_seeds_by_the_key_the_tool_uses(opened) -> No
     bench = opened(ACME, account_storage={"settings/location": LOCATION}, secrets={"api_key": "sk_x"})
     strings = gather(bench).strings
     assert "settings/location" in strings and "sk_x" not in strings
+
+
+@pytest.mark.deno  # (the gem's JS tools start the sandbox at open)
+def test_mailbox_accounts_and_message_ids_are_seeds(opened) -> None:
+    from workbench._doctor.seeds import gather
+
+    gem = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "mail-digest"
+    bench = opened(gem)
+    bench.email.allow(["work"])
+    strings = gather(bench).strings
+    assert {"work", "w01"} <= set(strings)
