@@ -92,10 +92,12 @@ def _print(report: Any) -> None:
     )
     if report.note:
         print(f"  ({report.note})")
+    print(f"  {report.time_said}")
     for s in report.summary():
         kinds = ", ".join(f"{k} ×{c}" for k, c in s["findings"].items()) or "none"
         print(
-            f"  {s['tool']}: {s['examples']} examples ({s['invalid']} invalid), findings: {kinds}, {s['seconds']:.2f} s"
+            f"  {s['tool']}: {s['examples']} examples ({s['invalid']} invalid), findings: {kinds}, "
+            f"{s['seconds']:.2f} s searching, {s['probe_seconds']:.2f} s probes, {s['pin_seconds']:.2f} s pinning"
         )
     for f in report.findings:
         text = json.dumps(f.input, ensure_ascii=False)

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 from .._errors import UsageError
 from ..gem.near import meant
 from .findings import KINDS, Finding
-from .guard import HardStop, Kept, OutOfTime, refuse_real
+from .guard import HardStop, Kept, OutOfShare, OutOfTime, refuse_real
 from .probes import crash, memory, probes
 from .report import DoctorReport
 from .run import Search, Start, ToolStats
+from .seeds import gather
 from .sequences import invariants, search_sequences
 
 if TYPE_CHECKING:
@@ -58,12 +59,15 @@ def doctor(
                 + meant(tool, names)
             )
         names = [found.name]
+    loading = time.monotonic()
+    _preload(bench)  # (a second or more on a fresh bench: not the search's, said apart in the report)
     t0 = time.monotonic()
     end = t0 + seconds
     checks = invariants(bench.manifest.root)  # tests/doctor.py: the author's, run in-process
     kept = Kept(bench)  # the logs, outbox, clock and seed stream it puts back
     fixtures = bench.snapshot()
     search = Search(bench, starts=[Start("fixtures", fixtures)], seed=seed, deadline=end, examples=examples)
+    search.seeds = gather(bench)  # where the search starts: what the gem knows
     stop = search.stop = HardStop(end)
     stopped = False
     try:
@@ -80,7 +84,12 @@ def doctor(
                 if write:
                     for finding in search.findings:
                         if finding.kind != "schema":  # no input to run again
-                            finding.case = _pin(bench, search, finding, seed)
+                            p0 = time.monotonic()
+                            try:
+                                finding.case = _pin(bench, search, finding, seed)
+                            finally:
+                                stats = search.stats.setdefault(finding.tool, ToolStats())
+                                stats.pin_seconds += time.monotonic() - p0
             except OutOfTime:  # the run's end (seconds=): a finding not pinned has no case
                 stop.disarm()
                 stopped = True
@@ -92,7 +101,17 @@ def doctor(
         finally:
             kept.put_back()
     return DoctorReport(
-        bench.manifest.id, search.findings, search.stats, time.monotonic() - t0, seed, stopped=stopped
+        bench.manifest.id,
+        search.findings,
+        search.stats,
+        time.monotonic() - loading,
+        seed,
+        stopped=stopped,
+        loading=t0 - loading,
+        budget=float(seconds),
+        sequence_seconds=search.sequence_seconds,
+        longest_call=search.longest_call,
+        seeds=len(search.seeds.strings),
     )
 
 
@@ -114,11 +133,48 @@ def _search(
     for name in names:  # its probes right after its search: a slow tool leaves the others theirs
         search.tool(bench.manifest.tools[name], share)
         if (name, "schema") not in search._seen:
-            probes(search, bench.manifest.tools[name])
+            if search.examples is None:  # a slow tool's probes leave the next tools theirs
+                search.probe_end = time.monotonic() + share / 2
+            try:
+                probes(search, bench.manifest.tools[name])
+            except OutOfShare:
+                pass  # (what its probes found is recorded as found)
+            finally:
+                search.probe_end = math.inf
     if tool is None and len(names) > 1 or checks:  # states the gem's own tools build
         left = seconds - (time.monotonic() - t0)
         usable = [n for n in names if (n, "schema") not in search._seen]
-        search_sequences(search, max(left * 0.8, seconds * 0.1), checks, usable)
+        s0 = time.monotonic()
+        try:
+            search_sequences(search, max(left * 0.8, seconds * 0.1), checks, usable)
+        finally:
+            search.sequence_seconds += time.monotonic() - s0
+
+
+def _preload(bench: Bench) -> None:
+    """Import what the run imports on first use before its timer is armed: a timer firing in
+    the middle of an import leaves the module half made in sys.modules, broken for the rest of
+    the process (hypothesis: its first import takes a second). And wait for the sandbox's
+    start the bench's opening began: on a busy machine it takes seconds, which would be the
+    first tool's share."""
+    import importlib
+
+    sandbox = getattr(bench._runners.get("deno"), "sandbox", None)
+    started = getattr(sandbox, "_warmed", None)
+    if callable(started):
+        started()
+
+    for name in (
+        "pandas",
+        "hypothesis",
+        "hypothesis.strategies",
+        "hypothesis.errors",
+        "workbench._crash",
+        "workbench._pins",
+        "workbench.ctx.served",
+        "workbench.ctx.statejson",
+    ):
+        importlib.import_module(name)
 
 
 def _fresh_sandbox(bench: Bench) -> None:

@@ -49,7 +49,7 @@ def _int(schema: dict[str, Any], key: str) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _strings(schema: dict[str, Any]) -> Any:
+def _strings(schema: dict[str, Any], seeds: tuple[str, ...] = ()) -> Any:
     from hypothesis import strategies as st
 
     lo, hi = _int(schema, "minLength") or 0, _int(schema, "maxLength")
@@ -57,7 +57,11 @@ def _strings(schema: dict[str, Any]) -> Any:
     found += ["x" * n for n in {lo, hi or 0} if n and n <= 100_000]
     edges = st.sampled_from(sorted(set(found), key=lambda s: (len(s), s))) if found else st.nothing()
     short = min(hi if hi is not None else lo + 30, lo + 30)
-    return st.one_of(edges, st.text(min_size=lo, max_size=max(lo, short)))
+    parts = [edges, st.text(min_size=lo, max_size=max(lo, short))]
+    known = [s for s in seeds if lo <= len(s) and (hi is None or len(s) <= hi)]
+    if known:  # what the gem knows (seeds.py): a file that exists, a stored key, a mail id
+        parts.append(st.sampled_from(known))
+    return st.one_of(*parts)
 
 
 def _numbers(schema: dict[str, Any], integer: bool) -> Any:
@@ -102,8 +106,8 @@ def _any(depth: int) -> Any:
 class _Schemas:
     """A schema's strategies, with its local `$ref`s resolved (SEC6 bounded them at load)."""
 
-    def __init__(self, root: Any) -> None:
-        self.root = root
+    def __init__(self, root: Any, seeds: tuple[str, ...] = ()) -> None:
+        self.root, self.seeds = root, seeds
 
     def ref(self, pointer: str) -> Any:
         return pointer_target(self.root, pointer)
@@ -139,7 +143,7 @@ class _Schemas:
         if t is None and "properties" in schema:
             t = "object"
         if t == "string":
-            return _strings(schema)
+            return _strings(schema, self.seeds)
         if t in ("integer", "number"):
             return _numbers(schema, t == "integer")
         if t == "boolean":
@@ -215,14 +219,15 @@ def edge_examples(schema: Any) -> list[Any]:
     return out
 
 
-def edges(schema: Any) -> Any:
-    """A strategy of values for `schema`, weighted toward its edges (not all valid)."""
-    return _Schemas(schema).of(schema)
+def edges(schema: Any, seeds: tuple[str, ...] = ()) -> Any:
+    """A strategy of values for `schema`, weighted toward its edges (not all valid); string
+    fields also draw from `seeds`."""
+    return _Schemas(schema, seeds).of(schema)
 
 
-def valid_inputs(schema: dict[str, Any], accepts: Any) -> Any:
+def valid_inputs(schema: dict[str, Any], accepts: Any, seeds: tuple[str, ...] = ()) -> Any:
     """Inputs `accepts(value)` (the bench's validator: N8, the platform's rules) takes."""
-    return edges(schema).filter(accepts)
+    return edges(schema, seeds).filter(accepts)
 
 
 def broken(schema: dict[str, Any], value: Any, how: int) -> Any:

@@ -3,7 +3,6 @@ the notebook, JSON and JUnit XML for CI."""
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -65,6 +64,11 @@ class DoctorReport:
     seconds: float
     seed: int
     stopped: bool = False  # the run's time (seconds=) ended it before its search was done
+    budget: float | None = None  # its seconds=
+    sequence_seconds: float = 0.0  # of the sequences over the gem's tools
+    longest_call: float = 0.0  # seconds of its longest call (how far past its budget it may run)
+    loading: float = 0.0  # importing the search's libraries, the first time in a process
+    seeds: int = 0  # strings the gem knew that its search started from (seeds.py)
 
     @property
     def ok(self) -> bool:
@@ -91,10 +95,46 @@ class DoctorReport:
                     "invalid": s.invalid,
                     "findings": dict(sorted(kinds.items())),
                     "seconds": round(s.seconds, 2),
+                    "probe_seconds": round(s.probe_seconds, 2),
+                    "pin_seconds": round(s.pin_seconds, 2),
                     "crash_points": _crash_said(s.crash),
                 }
             )
         return out
+
+    def timing(self) -> dict[str, float]:
+        """Where the run's time went, in seconds: loading its libraries (the first run in a
+        process), searching the tools (drawing, calling and shrinking), probing what ran (N5,
+        determinism, N7), sequences, pinning the findings, and the rest (setting up, putting
+        the bench back); they add up to `total`. With `budget` (its seconds=) and
+        `longest_call`: past its loading, a run ends within the budget plus about one call."""
+        parts = {
+            "loading": self.loading,
+            "searching": sum(s.seconds for s in self.stats.values()),
+            "probes": sum(s.probe_seconds for s in self.stats.values()),
+            "sequences": self.sequence_seconds,
+            "pinning": sum(s.pin_seconds for s in self.stats.values()),
+        }
+        parts["other"] = max(0.0, self.seconds - sum(parts.values()))
+        out = {k: round(v, 2) for k, v in parts.items()}
+        out["total"] = round(self.seconds, 2)
+        out["longest_call"] = round(self.longest_call, 2)
+        if self.budget is not None:
+            out["budget"] = round(self.budget, 2)
+        return out
+
+    @property
+    def time_said(self) -> str:
+        """The timing as one line: "time: searching 5.1 s, probes 1.2 s, …; 9.0 s in all (budget
+        10 s)"; a part under 0.05 s is left out."""
+        t = self.timing()
+        parts = ", ".join(
+            f"{k} {t[k]:.1f} s"
+            for k in ("loading", "searching", "probes", "sequences", "pinning", "other")
+            if t[k] >= 0.05
+        )
+        budget = f" (budget {t['budget']:g} s)" if "budget" in t else ""
+        return f"time: {parts or 'none'}; {t['total']:.1f} s in all{budget}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +144,8 @@ class DoctorReport:
             "ok": self.ok,
             "stopped": self.stopped,
             "tools": self.summary(),
+            "timing": self.timing(),
+            "seeds": self.seeds,
             "findings": [_row(f) for f in self.findings],
             "note": self.note,
         }
@@ -168,35 +210,6 @@ class DoctorReport:
         )
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        rows = []
-        for s in self.summary():
-            kinds = ", ".join(f"{esc(k)} ×{n}" for k, n in s["findings"].items()) or "none"
-            rows.append(
-                f"<tr><td><code>{esc(s['tool'])}</code></td><td>{s['examples']} ({s['invalid']} invalid)</td>"
-                f"<td>{kinds}</td><td>{s['seconds']:.2f} s</td></tr>"
-            )
-        found = []
-        for f in self.findings:
-            found.append(
-                f"<tr><td><code>{esc(f.tool)}</code></td><td>{esc(f.kind)}</td><td>{esc(f.rule)}</td>"
-                f"<td>{esc(f.message)}</td><td><code>{esc(json.dumps(f.input, ensure_ascii=False)[:200])}</code></td>"
-                f"<td>{esc(f.start)}</td><td><code>{esc(f.repro)}</code></td></tr>"
-            )
-        head = (
-            f"<b>doctor</b> {esc(self.gem)}: {len(self.findings)} finding(s), "
-            f"{sum(s.examples for s in self.stats.values())} examples in {self.seconds:.1f} s (seed {self.seed})"
-            + (f"; {esc(self.note)}" if self.note else "")
-        )
-        table = (
-            "<table><tr><th>tool</th><th>examples</th><th>findings</th><th>time</th></tr>"
-            + "".join(rows)
-            + "</table>"
-        )
-        detail = (
-            "<table><tr><th>tool</th><th>kind</th><th>rule</th><th>what happened</th><th>input</th>"
-            "<th>start</th><th>reproduce</th></tr>" + "".join(found) + "</table>"
-            if found
-            else ""
-        )
-        return f"<div class='gw-doctor'><p>{head}</p>{table}{detail}</div>"
+        from .report_html import report_html
+
+        return report_html(self)

@@ -23,6 +23,7 @@ from .findings import KINDS, Finding, check_call, rule_of
 from .guard import HardStop, OutOfShare, OutOfTime
 from .inputs import broken, edge_examples, valid_inputs
 from .schemas import problem
+from .seeds import Seeds, seeded_examples
 
 if TYPE_CHECKING:
     from .._bench import Bench
@@ -54,6 +55,9 @@ class ToolStats:
     seconds: float = 0.0
     ran: list[tuple[int, Any]] = field(default_factory=list)  # (start, input) of calls that returned
     crash: tuple[int, int] | None = None  # N7: crash points tried, of the ctx calls a run made
+    busiest: tuple[int, Any, int] | None = None  # (start, input, ctx calls) of the run doing most
+    probe_seconds: float = 0.0  # N5, determinism and N7 probes of what ran
+    pin_seconds: float = 0.0  # writing its findings as cases
 
 
 @dataclass
@@ -84,12 +88,20 @@ class Search:
         self._tool_start, self._tool_end = 0.0, math.inf  # the current tool's share (examples=: none)
         self._cut: type[BaseException] | None = None  # what cut the running hypothesis run off
         self.stop: HardStop | None = None  # the run's timer, which may interrupt a call
+        self.seeds = Seeds()  # what the gem knows: where the search starts (seeds.py)
+        self.sequence_seconds = 0.0  # of the run's sequences (sequences.py)
+        self.probe_end = math.inf  # the current tool's probes stop here (probes.py)
+        self.longest_call = 0.0  # seconds of its longest call: how far past its end a run may go
 
     def tick(self) -> None:
-        """OutOfTime once the run's time is up: checked before every call."""
-        if time.monotonic() >= self.deadline:
+        """OutOfTime once the run's time is up, OutOfShare once the probes' share of the current
+        tool is: checked before every call."""
+        now = time.monotonic()
+        if now >= self.deadline:
             self._cut = OutOfTime
             raise OutOfTime
+        if now >= self.probe_end:
+            raise OutOfShare
 
     def guarded(self, run: Any) -> None:
         """`run()`, a hypothesis run; cut off by the time (OutOfTime, OutOfShare) even where
@@ -117,6 +129,7 @@ class Search:
         if start is not None:
             bench.restore(self.starts[start].snapshot)
         s = int.from_bytes(hashlib.sha256(f"{self.seed}:{tool.name}:{n}".encode()).digest()[:4], "big") >> 1
+        c0 = time.monotonic()
         with bench._lock:
             res = _pipeline.call(
                 bench,
@@ -126,6 +139,7 @@ class Search:
                 fresh=fresh,
                 identity={"call_id": f"doctor-{s:08x}", "seed": s, "ids": s, "playback": self._playback()},
             )
+        self.longest_call = max(self.longest_call, time.monotonic() - c0)
         self.cut_off()
         return res
 
@@ -186,9 +200,12 @@ class Search:
         outbox = [] if box is None else box.rows(since=sent) if hasattr(box, "__len__") else box.rows()[sent:]
         stats = self.stats.setdefault(tool.name, ToolStats())  # a sequence calls tools not searched (tool=)
         stats.examples += 1
-        if res.error is None and valid and len(stats.ran) < 50:
-            if start is not None:
+        if res.error is None and valid and start is not None:
+            if len(stats.ran) < 50:
                 stats.ran.append((start, input))
+            calls = len(res.trace_rows)  # N7 crashes the run that does most, not only the smallest
+            if calls and (stats.busiest is None or calls > stats.busiest[2]):
+                stats.busiest = (start, input, calls)
         return check_call(self.bench, res, valid=valid, outbox=outbox)
 
     # -- the search of one tool -----------------------------------------------------------
@@ -213,7 +230,9 @@ class Search:
         # a batch of inputs per hypothesis example: its engine's own cost (draws, mutations,
         # bookkeeping: about 1 ms an example) is shared by the batch; a finding shrinks the batch
         # to the one input that gives it, and that input to its smallest
-        one = st.tuples(valid_inputs(schema, accepts), st.integers(0, 15))  # how 0-1: broken (N8)
+        one = st.tuples(
+            valid_inputs(schema, accepts, tuple(self.seeds.strings)), st.integers(0, 15)
+        )  # how 0-1: broken (N8)
         strategy = st.tuples(st.integers(0, len(self.starts) - 1), st.lists(one, min_size=1, max_size=BATCH))
 
         budget = max(share, 0.05)
@@ -236,33 +255,41 @@ class Search:
                         raise exc
 
         test = given(strategy)(example)
-        for value in edge_examples(schema):  # tried first, on each start state
+        plain = edge_examples(schema)
+        # tried first (hypothesis runs the last one added first): the plainest and largest inputs
+        # on each start state, then the pinned ones, then the plainest with a field set to what
+        # the gem knows, on the fixtures (seeds.py)
+        first: list[tuple[Any, int | None]] = [(v, None) for v in self.seeds.pinned.get(tool.name, [])]
+        first += [(v, 0) for v in seeded_examples(schema, plain[0] if plain else None, self.seeds)]
+        for value, only in [*reversed(first), *((v, None) for v in plain)]:
             if accepts(value):
-                for start in range(len(self.starts)):
+                for start in range(len(self.starts)) if only is None else [only]:
                     test = hexample((start, [(value, 15)]))(test)
         n = max(1, self.examples // 8) if self.examples else 20  # (a batch holds about 8)
-        for round_ in range(20):  # rounds of fresh draws while its share of the time lasts
-            r0 = time.monotonic()
-            try:
-                self._round(
-                    tool,
-                    test if round_ == 0 else given(strategy)(example),
-                    n,
-                    self.seed + round_,
-                    round_ == 0,
-                )
-            except OutOfShare:  # what it found and had not shrunk yet: as it was found
-                self.flush()
-                break
-            left = budget - (time.monotonic() - t0)
-            if self.examples is not None and stats.examples >= self.examples or left < budget * 0.1:
-                break
-            per_draw = (time.monotonic() - r0) / max(n, 1)
-            n = max(5, min(1000, int(left / max(per_draw, 1e-5))))
-            if self.examples is not None:
-                n = max(1, (self.examples - stats.examples) // 8)
-        stats.seconds += time.monotonic() - t0
-        self._tool_end = math.inf
+        try:  # (its time is its own even when the run's end cuts it off)
+            for round_ in range(20):  # rounds of fresh draws while its share of the time lasts
+                r0 = time.monotonic()
+                try:
+                    self._round(
+                        tool,
+                        test if round_ == 0 else given(strategy)(example),
+                        n,
+                        self.seed + round_,
+                        round_ == 0,
+                    )
+                except OutOfShare:  # what it found and had not shrunk yet: as it was found
+                    self.flush()
+                    break
+                left = budget - (time.monotonic() - t0)
+                if self.examples is not None and stats.examples >= self.examples or left < budget * 0.1:
+                    break
+                per_draw = (time.monotonic() - r0) / max(n, 1)
+                n = max(5, min(1000, int(left / max(per_draw, 1e-5))))
+                if self.examples is not None:
+                    n = max(1, (self.examples - stats.examples) // 8)
+        finally:
+            stats.seconds += time.monotonic() - t0
+            self._tool_end = math.inf
 
     def _past_share(self, tool: ToolSpec) -> None:
         """OutOfShare once the tool's share of the time is spent; a kind found and being shrunk

@@ -1,0 +1,188 @@
+"""Where the doctor's search starts: what the gem already knows.
+
+A tool often does its real work only on real inputs: a file name that exists, a key that is
+stored, a message id in the mailbox, a recipient the user allowed. Drawn at random from a
+schema those are never hit, so the search seeds its string fields with them (mixed into every
+string strategy, inputs.py) and tries, before any drawn input, each tool's pinned-case inputs
+and its plainest input with each of its top-level string fields set to a seed.
+
+The seeds are read once per run, bounded (the first MAX_SEEDS strings of at most
+MAX_SEED_CHARS characters; the first MAX_CASE_FILES case files of at most MAX_CASE_BYTES). A
+secret's value is never a seed: a tool echoing its input would show it as a leak of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from .._bench import Bench
+
+MAX_SEEDS = 200  # strings in all
+MAX_SEED_CHARS = 1_000  # of one seed string
+MAX_CASE_FILES = 200  # pinned cases read
+MAX_CASE_BYTES = 2_000_000  # of one case file read
+MAX_ENTRIES = 2_000  # files, keys, ids looked at per source
+MAX_PINNED = 8  # pinned inputs tried first per tool
+MAX_SEEDED = 16  # seeded inputs (a field set to a seed) tried first per tool
+
+
+@dataclass
+class Seeds:
+    """Strings the gem knows (file names, keys, ids, addresses, pinned strings), by where they
+    come from, and each tool's pinned inputs."""
+
+    sources: dict[str, list[str]] = field(default_factory=dict)
+    pinned: dict[str, list[Any]] = field(default_factory=dict)
+    source: str = "cases"  # where `add` puts what it is given
+
+    def add(self, value: Any) -> None:
+        bucket = self.sources.setdefault(self.source, [])
+        if isinstance(value, str) and value and len(value) <= MAX_SEED_CHARS and value not in bucket:
+            if len(bucket) < MAX_SEEDS:
+                bucket.append(value)
+
+    @property
+    def strings(self) -> list[str]:
+        """The seeds, one of each source in turn (many pinned strings do not crowd out the
+        file names), at most MAX_SEEDS."""
+        out: list[str] = []
+        lists = list(self.sources.values())
+        for i in range(max((len(b) for b in lists), default=0)):
+            for b in lists:
+                if i < len(b) and b[i] not in out and len(out) < MAX_SEEDS:
+                    out.append(b[i])
+        return out
+
+
+def _leaves(value: Any, out: Seeds, depth: int = 0) -> None:
+    """The string leaves of a pinned input, in order."""
+    if depth > 6:
+        return
+    if isinstance(value, str):
+        out.add(value)
+    elif isinstance(value, dict):
+        for v in list(value.values())[:50]:
+            _leaves(v, out, depth + 1)
+    elif isinstance(value, list):
+        for v in value[:50]:
+            _leaves(v, out, depth + 1)
+
+
+def _cases(root: Path, out: Seeds) -> None:
+    """Pinned cases under tests/calls/: their inputs, per tool, and their strings."""
+    folder = root / "tests" / "calls"
+    if not folder.is_dir():
+        return
+    try:
+        files = sorted(folder.rglob("*.json"))[:MAX_CASE_FILES]
+    except OSError:
+        return
+    for path in files:
+        try:
+            if path.is_symlink() or path.stat().st_size > MAX_CASE_BYTES:
+                continue
+            case = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a broken case is the replay's to report, not the doctor's
+        if not isinstance(case, dict) or not isinstance(case.get("tool"), str) or "input" not in case:
+            continue
+        pinned = out.pinned.setdefault(case["tool"], [])
+        if case["input"] not in pinned and len(pinned) < MAX_PINNED:
+            pinned.append(case["input"])
+        _leaves(case["input"], out)
+
+
+def _state(bench: Bench, out: Seeds) -> None:
+    """The fixtures' file names (the path and its last part), kv keys (an Ekanos account
+    record's as `ctx.storage.account` names it), document ids and collection names, as the
+    bench holds them when the run starts."""
+    p = bench.providers
+    try:
+        roots = p.files.roots()
+    except Exception:  # a provider without files: nothing to seed from
+        roots = []
+    if "workspace" in roots:
+        for n, (path, _entry) in enumerate(p.files.walk("workspace")):
+            if n >= MAX_ENTRIES:
+                break
+            name = path.rsplit("/", 1)[-1]
+            if not path or name.startswith("."):  # SEC3: dot-entries are no state a call finds
+                continue
+            out.add(path)
+            out.add(name)
+    out.source = "storage"
+    store = p.store
+    from ..ctx.account import PREFIX  # Ekanos' account records: kv keys under a prefix
+
+    for key, _ in store.kv_items()[:MAX_ENTRIES]:
+        out.add(key[len(PREFIX) :] if key.startswith(PREFIX) else key)  # as the tool names it
+    for collection in store.collections()[:50]:
+        out.add(collection)
+        for doc_id, _ in store.docs(collection)[:MAX_ENTRIES]:
+            out.add(doc_id)
+
+
+def _mail(bench: Bench, out: Seeds) -> None:
+    """Mailbox accounts and message ids; the recipients agent tools may mail."""
+    backends = bench.providers.backends
+    if "email" in backends:
+        email = bench.email
+        allowed = email.allowed
+        try:  # a real mailbox (read-only) may fail to answer: then no ids from it
+            accounts = list(email.accounts)[:10]
+            for account in [*([] if allowed == "all" else allowed), *accounts]:
+                out.add(account)
+            for account in accounts:
+                for env in email.mailbox.envelopes_since(account, 0, 50):
+                    out.add(getattr(env, "id", None))
+        except (WorkbenchError, OSError):
+            pass
+    tools = backends.get("tools")
+    for pattern in getattr(tools, "recipients", ()) or ():
+        if isinstance(pattern, str):  # "*@example.com": an address it allows
+            out.add(pattern.replace("*", "team", 1) if pattern.startswith("*") else pattern)
+
+
+def gather(bench: Bench) -> Seeds:
+    """The seeds of a run on `bench`, as it is when the run starts (its fixtures)."""
+    out = Seeds()
+    _cases(bench.manifest.root, out)
+    out.source = "files"
+    _state(bench, out)
+    out.source = "mail"
+    _mail(bench, out)
+    return out
+
+
+def seeded_examples(schema: Any, plain: Any, seeds: Seeds) -> list[Any]:
+    """`plain` (the plainest input) with each of its schema's top-level string fields set to
+    each seed its bounds admit, round-robin over the fields; at most MAX_SEEDED."""
+    strings = seeds.strings
+    if not isinstance(schema, dict) or not isinstance(plain, dict) or not strings:
+        return []
+    props: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+    fields = []
+    for key, sub in props.items():
+        types = sub.get("type") if isinstance(sub, dict) else None
+        if types == "string" or isinstance(types, list) and "string" in types:
+            assert isinstance(sub, dict)
+            lo, hi = sub.get("minLength", 0), sub.get("maxLength")
+            fits = [
+                s
+                for s in strings
+                if (not isinstance(lo, int) or len(s) >= lo) and (not isinstance(hi, int) or len(s) <= hi)
+            ]
+            if "enum" not in sub and "const" not in sub and fits:
+                fields.append((key, fits))
+    out: list[Any] = []
+    for i in range(max((len(f) for _, f in fields), default=0)):
+        for key, fits in fields:
+            if i < len(fits) and len(out) < MAX_SEEDED:
+                out.append({**plain, key: fits[i]})
+    return out
