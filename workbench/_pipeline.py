@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import random
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
@@ -69,7 +70,7 @@ def call(
     )
     if identity is not None:  # a pinned call's replay: the ids and draws it had
         res.call_id = str(identity.get("call_id") or res.call_id)
-        res.replay = {k: identity.get(k) for k in ("seed", "ids", "playback")}
+        res.replay = {k: identity.get(k) for k in ("seed", "ids", "playback", "ticks", "times")}
     try:
         _steps(bench, res, name, args, crash_after=crash_after, fresh=fresh, options=options or {})
     except WorkbenchError:
@@ -150,15 +151,20 @@ def _session(
     ids = res.replay.get("ids") if "ids" in res.replay else None
     if seed is None and ids is None and bench.pins:
         ids = secrets.randbits(31)
+    # a replay of a call pinned on a running clock: the reads it drew, served again on a
+    # clock that runs from the pinned start (the bench's stands there, frozen)
+    ticks = res.replay.get("ticks")
+    frozen = clock.frozen and not isinstance(ticks, list)
     return CallSession(
         invocation=Invocation(
             recording=before.recording if before is not None else None,
             playback=res.replay.get("playback"),
         ),
         clock_ms=res.started * 1000 if clock.virtual else None,
-        clock_frozen=clock.frozen,
+        clock_frozen=frozen,
         seed=seed,
         ids_seed=ids,
+        ticks=ticks if isinstance(ticks, list) else None,
         call_id=res.call_id,
         tool=tool,
         manifest=bench.manifest,
@@ -172,10 +178,22 @@ def _session(
         deadline=deadline_after(bench._sandbox_options.timeout),
         limits=bench.limits,
         profile=bench.profile,
-        values=bench.profile.call_values(bench.manifest, {"call_id": res.call_id, **options}),
+        values=bench.profile.call_values(
+            bench.manifest, {"call_id": res.call_id, **options, **_token(seed, ids)}
+        ),
         nest=bench._nested,
         before=before,
     )
+
+
+def _token(seed: int | None, ids: int | None) -> dict[str, str]:
+    """{"token": 24 hex digits} drawn from the call's seed (else its id seed) for the ids the
+    platform hands the call (an agent's toolCallId): a replay given the same seeds repeats
+    them. Nothing when the call has neither (the platform draws its own)."""
+    root = seed if seed is not None else ids
+    if root is None:
+        return {}
+    return {"token": f"{random.Random(f'{root}:token').getrandbits(96):024x}"}
 
 
 def _runner(bench: Bench, tool: ToolSpec) -> Runner | None:
@@ -198,6 +216,12 @@ def _run(
 ) -> None:
     session = _session(bench, tool, res, crash_after=crash_after, options=options)
     caps = Capabilities(session)
+    # the times the ctx layer reads while it runs, kept for its pin when the clock runs (a
+    # frozen one repeats them anyway), and a replay's served again
+    served = res.replay.get("times")
+    taped = session.before is not None and (not bench.clock.frozen or isinstance(served, list))
+    if taped:
+        bench.clock.tape(served if isinstance(served, list) else None)
     if fresh is None:
         fresh = bench.reuse == "never" or (bench.reuse == "random" and bench._rng.random() < 0.5)
     outcome: Outcome | None = None
@@ -221,11 +245,14 @@ def _run(
         session.finish(res)  # each capability's part: surfaced files, nested calls, log rows
         if session.before is not None:  # what `res.pin` saves as the state before it
             bench._keep_before((res.call_id, session.before))
+        times = bench.clock.untape() if taped else None
         res.replay = {
             "seed": session.seed,
             "ids": session.ids_seed,
             "clock_ms": session.clock_ms,
             "frozen": session.clock_frozen,
+            "ticks": session.ticks,
+            "times": times,
             "options": options,
         }
     if failed is None and session.aborted is not None:  # A5: whatever the tool did after
