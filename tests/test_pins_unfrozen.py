@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from workbench import WorkbenchError
 from workbench._pinreplay import Replayer
 from workbench.testing import replay_case
 
@@ -143,3 +144,28 @@ def test_an_agent_calls_tool_call_id_repeats_on_replay(gem, opened) -> None:
     out = replay_case(path)
     assert out.ok, out.report()
     assert out.result.value == first.value and first.value["id"].startswith("call_")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("ticks", ["1"]),
+        ("ticks", [-1]),
+        ("ticks", [True]),
+        ("ticks", [0.5] * 1001),
+        ("times", [1e300]),
+        ("times", {"0": 1}),
+    ],
+)
+def test_a_case_with_bad_clock_reads_is_refused_naming_them(gem, opened, key: str, value: object) -> None:
+    gem.manifest["platform"] = "notochord"
+    gem.tool("stamp", STAMP_PY).schema_sql("CREATE TABLE stamps (title TEXT, at TEXT);")
+    path = opened(gem).call("stamp", {"title": "a"}).pin("first")
+    case = json.loads(path.read_text())
+    case["call"][key] = value
+    path.write_text(json.dumps(case))
+    with pytest.raises(WorkbenchError) as err:
+        replay_case(path)
+    assert (
+        err.value.code == "E_CASE" and f"call.{key} is not a list of up to 1000 numbers" in err.value.message
+    )
