@@ -135,15 +135,23 @@ def test_a_python_call_on_a_default_bench_replays_the_times_ctx_gave_it(gem, ope
     assert call["frozen"] is False and len(call["times"]) >= 2  # the file's and SQL's 'now'
 
 
-def test_an_agent_calls_tool_call_id_repeats_on_replay(gem, opened) -> None:
-    gem.tool("who", "def handle(input, ctx):\n    return {'id': ctx.toolCallId}\n").as_agent()
+WHO_PY = """
+async def handle(input, ctx):
+    inner = await ctx.tools.leaf({}) if input.get("nest") else None
+    return {"id": ctx.toolCallId, "inner": inner}
+"""
+
+
+def test_an_agent_calls_tool_call_ids_repeat_on_replay(gem, opened) -> None:
+    gem.tool("who", WHO_PY).tool("leaf", "def handle(input, ctx):\n    return ctx.toolCallId\n").as_agent()
     bench = opened(gem)
-    first = bench.call("who", {})
+    first = bench.call("who", {"nest": True})
     path = first.pin("first")
-    assert bench.call("who", {}).value["id"] != first.value["id"]  # a new one per call (A2)
+    again = bench.call("who", {"nest": True}).value
+    assert again["id"] != first.value["id"] and again["inner"] != first.value["inner"]  # new ones (A2)
     out = replay_case(path)
     assert out.ok, out.report()
-    assert out.result.value == first.value and first.value["id"].startswith("call_")
+    assert out.result.value == first.value and first.value["inner"].startswith("call_")
 
 
 @pytest.mark.parametrize(

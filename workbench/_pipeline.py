@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import random
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
@@ -186,14 +185,20 @@ def _session(
     )
 
 
-def _token(seed: int | None, ids: int | None) -> dict[str, str]:
-    """{"token": 24 hex digits} drawn from the call's seed (else its id seed) for the ids the
-    platform hands the call (an agent's toolCallId): a replay given the same seeds repeats
-    them. Nothing when the call has neither (the platform draws its own)."""
+def _token(seed: int | None, ids: int | None, salt: str = "token") -> dict[str, str]:
+    """{"token": 24 hex digits} drawn from the call's seed (else its id seed) and `salt` for
+    the ids the platform hands the call (an agent's toolCallId): a replay given the same seeds
+    repeats them. Nothing when the call has neither (the platform draws its own)."""
     root = seed if seed is not None else ids
     if root is None:
         return {}
-    return {"token": f"{random.Random(f'{root}:token').getrandbits(96):024x}"}
+    return {"token": hashlib.blake2b(f"{root}:{salt}".encode(), digest_size=12).hexdigest()}
+
+
+def _nested_token(bench: Bench, parent: CallSession, call_id: str) -> str:
+    """A nested call's toolCallId digits: from its caller's seeds and its own id (numbered in
+    the caller: a replay repeats it), else the bench's randomness."""
+    return _token(parent.seed, parent.ids_seed, call_id).get("token") or token_hex(bench, 12)
 
 
 def _runner(bench: Bench, tool: ToolSpec) -> Runner | None:
@@ -321,7 +326,7 @@ def _run_nested(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, re
         kept=0,  # what its own trace keeps, counted in its CallResult (the budget is shared)
         ctx_calls=0,
         violations=[],
-        values={**parent.values, "toolCallId": f"call_{token_hex(bench, 12)}"},
+        values={**parent.values, "toolCallId": f"call_{_nested_token(bench, parent, res.call_id)}"},
         clock_ms=res.started * 1000 if bench.clock.virtual else None,  # the nested call's start
         seed=call_seed(parent.seed, res.call_id),  # its own: the caller's seed and its id
         state=parent.child_state(),  # ctx.audit numbers its rows anew; surfaced files are shared

@@ -463,7 +463,7 @@ function determinism(msg: Record<string, unknown>): void {
   served = null;
   servedAt = 0;
   shift = 0;
-  if (clock === null && msg.wall === true) { // the wall time, its reads reported for the call's pin
+  if (clock === null && hasOwn(msg, "wall") && msg.wall === true) { // the wall time, its reads reported for the call's pin
     clockStart = realNow();
     clockMs = (ReflectApply(perfTimeOrigin, performance, []) as number) + clockStart;
   } else if (clock !== null && typeof clock[0] === "number") {
