@@ -561,6 +561,7 @@ class Replayer:
                     "ids": call.get("ids"),
                     "ticks": call.get("ticks"),
                     "times": call.get("times"),
+                    "clock_ms": call.get("clock_ms"),
                     "playback": playback,
                 },
             )

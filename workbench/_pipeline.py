@@ -69,7 +69,7 @@ def call(
     )
     if identity is not None:  # a pinned call's replay: the ids and draws it had
         res.call_id = str(identity.get("call_id") or res.call_id)
-        res.replay = {k: identity.get(k) for k in ("seed", "ids", "playback", "ticks", "times")}
+        res.replay = {k: identity.get(k) for k in ("seed", "ids", "playback", "ticks", "times", "clock_ms")}
     try:
         _steps(bench, res, name, args, crash_after=crash_after, fresh=fresh, options=options or {})
     except WorkbenchError:
@@ -154,12 +154,15 @@ def _session(
     # clock that runs from the pinned start (the bench's stands there, frozen)
     ticks = res.replay.get("ticks")
     frozen = clock.frozen and not isinstance(ticks, list)
+    # its start to the bit (the bench's clock holds seconds: ms / 1000 * 1000 may not round-trip)
+    pinned = res.replay.get("clock_ms")
+    start = pinned if type(pinned) in (int, float) and clock.frozen else res.started * 1000
     return CallSession(
         invocation=Invocation(
             recording=before.recording if before is not None else None,
             playback=res.replay.get("playback"),
         ),
-        clock_ms=res.started * 1000 if clock.virtual else None,
+        clock_ms=start if clock.virtual else None,
         clock_frozen=frozen,
         seed=seed,
         ids_seed=ids,
