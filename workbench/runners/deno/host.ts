@@ -21,9 +21,10 @@
 // worker as bytes (to the worker through a shared buffer, see startWorker). So a big input or
 // file costs a few copies, not a scan of everything buffered per chunk read (SEC5).
 //   python -> host  {t:"call", id, file (URL), fresh, nonce, ctx, limit, resultChars, n, clock?,
-//                   seed?, ticks?, wall?} + input (clock: [ms, frozen], seed: a uint32, ticks: a
-//                   running clock's reads to serve again, wall: run on the wall time and report
-//                   its reads and start; worker.ts `determinism`)
+//                   seed?, ownSeed?, ticks?, wall?} + input (clock: [ms, frozen], seed: a uint32,
+//                   ownSeed: the seed is the call's own, for its pin; ticks: a running clock's
+//                   reads to serve again, wall: run on the wall time and report its reads and
+//                   start; worker.ts `determinism`)
 //                   (ctx.shape is a number; ctx.shapeText its JSON text, the first time only)
 //                   (also while another call is in flight: a nested call, nonce "")
 //                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
@@ -340,6 +341,7 @@ async function onMessage(msg: any, payload: Uint8Array | null): Promise<void> {
     if (Number.isInteger(msg.seed)) call.seed = msg.seed;
     if (Array.isArray(msg.ticks)) call.ticks = msg.ticks; // a replay's clock reads, served again
     if (msg.wall === true) call.wall = true;
+    if (msg.ownSeed === true) call.ownSeed = true;
     await toWorker(call, input);
   } else if (msg.t === "reply") {
     const call = active.get(msg.id);

@@ -154,7 +154,7 @@ class Sandbox(SandboxProcess):
                     "resultChars": limits.result_chars,
                     "n": len(data),
                     **_determinism(*_session_values(session)),
-                    **({} if nested else _clock_reads(session)),
+                    **({} if nested else _clock_reads(session, _session_values(session)[2])),
                 },
                 data,
                 deadline=deadline,
@@ -360,16 +360,24 @@ def _session_values(session: Any) -> tuple[Any, Any, Any]:
     )
 
 
-def _clock_reads(session: Any) -> dict[str, Any]:
-    """What a top call's message says of its clock's reads: a replay's, to serve again
+def _clock_reads(session: Any, seed: Any) -> dict[str, Any]:
+    """What a top call's message says for its pin: a replay's clock reads, to serve again
     ("ticks"); on the wall clock, a call that can be pinned asks for its reads and start
-    ("wall"): the tool sees the wall time, and its pin keeps what it saw (`_took`)."""
+    ("wall"): the tool sees the wall time, and its pin keeps what it saw (`_took`); a seed of
+    its own (`seed` is the id seed it sends: "ownSeed")."""
+    out: dict[str, Any] = {}
+    if (
+        seed is not None
+        and getattr(session, "seed", None) is None
+        and seed == getattr(session, "ids_seed", None)
+    ):
+        out["ownSeed"] = True  # its own seed, for its pin: node:crypto's require() not preloaded
     ticks = getattr(session, "ticks", None)
     if ticks:
-        return {"ticks": ticks}
-    if getattr(session, "clock_ms", None) is None and getattr(session, "before", None) is not None:
-        return {"wall": True}
-    return {}
+        out["ticks"] = ticks
+    elif getattr(session, "clock_ms", None) is None and getattr(session, "before", None) is not None:
+        out["wall"] = True
+    return out
 
 
 def _took(session: Any, ticks: Any, start: Any) -> None:

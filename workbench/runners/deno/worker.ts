@@ -398,6 +398,7 @@ let taken: number[] = [];
 let served: number[] | null = null;
 let servedAt = 0, shift = 0;
 let seeded = false; // sfc32's state below holds the call's stream
+let ownSeed = false; // the seed is the call's own, for its pin (not the bench's seed=)
 let sa = 0, sb = 0, sc = 0, sd = 0;
 
 // the virtual now, in ms since the epoch (a clock that runs adds the real time since the start)
@@ -474,6 +475,7 @@ function determinism(msg: Record<string, unknown>): void {
     if (!clockFrozen && isArray(ticks)) served = onlyNumbers(ticks);
   }
   if (hasOwn(msg, "seed") && typeof msg.seed === "number") seed(msg.seed);
+  ownSeed = hasOwn(msg, "ownSeed") && msg.ownSeed === true;
 }
 
 const DATE_HANDLER = {
@@ -1225,8 +1227,9 @@ type CallCtx = { shape: number; shapeText?: string; values: Record<string, unkno
 // Worker (the call is "fresh"), so this never holds a stale module.
 const MODULES: Record<string, unknown> = objectCreate(null);
 // node_crypto.ts patches node:crypto's default object, which require("node:crypto") returns, but
-// runs only once imported (the import map sends a tool's `import "node:crypto"` there): a seeded
-// call loads it before its tool runs. Only then: it costs 20-90 ms of a cold start.
+// runs only once imported (the import map sends a tool's `import "node:crypto"` there): a call
+// seeded by the bench's seed= loads it before its tool runs. Only then: it costs 20-90 ms of a
+// cold start, which a call seeded only for its pin (ownSeed) does not pay.
 let nodeCryptoLoaded = false;
 
 function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultChars: number): void {
@@ -1270,7 +1273,7 @@ function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultCh
       onError(err);
     }
   };
-  if (seeded && !nodeCryptoLoaded) { // the seed's draws for require("node:crypto") too (above)
+  if (seeded && !ownSeed && !nodeCryptoLoaded) { // the seed's draws for require("node:crypto") too (above)
     const go = () => { nodeCryptoLoaded = true; run(id, url, input, call, resultChars); };
     return whenSettled(import("./node_crypto.ts"), go, go);
   }
