@@ -95,20 +95,25 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.deno
 def test_gem_workbench_test_passes_a_default_bench_pin_and_fails_a_real_change(gem, opened, tmp_path) -> None:
+    gem.manifest["platform"] = "notochord"
+    gem.tool("stamp_py", STAMP_PY).schema_sql("CREATE TABLE stamps (title TEXT, at TEXT);")
     root = stamp_gem(gem).write()
-    opened(root).call("stamp", {"title": "a"}).pin("first")
+    bench = opened(root)
+    bench.call("stamp_py", {"title": "a"}).pin("first")
+    bench.call("stamp", {"title": "a"}).pin("first")
     out = cli("test", str(root), cwd=tmp_path)
-    assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout[-3000:]
+    assert out.returncode == 0 and "2 passed" in out.stdout, out.stdout[-3000:]
     out = cli("test", str(root), "--update-pins", cwd=tmp_path)
     assert out.returncode == 0 and "updated" not in out.stdout, out.stdout[-3000:]
     tool = root / "tools" / "stamp.js"
     tool.write_text(tool.read_text().replace("title: input.title", "title: input.title + '!'"))
     out = cli("test", str(root), cwd=tmp_path)
-    assert out.returncode == 1 and 'title: expected "a", got "a!"' in out.stdout, out.stdout[-3000:]
+    assert out.returncode == 1 and "1 failed, 1 passed" in out.stdout, out.stdout[-3000:]
+    assert 'title: expected "a", got "a!"' in out.stdout
     out = cli("test", str(root), "--update-pins", cwd=tmp_path)
     assert out.returncode == 0 and "1 pinned call updated" in out.stdout, out.stdout[-3000:]
     out = cli("test", str(root), cwd=tmp_path)
-    assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout[-3000:]
+    assert out.returncode == 0 and "2 passed" in out.stdout, out.stdout[-3000:]
 
 
 STAMP_PY = """
