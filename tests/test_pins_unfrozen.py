@@ -182,3 +182,19 @@ def test_a_case_with_bad_clock_reads_is_refused_naming_them(gem, opened, key: st
     assert (
         err.value.code == "E_CASE" and f"call.{key} is not a list of up to 1000 numbers" in err.value.message
     )
+
+
+@pytest.mark.deno
+def test_a_replay_that_reads_the_clock_more_often_runs_on_past_the_pinned_reads(gem, opened) -> None:
+    bench = opened(stamp_gem(gem))
+    path = bench.call("stamp", {"title": "a"}).pin("first")
+    tool = gem.root / "tools" / "stamp.js"  # now waits 5 ms on the clock first: many more reads
+    tool.write_text(
+        tool.read_text().replace(
+            "const t0 = performance.now();",
+            "const t0 = performance.now();\n  for (const end = Date.now() + 5; Date.now() < end;);",
+        )
+    )
+    out = replay_case(path)
+    assert out.result.ok, out.result.error  # it ended: past the served reads time ran on
+    assert out.result.value["at"] >= json.loads(path.read_text())["result"]["value"]["at"] + 5
