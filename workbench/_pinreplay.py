@@ -25,7 +25,7 @@ from typing import Any
 from ._errors import UsageError, WorkbenchError
 from ._json import MAX_JSON_DEPTH, load_file_json
 from ._text import terminal_safe
-from .ctx.limits import DEFAULT
+from .ctx.limits import DEFAULT, MAX_TICKS
 from .gem.names import CASE_FOLDERS, case_folder
 
 __all__ = ["Replay", "Replayer", "calls_folder_of", "load_case", "replay_case", "text_diff", "value_diff"]
@@ -163,6 +163,13 @@ def _check_shape(path: Path, case: Any) -> None:
             raise _bad(path, f"call.{key} is not a number from {low} to {high:.0f}", field=f"call.{key}")
     if not isinstance(call.get("frozen", False), bool):
         raise _bad(path, "call.frozen is not true or false", field="call.frozen")
+    for key, high in (("ticks", 1e10), ("times", _LATEST)):
+        if not _ticks(call.get(key, []), high):
+            raise _bad(
+                path,
+                f"call.{key} is not a list of up to {MAX_TICKS} numbers from 0 to {high:.0f}",
+                field=f"call.{key}",
+            )
     v = call.get("call_id")
     if v is not None and (not isinstance(v, str) or not _ID.fullmatch(v)):
         raise _bad(
@@ -341,6 +348,16 @@ def _instant(v: Any) -> float | None:
             return None
         return (t if t.tzinfo else t.replace(tzinfo=dt.UTC)).timestamp()
     return None
+
+
+def _ticks(value: Any, high: float) -> bool:
+    """Whether `value` is what a case's `call.ticks` (the sandbox's reads of a running clock, ms
+    since the call's start) or `call.times` (the ctx layer's, epoch seconds) may be."""
+    return (
+        isinstance(value, list)
+        and len(value) <= MAX_TICKS
+        and all(type(t) in (int, float) and 0 <= t <= high for t in value)
+    )
 
 
 def time_window(case: dict[str, Any], res: Any) -> Any:
@@ -603,6 +620,9 @@ class Replayer:
                     "call_id": call.get("call_id"),
                     "seed": call.get("seed"),
                     "ids": call.get("ids"),
+                    "ticks": call.get("ticks"),
+                    "times": call.get("times"),
+                    "clock_ms": call.get("clock_ms"),
                     "playback": playback,
                 },
             )

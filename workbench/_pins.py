@@ -295,6 +295,10 @@ def build_case(bench: Bench, res: CallResult) -> dict[str, Any]:
             "ids": res.replay.get("ids"),
             "clock_ms": res.replay.get("clock_ms"),
             "frozen": res.replay.get("frozen", False),
+            # the sandbox's reads of a clock that ran, served again by the replay
+            **({"ticks": res.replay["ticks"]} if res.replay.get("ticks") else {}),
+            # the times the ctx layer read from the bench's clock that ran, served again
+            **({"times": res.replay["times"]} if res.replay.get("times") else {}),
             "started": res.started,
             "duration_ms": round(res.duration_ms, 3),
         },

@@ -69,7 +69,7 @@ def call(
     )
     if identity is not None:  # a pinned call's replay: the ids and draws it had
         res.call_id = str(identity.get("call_id") or res.call_id)
-        res.replay = {k: identity.get(k) for k in ("seed", "ids", "playback")}
+        res.replay = {k: identity.get(k) for k in ("seed", "ids", "playback", "ticks", "times", "clock_ms")}
     try:
         _steps(bench, res, name, args, crash_after=crash_after, fresh=fresh, options=options or {})
     except WorkbenchError:
@@ -172,15 +172,23 @@ def _session(
     ids = res.replay.get("ids") if "ids" in res.replay else None
     if seed is None and ids is None and bench.pins:
         ids = secrets.randbits(31)
+    # a replay of a call pinned on a running clock: the reads it drew, served again on a
+    # clock that runs from the pinned start (the bench's stands there, frozen)
+    ticks = res.replay.get("ticks")
+    frozen = clock.frozen and not isinstance(ticks, list)
+    # its start to the bit (the bench's clock holds seconds: ms / 1000 * 1000 may not round-trip)
+    pinned = res.replay.get("clock_ms")
+    start = pinned if type(pinned) in (int, float) and clock.frozen else res.started * 1000
     return CallSession(
         invocation=Invocation(
             recording=before.recording if before is not None else None,
             playback=res.replay.get("playback"),
         ),
-        clock_ms=res.started * 1000 if clock.virtual else None,
-        clock_frozen=clock.frozen,
+        clock_ms=start if clock.virtual else None,
+        clock_frozen=frozen,
         seed=seed,
         ids_seed=ids,
+        ticks=ticks if isinstance(ticks, list) else None,
         call_id=res.call_id,
         tool=tool,
         manifest=bench.manifest,
@@ -194,10 +202,28 @@ def _session(
         deadline=deadline_after(bench._sandbox_options.timeout),
         limits=bench.limits,
         profile=bench.profile,
-        values=bench.profile.call_values(bench.manifest, {"call_id": res.call_id, **options}),
+        values=bench.profile.call_values(
+            bench.manifest, {"call_id": res.call_id, **options, **_token(seed, ids)}
+        ),
         nest=bench._nested,
         before=before,
     )
+
+
+def _token(seed: int | None, ids: int | None, salt: str = "token") -> dict[str, str]:
+    """{"token": 24 hex digits} drawn from the call's seed (else its id seed) and `salt` for
+    the ids the platform hands the call (an agent's toolCallId): a replay given the same seeds
+    repeats them. Nothing when the call has neither (the platform draws its own)."""
+    root = seed if seed is not None else ids
+    if root is None:
+        return {}
+    return {"token": hashlib.blake2b(f"{root}:{salt}".encode(), digest_size=12).hexdigest()}
+
+
+def _nested_token(bench: Bench, parent: CallSession, call_id: str) -> str:
+    """A nested call's toolCallId digits: from its caller's seeds and its own id (numbered in
+    the caller: a replay repeats it), else the bench's randomness."""
+    return _token(parent.seed, parent.ids_seed, call_id).get("token") or token_hex(bench, 12)
 
 
 def _runner(bench: Bench, tool: ToolSpec) -> Runner | None:
@@ -220,6 +246,12 @@ def _run(
 ) -> None:
     session = _session(bench, tool, res, crash_after=crash_after, options=options)
     caps = Capabilities(session)
+    # the times the ctx layer reads while it runs, kept for its pin when the clock runs (a
+    # frozen one repeats them anyway), and a replay's served again
+    served = res.replay.get("times")
+    taped = session.before is not None and (not bench.clock.frozen or isinstance(served, list))
+    if taped:
+        bench.clock.tape(served if isinstance(served, list) else None)
     if fresh is None:
         fresh = bench.reuse == "never" or (bench.reuse == "random" and bench._rng.random() < 0.5)
     outcome: Outcome | None = None
@@ -243,11 +275,14 @@ def _run(
         session.finish(res)  # each capability's part: surfaced files, nested calls, log rows
         if session.before is not None:  # what `res.pin` saves as the state before it
             bench._keep_before((res.call_id, session.before))
+        times = bench.clock.untape() if taped else None
         res.replay = {
             "seed": session.seed,
             "ids": session.ids_seed,
             "clock_ms": session.clock_ms,
             "frozen": session.clock_frozen,
+            "ticks": session.ticks,
+            "times": times,
             "options": options,
         }
     if failed is None and session.aborted is not None:  # A5: whatever the tool did after
@@ -319,7 +354,7 @@ def _run_nested(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, re
         kept=0,  # what its own trace keeps, counted in its CallResult (the budget is shared)
         ctx_calls=0,
         violations=[],
-        values={**parent.values, "toolCallId": f"call_{token_hex(bench, 12)}"},
+        values={**parent.values, "toolCallId": f"call_{_nested_token(bench, parent, res.call_id)}"},
         clock_ms=res.started * 1000 if bench.clock.virtual else None,  # the nested call's start
         seed=call_seed(parent.seed, res.call_id),  # its own: the caller's seed and its id
         state=parent.child_state(),  # ctx.audit numbers its rows anew; surfaced files are shared

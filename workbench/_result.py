@@ -55,7 +55,8 @@ class CallResult:
     # content as the call left it and before (bounded: ctx/written.py)
     files: list[FileChange] = field(default_factory=list, repr=False)
     # what a replay of it needs to see the same draws and times (a pinned call, issue 29): its
-    # seed (None: none), its clock at the start in ms (None: the wall clock), whether frozen
+    # seed (None: none), its clock at the start in ms (None: the wall clock), whether frozen,
+    # the sandbox's reads of a clock that ran (ticks) and the ctx layer's (times)
     replay: dict[str, Any] = field(default_factory=dict, repr=False)
     _pin: Any = field(default=None, repr=False)  # the bench's pinning of it (set by the bench)
 

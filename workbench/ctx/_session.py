@@ -234,6 +234,9 @@ class CallSession:
     # the seed of the ids the ctx layer draws for it (document ids) when it has no `seed`: drawn
     # per call on a bench that can pin, so a replay repeats them (None: the system's randomness)
     ids_seed: int | None = None
+    # a running clock's reads in the sandbox, in ms since the call's start: the ones a replay
+    # serves back before the call, the ones it drew after it (what its pin keeps; None: none)
+    ticks: list[float] | None = None
     # the state it found, copied at its first file or storage access (None: not kept; shared
     # with its nested calls): what `res.pin` saves as the state before the call (ctx/before.py)
     before: Before | None = None

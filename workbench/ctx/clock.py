@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from .._errors import UsageError
 
-__all__ = ["Clock", "parse_duration", "parse_instant"]
+__all__ = ["Clock", "Tape", "parse_duration", "parse_instant"]
 
 _LAST = 1e11  # epoch seconds of about year 5138: a later time is milliseconds given by mistake
 _UNITS = {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -112,6 +112,29 @@ def _within(seconds: float, given: Any) -> float:
     return seconds
 
 
+class Tape:
+    """A call's reads of the clock: the served ones first, in order, then the clock's own, never
+    before the last one served (time does not run back); at most MAX_READS kept."""
+
+    MAX_READS = 1000  # as many as the sandbox keeps of its own clock (limits.MAX_TICKS)
+
+    def __init__(self, served: list[float]) -> None:
+        self.served = served
+        self.at = 0
+        self.taken: list[float] = []
+
+    def read(self, now: float) -> float:
+        """The time this read shows, `now` being the clock's."""
+        if self.at < len(self.served):
+            now = self.served[self.at]
+            self.at += 1
+        elif self.served and now < self.served[-1]:
+            now = self.served[-1]
+        if len(self.taken) < self.MAX_READS:
+            self.taken.append(now)
+        return now
+
+
 class Clock:
     """The time a bench's tools see: `freeze`, `advance`, `set`, `real`; `now()`, `time()`."""
 
@@ -122,6 +145,7 @@ class Clock:
         self._lock = threading.Lock()
         # called after freeze/set/advance/real: bench.email delivers mail scheduled with `at`
         self.listeners: list[Any] = []
+        self._tape: Tape | None = None  # a call's reads, while one is kept (`tape`)
 
     def _moved(self) -> Clock:
         for listener in list(self.listeners):
@@ -147,10 +171,23 @@ class Clock:
         """The clock's now in epoch seconds (the callable the ctx layer and providers read)."""
         mode = self._mode
         if mode == "frozen":
-            return self._at
-        if mode == "running":
-            return _time.time() + self._offset
-        return _time.time()
+            now = self._at
+        elif mode == "running":
+            now = _time.time() + self._offset
+        else:
+            now = _time.time()
+        tape = self._tape
+        return now if tape is None else tape.read(now)
+
+    def tape(self, served: list[float] | None = None) -> None:
+        """Keep the reads from now on (a call's, for its pin), serving `served` first: the
+        reads of the pinned call its replay repeats."""
+        self._tape = Tape(served or [])
+
+    def untape(self) -> list[float]:
+        """Stop keeping reads; the ones kept since `tape`."""
+        tape, self._tape = self._tape, None
+        return [] if tape is None else tape.taken
 
     def now(self) -> datetime:
         """The clock's now, a timezone-aware datetime in UTC."""

@@ -12,9 +12,12 @@ import time
 from .._errors import WorkbenchError
 from ..platforms.base import Limits
 
-__all__ = ["DEFAULT", "Limits", "deadline_after", "remaining"]
+__all__ = ["DEFAULT", "MAX_TICKS", "Limits", "deadline_after", "remaining"]
 
 DEFAULT = Limits()
+# the reads of a running clock a sandboxed call keeps for its pin (worker.ts MAX_TICKS): past
+# them a replay's clock runs on from the last one
+MAX_TICKS = 1000
 
 
 def deadline_after(seconds: float | None) -> float | None:

@@ -49,7 +49,8 @@ def call_values(manifest: Manifest, options: Mapping[str, Any]) -> dict[str, Any
         "agentId": agent["id"],
         "agentName": agent["name"],
         "powerUserId": options.get("as_user"),
-        "toolCallId": f"call_{secrets.token_hex(12)}",
+        # the call's seeded token (a pinned call's replay repeats it), else a fresh one
+        "toolCallId": f"call_{options.get('token') or secrets.token_hex(12)}",
         "conversationId": options.get("conversation"),
     }
 

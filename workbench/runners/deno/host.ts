@@ -21,12 +21,15 @@
 // worker as bytes (to the worker through a shared buffer, see startWorker). So a big input or
 // file costs a few copies, not a scan of everything buffered per chunk read (SEC5).
 //   python -> host  {t:"call", id, file (URL), fresh, nonce, ctx, limit, resultChars, n, clock?,
-//                   seed?} + input (clock: [ms, frozen], seed: a uint32; worker.ts `determinism`)
+//                   seed?, ownSeed?, ticks?, wall?} + input (clock: [ms, frozen], seed: a uint32,
+//                   ownSeed: the seed is the call's own, for its pin; ticks: a running clock's
+//                   reads to serve again, wall: run on the wall time and report its reads and
+//                   start; worker.ts `determinism`)
 //                   (ctx.shape is a number; ctx.shapeText its JSON text, the first time only)
 //                   (also while another call is in flight: a nested call, nonce "")
 //                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
 //   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, n} + the arguments (a list)
-//                   {t:"done", id, ok, late, n} + the result (ok) or {name, message, stack, code,
+//                   {t:"done", id, ok, late, ticks?, start?, n} + the result (ok) or {name, message, stack, code,
 //                   bridge?}: `bridge` ("ctx", "result_too_large", "result_error") is set only on
 //                   what worker.ts itself made; errors.py takes codes from it alone
 // `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
@@ -102,7 +105,8 @@ let worker: Sandboxed | null = null;
 // the caller waits (nested, A3), so more than one may be. Each has its log nonce ("" for a nested
 // call, whose output is its top call's), its ctx calls Python has not answered yet, and its end
 // once the worker reported it (see settle).
-type Call = { nonce: string; pending: number; done: [boolean, Uint8Array] | null; late: unknown[] };
+type Call = { nonce: string; pending: number; done: [boolean, Uint8Array] | null; late: unknown[];
+  ticks?: unknown[]; start?: number };
 const active = new Map<string, Call>();
 // SharedArrayBuffer layout (see worker.ts): [generation, ack, header bytes (-1: a continuation),
 // payload bytes in all, chunk bytes] then the header and a chunk of the payload. A payload
@@ -269,7 +273,7 @@ function settle(): void {
     for (const [id, call] of active) {
       if (!call.done || (call.nonce && (call.pending > 0 || active.size > 1))) continue;
       active.delete(id);
-      report(id, call.nonce, call.done[0], call.done[1], call.late);
+      report(id, call.nonce, call.done[0], call.done[1], call.late, call);
       again = true;
     }
   }
@@ -283,13 +287,15 @@ function pythonsTurn(): boolean {
   return true;
 }
 
-function report(id: string, nonce: string, ok: boolean, payload: Uint8Array, late: unknown[]): void {
+function report(id: string, nonce: string, ok: boolean, payload: Uint8Array, late: unknown[],
+                clock: { ticks?: unknown[]; start?: number }): void {
   if (nonce) { // the markers close this call's logs on both streams, after all the tool wrote
     const line = encoder.encode(nonce + "\n");
     writeSyncAll(Deno.stdout, line);
     writeSyncAll(Deno.stderr, line);
   }
-  send({ t: "done", id, ok, late, n: payload.length }, payload);
+  const { ticks, start } = clock;
+  send({ t: "done", id, ok, late, ...(ticks ? { ticks, start } : {}), n: payload.length }, payload);
   if (nonce) idleOwed = true;
 }
 
@@ -302,6 +308,7 @@ function onWorkerMessage(msg: any, payload: Uint8Array | null, size: number): vo
     send({ t: "ctx", id: msg.id, seq: msg.seq, method: msg.method, n: payload.length }, payload);
   } else if (msg.t === "done") {
     call.late = Array.isArray(msg.late) && msg.late.length === 2 ? msg.late : [];
+    if (Array.isArray(msg.ticks) && typeof msg.start === "number") [call.ticks, call.start] = [msg.ticks, msg.start];
     finish(msg.id, msg.ok === true && payload !== null, payload ?? encoder.encode(JSON.stringify(
       { name: "ResultTooLarge", size, bridge: "result_too_large" })));
   }
@@ -332,6 +339,9 @@ async function onMessage(msg: any, payload: Uint8Array | null): Promise<void> {
     // the bench's virtual clock and seed (worker.ts `determinism`): sent only when set
     if (Array.isArray(msg.clock)) call.clock = msg.clock;
     if (Number.isInteger(msg.seed)) call.seed = msg.seed;
+    if (Array.isArray(msg.ticks)) call.ticks = msg.ticks; // a replay's clock reads, served again
+    if (msg.wall === true) call.wall = true;
+    if (msg.ownSeed === true) call.ownSeed = true;
     await toWorker(call, input);
   } else if (msg.t === "reply") {
     const call = active.get(msg.id);

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..._errors import WorkbenchError
 from ..._json import utf8
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
+from ...ctx.limits import MAX_TICKS
 from ...gem.links import GemLinks
 from ..python import Outcome
 from .errors import tool_error
@@ -153,6 +154,7 @@ class Sandbox(SandboxProcess):
                     "resultChars": limits.result_chars,
                     "n": len(data),
                     **_determinism(*_session_values(session)),
+                    **({} if nested else _clock_reads(session, _session_values(session)[2])),
                 },
                 data,
                 deadline=deadline,
@@ -184,6 +186,8 @@ class Sandbox(SandboxProcess):
                     if not nested and self._watch is not None and self._watch.check() is not None:
                         return self._died(deadline)  # its memory is over the limit: killed now
                     logs = output.take(nonce, 5) if nonce else ""
+                    if not nested:
+                        _took(session, msg.get("ticks"), msg.get("start"))
                     outcome = self._outcome(msg, payload, logs, limits)
                     if not nested and self._between:
                         outcome.warnings[:0], self._between = self._between, []
@@ -345,12 +349,48 @@ class Sandbox(SandboxProcess):
 
 def _session_values(session: Any) -> tuple[Any, Any, Any]:
     """The bench's virtual clock and seed for a call: (clock_ms, clock_frozen, seed) of its
-    CallSession (None, False, None there when the bench uses real time and randomness)."""
+    CallSession (None, False, None there when the bench uses real time and randomness). A
+    call without a seed draws from its id seed: the one its pin keeps, so its replay repeats
+    its Math.random and crypto draws."""
+    seed = getattr(session, "seed", None)
     return (
         getattr(session, "clock_ms", None),
         getattr(session, "clock_frozen", False),
-        getattr(session, "seed", None),
+        seed if seed is not None else getattr(session, "ids_seed", None),
     )
+
+
+def _clock_reads(session: Any, seed: Any) -> dict[str, Any]:
+    """What a top call's message says for its pin: a replay's clock reads, to serve again
+    ("ticks"); on the wall clock, a call that can be pinned asks for its reads and start
+    ("wall"): the tool sees the wall time, and its pin keeps what it saw (`_took`); a seed of
+    its own (`seed` is the id seed it sends: "ownSeed")."""
+    out: dict[str, Any] = {}
+    if (
+        seed is not None
+        and getattr(session, "seed", None) is None
+        and seed == getattr(session, "ids_seed", None)
+    ):
+        out["ownSeed"] = True  # its own seed, for its pin: node:crypto's require() not preloaded
+    ticks = getattr(session, "ticks", None)
+    if ticks:
+        out["ticks"] = ticks
+    elif getattr(session, "clock_ms", None) is None and getattr(session, "before", None) is not None:
+        out["wall"] = True
+    return out
+
+
+def _took(session: Any, ticks: Any, start: Any) -> None:
+    """The running clock's reads the sandbox reports (ms since the call's start, worker.ts
+    `taken`) and, on the wall clock, the time it started at: kept on the session for the
+    call's pin; anything else is dropped."""
+    if not hasattr(session, "ticks"):
+        return
+    ok = isinstance(ticks, list) and all(type(t) in (int, float) and math.isfinite(t) for t in ticks)
+    session.ticks = [float(t) for t in ticks[:MAX_TICKS]] if ok else None
+    wall = type(start) in (int, float) and math.isfinite(start) and 0 <= start <= _DATE_MAX_MS
+    if ok and wall and session.clock_ms is None:
+        session.clock_ms, session.clock_frozen = float(start), False
 
 
 _DATE_MAX_MS = 8.64e15  # a Date's time value is at most this far from the epoch (ECMA-262)

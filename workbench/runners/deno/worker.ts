@@ -47,6 +47,7 @@ const fromCharCode = String.fromCharCode;
 const b64encode = btoa;
 const b64decode = atob;
 const isView = ArrayBuffer.isView;
+const isArray = Array.isArray;
 // Brand checks without `instanceof`: a tool may plant Symbol.hasInstance on URL, Headers,
 // Uint8Array... and would then see (and alter) the next call's fetch arguments or errors.
 // OrdinaryHasInstance, captured (Function.prototype[@@hasInstance] is non-writable), applied to
@@ -389,12 +390,43 @@ const realNow = () => ReflectApply(perfNow, performance, []) as number;
 let clockMs: number | null = null; // the virtual time at the call's start, or null: real time
 let clockFrozen = false;
 let clockStart = 0; // the real performance.now() at the call's start
+// A running clock's reads, as ms since the call's start: `taken` keeps the ones this call drew
+// (the host pins them with the call), `served` the ones a replay gives back in the same order;
+// past them, time runs on from the last one served
+const MAX_TICKS = 1000;
+let taken: number[] = [];
+let served: number[] | null = null;
+let servedAt = 0, shift = 0;
 let seeded = false; // sfc32's state below holds the call's stream
+let ownSeed = false; // the seed is the call's own, for its pin (not the bench's seed=)
 let sa = 0, sb = 0, sc = 0, sd = 0;
 
 // the virtual now, in ms since the epoch (a clock that runs adds the real time since the start)
 function virtualNow(): number {
-  return clockFrozen ? clockMs as number : (clockMs as number) + (realNow() - clockStart);
+  return clockFrozen ? clockMs as number : (clockMs as number) + elapsed();
+}
+
+// the host's served reads (parsed JSON: own elements), finite numbers only, at most MAX_TICKS
+function onlyNumbers(list: unknown[]): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < list.length && i < MAX_TICKS; i++) {
+    const x = list[i];
+    if (typeof x === "number" && x - x === 0) append(out, x);
+  }
+  return out;
+}
+
+// the time since the call's start a running clock shows: the next served read, else the real one
+function elapsed(): number {
+  let e: number;
+  if (served !== null && servedAt < served.length) {
+    e = served[servedAt++];
+    if (servedAt === served.length) shift = e - (realNow() - clockStart);
+  } else {
+    e = realNow() - clockStart + shift;
+  }
+  if (taken.length < MAX_TICKS) append(taken, e);
+  return e;
 }
 
 // sfc32 (Chris Doty-Humphrey's Small Fast Counting generator), its state from splitmix32 of the
@@ -428,12 +460,22 @@ function determinism(msg: Record<string, unknown>): void {
   clockFrozen = false;
   seeded = false;
   const clock = hasOwn(msg, "clock") ? msg.clock as unknown[] : null; // own: no getter planted
-  if (clock !== null && typeof clock[0] === "number") {
+  taken = [];
+  served = null;
+  servedAt = 0;
+  shift = 0;
+  if (clock === null && hasOwn(msg, "wall") && msg.wall === true) { // the wall time, its reads reported for the call's pin
+    clockStart = realNow();
+    clockMs = (ReflectApply(perfTimeOrigin, performance, []) as number) + clockStart;
+  } else if (clock !== null && typeof clock[0] === "number") {
     clockMs = clock[0];
     clockFrozen = clock[1] === true;
     clockStart = realNow();
+    const ticks = hasOwn(msg, "ticks") ? msg.ticks as unknown[] : null;
+    if (!clockFrozen && isArray(ticks)) served = onlyNumbers(ticks);
   }
   if (hasOwn(msg, "seed") && typeof msg.seed === "number") seed(msg.seed);
+  ownSeed = hasOwn(msg, "ownSeed") && msg.ownSeed === true;
 }
 
 const DATE_HANDLER = {
@@ -477,7 +519,7 @@ defineProperty(globalThis, "File", data(VirtualFile));
 // virtual time then, so timeOrigin + now() is the virtual Date.now() (unrounded)
 defineProperty(PerformanceProto, "now", data({ now(this: unknown): number {
   const real = ReflectApply(perfNow, this, []) as number; // its checks of `this`, as before
-  return clockMs === null ? real : clockFrozen ? 0 : real - clockStart;
+  return clockMs === null ? real : clockFrozen ? 0 : elapsed();
 } }.now, true));
 const timeOrigin = getter({ get timeOrigin(): number {
   const real = ReflectApply(perfTimeOrigin, this, []) as number; // its checks of `this`
@@ -1168,7 +1210,8 @@ function done(id: string, ok: boolean, text: string): void {
       afterMicrotasks(clearLeftovers);
     }
   }
-  send({ t: "done", id, ok, late: late(id) }, encode(text));
+  const top = activeCount === 0 && clockMs !== null && !clockFrozen; // a top call's reads, for its pin
+  send({ t: "done", id, ok, late: late(id), ...(top ? { ticks: taken, start: clockMs } : {}) }, encode(text));
 }
 
 function fail(id: string, error: Record<string, unknown>): void {
@@ -1184,8 +1227,9 @@ type CallCtx = { shape: number; shapeText?: string; values: Record<string, unkno
 // Worker (the call is "fresh"), so this never holds a stale module.
 const MODULES: Record<string, unknown> = objectCreate(null);
 // node_crypto.ts patches node:crypto's default object, which require("node:crypto") returns, but
-// runs only once imported (the import map sends a tool's `import "node:crypto"` there): a seeded
-// call loads it before its tool runs. Only then: it costs 20-90 ms of a cold start.
+// runs only once imported (the import map sends a tool's `import "node:crypto"` there): a call
+// seeded by the bench's seed= loads it before its tool runs. Only then: it costs 20-90 ms of a
+// cold start, which a call seeded only for its pin (ownSeed) does not pay.
 let nodeCryptoLoaded = false;
 
 function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultChars: number): void {
@@ -1229,7 +1273,7 @@ function run(id: string, url: string, input: Uint8Array, call: CallCtx, resultCh
       onError(err);
     }
   };
-  if (seeded && !nodeCryptoLoaded) { // the seed's draws for require("node:crypto") too (above)
+  if (seeded && !ownSeed && !nodeCryptoLoaded) { // the seed's draws for require("node:crypto") too (above)
     const go = () => { nodeCryptoLoaded = true; run(id, url, input, call, resultChars); };
     return whenSettled(import("./node_crypto.ts"), go, go);
   }
