@@ -5,13 +5,10 @@ and a replay serves them back, through the Python API and `gem-workbench test`."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
+from test_pins_cli import cli
 
 from workbench import WorkbenchError
 from workbench._pinreplay import Replayer
@@ -79,18 +76,6 @@ def test_a_replay_updated_from_a_default_bench_pin_replays_again(gem, opened) ->
         again = replayer.replay(path)
     assert again.ok, again.report()
     assert again.result.value["title"] == "A"
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GEM_WORKBENCH_HOME": str(cwd / "home")}
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=240,
-    )
 
 
 @pytest.mark.deno

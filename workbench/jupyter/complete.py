@@ -291,25 +291,16 @@ def gem_paths(token: str) -> list[str]:
     """The folders `token` (a path being typed, maybe quoted) completes to: gem folders
     first, as `workbench.open` detects them, then the other folders with a `/` (the way to a
     gem further down); never files."""
-    quote = token[:1] if token[:1] in "'\"" else ""
-    typed = token[len(quote) :]
-    head, base = typed[: typed.rfind("/") + 1], typed[typed.rfind("/") + 1 :]
-    folder = os.path.expanduser(head) if head else "."
+    quote, head, entries = _typed_entries(token)
     deadline = time.monotonic() + PATH_BUDGET_S
     gems, others = [], []
-    with os.scandir(folder) as entries:
-        for n, entry in enumerate(entries):
-            if n >= _MAX_ENTRIES:
-                break
-            name = entry.name
-            if not name.startswith(base) or (name.startswith(".") and not base.startswith(".")):
-                continue
-            if not entry.is_dir():
-                continue
-            if time.monotonic() <= deadline and is_gem(entry.path):  # out of time: unchecked
-                gems.append(head + name)
-            else:
-                others.append(head + name + "/")
+    for entry in entries:
+        if not entry.is_dir():
+            continue
+        if time.monotonic() <= deadline and is_gem(entry.path):  # out of time: unchecked
+            gems.append(head + entry.name)
+        else:
+            others.append(head + entry.name + "/")
     return [_quoted(p, quote, done=True) for p in sorted(gems)] + [
         _quoted(p, quote, done=False) for p in sorted(others)
     ]
@@ -324,26 +315,36 @@ def value_paths(token: str, metavar: str | None) -> list[str]:
     kinds = {w for w in words if w in ("DIR", "FILE", "PATH")}
     if not kinds:
         return literal
-    quote = token[:1] if token[:1] in "'\"" else ""
-    typed = token[len(quote) :]
-    head, base = typed[: typed.rfind("/") + 1], typed[typed.rfind("/") + 1 :]
+    quote, head, entries = _typed_entries(token)
     folders, files = [], []
-    with os.scandir(os.path.expanduser(head) if head else ".") as entries:
-        for n, entry in enumerate(entries):
-            if n >= _MAX_ENTRIES:
-                break
-            name = entry.name
-            if not name.startswith(base) or (name.startswith(".") and not base.startswith(".")):
-                continue
-            if entry.is_dir():
-                folders.append(head + name + "/")
-            elif kinds != {"DIR"}:
-                files.append(head + name)
+    for entry in entries:
+        if entry.is_dir():
+            folders.append(head + entry.name + "/")
+        elif kinds != {"DIR"}:
+            files.append(head + entry.name)
     return (
         literal
         + [_quoted(p, quote, done=False) for p in sorted(folders)]
         + [_quoted(p, quote, done=True) for p in sorted(files)]
     )
+
+
+def _typed_entries(token: str) -> tuple[str, str, list[os.DirEntry[str]]]:
+    """For a path being typed (maybe quoted): its quote, its folder part as typed, and the
+    entries of that folder its last part starts (at most _MAX_ENTRIES read; dot-entries only
+    when typed)."""
+    quote = token[:1] if token[:1] in "'\"" else ""
+    typed = token[len(quote) :]
+    head, base = typed[: typed.rfind("/") + 1], typed[typed.rfind("/") + 1 :]
+    found = []
+    with os.scandir(os.path.expanduser(head) if head else ".") as entries:
+        for n, entry in enumerate(entries):
+            if n >= _MAX_ENTRIES:
+                break
+            name = entry.name
+            if name.startswith(base) and (base.startswith(".") or not name.startswith(".")):
+                found.append(entry)
+    return quote, head, found
 
 
 def _quoted(path: str, quote: str, *, done: bool) -> str:
