@@ -189,6 +189,7 @@ def ip(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The process's IPython shell with the workbench's magics, no bench open after the test."""
     shell = workbench_shell(tmp_path_factory.mktemp("ipython"))
     magics = shell.magics_manager.registry["WorkbenchMagics"]
+    shell.user_ns.pop("bench", None)  # (another test's, in this shared shell: not ours to see)
     try:
         yield shell
     finally:
