@@ -76,6 +76,7 @@ def doctor(
                 try:
                     _search(bench, search, names, checks, tool, t0, seconds)
                 except OutOfTime:  # its nine tenths are spent: what it found is pinned in the rest
+                    stop.heard()
                     stopped = True
                     search.flush()  # what it found and had not shrunk yet: as found
                     if stop.fired:  # a call cut off mid-way (not between calls): a new sandbox

@@ -128,6 +128,10 @@ def _in_gc_callback(frame: FrameType | None) -> bool:
     return False
 
 
+#: Seconds after which the run's end rings again while its OutOfTime has not been caught.
+RING_AGAIN = 0.05
+
+
 class HardStop:
     """`with HardStop(deadline):` raises OutOfTime in the main thread at `deadline`
     (time.monotonic()), wherever it is, unless the block ended; elsewhere only `check()`
@@ -151,7 +155,15 @@ class HardStop:
                 signal.setitimer(signal.ITIMER_REAL, 0.01)
                 return
             self.fired = True
+            # and again until heard: raised in a weakref callback or a __del__ the collector
+            # runs, it is printed and dropped like in a gc callback (`heard` ends the rings)
+            signal.setitimer(signal.ITIMER_REAL, RING_AGAIN)
             raise OutOfTime
+
+    def heard(self) -> None:
+        """The OutOfTime was caught: no more rings (the block goes on to its end)."""
+        if self._armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def __enter__(self) -> HardStop:
         main = threading.current_thread() is threading.main_thread()
