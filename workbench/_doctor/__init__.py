@@ -133,7 +133,7 @@ def _search(
     share = seconds * 0.6 / len(names)
     for name in names:  # its probes right after its search: a slow tool leaves the others theirs
         search.tool(bench.manifest.tools[name], share)
-        if (name, "schema") not in search._seen:
+        if (name, "schema") not in search.found_kinds:
             if search.examples is None:  # a slow tool's probes leave the next tools theirs
                 search.probe_end = time.monotonic() + share / 2
             try:
@@ -144,7 +144,7 @@ def _search(
                 search.probe_end = math.inf
     if tool is None and len(names) > 1 or checks:  # states the gem's own tools build
         left = seconds - (time.monotonic() - t0)
-        usable = [n for n in names if (n, "schema") not in search._seen]
+        usable = [n for n in names if (n, "schema") not in search.found_kinds]
         s0 = time.monotonic()
         try:
             search_sequences(search, max(left * 0.8, seconds * 0.1), checks, usable)
@@ -261,10 +261,10 @@ def recheck(bench: Bench, case: dict[str, Any]) -> list[str]:
         search.call(spec, input, 0)
         broken = broken_invariant(bench, invariants(bench.manifest.root))
         if broken is not None:
-            search._add(spec, "invariant", 0, input, f"after {spec.name}: {broken}")
+            search.add_finding(spec, "invariant", 0, input, f"after {spec.name}: {broken}")
     else:
         for k, message in search.check(spec, input, 0, valid=kind != "N8", envelopes=kind == "envelope"):
-            search._add(spec, k, 0, input, message)
+            search.add_finding(spec, k, 0, input, message)
     return [
         f"the doctor's finding {f.kind} ({f.rule}) still occurs: {f.message}"
         for f in search.findings

@@ -49,7 +49,10 @@ def probes(search: Search, tool: ToolSpec) -> None:
             {_key(i): (s, i) for s, i in stats.ran}.values(), key=lambda si: (len(_key(si[1])), _key(si[1]))
         )
         for start, input in ran[:3]:
-            if (tool.name, "N5") in search._seen and (tool.name, "nondeterministic") in search._seen:
+            if (tool.name, "N5") in search.found_kinds and (
+                tool.name,
+                "nondeterministic",
+            ) in search.found_kinds:
                 break
             memory(search, tool, start, input)
         if tool.side_effect == "write" or search.bench.profile.name != "notochord":
@@ -57,7 +60,7 @@ def probes(search: Search, tool: ToolSpec) -> None:
             if stats.busiest is not None and stats.busiest[:2] not in tries:
                 tries.append(stats.busiest[:2])
             for start, input in tries:
-                if (tool.name, "N7") in search._seen:
+                if (tool.name, "N7") in search.found_kinds:
                     break
                 crash(search, tool, start, input)
     finally:
@@ -77,14 +80,14 @@ def memory(search: Search, tool: ToolSpec, start: int, input: Any) -> None:
     a = _outcome(search, tool, input, start, fresh=True)
     b = _outcome(search, tool, input, start, fresh=True)
     if a != b:
-        search._add(
+        search.add_finding(
             tool, "nondeterministic", start, input, _differs("result" if a[0] != b[0] else "state", a, b)
         )
         return
     c = _outcome(search, tool, input, start, fresh=False)  # the module kept from the call before
     if a != c:
         what = "result" if a[0] != c[0] else "state it left"
-        search._add(
+        search.add_finding(
             tool,
             "N5",
             start,
@@ -120,11 +123,11 @@ def _crash_at(search: Search, tool: ToolSpec, start: int, input: Any, point: int
     search.tick()
     bench = search.bench
     bench.restore(search.starts[start].snapshot)
-    sent = search._sent()
+    sent = search.mails_sent()
     with bench._lock:
         res = crash_call(bench, tool.name, input, point, point=point)
     search.cut_off()
-    mails = search._sent() - sent
+    mails = search.mails_sent() - sent
     rep = res.crash
     if rep is None or rep.crashed is None:
         return False
@@ -134,7 +137,7 @@ def _crash_at(search: Search, tool: ToolSpec, start: int, input: Any, point: int
     if not dup:
         return False
     at = clean.trace_rows[point - 1].get("method")
-    search._add(
+    search.add_finding(
         tool,
         "N7",
         start,

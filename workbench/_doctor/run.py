@@ -80,7 +80,7 @@ class Search:
         self.deadline, self.examples = deadline, examples
         self.findings: list[Finding] = []
         self.stats: dict[str, ToolStats] = {}
-        self._seen: set[tuple[str, str]] = set()  # (tool, kind) found already
+        self.found_kinds: set[tuple[str, str]] = set()  # (tool, kind) found already
         self.served: list[dict[str, Any]] | None = None  # a recheck's recorded answers (ctx/served.py)
         self._n = 0
         # kinds found in a round not yet shrunk: recorded as they are if its time runs out
@@ -165,7 +165,7 @@ class Search:
         outbox = getattr(tools, "outbox", None)
         return outbox if hasattr(outbox, "rows") else None
 
-    def _sent(self) -> int:
+    def mails_sent(self) -> int:
         """How many mails the outbox holds now: the mock's count, not a copy of them (it grows
         by the examples' mails, thousands in a run)."""
         outbox = self._outbox()
@@ -190,7 +190,7 @@ class Search:
             for builtin in self.bench.profile.grants(self.bench.manifest, tool).lists.get("tools", ()):
                 if builtin not in self.bench.manifest.tools:
                     tools.faults.setdefault(builtin, []).extend(["envelope"] * 3)
-        sent = self._sent()
+        sent = self.mails_sent()
         try:
             res = self.call(tool, input, start, n=n)
         finally:
@@ -249,7 +249,7 @@ class Search:
                     stats.invalid += 1
                 envelopes = how in (2, 3) and bench.profile.name == "agent"
                 for kind, message in self.check(tool, value, start, valid=valid, envelopes=envelopes):
-                    if (tool.name, kind) not in self._seen:  # (a kind found in an earlier round: done)
+                    if (tool.name, kind) not in self.found_kinds:  # (a kind found in an earlier round: done)
                         exc = _CLASSES[kind](kind, message, start, value)  # its first new kind
                         self._pending.setdefault((tool.name, kind), exc)
                         raise exc
@@ -310,7 +310,7 @@ class Search:
         pending, self._pending = self._pending, {}
         for (name, _), exc in sorted(pending.items()):
             spec = self.bench.manifest.tools[name]
-            self._add(spec, exc.kind, exc.start, exc.input, exc.message)
+            self.add_finding(spec, exc.kind, exc.start, exc.input, exc.message)
 
     def _round(self, tool: ToolSpec, test: Any, n: int, seed: int, explicit: bool) -> None:
         """One hypothesis run of `n` examples; its findings, each kind shrunk, recorded."""
@@ -360,9 +360,9 @@ class Search:
 
     def unusable(self, tool: ToolSpec, keyword: str, what: str) -> None:
         """The one "schema" finding of a tool whose schema no input is drawn from."""
-        if (tool.name, "schema") in self._seen:
+        if (tool.name, "schema") in self.found_kinds:
             return
-        self._seen.add((tool.name, "schema"))
+        self.found_kinds.add((tool.name, "schema"))
         self.findings.append(
             Finding(
                 tool.name,
@@ -401,9 +401,9 @@ class Search:
 
     def _found(self, tool: ToolSpec, found: list[FoundIt]) -> None:
         for exc in sorted(found, key=lambda e: e.kind):
-            if (tool.name, exc.kind) in self._seen:
+            if (tool.name, exc.kind) in self.found_kinds:
                 continue
-            self._seen.add((tool.name, exc.kind))
+            self.found_kinds.add((tool.name, exc.kind))
             if exc.kind not in ("N8",):
                 trimmed = self._trim(tool, exc)
                 if trimmed != exc.input:  # said again of the input it reports (N9's size, …)
@@ -421,10 +421,13 @@ class Search:
                 )
             )
 
-    def _add(self, tool: ToolSpec, kind: str, start: int, input: Any, message: str, **extra: Any) -> None:
-        if (tool.name, kind) in self._seen:
+    def add_finding(
+        self, tool: ToolSpec, kind: str, start: int, input: Any, message: str, **extra: Any
+    ) -> None:
+        """A finding of `kind` for `tool` (the first of each pair only), its case kept to pin."""
+        if (tool.name, kind) in self.found_kinds:
             return
-        self._seen.add((tool.name, kind))
+        self.found_kinds.add((tool.name, kind))
         self.findings.append(
             Finding(
                 tool.name,

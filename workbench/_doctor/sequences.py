@@ -135,11 +135,11 @@ def search_sequences(
             spec = bench.manifest.tools[name]
             # each call of a sequence its own ids (the n-th call of it: 100 + n)
             for kind, message in search.check(spec, value, None, valid=True, n=100 + i):
-                if (name, kind) not in search._seen:
+                if (name, kind) not in search.found_kinds:
                     found_any.append(kind)
                     _raise(kind, message, start, done, (name, value))
             broken = broken_invariant(bench, checks) if checks else None
-            if broken is not None and (name, "invariant") not in search._seen:
+            if broken is not None and (name, "invariant") not in search.found_kinds:
                 found_any.append("invariant")
                 _raise("invariant", f"after {name}: {broken}", start, done, (name, value))
             done.append((name, value))
@@ -169,9 +169,9 @@ def search_sequences(
             raise rest[0] from group
     for step in found:
         name, value = step.call
-        if (name, step.kind) in search._seen:
+        if (name, step.kind) in search.found_kinds:
             continue
-        search._seen.add((name, step.kind))
+        search.found_kinds.add((name, step.kind))
         start = search.starts[step.start].name
         built = " → ".join(f"{n}({json.dumps(v, ensure_ascii=False)[:60]})" for n, v in step.steps)
         search.findings.append(
