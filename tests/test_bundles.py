@@ -39,7 +39,7 @@ def test_export_then_open_restores_state_clock_seed_and_gem(tmp_path: Path) -> N
         bench.call("write_report", {})
         bench.clock.advance("1h")
         path = bench.export(tmp_path / "x.gemrepro")
-        before = dump_state(bench.providers)
+        before = dump_state(bench)
         at = bench.clock.time()
     entries = _entries(path)
     meta = json.loads(entries["bundle.json"])
@@ -54,7 +54,7 @@ def test_export_then_open_restores_state_clock_seed_and_gem(tmp_path: Path) -> N
     listed = {e["name"]: e["sha256"] for e in meta["entries"]}
     assert listed == {n: hashlib.sha256(d).hexdigest() for n, d in entries.items() if n != "bundle.json"}
     with workbench.open(path, trust=True) as again:  # the notes gem's tools are Python
-        assert dump_state(again.providers) == before
+        assert dump_state(again) == before
         assert again.seed == 7 and again.clock.frozen and again.clock.time() == at
         root = again.manifest.root
         assert root.is_dir() and root != EXAMPLE_GEM
@@ -208,13 +208,13 @@ def test_export_state_then_open_from_it(tmp_path: Path) -> None:
         bench.call("add_note", {"title": "a"})
         bench.call("write_report", {})
         folder = bench.export_state(tmp_path / "st")
-        before = dump_state(bench.providers)
+        before = dump_state(bench)
     assert sorted(p.name for p in folder.iterdir()) == ["state.json", "workspace"]
     assert (folder / "workspace" / "reports" / "notes.md").read_text().startswith("# Open notes")
     head = json.loads((folder / "state.json").read_text())
     assert head["state"] == 1 and head["gem"] == "acme.notes" and "files" not in head
     with workbench.open(EXAMPLE_GEM, state=folder) as again:
-        assert dump_state(again.providers) == before
+        assert dump_state(again) == before
         again.call("add_note", {"title": "b"})
         again.export_state(folder)  # an earlier state folder is replaced
     assert len(json.loads((folder / "state.json").read_text())["documents"]["notes"]) == 2

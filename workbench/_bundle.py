@@ -290,7 +290,7 @@ def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] |
     with bench._lock:
         bench._check_open()
         mask = _masker(bench)
-        entries: dict[str, bytes] = {STATE: _masked_json(bench, dump_state(bench.providers), STATE)}
+        entries: dict[str, bytes] = {STATE: _masked_json(bench, dump_state(bench), STATE)}
         records = []
         for n, res in enumerate(_chosen(bench, calls)):
             rec = _record(res)

@@ -230,7 +230,7 @@ def _put_state_dir(bench: Bench, folder: Path) -> None:
     from .ctx.statejson import put_state
 
     state = read_state_dir(folder, bench.limits, gem=bench.manifest.id)
-    put_state(bench.providers, bench.limits, state, code="E_STATE", label=str(folder))
+    put_state(bench, state, code="E_STATE", label=str(folder))
 
 
 def _open_bundle(path: Path, *, providers: Any, limits: Limits | None, options: dict[str, Any]) -> Bench:
@@ -276,7 +276,7 @@ def _open_bundle(path: Path, *, providers: Any, limits: Limits | None, options: 
                 file=str(path),
                 entry="bundle.json",
             )
-        put_state(bench.providers, bench.limits, bundle.state, code="E_BUNDLE", label=f"{path}: state.json")
+        put_state(bench, bundle.state, code="E_BUNDLE", label=f"{path}: state.json")
         if clock["mode"] == "running" and "clock" not in options:
             bench.clock.set(clock["at"])
     except BaseException:

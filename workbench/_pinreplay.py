@@ -535,7 +535,7 @@ class Replayer:
                 raise
             from .ctx.statejson import put_state
 
-            put_state(bench.providers, bench.limits, {}, code="E_CASE", label="(empty)")  # no fixtures
+            put_state(bench, {}, code="E_CASE", label="(empty)")  # no fixtures
             found = self._benches[key] = (bench, bench.snapshot(), tmp)
         bench, empty_state, _ = found
         bench.restore(empty_state)
@@ -585,7 +585,7 @@ class Replayer:
             )
         # (emptied already: the bench was put back to its empty snapshot)
         put_state(
-            bench.providers, bench.limits, case["before"], code="E_CASE", label=f"{path}: before", empty=False
+            bench, case["before"], code="E_CASE", label=f"{path}: before", empty=False
         )
         at = _at(case)
         if at is None:

@@ -74,9 +74,9 @@ def export_state(bench: Bench, folder: str | os.PathLike[str]) -> Path:
         )
     with bench._lock:
         bench._check_open()
-        state = scrubbed(bench, dump_state(bench.providers))  # as a pinned case's `before` is
+        state = scrubbed(bench, dump_state(bench))  # as a pinned case's `before` is
         mask = _masker(bench)
-    files = state.pop("files")
+    files = state.pop("files", [])
     head = {
         "state": STATE_FORMAT,
         "workbench": __version__,

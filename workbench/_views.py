@@ -316,18 +316,18 @@ class Views:
         from .inspect.snapshot import take
 
         self._check_open()
-        return take(self.providers)
+        return take(self)
 
     def diff(self, snap: Snapshot) -> pd.DataFrame:
         """What changed since `snap`: one row per file, document, key or SQL row."""
         from .inspect.snapshot import diff
 
         self._check_open()
-        return diff(snap, self.providers)
+        return diff(self, snap)
 
     def restore(self, snap: Snapshot) -> None:
         """Put files and storage back exactly as they were at `snap`."""
         from .inspect.snapshot import restore
 
         self._check_open()
-        restore(snap, self.providers)
+        restore(self, snap)

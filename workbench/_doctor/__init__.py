@@ -190,7 +190,7 @@ def _empty(bench: Bench) -> Any:
     """A snapshot of the bench with nothing in its files and storage."""
     from ..ctx.statejson import put_state
 
-    put_state(bench.providers, bench.limits, {}, code="E_USAGE", label="(empty)")
+    put_state(bench, {}, code="E_USAGE", label="(empty)")
     return bench.snapshot()
 
 

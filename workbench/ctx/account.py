@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 from .._json import to_json
 from .spec import CapabilitySpec, Flag, Option, View
+from .state_store import KV
 
 if TYPE_CHECKING:
     from ..gem import Manifest
@@ -94,6 +95,7 @@ def checked(key: Any, data: Any, manifest: Manifest, profile: Profile, limits: L
 #: ctx.storage.account as a unit (K7)
 SPEC = CapabilitySpec(
     impl="account",
+    state=(KV,),  # its records live in kv
     title="ctx.storage.account",
     implementation=Account,
     provider_kinds=("storage",),  # over the data store's kv

@@ -18,6 +18,7 @@ from .._json import dump_flat, flat, why_not_json
 from .._text import well_formed
 from ..providers.datastore import Cond
 from .spec import CapabilitySpec, View
+from .state_store import DOCUMENTS
 from .storage import bounded_rows
 
 if TYPE_CHECKING:
@@ -283,6 +284,7 @@ class Data:
 #: ctx.data as a unit
 SPEC = CapabilitySpec(
     impl="data",
+    state=(DOCUMENTS,),
     title="ctx.data",
     implementation=Data,
     provider_kinds=("storage",),

@@ -15,6 +15,7 @@ from . import history, written
 from .limits import DEFAULT
 from .paths import GemPath, resolve
 from .spec import CapabilitySpec, Flag, Option, View, path_or
+from .state_store import FILES
 
 if TYPE_CHECKING:
     from ..providers.base import Entry
@@ -304,6 +305,7 @@ class Files:
 #: ctx.files as a unit: its open() options, views (rules above, backends in providers/)
 SPEC = CapabilitySpec(
     impl="files",
+    state=(FILES,),
     title="ctx.files",
     implementation=Files,
     provider_kinds=("files",),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import GemLoadError, UsageError
+from .parts import Effect, StatePart
 
 if TYPE_CHECKING:
     from ..gem import Manifest
@@ -143,6 +144,12 @@ class CapabilitySpec:
     # accepts, a request a server answers): `real_effects(backend)` names them ("outbox=", …);
     # the doctor, which calls tools thousands of times, refuses a bench where any does
     real_effects: Callable[[Any], tuple[str, ...]] | None = None
+    # the parts of the bench's state it owns (ctx/parts.py): snapshots, diffs, state folders,
+    # pins, bundles, crash reruns and the doctor take them in through ctx/state.py
+    state: tuple[StatePart, ...] = ()
+    # its methods that act outside the bench (mail sent, a POST): what a crash rerun must not
+    # do again (N7)
+    effects: tuple[Effect, ...] = ()
 
 
 # -- parsing helpers for flags -------------------------------------------------------------

@@ -18,14 +18,25 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from .parts import Refusal
 from .paths import PREFIX, hidden, split
+from .state_store import workspace_files
 
 if TYPE_CHECKING:
     from ..platforms import Limits
     from .before import Before
     from .stores import Providers
 
-__all__ = ["changes", "content_json", "dump_state", "put_state", "sql_json", "table_json"]
+__all__ = [
+    "changes",
+    "content_json",
+    "dump_state",
+    "put_files",
+    "put_sql",
+    "put_state",
+    "sql_json",
+    "table_json",
+]
 
 MAX_PATH_CHARS = 4096
 WORKSPACE = "workspace"  # the conversation folder's root: the files state a call can find
@@ -50,32 +61,12 @@ def sql_json(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _files_now(p: Providers) -> dict[tuple[str, str], tuple[str, bytes | None]]:
-    out: dict[tuple[str, str], tuple[str, bytes | None]] = {}
-    for root in p.files.roots():
-        if root != WORKSPACE:  # run folders are each call's own (F1, F2), never state it finds
-            continue
-        for path, e in p.files.walk(root):
-            if hidden(root, path):  # SEC3: a dot-entry is no state a call finds or changes
-                continue
-            out[(root, path)] = (e.type, p.files.read(root, path) if e.type == "file" else None)
-    return out
+def dump_state(bench: Any) -> dict[str, Any]:
+    """The whole state of `bench` as JSON: each "state" part's (ctx/state.py), e.g. files
+    outside run folders, kv, documents, SQL rows."""
+    from .state import dump
 
-
-def dump_state(p: Providers) -> dict[str, Any]:
-    """The whole state of `p` as JSON (files outside run folders, kv, documents, SQL rows)."""
-    files = [
-        {"root": root, "path": path, "type": kind, **content_json(data)}
-        for (root, path), (kind, data) in sorted(_files_now(p).items())
-    ]
-    _, made = p.sql_db.query("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
-    create = {name: sql for name, sql in made}
-    return {
-        "files": files,
-        "kv": dict(p.store.kv_items()),
-        "documents": {c: {i: json.loads(d) for i, d in p.store.docs(c)} for c in p.store.collections()},
-        "sql": {t: table_json(create.get(t) or "", p.sql_db.rows(t)) for t in p.sql_db.tables()},
-    }
+    return dump(bench)
 
 
 def table_json(create: str, rows: dict[Any, dict[str, Any]]) -> dict[str, Any]:
@@ -97,7 +88,7 @@ def changes(before: Before, p: Providers) -> list[dict[str, Any]]:
         out.append({"kind": kind, "where": where, "key": key, "change": change, "after": after})
 
     if before.files is not None:
-        for (root, path), ch, _, b in _diff(before.files, _files_now(p)):
+        for (root, path), ch, _, b in _diff(before.files, workspace_files(p)):
             add("file", root, path, ch, None if b is None else {"type": b[0], **content_json(b[1])})
     if before.kv is not None:
         for k, ch, _, b in _diff(before.kv, dict(p.store.kv_items())):
@@ -121,19 +112,7 @@ def _diff(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any, 
 
 
 # -- back onto a bench ----------------------------------------------------------------------
-class _Refusal:
-    """Makes the coded error of one input file (`code`: E_CASE, E_BUNDLE, E_STATE)."""
-
-    def __init__(self, code: str, label: str) -> None:
-        self.code, self.label = code, label
-
-    def __call__(self, field: str, why: str, **details: Any) -> WorkbenchError:
-        return WorkbenchError(
-            self.code, f"{self.label}: {field}: {why}", file=self.label, field=field, **details
-        )
-
-
-def _entry_path(bad: _Refusal, where: str, entry: Any, roots: list[str]) -> tuple[str, str]:
+def _entry_path(bad: Refusal, where: str, entry: Any, roots: list[str]) -> tuple[str, str]:
     if (
         not isinstance(entry, dict)
         or not isinstance(entry.get("path"), str)
@@ -171,7 +150,7 @@ def _entry_path(bad: _Refusal, where: str, entry: Any, roots: list[str]) -> tupl
     return root, rel
 
 
-def _free(bad: _Refusal, where: str, p: Providers, root: str, rel: str, kind: str, listed: set[str]) -> None:
+def _free(bad: Refusal, where: str, p: Providers, root: str, rel: str, kind: str, listed: set[str]) -> None:
     """Refuse an entry that repeats one before it or goes through a file (a file then a folder
     of its name, or a file inside a file): the case then says two things of one path."""
     here = p.files.entry(root, rel)
@@ -187,7 +166,7 @@ def _free(bad: _Refusal, where: str, p: Providers, root: str, rel: str, kind: st
     listed.add(rel)
 
 
-def _content(bad: _Refusal, where: str, entry: dict[str, Any], limit: int) -> bytes:
+def _content(bad: Refusal, where: str, entry: dict[str, Any], limit: int) -> bytes:
     if "text" in entry:
         if not isinstance(entry["text"], str):
             raise bad(where, "text is not a string")
@@ -210,63 +189,17 @@ def _sql_value(v: Any) -> Any:
     return v
 
 
-def put_state(
-    p: Providers, limits: Limits, state: dict[str, Any], *, code: str, label: str, empty: bool = True
-) -> None:
-    """Empty the conversation folder and storage of `p` (unless `empty` is False: the caller
-    emptied it), then put `state` on it, each entry checked; a bad one is WorkbenchError(`code`)
-    naming `label` and the entry. The bench is fresh (a replay's, a bundle's): an error leaves
-    it to be closed, nothing else touched."""
-    bad = _Refusal(code, label)
-    if not isinstance(state, dict):
-        raise bad("state", "is not an object of files, kv, documents and sql")
-    if empty:
-        _empty(p)
-    _put_files(bad, p, limits, state.get("files") or [])
-    kv = state.get("kv") or {}
-    if not isinstance(kv, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in kv.items()):
-        raise bad("kv", "is not {key: text}")
-    for k, v in kv.items():  # what ctx.storage.kv.set takes
-        if len(k) + len(v) > limits.sql_value_bytes:
-            raise bad(
-                f"kv.{k[:40]}",
-                f"is over sql_value_bytes ({limits.sql_value_bytes:,})",
-                limit=limits.sql_value_bytes,
-            )
-    for k, v in kv.items():
-        p.store.kv_set(k, v)
-    docs = state.get("documents") or {}
-    if not isinstance(docs, dict):
-        raise bad("documents", "is not {collection: {id: document}}")
-    have = set(p.store.collections())
-    for name, rows in docs.items():
-        if name not in have:
-            raise bad(f"documents.{name[:40]}", "is not a collection the gem declares")
-        if not isinstance(rows, dict) or not all(isinstance(d, dict) for d in rows.values()):
-            raise bad(f"documents.{name}", "is not {id: document}")
-        p.store.insert_docs(name, [(str(i), json.dumps(d)) for i, d in rows.items()])
-    _put_sql(bad, p, state.get("sql") or {})
-    if p.data_db.in_transaction:
-        p.data_db.commit()
+def put_state(bench: Any, state: dict[str, Any], *, code: str, label: str, empty: bool = True) -> None:
+    """Put `state` ({part: JSON}) on `bench`, each part emptied first (unless `empty` is
+    False: the parts it does not name stay as they are), each entry checked; a bad one is
+    WorkbenchError(`code`) naming `label` and the entry. The bench is fresh (a replay's, a
+    bundle's): an error leaves it to be closed, nothing else touched."""
+    from .state import put
+
+    put(bench, state, code=code, label=label, empty=empty)
 
 
-def _empty(p: Providers) -> None:
-    for root in p.files.roots():
-        for rel, _ in sorted(p.files.walk(root), key=lambda kv: -len(kv[0])) if root == WORKSPACE else ():
-            if p.files.entry(root, rel) is not None:
-                p.files.remove(root, rel, trash=False)
-    for k, _ in list(p.store.kv_items()):
-        p.store.kv_delete(k)
-    for name in p.store.collections():
-        for i, _ in list(p.store.docs(name)):
-            p.store.delete_doc(name, i)
-    for table in p.sql_db.tables():
-        p.sql_db.conn.execute('DELETE FROM "' + table.replace('"', '""') + '"')
-    if p.sql_db.conn.in_transaction:
-        p.sql_db.conn.commit()
-
-
-def _put_files(bad: _Refusal, p: Providers, limits: Limits, files: Any) -> None:
+def put_files(bad: Refusal, p: Providers, limits: Limits, files: Any) -> None:
     roots = [WORKSPACE]
     if not isinstance(files, list):
         raise bad("files", "is not a list")
@@ -284,7 +217,7 @@ def _put_files(bad: _Refusal, p: Providers, limits: Limits, files: Any) -> None:
             p.files.write(root, rel, _content(bad, where, entry, limits.file_bytes))
 
 
-def _put_sql(bad: _Refusal, p: Providers, tables: Any) -> None:
+def put_sql(bad: Refusal, p: Providers, tables: Any) -> None:
     if not isinstance(tables, dict):
         raise bad("sql", "is not {table: {rows}}")
     db = p.sql_db

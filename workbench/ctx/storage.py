@@ -19,6 +19,8 @@ from ..providers.sqlite import ScriptError
 from . import _watchdog
 from ._sqlwrite import writes_storage
 from .spec import CapabilitySpec, View
+from .state_store import KV as KV_PART
+from .state_store import SQL as SQL_PART
 
 if TYPE_CHECKING:
     from ..providers.datastore import DataStore, Rows
@@ -198,6 +200,7 @@ class SqlCall:
 #: ctx.storage.kv and ctx.storage.sql as units
 KV_SPEC = CapabilitySpec(
     impl="kv",
+    state=(KV_PART,),
     title="ctx.storage.kv",
     implementation=KV,
     provider_kinds=("storage",),
@@ -205,6 +208,7 @@ KV_SPEC = CapabilitySpec(
 )
 SQL_SPEC = CapabilitySpec(
     impl="sql",
+    state=(SQL_PART,),
     title="ctx.storage.sql",
     implementation=SQL,
     provider_kinds=("storage",),
