@@ -94,6 +94,11 @@ class Bench(Views):
             resources.start_required()
 
     @property
+    def timeout(self) -> float:
+        """Per-call seconds (open(timeout=)): set when the bench opens."""
+        return self._sandbox_options.timeout
+
+    @property
     def provider_kinds(self) -> dict[str, str]:
         """{"files" | "storage": "mock" | "real"} for the provider kinds this platform's
         capabilities sit on (`providers.kind` has every kind: an agent bench uses neither)."""

@@ -22,6 +22,7 @@ from .._errors import WorkbenchError
 from .._json import json_chars, to_json
 from .kept import ROW_CHARS, Ring
 from .spec import CapabilitySpec, OpenContext, View
+from .state_logs import ring_part
 
 if TYPE_CHECKING:
     from ..platforms import Limits
@@ -154,6 +155,7 @@ def _dropped(session: CallSession, chars: int) -> None:
 #: ctx.audit as a unit
 SPEC = CapabilitySpec(
     impl="audit",
+    state=(ring_part("audit", lambda log: log),),
     title="ctx.audit",
     implementation=Audit,
     backend=_backend,

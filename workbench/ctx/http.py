@@ -50,6 +50,7 @@ from .http_private import FLAG as PRIVATE_FLAG
 from .http_private import OPTION as PRIVATE_OPTION
 from .http_private import check_option as check_private
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
+from .http_state import EFFECTS, HTTP_LOG, HTTP_SETUP
 from .http_urls import Url, UrlTooLong, check_length, parse_url
 from .masking import mask_error
 from .spec import CapabilitySpec, Flag, OpenContext, Option, View, checked, file_or, number, path_or, seconds
@@ -466,6 +467,8 @@ SPEC = CapabilitySpec(
     backend=_backend,
     close=_close,
     notice=_notice,
+    state=(HTTP_SETUP, HTTP_LOG),
+    effects=EFFECTS,
     options=(
         Option(
             "http",

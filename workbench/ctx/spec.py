@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import GemLoadError, UsageError
+from .bench_state import BENCH_PART
 from .parts import Effect, StatePart
 
 if TYPE_CHECKING:
@@ -236,6 +237,7 @@ def closest(name: str, names: Iterable[str]) -> str | None:
 BENCH = CapabilitySpec(
     impl="",
     title="every bench",
+    state=(BENCH_PART,),
     options=(
         Option(
             "providers",

@@ -210,6 +210,49 @@ class MockMailbox:
     def _envelope(account: str, id: str, rec: tuple[Any, ...]) -> Envelope:
         return Envelope(account, id, rec[1], rec[2], rec[3], rec[0])
 
+    # -- the bench's state part (ctx/email_state.py) ------------------------------------
+    def saved(self) -> tuple[Any, ...]:
+        """What `put_back` needs to make the mailbox as it is now (records are immutable
+        tuples: shared, not copied)."""
+        index = {a: (array("q", i.dates), list(i.ids)) for a, i in self._index.items()}
+        return ({a: dict(r) for a, r in self._records.items()}, index, self.clock.now(), self._seq)
+
+    def put_back(self, saved: tuple[Any, ...]) -> None:
+        """The mailbox as it was at `saved` (its clock object stays: the bench shows it)."""
+        records, index, now, self._seq = saved
+        self._records = {a: dict(r) for a, r in records.items()}
+        self._index = {}
+        for a, (dates, ids) in index.items():
+            i = DateIndex()
+            i.dates, i.ids = array("q", dates), list(ids)
+            self._index[a] = i
+        self.clock.set(now)
+
+    def dicts(self) -> list[dict[str, Any]]:
+        """Every message as fixtures/mailbox.json holds it, unbounded, ordered by (accountId,
+        date, id)."""
+        out = []
+        for account in sorted(self._records):
+            index = self._index.get(account)
+            for id in index.ids if index is not None else ():
+                rec = self._records[account][id]
+                out.append(
+                    {
+                        "accountId": account,
+                        "id": id,
+                        "subject": rec[1],
+                        "fromAddr": rec[2],
+                        "toAddrs": list(rec[3]),
+                        "date": rec[0],
+                        "body": rec[4],
+                        "attachments": [
+                            {"filename": a.filename, "mimeType": a.mimeType, "sizeBytes": a.sizeBytes}
+                            for a in rec[5]
+                        ],
+                    }
+                )
+        return out
+
     # -- adding mail ----------------------------------------------------------------------
     def add(self, message: Message) -> None:
         e = message.envelope
