@@ -39,6 +39,12 @@ def activity_log(limits: Limits) -> Ring[dict[str, Any]]:
     return Ring(limits.audit_bench_chars, _chars, "audit_bench_chars")
 
 
+def log_of(providers: Any) -> Ring[dict[str, Any]] | None:
+    """The activity log of the bench of `providers` (None: its platform has no ctx.audit)."""
+    log: Ring[dict[str, Any]] | None = providers.backends.get(SPEC.impl)
+    return log
+
+
 def _chars(row: dict[str, Any]) -> int:
     return ROW_CHARS + len(row["event"]) + json_chars(row["data"])
 

@@ -270,6 +270,12 @@ class Email:
         return msg.to_json()  # bounded: body, attachments, subject, addresses (SEC5)
 
 
+def access_of(providers: Any) -> MailAccess | None:
+    """ctx.email's backend of the bench of `providers` (None: its platform has no ctx.email)."""
+    access: MailAccess | None = providers.backends.get(SPEC.impl)
+    return access
+
+
 def mail_clock(mailbox: Mailbox | None = None) -> MockClock:
     """The clock that dates mail added without a date: the mock mailbox's own (it never runs
     behind its newest mail), else a new mock clock (`bench.email.clock` on every bench)."""
@@ -310,7 +316,9 @@ class MailAccess:
         self.pending.sort(key=lambda p: (p[0], p[1]))
         self.deliver()  # at= now or in the past: at once
 
-    def replace_pending(self, pending: list[tuple[int, dict[str, Any], bool]], fired: list[dict[str, Any]]) -> None:
+    def replace_pending(
+        self, pending: list[tuple[int, dict[str, Any], bool]], fired: list[dict[str, Any]]
+    ) -> None:
         """The scheduled mail (at ms, message, fires) and the fired envelopes, replaced (a
         restore, a put of the bench's setup); delivered when the clock reaches them."""
         self.pending = []

@@ -170,5 +170,10 @@ def _setup_restore(cx: StateContext, snap: dict[str, Any]) -> None:
 
 
 EMAIL_SETUP = StatePart(
-    "email_setup", dump=_setup_dump, put=_setup_put, role="setup", snapshot=_setup_dump, restore=_setup_restore
+    "email_setup",
+    dump=_setup_dump,
+    put=_setup_put,
+    role="setup",
+    snapshot=_setup_dump,
+    restore=_setup_restore,
 )

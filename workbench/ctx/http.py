@@ -406,6 +406,12 @@ class FetchResponse:
         return f"<Response {self.status} {self.url}{extra}>"
 
 
+def state_of(providers: Any) -> HttpState | None:
+    """ctx.http's backend of the bench of `providers` (None: its platform has no ctx.http)."""
+    state: HttpState | None = providers.backends.get(SPEC.impl)
+    return state
+
+
 def _backend(opening: OpenContext) -> HttpState:
     """ctx.http's backend: the bench's transport, credentials and log (N10)."""
     from ..providers.http import make_transport

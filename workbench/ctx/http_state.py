@@ -95,9 +95,13 @@ def _setup_put(cx: StateContext, value: Any, bad: Refusal) -> None:
         handlers.append(MockHandler(h["match"], h.get("respond"), h.get("method")))
     served = check.items(value.get("served", []), bad, "http_setup.served")
     for i, ex in enumerate(served):
-        check.obj(ex, bad, f"http_setup.served[{i}]", ("request", "response"), required=("request", "response"))
+        check.obj(
+            ex, bad, f"http_setup.served[{i}]", ("request", "response"), required=("request", "response")
+        )
     credentials = {}
-    for name, entry in check.items(value.get("credentials", {}), bad, "http_setup.credentials", dict, most=1000).items():
+    for name, entry in check.items(
+        value.get("credentials", {}), bad, "http_setup.credentials", dict, most=1000
+    ).items():
         check.name(name, bad, "http_setup.credentials", most=200)
         try:
             credentials[name] = credential_from(name, entry, "the bench's setup")
@@ -152,7 +156,9 @@ def _setup_restore(cx: StateContext, snap: Any) -> None:
 def _setup_diff(before: Any, after: Any) -> Any:
     from .state import json_changes
 
-    return json_changes("http_setup", "http_setup", (before or {}).get("dump", {}), (after or {}).get("dump", {}))
+    return json_changes(
+        "http_setup", "http_setup", (before or {}).get("dump", {}), (after or {}).get("dump", {})
+    )
 
 
 HTTP_SETUP = StatePart(
@@ -192,7 +198,11 @@ def _deduped(args: list[Any], key: str) -> bool:
 
 
 def _same(a: list[Any], b: list[Any]) -> bool:
-    return _request(a)[0] == _request(b)[0] and (a[:1] == b[:1]) and _request(a)[1].get("body") == _request(b)[1].get("body")
+    return (
+        _request(a)[0] == _request(b)[0]
+        and (a[:1] == b[:1])
+        and _request(a)[1].get("body") == _request(b)[1].get("body")
+    )
 
 
 #: Notochord's ctx.http.fetch and Ekanos' ctx.fetch

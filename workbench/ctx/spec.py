@@ -26,7 +26,17 @@ if TYPE_CHECKING:
     from ..platforms import Limits, Profile
     from ._session import CallSession
 
-__all__ = ["Action", "CapabilitySpec", "Flag", "OpenContext", "Option", "View", "foreign_view", "views_for"]
+__all__ = [
+    "Action",
+    "backend_of",
+    "CapabilitySpec",
+    "Flag",
+    "OpenContext",
+    "Option",
+    "View",
+    "foreign_view",
+    "views_for",
+]
 
 JSON_FILE_BYTES = 64 * 1024 * 1024  # of a flag's JSON file (fixtures, secrets, records)
 
@@ -151,6 +161,12 @@ class CapabilitySpec:
     # its methods that act outside the bench (mail sent, a POST): what a crash rerun must not
     # do again (N7)
     effects: tuple[Effect, ...] = ()
+
+
+def backend_of(providers: Any, spec: CapabilitySpec) -> Any:
+    """The backend `spec`'s capability made for the bench of `providers` (None: the bench's
+    platform lacks it): the Face reaches a backend by its capability's spec, never by a name."""
+    return providers.backends.get(spec.impl)
 
 
 # -- parsing helpers for flags -------------------------------------------------------------

@@ -47,7 +47,9 @@ def plain(value: Any, bad: Refusal, field: str, *, depth: int, chars: int) -> No
     walk(value, field, 0)
 
 
-def obj(value: Any, bad: Refusal, field: str, keys: Iterable[str], *, required: Iterable[str] = ()) -> dict[str, Any]:
+def obj(
+    value: Any, bad: Refusal, field: str, keys: Iterable[str], *, required: Iterable[str] = ()
+) -> dict[str, Any]:
     """`value` as an object of `keys` only, with every `required` one."""
     if not isinstance(value, dict):
         raise bad(field, f"is not an object ({', '.join(keys)})")

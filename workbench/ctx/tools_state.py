@@ -74,7 +74,9 @@ def _kept(cx: StateContext) -> Any:
 def _outbox_dump(cx: StateContext) -> list[dict[str, Any]]:
     outbox = _kept(cx)
     rows = outbox.rows() if outbox is not None else []
-    return [{**r, "time": r["time"].isoformat() if isinstance(r["time"], datetime) else r["time"]} for r in rows]
+    return [
+        {**r, "time": r["time"].isoformat() if isinstance(r["time"], datetime) else r["time"]} for r in rows
+    ]
 
 
 def _outbox_put(cx: StateContext, value: Any, bad: Refusal) -> None:
@@ -128,7 +130,13 @@ def _outbox_diff(before: Any, after: Any) -> Iterator[Change]:
     def shown(rows: Any) -> dict[str, Any]:
         return {r["id"]: {k: r.get(k) for k in ("to", "cc", "subject")} for r in rows or ()}
 
-    return keyed_changes("mail", "outbox", shown(before), shown(after), {"added": "sent", "changed": "changed", "deleted": "deleted"})
+    return keyed_changes(
+        "mail",
+        "outbox",
+        shown(before),
+        shown(after),
+        {"added": "sent", "changed": "changed", "deleted": "deleted"},
+    )
 
 
 OUTBOX = StatePart(
@@ -155,7 +163,9 @@ def _recipients_put(cx: StateContext, value: Any, bad: Refusal) -> None:
 
 
 def _recipients_diff(before: Any, after: Any) -> Iterator[Change]:
-    return keyed_changes("recipient", "recipients", dict.fromkeys(before or (), True), dict.fromkeys(after or (), True))
+    return keyed_changes(
+        "recipient", "recipients", dict.fromkeys(before or (), True), dict.fromkeys(after or (), True)
+    )
 
 
 RECIPIENTS = StatePart(
