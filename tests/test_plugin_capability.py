@@ -71,7 +71,7 @@ def test_nothing_under_workbench_names_the_toy_capability() -> None:
         for p in (ROOT / "workbench").rglob("*.py")
         if any(
             w in p.read_text(encoding="utf-8")
-            for w in ("clockwork", "ticker_start", "ctx.ticker", "gw_clock", "\"ticker\"", "ticker_log")
+            for w in ("clockwork", "ticker_start", "ctx.ticker", "gw_clock", '"ticker"', "ticker_log")
         )
     ]
     assert hits == []
