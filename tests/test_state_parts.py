@@ -352,3 +352,20 @@ def test_the_capabilities_declare_their_effects_and_how_a_duplicate_is_recognise
 def test_a_refusal_names_the_input_and_the_field() -> None:
     err = Refusal("E_STATE", "state.json")("recipients[0]", "holds a control character")
     assert err.code == "E_STATE" and err.details["field"] == "recipients[0]"
+
+
+# -- the doctor: a case's recipients are the bench's setup part ------------------------------------
+def test_a_doctor_cases_recipients_are_put_as_the_setup_part_and_checked_as_hostile(agent: Callable) -> None:
+    from workbench._doctor import recheck
+
+    bench = agent()
+    case = {"tool": "mail", "input": {}, "doctor": {"kind": "schema", "recipients": ["*@acme.example"]}}
+    assert recheck(bench, case) == []
+    assert state.dump(bench, roles=("setup",))["recipients"] == ["*@acme.example"]
+    hostile = {
+        **case,
+        "doctor": {"kind": "schema", "recipients": ["ann@acme.example", "x\r\nBcc: eve@evil.example"]},
+    }
+    with pytest.raises(WorkbenchError) as err:
+        recheck(agent(), hostile)
+    assert err.value.code == "E_CASE" and err.value.details["field"] == "recipients[1]"

@@ -67,8 +67,9 @@ def items(value: Any, bad: Refusal, field: str, kind: type = list, *, most: int 
     """`value` as a list (or an object: `kind=dict`) of at most `most` entries."""
     if not isinstance(value, kind):
         raise bad(field, f"is not a{'n object' if kind is dict else ' list'}")
-    if len(value) > most:
-        raise bad(field, f"has {len(value):,} entries, over {most:,}", limit=most)
+    n = len(value) if isinstance(value, (list, dict)) else 0
+    if n > most:
+        raise bad(field, f"has {n:,} entries, over {most:,}", limit=most)
     return value
 
 
