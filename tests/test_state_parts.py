@@ -198,6 +198,10 @@ def test_mailbox_and_email_setup_are_in_snapshot_diff_and_restore(notes: Callabl
     assert bench.email.allowed == [] and len(bench.mailbox()) == 3
     bench.clock.advance("2d")  # the scheduled mail went with the restore
     assert len(bench.mailbox()) == 3
+    bench.email.add({"accountId": "work", "subject": "again", "date": 1_700_000_000_001})
+    bench.restore(snap)  # a restore after a restore, mail added between: put back again
+    bench.restore(snap)
+    assert len(bench.mailbox()) == 3 and bench.diff(snap).query("kind == 'mail'").empty
 
 
 def test_mailbox_and_email_setup_dumped_then_put_on_a_fresh_bench_dump_the_same(
