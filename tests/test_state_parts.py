@@ -293,6 +293,18 @@ def test_http_setup_and_log_are_in_snapshot_diff_restore_and_dump_no_credential(
     assert fresh.call("post", {}).value == 201
 
 
+def test_a_real_transports_setup_is_named_and_a_put_of_it_keeps_the_benchs_own(notes: Callable) -> None:
+    data = state.dump(notes(http="real", credentials=CREDENTIALS), roles=SETUP)["http_setup"]
+    assert data["transport"] == "real" and "handlers" not in data
+    fresh = notes(http=[HANDLER])
+    put(fresh, {"http_setup": data})
+    assert fresh.call("post", {}).value == 201  # its own mock answers still
+    assert state.dump(fresh, roles=SETUP)["http_setup"]["credentials"] == data["credentials"]
+    with pytest.raises(WorkbenchError) as err:
+        put(fresh, {"http_setup": {**data, "transport": "carrier pigeon"}})
+    assert err.value.details["field"] == "http_setup.transport"
+
+
 def test_an_http_handler_that_is_a_function_is_dumped_as_code_and_refused_on_a_put(notes: Callable) -> None:
     bench = notes(http=[{"match": "https://api.acme.example/", "respond": lambda request: {"status": 204}}])
     data = state.dump(bench, roles=SETUP)

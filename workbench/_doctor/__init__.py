@@ -64,7 +64,7 @@ def doctor(
     t0 = time.monotonic()
     end = t0 + seconds
     checks = invariants(bench.manifest.root)  # tests/doctor.py: the author's, run in-process
-    kept = Kept(bench)  # the logs, outbox, clock and seed stream it puts back
+    kept = Kept(bench)  # its calls, clock and seed stream; the setup and logs (ctx.state)
     fixtures = bench.snapshot()
     search = Search(bench, starts=[Start("fixtures", fixtures)], seed=seed, deadline=end, examples=examples)
     search.seeds = gather(bench)  # where the search starts: what the gem knows

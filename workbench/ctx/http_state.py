@@ -4,8 +4,9 @@
 (`http=[...]`, Ekanos' `fetch_handlers=`; a handler whose match or answer is a Python function
 is not JSON and is dumped as `{"match": …, "code": true}`, which a put refuses), the served
 answers of a replay (`Served`), each credential's reach (hosts, paths) with a stand-in token,
-never its value, and `private_hosts=`. A snapshot keeps the objects themselves (the real
-credentials included) and a restore puts them back.
+never its value, and `private_hosts=`. A real transport or a cassette is named, never put: a
+put of its setup keeps the bench's own transport (a replay's served answers). A snapshot keeps
+the objects themselves (the real credentials included) and a restore puts them back.
 
 "http_log" (log): the bench's log of requests (`bench.http()`).
 
@@ -31,6 +32,7 @@ __all__ = ["EFFECTS", "HTTP_LOG", "HTTP_SETUP"]
 
 STAND_IN = "replayed-credential-{name}"  # a credential's token wherever the setup is written
 SAFE = ("GET", "HEAD", "OPTIONS")
+KINDS = ("mock", "served", "cassette", "real")  # a transport's kind; the last two are never put
 _HANDLER = ("match", "method", "respond", "code")
 _SETUP = ("transport", "handlers", "served", "credentials", "private_hosts")
 
@@ -81,8 +83,8 @@ def _setup_put(cx: StateContext, value: Any, bad: Refusal) -> None:
     check.obj(value, bad, "http_setup", _SETUP)
     check.plain(value, bad, "http_setup", depth=cx.limits.json_depth, chars=cx.limits.pin_state_bytes)
     kind = value.get("transport", "mock")
-    if kind not in ("mock", "served"):
-        raise bad("http_setup.transport", "is not 'mock' or 'served' (a real transport is never put)")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise bad("http_setup.transport", f"is not one of {', '.join(KINDS)}")
     handlers = []
     for i, h in enumerate(check.items(value.get("handlers", []), bad, "http_setup.handlers", most=10_000)):
         at = f"http_setup.handlers[{i}]"
@@ -115,10 +117,11 @@ def _setup_put(cx: StateContext, value: Any, bad: Refusal) -> None:
     if state is None:
         return
     old: Any = state.transport
+    transport: Any = old  # a real transport or a cassette: the bench's own stays (a replay's answers)
     if kind == "served":
-        transport: Any = Served(list(served), where="the bench's setup")
+        transport = Served(list(served), where="the bench's setup")
         transport.mask = getattr(old, "mask", None)
-    else:
+    elif kind == "mock":
         transport = MockTransport(option=getattr(old, "option", "http"), hint=getattr(old, "hint", ""))
         transport.handlers = handlers
     state.transport, state.private = transport, private
