@@ -221,6 +221,20 @@ def test_mailbox_and_email_setup_dumped_then_put_on_a_fresh_bench_dump_the_same(
     assert len(fresh.mailbox()) == 4  # the scheduled mail arrives on the fresh bench too
 
 
+def test_a_state_folder_carries_the_mock_mailbox(notes: Callable, tmp_path: Path) -> None:
+    bench = notes()
+    bench.email.add({"accountId": "work", "subject": "kept", "date": 1_700_000_000_000})
+    folder = bench.export_state(tmp_path / "mail-state")
+    assert len(notes(state=folder).mailbox()) == 4
+
+
+def test_a_state_folder_carries_the_mock_outbox(agent: Callable, tmp_path: Path) -> None:
+    sender = agent()
+    sender.allow_recipients("*@acme.example")
+    sender.call("mail", {"to": "ann@acme.example"})
+    assert len(agent(state=sender.export_state(tmp_path / "agent-state")).outbox()) == 1
+
+
 @pytest.mark.parametrize(
     ("data", "field"),
     [

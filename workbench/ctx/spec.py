@@ -345,7 +345,7 @@ BENCH = CapabilitySpec(
         Option(
             "state",
             "a state folder written by `bench.export_state(DIR)`: the bench starts from its "
-            "conversation folder, kv, documents and SQL rows instead of the gem's fixtures",
+            "state (conversation folder, kv, documents, SQL rows, mock mail) instead of the gem's fixtures",
             type="str | os.PathLike[str] | None",
             default=None,
             more="mock providers only; every entry is checked (no link inside, paths within the "
