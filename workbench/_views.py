@@ -216,9 +216,9 @@ class Views:
 
         cols = ["id", "time", "from", "to", "cc", "subject", "body_text", "body_html"]
         from .ctx.tools_state import outbox_rows
-        from .inspect.outbox import OutboxFrame
+        from .inspect.outbox import OutboxFrame  # shown with the bodies' line breaks
 
-        rows = outbox_rows(self.providers)  # shown with the bodies' line breaks
+        rows = outbox_rows(self.providers)
 
         return OutboxFrame(pd.DataFrame(rows, columns=cols))
 
