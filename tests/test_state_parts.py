@@ -399,3 +399,41 @@ def test_a_doctor_cases_recipients_are_put_as_the_setup_part_and_checked_as_host
     with pytest.raises(WorkbenchError) as err:
         recheck(agent(), hostile)
     assert err.value.code == "E_CASE" and err.value.details["field"] == "recipients[1]"
+
+
+@pytest.mark.imap
+def test_an_imap_mailbox_dumps_nothing_refuses_mail_and_a_restore_leaves_it(notes: Callable) -> None:
+    import ssl
+    from email.message import EmailMessage
+
+    from _dovecot import PASSWORD, USER, add_messages, running_dovecot
+
+    from workbench.providers.imap import ImapMailbox
+
+    def inbox(maildir: Path) -> None:
+        m = EmailMessage()
+        m["Subject"], m["From"], m["To"] = "on the server", "ann@example.com", "b@x.org"
+        m.set_content("hello\n")
+        add_messages(maildir, [(m.as_bytes(), 1_700_000_000)])
+
+    with (
+        running_dovecot(inbox) as server,
+        ImapMailbox(
+            "127.0.0.1",
+            server.imaps_port,
+            user=USER,
+            password=PASSWORD,
+            ssl=True,
+            ssl_context=ssl._create_unverified_context(),
+        ) as box,
+    ):
+        bench = notes(mailbox=box)
+        bench.email.allow("all")
+        snap = bench.snapshot()
+        assert state.dump(bench)["mailbox"] == []
+        with pytest.raises(WorkbenchError) as err:
+            put(bench, {"mailbox": fixture_messages()[:1]}, roles=("state",))
+        assert err.value.details["field"] == "mailbox" and "real mailbox" in err.value.message
+        bench.restore(snap)
+        assert [m["subject"] for m in bench.call("list", {}).value["messages"]] == ["on the server"]
+        bench.close()
