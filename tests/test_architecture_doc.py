@@ -63,3 +63,53 @@ def test_the_check_sees_a_stale_name(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(sys.modules[__name__], "DOC", doc)
     assert _missing_in_diagram() == ["links.py (in 'runners/  deno/ (links.py)')"]
     assert _missing_in_backticks() == ["runners/deno/links.py"]
+
+
+def _stateful_rows() -> list[tuple[str, str, str]]:
+    """(capability, parts, module) of the table under "A stateful capability"."""
+    text = DOC.read_text(encoding="utf-8").split("## A stateful capability", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip().replace("`", "") for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[2].endswith(".py"):
+            rows.append((cells[0], cells[1], cells[2]))
+    return rows
+
+
+def test_the_stateful_capability_table_is_the_registrys_parts_and_where_they_live() -> None:
+    """Every built-in capability's parts, named as the registry declares them, defined in the
+    module the table names (a part's functions are its module's)."""
+    from workbench.ctx.registry import SPECS
+    from workbench.ctx.spec import BENCH
+
+    code = []
+    for spec in (BENCH, *SPECS.values()):
+        if spec.state:
+            modules = sorted({p.dump.__module__ for p in spec.state})
+            paths = ", ".join(m.removeprefix("workbench.").replace(".", "/") + ".py" for m in modules)
+            code.append((spec.impl or "every bench", ", ".join(p.name for p in spec.state), paths))
+    assert _stateful_rows() == code
+
+
+def test_a_plugins_state_part_touches_its_module_and_registry_row_only() -> None:
+    """The count the section gives: the gw_clock ticker's parts are defined in the module of
+    the spec that declares them, which the plugin registers in its one entry point; no file of
+    the workbench names them."""
+    text = DOC.read_text(encoding="utf-8")
+    assert "3 places, as any capability: its module, a registry\nrow, one row per platform" in text
+    plugin = ROOT / "tests" / "plugins" / "gw_clock"
+    sys.path.insert(0, str(plugin))
+    try:
+        import gw_clock
+    finally:
+        sys.path.remove(str(plugin))
+    assert [p.name for p in gw_clock.TICKER.state] == ["ticker", "ticker_log"]
+    assert {p.dump.__module__ for p in gw_clock.TICKER.state} == {"gw_clock"}
+    entry_points = (plugin / "pyproject.toml").read_text(encoding="utf-8")
+    assert entry_points.count("gw_clock:TICKER") == 1  # its registry row
+    named = ('"ticker"', "'ticker'", "ticker_log", "gw_clock")
+    assert not [
+        p
+        for p in (ROOT / "workbench").rglob("*.py")
+        if any(n in p.read_text(encoding="utf-8") for n in named)
+    ]

@@ -71,7 +71,7 @@ def test_nothing_under_workbench_names_the_toy_capability() -> None:
         for p in (ROOT / "workbench").rglob("*.py")
         if any(
             w in p.read_text(encoding="utf-8")
-            for w in ("clockwork", "ticker_start", "ctx.ticker", "gw_clock")
+            for w in ("clockwork", "ticker_start", "ctx.ticker", "gw_clock", '"ticker"', "ticker_log")
         )
     ]
     assert hits == []
@@ -287,3 +287,48 @@ def test_a_broken_capability_plugin_is_a_warning_and_the_builtins_still_work(tmp
     assert "entry point 'notspec'" in messages[1] and "not a workbench.ctx.spec.CapabilitySpec" in messages[1]
     assert "entry point 'raises'" in messages[2] and "RuntimeError: plugin bug" in messages[2]
     assert out["call"] is True and out["title"] == "ctx.files"
+
+
+def test_a_plugin_capabilitys_ticker_is_in_snapshot_diff_restore_and_a_state_folder(
+    site: Path, gem: Path
+) -> None:
+    """The plugin declares its ticker as a state part (and its reads as a log part) on its spec
+    only: snapshot, diff, restore, export_state and open(state=) take it in."""
+    out = result(
+        run(
+            f"""
+            import json
+            import workbench
+            from workbench.ctx import state
+
+            with workbench.open({str(gem)!r}, ticker_start=5000) as bench:
+                out = {{"parts": [(p.name, p.role) for p, _ in state.parts_of(bench.profile)]}}
+                snap = bench.snapshot()
+                bench.call("tick", {{"ms": 250}})
+                out["diff"] = bench.diff(snap)[["kind", "key", "before", "after"]].values.tolist()
+                out["log"] = len(bench.ticker())
+                folder = bench.export_state("exported")
+                out["state_json"] = json.loads((folder / "state.json").read_text())["ticker"]
+                bench.restore(snap)
+                out["restored"] = bench.call("tick", {{"ms": 0}}).value
+                bench.restore(snap)
+                out["log_restored"] = len(bench.ticker())
+                try:
+                    state.put(bench, {{"ticker": {{"ms": "soon"}}}}, code="E_STATE", label="state.json")
+                except workbench.WorkbenchError as exc:
+                    out["hostile"] = [exc.code, exc.details.get("field")]
+            with workbench.open({str(gem)!r}, state="exported") as again:
+                out["opened"] = again.call("tick", {{"ms": 0}}).value
+            print("RESULT" + json.dumps(out))
+            """,
+            site,
+            cwd=gem.parent,
+        )
+    )
+    assert ["ticker", "state"] in out["parts"] and ["ticker_log", "log"] in out["parts"]
+    assert ["ticker", "ms", 5000, 5250] in out["diff"]
+    assert out["state_json"] == {"ms": 5250}
+    assert out["restored"] == {"before": 5000, "after": 5000}
+    assert out["log_restored"] == 0 and out["log"] == 4  # now, advance, now, now
+    assert out["hostile"] == ["E_STATE", "ticker.ms"]
+    assert out["opened"] == {"before": 5250, "after": 5250}

@@ -21,7 +21,10 @@ from .ctx import CallSession, close_backends, prepare
 from .ctx.before import Before
 from .ctx.clock import Clock
 from .ctx.limits import DEFAULT, Limits
+from .ctx.resources import SPEC as RESOURCES
+from .ctx.spec import backend_of
 from .ctx.stores import default_state_dir
+from .ctx.tools_state import allow, inject
 from .gem.schema import check_input
 from .runners import RUNNERS, Runner, Setup
 from .runners.deno import Sandbox, SandboxOptions
@@ -30,7 +33,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .ctx.stores import Providers
-    from .ctx.tools import AgentTools
     from .gem import Manifest, ToolSpec
     from .platforms import Profile
 
@@ -89,9 +91,14 @@ class Bench(Views):
         self._definition = definition_files(manifest)
         self._stamp = stamp(self._definition)
         self._email = BenchEmail(self)  # bench.email: allowed accounts, mock mail, new-mail events
-        resources = providers.backends.get("resources")
+        resources = backend_of(providers, RESOURCES)
         if resources is not None:  # R2: "required": true starts downloading now
             resources.start_required()
+
+    @property
+    def timeout(self) -> float:
+        """Per-call seconds (open(timeout=)): set when the bench opens."""
+        return self._sandbox_options.timeout
 
     @property
     def provider_kinds(self) -> dict[str, str]:
@@ -237,8 +244,7 @@ class Bench(Views):
             raise UsageError(
                 f"inject_fault(mode={mode!r}, times={times!r}): mode 'throw' or 'envelope', times >= 1"
             )
-        tools: AgentTools = self.providers.backends["tools"]
-        tools.faults.setdefault(builtin, []).extend([mode] * times)
+        inject(self.providers, builtin, mode, times)
 
     def doctor(
         self,
@@ -288,7 +294,7 @@ class Bench(Views):
         with self._lock:  # bench.sandbox from another thread must not make a second one (N3)
             if kind not in self._runners:
                 base = self.providers.state_dir or default_state_dir(self.manifest.id, self.manifest.root)
-                cache = self.providers.backends.get("resources")
+                cache = backend_of(self.providers, RESOURCES)
                 readable = (cache.root,) if cache is not None else ()
                 options = self._sandbox_options
                 if self.profile.import_map is not None:  # the platform's SDK (Ekanos)
@@ -317,5 +323,4 @@ class Bench(Views):
                 raise UsageError(
                     f"allow_recipients({p!r}): give addresses like 'a@x.example' or '*@x.example'"
                 )
-        tools: AgentTools = self.providers.backends["tools"]
-        tools.recipients = tuple(dict.fromkeys((*tools.recipients, *(p.strip().lower() for p in patterns))))
+        allow(self.providers, patterns)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._errors import UsageError
 from .ctx import Grant
-from .ctx.email import mail_clock
+from .ctx.email import access_of, mail_clock
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,7 +31,7 @@ class BenchEmail:
 
     def __init__(self, bench: Bench) -> None:
         self._bench = bench
-        access: MailAccess | None = bench.providers.backends.get("email")  # ctx.email's benches only
+        access = access_of(bench.providers)  # ctx.email's benches only
         self._clock = access.clock if access is not None else mail_clock()  # (Notochord's)
         self._firing = False
         if access is not None:  # scheduled mail is delivered as soon as the bench clock moves
@@ -39,7 +39,9 @@ class BenchEmail:
 
     def _access(self) -> MailAccess:
         """ctx.email's backend (KeyError on a bench without ctx.email)."""
-        access: MailAccess = self._bench.providers.backends["email"]
+        access = access_of(self._bench.providers)
+        if access is None:
+            raise KeyError("ctx.email")
         return access
 
     @property
@@ -145,7 +147,7 @@ class BenchEmail:
     def deliver(self) -> list[CallResult]:
         """Add the scheduled mail whose time the bench clock reached and fire the triggers of
         what came by `arrive(at=)` (done on every clock move and before every call)."""
-        access: MailAccess | None = self._bench.providers.backends.get("email")
+        access = access_of(self._bench.providers)
         if access is None or self._firing:
             return []
         access.deliver()

@@ -24,6 +24,7 @@ from ._reload import stamp, tool_file_error
 from ._result import CallResult
 from .ctx import CallSession, Capabilities, CtxCrash, Invocation
 from .ctx.before import Before
+from .ctx.http import state_of as http_state
 from .ctx.limits import deadline_after
 from .ctx.masking import mask_shown
 from .ctx.served import Recording
@@ -196,7 +197,7 @@ def _session(
         conversation=bench.conversation,
         strict=bench.strict,
         trash=not bench.headless,
-        http=bench.providers.backends.get("http"),
+        http=http_state(bench.providers),
         idempotency_key=res.idempotency_key,
         crash_after=crash_after,
         deadline=deadline_after(bench._sandbox_options.timeout),

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._errors import UsageError, WorkbenchError
+from .ctx.email import access_of
 from .inspect.replay import Ledger, Step
 from .inspect.replay_cursor import Key, same_cursor, trace_listed, trace_reads
 
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
     from ._bench import Bench
     from ._result import CallResult
-    from .ctx.email import MailAccess
 
 MAX_STEPS = 10_000  # replay_run's safety stop when the tool never settles
 
@@ -138,7 +138,8 @@ class Replayer:
         self._absorb_outside()
         self._sync_mail()
         before = self.cursor()
-        access: MailAccess = self.bench.providers.backends["email"]  # ctx.email's backend
+        access = access_of(self.bench.providers)
+        assert access is not None  # (an email replay is made for ctx.email's benches only)
         with access.recording() as reads:
             res = self.bench.call(self.tool, self.input)
         self._seen = self.bench.results.appended

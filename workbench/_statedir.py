@@ -184,6 +184,11 @@ def read_state_dir(folder: str | os.PathLike[str], limits: Limits, *, gem: str) 
             folder, f"{STATE_FILE}: files", f"files live in {FILES}/ as real files, not in {STATE_FILE}"
         )
     state: dict[str, Any] = {k: head.get(k) or {} for k in ("kv", "documents", "sql")}
+    # every other part the bench's capabilities declare (the mailbox, the outbox, a plugin's),
+    # each checked by its part when put
+    state.update(
+        {k: v for k, v in head.items() if k not in (*state, "state", "workbench", "gem", "platform")}
+    )
     files: list[dict[str, Any]] = []
     root = folder / FILES
     if root.is_symlink():

@@ -215,9 +215,10 @@ class Views:
         import pandas as pd
 
         cols = ["id", "time", "from", "to", "cc", "subject", "body_text", "body_html"]
-        outbox = self.providers.backends["tools"].outbox  # ctx.tools' backend: send_email's
-        rows: list[dict[str, Any]] = getattr(outbox, "rows", list)()
+        from .ctx.tools_state import outbox_rows
         from .inspect.outbox import OutboxFrame  # shown with the bodies' line breaks
+
+        rows = outbox_rows(self.providers)
 
         return OutboxFrame(pd.DataFrame(rows, columns=cols))
 
@@ -231,9 +232,10 @@ class Views:
         frame's index (`by`) as well, so `audit.loc["platform"]` is the calls made."""
         import pandas as pd
 
-        from .ctx.audit import COLUMNS
+        from .ctx.audit import COLUMNS, log_of
 
-        log: Ring[dict[str, Any]] = self.providers.backends["audit"]  # ctx.audit's backend
+        log = log_of(self.providers)
+        assert log is not None  # (gated: a bench whose platform has ctx.audit)
         rows = list(log)
         note = log.note("row")
         if note is not None:
@@ -299,7 +301,9 @@ class Views:
             "redirects",
             "error",
         ]
-        state = self.providers.backends.get("http")
+        from .ctx.http import state_of
+
+        state = state_of(self.providers)
         rows = list(state.log) if state else []
         note = state.log.note("request") if state else None
         if note is not None:  # SEC5: the log keeps the newest Limits.http_log_chars

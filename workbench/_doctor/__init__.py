@@ -64,7 +64,7 @@ def doctor(
     t0 = time.monotonic()
     end = t0 + seconds
     checks = invariants(bench.manifest.root)  # tests/doctor.py: the author's, run in-process
-    kept = Kept(bench)  # the logs, outbox, clock and seed stream it puts back
+    kept = Kept(bench)  # its calls, clock and seed stream; the setup and logs (ctx.state)
     fixtures = bench.snapshot()
     search = Search(bench, starts=[Start("fixtures", fixtures)], seed=seed, deadline=end, examples=examples)
     search.seeds = gather(bench)  # where the search starts: what the gem knows
@@ -187,10 +187,11 @@ def _fresh_sandbox(bench: Bench) -> None:
 
 
 def _empty(bench: Bench) -> Any:
-    """A snapshot of the bench with nothing in its files and storage."""
-    from ..ctx.statejson import put_state
+    """A snapshot of the bench with every part of its state empty (files, storage, mail…);
+    its setup (allowed recipients and accounts, secrets, served answers) stays."""
+    from ..ctx import state
 
-    put_state(bench, {}, code="E_USAGE", label="(empty)")
+    state.empty(bench)
     return bench.snapshot()
 
 
@@ -212,9 +213,11 @@ def _pin(bench: Bench, search: Search, finding: Finding, seed: int) -> Any:
     else:
         res = search.call(spec, finding.input, start)
     case = build_case(bench, res)
-    tools = bench.providers.backends.get("tools")
+    from ..ctx import state
+
     case["doctor"] = {
-        "recipients": list(getattr(tools, "recipients", ())),  # send_email's allowlist (agent)
+        # send_email's allowlist (agent): the bench's setup part, put back on a recheck
+        "recipients": state.dump(bench, roles=("setup",)).get("recipients", []),
         "kind": finding.kind,
         "rule": finding.rule,
         "message": finding.message,
@@ -241,8 +244,17 @@ def recheck(bench: Bench, case: dict[str, Any]) -> list[str]:
     search.stats[spec.name] = ToolStats()
     search.served = case.get("served") if isinstance(case.get("served"), list) else []
     recipients = doctor_.get("recipients")
-    if isinstance(recipients, list) and recipients and "tools" in bench.providers.backends:
-        bench.allow_recipients(*[r for r in recipients if isinstance(r, str)][:100])
+    if isinstance(recipients, list) and recipients:  # the setup part, where the bench has it
+        from ..ctx import state
+
+        state.put(
+            bench,
+            {"recipients": recipients},
+            code="E_CASE",
+            label="the doctor's case",
+            roles=("setup",),
+            empty=False,
+        )
     input = case.get("input")
     if kind in ("N5", "nondeterministic"):
         memory(search, spec, 0, input)

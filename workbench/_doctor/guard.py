@@ -7,9 +7,10 @@ user's own files and storage, a plugin capability declaring one) is refused befo
 naming its option. Each capability says which of its options act for real
 (`CapabilitySpec.real_effects`), so a plugin's is refused the same way.
 
-Its own calls leave nothing behind: the call log, the activity log, the HTTP log, the mock
-outbox, the clock (frozen or not), the bench's seed stream and call counter are as they were
-before the run (`Kept`). `seconds=` bounds the whole run by wall clock (`HardStop`): between
+Its own calls leave nothing behind: the call log, the clock (frozen or not), the bench's seed
+stream and call counter are as they were before the run (`Kept`), and so is every part of the
+bench's state its capabilities declare (the activity and HTTP logs, the mock outbox, the
+recipients and faults: ctx/state.py). `seconds=` bounds the whole run by wall clock (`HardStop`): between
 calls the search stops itself; a call still running at the end (a Python tool sleeping or
 spinning past its own timeout, a sandbox call) is interrupted by a timer signal in the main
 thread, where a bench is used.
@@ -42,11 +43,12 @@ def real_effects(bench: Bench) -> list[str]:
     """The options of `bench` that act outside it for real: "outbox=", "http='real'", … and
     "providers=" when its files or storage are the user's own."""
     from ..ctx.registry import specs_of
+    from ..ctx.spec import backend_of
 
     real = [k for k, v in sorted(bench.provider_kinds.items()) if v == "real"]
     out = [f"providers= (its {' and '.join(real)} on real providers)"] if real else []
     for spec in specs_of(bench.profile):
-        backend = bench.providers.backends.get(spec.impl)
+        backend = backend_of(bench.providers, spec)
         if spec.real_effects is not None and backend is not None:
             out += [o for o in spec.real_effects(backend) if o not in out]
     return out
@@ -66,19 +68,19 @@ def refuse_real(bench: Bench) -> None:
 
 
 class Kept:
-    """The bench's bookkeeping as it was before a run, put back after it."""
+    """The bench's own bookkeeping as it was before a run, put back after it: its calls
+    (results ring, counter, the latest call's state copy), its seed stream and its clock. What
+    its capabilities hold beyond the state (the logs, allow-lists, faults, secrets, served
+    answers) is put back by the state model (`ctx.state.take`/`restore` of the "setup" and
+    "log" parts); the state itself (files, storage, the outbox, the mailbox) by the run's
+    restore of the fixtures' snapshot."""
 
     def __init__(self, bench: Bench) -> None:
+        from ..ctx import state
+
         self.bench = bench
-        backends = bench.providers.backends
-        rings = (bench.results, backends.get("audit"), _log(backends.get("http")))
-        self.rings = [r for r in rings if r is not None]  # (an empty one too: it is put back empty)
-        self.saved = [r.saved() for r in self.rings]
-        outbox = getattr(backends.get("tools"), "outbox", None)
-        self.outbox = outbox if isinstance(getattr(outbox, "sent", None), list) else None
-        self.sent = len(self.outbox.sent) if self.outbox is not None else 0
-        tools = backends.get("tools")
-        self.faults = {k: list(v) for k, v in getattr(tools, "faults", {}).items()}
+        self.saved = bench.results.saved()  # (an empty one too: it is put back empty)
+        self.parts = state.take(bench, roles=("setup", "log"))
         # the latest call's state copy (its `pin`) is taken aside, not closed by the run's calls
         self.counters = (bench._calls, bench._rng.getstate(), bench._second, bench._before)
         bench._before = None
@@ -86,15 +88,11 @@ class Kept:
         self.clock = (clock.mode, clock.time(), clock._offset)
 
     def put_back(self) -> None:
+        from ..ctx import state
+
         bench = self.bench
-        for ring, saved in zip(self.rings, self.saved, strict=True):
-            ring.put_back(saved)
-        if self.outbox is not None:
-            del self.outbox.sent[self.sent :]
-        tools = bench.providers.backends.get("tools")
-        if tools is not None and hasattr(tools, "faults"):
-            tools.faults.clear()
-            tools.faults.update(self.faults)
+        bench.results.put_back(self.saved)
+        state.restore(bench, self.parts)  # (never moves the clock: that is put back below)
         calls, rng, second, before = self.counters
         bench._calls, bench._second = calls, second
         bench._rng.setstate(rng)
@@ -108,10 +106,6 @@ class Kept:
                 clock._mode, clock._offset = "running", offset
             else:
                 clock._mode, clock._offset = "real", 0.0
-
-
-def _log(http: Any) -> Any:
-    return getattr(http, "log", None) if http is not None else None
 
 
 def _in_gc_callback(frame: FrameType | None) -> bool:

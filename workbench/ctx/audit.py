@@ -22,6 +22,7 @@ from .._errors import WorkbenchError
 from .._json import json_chars, to_json
 from .kept import ROW_CHARS, Ring
 from .spec import CapabilitySpec, OpenContext, View
+from .state_logs import ring_part
 
 if TYPE_CHECKING:
     from ..platforms import Limits
@@ -36,6 +37,12 @@ PLATFORM_PREFIX = "tool:"  # the event of the platform's row for a ctx.tools cal
 def activity_log(limits: Limits) -> Ring[dict[str, Any]]:
     """A bench's activity log: its rows, the oldest dropped past `limits.audit_bench_chars`."""
     return Ring(limits.audit_bench_chars, _chars, "audit_bench_chars")
+
+
+def log_of(providers: Any) -> Ring[dict[str, Any]] | None:
+    """The activity log of the bench of `providers` (None: its platform has no ctx.audit)."""
+    log: Ring[dict[str, Any]] | None = providers.backends.get(SPEC.impl)
+    return log
 
 
 def _chars(row: dict[str, Any]) -> int:
@@ -154,6 +161,7 @@ def _dropped(session: CallSession, chars: int) -> None:
 #: ctx.audit as a unit
 SPEC = CapabilitySpec(
     impl="audit",
+    state=(ring_part("audit", lambda log: log),),
     title="ctx.audit",
     implementation=Audit,
     backend=_backend,

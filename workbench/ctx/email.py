@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError, WorkbenchError
 from ..providers import mail as _mail
+from .email_state import EMAIL_SETUP, MAILBOX
 from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, path_or
 from .surface import spell_action
 
@@ -269,6 +270,12 @@ class Email:
         return msg.to_json()  # bounded: body, attachments, subject, addresses (SEC5)
 
 
+def access_of(providers: Any) -> MailAccess | None:
+    """ctx.email's backend of the bench of `providers` (None: its platform has no ctx.email)."""
+    access: MailAccess | None = providers.backends.get(SPEC.impl)
+    return access
+
+
 def mail_clock(mailbox: Mailbox | None = None) -> MockClock:
     """The clock that dates mail added without a date: the mock mailbox's own (it never runs
     behind its newest mail), else a new mock clock (`bench.email.clock` on every bench)."""
@@ -308,6 +315,18 @@ class MailAccess:
             self.pending.append((at_ms, self._seq, dict(m), fires))
         self.pending.sort(key=lambda p: (p[0], p[1]))
         self.deliver()  # at= now or in the past: at once
+
+    def replace_pending(
+        self, pending: list[tuple[int, dict[str, Any], bool]], fired: list[dict[str, Any]]
+    ) -> None:
+        """The scheduled mail (at ms, message, fires) and the fired envelopes, replaced (a
+        restore, a put of the bench's setup); delivered when the clock reaches them."""
+        self.pending = []
+        for at_ms, message, fires in pending:
+            self._seq += 1
+            self.pending.append((at_ms, self._seq, dict(message), fires))
+        self.pending.sort(key=lambda p: (p[0], p[1]))
+        self.fired = list(fired)
 
     def deliver(self) -> None:
         """Add the scheduled mail whose time the clock has reached (before every read)."""
@@ -401,6 +420,7 @@ SPEC = CapabilitySpec(
     # E3: every method reads the mailbox, which is outside the bench's state: a replay serves
     # the pages and messages the pinned call saw (ctx/served.py)
     replayed=lambda method: True,
+    state=(MAILBOX, EMAIL_SETUP),
     options=(
         Option(
             "mailbox",

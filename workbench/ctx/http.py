@@ -50,6 +50,7 @@ from .http_private import FLAG as PRIVATE_FLAG
 from .http_private import OPTION as PRIVATE_OPTION
 from .http_private import check_option as check_private
 from .http_request import FORBIDDEN_METHODS, request_body, request_headers
+from .http_state import EFFECTS, HTTP_LOG, HTTP_SETUP
 from .http_urls import Url, UrlTooLong, check_length, parse_url
 from .masking import mask_error
 from .spec import CapabilitySpec, Flag, OpenContext, Option, View, checked, file_or, number, path_or, seconds
@@ -405,6 +406,12 @@ class FetchResponse:
         return f"<Response {self.status} {self.url}{extra}>"
 
 
+def state_of(providers: Any) -> HttpState | None:
+    """ctx.http's backend of the bench of `providers` (None: its platform has no ctx.http)."""
+    state: HttpState | None = providers.backends.get(SPEC.impl)
+    return state
+
+
 def _backend(opening: OpenContext) -> HttpState:
     """ctx.http's backend: the bench's transport, credentials and log (N10)."""
     from ..providers.http import make_transport
@@ -466,6 +473,8 @@ SPEC = CapabilitySpec(
     backend=_backend,
     close=_close,
     notice=_notice,
+    state=(HTTP_SETUP, HTTP_LOG),
+    effects=EFFECTS,
     options=(
         Option(
             "http",

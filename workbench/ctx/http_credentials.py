@@ -146,6 +146,12 @@ def _entry(name: Any, value: Any, where: str, source: str) -> Credential:
     return Credential(name, headers, rules, paths, source)
 
 
+def credential_from(name: Any, value: Any, source: str) -> Credential:
+    """One connection's credential from a {headers | token, hosts, paths?} entry (a bench's
+    setup put back); UsageError naming what is wrong, never a value."""
+    return _entry(name, value, "credentials", source)
+
+
 def _secrets_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A JSON file {connection: {headers | token, hosts, paths?}}; errors never quote its content."""
     from pathlib import Path

@@ -71,6 +71,7 @@ class StateContext:
     limits: Limits
     manifest: Manifest | None = None
     profile: Profile | None = None
+    bench: Any = None  # the bench itself: the "bench" part's clock, seed and open options
 
 
 @dataclass(frozen=True)

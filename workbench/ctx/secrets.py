@@ -15,12 +15,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from . import state_check as check
+from .parts import Refusal, StateContext, StatePart
 from .spec import CapabilitySpec, Flag, OpenContext, Option
+from .state import json_changes
 
 if TYPE_CHECKING:
     from ._session import CallSession
 
 MAX_NAME_CHARS = 200
+STAND_IN = "replayed-secret-{name}"  # a secret's value wherever the bench's setup is written
 
 
 class Secrets:
@@ -56,12 +60,71 @@ def _backend(opening: OpenContext) -> Any:
     return store
 
 
+# -- its part of the bench's setup: which secrets the bench has, never their values ---------
+def _names(cx: StateContext) -> list[str]:
+    """The secrets the bench's store can list (a keyring cannot: none of its)."""
+    values = getattr(cx.backend, "values", None)
+    return sorted(n for n, v in values.items() if v is not None) if isinstance(values, dict) else []
+
+
+def _dump(cx: StateContext) -> dict[str, str]:
+    return {name: STAND_IN.format(name=name) for name in _names(cx)}
+
+
+def _put(cx: StateContext, value: Any, bad: Refusal) -> None:
+    """The secrets `value` names, each with the value it gives (a stand-in in a bench's
+    setup), replacing the bench's store; every value is masked as the store's are."""
+    from ..providers.secrets import MAX_SECRET_CHARS, DictSecrets
+
+    given = check.items(value, bad, "secrets", dict, most=10_000)
+    for name, v in given.items():
+        check.name(name, bad, "secrets", most=MAX_NAME_CHARS)
+        check.name(v, bad, f"secrets.{name}", most=MAX_SECRET_CHARS)
+    store = DictSecrets(given)
+    cx.providers.backends[SPEC.impl] = store
+    http = cx.providers.backends.get("http")
+    for v in store.known():
+        if http is not None:
+            http.remember_secret(v)
+
+
+def _snapshot(cx: StateContext) -> Any:
+    values = getattr(cx.backend, "values", None)
+    return (cx.backend, dict(values) if isinstance(values, dict) else None)
+
+
+def _restore(cx: StateContext, snap: Any) -> None:
+    store, values = snap  # the real values: kept in memory only, never dumped
+    if store is not None and values is not None:
+        store.values = dict(values)
+    cx.providers.backends[SPEC.impl] = store
+
+
+#: which secrets the bench has (stand-ins); a snapshot keeps the store and its real values
+PART = StatePart(
+    "secrets",
+    dump=_dump,
+    put=_put,
+    role="setup",
+    snapshot=_snapshot,
+    restore=_restore,
+    diff=lambda a, b: json_changes("secret", "secrets", _shown(a), _shown(b)),
+    kind="secret",
+)
+
+
+def _shown(snap: Any) -> dict[str, str]:
+    values = snap[1] or {}
+    return {n: STAND_IN.format(name=n) for n, v in values.items() if v is not None}
+
+
 #: ctx.secrets as a unit (K6)
 SPEC = CapabilitySpec(
     impl="secrets",
     title="ctx.secrets",
     implementation=Secrets,
     backend=_backend,
+    state=(PART,),
     options=(
         Option(
             "secrets",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import GemLoadError, UsageError
+from .bench_state import BENCH_PART
 from .parts import Effect, StatePart
 
 if TYPE_CHECKING:
@@ -25,7 +26,17 @@ if TYPE_CHECKING:
     from ..platforms import Limits, Profile
     from ._session import CallSession
 
-__all__ = ["Action", "CapabilitySpec", "Flag", "OpenContext", "Option", "View", "foreign_view", "views_for"]
+__all__ = [
+    "Action",
+    "backend_of",
+    "CapabilitySpec",
+    "Flag",
+    "OpenContext",
+    "Option",
+    "View",
+    "foreign_view",
+    "views_for",
+]
 
 JSON_FILE_BYTES = 64 * 1024 * 1024  # of a flag's JSON file (fixtures, secrets, records)
 
@@ -152,6 +163,12 @@ class CapabilitySpec:
     effects: tuple[Effect, ...] = ()
 
 
+def backend_of(providers: Any, spec: CapabilitySpec) -> Any:
+    """The backend `spec`'s capability made for the bench of `providers` (None: the bench's
+    platform lacks it): the Face reaches a backend by its capability's spec, never by a name."""
+    return providers.backends.get(spec.impl)
+
+
 # -- parsing helpers for flags -------------------------------------------------------------
 def number(kind: type, *, what: str) -> Callable[[str], Any]:
     """A flag's argument as an int or a float (E_USAGE saying what it should be)."""
@@ -236,6 +253,7 @@ def closest(name: str, names: Iterable[str]) -> str | None:
 BENCH = CapabilitySpec(
     impl="",
     title="every bench",
+    state=(BENCH_PART,),
     options=(
         Option(
             "providers",
@@ -327,7 +345,7 @@ BENCH = CapabilitySpec(
         Option(
             "state",
             "a state folder written by `bench.export_state(DIR)`: the bench starts from its "
-            "conversation folder, kv, documents and SQL rows instead of the gem's fixtures",
+            "state (conversation folder, kv, documents, SQL rows, mock mail) instead of the gem's fixtures",
             type="str | os.PathLike[str] | None",
             default=None,
             more="mock providers only; every entry is checked (no link inside, paths within the "

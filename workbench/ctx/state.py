@@ -75,7 +75,7 @@ def effects_of(profile: Profile) -> dict[str, Effect]:
 def context(bench: Any, spec: CapabilitySpec) -> StateContext:
     p = bench.providers
     return StateContext(
-        p, p.backends.get(spec.impl), bench.limits, getattr(bench, "manifest", None), bench.profile
+        p, p.backends.get(spec.impl), bench.limits, getattr(bench, "manifest", None), bench.profile, bench
     )
 
 

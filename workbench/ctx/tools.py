@@ -25,6 +25,7 @@ from ..gem.rules import SchemaRules
 from ..gem.schema import InputValidator, check_input
 from .audit import PLATFORM_PREFIX, record
 from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, file_or, path_or
+from .tools_state import FAULTS, OUTBOX, RECIPIENTS, SEND_EMAIL
 
 if TYPE_CHECKING:
     from ._session import CallSession
@@ -357,6 +358,8 @@ SPEC = CapabilitySpec(
     # a built-in's answer (a search engine's, the mail server's) is served back on a replay; the
     # gem's own tools run again, as part of the code under test (ctx/served.py)
     replayed=lambda method: method.partition(".")[2] in BUILTINS,
+    state=(OUTBOX, RECIPIENTS, FAULTS),
+    effects=(SEND_EMAIL,),
     options=(
         Option(
             "web_search",

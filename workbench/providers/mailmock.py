@@ -15,6 +15,7 @@ file is skipped. Sizes of what getMessage returns are bounded at the ctx door (S
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from array import array
 from bisect import bisect_left, bisect_right
@@ -32,6 +33,7 @@ __all__ = ["DEFAULT_START", "DateIndex", "MockClock", "MockMailbox"]
 DEFAULT_START = 1_704_067_200_000  # 2024-01-01T00:00:00Z: an empty mock mailbox's clock
 TICK = 1000  # undated mail is stamped one second apart (Date: resolution)
 MAX_DATE = 2**53 - 1  # JavaScript's largest safe integer
+_GENERATIONS = itertools.count(1)  # MockMailbox._changes: each content of a mailbox its own number
 _FIELDS = ("accountId", "id", "subject", "fromAddr", "toAddrs", "date", "body", "attachments")
 MAILBOX_JSON_MAX_BYTES = 256 * 1024 * 1024  # a fixtures/mailbox.json larger than this is refused
 
@@ -180,6 +182,9 @@ class MockMailbox:
         self._index = {a: DateIndex(p) for a, p in pairs.items()}
         self.clock = clock or MockClock(DEFAULT_START if latest is None else latest)
         self._seq = 0
+        # which content it holds, a number no other content of any mailbox had: a restore to the
+        # content it holds does nothing
+        self._changes = next(_GENERATIONS)
 
     def __len__(self) -> int:
         return sum(len(r) for r in self._records.values())
@@ -210,6 +215,53 @@ class MockMailbox:
     def _envelope(account: str, id: str, rec: tuple[Any, ...]) -> Envelope:
         return Envelope(account, id, rec[1], rec[2], rec[3], rec[0])
 
+    # -- the bench's state part (ctx/email_state.py) ------------------------------------
+    def saved(self) -> tuple[Any, ...]:
+        """What `put_back` needs to make the mailbox as it is now (records are immutable
+        tuples: shared, not copied)."""
+        index = {a: (array("q", i.dates), list(i.ids)) for a, i in self._index.items()}
+        records = {a: dict(r) for a, r in self._records.items()}
+        return (records, index, self.clock.now(), self._seq, self._changes)
+
+    def put_back(self, saved: tuple[Any, ...]) -> None:
+        """The mailbox as it was at `saved` (its clock object stays: the bench shows it)."""
+        records, index, now, self._seq, changes = saved
+        self.clock.set(now)
+        if changes == self._changes:  # nothing added since: as it was
+            return
+        self._changes = changes
+        self._records = {a: dict(r) for a, r in records.items()}
+        self._index = {}
+        for a, (dates, ids) in index.items():
+            i = DateIndex()
+            i.dates, i.ids = array("q", dates), list(ids)
+            self._index[a] = i
+
+    def dicts(self) -> list[dict[str, Any]]:
+        """Every message as fixtures/mailbox.json holds it, unbounded, ordered by (accountId,
+        date, id)."""
+        out = []
+        for account in sorted(self._records):
+            index = self._index.get(account)
+            for id in index.ids if index is not None else ():
+                rec = self._records[account][id]
+                out.append(
+                    {
+                        "accountId": account,
+                        "id": id,
+                        "subject": rec[1],
+                        "fromAddr": rec[2],
+                        "toAddrs": list(rec[3]),
+                        "date": rec[0],
+                        "body": rec[4],
+                        "attachments": [
+                            {"filename": a.filename, "mimeType": a.mimeType, "sizeBytes": a.sizeBytes}
+                            for a in rec[5]
+                        ],
+                    }
+                )
+        return out
+
     # -- adding mail ----------------------------------------------------------------------
     def add(self, message: Message) -> None:
         e = message.envelope
@@ -217,6 +269,7 @@ class MockMailbox:
         if e.id in records:
             raise ValueError(f"account {e.accountId!r} already has a message with id {e.id!r}")
         records[e.id] = _record(message)
+        self._changes = next(_GENERATIONS)
         self._index.setdefault(e.accountId, DateIndex()).insert(e.date, e.id)
         if e.date > self.clock.now():  # the clock never runs behind the newest mail
             self.clock.set(e.date)

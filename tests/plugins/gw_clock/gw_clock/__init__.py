@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench._errors import GemLoadError, WorkbenchError
+from workbench.ctx.parts import Refusal, StateContext, StatePart
 from workbench.ctx.spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, checked, number
 from workbench.gem.folder import read_json, realpath
 from workbench.gem.lint import MAX_PROBLEMS, check_tools, gem_root, link_problems, raise_problems, tool_specs
@@ -104,6 +105,47 @@ def _advance(bench: Any, values: list[str]) -> None:
         )
 
 
+# -- the bench state the capability owns: its time (state) and its reads and moves (log) ---------
+def _ticker_put(cx: StateContext, value: Any, bad: Refusal) -> None:
+    if not isinstance(value, dict) or set(value) != {"ms"}:
+        raise bad("ticker", "is not {ms}")
+    ms = value["ms"]
+    if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= MAX_MS:
+        raise bad("ticker.ms", f"is not an integer of milliseconds, 0 to {MAX_MS:,}")
+    if cx.backend is not None:
+        cx.backend.ms = ms
+
+
+def _log_put(cx: StateContext, value: Any, bad: Refusal) -> None:
+    if value != []:
+        raise bad("ticker_log", "is a log the calls write: a state does not put rows in it")
+    if cx.backend is not None:
+        cx.backend.log.clear()
+
+
+def _log_restore(cx: StateContext, rows: list[dict[str, Any]]) -> None:
+    if cx.backend is not None:
+        cx.backend.log[:] = rows
+
+
+#: the clock's time: in snapshots, diffs, restores, state folders, bundles and pinned cases
+TICKER_PART = StatePart(
+    "ticker",
+    dump=lambda cx: {"ms": cx.backend.ms} if cx.backend is not None else {},
+    put=_ticker_put,
+    blank=lambda: {"ms": 0},
+)
+#: the clock's reads and moves: put back by a restore, never dumped into a state
+TICKER_LOG = StatePart(
+    "ticker_log",
+    dump=lambda cx: list(cx.backend.log) if cx.backend is not None else [],
+    put=_log_put,
+    role="log",
+    restore=_log_restore,
+    blank=list,
+)
+
+
 #: ctx.ticker as a unit: the one registry row the plugin adds
 TICKER = CapabilitySpec(
     impl="ticker",
@@ -111,6 +153,7 @@ TICKER = CapabilitySpec(
     implementation=Ticker,
     backend=_backend,
     call_state=lambda session: ClockCall(),
+    state=(TICKER_PART, TICKER_LOG),
     options=(
         Option(
             "ticker_start",
