@@ -58,6 +58,13 @@ def identity(bench: Bench) -> tuple[str, dict[str, Any]]:
     return key, {"seed": s, "ids": s}
 
 
+def _again(ident: dict[str, Any]) -> dict[str, Any]:
+    """A rerun's seeds: its own (it draws new ids, as a rerun on the platform does), derived
+    from the run's so that the doctor's reruns repeat."""
+    again = {k: (v * 31 + 7) & 0x7FFFFFFF if isinstance(v, int) else v for k, v in ident.items()}
+    return {**again, "call_id": None}
+
+
 def clean_run(
     bench: Bench, name: str, input: Any, key: str, ident: dict[str, Any]
 ) -> tuple[CallResult, Outcome]:
@@ -118,7 +125,7 @@ def _crash_call(
         first.crash = CrashReport(point, None, [d1], [])
         return first, []
     snap2 = bench.snapshot()
-    second = pipeline.call(bench, name, input, key=key, fresh=True, identity=ident)
+    second = pipeline.call(bench, name, input, key=key, fresh=True, identity=_again(ident))
     d2 = bench.diff(snap2)
     more, lost = judge(clean[1], outcome(bench, start, [first, second]), key)
     second.crash = CrashReport(point, first, [d1, d2], more)

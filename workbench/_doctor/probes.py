@@ -61,6 +61,8 @@ def probes(search: Search, tool: ToolSpec) -> None:
             tries = ran[:2]
             if stats.busiest is not None and stats.busiest[:2] not in tries:
                 tries.append(stats.busiest[:2])
+            if stats.acted is not None and stats.acted not in tries:
+                tries.append(stats.acted)
             for start, input in tries:
                 if (tool.name, "N7") in search.found_kinds:
                     break

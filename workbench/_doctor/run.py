@@ -56,6 +56,7 @@ class ToolStats:
     ran: list[tuple[int, Any]] = field(default_factory=list)  # (start, input) of calls that returned
     crash: tuple[int, int] | None = None  # N7: crash points tried, of the ctx calls a run made
     busiest: tuple[int, Any, int] | None = None  # (start, input, ctx calls) of the run doing most
+    acted: tuple[int, Any] | None = None  # (start, input) of the first run that acted outside (mail sent)
     probe_seconds: float = 0.0  # N5, determinism and N7 probes of what ran
     pin_seconds: float = 0.0  # writing its findings as cases
 
@@ -191,6 +192,8 @@ class Search:
         if res.error is None and valid and start is not None:
             if len(stats.ran) < 50:
                 stats.ran.append((start, input))
+            if outbox and stats.acted is None:  # N7 crashes a run that sent something too
+                stats.acted = (start, input)
             calls = len(res.trace_rows)  # N7 crashes the run that does most, not only the smallest
             if calls and (stats.busiest is None or calls > stats.busiest[2]):
                 stats.busiest = (start, input, calls)
@@ -229,7 +232,7 @@ class Search:
         # bookkeeping: about 1 ms an example) is shared by the batch; a finding shrinks the batch
         # to the one input that gives it, and that input to its smallest
         one = st.tuples(
-            valid_inputs(schema, accepts, tuple(self.seeds.strings)), st.integers(0, 15)
+            valid_inputs(schema, accepts, tuple(self.seeds.strings), self.seeds.formats), st.integers(0, 15)
         )  # how 0-1: broken (N8)
         strategy = st.tuples(st.integers(0, len(self.starts) - 1), st.lists(one, min_size=1, max_size=BATCH))
 

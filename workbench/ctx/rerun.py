@@ -92,7 +92,9 @@ def acts(profile: Any, results: Iterable[Any]) -> list[tuple[Effect, list[Any]]]
         return out
     for row in _rows(results):
         effect = effects.get(str(row.get("method")))
-        if effect is not None:
+        # a call that failed or was answered with an error (a refused recipient's envelope,
+        # an HTTP error status) is taken as not done: a rerun repeating it repeats nothing
+        if effect is not None and row.get("ok", True) and not row.get("notice"):
             args = _args(row)
             if effect.acts(args):
                 out.append((effect, args))
