@@ -584,7 +584,9 @@ class Replayer:
                 field="tool",
             )
         # (emptied already: the bench was put back to its empty snapshot)
-        put_state(bench, case["before"], code="E_CASE", label=f"{path}: before", empty=False)
+        put_state(
+            bench, case["before"], code="E_CASE", label=f"{path}: before", empty=False
+        )
         at = _at(case)
         if at is None:
             bench.clock.real()
