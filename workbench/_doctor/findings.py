@@ -82,14 +82,9 @@ def _first_line(text: str) -> str:
 
 
 def _secret_in(bench: Bench, value: Any) -> bool:
-    http = bench.providers.backends.get("http")
-    if http is None or not http.has_secrets:
-        return False
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    return http.mask(text) != text
+    from ..ctx.reach import holds_secret
+
+    return holds_secret(bench.providers, value)
 
 
 def check_call(

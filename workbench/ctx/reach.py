@@ -6,10 +6,11 @@ host is refused before the tool does its real work, and what it does after is ne
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Reach", "reach"]
+__all__ = ["Reach", "holds_secret", "reach", "recipients"]
 
 MAX = 50  # of each list
 
@@ -49,3 +50,25 @@ def reach(bench: Any) -> Reach:
     out.hosts = list(dict.fromkeys(hosts))[:MAX]
     out.addresses = out.addresses[:MAX]
     return out
+
+
+def recipients(bench: Any) -> list[str]:
+    """The recipient patterns `bench.allow_recipients` was given ([] on a bench without them)."""
+    return [
+        p
+        for p in getattr(bench.providers.backends.get("tools"), "recipients", ()) or ()
+        if isinstance(p, str)
+    ]
+
+
+def holds_secret(providers: Any, value: Any) -> bool:
+    """Whether `value` (as JSON text) holds a secret's value the bench knows (its credentials',
+    ctx.secrets'), which must not leave it: what the doctor calls a leak (K6/SEC4)."""
+    http = providers.backends.get("http")
+    if http is None or not http.has_secrets:
+        return False
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return bool(http.mask(text) != text)
