@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .state import changes, effects_of
+from .state import changes, effects_of, parts_of
 
 if TYPE_CHECKING:
     from .parts import Change, Effect
@@ -102,10 +102,13 @@ def acts(profile: Any, results: Iterable[Any]) -> list[tuple[Effect, list[Any]]]
 
 
 def outcome(bench: Any, start: Snapshot, results: Iterable[Any]) -> Outcome:
-    """The bench's change since `start` (a call's scratch folder `run/` aside) and the acts
-    of `results`."""
-    rows = [c for c in changes(bench, start) if not str(c.where).startswith("run/")]
-    return Outcome(rows, acts(bench.profile, results))
+    """The bench's change since `start` and the acts of `results`. Only "state" parts count
+    (a fault used up is setup, not the tool's doing), without a call's scratch folder `run/`
+    and without the parts of a capability that declares effects (its outbox records the
+    mail its effects compare already)."""
+    acted = {part.name for part, spec in parts_of(bench.profile) if spec.effects}
+    rows = changes(bench, start, roles=("state",), skip=acted)
+    return Outcome([c for c in rows if not str(c.where).startswith("run/")], acts(bench.profile, results))
 
 
 # -- the comparison -------------------------------------------------------------------------
