@@ -258,3 +258,18 @@ def test_the_doctors_platform_behaviour_is_read_from_the_profile() -> None:
     assert [rule_of("secret", p) for p in (agent, ekanos, noto)] == ["SEC4", "K6", "SEC4"]
     assert [p.throw_kind for p in (agent, ekanos, noto)] == ["throw", "fault", "throw"]
     assert [p.envelopes for p in (agent, ekanos, noto)] == [True, False, False]
+
+
+def test_a_plugin_platform_gets_the_doctors_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from workbench._doctor.findings import rule_of
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "plugins" / "gw_fourth"))
+    try:
+        from gw_fourth import PROFILE  # a plugin's profile that says nothing of the doctor
+
+        assert [rule_of(k, PROFILE) for k in ("timeout", "secret", "throw")] == ["SEC5", "SEC4", "-"]
+        assert (PROFILE.throw_kind, PROFILE.envelopes, PROFILE.side_effects) == ("throw", False, False)
+    finally:
+        sys.modules.pop("gw_fourth", None)
