@@ -88,6 +88,19 @@ def test_the_doctor_seeds_addresses_and_hosts_from_what_the_bench_allows(
     assert first == {"to": "team@acme.example", "topic": ""}  # the plainest input that can mail
 
 
+@pytest.mark.deno  # (the gem's JS tools start the sandbox at open)
+def test_the_doctor_fills_an_account_field_with_an_allowed_account(opened: Callable) -> None:
+    from workbench._doctor.seeds import gather, seeded_examples
+
+    bench = opened(Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "mail-digest")
+    assert "account" not in gather(bench).formats  # none allowed yet
+    bench.email.allow(["work"])
+    seeds = gather(bench)
+    assert seeds.formats["account"] == ["work"]
+    schema = {"type": "object", "properties": {"accountId": {"type": "string"}, "q": {"type": "string"}}}
+    assert seeded_examples(schema, {}, seeds)[0] == {"accountId": "work"}
+
+
 def test_the_doctor_seeds_hosts_from_credentials(gem: GemBuilder, opened: Callable) -> None:
     from workbench._doctor.seeds import gather
 

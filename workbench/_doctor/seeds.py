@@ -137,11 +137,13 @@ def _mail(bench: Bench, out: Seeds) -> None:
     from ..ctx.reach import reach
 
     email = getattr(bench, "email", None)  # (the Face's ctx.email view; None: no ctx.email)
+    usable: list[str] = []  # the accounts a tool may read: an account field is drawn from them
     if email is not None:
-        allowed = email.allowed
+        granted = email.allowed
         try:  # a real mailbox (read-only) may fail to answer: then no ids from it
             accounts = list(email.accounts)[:10]
-            for account in [*([] if allowed == "all" else allowed), *accounts]:
+            usable = accounts if granted == "all" else [a for a in granted if isinstance(a, str)][:10]
+            for account in [*([] if granted == "all" else granted), *accounts]:
                 out.add(account)
             for account in accounts:
                 for env in email.mailbox.envelopes_since(account, 0, 50):
@@ -155,7 +157,7 @@ def _mail(bench: Bench, out: Seeds) -> None:
     for value in [*allowed.hosts, *urls]:
         out.add(value)
     formats = {"email": allowed.addresses, "idn-email": allowed.addresses, "hostname": allowed.hosts}
-    formats |= {"uri": urls, "url": urls, "iri": urls}
+    formats |= {"uri": urls, "url": urls, "iri": urls, "account": usable}
     out.formats = {k: v for k, v in formats.items() if v}
 
 
@@ -202,13 +204,16 @@ def seeded_examples(schema: Any, plain: Any, seeds: Seeds) -> list[Any]:
     return out
 
 
-#: fields an address goes in when their schema names no format (send_email's own names)
-_ADDRESS_FIELDS = frozenset({"to", "cc", "bcc", "email", "recipient", "address", "reply_to"})
+#: fields an address or an account id goes in when their schema names no format
+_NAMED = {
+    **dict.fromkeys(("to", "cc", "bcc", "email", "recipient", "address", "reply_to"), "email"),
+    **dict.fromkeys(("account", "accountid", "account_id"), "account"),
+}
 
 
 def _allowed_fields(props: dict[str, Any], seeds: Seeds) -> dict[str, list[str]]:
     """{top-level string field: the allowed values of its format} (a field named like an
-    address without a format: the allowed addresses)."""
+    address or an account without a format: the allowed addresses or accounts)."""
     out: dict[str, list[str]] = {}
     for key, sub in props.items():
         if not isinstance(sub, dict) or "enum" in sub or "const" in sub:
@@ -217,8 +222,8 @@ def _allowed_fields(props: dict[str, Any], seeds: Seeds) -> dict[str, list[str]]
         if not (types == "string" or isinstance(types, list) and "string" in types):
             continue
         fmt = sub.get("format") if isinstance(sub.get("format"), str) else None
-        if fmt is None and key.lower() in _ADDRESS_FIELDS:
-            fmt = "email"
+        if fmt is None:
+            fmt = _NAMED.get(key.lower())
         hi = sub.get("maxLength")
         values = [v for v in seeds.formats.get(fmt or "", []) if not isinstance(hi, int) or len(v) <= hi]
         if values:
