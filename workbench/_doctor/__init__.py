@@ -212,10 +212,9 @@ def _pin(bench: Bench, search: Search, finding: Finding, seed: int) -> Any:
     else:
         res = search.call(spec, finding.input, start)
     case = build_case(bench, res)
-    from ..ctx.reach import recipients
-
+    tools = bench.providers.backends.get("tools")
     case["doctor"] = {
-        "recipients": recipients(bench),  # send_email's allowlist (agent)
+        "recipients": list(getattr(tools, "recipients", ())),  # send_email's allowlist (agent)
         "kind": finding.kind,
         "rule": finding.rule,
         "message": finding.message,
@@ -242,7 +241,7 @@ def recheck(bench: Bench, case: dict[str, Any]) -> list[str]:
     search.stats[spec.name] = ToolStats()
     search.served = case.get("served") if isinstance(case.get("served"), list) else []
     recipients = doctor_.get("recipients")
-    if isinstance(recipients, list) and recipients and bench.profile.dispatch:  # (a bench with ctx.tools)
+    if isinstance(recipients, list) and recipients and "tools" in bench.providers.backends:
         bench.allow_recipients(*[r for r in recipients if isinstance(r, str)][:100])
     input = case.get("input")
     if kind in ("N5", "nondeterministic"):

@@ -10,7 +10,7 @@ from typing import Any
 
 from .parts import Effect
 
-__all__ = ["HTTP_EFFECTS", "MAIL"]
+__all__ = ["HTTP_EFFECTS", "MAIL", "mail_said", "request_said"]
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
@@ -20,7 +20,8 @@ def _mail(args: list[Any]) -> dict[str, Any]:
     return args[-1] if args and isinstance(args[-1], dict) else {}
 
 
-def _mail_said(args: list[Any]) -> str:
+def mail_said(args: list[Any]) -> str:
+    """A mail as N7 says it: "mail to a@x.example 'Report'"."""
     mail = _mail(args)
     to = mail.get("to")
     to = ", ".join(str(t) for t in to) if isinstance(to, list) else str(to)
@@ -28,7 +29,7 @@ def _mail_said(args: list[Any]) -> str:
 
 
 #: ctx.tools.send_email (agent)
-MAIL = Effect("tools.send_email", describe=_mail_said)
+MAIL = Effect("tools.send_email", describe=mail_said)
 
 
 def _init(args: list[Any]) -> dict[str, Any]:
@@ -59,12 +60,13 @@ def _keyed(args: list[Any], key: str) -> bool:
         return False
 
 
-def _request_said(args: list[Any]) -> str:
+def request_said(args: list[Any]) -> str:
+    """A request as N7 says it: "POST https://api.x.example/v1/charges"."""
     return f"{_method(args)} {_url(args)}"
 
 
 def _request(method: str) -> Effect:
-    return Effect(method, acts=_changes, deduped=_keyed, describe=_request_said)
+    return Effect(method, acts=_changes, deduped=_keyed, describe=request_said)
 
 
 #: ctx.http.fetch (Notochord) and ctx.fetch (Ekanos) with a side-effecting method

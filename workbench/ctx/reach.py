@@ -2,6 +2,7 @@
 recipients), the hosts a request may go to (a credential's hosts, an integration's egress).
 The doctor draws its inputs from these (`_doctor/seeds.py`): drawn at random, an address or a
 host is refused before the tool does its real work, and what it does after is never searched.
+And what must not get out: whether a value holds a secret the bench knows (`holds_secret`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Reach", "holds_secret", "reach", "recipients"]
+__all__ = ["Reach", "holds_secret", "reach"]
 
 MAX = 50  # of each list
 
@@ -50,15 +51,6 @@ def reach(bench: Any) -> Reach:
     out.hosts = list(dict.fromkeys(hosts))[:MAX]
     out.addresses = out.addresses[:MAX]
     return out
-
-
-def recipients(bench: Any) -> list[str]:
-    """The recipient patterns `bench.allow_recipients` was given ([] on a bench without them)."""
-    return [
-        p
-        for p in getattr(bench.providers.backends.get("tools"), "recipients", ()) or ()
-        if isinstance(p, str)
-    ]
 
 
 def holds_secret(providers: Any, value: Any) -> bool:
