@@ -73,6 +73,25 @@ def test_the_doctor_finds_N7_on_the_mailer_drawing_an_allowed_recipient(
     assert "a clean run sends 1" in n7[0].message
 
 
+@pytest.mark.deno
+def test_the_mailers_N7_case_replays_until_the_mail_is_sent_once(tmp_path: Path) -> None:
+    from workbench.testing import replay_case
+
+    gem = GemBuilder(tmp_path / "gem")
+    gem.tool("mailer", MAILER, ext="js", schema=MAIL_SCHEMA)
+    root = gem.as_agent("agent-1", "Mailer").write()
+    with workbench.open(root) as bench:
+        bench.allow_recipients("*@acme.example")
+        [n7] = [f for f in bench.doctor(examples=16, seed=1).findings if f.kind == "N7"]
+    out = replay_case(n7.case)  # the search's answer served to the clean, crashed and rerun calls
+    assert not out.ok and "mail to team@acme.example" in out.lines[0], out.lines
+    tool = root / "tools" / "mailer.js"  # a tool that no longer mails has nothing to send twice
+    tool.write_text(
+        tool.read_text().replace("return await ctx.tools.send_email", "return found; ctx.tools.send_email")
+    )
+    assert replay_case(n7.case).ok
+
+
 def test_the_doctor_seeds_addresses_and_hosts_from_what_the_bench_allows(
     gem: GemBuilder, opened: Callable
 ) -> None:

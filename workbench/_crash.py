@@ -58,7 +58,7 @@ def identity(bench: Bench) -> tuple[str, dict[str, Any]]:
     return key, {"seed": s, "ids": s}
 
 
-def _again(ident: dict[str, Any]) -> dict[str, Any]:
+def rerun_identity(ident: dict[str, Any]) -> dict[str, Any]:
     """A rerun's seeds: its own (it draws new ids, as a rerun on the platform does), derived
     from the run's so that the doctor's reruns repeat."""
     again = {k: (v * 31 + 7) & 0x7FFFFFFF if isinstance(v, int) else v for k, v in ident.items()}
@@ -90,11 +90,14 @@ def crash_call(
     clean: tuple[CallResult, Outcome] | None = None,
     key: str | None = None,
     ident: dict[str, Any] | None = None,
+    again: dict[str, Any] | None = None,
 ) -> CallResult:
     """The call crashed after ctx call `point` (or `crash`), rerun with the same key, judged
     against `clean` (a clean run from the same start, with the same `key` and `ident`; made
-    here when not given)."""
-    return _crash_call(bench, name, input, crash, point=point, clean=clean, key=key, ident=ident)[0]
+    here when not given). `again`: the rerun's identity (default: `ident`'s seeds moved on)."""
+    return _crash_call(
+        bench, name, input, crash, point=point, clean=clean, key=key, ident=ident, again=again
+    )[0]
 
 
 def _crash_call(
@@ -107,6 +110,7 @@ def _crash_call(
     clean: tuple[CallResult, Outcome] | None,
     key: str | None,
     ident: dict[str, Any] | None,
+    again: dict[str, Any] | None = None,
 ) -> tuple[CallResult, list[str]]:
     """crash_call, and what a clean run did that the crashed run and its rerun lost."""
     if name not in bench.manifest.tools:
@@ -125,7 +129,7 @@ def _crash_call(
         first.crash = CrashReport(point, None, [d1], [])
         return first, []
     snap2 = bench.snapshot()
-    second = pipeline.call(bench, name, input, key=key, fresh=True, identity=_again(ident))
+    second = pipeline.call(bench, name, input, key=key, fresh=True, identity=again or rerun_identity(ident))
     d2 = bench.diff(snap2)
     more, lost = judge(clean[1], outcome(bench, start, [first, second]), key)
     second.crash = CrashReport(point, first, [d1, d2], more)
