@@ -51,8 +51,9 @@ def _point(bench: Bench, crash: Any, clean: CallResult) -> int:
 
 
 def identity(bench: Bench) -> tuple[str, dict[str, Any]]:
-    """(an idempotency key, the seeds) a clean run, a crashed run and its rerun share: from one
-    start, what differs between them is the crash's doing, not the ids or draws."""
+    """(an idempotency key, the seeds) a clean run and a crashed run share: from one start, what
+    differs between them is the crash's doing, not the ids or draws (the rerun has the key and
+    draws its own ids: `rerun_identity`)."""
     key = pipeline.token_hex(bench, 16)  # the bench's seed's, when it has one
     s = int(pipeline.token_hex(bench, 4), 16) >> 1
     return key, {"seed": s, "ids": s}
