@@ -53,11 +53,14 @@ def _changes(args: list[Any]) -> bool:
 
 
 def _keyed(args: list[Any], key: str) -> bool:
-    """Whether the request carries the run's idempotency key (a header, the URL, the body)."""
+    """Whether the request carries the run's idempotency key, in a header or its body."""
+    first = args[0] if args else None
+    init = _init(args) or (first if isinstance(first, dict) else {})
     try:
-        return bool(key) and key in json.dumps(args, default=str)
+        said = json.dumps([init.get("headers"), init.get("body")], default=str)
     except (TypeError, ValueError, RecursionError):
         return False
+    return bool(key) and key in said
 
 
 def request_said(args: list[Any]) -> str:
