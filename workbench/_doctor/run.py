@@ -139,7 +139,7 @@ class Search:
 
     def identity(self, tool: ToolSpec, n: int) -> tuple[str, dict[str, Any]]:
         """(the idempotency key, the ids and seeds) of the `n`th call of an example of `tool`:
-        every run of it, a crashed one and its rerun too, has the same."""
+        every run of it has the same, a crashed one too (its rerun: the key, its own ids)."""
         s = int.from_bytes(hashlib.sha256(f"{self.seed}:{tool.name}:{n}".encode()).digest()[:4], "big") >> 1
         return f"{s:032x}", {"call_id": f"doctor-{s:08x}", "seed": s, "ids": s, "playback": self._playback()}
 
