@@ -58,7 +58,8 @@ def test_the_planted_agent_bugs_are_found(tmp_path: Path) -> None:
         report = bench.doctor(examples=40, seconds=SECONDS, seed=1)
     assert {("notify", "N7"), ("fire_and_forget", "envelope")} <= found(report)
     n7 = next(f for f in report.findings if f.kind == "N7" and f.tool == "notify")
-    assert "2 mails sent" in n7.message and n7.extra["crash_after"] == 1
+    assert "mail to team@example.com" in n7.message and "2 sent" in n7.message
+    assert "a clean run sends 1" in n7.message and n7.extra["crash_after"] == 1
 
 
 @pytest.mark.deno

@@ -8,10 +8,11 @@ import re
 from pathlib import Path
 
 from workbench._doctor.findings import KINDS, rule_of
+from workbench.platforms import profile
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "doctor.md"
-PLATFORMS = ("notochord", "agent", "ekanos")
+PLATFORMS = [profile(name) for name in ("notochord", "agent", "ekanos")]
 
 
 def _table() -> list[list[str]]:

@@ -146,9 +146,9 @@ class CrashReport:
     """N7: what `bench.call(tool, input, crash=N)` did: the crashed run, then the rerun.
 
     `crashed` is the aborted run (None when the tool made fewer than N ctx calls, so nothing
-    crashed); `diffs` the state change of each run (bench.diff rows); `duplicates` the
-    entries the rerun added where the crashed run had already added some — a side effect done
-    twice.
+    crashed); `diffs` the state change of each run (bench.diff rows); `duplicates` what the
+    crashed run and the rerun did more or otherwise than one clean call from the same start
+    (ctx/rerun.py): a mail sent twice, a second document, a balance moved twice — N7.
     """
 
     point: int

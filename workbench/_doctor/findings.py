@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .._bench import Bench
     from .._result import CallResult
+    from ..platforms import Profile
 
 #: kind -> (rule ID, what it is); a platform may name the rule otherwise (rule_of)
 KINDS: dict[str, tuple[str, str]] = {
@@ -69,13 +70,10 @@ class Finding:
         return f"bench.call({self.tool!r}, {args})"
 
 
-def rule_of(kind: str, platform: str) -> str:
-    """The rule ID of `kind` on `platform` (a time or call limit is A5 on agent tools)."""
-    if kind in ("timeout", "limit") and platform == "agent":
-        return "A5"
-    if kind == "secret" and platform != "ekanos":
-        return "SEC4"
-    return KINDS[kind][0]
+def rule_of(kind: str, profile: Profile) -> str:
+    """The rule ID of `kind` on `profile`'s platform: its `finding_rules` (a time or call limit
+    is A5 on agent tools), else the table's."""
+    return profile.finding_rules.get(kind, KINDS[kind][0])
 
 
 def _first_line(text: str) -> str:
@@ -84,22 +82,17 @@ def _first_line(text: str) -> str:
 
 
 def _secret_in(bench: Bench, value: Any) -> bool:
-    http = bench.providers.backends.get("http")
-    if http is None or not http.has_secrets:
-        return False
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    return http.mask(text) != text
+    from ..ctx.reach import holds_secret
+
+    return holds_secret(bench.providers, value)
 
 
 def check_call(
     bench: Bench, res: CallResult, *, valid: bool, outbox: list[Any] | None = None
 ) -> list[tuple[str, str]]:
     """The findings of one call, as (kind, message). `valid`: whether its input was one the
-    schema accepts (an invalid one must be refused before the tool runs: N8); `outbox`: the
-    mail it sent (agent tools), searched for secrets."""
+    schema accepts (an invalid one must be refused before the tool runs: N8); `outbox`: what
+    it sent out (its effects' arguments: mail, a POST's body), searched for secrets."""
     if not valid:
         if res.error is None or res.error.code != "E_SCHEMA":
             got = "ran and returned" if res.error is None else f"ran and failed with {res.error.code}"
@@ -107,10 +100,10 @@ def check_call(
         return []
     out: list[tuple[str, str]] = []
     err = res.error
-    platform = bench.profile.name
+    profile = bench.profile
     if err is not None:
         if err.code in _THROWN:
-            out.append(("fault" if platform == "ekanos" else "throw", _first_line(err.message)))
+            out.append((profile.throw_kind, _first_line(err.message)))
         elif err.code == "E_RESULT_TOO_LARGE":
             out.append(("N9", _first_line(err.message)))
         elif err.code == "E_RESULT_NOT_JSON":
@@ -126,15 +119,16 @@ def check_call(
     elif err is None and _secret_in(bench, res.value):
         out.append(("secret", "a secret's value is in the result the model reads"))
     elif outbox and _secret_in(bench, outbox):
-        out.append(("secret", "a secret's value is in mail the tool sent"))
+        out.append(("secret", "a secret's value is in what the tool sent out (mail, a request)"))
     elif _secret_in(bench, [f.text for f in res.files if f.text]):
         out.append(("secret", "a secret's value is in a file the tool wrote"))
     shapes = [w for w in res.warnings if "outputExample" in w]
     if shapes:
         out.append(("shape", _first_line(shapes[0])))
-    if err is None and platform == "agent" and not _passes_failure_on(res.value):
+    if err is None and profile.envelopes and not _passes_failure_on(res.value):
+        dispatched = tuple(f"{path}." for path in profile.dispatch)  # ctx.tools.<built-in>
         enveloped = [
-            r for r in res.trace_rows if str(r.get("method", "")).startswith("tools.") and r.get("notice")
+            r for r in res.trace_rows if str(r.get("method", "")).startswith(dispatched) and r.get("notice")
         ]
         if enveloped:
             row = enveloped[0]

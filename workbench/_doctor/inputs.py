@@ -14,6 +14,7 @@ broken once: a required key dropped, a key of the wrong type, an extra key where
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .schemas import pointer_target
@@ -49,8 +50,17 @@ def _int(schema: dict[str, Any], key: str) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _strings(schema: dict[str, Any], seeds: tuple[str, ...] = ()) -> Any:
+def _strings(
+    schema: dict[str, Any], seeds: tuple[str, ...] = (), formats: Mapping[str, list[str]] | None = None
+) -> Any:
     from hypothesis import strategies as st
+
+    allowed = (formats or {}).get(str(schema.get("format")))
+    if allowed:  # an address, a host or a URL: mostly one the bench allows (seeds.py), else any
+        known_ = [s for s in allowed if _fits(schema, s)]
+        if known_:
+            rest = _strings({k: v for k, v in schema.items() if k != "format"}, seeds)
+            return st.one_of(st.sampled_from(known_), st.sampled_from(known_), rest)
 
     lo, hi = _int(schema, "minLength") or 0, _int(schema, "maxLength")
     found = [s for s in EDGE_STRINGS if lo <= len(s) and (hi is None or len(s) <= hi)]
@@ -62,6 +72,11 @@ def _strings(schema: dict[str, Any], seeds: tuple[str, ...] = ()) -> Any:
     if known:  # what the gem knows (seeds.py): a file that exists, a stored key, a mail id
         parts.append(st.sampled_from(known))
     return st.one_of(*parts)
+
+
+def _fits(schema: dict[str, Any], value: str) -> bool:
+    lo, hi = _int(schema, "minLength") or 0, _int(schema, "maxLength")
+    return lo <= len(value) and (hi is None or len(value) <= hi)
 
 
 def _numbers(schema: dict[str, Any], integer: bool) -> Any:
@@ -106,8 +121,10 @@ def _any(depth: int) -> Any:
 class _Schemas:
     """A schema's strategies, with its local `$ref`s resolved (SEC6 bounded them at load)."""
 
-    def __init__(self, root: Any, seeds: tuple[str, ...] = ()) -> None:
-        self.root, self.seeds = root, seeds
+    def __init__(
+        self, root: Any, seeds: tuple[str, ...] = (), formats: Mapping[str, list[str]] | None = None
+    ) -> None:
+        self.root, self.seeds, self.formats = root, seeds, formats
 
     def ref(self, pointer: str) -> Any:
         return pointer_target(self.root, pointer)
@@ -143,7 +160,7 @@ class _Schemas:
         if t is None and "properties" in schema:
             t = "object"
         if t == "string":
-            return _strings(schema, self.seeds)
+            return _strings(schema, self.seeds, self.formats)
         if t in ("integer", "number"):
             return _numbers(schema, t == "integer")
         if t == "boolean":
@@ -219,15 +236,20 @@ def edge_examples(schema: Any) -> list[Any]:
     return out
 
 
-def edges(schema: Any, seeds: tuple[str, ...] = ()) -> Any:
+def edges(schema: Any, seeds: tuple[str, ...] = (), formats: Mapping[str, list[str]] | None = None) -> Any:
     """A strategy of values for `schema`, weighted toward its edges (not all valid); string
-    fields also draw from `seeds`."""
-    return _Schemas(schema, seeds).of(schema)
+    fields also draw from `seeds`, and one of a `format` the bench allows from `formats`."""
+    return _Schemas(schema, seeds, formats).of(schema)
 
 
-def valid_inputs(schema: dict[str, Any], accepts: Any, seeds: tuple[str, ...] = ()) -> Any:
+def valid_inputs(
+    schema: dict[str, Any],
+    accepts: Any,
+    seeds: tuple[str, ...] = (),
+    formats: Mapping[str, list[str]] | None = None,
+) -> Any:
     """Inputs `accepts(value)` (the bench's validator: N8, the platform's rules) takes."""
-    return edges(schema, seeds).filter(accepts)
+    return edges(schema, seeds, formats).filter(accepts)
 
 
 def broken(schema: dict[str, Any], value: Any, how: int) -> Any:

@@ -17,6 +17,7 @@ from .run import ToolStats, _key
 
 if TYPE_CHECKING:
     from .._result import CallResult
+    from ..ctx.rerun import Outcome
     from ..gem import ToolSpec
     from .run import Search
 
@@ -55,10 +56,13 @@ def probes(search: Search, tool: ToolSpec) -> None:
             ) in search.found_kinds:
                 break
             memory(search, tool, start, input)
-        if tool.side_effect == "write" or search.bench.profile.name != "notochord":
+        # (where tools declare a sideEffect, a "read" one is D4's: it must not write at all)
+        if tool.side_effect == "write" or not search.bench.profile.side_effects:
             tries = ran[:2]
             if stats.busiest is not None and stats.busiest[:2] not in tries:
                 tries.append(stats.busiest[:2])
+            if stats.acted is not None and stats.acted not in tries:
+                tries.append(stats.acted)
             for start, input in tries:
                 if (tool.name, "N7") in search.found_kinds:
                     break
@@ -98,10 +102,14 @@ def memory(search: Search, tool: ToolSpec, start: int, input: Any) -> None:
 
 
 def crash(search: Search, tool: ToolSpec, start: int, input: Any, first: int | None = None) -> None:
-    """N7: crash runs of the example after sampled ctx calls (`first`: tried first)."""
+    """N7: crash runs of the example after sampled ctx calls (`first`: tried first), each with
+    its rerun judged against this clean run from the same start (ctx/rerun.py)."""
+    from ..ctx.rerun import outcome
+
     clean = search.call(tool, input, start)
     if clean.error is not None:
         return
+    did = outcome(search.bench, search.starts[start].snapshot, [clean])
     points = len(clean.trace_rows)
     tried = crash_points(points, search.seed, tool.name, first)
     stats = search.stats.setdefault(tool.name, ToolStats())
@@ -109,40 +117,41 @@ def crash(search: Search, tool: ToolSpec, start: int, input: Any, first: int | N
     try:
         for point in tried:
             n += 1
-            if _crash_at(search, tool, start, input, point, clean):
+            if _crash_at(search, tool, start, input, point, (clean, did)):
                 return
     finally:  # what the report says of it: the run with the most ctx calls
         if stats.crash is None or points > stats.crash[1]:
             stats.crash = (n, points)
 
 
-def _crash_at(search: Search, tool: ToolSpec, start: int, input: Any, point: int, clean: CallResult) -> bool:
+def _crash_at(
+    search: Search, tool: ToolSpec, start: int, input: Any, point: int, clean: tuple[CallResult, Outcome]
+) -> bool:
     """Crash one run after ctx call `point` and rerun it; whether that was an N7 finding."""
-    from .._crash import crash_call
+    from .._crash import crash_call, rerun_identity
 
     search.tick()
     bench = search.bench
     bench.restore(search.starts[start].snapshot)
-    sent = search.mails_sent()
+    # the clean run's key and seeds: what differs is the crash's doing; each run its own served
+    # answers (a recheck's: each answered once per run)
+    key, ident = search.identity(tool, 0)
+    again = {**rerun_identity(ident), "playback": search.identity(tool, 0)[1]["playback"]}
     with bench._lock:
-        res = crash_call(bench, tool.name, input, point, point=point)
+        res = crash_call(
+            bench, tool.name, input, point, point=point, clean=clean, key=key, ident=ident, again=again
+        )
     search.cut_off()
-    mails = search.mails_sent() - sent
     rep = res.crash
-    if rep is None or rep.crashed is None:
+    if rep is None or rep.crashed is None or not rep.duplicates:
         return False
-    dup = list(rep.duplicates)
-    if mails > 1 and any(r.get("method") == "tools.send_email" for r in clean.trace_rows):
-        dup.append(f"{mails} mails sent (the crashed run's and the rerun's), a clean run sends 1")
-    if not dup:
-        return False
-    at = clean.trace_rows[point - 1].get("method")
+    at = clean[0].trace_rows[point - 1].get("method")
     search.add_finding(
         tool,
         "N7",
         start,
         input,
-        f"crashed after ctx call {point} ({at}) and rerun with the same idempotencyKey: {dup[0]}",
+        f"crashed after ctx call {point} ({at}) and rerun with the same idempotencyKey: {rep.duplicates[0]}",
         crash_after=point,
     )
     return True

@@ -56,6 +56,7 @@ class ToolStats:
     ran: list[tuple[int, Any]] = field(default_factory=list)  # (start, input) of calls that returned
     crash: tuple[int, int] | None = None  # N7: crash points tried, of the ctx calls a run made
     busiest: tuple[int, Any, int] | None = None  # (start, input, ctx calls) of the run doing most
+    acted: tuple[int, Any] | None = None  # (start, input) of the first run that acted outside (mail sent)
     probe_seconds: float = 0.0  # N5, determinism and N7 probes of what ran
     pin_seconds: float = 0.0  # writing its findings as cases
 
@@ -128,20 +129,19 @@ class Search:
         bench = self.bench
         if start is not None:
             bench.restore(self.starts[start].snapshot)
-        s = int.from_bytes(hashlib.sha256(f"{self.seed}:{tool.name}:{n}".encode()).digest()[:4], "big") >> 1
+        key, identity = self.identity(tool, n)
         c0 = time.monotonic()
         with bench._lock:
-            res = _pipeline.call(
-                bench,
-                tool.name,
-                input,
-                key=f"{s:032x}",
-                fresh=fresh,
-                identity={"call_id": f"doctor-{s:08x}", "seed": s, "ids": s, "playback": self._playback()},
-            )
+            res = _pipeline.call(bench, tool.name, input, key=key, fresh=fresh, identity=identity)
         self.longest_call = max(self.longest_call, time.monotonic() - c0)
         self.cut_off()
         return res
+
+    def identity(self, tool: ToolSpec, n: int) -> tuple[str, dict[str, Any]]:
+        """(the idempotency key, the ids and seeds) of the `n`th call of an example of `tool`:
+        every run of it has the same, a crashed one too (its rerun: the key, its own ids)."""
+        s = int.from_bytes(hashlib.sha256(f"{self.seed}:{tool.name}:{n}".encode()).digest()[:4], "big") >> 1
+        return f"{s:032x}", {"call_id": f"doctor-{s:08x}", "seed": s, "ids": s, "playback": self._playback()}
 
     def cut_off(self) -> None:
         """OutOfTime when the run's end interrupted the call that just returned: a Python tool's
@@ -155,23 +155,11 @@ class Search:
         if self.served is None:
             return None
         from ..ctx.served import Playback
+        from ..ctx.state import effects_of
 
-        # (mail is sent for real: N7 counts what reaches the outbox)
-        return Playback(self.served, where="the doctor's case", live=frozenset({"tools.send_email"}))
-
-    def _outbox(self) -> Any:
-        """The outbox of agent tools' send_email that lists what it sent (None: none does)."""
-        tools = self.bench.providers.backends.get("tools")
-        outbox = getattr(tools, "outbox", None)
-        return outbox if hasattr(outbox, "rows") else None
-
-    def mails_sent(self) -> int:
-        """How many mails the outbox holds now: the mock's count, not a copy of them (it grows
-        by the examples' mails, thousands in a run)."""
-        outbox = self._outbox()
-        if outbox is None:
-            return 0
-        return len(outbox) if hasattr(outbox, "__len__") else len(outbox.rows())
+        # (what acts outside the bench is done again, into the mocks: N7 compares the acts)
+        live = frozenset(effects_of(self.bench.profile))
+        return Playback(self.served, where="the doctor's case", live=live)
 
     def check(
         self,
@@ -185,28 +173,41 @@ class Search:
     ) -> list[tuple[str, str]]:
         """Call once and check it; `envelopes`: every enabled built-in answers with an error
         envelope this time (agent tools: does the tool look at what it got? A4)."""
-        tools = self.bench.providers.backends.get("tools")
-        if envelopes and tools is not None:
-            for builtin in self.bench.profile.grants(self.bench.manifest, tool).lists.get("tools", ()):
-                if builtin not in self.bench.manifest.tools:
-                    tools.faults.setdefault(builtin, []).extend(["envelope"] * 3)
-        sent = self.mails_sent()
+        from ..ctx.rerun import acts
+        from ..ctx.state import restore, take
+        from ..ctx.tools import clear_faults
+
+        setup = take(self.bench, roles=("setup",)) if envelopes else None
+        if envelopes:
+            self._envelopes(tool)
         try:
             res = self.call(tool, input, start, n=n)
         finally:
-            if envelopes and tools is not None:
-                tools.faults.clear()
-        box = self._outbox()
-        outbox = [] if box is None else box.rows(since=sent) if hasattr(box, "__len__") else box.rows()[sent:]
+            if setup is not None:  # the faults it did not use: gone with the setup they joined
+                restore(self.bench, setup)
+                clear_faults(self.bench.providers)
+        outbox = [args for _, args in acts(self.bench.profile, [res])]  # what it sent out
         stats = self.stats.setdefault(tool.name, ToolStats())  # a sequence calls tools not searched (tool=)
         stats.examples += 1
         if res.error is None and valid and start is not None:
             if len(stats.ran) < 50:
                 stats.ran.append((start, input))
+            if outbox and stats.acted is None:  # N7 crashes a run that sent something too
+                stats.acted = (start, input)
             calls = len(res.trace_rows)  # N7 crashes the run that does most, not only the smallest
             if calls and (stats.busiest is None or calls > stats.busiest[2]):
                 stats.busiest = (start, input, calls)
         return check_call(self.bench, res, valid=valid, outbox=outbox)
+
+    def _envelopes(self, tool: ToolSpec) -> None:
+        """Make each built-in `tool` may dispatch to answer its next calls with an error
+        envelope (bench.inject_fault): does the tool look at what it got? (A4)"""
+        bench = self.bench
+        grants = bench.profile.grants(bench.manifest, tool)
+        for path in bench.profile.dispatch:
+            for builtin in grants.lists.get(path, ()):
+                if builtin not in bench.manifest.tools:
+                    bench.inject_fault(builtin, times=3, mode="envelope")
 
     # -- the search of one tool -----------------------------------------------------------
     def tool(self, tool: ToolSpec, share: float) -> None:
@@ -231,7 +232,7 @@ class Search:
         # bookkeeping: about 1 ms an example) is shared by the batch; a finding shrinks the batch
         # to the one input that gives it, and that input to its smallest
         one = st.tuples(
-            valid_inputs(schema, accepts, tuple(self.seeds.strings)), st.integers(0, 15)
+            valid_inputs(schema, accepts, tuple(self.seeds.strings), self.seeds.formats), st.integers(0, 15)
         )  # how 0-1: broken (N8)
         strategy = st.tuples(st.integers(0, len(self.starts) - 1), st.lists(one, min_size=1, max_size=BATCH))
 
@@ -247,7 +248,7 @@ class Search:
                 if not valid:
                     value = broken(schema, value, how)
                     stats.invalid += 1
-                envelopes = how in (2, 3) and bench.profile.name == "agent"
+                envelopes = how in (2, 3) and bench.profile.envelopes
                 for kind, message in self.check(tool, value, start, valid=valid, envelopes=envelopes):
                     if (tool.name, kind) not in self.found_kinds:  # (a kind found in an earlier round: done)
                         exc = _CLASSES[kind](kind, message, start, value)  # its first new kind
@@ -367,7 +368,7 @@ class Search:
             Finding(
                 tool.name,
                 "schema",
-                rule_of("schema", self.bench.profile.name),
+                rule_of("schema", self.bench.profile),
                 f"E_SCHEMA: the doctor draws no input from its inputSchema ({keyword}): {what}",
                 None,
                 "-",
@@ -413,7 +414,7 @@ class Search:
                 Finding(
                     tool.name,
                     exc.kind,
-                    rule_of(exc.kind, self.bench.profile.name),
+                    rule_of(exc.kind, self.bench.profile),
                     exc.message,
                     exc.input,
                     self.starts[exc.start].name,
@@ -432,7 +433,7 @@ class Search:
             Finding(
                 tool.name,
                 kind,
-                rule_of(kind, self.bench.profile.name),
+                rule_of(kind, self.bench.profile),
                 message,
                 input,
                 self.starts[start].name,

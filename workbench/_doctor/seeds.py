@@ -40,6 +40,9 @@ class Seeds:
     sources: dict[str, list[str]] = field(default_factory=dict)
     pinned: dict[str, list[Any]] = field(default_factory=dict)
     source: str = "cases"  # where `add` puts what it is given
+    # what the bench allows, by the string format a field of it declares ("email": the
+    # addresses send_email may mail, "hostname", "uri"): such a field is drawn from these
+    formats: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, value: Any) -> None:
         bucket = self.sources.setdefault(self.source, [])
@@ -129,24 +132,33 @@ def _state(bench: Bench, out: Seeds) -> None:
 
 
 def _mail(bench: Bench, out: Seeds) -> None:
-    """Mailbox accounts and message ids; the recipients agent tools may mail."""
-    backends = bench.providers.backends
-    if "email" in backends:
-        email = bench.email
-        allowed = email.allowed
+    """Mailbox accounts and message ids; the recipients agent tools may mail and the hosts
+    requests may go to (what the bench allows: ctx/reach.py)."""
+    from ..ctx.reach import reach
+
+    email = getattr(bench, "email", None)  # (the Face's ctx.email view; None: no ctx.email)
+    usable: list[str] = []  # the accounts a tool may read: an account field is drawn from them
+    if email is not None:
+        granted = email.allowed
         try:  # a real mailbox (read-only) may fail to answer: then no ids from it
             accounts = list(email.accounts)[:10]
-            for account in [*([] if allowed == "all" else allowed), *accounts]:
+            usable = accounts if granted == "all" else [a for a in granted if isinstance(a, str)][:10]
+            for account in [*([] if granted == "all" else granted), *accounts]:
                 out.add(account)
             for account in accounts:
                 for env in email.mailbox.envelopes_since(account, 0, 50):
                     out.add(getattr(env, "id", None))
         except (WorkbenchError, OSError):
             pass
-    tools = backends.get("tools")
-    for pattern in getattr(tools, "recipients", ()) or ():
-        if isinstance(pattern, str):  # "*@example.com": an address it allows
-            out.add(pattern.replace("*", "team", 1) if pattern.startswith("*") else pattern)
+    allowed = reach(bench)
+    for address in allowed.addresses:  # "*@example.com": an address it allows, team@example.com
+        out.add(address)
+    urls = [f"https://{host}/" for host in allowed.hosts]
+    for value in [*allowed.hosts, *urls]:
+        out.add(value)
+    formats = {"email": allowed.addresses, "idn-email": allowed.addresses, "hostname": allowed.hosts}
+    formats |= {"uri": urls, "url": urls, "iri": urls, "account": usable}
+    out.formats = {k: v for k, v in formats.items() if v}
 
 
 def gather(bench: Bench) -> Seeds:
@@ -167,6 +179,10 @@ def seeded_examples(schema: Any, plain: Any, seeds: Seeds) -> list[Any]:
     if not isinstance(schema, dict) or not isinstance(plain, dict) or not strings:
         return []
     props: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+    allowed = _allowed_fields(props, seeds)
+    # first: every field that names an address, a host or a URL set to one the bench allows,
+    # so that the plainest input reaches what the tool does after its send or fetch
+    first = [{**plain, **{k: v[0] for k, v in allowed.items()}}] if allowed else []
     fields = []
     for key, sub in props.items():
         types = sub.get("type") if isinstance(sub, dict) else None
@@ -180,9 +196,36 @@ def seeded_examples(schema: Any, plain: Any, seeds: Seeds) -> list[Any]:
             ]
             if "enum" not in sub and "const" not in sub and fits:
                 fields.append((key, fits))
-    out: list[Any] = []
+    out: list[Any] = first
     for i in range(max((len(f) for _, f in fields), default=0)):
         for key, fits in fields:
             if i < len(fits) and len(out) < MAX_SEEDED:
                 out.append({**plain, key: fits[i]})
+    return out
+
+
+#: fields an address or an account id goes in when their schema names no format
+_NAMED = {
+    **dict.fromkeys(("to", "cc", "bcc", "email", "recipient", "address", "reply_to"), "email"),
+    **dict.fromkeys(("account", "accountid", "account_id"), "account"),
+}
+
+
+def _allowed_fields(props: dict[str, Any], seeds: Seeds) -> dict[str, list[str]]:
+    """{top-level string field: the allowed values of its format} (a field named like an
+    address or an account without a format: the allowed addresses or accounts)."""
+    out: dict[str, list[str]] = {}
+    for key, sub in props.items():
+        if not isinstance(sub, dict) or "enum" in sub or "const" in sub:
+            continue
+        types = sub.get("type")
+        if not (types == "string" or isinstance(types, list) and "string" in types):
+            continue
+        fmt = sub.get("format") if isinstance(sub.get("format"), str) else None
+        if fmt is None:
+            fmt = _NAMED.get(key.lower())
+        hi = sub.get("maxLength")
+        values = [v for v in seeds.formats.get(fmt or "", []) if not isinstance(hi, int) or len(v) <= hi]
+        if values:
+            out[key] = values
     return out

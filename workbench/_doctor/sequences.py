@@ -178,7 +178,7 @@ def search_sequences(
             Finding(
                 name,
                 step.kind,
-                rule_of(step.kind, bench.profile.name) if step.kind != "invariant" else "-",
+                rule_of(step.kind, bench.profile) if step.kind != "invariant" else "-",
                 step.message,
                 value,
                 f"{start}, then {built}" if built else start,

@@ -114,3 +114,6 @@ class Effect:
     acts: Callable[[list[Any]], bool] = field(default=lambda args: True)
     same: Callable[[list[Any], list[Any]], bool] | None = None
     deduped: Callable[[list[Any], str], bool] | None = None
+    # the act said for a person ("mail to a@x.example 'Report'", "POST https://…"); default:
+    # the method and its arguments
+    describe: Callable[[list[Any]], str] | None = None

@@ -142,12 +142,21 @@ def restore(bench: Any, snap: Snapshot) -> None:
         raise failed
 
 
-def changes(bench: Any, before: Snapshot, after: Snapshot | None = None) -> list[Change]:
-    """What changed from `before` to `after` (None: now) in the parts a diff shows."""
+def changes(
+    bench: Any,
+    before: Snapshot,
+    after: Snapshot | None = None,
+    *,
+    roles: Iterable[str] = SHOWN,
+    skip: Iterable[str] = (),
+) -> list[Change]:
+    """What changed from `before` to `after` (None: now) in the parts a diff shows (`roles`),
+    but those named in `skip`."""
     rows: list[Change] = []
-    for part, cx in _chosen(bench, SHOWN):
+    left_out = set(skip)
+    for part, cx in _chosen(bench, roles):
         key = _key(part)
-        if key not in before.parts:
+        if key not in before.parts or part.name in left_out:
             continue
         a = before.parts[key]
         if after is not None:

@@ -24,6 +24,7 @@ from .._errors import WorkbenchError
 from ..gem.rules import SchemaRules
 from ..gem.schema import InputValidator, check_input
 from .audit import PLATFORM_PREFIX, record
+from .effects import MAIL
 from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, file_or, path_or
 from .tools_state import FAULTS, OUTBOX, RECIPIENTS, SEND_EMAIL
 
@@ -349,6 +350,7 @@ def _call_state(session: CallSession) -> ToolsCall:
 SPEC = CapabilitySpec(
     impl="tools",
     real_effects=_real_effects,
+    effects=(MAIL,),
     title="ctx.tools",
     implementation=Tools,
     backend=_backend,
@@ -409,3 +411,11 @@ SPEC = CapabilitySpec(
         ),
     ),
 )
+
+
+def clear_faults(providers: Any) -> None:
+    """Drop the faults injected (bench.inject_fault) that no call has used yet: the doctor's
+    envelope probe makes every built-in answer an envelope for one call only."""
+    tools = providers.backends.get("tools")
+    if tools is not None:
+        tools.faults.clear()

@@ -317,6 +317,16 @@ class Profile:
     # has no such field gets no sideEffect column or badge (its ToolSpec says "write")
     side_effects: bool = False
     scaffold: Scaffold | None = None
+    # how the doctor judges its calls (docs/doctor.md): the rule a kind of finding is named by
+    # where the platform names it otherwise than the doctor's table (a time limit is A5 on
+    # agent tools; a leaked secret SEC4, except where the platform has its own rule, Ekanos' K6)
+    finding_rules: Mapping[str, str] = field(default_factory=lambda: {"secret": "SEC4"})
+    # what an uncaught throw of a tool's code is: "throw", or "fault" where the platform wants
+    # an expected failure returned instead (Ekanos' `{ error }`, K2)
+    throw_kind: Literal["throw", "fault"] = "throw"
+    # whether its built-ins answer a failure with an error envelope the tool must look at
+    # (agent tools, A4): the doctor then makes them answer one and checks the tool noticed
+    envelopes: bool = False
 
     def grants(self, manifest: Manifest, tool: ToolSpec) -> Grants:
         """The tool's grants, decided once per (profile, gem, tool): cached on the manifest,

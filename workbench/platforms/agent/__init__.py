@@ -76,6 +76,8 @@ PROFILE = Profile(
     },
     declarations=DECLARATIONS,
     scaffold=SCAFFOLD,
+    finding_rules={"timeout": "A5", "limit": "A5", "secret": "SEC4"},
+    envelopes=True,
 )
 
 __all__ = ["CAPABILITIES", "PROFILE", "manifest_schema"]

@@ -91,6 +91,8 @@ PROFILE = Profile(
     effective_names=True,
     declarations=DECLARATIONS,
     scaffold=SCAFFOLD,
+    finding_rules={},  # a secret that got out is K6's
+    throw_kind="fault",
 )
 
 __all__ = ["CAPABILITIES", "PROFILE", "effective_name"]
