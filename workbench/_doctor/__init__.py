@@ -240,9 +240,6 @@ def recheck(bench: Bench, case: dict[str, Any]) -> list[str]:
         return [f"doctor: kind {kind!r} or tool {case.get('tool')!r} is not one this workbench checks"]
     assert isinstance(doctor_, dict)
     seed = doctor_["seed"] if isinstance(doctor_.get("seed"), int) else 0
-    search = Search(bench, starts=[Start("case", bench.snapshot())], seed=seed, deadline=math.inf, examples=1)
-    search.stats[spec.name] = ToolStats()
-    search.served = case.get("served") if isinstance(case.get("served"), list) else []
     recipients = doctor_.get("recipients")
     if isinstance(recipients, list) and recipients:  # the setup part, where the bench has it
         from ..ctx import state
@@ -255,6 +252,10 @@ def recheck(bench: Bench, case: dict[str, Any]) -> list[str]:
             roles=("setup",),
             empty=False,
         )
+    # the start is taken after the setup is put: each call puts the start back, setup included
+    search = Search(bench, starts=[Start("case", bench.snapshot())], seed=seed, deadline=math.inf, examples=1)
+    search.stats[spec.name] = ToolStats()
+    search.served = case.get("served") if isinstance(case.get("served"), list) else []
     input = case.get("input")
     if kind in ("N5", "nondeterministic"):
         memory(search, spec, 0, input)

@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from .._errors import WorkbenchError
-from .effects import HTTP_EFFECTS
 from .http_credentials import Credential, HttpState, credential_reason, grant_reason
 from .http_egress import egress_host, egress_problem
 from .http_private import FLAG as PRIVATE_FLAG
@@ -469,7 +468,6 @@ def _real_effects(state: HttpState) -> tuple[str, ...]:
 SPEC = CapabilitySpec(
     impl="http",
     real_effects=_real_effects,
-    effects=HTTP_EFFECTS,
     title="ctx.http",
     implementation=Http,
     backend=_backend,

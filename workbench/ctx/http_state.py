@@ -208,5 +208,14 @@ def _same(a: list[Any], b: list[Any]) -> bool:
     )
 
 
+def _said(args: list[Any]) -> str:
+    """A request as N7 says it: "POST https://api.x.example/v1/charges"."""
+    first = args[0] if args else None
+    url = first.get("url") if isinstance(first, dict) else first
+    return f"{_request(args)[0]} {str(url)[:200]}"
+
+
 #: Notochord's ctx.http.fetch and Ekanos' ctx.fetch
-EFFECTS = tuple(Effect(m, acts=_acts, same=_same, deduped=_deduped) for m in ("http.fetch", "fetch"))
+EFFECTS = tuple(
+    Effect(m, acts=_acts, same=_same, deduped=_deduped, describe=_said) for m in ("http.fetch", "fetch")
+)

@@ -24,7 +24,6 @@ from .._errors import WorkbenchError
 from ..gem.rules import SchemaRules
 from ..gem.schema import InputValidator, check_input
 from .audit import PLATFORM_PREFIX, record
-from .effects import MAIL
 from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, file_or, path_or
 from .tools_state import FAULTS, OUTBOX, RECIPIENTS, SEND_EMAIL
 
@@ -350,7 +349,6 @@ def _call_state(session: CallSession) -> ToolsCall:
 SPEC = CapabilitySpec(
     impl="tools",
     real_effects=_real_effects,
-    effects=(MAIL,),
     title="ctx.tools",
     implementation=Tools,
     backend=_backend,

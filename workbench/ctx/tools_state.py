@@ -209,4 +209,11 @@ def _mail(args: list[Any]) -> tuple[Any, ...]:
     return tuple(message.get(k) for k in ("to", "cc", "subject", "body_text", "body_html"))
 
 
-SEND_EMAIL = Effect("tools.send_email", same=lambda a, b: _mail(a) == _mail(b))
+def _mail_said(args: list[Any]) -> str:
+    """A mail as N7 says it: "mail to a@x.example 'Report'"."""
+    to, _, subject, _, _ = _mail(args)
+    shown = ", ".join(str(t) for t in to) if isinstance(to, list) else str(to)
+    return f"mail to {shown[:120]} {str(subject or '')[:80]!r}"
+
+
+SEND_EMAIL = Effect("tools.send_email", same=lambda a, b: _mail(a) == _mail(b), describe=_mail_said)
