@@ -23,12 +23,6 @@ NOT_YET = {
     "_statedir.py",
     "_pins.py",
     "_pinreplay.py",
-    "_crash.py",
-    "_doctor/run.py",
-    "_doctor/probes.py",
-    "_doctor/findings.py",
-    "_doctor/seeds.py",
-    "_doctor/inputs.py",
 }
 
 

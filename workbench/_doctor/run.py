@@ -175,7 +175,6 @@ class Search:
         envelope this time (agent tools: does the tool look at what it got? A4)."""
         from ..ctx.rerun import acts
         from ..ctx.state import restore, take
-        from ..ctx.tools import clear_faults
 
         setup = take(self.bench, roles=("setup",)) if envelopes else None
         if envelopes:
@@ -183,9 +182,8 @@ class Search:
         try:
             res = self.call(tool, input, start, n=n)
         finally:
-            if setup is not None:  # the faults it did not use: gone with the setup they joined
+            if setup is not None:  # the faults it did not use: gone, the setup put back as it was
                 restore(self.bench, setup)
-                clear_faults(self.bench.providers)
         outbox = [args for _, args in acts(self.bench.profile, [res])]  # what it sent out
         stats = self.stats.setdefault(tool.name, ToolStats())  # a sequence calls tools not searched (tool=)
         stats.examples += 1

@@ -410,10 +410,3 @@ SPEC = CapabilitySpec(
     ),
 )
 
-
-def clear_faults(providers: Any) -> None:
-    """Drop the faults injected (bench.inject_fault) that no call has used yet: the doctor's
-    envelope probe makes every built-in answer an envelope for one call only."""
-    tools = providers.backends.get("tools")
-    if tools is not None:
-        tools.faults.clear()
