@@ -3,9 +3,13 @@ opens with `workbench.open("case.gemrepro")` and reruns with `gem-workbench repl
 
 A bundle is a zip of:
 
-    bundle.json      format, workbench version, platform, gem id, clock, seed, the calls, and
-                     the sha256 and size of every other entry
+    bundle.json      format, workbench version, platform, gem id, clock, seed, the bench's
+                     setup at export, the calls (each with the outside answers its replay
+                     serves back: ctx calls, HTTP exchanges, clock reads), and the sha256 and
+                     size of every other entry
     state.json       the bench's whole state at export (ctx/statejson.dump_state)
+    start.json       the state and setup the first exported call found (a bench's first call
+                     keeps them: ctx/before.keep_start); absent when the bench lost them
     gem/<path>       the gem's definition (gem_files: no dot-entries outside fixtures/, no
                      __pycache__, node_modules, tests/calls or bundles; no links)
     cases/<n>.json   the pinned case of a call whose state copy the bench still has (its latest)
@@ -39,10 +43,12 @@ if TYPE_CHECKING:
 
 __all__ = ["BUNDLE_FORMAT", "SUFFIX", "export", "gem_files", "is_bundle", "scrubbed", "unwritable"]
 
-BUNDLE_FORMAT = 1
+BUNDLE_FORMAT = 2
+FORMATS = (1, 2)  # what a reader opens: a format-1 bundle replays as it did
 SUFFIX = ".gemrepro"
 META = "bundle.json"
 STATE = "state.json"
+START = "start.json"
 _SKIPPED_DIRS = {"__pycache__", "node_modules"}
 _STAMP = (1980, 1, 1, 0, 0, 0)  # every entry's date: two exports of one bench are the same bytes
 RATIO_SLACK = 1024 * 1024  # an entry's first MiB is not held to Limits.bundle_ratio
@@ -140,8 +146,30 @@ def _chosen(bench: Bench, calls: Iterable[Any] | None) -> list[CallResult]:
     return sorted(out, key=lambda r: order[id(r)])
 
 
-def _record(res: CallResult) -> dict[str, Any]:
-    """What a replay needs to call it again: tool, input, per-call options, ids, clock, result."""
+def _outside(bench: Bench, res: CallResult) -> dict[str, Any]:
+    """What the call read from or sent outside the bench's state, as its replay serves it
+    back: the replayed ctx calls (mailbox pages, built-ins' answers), its HTTP exchanges, the
+    secrets it read and its credentials' reach (stand-ins on the replay), its clock reads."""
+    from ._pins import _credentials, _effects, _exchanges, _secrets
+
+    rp = res.replay
+    recording = rp.get("served")
+    if recording is None:
+        return {"served": None, "why": "the bench was opened with pins=False: its calls kept no answers"}
+    if recording.over:
+        return {"served": None, "why": f"it made more than {recording.limit:,} calls a replay serves back"}
+    effects = _effects(res.trace_rows)
+    return {
+        "served": recording.entries,
+        "http": _exchanges(effects),
+        "secrets": _secrets(bench, effects),
+        "credentials": _credentials(bench, effects),
+    }
+
+
+def _record(bench: Bench, res: CallResult) -> dict[str, Any]:
+    """What a replay needs to call it again: tool, input, per-call options, ids, clock, the
+    answers it got from outside, result."""
     rp = res.replay
     err = res.error
     return {
@@ -157,8 +185,11 @@ def _record(res: CallResult) -> dict[str, Any]:
             "frozen": rp.get("frozen", False),
             "started": res.started,
             "duration_ms": round(res.duration_ms, 3),
+            **({"ticks": rp["ticks"]} if rp.get("ticks") else {}),
+            **({"times": rp["times"]} if rp.get("times") else {}),
             **({"crash": True} if res.crash is not None else {}),
         },
+        "outside": _outside(bench, res),
         "result": {
             "ok": err is None,
             "value": res.value,
@@ -178,6 +209,28 @@ def _case_of(bench: Bench, res: CallResult) -> tuple[str | None, str | None]:
         return case_text(bench, build_case(bench, res)), None
     except WorkbenchError as exc:  # pins=False, crash=, over pin_state_bytes: said, not fatal
         return None, exc.message
+
+
+def _start(bench: Bench, chosen: list[CallResult]) -> tuple[dict[str, Any] | None, str]:
+    """({"state", "setup"} the first of `chosen` found, or None, why not): what a replay puts
+    on its fresh bench before the first call. Without calls, the bench's as they are now."""
+    from .ctx.before import start_of
+    from .ctx.state import dump
+
+    if not chosen:
+        return {"state": dump(bench), "setup": dump(bench, roles=("setup",))}, ""
+    kept = start_of(bench)
+    if kept is None:
+        return None, "the bench kept no state of its first call (opened with pins=False)"
+    first, found, why = kept
+    if found is None:
+        return None, why
+    if first != chosen[0].call_id:
+        return None, (
+            f"the bench keeps the state its first call ({first}) found; the first exported call is "
+            f"{chosen[0].call_id}: export from the bench's first call"
+        )
+    return found, ""
 
 
 # -- writing -------------------------------------------------------------------------------
@@ -280,6 +333,7 @@ def _masked_json(bench: Bench, value: Any, entry: str) -> bytes:
 def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] | None = None) -> Path:
     """Write the bench as a bundle at `path` (*.gemrepro): its state, its calls (a pinned case
     for the latest), the gem's files with their hashes; secrets masked. Returns the path."""
+    from .ctx.state import dump
     from .ctx.statejson import dump_state
 
     target = Path(path)
@@ -291,9 +345,13 @@ def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] |
         bench._check_open()
         mask = _masker(bench)
         entries: dict[str, bytes] = {STATE: _masked_json(bench, dump_state(bench), STATE)}
+        chosen = _chosen(bench, calls)
+        start, why_not = _start(bench, chosen)
+        if start is not None:
+            entries[START] = _masked_json(bench, start, START)
         records = []
-        for n, res in enumerate(_chosen(bench, calls)):
-            rec = _record(res)
+        for n, res in enumerate(chosen):
+            rec = _record(bench, res)
             text, why = _case_of(bench, res)
             if text is not None:  # case_text masked it already
                 rec["case"] = name = f"cases/{n:04d}.json"
@@ -312,6 +370,9 @@ def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] |
             "providers": bench.provider_kinds,
             "clock": {"mode": clock.mode, "at": clock.time()},
             "seed": bench.seed,
+            # the bench's setup as it is now: what a replay that differs compares its own with
+            "setup": scrubbed(bench, dump(bench, roles=("setup",))),
+            **({} if start is not None else {"start": why_not}),
             "calls": records,
             "entries": [
                 {"name": n, "sha256": hashlib.sha256(d).hexdigest(), "size": len(d)}

@@ -105,6 +105,12 @@ def _check_shape(path: Path, case: Any) -> None:
             raise _bad(path, f"{key!r} is {type(case[key]).__name__}, not {types[0].__name__}", field=key)
     if case["case"] != 1:
         raise _bad(path, f"case format {case['case']!r}: this workbench reads format 1", field="case")
+    check_replayed(path, case)
+
+
+def check_replayed(path: Path, case: dict[str, Any]) -> None:
+    """What a replay of the call serves back and repeats, checked as hostile input (a case's,
+    a bundle's call): http, served, secrets, credentials, call, options (each of its type)."""
     for i, ex in enumerate(case["http"]):
         req = ex.get("request") if isinstance(ex, dict) else None
         resp = ex.get("response") if isinstance(ex, dict) else None

@@ -23,7 +23,7 @@ from ._json import to_json
 from ._reload import stamp, tool_file_error
 from ._result import CallResult
 from .ctx import CallSession, Capabilities, CtxCrash, Invocation
-from .ctx.before import Before
+from .ctx.before import Before, keep_start
 from .ctx.limits import deadline_after
 from .ctx.masking import mask_shown
 from .ctx.served import Recording
@@ -166,6 +166,7 @@ def _session(
     before = None
     if bench.pins:  # what `res.pin` keeps: the state it finds, what it reads from outside
         before = Before(bench.limits.pin_state_bytes, recording=Recording(bench.limits.trace_rows))
+        keep_start(bench, res.call_id)  # a bundle's start: the bench's state at its first call
     seed = res.replay["seed"] if "seed" in res.replay else call_seed(bench.seed, bench._calls)
     # without a seed, a call that can be pinned still draws its document ids from a seed of its
     # own, kept with it: its replay gives the same ids (Math.random and crypto stay the system's)
@@ -284,6 +285,8 @@ def _run(
             "ticks": session.ticks,
             "times": times,
             "options": options,
+            # what a bundle's replay serves back: the recording outlives the state copy
+            "served": session.before.recording if session.before is not None else None,
         }
     if failed is None and session.aborted is not None:  # A5: whatever the tool did after
         failed = session.aborted

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from .served import Recording
     from .stores import Providers
 
-__all__ = ["Before", "part_of"]
+__all__ = ["Before", "keep_start", "part_of", "start_of"]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*|\"(?:[^\"]|\"\")+\"|`[^`]+`|\[[^\]]+\]")
 
@@ -135,3 +136,35 @@ def part_of(profile: Profile, method: str) -> str:
         route = profile.routes.get(method)
         found = _IMPLS[key] = (route[0] if route else profile.dispatch.get(method.rpartition(".")[0])) or ""
     return found
+
+
+# -- a bundle's start ----------------------------------------------------------------------
+# bench -> (the call id of its first call, {"state": …, "setup": …} as that call found them, or
+# None with why not): what a bundle of a fresh bench starts its replay from. Taken once, by the
+# first call of a bench that pins (a bench opened with pins=False pays nothing).
+_STARTS: weakref.WeakKeyDictionary[Any, tuple[str, dict[str, Any] | None, str]] = weakref.WeakKeyDictionary()
+
+
+def keep_start(bench: Any, call_id: str) -> None:
+    """Keep the bench's state and setup as its first call `call_id` finds them (once)."""
+    if bench in _STARTS:
+        return
+    from .._errors import WorkbenchError
+    from .state import dump
+
+    try:
+        found = {"state": dump(bench), "setup": dump(bench, roles=("setup",))}
+    except WorkbenchError as exc:  # a part that cannot be dumped (a real mailbox): said on export
+        _STARTS[bench] = (call_id, None, exc.message)
+        return
+    size = len(json.dumps(found, default=repr))
+    if size > bench.limits.bundle_bytes:
+        why = f"its state at call {call_id} was {size:,} bytes, over Limits.bundle_bytes"
+        _STARTS[bench] = (call_id, None, why)
+    else:
+        _STARTS[bench] = (call_id, found, "")
+
+
+def start_of(bench: Any) -> tuple[str, dict[str, Any] | None, str] | None:
+    """(first call id, its state and setup or None, why not) kept by `keep_start`, or None."""
+    return _STARTS.get(bench)
