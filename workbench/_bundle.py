@@ -370,8 +370,9 @@ def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] |
             "providers": bench.provider_kinds,
             "clock": {"mode": clock.mode, "at": clock.time()},
             "seed": bench.seed,
-            # the bench's setup as it is now: what a replay that differs compares its own with
-            "setup": scrubbed(bench, dump(bench, roles=("setup",))),
+            # the bench's setup as its first exported call found it: what a replay compares its
+            # own with (start.json's, which the replay puts, may have been edited)
+            "setup": scrubbed(bench, start["setup"] if start is not None else dump(bench, roles=("setup",))),
             **({} if start is not None else {"start": why_not}),
             "calls": records,
             "entries": [

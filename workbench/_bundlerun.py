@@ -149,14 +149,17 @@ def _replay_sequence(bundle: Any, gem: Path, tmp: Path, call: int | None) -> lis
         put(bench, start.get("setup") or {}, code="E_BUNDLE", label=f"{path}: start.json: setup",
             roles=("setup",), empty=False)
         put(bench, start.get("state") or {}, code="E_BUNDLE", label=f"{path}: start.json: state")
+        # what of this bench's setup differs from the bundle's bench's (start.json edited, a part
+        # this bench cannot take): said on the first call, and on each call that differs
+        # (a call served its answers may match on a bench set up otherwise)
+        setup = setup_lines(bundle.meta.get("setup") or {}, dump(bench, roles=("setup",)))
         for n, rec in enumerate(records[: None if call is None else call + 1]):
             res, lines = _rerun_served(bench, rec, f"call {n} of the bundle")
             if call is not None and n != call:
                 continue
             note = "made with crash=: rerun without it" if rec["call"].get("crash") else ""
-            if lines:
-                mine = dump(bench, roles=("setup",))
-                lines += setup_lines(bundle.meta.get("setup") or {}, mine)
+            if lines or not out:
+                lines += setup
             out.append(Rerun(n, rec["tool"], "sequence", res, lines, note))
     finally:
         bench.close()
