@@ -145,6 +145,13 @@ def _replay_sequence(bundle: Any, gem: Path, tmp: Path, call: int | None) -> lis
     bench = _open_stand_ins(gem, bundle.meta, tmp, records)
     out: list[Rerun] = []
     try:
+        for n, rec in enumerate(records):  # before any call: a record naming no tool of the gem
+            if bench.manifest.tool(rec["tool"]) is None:
+                raise _bad(
+                    path,
+                    f"bundle.json: calls.{n}.tool",
+                    f"gem {bench.manifest.id!r} does not have tool {rec['tool'][:60]!r}",
+                )
         start = bundle.start or {}
         put(bench, start.get("setup") or {}, code="E_BUNDLE", label=f"{path}: start.json: setup",
             roles=("setup",), empty=False)
