@@ -318,3 +318,27 @@ def test_a_bench_opened_without_pins_says_why_its_bundle_has_no_start(tmp_path: 
         meta = json.loads(z.read("bundle.json"))
     assert "pins=False" in meta["start"]
     assert meta["calls"][0]["outside"]["served"] is None
+
+
+# -- no feature of pins or bundles reaches a capability's backend by its name -----------------
+PIN_AND_BUNDLE_MODULES = (
+    "_pins.py",
+    "_pinreplay.py",
+    "_bundle.py",
+    "_bundleread.py",
+    "_bundlerun.py",
+    "_statedir.py",
+)
+
+
+def test_pins_and_bundles_reach_no_backend_by_its_name() -> None:
+    """The secret mask, the credentials' reach, the secrets set, served HTTP and the allowed
+    recipients come from narrow functions in ctx/ (ctx/standins.py), not `backends["…"]`."""
+    root = Path(workbench.__file__).parent
+    found = [
+        f"{name}:{n}"
+        for name in PIN_AND_BUNDLE_MODULES
+        for n, line in enumerate((root / name).read_text().splitlines(), 1)
+        if "backends[" in line or "backends.get(" in line
+    ]
+    assert found == []

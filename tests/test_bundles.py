@@ -172,7 +172,10 @@ def test_cli_export_and_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     out = capsys.readouterr()
     lines = [json.loads(line) for line in out.out.splitlines()]
     # from the bundle's start, each call served its answers (format 2: start.json)
-    assert [(r["call"], r["how"], r["matches"]) for r in lines] == [(0, "sequence", True), (1, "sequence", True)]
+    assert [(r["call"], r["how"], r["matches"]) for r in lines] == [
+        (0, "sequence", True),
+        (1, "sequence", True),
+    ]
     assert main(["replay", str(path), "--call", "1", "--trust"]) == 0
     assert [json.loads(line)["call"] for line in capsys.readouterr().out.splitlines()] == [1]
     # a recorded result that differs: exit 1, the difference named

@@ -552,7 +552,10 @@ def _outside(key: str, value: Any) -> Any:
         (_outside("http", "GET /"), "calls.0.outside.http: is not a list"),
         (_outside("secrets", [1, 2]), "secrets is not a list of secret names"),
         (_outside("credentials", {"c": {"hosts": "a"}}), r"credentials.c is not \{hosts, paths\?\}"),
-        (_outside("served", [{"method": "email.listSince", "ok": False, "error": {"code": "nope"}}]), "served.0.error"),
+        (
+            _outside("served", [{"method": "email.listSince", "ok": False, "error": {"code": "nope"}}]),
+            "served.0.error",
+        ),
         (
             _outside("http", [{"request": {"url": "https://a.example/"}, "response": {"status": 99}}]),
             "http.0.response.status",
@@ -560,8 +563,19 @@ def _outside(key: str, value: Any) -> Any:
         (_outside("served", [{"method": "m", "ok": True}] * 20_001), "more answers than a call records"),
         (lambda m: m["calls"][0]["call"].__setitem__("ticks", ["soon"]), "call.ticks is not a list"),
     ],
-    ids=["setup", "start", "outside", "served", "http", "secrets", "credentials", "served-error",
-         "http-status", "too-many", "ticks"],
+    ids=[
+        "setup",
+        "start",
+        "outside",
+        "served",
+        "http",
+        "secrets",
+        "credentials",
+        "served-error",
+        "http-status",
+        "too-many",
+        "ticks",
+    ],
 )
 def test_format_2_fields_are_checked(
     edit: Any, match: str, good: dict[str, bytes], tmp_path: Path, temp: Path
@@ -592,8 +606,13 @@ def test_a_hostile_start_is_refused_on_open(
 @pytest.mark.parametrize(
     ("start", "said"),
     [
-        ({"state": {"files": [{"root": "workspace", "path": "../x", "type": "file", "text": "x"}]}, "setup": {}},
-         "start.json: state: files.0"),
+        (
+            {
+                "state": {"files": [{"root": "workspace", "path": "../x", "type": "file", "text": "x"}]},
+                "setup": {},
+            },
+            "start.json: state: files.0",
+        ),
         ({"state": {"kv": {"k": 1}}, "setup": {}}, "start.json: state: kv"),
         ({"state": {}, "setup": {"wormhole": 1}}, "start.json: setup: wormhole"),
     ],

@@ -237,8 +237,10 @@ def _start(bench: Bench, chosen: list[CallResult]) -> tuple[dict[str, Any] | Non
 def _masker(bench: Bench) -> Any:
     """bytes -> bytes with every secret the bench has seen masked by the one mask (the http
     state's, ctx/masking.py), as a pinned case's strings are; identity when it has none."""
-    http = bench.providers.backends.get("http")
-    if http is None or not http.has_secrets:
+    from .ctx.standins import mask_of
+
+    masked_by = mask_of(bench.providers)
+    if masked_by is None:
         return lambda data: data
     from ._pins import scrub_json
 
@@ -248,8 +250,8 @@ def _masker(bench: Bench) -> Any:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            return http.mask(data.decode("latin-1")).encode("latin-1", "replace")
-        masked = http.mask(text)
+            return masked_by(data.decode("latin-1")).encode("latin-1", "replace")
+        masked = masked_by(text)
         if masked != text:
             _still_json(text, masked)
         if not _NESTED.search(masked):  # no JSON text inside a string: masked in place
@@ -258,7 +260,7 @@ def _masker(bench: Bench) -> Any:
             value = json.loads(masked)
         except (ValueError, RecursionError):
             return masked.encode("utf-8")
-        again = scrub_json(http.mask, value, 0)
+        again = scrub_json(masked_by, value, 0)
         # rewritten (compact) only when a secret hid deeper than the mask's own forms
         return (masked if again == value else json.dumps(again, ensure_ascii=False)).encode("utf-8")
 
@@ -270,14 +272,16 @@ def scrubbed(bench: Bench, value: Any) -> Any:
     (_pins.case_text): as they decode, however deep. The caller masks the text it writes too
     (the strings that are not JSON texts are hidden there, in place): `value` itself when
     there is no secret or no such string."""
-    http = bench.providers.backends.get("http")
-    if http is None or not http.has_secrets:
+    from .ctx.standins import mask_of
+
+    mask = mask_of(bench.providers)
+    if mask is None:
         return value
     if not _NESTED.search(json.dumps(value, ensure_ascii=False, default=str)):
         return value
     from ._pins import scrub_json
 
-    return scrub_json(http.mask, value, 0)
+    return scrub_json(mask, value, 0)
 
 
 def _still_json(text: str, masked: str) -> None:
@@ -311,16 +315,18 @@ def _masked_json(bench: Bench, value: Any, entry: str) -> bytes:
     """`value` as a JSON entry masked as a pinned case is (_pins.case_text, the one mask): each
     string as it decodes, JSON texts inside strings read and masked too (a secret escaped
     deeper than the mask's own forms); E_SECRET when one would stay where it cannot be hidden."""
-    http = bench.providers.backends.get("http")
-    if http is None or not http.has_secrets:
+    from .ctx.standins import mask_of
+
+    mask = mask_of(bench.providers)
+    if mask is None:
         return _json(value)
     text = _json(value).decode("utf-8")
     if not _NESTED.search(text):  # no JSON text inside a string: the mask hides each in place
-        return http.mask(text).encode("utf-8")
+        return mask(text).encode("utf-8")
     from ._pins import scrub_json
 
-    text = _json(scrub_json(http.mask, value, 0)).decode("utf-8")
-    if http.mask(text) != text:  # a secret across the text's own quotes and commas
+    text = _json(scrub_json(mask, value, 0)).decode("utf-8")
+    if mask(text) != text:  # a secret across the text's own quotes and commas
         raise WorkbenchError(
             "E_SECRET",
             f"cannot export: the bundle's {entry} would hold a secret in a form the mask cannot hide "

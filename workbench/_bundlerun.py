@@ -76,8 +76,6 @@ def replay_bundle(
     and compare each with its recorded result. A bundle whose Python tools or tests/doctor.py
     would run in this process is refused (E_TRUST) unless `trust`."""
     from ._bundleread import check_trust, read_bundle, unpack
-    from ._pinreplay import replay_case
-    from ._pins import case_path, write_case
 
     if not isinstance(trust, bool):
         raise UsageError(f"trust={trust!r}: give True or False", option="trust")
@@ -97,15 +95,8 @@ def replay_bundle(
             for n, rec in enumerate(records[: None if call is None else call + 1]):
                 wanted = call is None or n == call
                 if rec.get("case") is not None:
-                    if not wanted:
-                        continue
-                    try:
-                        where = case_path(gem, rec["tool"], f"bundle-{n:04d}")
-                        text = bundle.cases[rec["case"]].decode("utf-8")
-                    except (UsageError, UnicodeDecodeError) as exc:
-                        raise _bad(path, rec["case"], str(exc)) from None
-                    replayed = replay_case(write_case(where, text))
-                    out.append(_of_case(n, rec["tool"], replayed))
+                    if wanted:
+                        out.append(_from_case(bundle, gem, n, rec))
                     continue
                 if sequence is None:
                     sequence = _open_sequence(gem, bundle.meta, Path(tmp))
@@ -117,6 +108,31 @@ def replay_bundle(
             if sequence is not None:
                 sequence.close()
     return out
+
+
+def _from_case(bundle: Any, gem: Path, n: int, rec: dict[str, Any]) -> Rerun:
+    """Call `n` replayed from its pinned case, as a pinned call is (_pinreplay.py)."""
+    from ._pinreplay import replay_case
+    from ._pins import case_path, write_case
+
+    try:
+        where = case_path(gem, rec["tool"], f"bundle-{n:04d}")
+        text = bundle.cases[rec["case"]].decode("utf-8")
+    except (UsageError, UnicodeDecodeError) as exc:
+        raise _bad(bundle.path, rec["case"], str(exc)) from None
+    return _of_case(n, rec["tool"], replay_case(write_case(where, text)))
+
+
+def _doctors(bundle: Any, rec: dict[str, Any]) -> bool:
+    """Whether the call's case is a doctor's (its finding probed again: no one result)."""
+    case = rec.get("case")
+    if case is None:
+        return False
+    try:
+        found = json.loads(bundle.cases[case])
+    except (KeyError, ValueError, RecursionError):
+        return False
+    return isinstance(found, dict) and found.get("doctor") is not None
 
 
 def _of_case(n: int, tool: str, replayed: Any) -> Rerun:
@@ -153,19 +169,29 @@ def _replay_sequence(bundle: Any, gem: Path, tmp: Path, call: int | None) -> lis
                     f"gem {bench.manifest.id!r} does not have tool {rec['tool'][:60]!r}",
                 )
         start = bundle.start or {}
-        put(bench, start.get("setup") or {}, code="E_BUNDLE", label=f"{path}: start.json: setup",
-            roles=("setup",), empty=False)
+        put(
+            bench,
+            start.get("setup") or {},
+            code="E_BUNDLE",
+            label=f"{path}: start.json: setup",
+            roles=("setup",),
+            empty=False,
+        )
         put(bench, start.get("state") or {}, code="E_BUNDLE", label=f"{path}: start.json: state")
         # what of this bench's setup differs from the bundle's bench's (start.json edited, a part
         # this bench cannot take): said on the first call, and on each call that differs
         # (a call served its answers may match on a bench set up otherwise)
         setup = setup_lines(bundle.meta.get("setup") or {}, dump(bench, roles=("setup",)))
         for n, rec in enumerate(records[: None if call is None else call + 1]):
+            if _doctors(bundle, rec):  # a doctor's finding: its case probes it again
+                if call is None or n == call:
+                    out.append(_from_case(bundle, gem, n, rec))
+                continue
             res, lines = _rerun_served(bench, rec, f"call {n} of the bundle")
             if call is not None and n != call:
                 continue
             note = "made with crash=: rerun without it" if rec["call"].get("crash") else ""
-            if lines or not out:
+            if lines or not any(r.how == "sequence" for r in out):
                 lines += setup
             out.append(Rerun(n, rec["tool"], "sequence", res, lines, note))
     finally:
@@ -213,7 +239,8 @@ def _open_stand_ins(gem: Path, meta: dict[str, Any], tmp: Path, records: list[di
 
 def _rerun_served(bench: Any, rec: dict[str, Any], where: str) -> tuple[Any, list[str]]:
     """The recorded call made again, served what it got from outside; (result, differences)."""
-    from .ctx.served import Playback, serve_http
+    from .ctx.served import Playback
+    from .ctx.standins import serve_http
 
     outside = rec.get("outside") or {}
     if outside.get("served") is None:  # the bench kept no answers: run against the mocks

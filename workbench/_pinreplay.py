@@ -510,6 +510,7 @@ class Replayer:
         """The warm bench for `case`'s gem and stand-ins, its state emptied."""
         from . import _open
         from ._options import table
+        from .ctx.standins import no_recipients
         from .ctx.stores import Served
         from .platforms import detect
 
@@ -545,9 +546,7 @@ class Replayer:
             found = self._benches[key] = (bench, bench.snapshot(), tmp)
         bench, empty_state, _ = found
         bench.restore(empty_state)
-        tools = bench.providers.backends.get("tools")
-        if tools is not None:  # a doctor's recheck allows send_email's recipients: not the next case's
-            tools.recipients = ()
+        no_recipients(bench.providers)  # a doctor's recheck allowed some: not the next case's
         return bench
 
     def replay(self, path: Path, *, update: bool = False) -> Replay:
@@ -556,6 +555,7 @@ class Replayer:
         from . import _pipeline
         from ._pins import build_case, case_text, write_case
         from .ctx.served import Playback
+        from .ctx.standins import serve_http
         from .ctx.statejson import put_state
         from .ctx.stores import Served
 
@@ -590,19 +590,15 @@ class Replayer:
                 field="tool",
             )
         # (emptied already: the bench was put back to its empty snapshot)
-        put_state(
-            bench, case["before"], code="E_CASE", label=f"{path}: before", empty=False
-        )
+        put_state(bench, case["before"], code="E_CASE", label=f"{path}: before", empty=False)
         at = _at(case)
         if at is None:
             bench.clock.real()
         else:
             bench.clock.freeze(at)
-        http = bench.providers.backends.get("http")
-        served = Served(case["http"], where=f"the pinned case {path.name}")
-        if http is not None:
-            served.mask = http.mask
-            http.transport = served
+        served = serve_http(bench.providers, case["http"], where=f"the pinned case {path.name}")
+        if served is None:  # a platform without HTTP: nothing is served, nothing left unused
+            served = Served([])
         if isinstance(case.get("doctor"), dict):  # a doctor's finding: does it still occur?
             from ._doctor import recheck
 

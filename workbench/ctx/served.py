@@ -96,18 +96,3 @@ class Playback:
     def unused(self) -> list[str]:
         """The recorded calls no replayed call took (the tool made fewer than when pinned)."""
         return [str(e.get("method")) for i, e in enumerate(self.entries) if i not in self.used]
-
-
-def serve_http(providers: Any, exchanges: list[dict[str, Any]], *, where: str) -> Any:
-    """Answer the bench's HTTP from `exchanges` (a case's or a bundle's call's "http" list),
-    below the credential rules, which still run; the `Served` (its `unused()`), or None when
-    the bench has no HTTP capability."""
-    from ..providers.httpcassette import Served
-
-    http = providers.backends.get("http")
-    if http is None:
-        return None
-    served = Served(exchanges, where=where)
-    served.mask = http.mask  # the recording holds URLs and bodies masked: matched masked
-    http.transport = served
-    return served
