@@ -342,3 +342,22 @@ def test_pins_and_bundles_reach_no_backend_by_its_name() -> None:
         if "backends[" in line or "backends.get(" in line
     ]
     assert found == []
+
+
+def test_the_answers_a_call_keeps_count_in_the_results_ring(tmp_path: Path) -> None:
+    """Each call keeps the answers a bundle's replay serves back (not only the latest's): they
+    count toward Limits.results_bench_chars, so the ring drops old calls with their answers."""
+    from workbench._result import kept_chars
+
+    with workbench.open(_agent_gem(tmp_path), seed=5) as bench:
+        bench.allow_recipients("*@acme.example")
+        first = bench.call("brief", {"to": "ada@acme.example"})
+        bench.call("brief", {"to": "bob@acme.example"})
+        served = first.replay["served"]
+        assert [e["method"] for e in served.entries] == ["tools.web_search", "tools.send_email"]
+        assert served.chars > 100
+        answers = served.chars
+        served.chars = 0
+        without = kept_chars(first)
+        served.chars = answers
+        assert kept_chars(first) == without + answers
