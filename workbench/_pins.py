@@ -135,6 +135,7 @@ def state_before(
         }
     if before.sql:  # the tables its statements named, whole
         out["sql"] = {t: table_json(create, rows) for t, (create, rows) in before.sql.items()}
+    out.update(before.parts)  # the other parts its capabilities declare, as they copied them
     return out
 
 

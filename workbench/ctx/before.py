@@ -16,18 +16,22 @@ from __future__ import annotations
 import json
 import re
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .parts import StateContext, StatePart
 from .paths import hidden
 
 if TYPE_CHECKING:
-    from ..platforms import Profile
+    from ..gem import Manifest
+    from ..platforms import Limits, Profile
     from .served import Recording
     from .stores import Providers
 
 __all__ = ["Before", "keep_start", "part_of", "start_of"]
 
+# the stores a call's copy holds in its own fields above (what it touched of them, bounded)
+_STORES = frozenset({"files", "kv", "documents", "sql"})
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*|\"(?:[^\"]|\"\")+\"|`[^`]+`|\[[^\]]+\]")
 
 
@@ -45,12 +49,28 @@ class Before:
     size: int = 0  # bytes copied, about
     # what it read from or sent outside the state, in order (ctx/served.py): its replay's answers
     recording: Recording | None = None
+    # the other "state" parts its capabilities declare (a plugin's): part name -> its copy
+    # (StatePart.reached), and the part with its context, to compare with after the call
+    parts: dict[str, Any] = field(default_factory=dict)
+    seen: dict[str, tuple[StatePart, StateContext]] = field(default_factory=dict)
 
-    def reach(self, impl: str, args: tuple[Any, ...], p: Providers) -> None:
-        """The call is about to run a method of capability `impl` with `args`: copy the parts it
+    def reach(
+        self,
+        impl: str,
+        args: tuple[Any, ...],
+        p: Providers,
+        *,
+        method: str = "",
+        profile: Profile | None = None,
+        limits: Limits | None = None,
+        manifest: Manifest | None = None,
+    ) -> None:
+        """The call is about to run `method` of capability `impl` with `args`: copy the parts it
         may read or change that were not copied yet."""
         if self.over:
             return
+        if profile is not None and limits is not None:
+            self._declared(impl, method, args, StateContext(p, None, limits, manifest, profile))
         if impl == "files":
             if "files" not in self.done:
                 self.done.add("files")
@@ -74,6 +94,34 @@ class Before:
                 if f"sql:{table}" not in self.done:
                     self.done.add(f"sql:{table}")
                     self._table(p, table)
+
+    def _declared(self, impl: str, method: str, args: tuple[Any, ...], cx: StateContext) -> None:
+        """Copy what the call reaches of the "state" parts of capability `impl` that are not
+        the stores copied above (a plugin capability's: its `reached`, or the whole part)."""
+        from .state import parts_of
+
+        if cx.profile is None:
+            return
+        for part, spec in parts_of(cx.profile):
+            if spec.impl != impl or part.role != "state" or part.name in _STORES:
+                continue
+            here = replace(cx, backend=cx.providers.backends.get(spec.impl))
+            if part.reached is None:
+                if part.name in self.seen:
+                    continue
+                self.seen[part.name] = (part, here)
+                copy = part.dump(here)
+                if self._add(f"part {part.name!r}", len(json.dumps(copy, default=repr))):
+                    self.parts[part.name] = copy
+                continue
+            self.seen.setdefault(part.name, (part, here))
+            found = part.reached(here, method, args) or {}
+            mine = self.parts.setdefault(part.name, {})
+            for key, value in found.items():
+                if key not in mine and self._add(
+                    f"part {part.name!r}", len(str(key)) + len(json.dumps(value, default=repr))
+                ):
+                    mine[key] = value
 
     def _docs(self) -> dict[str, dict[str, str]]:
         self.documents = {}
@@ -115,6 +163,7 @@ class Before:
         """Let go of the copy (the bench keeps its latest call's only)."""
         self.files = self.kv = self.documents = self.sql = None
         self.recording = None
+        self.parts, self.seen = {}, {}
 
 
 def _tables_named(statement: str, tables: list[str]) -> list[str]:
