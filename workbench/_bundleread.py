@@ -364,8 +364,8 @@ def _check_start(path: Path, start: Any) -> dict[str, Any]:
 
 def _check_outside(path: Path, where: str, rec: dict[str, Any]) -> None:
     """A call's `outside` (format 2): the answers its replay serves back, checked as a pinned
-    case's are (_pinreplay.check_replayed), each refusal E_BUNDLE naming the call's field."""
-    from ._pinreplay import check_replayed
+    case's are (ctx/recorded.check_replayed), each refusal E_BUNDLE naming the call's field."""
+    from .ctx.recorded import check_replayed
 
     out = rec.get("outside")
     if out is None:
