@@ -206,6 +206,9 @@ def keep_start(bench: Any, call_id: str) -> None:
     except WorkbenchError as exc:  # a part that cannot be dumped (a real mailbox): said on export
         _STARTS[bench] = (call_id, None, exc.message)
         return
+    except Exception as exc:  # a part's bug: the call runs anyway; its bundle says why no start
+        _STARTS[bench] = (call_id, None, f"a state part could not be dumped ({type(exc).__name__}: {exc})")
+        return
     size = len(json.dumps(found, default=repr))
     if size > bench.limits.bundle_bytes:
         why = f"its state at call {call_id} was {size:,} bytes, over Limits.bundle_bytes"
