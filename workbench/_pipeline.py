@@ -23,7 +23,7 @@ from ._json import to_json
 from ._reload import stamp, tool_file_error
 from ._result import CallResult
 from .ctx import CallSession, Capabilities, CtxCrash, Invocation
-from .ctx.before import Before, keep_start
+from .ctx.before import Before
 from .ctx.limits import deadline_after
 from .ctx.masking import mask_shown
 from .ctx.served import Recording
@@ -166,6 +166,8 @@ def _session(
     before = None
     if bench.pins:  # what `res.pin` keeps: the state it finds, what it reads from outside
         before = Before(bench.limits.pin_state_bytes, recording=Recording(bench.limits.trace_rows))
+        from .ctx.before import keep_start
+
         keep_start(bench, res.call_id)  # a bundle's start: the bench's state at its first call
     seed = res.replay["seed"] if "seed" in res.replay else call_seed(bench.seed, bench._calls)
     # without a seed, a call that can be pinned still draws its document ids from a seed of its
