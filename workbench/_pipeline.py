@@ -166,9 +166,10 @@ def _session(
     before = None
     if bench.pins:  # what `res.pin` keeps: the state it finds, what it reads from outside
         before = Before(bench.limits.pin_state_bytes, recording=Recording(bench.limits.trace_rows))
-        from .ctx.before import keep_start
+        if bench._calls == 1:  # a bundle's start: the state and setup the first call finds
+            from .ctx.before import keep_start
 
-        keep_start(bench, res.call_id)  # a bundle's start: the bench's state at its first call
+            keep_start(bench, res.call_id)
     seed = res.replay["seed"] if "seed" in res.replay else call_seed(bench.seed, bench._calls)
     # without a seed, a call that can be pinned still draws its document ids from a seed of its
     # own, kept with it: its replay gives the same ids (Math.random and crypto stay the system's)

@@ -69,8 +69,10 @@ class Before:
         may read or change that were not copied yet."""
         if self.over:
             return
-        if profile is not None and limits is not None:
-            self._declared(impl, method, args, StateContext(p, None, limits, manifest, profile))
+        declared = _declared_of(profile).get(impl) if profile is not None and limits is not None else None
+        if declared:
+            assert limits is not None
+            self._declared(declared, method, args, StateContext(p, None, limits, manifest, profile))
         if impl == "files":
             if "files" not in self.done:
                 self.done.add("files")
@@ -95,17 +97,14 @@ class Before:
                     self.done.add(f"sql:{table}")
                     self._table(p, table)
 
-    def _declared(self, impl: str, method: str, args: tuple[Any, ...], cx: StateContext) -> None:
-        """Copy what the call reaches of the "state" parts of capability `impl` that are not
-        the stores copied above (a plugin capability's: its `reached`, or the whole part)."""
-        from .state import parts_of
-
-        if cx.profile is None:
-            return
-        for part, spec in parts_of(cx.profile):
-            if spec.impl != impl or part.role != "state" or part.name in _STORES:
-                continue
-            here = replace(cx, backend=cx.providers.backends.get(spec.impl))
+    def _declared(
+        self, parts: list[tuple[StatePart, str]], method: str, args: tuple[Any, ...], cx: StateContext
+    ) -> None:
+        """Copy what the call reaches of `parts` ((part, its capability's impl): the "state"
+        parts of the capability it calls that are not the stores copied above, a plugin
+        capability's): its `reached`, or the whole part."""
+        for part, impl in parts:
+            here = replace(cx, backend=cx.providers.backends.get(impl))
             if part.reached is None:
                 if part.name in self.seen:
                     continue
@@ -164,6 +163,29 @@ class Before:
         self.files = self.kv = self.documents = self.sql = None
         self.recording = None
         self.parts, self.seen = {}, {}
+
+
+_DECLARED: dict[int, tuple[Any, dict[str, list[tuple[StatePart, str]]]]] = {}
+
+
+def _declared_of(profile: Profile) -> dict[str, list[tuple[StatePart, str]]]:
+    """{impl: [(part, impl)]} of the "state" parts beyond the stores, per capability: worked
+    out once per list of parts (`parts_of` keeps one per profile), so a ctx call of a
+    capability with none looks up one key."""
+    from .state import parts_of
+
+    parts = parts_of(profile)
+    found = _DECLARED.get(id(parts))
+    if found is not None and found[0] is parts:
+        return found[1]
+    out: dict[str, list[tuple[StatePart, str]]] = {}
+    for part, spec in parts:
+        if part.role == "state" and part.name not in _STORES:
+            out.setdefault(spec.impl, []).append((part, spec.impl))
+    if len(_DECLARED) >= 64:  # a profile per platform: more is lists made anew (a test's)
+        _DECLARED.clear()
+    _DECLARED[id(parts)] = (parts, out)
+    return out
 
 
 def _tables_named(statement: str, tables: list[str]) -> list[str]:
