@@ -361,3 +361,20 @@ def test_the_answers_a_call_keeps_count_in_the_results_ring(tmp_path: Path) -> N
         without = kept_chars(first)
         served.chars = answers
         assert kept_chars(first) == without + answers
+
+
+def test_a_crashed_run_and_its_rerun_replay_as_they_ran(tmp_path: Path, capsys: Any) -> None:
+    """call(crash=2) keeps two calls: the crashed run (E_SANDBOX after ctx call 2) crashes again
+    at its point on the replay, and its rerun runs fresh with the same idempotency key."""
+    with workbench.open(_agent_gem(tmp_path), seed=5) as bench:
+        bench.allow_recipients("*@acme.example")
+        bench.call("brief", {"to": "ada@acme.example"})
+        rerun = bench.call("brief", {"to": "bob@acme.example"}, crash=2)
+        assert rerun.crash is not None and rerun.crash.crashed is not None
+        bench.call("brief", {"to": "cy@acme.example"})
+        path = bench.export(tmp_path / "crash.gemrepro")
+    code, lines, err = _replay(path, capsys)
+    assert code == 0, err
+    assert [r["matches"] for r in lines] == [True] * 4
+    assert lines[1]["result"]["error"]["code"] == "E_SANDBOX"
+    assert lines[1]["note"] == "the crashed run of call(crash=2): crashed again there"

@@ -562,6 +562,7 @@ def _outside(key: str, value: Any) -> Any:
         ),
         (_outside("served", [{"method": "m", "ok": True}] * 20_001), "more answers than a call records"),
         (lambda m: m["calls"][0]["call"].__setitem__("ticks", ["soon"]), "call.ticks is not a list"),
+        (lambda m: m["calls"][0]["call"].__setitem__("crash_after", -1), "call.crash_after: is not a number"),
     ],
     ids=[
         "setup",

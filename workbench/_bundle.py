@@ -188,6 +188,8 @@ def _record(bench: Bench, res: CallResult) -> dict[str, Any]:
             **({"ticks": rp["ticks"]} if rp.get("ticks") else {}),
             **({"times": rp["times"]} if rp.get("times") else {}),
             **({"crash": True} if res.crash is not None else {}),
+            # the crashed run of call(crash=N): its replay crashes at the same ctx call
+            **({"crash_after": _crashed_after(err)} if _crashed_after(err) is not None else {}),
         },
         "outside": _outside(bench, res),
         "result": {
@@ -196,6 +198,14 @@ def _record(bench: Bench, res: CallResult) -> dict[str, Any]:
             "error": None if err is None else {"code": err.code, "message": err.message},
         },
     }
+
+
+def _crashed_after(err: WorkbenchError | None) -> int | None:
+    """After how many ctx calls a simulated crash (N7) stopped the run, or None."""
+    if err is None or err.details.get("capability") != "crash":
+        return None
+    after = err.details.get("crashed_after")
+    return after if type(after) is int and after >= 0 else None
 
 
 def _case_of(bench: Bench, res: CallResult) -> tuple[str | None, str | None]:

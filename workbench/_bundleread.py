@@ -329,6 +329,9 @@ def _check_calls(path: Path, bundle: Bundle) -> None:
             v = rec["call"].get(key)
             if v is not None and (type(v) is not int or not 0 <= v < 2**63):
                 raise _bad(path, f"{where}.call.{key}", "is not a whole number", field=f"calls.{i}")
+        after = rec["call"].get("crash_after")
+        if after is not None and (type(after) is not int or not 0 <= after <= Limits().trace_rows):
+            raise _bad(path, f"{where}.call.crash_after", "is not a number of ctx calls", field=f"calls.{i}")
         ms = rec["call"].get("clock_ms")
         if isinstance(ms, (int, float)) and not isinstance(ms, bool) and not _instant(ms / 1000):
             raise _bad(

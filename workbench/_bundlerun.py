@@ -190,13 +190,19 @@ def _replay_sequence(bundle: Any, gem: Path, tmp: Path, call: int | None) -> lis
             res, lines = _rerun_served(bench, rec, f"call {n} of the bundle")
             if call is not None and n != call:
                 continue
-            note = "made with crash=: rerun without it" if rec["call"].get("crash") else ""
+            note = _crash_note(rec["call"])
             if lines or not any(r.how == "sequence" for r in out):
                 lines += setup
             out.append(Rerun(n, rec["tool"], "sequence", res, lines, note))
     finally:
         bench.close()
     return out
+
+
+def _crash_note(call: dict[str, Any]) -> str:
+    if call.get("crash_after") is not None:
+        return f"the crashed run of call(crash={call['crash_after']}): crashed again there"
+    return "the rerun of call(crash=): rerun fresh, with its idempotency key" if call.get("crash") else ""
 
 
 def _open_stand_ins(gem: Path, meta: dict[str, Any], tmp: Path, records: list[dict[str, Any]]) -> Any:
@@ -311,12 +317,16 @@ def _rerun(bench: Any, rec: dict[str, Any], *, playback: Any = None) -> Any:
         bench.clock.real()
     given = rec.get("options")
     opts: dict[str, Any] = given if isinstance(given, dict) else {}
+    after = c.get("crash_after") if playback is not None else None
     with bench._lock:
         return _pipeline.call(
             bench,
             rec["tool"],
             rec.get("input"),
             key=str(c.get("idempotency_key") or "") or None,
+            # the crashed run of call(crash=N) crashes again at its point; its rerun is fresh
+            crash_after=after if type(after) is int else None,
+            fresh=True if c.get("crash") and playback is not None else None,
             options={"as_user": opts.get("as_user"), "conversation": opts.get("conversation")},
             identity={
                 "call_id": c.get("call_id"),
