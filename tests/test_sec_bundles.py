@@ -576,6 +576,7 @@ def _outside(key: str, value: Any) -> Any:
         "http-status",
         "too-many",
         "ticks",
+        "crash_after",
     ],
 )
 def test_format_2_fields_are_checked(
