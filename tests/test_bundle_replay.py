@@ -378,3 +378,17 @@ def test_a_crashed_run_and_its_rerun_replay_as_they_ran(tmp_path: Path, capsys: 
     assert [r["matches"] for r in lines] == [True] * 4
     assert lines[1]["result"]["error"]["code"] == "E_SANDBOX"
     assert lines[1]["note"] == "the crashed run of call(crash=2): crashed again there"
+
+
+def test_exported_calls_that_skip_one_have_no_start(tmp_path: Path) -> None:
+    """A replay from the start makes every call in order: calls that skip one of the bench's
+    are exported without start.json (rerun from the fixtures), `start` saying why."""
+    gem = _new(tmp_path, "greeter", "notochord")
+    with workbench.open(gem, seed=1) as bench:
+        first, second, third = (bench.call("hello", {"name": n}) for n in ("Ada", "Bob", "Cy"))
+        whole = bench.export(tmp_path / "whole.gemrepro", calls=[first, second])
+        skipping = bench.export(tmp_path / "skip.gemrepro", calls=[first, third])
+    assert "start.json" in zipfile.ZipFile(whole).namelist()
+    assert "start.json" not in zipfile.ZipFile(skipping).namelist()
+    meta = json.loads(zipfile.ZipFile(skipping).read("bundle.json"))
+    assert meta["start"].startswith(f"the exported calls skip call {second.call_id}")

@@ -240,6 +240,13 @@ def _start(bench: Bench, chosen: list[CallResult]) -> tuple[dict[str, Any] | Non
             f"the bench keeps the state its first call ({first}) found; the first exported call is "
             f"{chosen[0].call_id}: export from the bench's first call"
         )
+    top = [r for r in bench.results if r.parent is None]
+    for mine, theirs in zip(chosen, top):  # a run of calls: a replay from the start makes them all
+        if mine is not theirs:
+            return None, (
+                f"the exported calls skip call {theirs.call_id}: a replay from the start would not "
+                "make it; export a run of calls from the bench's first"
+            )
     return found, ""
 
 
