@@ -392,3 +392,15 @@ def test_exported_calls_that_skip_one_have_no_start(tmp_path: Path) -> None:
     assert "start.json" not in zipfile.ZipFile(skipping).namelist()
     meta = json.loads(zipfile.ZipFile(skipping).read("bundle.json"))
     assert meta["start"].startswith(f"the exported calls skip call {second.call_id}")
+
+
+def test_a_bench_on_real_providers_copies_nothing_at_its_first_call(tmp_path: Path) -> None:
+    """The start is a copy of the whole state: a real folder or database is never read whole
+    for it (its bundle says why it has no start.json)."""
+    gem = _new(tmp_path, "greeter", "notochord")
+    with workbench.open(gem, seed=1, providers="real", state_dir=tmp_path / "real") as bench:
+        assert bench.call("hello", {"name": "Ada"}).ok
+        path = bench.export(tmp_path / "real.gemrepro")
+    with zipfile.ZipFile(path) as z:
+        assert "start.json" not in z.namelist()
+        assert "are real: a replay starts from mocks" in json.loads(z.read("bundle.json"))["start"]

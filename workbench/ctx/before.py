@@ -223,6 +223,15 @@ def keep_start(bench: Any, call_id: str) -> None:
     from .._errors import WorkbenchError
     from .state import dump
 
+    real = sorted(k for k, v in bench.provider_kinds.items() if v != "mock")
+    if real:  # a real folder or database is the user's, not the bench's to copy whole
+        _STARTS[bench] = (
+            call_id,
+            None,
+            f"the bench's {', '.join(real)} are real: a replay starts from mocks",
+        )
+        return
+
     try:
         found = {"state": dump(bench), "setup": dump(bench, roles=("setup",))}
     except WorkbenchError as exc:  # a part that cannot be dumped (a real mailbox): said on export
