@@ -180,7 +180,9 @@ def _declared_of(profile: Profile) -> dict[str, list[tuple[StatePart, str]]]:
         return found[1]
     out: dict[str, list[tuple[StatePart, str]]] = {}
     for part, spec in parts:
-        if part.role == "state" and part.name not in _STORES:
+        # a capability whose answers a replay serves back (a mailbox, the built-ins): those
+        # answers stand for its state (a copy of a mailbox would cost its size per call)
+        if part.role == "state" and part.name not in _STORES and spec.replayed is None:
             out.setdefault(spec.impl, []).append((part, spec.impl))
     if len(_DECLARED) >= 64:  # a profile per platform: more is lists made anew (a test's)
         _DECLARED.clear()
@@ -233,7 +235,7 @@ def keep_start(bench: Any, call_id: str) -> None:
         return
 
     try:
-        found = {"state": dump(bench), "setup": dump(bench, roles=("setup",))}
+        found = {"state": _unserved(bench), "setup": dump(bench, roles=("setup",))}
     except WorkbenchError as exc:  # a part that cannot be dumped (a real mailbox): said on export
         _STARTS[bench] = (call_id, None, exc.message)
         return
@@ -246,6 +248,19 @@ def keep_start(bench: Any, call_id: str) -> None:
         _STARTS[bench] = (call_id, None, why)
     else:
         _STARTS[bench] = (call_id, found, "")
+
+
+def _unserved(bench: Any) -> dict[str, Any]:
+    """The "state" parts' JSON but those of capabilities whose answers a replay serves back
+    (a mailbox, an outbox): a sequence's replay serves them, so their state is not needed,
+    and a mailbox of a million messages is not copied at a first call."""
+    from .state import context, parts_of
+
+    return {
+        part.name: part.dump(context(bench, spec))
+        for part, spec in parts_of(bench.profile)
+        if part.role == "state" and spec.replayed is None
+    }
 
 
 def start_of(bench: Any) -> tuple[str, dict[str, Any] | None, str] | None:
