@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import workbench
+from workbench._bundlerun import replay_bundle
 from workbench.cli import main
 from workbench.ctx import state as state_model
 from workbench.ctx.parts import StatePart
@@ -318,6 +319,9 @@ def test_a_bench_opened_without_pins_says_why_its_bundle_has_no_start(tmp_path: 
         meta = json.loads(z.read("bundle.json"))
     assert "pins=False" in meta["start"]
     assert meta["calls"][0]["outside"]["served"] is None
+    (rerun,) = replay_bundle(path)
+    assert rerun.how == "rerun" and rerun.ok
+    assert rerun.note == "rerun from the gem's fixtures: " + meta["start"]
 
 
 # -- no feature of pins or bundles reaches a capability's backend by its name -----------------

@@ -103,6 +103,9 @@ def replay_bundle(
                 res = _rerun(sequence, rec)
                 if wanted:
                     note = "made with crash=: rerun without it" if rec["call"].get("crash") else ""
+                    why = bundle.meta.get("start")
+                    if why and not any(r.how == "rerun" for r in out):  # format 2 without a start
+                        note = "; ".join(filter(None, [f"rerun from the gem's fixtures: {why}", note]))
                     out.append(Rerun(n, rec["tool"], "rerun", res, _compare(rec, res), note))
         finally:
             if sequence is not None:
