@@ -408,3 +408,19 @@ def test_a_bench_on_real_providers_copies_nothing_at_its_first_call(tmp_path: Pa
     with zipfile.ZipFile(path) as z:
         assert "start.json" not in z.namelist()
         assert "are real: a replay starts from mocks" in json.loads(z.read("bundle.json"))["start"]
+
+
+def test_pins_and_bundles_name_no_ctx_method() -> None:
+    """Which ctx calls are HTTP exchanges, effects or served answers comes from the specs
+    (ctx/standins.py http_exchange, outside_of): no method name in the pins' and bundles' code."""
+    import re
+
+    root = Path(workbench.__file__).parent
+    named = re.compile(r"""["'](?:http\.fetch|fetch|tools\.\w+|email\.\w+)["']|_HTTP_METHODS|_EFFECTS\b""")
+    found = [
+        f"{name}:{n}: {line.strip()}"
+        for name in PIN_AND_BUNDLE_MODULES
+        for n, line in enumerate((root / name).read_text().splitlines(), 1)
+        if named.search(line)
+    ]
+    assert found == []

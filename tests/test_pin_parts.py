@@ -70,3 +70,32 @@ def test_a_declared_part_is_in_a_pinned_case_and_put_back_on_replay(
     path.write_text(json.dumps(case))
     replayed = replay_case(path)
     assert "value.count: expected 2, got 6" in replayed.lines
+
+
+def test_what_a_replay_compares_as_effects_comes_from_the_specs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pinned call's replay compares the ctx calls its capabilities declare as effects (and
+    those whose answers it serves, and HTTP): declare kv's set an effect, and a set with other
+    arguments is a difference; undeclared, it is only a change of state."""
+    from workbench.ctx.parts import Effect
+
+    monkeypatch.setenv("GEM_WORKBENCH_HOME", str(tmp_path / "home"))
+    assert main(["new", "greeter", "--platform", "notochord", "--lang", "py", "--dir", str(tmp_path)]) == 0
+    with workbench.open(tmp_path / "greeter", seed=1, clock="2026-01-01T00:00:00Z") as bench:
+        path = bench.call("hello", {"name": "Ada"}).pin("first")
+    case = json.loads(path.read_text())
+    (kv_set,) = [e for e in case["effects"] if e["method"].endswith("kv.set")]
+    kv_set["args"] = ["greetings", "99"]
+    path.write_text(json.dumps(case))
+    assert not any(line.startswith("effects[") for line in replay_case(path).lines)
+    real = state_model.effects_of
+    monkeypatch.setattr(
+        state_model,
+        "effects_of",
+        lambda profile: {**real(profile), kv_set["method"]: Effect(kv_set["method"])},
+    )
+    lines = replay_case(path).lines
+    assert any(line.startswith("effects[") and kv_set["method"] in line and "99" in line for line in lines), (
+        lines
+    )

@@ -161,7 +161,7 @@ def _outside(bench: Bench, res: CallResult) -> dict[str, Any]:
     effects = _effects(res.trace_rows)
     return {
         "served": recording.entries,
-        "http": _exchanges(effects),
+        "http": _exchanges(bench.profile, effects),
         "secrets": _secrets(bench, effects),
         "credentials": _credentials(bench, effects),
     }

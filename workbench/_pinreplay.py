@@ -30,7 +30,6 @@ from .gem.names import CASE_FOLDERS, case_folder
 
 __all__ = ["Replay", "Replayer", "calls_folder_of", "load_case", "replay_case", "text_diff", "value_diff"]
 
-_EFFECTS = re.compile(r"^(http\.fetch|fetch|email\.send\w*|tools\.\w+)$")  # what a call does outside
 _MAX_LINES = 40  # of a diff report
 
 
@@ -277,13 +276,17 @@ def _change_lines(
 
 
 def _effect_lines(
-    expected: list[dict[str, Any]], got: list[dict[str, Any]], same: Any = None
+    expected: list[dict[str, Any]], got: list[dict[str, Any]], same: Any = None, *, profile: Any
 ) -> Iterator[str]:
+    from .ctx.standins import outside_of
+
+    reaches = outside_of(profile)  # what the specs say acts or reads outside the bench
+
     def outside(effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [
             {"method": e.get("method"), "args": e.get("args")}
             for e in effects
-            if isinstance(e, dict) and _EFFECTS.match(str(e.get("method", "")))
+            if isinstance(e, dict) and reaches(str(e.get("method", "")))
         ]
 
     a, b = outside(expected), outside(json.loads(json.dumps(got, default=str)))
@@ -522,7 +525,7 @@ def _compare(bench: Any, case: dict[str, Any], res: Any, playback: Any, served: 
     kept = bench._before
     if kept is not None and kept[0] == res.call_id:
         lines += list(_change_lines(case["changes"], changes(kept[1], bench.providers), same))
-    lines += list(_effect_lines(case["effects"], _effects(res.trace_rows), same))
+    lines += list(_effect_lines(case["effects"], _effects(res.trace_rows), same, profile=bench.profile))
     lines += [f"served: the pinned call made ctx.{m}; the replay did not" for m in playback.unused()]
     for req in served.unused():
         lines.append(f"http: the pinned call made {req.get('method')} {req.get('url')}; the replay did not")

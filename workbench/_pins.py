@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ._bench import Bench
     from ._result import CallResult
     from .ctx.before import Before
+    from .platforms import Profile
 
 __all__ = ["CASE_FORMAT", "build_case", "case_path", "case_text", "pin", "state_before", "write_case"]
 
@@ -37,7 +38,6 @@ CASE_FORMAT = 1
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # names Windows keeps for devices, whatever the extension: a checkout there could not hold them
 _DEVICE = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
-_HTTP_METHODS = ("http.fetch", "fetch")  # Notochord's ctx.http.fetch, Ekanos' ctx.fetch
 
 
 def case_path(root: Path, tool: str, name: str, *, under: str | None = None) -> Path:
@@ -164,12 +164,14 @@ def _effects(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _exchanges(effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _exchanges(profile: Profile, effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The HTTP answers the call got (of its `effects`), as a replay serves them back
     (request: method, URL, body; response: what the tool saw after redirects)."""
+    from .ctx.standins import http_exchange
+
     out = []
     for e in effects:
-        if e["method"] not in _HTTP_METHODS or not e["ok"] or not isinstance(e.get("result"), dict):
+        if not http_exchange(profile, e["method"]) or not e["ok"] or not isinstance(e.get("result"), dict):
             continue
         args = e["args"] if isinstance(e["args"], list) else []
         url = args[0] if args else None
@@ -230,13 +232,13 @@ def _kept(bench: Bench, res: CallResult) -> Before:
 def _credentials(bench: Bench, effects: list[dict[str, Any]]) -> dict[str, Any]:
     """Where the user's credential of each connection the call named may go (hosts, paths;
     never its value): a replay gives a stand-in credential the same reach (N10, SEC4)."""
-    from .ctx.standins import credential_reach
+    from .ctx.standins import credential_reach, http_exchange
 
     out: dict[str, Any] = {}
     for e in effects:
         init = e["args"][1] if isinstance(e["args"], list) and len(e["args"]) > 1 else None
         name = init.get("connection") if isinstance(init, dict) else None
-        if e["method"] not in _HTTP_METHODS or not isinstance(name, str) or name in out:
+        if not http_exchange(bench.profile, e["method"]) or not isinstance(name, str) or name in out:
             continue
         reach = credential_reach(bench.providers, name)
         if reach is not None:
@@ -304,7 +306,7 @@ def build_case(bench: Bench, res: CallResult) -> dict[str, Any]:
         "secrets": _secrets(bench, effects),
         "before": state_before(before, trace, changed),
         "effects": effects,
-        "http": _exchanges(effects),
+        "http": _exchanges(bench.profile, effects),
         "served": recording.entries if recording is not None else [],
         "result": {
             "ok": res.error is None,

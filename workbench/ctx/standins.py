@@ -9,9 +9,20 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..platforms import Profile
     from .stores import Providers
 
-__all__ = ["credential_reach", "mask_of", "no_recipients", "secrets_set", "serve_http"]
+_HTTP = "http"  # the capability whose backend is the bench's HTTP transport (ctx/http.py)
+
+__all__ = [
+    "credential_reach",
+    "http_exchange",
+    "mask_of",
+    "no_recipients",
+    "outside_of",
+    "secrets_set",
+    "serve_http",
+]
 
 
 def mask_of(providers: Providers) -> Callable[[str], str] | None:
@@ -62,3 +73,23 @@ def no_recipients(providers: Providers) -> None:
     tools = providers.backends.get("tools")
     if tools is not None:
         tools.recipients = ()
+
+
+def http_exchange(profile: Profile, method: str) -> bool:
+    """Whether a ctx call of `method` is an HTTP request the bench's transport answers
+    (Notochord's ctx.http.fetch, Ekanos' ctx.fetch): a pin keeps its exchange, a replay
+    serves it back."""
+    from .before import part_of
+
+    return part_of(profile, method) == _HTTP
+
+
+def outside_of(profile: Profile) -> Callable[[str], bool]:
+    """`method` -> whether a ctx call of it reaches outside the bench's state: an effect its
+    capability declares (mail sent, a POST), a method whose answers a replay serves back (a
+    mailbox page, a built-in), or an HTTP exchange. What a pinned call's replay compares."""
+    from .served import replayed
+    from .state import effects_of
+
+    effects = set(effects_of(profile))
+    return lambda method: method in effects or replayed(profile, method) or http_exchange(profile, method)
