@@ -43,7 +43,7 @@ def test_export_then_open_restores_state_clock_seed_and_gem(tmp_path: Path) -> N
         at = bench.clock.time()
     entries = _entries(path)
     meta = json.loads(entries["bundle.json"])
-    assert meta["bundle"] == 1 and meta["gem"] == "acme.notes" and meta["platform"] == "notochord"
+    assert meta["bundle"] == 2 and meta["gem"] == "acme.notes" and meta["platform"] == "notochord"
     assert meta["seed"] == 7 and meta["clock"] == {"mode": "frozen", "at": at}
     assert [c["tool"] for c in meta["calls"]] == ["add_note", "add_note", "close_note", "write_report"]
     assert [c.get("case") for c in meta["calls"]] == [None, None, None, "cases/0003.json"]
@@ -171,7 +171,11 @@ def test_cli_export_and_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     assert main(["replay", str(path), "--trust"]) == 0
     out = capsys.readouterr()
     lines = [json.loads(line) for line in out.out.splitlines()]
-    assert [(r["call"], r["how"], r["matches"]) for r in lines] == [(0, "rerun", True), (1, "case", True)]
+    # from the bundle's start, each call served its answers (format 2: start.json)
+    assert [(r["call"], r["how"], r["matches"]) for r in lines] == [
+        (0, "sequence", True),
+        (1, "sequence", True),
+    ]
     assert main(["replay", str(path), "--call", "1", "--trust"]) == 0
     assert [json.loads(line)["call"] for line in capsys.readouterr().out.splitlines()] == [1]
     # a recorded result that differs: exit 1, the difference named

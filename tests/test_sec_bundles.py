@@ -200,7 +200,7 @@ def test_an_unknown_format(good: dict[str, bytes], tmp_path: Path, temp: Path) -
     meta = _meta(good)
     meta["bundle"] = 99
     path = _bundle(tmp_path / "b.gemrepro", {**good, "bundle.json": json.dumps(meta).encode()})
-    err = _refused(path, "format '99': this workbench reads format 1")
+    err = _refused(path, "format '99': this workbench reads formats 1, 2")
     assert err.details["field"] == "bundle"
 
 
@@ -529,3 +529,102 @@ def test_export_state_onto_an_unusable_path_is_a_coded_error(
     after = {p.relative_to(earlier): p.read_bytes() for p in earlier.rglob("*") if p.is_file()}
     assert after == before, "the earlier state folder is back as it was"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "st"]  # no temp, no .old
+
+
+# -- format 2: start.json, the setup, each call's outside answers ---------------------------
+def _with_call(good: dict[str, bytes], edit: Any) -> dict[str, bytes]:
+    meta = _meta(good)
+    edit(meta)
+    return {**good, "bundle.json": json.dumps(meta).encode()}
+
+
+def _outside(key: str, value: Any) -> Any:
+    return lambda meta: meta["calls"][0]["outside"].__setitem__(key, value)
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda m: m.__setitem__("setup", ["recipients"]), "bundle.json: setup: is not an object"),
+        (lambda m: m.__setitem__("start", 7), "bundle.json: start: is not a text"),
+        (lambda m: m["calls"][0].__setitem__("outside", "x"), r"calls.0.outside: is not \{served"),
+        (_outside("served", {"method": "x"}), "calls.0.outside.served: is not a list"),
+        (_outside("http", "GET /"), "calls.0.outside.http: is not a list"),
+        (_outside("secrets", [1, 2]), "secrets is not a list of secret names"),
+        (_outside("credentials", {"c": {"hosts": "a"}}), r"credentials.c is not \{hosts, paths\?\}"),
+        (
+            _outside("served", [{"method": "email.listSince", "ok": False, "error": {"code": "nope"}}]),
+            "served.0.error",
+        ),
+        (
+            _outside("http", [{"request": {"url": "https://a.example/"}, "response": {"status": 99}}]),
+            "http.0.response.status",
+        ),
+        (_outside("served", [{"method": "m", "ok": True}] * 20_001), "more answers than a call records"),
+        (lambda m: m["calls"][0]["call"].__setitem__("ticks", ["soon"]), "call.ticks is not a list"),
+        (lambda m: m["calls"][0]["call"].__setitem__("crash_after", -1), "call.crash_after: is not a number"),
+    ],
+    ids=[
+        "setup",
+        "start",
+        "outside",
+        "served",
+        "http",
+        "secrets",
+        "credentials",
+        "served-error",
+        "http-status",
+        "too-many",
+        "ticks",
+        "crash_after",
+    ],
+)
+def test_format_2_fields_are_checked(
+    edit: Any, match: str, good: dict[str, bytes], tmp_path: Path, temp: Path
+) -> None:
+    path = _bundle(tmp_path / "b.gemrepro", _with_call(good, edit))
+    err = _refused(path, match)
+    assert "bundle.json" in err.message
+    _nothing_left(temp, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("start", "match"),
+    [
+        ([], r"start.json: is not \{state, setup\}"),
+        ({"state": {}, "setup": {}, "more": 1}, r"start.json: is not \{state, setup\}"),
+        ({"state": [], "setup": {}}, "start.json: state: is not an object"),
+        ({"state": {}, "setup": "all"}, "start.json: setup: is not an object"),
+    ],
+)
+def test_a_hostile_start_is_refused_on_open(
+    start: Any, match: str, good: dict[str, bytes], tmp_path: Path, temp: Path
+) -> None:
+    path = _bundle(tmp_path / "b.gemrepro", {**good, "start.json": json.dumps(start).encode()})
+    _refused(path, match)
+    _nothing_left(temp, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("start", "said"),
+    [
+        (
+            {
+                "state": {"files": [{"root": "workspace", "path": "../x", "type": "file", "text": "x"}]},
+                "setup": {},
+            },
+            "start.json: state: files.0",
+        ),
+        ({"state": {"kv": {"k": 1}}, "setup": {}}, "start.json: state: kv"),
+        ({"state": {}, "setup": {"wormhole": 1}}, "start.json: setup: wormhole"),
+    ],
+    ids=["file-escapes", "kv-not-text", "unknown-setup-part"],
+)
+def test_a_hostile_start_is_refused_by_the_parts_on_replay(
+    start: dict[str, Any], said: str, good: dict[str, bytes], tmp_path: Path, capsys: Any
+) -> None:
+    path = _bundle(tmp_path / "b.gemrepro", {**good, "start.json": json.dumps(start).encode()})
+    assert main(["replay", str(path), "--trust"]) == 1
+    err = capsys.readouterr().err
+    assert "E_BUNDLE" in err and said in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists() and not (tmp_path.parent / "x").exists()

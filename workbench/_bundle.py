@@ -3,9 +3,13 @@ opens with `workbench.open("case.gemrepro")` and reruns with `gem-workbench repl
 
 A bundle is a zip of:
 
-    bundle.json      format, workbench version, platform, gem id, clock, seed, the calls, and
-                     the sha256 and size of every other entry
+    bundle.json      format, workbench version, platform, gem id, clock, seed, the bench's
+                     setup at export, the calls (each with the outside answers its replay
+                     serves back: ctx calls, HTTP exchanges, clock reads), and the sha256 and
+                     size of every other entry
     state.json       the bench's whole state at export (ctx/statejson.dump_state)
+    start.json       the state and setup the first exported call found (a bench's first call
+                     keeps them: ctx/before.keep_start); absent when the bench lost them
     gem/<path>       the gem's definition (gem_files: no dot-entries outside fixtures/, no
                      __pycache__, node_modules, tests/calls or bundles; no links)
     cases/<n>.json   the pinned case of a call whose state copy the bench still has (its latest)
@@ -39,10 +43,12 @@ if TYPE_CHECKING:
 
 __all__ = ["BUNDLE_FORMAT", "SUFFIX", "export", "gem_files", "is_bundle", "scrubbed", "unwritable"]
 
-BUNDLE_FORMAT = 1
+BUNDLE_FORMAT = 2
+FORMATS = (1, 2)  # what a reader opens: a format-1 bundle replays as it did
 SUFFIX = ".gemrepro"
 META = "bundle.json"
 STATE = "state.json"
+START = "start.json"
 _SKIPPED_DIRS = {"__pycache__", "node_modules"}
 _STAMP = (1980, 1, 1, 0, 0, 0)  # every entry's date: two exports of one bench are the same bytes
 RATIO_SLACK = 1024 * 1024  # an entry's first MiB is not held to Limits.bundle_ratio
@@ -140,8 +146,30 @@ def _chosen(bench: Bench, calls: Iterable[Any] | None) -> list[CallResult]:
     return sorted(out, key=lambda r: order[id(r)])
 
 
-def _record(res: CallResult) -> dict[str, Any]:
-    """What a replay needs to call it again: tool, input, per-call options, ids, clock, result."""
+def _outside(bench: Bench, res: CallResult) -> dict[str, Any]:
+    """What the call read from or sent outside the bench's state, as its replay serves it
+    back: the replayed ctx calls (mailbox pages, built-ins' answers), its HTTP exchanges, the
+    secrets it read and its credentials' reach (stand-ins on the replay), its clock reads."""
+    from ._pins import _credentials, _effects, _exchanges, _secrets
+
+    rp = res.replay
+    recording = rp.get("served")
+    if recording is None:
+        return {"served": None, "why": "the bench was opened with pins=False: its calls kept no answers"}
+    if recording.over:
+        return {"served": None, "why": f"it made more than {recording.limit:,} calls a replay serves back"}
+    effects = _effects(res.trace_rows)
+    return {
+        "served": recording.entries,
+        "http": _exchanges(bench.profile, effects),
+        "secrets": _secrets(bench, effects),
+        "credentials": _credentials(bench, effects),
+    }
+
+
+def _record(bench: Bench, res: CallResult) -> dict[str, Any]:
+    """What a replay needs to call it again: tool, input, per-call options, ids, clock, the
+    answers it got from outside, result."""
     rp = res.replay
     err = res.error
     return {
@@ -157,14 +185,27 @@ def _record(res: CallResult) -> dict[str, Any]:
             "frozen": rp.get("frozen", False),
             "started": res.started,
             "duration_ms": round(res.duration_ms, 3),
+            **({"ticks": rp["ticks"]} if rp.get("ticks") else {}),
+            **({"times": rp["times"]} if rp.get("times") else {}),
             **({"crash": True} if res.crash is not None else {}),
+            # the crashed run of call(crash=N): its replay crashes at the same ctx call
+            **({"crash_after": _crashed_after(err)} if _crashed_after(err) is not None else {}),
         },
+        "outside": _outside(bench, res),
         "result": {
             "ok": err is None,
             "value": res.value,
             "error": None if err is None else {"code": err.code, "message": err.message},
         },
     }
+
+
+def _crashed_after(err: WorkbenchError | None) -> int | None:
+    """After how many ctx calls a simulated crash (N7) stopped the run, or None."""
+    if err is None or err.details.get("capability") != "crash":
+        return None
+    after = err.details.get("crashed_after")
+    return after if type(after) is int and after >= 0 else None
 
 
 def _case_of(bench: Bench, res: CallResult) -> tuple[str | None, str | None]:
@@ -180,12 +221,43 @@ def _case_of(bench: Bench, res: CallResult) -> tuple[str | None, str | None]:
         return None, exc.message
 
 
+def _start(bench: Bench, chosen: list[CallResult]) -> tuple[dict[str, Any] | None, str]:
+    """({"state", "setup"} the first of `chosen` found, or None, why not): what a replay puts
+    on its fresh bench before the first call. Without calls, the bench's as they are now."""
+    from .ctx.before import start_of
+    from .ctx.state import dump
+
+    if not chosen:
+        return {"state": dump(bench), "setup": dump(bench, roles=("setup",))}, ""
+    kept = start_of(bench)
+    if kept is None:
+        return None, "the bench kept no state of its first call (opened with pins=False)"
+    first, found, why = kept
+    if found is None:
+        return None, why
+    if first != chosen[0].call_id:
+        return None, (
+            f"the bench keeps the state its first call ({first}) found; the first exported call is "
+            f"{chosen[0].call_id}: export from the bench's first call"
+        )
+    top = [r for r in bench.results if r.parent is None]
+    for mine, theirs in zip(chosen, top):  # a run of calls: a replay from the start makes them all
+        if mine is not theirs:
+            return None, (
+                f"the exported calls skip call {theirs.call_id}: a replay from the start would not "
+                "make it; export a run of calls from the bench's first"
+            )
+    return found, ""
+
+
 # -- writing -------------------------------------------------------------------------------
 def _masker(bench: Bench) -> Any:
     """bytes -> bytes with every secret the bench has seen masked by the one mask (the http
     state's, ctx/masking.py), as a pinned case's strings are; identity when it has none."""
-    http = bench.providers.backends.get("http")
-    if http is None or not http.has_secrets:
+    from .ctx.standins import mask_of
+
+    masked_by = mask_of(bench.providers)
+    if masked_by is None:
         return lambda data: data
     from ._pins import scrub_json
 
@@ -195,8 +267,8 @@ def _masker(bench: Bench) -> Any:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            return http.mask(data.decode("latin-1")).encode("latin-1", "replace")
-        masked = http.mask(text)
+            return masked_by(data.decode("latin-1")).encode("latin-1", "replace")
+        masked = masked_by(text)
         if masked != text:
             _still_json(text, masked)
         if not _NESTED.search(masked):  # no JSON text inside a string: masked in place
@@ -205,7 +277,7 @@ def _masker(bench: Bench) -> Any:
             value = json.loads(masked)
         except (ValueError, RecursionError):
             return masked.encode("utf-8")
-        again = scrub_json(http.mask, value, 0)
+        again = scrub_json(masked_by, value, 0)
         # rewritten (compact) only when a secret hid deeper than the mask's own forms
         return (masked if again == value else json.dumps(again, ensure_ascii=False)).encode("utf-8")
 
@@ -217,14 +289,16 @@ def scrubbed(bench: Bench, value: Any) -> Any:
     (_pins.case_text): as they decode, however deep. The caller masks the text it writes too
     (the strings that are not JSON texts are hidden there, in place): `value` itself when
     there is no secret or no such string."""
-    http = bench.providers.backends.get("http")
-    if http is None or not http.has_secrets:
+    from .ctx.standins import mask_of
+
+    mask = mask_of(bench.providers)
+    if mask is None:
         return value
     if not _NESTED.search(json.dumps(value, ensure_ascii=False, default=str)):
         return value
     from ._pins import scrub_json
 
-    return scrub_json(http.mask, value, 0)
+    return scrub_json(mask, value, 0)
 
 
 def _still_json(text: str, masked: str) -> None:
@@ -258,16 +332,18 @@ def _masked_json(bench: Bench, value: Any, entry: str) -> bytes:
     """`value` as a JSON entry masked as a pinned case is (_pins.case_text, the one mask): each
     string as it decodes, JSON texts inside strings read and masked too (a secret escaped
     deeper than the mask's own forms); E_SECRET when one would stay where it cannot be hidden."""
-    http = bench.providers.backends.get("http")
-    if http is None or not http.has_secrets:
+    from .ctx.standins import mask_of
+
+    mask = mask_of(bench.providers)
+    if mask is None:
         return _json(value)
     text = _json(value).decode("utf-8")
     if not _NESTED.search(text):  # no JSON text inside a string: the mask hides each in place
-        return http.mask(text).encode("utf-8")
+        return mask(text).encode("utf-8")
     from ._pins import scrub_json
 
-    text = _json(scrub_json(http.mask, value, 0)).decode("utf-8")
-    if http.mask(text) != text:  # a secret across the text's own quotes and commas
+    text = _json(scrub_json(mask, value, 0)).decode("utf-8")
+    if mask(text) != text:  # a secret across the text's own quotes and commas
         raise WorkbenchError(
             "E_SECRET",
             f"cannot export: the bundle's {entry} would hold a secret in a form the mask cannot hide "
@@ -280,6 +356,7 @@ def _masked_json(bench: Bench, value: Any, entry: str) -> bytes:
 def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] | None = None) -> Path:
     """Write the bench as a bundle at `path` (*.gemrepro): its state, its calls (a pinned case
     for the latest), the gem's files with their hashes; secrets masked. Returns the path."""
+    from .ctx.state import dump
     from .ctx.statejson import dump_state
 
     target = Path(path)
@@ -291,9 +368,13 @@ def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] |
         bench._check_open()
         mask = _masker(bench)
         entries: dict[str, bytes] = {STATE: _masked_json(bench, dump_state(bench), STATE)}
+        chosen = _chosen(bench, calls)
+        start, why_not = _start(bench, chosen)
+        if start is not None:
+            entries[START] = _masked_json(bench, start, START)
         records = []
-        for n, res in enumerate(_chosen(bench, calls)):
-            rec = _record(res)
+        for n, res in enumerate(chosen):
+            rec = _record(bench, res)
             text, why = _case_of(bench, res)
             if text is not None:  # case_text masked it already
                 rec["case"] = name = f"cases/{n:04d}.json"
@@ -312,6 +393,10 @@ def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] |
             "providers": bench.provider_kinds,
             "clock": {"mode": clock.mode, "at": clock.time()},
             "seed": bench.seed,
+            # the bench's setup as its first exported call found it: what a replay compares its
+            # own with (start.json's, which the replay puts, may have been edited)
+            "setup": scrubbed(bench, start["setup"] if start is not None else dump(bench, roles=("setup",))),
+            **({} if start is not None else {"start": why_not}),
             "calls": records,
             "entries": [
                 {"name": n, "sha256": hashlib.sha256(d).hexdigest(), "size": len(d)}

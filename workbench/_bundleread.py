@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ._bundle import BUNDLE_FORMAT, META, RATIO_SLACK, STATE
+from ._bundle import FORMATS, META, RATIO_SLACK, START, STATE
 from ._errors import WorkbenchError
 from ._json import MAX_JSON_DEPTH, load_file_json
 from .platforms.base import Limits
@@ -50,6 +50,8 @@ class Bundle:
     state: dict[str, Any]
     gem: dict[str, bytes] = field(default_factory=dict)  # gem-relative path -> bytes
     cases: dict[str, bytes] = field(default_factory=dict)  # entry name -> the case's JSON text
+    # format 2: {"state", "setup"} the first exported call found (None: the bench lost them)
+    start: dict[str, Any] | None = None
 
 
 def _bad(path: Path, entry: str, why: str, **details: Any) -> WorkbenchError:
@@ -220,6 +222,8 @@ def read_bundle(path: str | os.PathLike[str], limits: Limits | None = None) -> B
     if not isinstance(state, dict):
         raise _bad(path, STATE, "is not an object of files, kv, documents and sql")
     out = Bundle(path, meta, state)
+    if START in data:
+        out.start = _check_start(path, _json(path, START, data.pop(START)))
     for name, blob in data.items():
         if name.startswith("gem/"):
             out.gem[name[4:]] = blob
@@ -227,7 +231,9 @@ def read_bundle(path: str | os.PathLike[str], limits: Limits | None = None) -> B
             out.cases[name] = blob
         else:
             raise _bad(
-                path, name, "is not part of a bundle (bundle.json, state.json, gem/…, cases/NNNN.json)"
+                path,
+                name,
+                "is not part of a bundle (bundle.json, state.json, start.json, gem/…, cases/NNNN.json)",
             )
     _check_calls(path, out)
     return out
@@ -255,13 +261,18 @@ def bundle_platform(path: str | os.PathLike[str], limits: Limits | None = None) 
 def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise _bad(path, META, "is not an object")
-    if meta.get("bundle") != BUNDLE_FORMAT:
+    if type(meta.get("bundle")) is not int or meta["bundle"] not in FORMATS:
         raise _bad(
             path,
             f"{META}: bundle",
-            f"format {str(meta.get('bundle'))[:20]!r}: this workbench reads format {BUNDLE_FORMAT}",
+            f"format {str(meta.get('bundle'))[:20]!r}: this workbench reads formats "
+            f"{', '.join(map(str, FORMATS))}",
             field="bundle",
         )
+    if not isinstance(meta.get("setup", {}), dict):
+        raise _bad(path, f"{META}: setup", "is not an object of the bench's setup parts", field="setup")
+    if not isinstance(meta.get("start", ""), str):
+        raise _bad(path, f"{META}: start", "is not a text (why the bundle has no start.json)", field="start")
     for key, kind in (("gem", str), ("platform", str), ("entries", list), ("calls", list), ("clock", dict)):
         if not isinstance(meta.get(key), kind):
             raise _bad(path, f"{META}: {key}", f"is not a {kind.__name__}", field=key)
@@ -318,11 +329,15 @@ def _check_calls(path: Path, bundle: Bundle) -> None:
             v = rec["call"].get(key)
             if v is not None and (type(v) is not int or not 0 <= v < 2**63):
                 raise _bad(path, f"{where}.call.{key}", "is not a whole number", field=f"calls.{i}")
+        after = rec["call"].get("crash_after")
+        if after is not None and (type(after) is not int or not 0 <= after <= Limits().trace_rows):
+            raise _bad(path, f"{where}.call.crash_after", "is not a number of ctx calls", field=f"calls.{i}")
         ms = rec["call"].get("clock_ms")
         if isinstance(ms, (int, float)) and not isinstance(ms, bool) and not _instant(ms / 1000):
             raise _bad(
                 path, f"{where}.call.clock_ms", "is not a time the clock can stand at", field=f"calls.{i}"
             )
+        _check_outside(path, where, rec)
         case = rec.get("case")
         if case is None:
             continue
@@ -337,6 +352,51 @@ def _check_calls(path: Path, bundle: Bundle) -> None:
                 f"claims gem {str(other)[:60]!r}, tool {str(claimed.get('tool') if isinstance(claimed, dict) else None)[:60]!r}; the bundle is of gem {gem!r}",
                 field="gem",
             )
+
+
+def _check_start(path: Path, start: Any) -> dict[str, Any]:
+    """start.json: {state: {part: JSON}, setup: {part: JSON}} (each part checks its own JSON
+    when the replay puts it: E_BUNDLE naming the field)."""
+    if not isinstance(start, dict) or set(start) - {"state", "setup"}:
+        raise _bad(path, START, "is not {state, setup}", field="start")
+    for key in ("state", "setup"):
+        if not isinstance(start.get(key, {}), dict):
+            raise _bad(path, f"{START}: {key}", "is not an object of the bench's parts", field=key)
+    return start
+
+
+def _check_outside(path: Path, where: str, rec: dict[str, Any]) -> None:
+    """A call's `outside` (format 2): the answers its replay serves back, checked as a pinned
+    case's are (ctx/recorded.check_replayed), each refusal E_BUNDLE naming the call's field."""
+    from .ctx.recorded import check_replayed
+
+    out = rec.get("outside")
+    if out is None:
+        return
+    if not isinstance(out, dict) or not isinstance(out.get("why", ""), str):
+        raise _bad(path, f"{where}.outside", "is not {served, http, secrets, credentials}", field="outside")
+    if out.get("served") is None:
+        return
+    shaped = {
+        "http": out.get("http", []),
+        "served": out["served"],
+        "secrets": out.get("secrets", []),
+        "credentials": out.get("credentials", {}),
+        "call": rec["call"],
+        "options": rec.get("options", {}),
+    }
+    for key, kind in (("http", list), ("served", list), ("secrets", list), ("credentials", dict)):
+        if not isinstance(shaped[key], kind):
+            raise _bad(path, f"{where}.outside.{key}", f"is not a {kind.__name__}", field=key)
+    if not isinstance(shaped["options"], dict):
+        raise _bad(path, f"{where}.options", "is not an object", field="options")
+    if len(shaped["served"]) + len(shaped["http"]) > 2 * Limits().trace_rows:
+        raise _bad(path, f"{where}.outside", "holds more answers than a call records (Limits.trace_rows)")
+    try:
+        check_replayed(path, shaped)
+    except WorkbenchError as exc:  # E_CASE of a case's field: the bundle's call's
+        field_ = str(exc.details.get("field", ""))
+        raise _bad(path, f"{where}.outside", exc.message.removeprefix(f"{path}: "), field=field_) from None
 
 
 def unpack(bundle: Bundle, dest: Path) -> Path:

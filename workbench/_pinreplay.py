@@ -11,7 +11,6 @@ its result, its changes and its effects are compared with the case's.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -25,12 +24,12 @@ from typing import Any
 from ._errors import UsageError, WorkbenchError
 from ._json import MAX_JSON_DEPTH, load_file_json
 from ._text import terminal_safe
-from .ctx.limits import DEFAULT, MAX_TICKS
+from .ctx.limits import DEFAULT
+from .ctx.recorded import check_replayed
 from .gem.names import CASE_FOLDERS, case_folder
 
 __all__ = ["Replay", "Replayer", "calls_folder_of", "load_case", "replay_case", "text_diff", "value_diff"]
 
-_EFFECTS = re.compile(r"^(http\.fetch|fetch|email\.send\w*|tools\.\w+)$")  # what a call does outside
 _MAX_LINES = 40  # of a diff report
 
 
@@ -105,135 +104,7 @@ def _check_shape(path: Path, case: Any) -> None:
             raise _bad(path, f"{key!r} is {type(case[key]).__name__}, not {types[0].__name__}", field=key)
     if case["case"] != 1:
         raise _bad(path, f"case format {case['case']!r}: this workbench reads format 1", field="case")
-    for i, ex in enumerate(case["http"]):
-        req = ex.get("request") if isinstance(ex, dict) else None
-        resp = ex.get("response") if isinstance(ex, dict) else None
-        if (
-            not isinstance(req, dict)
-            or not isinstance(resp, dict)
-            or not isinstance(req.get("url"), str)
-            or not isinstance(req.get("method", "GET"), str)
-        ):
-            raise _bad(
-                path, f"http.{i} is not {{request: {{method, url}}, response: {{…}}}}", field=f"http.{i}"
-            )
-        _check_response(path, f"http.{i}.response", resp)
-    for i, entry in enumerate(case["served"]):
-        if (
-            not isinstance(entry, dict)
-            or not isinstance(entry.get("method"), str)
-            or not isinstance(entry.get("ok", True), bool)
-        ):
-            raise _bad(path, f"served.{i} is not {{method, ok, result | error}}", field=f"served.{i}")
-        err = entry.get("error")
-        if entry.get("ok") is False and not (
-            isinstance(err, dict)
-            and isinstance(err.get("code"), str)
-            and _CODE.fullmatch(err["code"])
-            and isinstance(err.get("message"), str)
-        ):
-            raise _bad(
-                path,
-                f"served.{i}.error is not {{code: E_…, message}} (a code of capitals and '_')",
-                field=f"served.{i}.error",
-            )
-    if not all(isinstance(n, str) and 0 < len(n) <= 200 for n in case["secrets"]):
-        raise _bad(path, "secrets is not a list of secret names", field="secrets")
-    for name, reach in case["credentials"].items():
-        if (
-            not isinstance(reach, dict)
-            or not _strings(reach.get("hosts"))
-            or not _strings(reach.get("paths", []))
-        ):
-            raise _bad(
-                path, f"credentials.{name[:40]} is not {{hosts, paths?}}", field=f"credentials.{name[:40]}"
-            )
-    call = case["call"]
-    for key in ("seed", "ids"):
-        seed = call.get(key)
-        if seed is not None and (type(seed) is not int or not 0 <= seed < 2**63):
-            raise _bad(path, f"call.{key} is not a whole number", field=f"call.{key}")
-    for key, low, high in (
-        ("clock_ms", 0, _LATEST * 1000),
-        ("started", 0, _LATEST),
-        ("duration_ms", 0, 1e10),
-    ):
-        v = call.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high):
-            raise _bad(path, f"call.{key} is not a number from {low} to {high:.0f}", field=f"call.{key}")
-    if not isinstance(call.get("frozen", False), bool):
-        raise _bad(path, "call.frozen is not true or false", field="call.frozen")
-    for key, high in (("ticks", 1e10), ("times", _LATEST)):
-        if not _ticks(call.get(key, []), high):
-            raise _bad(
-                path,
-                f"call.{key} is not a list of up to {MAX_TICKS} numbers from 0 to {high:.0f}",
-                field=f"call.{key}",
-            )
-    v = call.get("call_id")
-    if v is not None and (not isinstance(v, str) or not _ID.fullmatch(v)):
-        raise _bad(
-            path, "call.call_id is not letters, digits, '.', '_' and '-' (up to 200)", field="call.call_id"
-        )
-    v = call.get("idempotency_key")
-    if v is not None and (not isinstance(v, str) or len(v) > 1000):
-        raise _bad(
-            path, "call.idempotency_key is not a text (up to 1,000 characters)", field="call.idempotency_key"
-        )
-    for key in ("as_user", "conversation"):
-        v = case["options"].get(key)
-        if v is not None and not isinstance(v, str):
-            raise _bad(path, f"options.{key} is not a text", field=f"options.{key}")
-
-
-_CODE = re.compile(r"E_[A-Z0-9_]{1,40}")
-_ID = re.compile(r"[A-Za-z0-9._-]{1,200}")
-_LATEST = 253402300799  # 9999-12-31T23:59:59Z: the last instant a clock (and a date) can show
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
-_HEADER_BAD = re.compile(r"[\x00\r\n]")
-
-
-def _strings(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def _check_response(path: Path, where: str, resp: dict[str, Any]) -> None:
-    """A recorded answer as a live one is: a status a Response can have, [name, value] header
-    pairs a server can send, a text or base64 body (its size is checked when it is served)."""
-    status = resp.get("status", 200)
-    if type(status) is not int or not 200 <= status <= 599:
-        raise _bad(
-            path,
-            f"{where}.status {str(status)[:20]!r} is not a whole number from 200 to 599",
-            field=f"{where}.status",
-        )
-    if not isinstance(resp.get("statusText", ""), str):
-        raise _bad(path, f"{where}.statusText is not a text", field=f"{where}.statusText")
-    headers = resp.get("headers", [])
-    if not isinstance(headers, list):
-        raise _bad(path, f"{where}.headers is not a list of [name, value] pairs", field=f"{where}.headers")
-    for j, h in enumerate(headers):
-        if (
-            not isinstance(h, list)
-            or len(h) != 2
-            or not all(isinstance(x, str) for x in h)
-            or not _HEADER_NAME.fullmatch(h[0])
-            or _HEADER_BAD.search(h[1])
-        ):
-            raise _bad(
-                path,
-                f"{where}.headers.{j} is not a [name, value] pair a server can send",
-                field=f"{where}.headers.{j}",
-            )
-    if "text" in resp and not isinstance(resp["text"], str):
-        raise _bad(path, f"{where}.text is not a text", field=f"{where}.text")
-    if "base64" in resp:
-        try:
-            if not isinstance(resp["base64"], str):
-                raise ValueError
-            base64.b64decode(resp["base64"], validate=True)
-        except ValueError:
-            raise _bad(path, f"{where}.base64 is not base64", field=f"{where}.base64") from None
+    check_replayed(path, case)
 
 
 # -- comparing ------------------------------------------------------------------------------
@@ -350,16 +221,6 @@ def _instant(v: Any) -> float | None:
     return None
 
 
-def _ticks(value: Any, high: float) -> bool:
-    """Whether `value` is what a case's `call.ticks` (the sandbox's reads of a running clock, ms
-    since the call's start) or `call.times` (the ctx layer's, epoch seconds) may be."""
-    return (
-        isinstance(value, list)
-        and len(value) <= MAX_TICKS
-        and all(type(t) in (int, float) and 0 <= t <= high for t in value)
-    )
-
-
 def time_window(case: dict[str, Any], res: Any) -> Any:
     """For a call pinned on a clock that ran (not frozen): two times agree when each falls in
     its own call's span (the pinned call's, the replay's: a replay's clock stands at the
@@ -415,13 +276,17 @@ def _change_lines(
 
 
 def _effect_lines(
-    expected: list[dict[str, Any]], got: list[dict[str, Any]], same: Any = None
+    expected: list[dict[str, Any]], got: list[dict[str, Any]], same: Any = None, *, profile: Any
 ) -> Iterator[str]:
+    from .ctx.standins import outside_of
+
+    reaches = outside_of(profile)  # what the specs say acts or reads outside the bench
+
     def outside(effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [
             {"method": e.get("method"), "args": e.get("args")}
             for e in effects
-            if isinstance(e, dict) and _EFFECTS.match(str(e.get("method", "")))
+            if isinstance(e, dict) and reaches(str(e.get("method", "")))
         ]
 
     a, b = outside(expected), outside(json.loads(json.dumps(got, default=str)))
@@ -504,6 +369,7 @@ class Replayer:
         """The warm bench for `case`'s gem and stand-ins, its state emptied."""
         from . import _open
         from ._options import table
+        from .ctx.standins import no_recipients
         from .ctx.stores import Served
         from .platforms import detect
 
@@ -539,9 +405,7 @@ class Replayer:
             found = self._benches[key] = (bench, bench.snapshot(), tmp)
         bench, empty_state, _ = found
         bench.restore(empty_state)
-        tools = bench.providers.backends.get("tools")
-        if tools is not None:  # a doctor's recheck allows send_email's recipients: not the next case's
-            tools.recipients = ()
+        no_recipients(bench.providers)  # a doctor's recheck allowed some: not the next case's
         return bench
 
     def replay(self, path: Path, *, update: bool = False) -> Replay:
@@ -550,6 +414,7 @@ class Replayer:
         from . import _pipeline
         from ._pins import build_case, case_text, write_case
         from .ctx.served import Playback
+        from .ctx.standins import serve_http
         from .ctx.statejson import put_state
         from .ctx.stores import Served
 
@@ -590,11 +455,9 @@ class Replayer:
             bench.clock.real()
         else:
             bench.clock.freeze(at)
-        http = bench.providers.backends.get("http")
-        served = Served(case["http"], where=f"the pinned case {path.name}")
-        if http is not None:
-            served.mask = http.mask
-            http.transport = served
+        served = serve_http(bench.providers, case["http"], where=f"the pinned case {path.name}")
+        if served is None:  # a platform without HTTP: nothing is served, nothing left unused
+            served = Served([])
         if isinstance(case.get("doctor"), dict):  # a doctor's finding: does it still occur?
             from ._doctor import recheck
 
@@ -662,7 +525,7 @@ def _compare(bench: Any, case: dict[str, Any], res: Any, playback: Any, served: 
     kept = bench._before
     if kept is not None and kept[0] == res.call_id:
         lines += list(_change_lines(case["changes"], changes(kept[1], bench.providers), same))
-    lines += list(_effect_lines(case["effects"], _effects(res.trace_rows), same))
+    lines += list(_effect_lines(case["effects"], _effects(res.trace_rows), same, profile=bench.profile))
     lines += [f"served: the pinned call made ctx.{m}; the replay did not" for m in playback.unused()]
     for req in served.unused():
         lines.append(f"http: the pinned call made {req.get('method')} {req.get('url')}; the replay did not")

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ._bench import Bench
     from ._result import CallResult
     from .ctx.before import Before
+    from .platforms import Profile
 
 __all__ = ["CASE_FORMAT", "build_case", "case_path", "case_text", "pin", "state_before", "write_case"]
 
@@ -37,7 +38,6 @@ CASE_FORMAT = 1
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # names Windows keeps for devices, whatever the extension: a checkout there could not hold them
 _DEVICE = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
-_HTTP_METHODS = ("http.fetch", "fetch")  # Notochord's ctx.http.fetch, Ekanos' ctx.fetch
 
 
 def case_path(root: Path, tool: str, name: str, *, under: str | None = None) -> Path:
@@ -135,6 +135,7 @@ def state_before(
         }
     if before.sql:  # the tables its statements named, whole
         out["sql"] = {t: table_json(create, rows) for t, (create, rows) in before.sql.items()}
+    out.update(before.parts)  # the other parts its capabilities declare, as they copied them
     return out
 
 
@@ -163,12 +164,14 @@ def _effects(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _exchanges(effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _exchanges(profile: Profile, effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The HTTP answers the call got (of its `effects`), as a replay serves them back
     (request: method, URL, body; response: what the tool saw after redirects)."""
+    from .ctx.standins import http_exchange
+
     out = []
     for e in effects:
-        if e["method"] not in _HTTP_METHODS or not e["ok"] or not isinstance(e.get("result"), dict):
+        if not http_exchange(profile, e["method"]) or not e["ok"] or not isinstance(e.get("result"), dict):
             continue
         args = e["args"] if isinstance(e["args"], list) else []
         url = args[0] if args else None
@@ -229,33 +232,30 @@ def _kept(bench: Bench, res: CallResult) -> Before:
 def _credentials(bench: Bench, effects: list[dict[str, Any]]) -> dict[str, Any]:
     """Where the user's credential of each connection the call named may go (hosts, paths;
     never its value): a replay gives a stand-in credential the same reach (N10, SEC4)."""
-    http = bench.providers.backends.get("http")
+    from .ctx.standins import credential_reach, http_exchange
+
     out: dict[str, Any] = {}
-    if http is None:
-        return out
     for e in effects:
         init = e["args"][1] if isinstance(e["args"], list) and len(e["args"]) > 1 else None
         name = init.get("connection") if isinstance(init, dict) else None
-        if e["method"] not in _HTTP_METHODS or not isinstance(name, str) or name in out:
+        if not http_exchange(bench.profile, e["method"]) or not isinstance(name, str) or name in out:
             continue
-        cred = http.credential(name)
-        if cred is not None:
-            out[name] = {
-                "hosts": [str(h) for h in cred.hosts],
-                **({"paths": list(cred.paths)} if cred.paths else {}),
-            }
+        reach = credential_reach(bench.providers, name)
+        if reach is not None:
+            out[name] = reach
     return out
 
 
 def _secrets(bench: Bench, effects: list[dict[str, Any]]) -> list[str]:
     """The names of the secrets the call read that were set (K6): a replay sets stand-ins."""
-    store = bench.providers.backends.get("secrets")
+    from .ctx.standins import secrets_set
+
     names = {
         str(e["args"][0])
         for e in effects
         if e["method"] in bench.profile.secret_methods and isinstance(e["args"], list) and e["args"]
     }
-    return sorted(n for n in names if store is not None and store.get(n) is not None)
+    return secrets_set(bench.providers, names)
 
 
 def build_case(bench: Bench, res: CallResult) -> dict[str, Any]:
@@ -306,7 +306,7 @@ def build_case(bench: Bench, res: CallResult) -> dict[str, Any]:
         "secrets": _secrets(bench, effects),
         "before": state_before(before, trace, changed),
         "effects": effects,
-        "http": _exchanges(effects),
+        "http": _exchanges(bench.profile, effects),
         "served": recording.entries if recording is not None else [],
         "result": {
             "ok": res.error is None,
@@ -323,16 +323,16 @@ def case_text(bench: Bench, case: dict[str, Any]) -> str:
     """The case as the file holds it: indented, keys in order, every secret the bench has seen
     masked in every form (plain, JSON-escaped, URL- and base64-encoded)."""
     text = json.dumps(case, indent=1, ensure_ascii=False, default=json_default) + "\n"
-    http = bench.providers.backends.get("http")
-    if http is not None and http.has_secrets:
+    from .ctx.standins import mask_of
+
+    mask = mask_of(bench.providers)
+    if mask is not None:
         # each string masked as it decodes (a secret escaped deeper than the mask's forms, or
         # with \u escapes, shows once its JSON is read), JSON inside strings included
-        text = json.dumps(scrub_json(http.mask, json.loads(text), 0), indent=1, ensure_ascii=False) + "\n"
-        if http.mask(text) != text:  # a secret across the text's own quotes and commas
+        text = json.dumps(scrub_json(mask, json.loads(text), 0), indent=1, ensure_ascii=False) + "\n"
+        if mask(text) != text:  # a secret across the text's own quotes and commas
             line = next(
-                n
-                for n, (a, b) in enumerate(zip(text.splitlines(), http.mask(text).splitlines()), 1)
-                if a != b
+                n for n, (a, b) in enumerate(zip(text.splitlines(), mask(text).splitlines()), 1) if a != b
             )
             raise WorkbenchError(
                 "E_SECRET",

@@ -167,6 +167,10 @@ def _session(
     before = None
     if bench.pins:  # what `res.pin` keeps: the state it finds, what it reads from outside
         before = Before(bench.limits.pin_state_bytes, recording=Recording(bench.limits.trace_rows))
+        if bench._calls == 1:  # a bundle's start: the state and setup the first call finds
+            from .ctx.before import keep_start
+
+            keep_start(bench, res.call_id)
     seed = res.replay["seed"] if "seed" in res.replay else call_seed(bench.seed, bench._calls)
     # without a seed, a call that can be pinned still draws its document ids from a seed of its
     # own, kept with it: its replay gives the same ids (Math.random and crypto stay the system's)
@@ -285,6 +289,8 @@ def _run(
             "ticks": session.ticks,
             "times": times,
             "options": options,
+            # what a bundle's replay serves back: the recording outlives the state copy
+            "served": session.before.recording if session.before is not None else None,
         }
     if failed is None and session.aborted is not None:  # A5: whatever the tool did after
         failed = session.aborted

@@ -174,6 +174,7 @@ def kept_chars(res: CallResult) -> int:
     n += sum(len(str(r.get("message", ""))) + json_chars(r.get("fields")) for r in res.log_rows)
     if res.error is not None:
         n += len(res.error.message) + json_chars(res.error.details)
+    n += getattr(res.replay.get("served"), "chars", 0)  # the answers a bundle's replay serves back
     return n + sum(kept_chars(c) for c in res.children)
 
 

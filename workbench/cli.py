@@ -353,7 +353,11 @@ def _replay(args: argparse.Namespace) -> int:
         _say(f"{args.bundle}: the bundle has no calls", file=sys.stderr)
     for r in reruns:
         _say(json.dumps(r.to_json(), ensure_ascii=False))
-        how = {"case": "its pinned case", "doctor": "its doctor's case"}.get(r.how, "the gem's fixtures")
+        how = {
+            "case": "its pinned case",
+            "doctor": "its doctor's case",
+            "sequence": "the bundle's start, served its answers",
+        }.get(r.how, "the gem's fixtures")
         _say(f"call {r.n} {r.tool} (from {how}): {'matches' if r.ok else 'differs'}", file=sys.stderr)
         if r.note:
             _say(f"  {r.note}", file=sys.stderr)

@@ -337,7 +337,15 @@ class CallSession:
                 raise invocation.aborted
         before = self.before
         if before is not None:  # a part of the state it reaches first: copied as it finds it
-            before.reach(part_of(self.profile, method), args, self.providers)
+            before.reach(
+                part_of(self.profile, method),
+                args,
+                self.providers,
+                method=method,
+                profile=self.profile,
+                limits=self.limits,
+                manifest=self.manifest,
+            )
         if (invocation.recording is not None or invocation.playback is not None) and replayed(
             self.profile, method
         ):

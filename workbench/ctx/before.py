@@ -15,18 +15,23 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+import weakref
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .parts import StateContext, StatePart
 from .paths import hidden
 
 if TYPE_CHECKING:
-    from ..platforms import Profile
+    from ..gem import Manifest
+    from ..platforms import Limits, Profile
     from .served import Recording
     from .stores import Providers
 
-__all__ = ["Before", "part_of"]
+__all__ = ["Before", "keep_start", "part_of", "start_of"]
 
+# the stores a call's copy holds in its own fields above (what it touched of them, bounded)
+_STORES = frozenset({"files", "kv", "documents", "sql"})
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*|\"(?:[^\"]|\"\")+\"|`[^`]+`|\[[^\]]+\]")
 
 
@@ -44,12 +49,30 @@ class Before:
     size: int = 0  # bytes copied, about
     # what it read from or sent outside the state, in order (ctx/served.py): its replay's answers
     recording: Recording | None = None
+    # the other "state" parts its capabilities declare (a plugin's): part name -> its copy
+    # (StatePart.reached), and the part with its context, to compare with after the call
+    parts: dict[str, Any] = field(default_factory=dict)
+    seen: dict[str, tuple[StatePart, StateContext]] = field(default_factory=dict)
 
-    def reach(self, impl: str, args: tuple[Any, ...], p: Providers) -> None:
-        """The call is about to run a method of capability `impl` with `args`: copy the parts it
+    def reach(
+        self,
+        impl: str,
+        args: tuple[Any, ...],
+        p: Providers,
+        *,
+        method: str = "",
+        profile: Profile | None = None,
+        limits: Limits | None = None,
+        manifest: Manifest | None = None,
+    ) -> None:
+        """The call is about to run `method` of capability `impl` with `args`: copy the parts it
         may read or change that were not copied yet."""
         if self.over:
             return
+        declared = _declared_of(profile).get(impl) if profile is not None and limits is not None else None
+        if declared:
+            assert limits is not None
+            self._declared(declared, method, args, StateContext(p, None, limits, manifest, profile))
         if impl == "files":
             if "files" not in self.done:
                 self.done.add("files")
@@ -73,6 +96,31 @@ class Before:
                 if f"sql:{table}" not in self.done:
                     self.done.add(f"sql:{table}")
                     self._table(p, table)
+
+    def _declared(
+        self, parts: list[tuple[StatePart, str]], method: str, args: tuple[Any, ...], cx: StateContext
+    ) -> None:
+        """Copy what the call reaches of `parts` ((part, its capability's impl): the "state"
+        parts of the capability it calls that are not the stores copied above, a plugin
+        capability's): its `reached`, or the whole part."""
+        for part, impl in parts:
+            here = replace(cx, backend=cx.providers.backends.get(impl))
+            if part.reached is None:
+                if part.name in self.seen:
+                    continue
+                self.seen[part.name] = (part, here)
+                copy = part.dump(here)
+                if self._add(f"part {part.name!r}", len(json.dumps(copy, default=repr))):
+                    self.parts[part.name] = copy
+                continue
+            self.seen.setdefault(part.name, (part, here))
+            found = part.reached(here, method, args) or {}
+            mine = self.parts.setdefault(part.name, {})
+            for key, value in found.items():
+                if key not in mine and self._add(
+                    f"part {part.name!r}", len(str(key)) + len(json.dumps(value, default=repr))
+                ):
+                    mine[key] = value
 
     def _docs(self) -> dict[str, dict[str, str]]:
         self.documents = {}
@@ -114,6 +162,32 @@ class Before:
         """Let go of the copy (the bench keeps its latest call's only)."""
         self.files = self.kv = self.documents = self.sql = None
         self.recording = None
+        self.parts, self.seen = {}, {}
+
+
+_DECLARED: dict[int, tuple[Any, dict[str, list[tuple[StatePart, str]]]]] = {}
+
+
+def _declared_of(profile: Profile) -> dict[str, list[tuple[StatePart, str]]]:
+    """{impl: [(part, impl)]} of the "state" parts beyond the stores, per capability: worked
+    out once per list of parts (`parts_of` keeps one per profile), so a ctx call of a
+    capability with none looks up one key."""
+    from .state import parts_of
+
+    parts = parts_of(profile)
+    found = _DECLARED.get(id(parts))
+    if found is not None and found[0] is parts:
+        return found[1]
+    out: dict[str, list[tuple[StatePart, str]]] = {}
+    for part, spec in parts:
+        # a capability whose answers a replay serves back (a mailbox, the built-ins): those
+        # answers stand for its state (a copy of a mailbox would cost its size per call)
+        if part.role == "state" and part.name not in _STORES and spec.replayed is None:
+            out.setdefault(spec.impl, []).append((part, spec.impl))
+    if len(_DECLARED) >= 64:  # a profile per platform: more is lists made anew (a test's)
+        _DECLARED.clear()
+    _DECLARED[id(parts)] = (parts, out)
+    return out
 
 
 def _tables_named(statement: str, tables: list[str]) -> list[str]:
@@ -135,3 +209,60 @@ def part_of(profile: Profile, method: str) -> str:
         route = profile.routes.get(method)
         found = _IMPLS[key] = (route[0] if route else profile.dispatch.get(method.rpartition(".")[0])) or ""
     return found
+
+
+# -- a bundle's start ----------------------------------------------------------------------
+# bench -> (the call id of its first call, {"state": …, "setup": …} as that call found them, or
+# None with why not): what a bundle of a fresh bench starts its replay from. Taken once, by the
+# first call of a bench that pins (a bench opened with pins=False pays nothing).
+_STARTS: weakref.WeakKeyDictionary[Any, tuple[str, dict[str, Any] | None, str]] = weakref.WeakKeyDictionary()
+
+
+def keep_start(bench: Any, call_id: str) -> None:
+    """Keep the bench's state and setup as its first call `call_id` finds them (once)."""
+    if bench in _STARTS:
+        return
+    from .._errors import WorkbenchError
+    from .state import dump
+
+    real = sorted(k for k, v in bench.provider_kinds.items() if v != "mock")
+    if real:  # a real folder or database is the user's, not the bench's to copy whole
+        _STARTS[bench] = (
+            call_id,
+            None,
+            f"the bench's {', '.join(real)} are real: a replay starts from mocks",
+        )
+        return
+
+    try:
+        found = {"state": _unserved(bench), "setup": dump(bench, roles=("setup",))}
+    except WorkbenchError as exc:  # a part that cannot be dumped (a real mailbox): said on export
+        _STARTS[bench] = (call_id, None, exc.message)
+        return
+    except Exception as exc:  # a part's bug: the call runs anyway; its bundle says why no start
+        _STARTS[bench] = (call_id, None, f"a state part could not be dumped ({type(exc).__name__}: {exc})")
+        return
+    size = len(json.dumps(found, default=repr))
+    if size > bench.limits.bundle_bytes:
+        why = f"its state at call {call_id} was {size:,} bytes, over Limits.bundle_bytes"
+        _STARTS[bench] = (call_id, None, why)
+    else:
+        _STARTS[bench] = (call_id, found, "")
+
+
+def _unserved(bench: Any) -> dict[str, Any]:
+    """The "state" parts' JSON but those of capabilities whose answers a replay serves back
+    (a mailbox, an outbox): a sequence's replay serves them, so their state is not needed,
+    and a mailbox of a million messages is not copied at a first call."""
+    from .state import context, parts_of
+
+    return {
+        part.name: part.dump(context(bench, spec))
+        for part, spec in parts_of(bench.profile)
+        if part.role == "state" and spec.replayed is None
+    }
+
+
+def start_of(bench: Any) -> tuple[str, dict[str, Any] | None, str] | None:
+    """(first call id, its state and setup or None, why not) kept by `keep_start`, or None."""
+    return _STARTS.get(bench)

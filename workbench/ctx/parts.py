@@ -100,6 +100,11 @@ class StatePart:
     # documents live in one data store)
     shared: str = ""
     kind: str = ""  # the diff rows' kind by default (the name)
+    # what a pinned call copies of the part the first time one of its ctx calls reaches it,
+    # before the method runs: (cx, method, args) -> {sub-key: JSON} added to the call's copy
+    # (None: nothing new); default (None): the whole part, its dump, at the first ctx call of
+    # its capability. A pinned case's `before` holds the copy; its replay puts it back.
+    reached: Callable[[StateContext, str, tuple[Any, ...]], dict[str, Any] | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -40,17 +40,13 @@ def replayed(profile: Profile, method: str) -> bool:
     return found
 
 
-def _plain(value: Any) -> Any:
-    """`value` as JSON has it (what the case file keeps and a replay hands back)."""
-    return json.loads(json.dumps(value, default=str))
-
-
 class Recording:
     """The replayed ctx calls of one invocation, in order: {method, ok, result | error}."""
 
     def __init__(self, limit: int) -> None:
         self.entries: list[dict[str, Any]] = []
         self.limit, self.over = limit, False  # at most `limit` entries (Limits.trace_rows)
+        self.chars = 0  # about the characters the entries hold: what keeping them costs
 
     def add(self, method: str, result: Any = None, error: WorkbenchError | None = None) -> None:
         if len(self.entries) >= self.limit:
@@ -58,9 +54,12 @@ class Recording:
             return
         entry: dict[str, Any] = {"method": method, "ok": error is None}
         if error is None:
-            entry["result"] = _plain(result)
+            text = json.dumps(result, default=str)
+            entry["result"] = json.loads(text)
+            self.chars += len(text) + len(method)
         else:
             entry["error"] = {"code": error.code, "message": error.message}
+            self.chars += len(error.message) + len(method)
         self.entries.append(entry)
 
 

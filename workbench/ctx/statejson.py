@@ -101,6 +101,15 @@ def changes(before: Before, p: Providers) -> list[dict[str, Any]]:
         for t in sorted(before.sql):  # the tables its statements named
             for k, ch, _, b in _diff(before.sql[t][1], p.sql_db.rows(t)):
                 add("sql", t, k, ch, None if b is None else sql_json(b))
+    from .state import json_changes
+
+    for name, copy in before.parts.items():  # the other parts: what it copied, against now
+        part, cx = before.seen[name]
+        now = part.dump(cx)
+        if part.reached is not None and isinstance(now, dict):  # only the sub-keys it reached
+            now = {k: now[k] for k in copy if k in now}
+        for row in json_changes(part.kind or part.name, part.name, copy, now):
+            add(row.kind, row.where, row.key, row.change, row.after)
     return out
 
 
