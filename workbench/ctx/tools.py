@@ -409,4 +409,3 @@ SPEC = CapabilitySpec(
         ),
     ),
 )
-
