@@ -332,3 +332,38 @@ def test_a_plugin_capabilitys_ticker_is_in_snapshot_diff_restore_and_a_state_fol
     assert out["log_restored"] == 0 and out["log"] == 4  # now, advance, now, now
     assert out["hostile"] == ["E_STATE", "ticker.ms"]
     assert out["opened"] == {"before": 5250, "after": 5250}
+
+
+def test_a_plugin_capabilitys_ticker_is_in_a_pinned_case_and_a_bundle(site: Path, gem: Path) -> None:
+    out = result(
+        run(
+            f"""
+            import json, zipfile, pathlib
+            import workbench
+            from workbench._pinreplay import replay_case
+            from workbench._bundlerun import replay_bundle
+
+            with workbench.open({str(gem)!r}, ticker_start=5000, seed=1) as bench:
+                bench.call("tick", {{"ms": 100}})
+                res = bench.call("tick", {{"ms": 250}})
+                case = json.loads(res.pin("second").read_text())
+                path = bench.export("t.gemrepro")
+            out = {{"before": case["before"].get("ticker"),
+                    "changes": [c for c in case["changes"] if c["kind"] == "ticker"]}}
+            out["case_replays"] = replay_case(pathlib.Path({str(gem)!r}) / "tests/calls/tick/second.json").lines
+            start = json.loads(zipfile.ZipFile(path).read("start.json"))
+            out["start"] = start["state"].get("ticker")
+            out["bundle"] = [r.lines for r in replay_bundle(path, trust=True)]
+            print("RESULT" + json.dumps(out))
+            """,
+            site,
+            cwd=gem.parent,
+        )
+    )
+    assert out["before"] == {"ms": 5100}, out
+    assert out["changes"] == [
+        {"kind": "ticker", "where": "ticker", "key": "ms", "change": "changed", "after": 5350}
+    ]
+    assert out["case_replays"] == []
+    assert out["start"] == {"ms": 5000}
+    assert out["bundle"] == [[], []]
