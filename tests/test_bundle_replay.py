@@ -20,7 +20,6 @@ import workbench
 from workbench._bundlerun import replay_bundle
 from workbench.cli import main
 from workbench.ctx import state as state_model
-from workbench.ctx.parts import StatePart
 
 pytestmark = pytest.mark.deno
 
@@ -196,36 +195,14 @@ def test_ekanos_secrets_storage_fetch_bundle_replays(tmp_path: Path, capsys: Any
     assert [r["result"]["value"] for r in lines] == values
 
 
+def test_an_opened_bundle_is_set_up_as_its_bench_was(tmp_path: Path) -> None:
+    with workbench.open(_agent_bundle(tmp_path)) as bench:
+        res = bench.call("brief", {"to": "ada@acme.example"})
+        assert res.ok and "sent" in res.value, res  # the bundle's allowed recipients, not none
+        assert state_model.dump(bench, roles=("setup",))["recipients"] == ["*@acme.example"]
+
+
 # -- a bundle whose setup was edited --------------------------------------------------------------
-def _recipients_part() -> StatePart:
-    """The agent's allowed recipients as a "setup" part, as the tools capability declares it."""
-
-    def dump(cx: Any) -> list[str]:
-        return list(cx.providers.backends["tools"].recipients)
-
-    def put(cx: Any, value: Any, bad: Any) -> None:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise bad("recipients", "is not a list of address patterns")
-        cx.providers.backends["tools"].recipients = tuple(value)
-
-    return StatePart("recipients", dump, put, role="setup", blank=list)
-
-
-@pytest.fixture
-def recipients_part(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = state_model.parts_of
-
-    def parts_of(profile: Any) -> list[Any]:
-        found = real(profile)
-        if profile.name != "agent" or any(p.name == "recipients" for p, _ in found):
-            return found
-        from workbench.ctx.registry import capability
-
-        return [*found, (_recipients_part(), capability("tools"))]
-
-    monkeypatch.setattr(state_model, "parts_of", parts_of)
-
-
 def _rewrite(path: Path, name: str, edit: Any) -> None:
     """Rewrite entry `name` of the bundle at `path` with `edit(value)`, its sha256 made again."""
     with zipfile.ZipFile(path) as z:
@@ -244,9 +221,7 @@ def _rewrite(path: Path, name: str, edit: Any) -> None:
     path.write_bytes(buf.getvalue())
 
 
-def test_a_bundle_whose_setup_was_edited_names_the_difference(
-    tmp_path: Path, capsys: Any, recipients_part: None
-) -> None:
+def test_a_bundle_whose_setup_was_edited_names_the_difference(tmp_path: Path, capsys: Any) -> None:
     path = _agent_bundle(tmp_path)
     meta = json.loads(zipfile.ZipFile(path).read("bundle.json"))
     assert meta["setup"]["recipients"] == ["*@acme.example"]

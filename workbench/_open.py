@@ -237,12 +237,13 @@ def _open_bundle(path: Path, *, providers: Any, limits: Limits | None, options: 
     """`workbench.open("x.gemrepro")`: the bundle read and checked (_bundleread.py), its gem
     unpacked into a temporary folder the bench owns (removed when it closes), refused when it
     would run host code unless `trust=True` (E_TRUST), opened on mock providers with the
-    bundle's seed and clock (options given win), and its state put."""
+    bundle's seed and clock (options given win), and its state and setup put."""
     import shutil
     import tempfile
     import weakref
 
     from ._bundleread import check_trust, read_bundle, unpack
+    from .ctx.state import put
     from .ctx.statejson import put_state
 
     if not _all_mock(providers):
@@ -277,6 +278,11 @@ def _open_bundle(path: Path, *, providers: Any, limits: Limits | None, options: 
                 entry="bundle.json",
             )
         put_state(bench, bundle.state, code="E_BUNDLE", label=f"{path}: state.json")
+        # how its bench was set up (allowed recipients and accounts, secrets as stand-ins, served
+        # answers, faults); the clock and seed are the open's own options above, which the
+        # caller may have given otherwise
+        setup = {k: v for k, v in (meta.get("setup") or {}).items() if k != "bench"}
+        put(bench, setup, code="E_BUNDLE", label=f"{path}: bundle.json: setup", roles=("setup",), empty=False)
         if clock["mode"] == "running" and "clock" not in options:
             bench.clock.set(clock["at"])
     except BaseException:
