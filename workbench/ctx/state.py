@@ -16,6 +16,7 @@ reruns and the doctor with nothing here naming it.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -79,11 +80,34 @@ def context(bench: Any, spec: CapabilitySpec) -> StateContext:
     )
 
 
+#: bench -> (what its parts were bound to, [(part, its context)]): made once per bench, as a
+#: doctor puts the state back before every example (a context a part each time cost more than
+#: the restore of a small bench's parts)
+_BOUND: weakref.WeakKeyDictionary[Any, tuple[tuple[int, ...], list[tuple[StatePart, StateContext]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _bound(bench: Any) -> list[tuple[StatePart, StateContext]]:
+    """(part, its context) for every part of the bench, made again when what a context holds
+    changed (a reload's manifest, a test's swapped providers)."""
+    stamp = (id(bench.profile), id(bench.providers), id(getattr(bench, "manifest", None)), id(bench.limits))
+    try:
+        found = _BOUND.get(bench)
+    except TypeError:  # not weakly referenceable (a stand-in object): made each time
+        return [(part, context(bench, spec)) for part, spec in parts_of(bench.profile)]
+    if found is not None and found[0] == stamp:
+        return found[1]
+    made = [(part, context(bench, spec)) for part, spec in parts_of(bench.profile)]
+    _BOUND[bench] = (stamp, made)
+    return made
+
+
 def _chosen(bench: Any, roles: Iterable[str]) -> Iterator[tuple[StatePart, StateContext]]:
-    wanted = set(roles)
-    for part, spec in parts_of(bench.profile):
+    wanted = roles if isinstance(roles, (tuple, frozenset, set)) else tuple(roles)
+    for part, cx in _bound(bench):
         if part.role in wanted:
-            yield part, context(bench, spec)
+            yield part, cx
 
 
 # -- snapshots ----------------------------------------------------------------------------
