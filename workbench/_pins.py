@@ -116,7 +116,8 @@ def state_before(
         if part.before_json is None:
             out[part.name] = copy
             continue
-        named = _Named(trace, profile, [impl for impl, parts in held.items() if part in parts], found)
+        impls = [impl for impl, parts in held.items() if any(p.name == part.name for p in parts)]
+        named = _Named(trace, profile, impls, found)
         value = part.before_json(copy, named, changed.get(part.name, []))
         if value is not None:
             out[part.name] = value
