@@ -30,15 +30,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Before", "held_by", "keep_start", "part_of", "start_of"]
 
-_WHOLE = "\x00whole"  # the token of a part copied whole (no `reached`) at its first reach
-
 
 @dataclass(eq=False)
 class Before:
     """A call's state before it touched it, part by part (a part it never reached: absent)."""
 
     limit: int
-    done: set[tuple[str, str]] = field(default_factory=set)  # (part, token) copied once
+    done: set[tuple[str, str]] = field(default_factory=set)  # (part, token) a part copied
     over: dict[str, str] = field(default_factory=dict)  # part -> why it was not copied
     size: int = 0  # bytes copied, about
     # what it read from or sent outside the state, in order (ctx/served.py): its replay's answers
@@ -74,19 +72,18 @@ class Before:
         for part in parts:
             if self.over:
                 return
-            self.seen.setdefault(part.name, (part, cx))
-            if part.reached is None:
-                if (part.name, _WHOLE) not in self.done:
-                    self.done.add((part.name, _WHOLE))
+            found = self._reach.get(part.name)
+            if found is None:  # its first reach: the part's copy is the case's, empty or not
+                found = self._reach[part.name] = _Reach(self, part.name)
+                self.seen[part.name] = (part, cx)
+                if part.reached is None:  # a part that declares nothing: copied whole, once
                     copy = part.dump(cx)
                     if self._add(f"part {part.name!r}", len(json.dumps(copy, default=repr))):
                         self.parts[part.name] = copy
-                continue
-            found = self._reach.get(part.name)
-            if found is None:  # reached: its copy is the case's from now on, empty or not
-                found = self._reach[part.name] = _Reach(self, part.name)
+                    continue
                 self.parts[part.name] = found.copy
-            part.reached(cx, method, args, found)
+            if part.reached is not None:
+                part.reached(cx, method, args, found)
 
     def _add(self, what: str, size: int) -> bool:
         self.size += size
