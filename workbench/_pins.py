@@ -70,28 +70,45 @@ def _strings(value: Any, out: set[str], budget: list[int]) -> None:
             stack.extend(v)
 
 
-class _Named(Mapping[str, set[str]]):
-    """{impl: the strings (paths, keys, …) the call's ctx calls of capability `impl` named,
-    arguments and results} for the capabilities holding one part, read from the trace only
-    when the part asks (a part keeping its copy whole never does)."""
+class _Said:
+    """The strings (paths, keys, …) a call's ctx calls named, arguments and results, by the
+    capability (impl) called: the trace is read once, each capability's strings only when a
+    part asks for them (a part keeping its copy whole never does)."""
 
-    def __init__(
-        self, trace: list[dict[str, Any]], profile: Profile, impls: list[str], found: dict[str, set[str]]
-    ) -> None:
-        self._trace, self._profile, self._impls, self._found = trace, profile, impls, found
+    def __init__(self, trace: list[dict[str, Any]], profile: Profile) -> None:
+        self._trace, self._profile = trace, profile
+        self._rows: dict[str, list[dict[str, Any]]] | None = None
+        self._found: dict[str, set[str]] = {}
+
+    def of(self, impl: str) -> set[str]:
+        found = self._found.get(impl)
+        if found is not None:
+            return found
+        if self._rows is None:
+            from .ctx.before import part_of
+
+            by_method: dict[str, list[dict[str, Any]]] = {}
+            for row in self._trace:
+                by_method.setdefault(str(row.get("method", "")), []).append(row)
+            self._rows = {}
+            for method, rows in by_method.items():
+                self._rows.setdefault(part_of(self._profile, method), []).extend(rows)
+        found = self._found[impl] = set()
+        for row in self._rows.get(impl, ()):
+            _strings((row.get("params"), row.get("result")), found, [10_000])
+        return found
+
+
+class _Named(Mapping[str, set[str]]):
+    """{impl: the strings its calls named} for the capabilities holding one part."""
+
+    def __init__(self, said: _Said, impls: list[str]) -> None:
+        self._said, self._impls = said, impls
 
     def __getitem__(self, impl: str) -> set[str]:
         if impl not in self._impls:
             raise KeyError(impl)
-        strings = self._found.get(impl)
-        if strings is None:
-            from .ctx.before import part_of
-
-            strings = self._found[impl] = set()
-            for row in self._trace:
-                if part_of(self._profile, str(row.get("method", ""))) == impl:
-                    _strings((row.get("params"), row.get("result")), strings, [10_000])
-        return strings
+        return self._said.of(impl)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._impls)
@@ -110,14 +127,14 @@ def state_before(
     from .ctx.before import held_by
 
     held = held_by(profile)
-    found: dict[str, set[str]] = {}
+    said = _Said(trace, profile)
     out: dict[str, Any] = {}
     for part, _, copy in before.ordered():
         if part.before_json is None:
             out[part.name] = copy
             continue
         impls = [impl for impl, parts in held.items() if any(p.name == part.name for p in parts)]
-        named = _Named(trace, profile, impls, found)
+        named = _Named(said, impls)
         value = part.before_json(copy, named, changed.get(part.name, []))
         if value is not None:
             out[part.name] = value

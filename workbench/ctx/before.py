@@ -20,6 +20,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import state as _state
 from .parts import StateContext, StatePart
 
 if TYPE_CHECKING:
@@ -141,13 +142,12 @@ def held_by(profile: Profile) -> dict[str, list[StatePart]]:
     """{impl: its "state" parts a pinned call copies}, per capability of `profile` (kv is the
     kv capability's and the account's): worked out once per list of parts (`parts_of` keeps
     one per profile), so a ctx call looks up one key."""
-    from .registry import specs_of
-    from .state import parts_of
-
-    parts = parts_of(profile)
+    parts = _state.parts_of(profile)
     found = _HELD.get(id(parts))
     if found is not None and found[0] is parts:
         return found[1]
+    from .registry import specs_of
+
     holders: dict[str, list[Any]] = {}
     for spec in specs_of(profile):
         for part in spec.state:

@@ -11,6 +11,7 @@ without naming a store.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .parts import Reach, StateContext
 from .paths import hidden
+from .statejson import content_json, sql_json, table_json
 
 if TYPE_CHECKING:
     from .stores import Providers
@@ -75,8 +77,6 @@ def _near(path: str, named: set[str]) -> bool:
 def _files_before(copy: Entries, named: Mapping[str, set[str]], changed: list[dict[str, Any]]) -> Any:
     """The entries the call named (a path, a folder above or below one) or changed, with
     their content; None when none."""
-    from .statejson import content_json
-
     paths = {_plain(s) for found in named.values() for s in found if len(s) < 4096}
     paths |= {str(c["key"]) for c in changed}
     out = [
@@ -88,8 +88,6 @@ def _files_before(copy: Entries, named: Mapping[str, set[str]], changed: list[di
 
 
 def _files_changed(copy: Entries, cx: StateContext) -> list[dict[str, Any]]:
-    from .statejson import content_json
-
     now = workspace_files(cx.providers)
     return [
         _entry("file", root, path, ch, None if b is None else {"type": b[0], **content_json(b[1])})
@@ -109,6 +107,15 @@ def _entry(kind: str, where: str, key: Any, change: str, after: Any) -> dict[str
     return {"kind": kind, "where": where, "key": key, "change": change, "after": after}
 
 
+@functools.cache
+def _account() -> tuple[str, str]:
+    """The account capability's name and the prefix its records are kept under in kv (read
+    when first asked: ctx/account.py declares its part from this module)."""
+    from .account import PREFIX, SPEC
+
+    return SPEC.impl, PREFIX
+
+
 def _kv_reached(cx: StateContext, method: str, args: tuple[Any, ...], reach: Reach) -> None:
     """All kv at the call's first kv (or account) call: a list's answer depends on all."""
     if reach.first("kv"):
@@ -120,12 +127,10 @@ def _kv_reached(cx: StateContext, method: str, args: tuple[Any, ...], reach: Rea
 def _kv_before(copy: dict[str, str], named: Mapping[str, set[str]], changed: list[dict[str, Any]]) -> Any:
     """The entries whose key the call named (or a prefix of it: a list) or changed; None when
     none. The strings an account call named are its records' keys, kept under a prefix."""
-    from .account import PREFIX
-    from .account import SPEC as ACCOUNT
-
     keys = {str(c["key"]) for c in changed}
+    account, prefix = _account()
     for impl, found in named.items():
-        keys |= {PREFIX + s for s in found} if impl == ACCOUNT.impl else found
+        keys |= {prefix + s for s in found} if impl == account else found
     kv = {k: v for k, v in copy.items() if k in keys or any(k.startswith(p) for p in keys if p)}
     return kv or None
 
@@ -186,14 +191,10 @@ def _sql_reached(cx: StateContext, method: str, args: tuple[Any, ...], reach: Re
 
 def _sql_before(copy: dict[str, tuple[str, dict[Any, Any]]], named: Any, changed: Any) -> Any:
     """The tables the call's statements named, whole, with rowids; None: none."""
-    from .statejson import table_json
-
     return {t: table_json(create, rows) for t, (create, rows) in copy.items()} or None
 
 
 def _sql_changed(copy: dict[str, tuple[str, dict[Any, Any]]], cx: StateContext) -> list[dict[str, Any]]:
-    from .statejson import sql_json
-
     db = cx.providers.sql_db
     return [
         _entry("sql", t, k, ch, None if b is None else sql_json(b))
