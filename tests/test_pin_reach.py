@@ -190,3 +190,43 @@ def test_a_store_is_copied_once_per_call_however_often_the_call_reaches_it(
         res = bench.call("hello", {"name": "Ada"})
         kv_calls = [r for r in res.trace_rows if str(r.get("method", "")).startswith("storage.kv.")]
     assert len(kv_calls) >= 2 and charged.count("kv") == 1
+
+
+MIX = """def handle(input, ctx):
+    n = ctx.data.collection("notes").count(None)
+    ctx.storage.sql.execute("INSERT INTO closed(note_id) VALUES (?)", ["x"])
+    ctx.storage.kv.set("views", ctx.storage.kv.get("views") + "0")
+    text = ctx.files.read("workspace:reports/notes.md")
+    ctx.files.write("workspace:reports/notes.md", text + "more")
+    return {"n": n}
+"""
+
+
+def test_a_case_lists_the_stores_as_it_always_did_whatever_order_the_call_reached_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pin_order`: files, kv, documents, sql, whatever the call touched first (a case pinned
+    again is the same text)."""
+    import shutil
+
+    monkeypatch.setenv("GEM_WORKBENCH_HOME", str(tmp_path / "home"))
+    gem = tmp_path / "notes"
+    shutil.copytree(ROOT.parent / "notebooks" / "gems" / "notes", gem, ignore=shutil.ignore_patterns("calls"))
+    manifest = json.loads((gem / "manifest.json").read_text())
+    manifest["tools"].append(
+        {
+            "name": "mix",
+            "file": "tools/mix.py",
+            "description": "Every store, data first.",
+            "sideEffect": "write",
+        }
+    )
+    (gem / "manifest.json").write_text(json.dumps(manifest))
+    (gem / "tools" / "mix.py").write_text(MIX)
+    with workbench.open(gem, seed=1, clock="2026-01-01T00:00:00Z") as bench:
+        bench.call("add_note", {"title": "a"})
+        bench.call("write_report", {})
+        bench.call("count_views", {})
+        case = json.loads(bench.call("mix", {}).pin("mix").read_text())
+    assert list(case["before"]) == ["files", "kv", "documents", "sql"]
+    assert [c["kind"] for c in case["changes"]] == ["file", "kv", "sql"]
