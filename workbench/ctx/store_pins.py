@@ -1,4 +1,4 @@
-"""What a pinned call copies of the shared stores, and how a case shows it (issue 29, 43).
+"""What a pinned call copies of the shared stores, and how a case shows it.
 
 Each store part (ctx/state_store.py) declares it on its `StatePart`: `reached`, what a ctx
 call reaches of it before the method runs (the conversation folder at the first ctx.files call,
