@@ -524,7 +524,7 @@ def _compare(bench: Any, case: dict[str, Any], res: Any, playback: Any, served: 
         lines += list(value_diff(want.get("value"), got, same=same))
     kept = bench._before
     if kept is not None and kept[0] == res.call_id:
-        lines += list(_change_lines(case["changes"], changes(kept[1], bench.providers), same))
+        lines += list(_change_lines(case["changes"], changes(kept[1]), same))
     lines += list(_effect_lines(case["effects"], _effects(res.trace_rows), same, profile=bench.profile))
     lines += [f"served: the pinned call made ctx.{m}; the replay did not" for m in playback.unused()]
     for req in served.unused():

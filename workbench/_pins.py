@@ -16,14 +16,13 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._errors import UsageError, WorkbenchError
 from ._version import __version__
-from .ctx.account import PREFIX as ACCOUNT_PREFIX
-from .ctx.statejson import changes, content_json, table_json
+from .ctx.statejson import content_json, part_changes
 from .gem.names import case_folder
 
 if TYPE_CHECKING:
@@ -71,71 +70,74 @@ def _strings(value: Any, out: set[str], budget: list[int]) -> None:
             stack.extend(v)
 
 
-def _touched(trace: Iterable[dict[str, Any]]) -> dict[str, set[str]]:
-    """Strings the call's ctx.files and kv calls named (paths, keys): the files and kv entries
-    a case keeps (collections and tables it keeps whole, as ctx/before.py copied them)."""
-    out: dict[str, set[str]] = {"files": set(), "kv": set()}
-    for row in trace:
-        method = str(row.get("method", ""))
-        kind = (
-            "files"
-            if method.startswith("files.")
-            else "kv"
-            if method.startswith("storage.") and not method.startswith("storage.sql")
-            else None
-        )
-        if kind is not None:
-            found: set[str] = set()
+class _Said:
+    """The strings (paths, keys, …) a call's ctx calls named, arguments and results, by the
+    capability (impl) called: the trace is read once, each capability's strings only when a
+    part asks for them (a part keeping its copy whole never does)."""
+
+    def __init__(self, trace: list[dict[str, Any]], profile: Profile) -> None:
+        self._trace, self._profile = trace, profile
+        self._rows: dict[str, list[dict[str, Any]]] | None = None
+        self._found: dict[str, set[str]] = {}
+
+    def of(self, impl: str) -> set[str]:
+        found = self._found.get(impl)
+        if found is not None:
+            return found
+        if self._rows is None:
+            from .ctx.before import part_of
+
+            by_method: dict[str, list[dict[str, Any]]] = {}
+            for row in self._trace:
+                by_method.setdefault(str(row.get("method", "")), []).append(row)
+            self._rows = {}
+            for method, rows in by_method.items():
+                self._rows.setdefault(part_of(self._profile, method), []).extend(rows)
+        found = self._found[impl] = set()
+        for row in self._rows.get(impl, ()):
             _strings((row.get("params"), row.get("result")), found, [10_000])
-            if method.startswith("storage.account."):  # Ekanos' records live in kv under a prefix
-                found = {ACCOUNT_PREFIX + f for f in found}
-            out[kind] |= found
-    return out
+        return found
 
 
-def _plain(path: str) -> str:
-    return path.split(":", 1)[-1].strip("/")
+class _Named(Mapping[str, set[str]]):
+    """{impl: the strings its calls named} for the capabilities holding one part."""
 
+    def __init__(self, said: _Said, impls: list[str]) -> None:
+        self._said, self._impls = said, impls
 
-def _near(path: str, named: set[str]) -> bool:
-    """Whether an entry at `path` was named by the call: itself, a folder above or below it."""
-    for n in named:
-        if n == path or (n and (path.startswith(n + "/") or n.startswith(path + "/"))) or n == "":
-            return True
-    return False
+    def __getitem__(self, impl: str) -> set[str]:
+        if impl not in self._impls:
+            raise KeyError(impl)
+        return self._said.of(impl)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._impls)
+
+    def __len__(self) -> int:
+        return len(self._impls)
 
 
 def state_before(
-    before: Before, trace: list[dict[str, Any]], changed: list[dict[str, Any]]
+    before: Before, trace: list[dict[str, Any]], changed: dict[str, list[dict[str, Any]]], profile: Profile
 ) -> dict[str, Any]:
-    """The part of `before` the call read, listed or changed, as JSON: files (with their
-    content), kv entries, whole collections it used, whole SQL tables its statements name."""
-    named = _touched(trace)
-    changed_keys: dict[str, set[str]] = {}
-    for c in changed:
-        changed_keys.setdefault(c["kind"], set()).add(str(c["key"]))
+    """The part of `before` the call read, listed or changed, as JSON, part by part as each
+    says (`StatePart.before_json`: e.g. the files and kv entries it named or changed, whole
+    collections it used, whole SQL tables its statements name; default: the part's whole copy).
+    `changed`: each part's change entries (statejson.part_changes)."""
+    from .ctx.before import held_by
+
+    held = held_by(profile)
+    said = _Said(trace, profile)
     out: dict[str, Any] = {}
-    if before.files is not None:
-        paths = {_plain(s) for s in named["files"] if len(s) < 4096} | changed_keys.get("file", set())
-        files = []
-        for (root, path), (kind, data) in sorted(before.files.items()):
-            if not _near(path, paths):
-                continue
-            files.append({"root": root, "path": path, "type": kind, **content_json(data)})
-        if files:
-            out["files"] = files
-    if before.kv is not None:
-        keys = named["kv"] | changed_keys.get("kv", set())
-        kv = {k: v for k, v in before.kv.items() if k in keys or any(k.startswith(p) for p in keys if p)}
-        if kv:
-            out["kv"] = kv
-    if before.documents:  # the collections it reached, whole: a query's answer depends on all
-        out["documents"] = {
-            c: {i: json.loads(d) for i, d in rows.items()} for c, rows in before.documents.items()
-        }
-    if before.sql:  # the tables its statements named, whole
-        out["sql"] = {t: table_json(create, rows) for t, (create, rows) in before.sql.items()}
-    out.update(before.parts)  # the other parts its capabilities declare, as they copied them
+    for part, _, copy in before.ordered():
+        if part.before_json is None:
+            out[part.name] = copy
+            continue
+        impls = [impl for impl, parts in held.items() if any(p.name == part.name for p in parts)]
+        named = _Named(said, impls)
+        value = part.before_json(copy, named, changed.get(part.name, []))
+        if value is not None:
+            out[part.name] = value
     return out
 
 
@@ -273,7 +275,8 @@ def build_case(bench: Bench, res: CallResult) -> dict[str, Any]:
             f"cannot pin call {res.call_id}: it made more than {recording.limit:,} calls a replay serves back",
             limit=recording.limit,
         )
-    changed = changes(before, bench.providers)
+    by_part = part_changes(before)
+    changed = [entry for rows in by_part.values() for entry in rows]
     trace = res.trace_rows
     effects = _effects(trace)
     options = dict(res.replay.get("options") or {})
@@ -304,7 +307,7 @@ def build_case(bench: Bench, res: CallResult) -> dict[str, Any]:
         },
         "credentials": _credentials(bench, effects),
         "secrets": _secrets(bench, effects),
-        "before": state_before(before, trace, changed),
+        "before": state_before(before, trace, by_part, bench.profile),
         "effects": effects,
         "http": _exchanges(bench.profile, effects),
         "served": recording.entries if recording is not None else [],

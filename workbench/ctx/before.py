@@ -1,26 +1,27 @@
 """The state a call found, copied as it first reaches each part (issue 29: pinned calls).
 
 A pinned call keeps the state it read and changed as it was before the call (`res.pin`,
-_pins.py). A call's own writes hide what was there, so the ctx layer copies each part the
-first time the call reaches it, before the ctx method runs: the conversation folder at its
-first ctx.files call, a collection at its first ctx.data call naming it, kv (and Ekanos'
-account records, kept there) at its first kv call, the SQL tables a statement names at the
-first statement naming them. The cost is proportional to what the call touches, and bounded
-(Limits.pin_state_bytes in all): past it nothing more is copied and the call says, when
-pinned, which limit it passed. The bench keeps its latest call's copy only; a bench opened
-with `pins=False` makes none.
+_pins.py). A call's own writes hide what was there, so the ctx layer copies what each ctx call
+reaches before the method runs, as the part declares it (`StatePart.reached`): the files part
+copies the conversation folder at the first ctx.files call, the documents part a collection at
+the first ctx.data call naming it, the kv part all kv (Ekanos' account records are kept there)
+at the first kv or account call, the sql part the tables a statement names at the first
+statement naming them; a part declaring nothing is copied whole at the first call of a
+capability holding it. The cost is proportional to what the call touches, and bounded
+(Limits.pin_state_bytes in all): past it nothing more is copied and the call says, when pinned,
+which limit it passed. The bench keeps its latest call's copy only; a bench opened with
+`pins=False` makes none.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import weakref
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import state as _state
 from .parts import StateContext, StatePart
-from .paths import hidden
 
 if TYPE_CHECKING:
     from ..gem import Manifest
@@ -28,31 +29,25 @@ if TYPE_CHECKING:
     from .served import Recording
     from .stores import Providers
 
-__all__ = ["Before", "keep_start", "part_of", "start_of"]
-
-# the stores a call's copy holds in its own fields above (what it touched of them, bounded)
-_STORES = frozenset({"files", "kv", "documents", "sql"})
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*|\"(?:[^\"]|\"\")+\"|`[^`]+`|\[[^\]]+\]")
+__all__ = ["Before", "held_by", "keep_start", "part_of", "start_of"]
 
 
 @dataclass(eq=False)
 class Before:
-    """A call's state before it touched it, part by part (None: a part it never reached)."""
+    """A call's state before it touched it, part by part (a part it never reached: absent)."""
 
     limit: int
-    files: dict[tuple[str, str], tuple[str, bytes | None]] | None = None
-    kv: dict[str, str] | None = None
-    documents: dict[str, dict[str, str]] | None = None  # collection -> {id: the document's JSON}
-    sql: dict[str, tuple[str, dict[Any, dict[str, Any]]]] | None = None  # table -> (CREATE, rows)
-    done: set[str] = field(default_factory=set)  # "files", "kv", "data:<name>", "sql:<table>"
+    done: set[tuple[str, str]] = field(default_factory=set)  # (part, token) a part copied
     over: dict[str, str] = field(default_factory=dict)  # part -> why it was not copied
     size: int = 0  # bytes copied, about
     # what it read from or sent outside the state, in order (ctx/served.py): its replay's answers
     recording: Recording | None = None
-    # the other "state" parts its capabilities declare (a plugin's): part name -> its copy
-    # (StatePart.reached), and the part with its context, to compare with after the call
+    # part name -> its copy ({sub-key: value} as its `reached` added them, or its whole dump),
+    # and the part with its context, to compare with after the call
     parts: dict[str, Any] = field(default_factory=dict)
     seen: dict[str, tuple[StatePart, StateContext]] = field(default_factory=dict)
+    _cx: dict[str, StateContext] = field(default_factory=dict)  # impl -> the parts' context
+    _reach: dict[str, _Reach] = field(default_factory=dict)
 
     def reach(
         self,
@@ -65,66 +60,31 @@ class Before:
         limits: Limits | None = None,
         manifest: Manifest | None = None,
     ) -> None:
-        """The call is about to run `method` of capability `impl` with `args`: copy the parts it
-        may read or change that were not copied yet."""
-        if self.over:
+        """The call is about to run `method` of capability `impl` with `args`: copy what it
+        reaches of the parts that capability holds that was not copied yet."""
+        if self.over or profile is None or limits is None:
             return
-        declared = _declared_of(profile).get(impl) if profile is not None and limits is not None else None
-        if declared:
-            assert limits is not None
-            self._declared(declared, method, args, StateContext(p, None, limits, manifest, profile))
-        if impl == "files":
-            if "files" not in self.done:
-                self.done.add("files")
-                self._files(p)
-        elif impl in ("kv", "account"):
-            if "kv" not in self.done:
-                self.done.add("kv")
-                items = p.store.kv_items()
-                if self._add("kv", sum(len(k) + len(v) for k, v in items)):
-                    self.kv = dict(items)
-        elif impl == "data":
-            name = args[0] if args and isinstance(args[0], str) else None
-            if name is not None and f"data:{name}" not in self.done:
-                self.done.add(f"data:{name}")
-                docs = p.store.docs(name) if name in p.store.collections() else []
-                if self._add(f"collection {name!r}", sum(len(i) + len(d) for i, d in docs)):
-                    (self.documents if self.documents is not None else self._docs())[name] = dict(docs)
-        elif impl == "sql":
-            statement = args[0] if args and isinstance(args[0], str) else ""
-            for table in _tables_named(statement, p.sql_db.tables()):
-                if f"sql:{table}" not in self.done:
-                    self.done.add(f"sql:{table}")
-                    self._table(p, table)
-
-    def _declared(
-        self, parts: list[tuple[StatePart, str]], method: str, args: tuple[Any, ...], cx: StateContext
-    ) -> None:
-        """Copy what the call reaches of `parts` ((part, its capability's impl): the "state"
-        parts of the capability it calls that are not the stores copied above, a plugin
-        capability's): its `reached`, or the whole part."""
-        for part, impl in parts:
-            here = replace(cx, backend=cx.providers.backends.get(impl))
-            if part.reached is None:
-                if part.name in self.seen:
+        parts = held_by(profile).get(impl)
+        if not parts:
+            return
+        cx = self._cx.get(impl)
+        if cx is None:
+            cx = self._cx[impl] = StateContext(p, p.backends.get(impl), limits, manifest, profile)
+        for part in parts:
+            if self.over:
+                return
+            found = self._reach.get(part.name)
+            if found is None:  # its first reach: the part's copy is the case's, empty or not
+                found = self._reach[part.name] = _Reach(self, part.name)
+                self.seen[part.name] = (part, cx)
+                if part.reached is None:  # a part that declares nothing: copied whole, once
+                    copy = part.dump(cx)
+                    if self._add(f"part {part.name!r}", len(json.dumps(copy, default=repr))):
+                        self.parts[part.name] = copy
                     continue
-                self.seen[part.name] = (part, here)
-                copy = part.dump(here)
-                if self._add(f"part {part.name!r}", len(json.dumps(copy, default=repr))):
-                    self.parts[part.name] = copy
-                continue
-            self.seen.setdefault(part.name, (part, here))
-            found = part.reached(here, method, args) or {}
-            mine = self.parts.setdefault(part.name, {})
-            for key, value in found.items():
-                if key not in mine and self._add(
-                    f"part {part.name!r}", len(str(key)) + len(json.dumps(value, default=repr))
-                ):
-                    mine[key] = value
-
-    def _docs(self) -> dict[str, dict[str, str]]:
-        self.documents = {}
-        return self.documents
+                self.parts[part.name] = found.copy
+            if part.reached is not None:
+                part.reached(cx, method, args, found)
 
     def _add(self, what: str, size: int) -> bool:
         self.size += size
@@ -133,69 +93,78 @@ class Before:
             return False
         return True
 
-    def _files(self, p: Providers) -> None:
-        out: dict[tuple[str, str], tuple[str, bytes | None]] = {}
-        if "workspace" in p.files.roots():  # earlier calls' run folders: no call finds them (F1)
-            for path, e in p.files.walk("workspace"):
-                if hidden("workspace", path):  # SEC3: a dot-entry is never copied into a case
-                    continue
-                data = p.files.read("workspace", path) if e.type == "file" else None
-                if not self._add(
-                    "the conversation folder", len(path) + (len(data) if data is not None else 0)
-                ):
-                    return
-                out[("workspace", path)] = (e.type, data)
-        self.files = out
-
-    def _table(self, p: Providers, table: str) -> None:
-        db = p.sql_db
-        # through the provider's own connection: the call's storage transaction may be open on
-        # it, and a backup cannot copy a database its connection is writing
-        _, made = db.query("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
-        rows = db.rows(table)
-        if self._add(f"table {table!r}", len(json.dumps(list(rows.values()), default=repr))):
-            if self.sql is None:
-                self.sql = {}
-            self.sql[table] = (made[0][0] if made else "", rows)
+    def ordered(self) -> list[tuple[StatePart, StateContext, Any]]:
+        """(part, its context, its copy) of each part copied, in the order a case lists them
+        (`StatePart.pin_order`, then as reached)."""
+        rows = [(*self.seen[name], copy) for name, copy in self.parts.items()]
+        return sorted(rows, key=lambda row: row[0].pin_order)
 
     def close(self) -> None:
         """Let go of the copy (the bench keeps its latest call's only)."""
-        self.files = self.kv = self.documents = self.sql = None
         self.recording = None
-        self.parts, self.seen = {}, {}
+        self.parts, self.seen, self._cx, self._reach = {}, {}, {}, {}
 
 
-_DECLARED: dict[int, tuple[Any, dict[str, list[tuple[StatePart, str]]]]] = {}
+class _Reach:
+    """A part's way into a call's copy (`parts.Reach`): its sub-keys, bounded by the call's."""
+
+    __slots__ = ("before", "copy", "name")
+
+    def __init__(self, before: Before, name: str) -> None:
+        self.before, self.name = before, name
+        self.copy: dict[Any, Any] = {}
+
+    def first(self, token: str) -> bool:
+        key = (self.name, token)
+        if key in self.before.done or self.before.over:
+            return False
+        self.before.done.add(key)
+        return True
+
+    def charge(self, size: int, what: str) -> bool:
+        return not self.before.over and self.before._add(what or f"part {self.name!r}", size)
+
+    def add(self, key: Any, value: Any, size: int | None = None, what: str = "") -> bool:
+        if key in self.copy:
+            return True
+        if size is None:
+            size = len(str(key)) + len(json.dumps(value, default=repr))
+        if not self.charge(size, what):
+            return False
+        self.copy[key] = value
+        return True
 
 
-def _declared_of(profile: Profile) -> dict[str, list[tuple[StatePart, str]]]:
-    """{impl: [(part, impl)]} of the "state" parts beyond the stores, per capability: worked
-    out once per list of parts (`parts_of` keeps one per profile), so a ctx call of a
-    capability with none looks up one key."""
-    from .state import parts_of
+_HELD: dict[int, tuple[Any, dict[str, list[StatePart]]]] = {}
 
-    parts = parts_of(profile)
-    found = _DECLARED.get(id(parts))
+
+def held_by(profile: Profile) -> dict[str, list[StatePart]]:
+    """{impl: its "state" parts a pinned call copies}, per capability of `profile` (kv is the
+    kv capability's and the account's): worked out once per list of parts (`parts_of` keeps
+    one per profile), so a ctx call looks up one key."""
+    parts = _state.parts_of(profile)
+    found = _HELD.get(id(parts))
     if found is not None and found[0] is parts:
         return found[1]
-    out: dict[str, list[tuple[StatePart, str]]] = {}
-    for part, spec in parts:
-        # a capability whose answers a replay serves back (a mailbox, the built-ins): those
-        # answers stand for its state (a copy of a mailbox would cost its size per call)
-        if part.role == "state" and part.name not in _STORES and spec.replayed is None:
-            out.setdefault(spec.impl, []).append((part, spec.impl))
-    if len(_DECLARED) >= 64:  # a profile per platform: more is lists made anew (a test's)
-        _DECLARED.clear()
-    _DECLARED[id(parts)] = (parts, out)
+    from .registry import specs_of
+
+    holders: dict[str, list[Any]] = {}
+    for spec in specs_of(profile):
+        for part in spec.state:
+            holders.setdefault(part.name, []).append(spec)
+    out: dict[str, list[StatePart]] = {}
+    for part, owner in parts:
+        if part.role != "state":
+            continue
+        for spec in (owner, *(s for s in holders.get(part.name, ()) if s is not owner)):
+            # a capability whose answers a replay serves back (a mailbox, the built-ins): those
+            # answers stand for its state (a copy of a mailbox would cost its size per call)
+            if spec.replayed is None:
+                out.setdefault(spec.impl, []).append(part)
+    if len(_HELD) >= 64:  # a profile per platform: more is lists made anew (a test's)
+        _HELD.clear()
+    _HELD[id(parts)] = (parts, out)
     return out
-
-
-def _tables_named(statement: str, tables: list[str]) -> list[str]:
-    """The gem's tables a statement names (by word, quoted or not; case-insensitive as SQLite)."""
-    if not tables:
-        return []
-    words = {w.strip('"`[]').replace('""', '"').lower() for w in _WORD.findall(statement[:1_000_000])}
-    return [t for t in tables if t.lower() in words]
 
 
 _IMPLS: dict[tuple[str, str], str] = {}

@@ -17,9 +17,9 @@ to comparing two dumps key by key.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from .._errors import WorkbenchError
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..platforms import Limits, Profile
     from .stores import Providers
 
-__all__ = ["Change", "Effect", "Refusal", "StateContext", "StatePart"]
+__all__ = ["Change", "Effect", "Reach", "Refusal", "StateContext", "StatePart"]
 
 Json = Any
 
@@ -100,11 +100,45 @@ class StatePart:
     # documents live in one data store)
     shared: str = ""
     kind: str = ""  # the diff rows' kind by default (the name)
-    # what a pinned call copies of the part the first time one of its ctx calls reaches it,
-    # before the method runs: (cx, method, args) -> {sub-key: JSON} added to the call's copy
-    # (None: nothing new); default (None): the whole part, its dump, at the first ctx call of
-    # its capability. A pinned case's `before` holds the copy; its replay puts it back.
-    reached: Callable[[StateContext, str, tuple[Any, ...]], dict[str, Any] | None] | None = None
+    # what a pinned call copies of the part as its ctx calls reach it, before each method runs:
+    # (cx, method, args, reach) adds sub-keys to the call's copy through `reach` (`Reach`),
+    # bounded by Limits.pin_state_bytes (the copy, empty or not, is the case's from the first
+    # call that reaches the part); default (None): the whole part, its dump, at the first
+    # ctx call of a capability holding it. A pinned case's `before` holds the copy (as
+    # `before_json` writes it); its replay puts it back.
+    reached: Callable[[StateContext, str, tuple[Any, ...], Reach], None] | None = None
+    # the copy as a case's `before` holds it: (copy, named, changed) -> JSON, None to leave the
+    # part out; `named`: {capability impl: the strings that capability's calls in the trace
+    # named (arguments, results)}, `changed`: the part's `changed` entries; default: the copy
+    before_json: Callable[[Any, Mapping[str, set[str]], list[dict[str, Any]]], Json] | None = None
+    # what the call changed since the copy, as a case's `changes` entries ({kind, where, key,
+    # change, after}): (copy, cx) -> entries; default: the copy against the dump now (only the
+    # sub-keys copied, for a part with `reached`), key by key
+    changed: Callable[[Any, StateContext], list[dict[str, Any]]] | None = None
+    pin_order: int = 100  # where a case lists the part in `before` and `changes`: lower first
+
+
+class Reach(Protocol):
+    """What a part's `reached` adds to a pinned call's copy through (ctx/before.py `Before`)."""
+
+    #: the part's copy so far, {sub-key: value}: a walk that charged what it adds may put it
+    #: here directly (a store's many entries at once)
+    copy: dict[Any, Any]
+
+    def first(self, token: str) -> bool:
+        """True the first time the call's copy of this part asks for `token` (a collection, a
+        table, "folder"): what was copied once is not copied again."""
+        ...
+
+    def charge(self, size: int, what: str) -> bool:
+        """Count `size` bytes against pin_state_bytes; False once past it (`what`, e.g.
+        "collection 'notes'", is named in the pin's E_TOO_LARGE): copy nothing more."""
+        ...
+
+    def add(self, key: Any, value: Any, size: int | None = None, what: str = "") -> bool:
+        """Keep `value` under `key` (a key already kept stays as it was), charged `size` bytes
+        (default: its JSON's); False once past the bound."""
+        ...
 
 
 @dataclass(frozen=True)

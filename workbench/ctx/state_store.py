@@ -15,18 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from .parts import Change, Refusal, StateContext, StatePart
-from .paths import hidden
 from .state import keyed_changes
+from .store_pins import DOCUMENTS_PIN, FILES_PIN, KV_PIN, SQL_PIN, WORKSPACE, Entries, workspace_files
 
 if TYPE_CHECKING:
     from ..providers import DataStore, SqlDatabase
     from .stores import Providers
 
-__all__ = ["DOCUMENTS", "FILES", "KV", "SQL"]
+__all__ = ["DOCUMENTS", "FILES", "KV", "SQL", "workspace_files"]
 
-WORKSPACE = "workspace"  # the conversation folder's root: the files state a call can find
 _STORED = {"added": "inserted", "changed": "updated", "deleted": "deleted"}
-Entries = dict[tuple[str, str], tuple[str, bytes | None]]
 
 
 # -- the conversation folder ---------------------------------------------------------------
@@ -147,20 +145,6 @@ def _keyed(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any,
             yield k, "added" if a is None else "deleted" if b is None else "changed"
 
 
-def workspace_files(p: Providers) -> Entries:
-    """The conversation folder's entries (no run folder: each call's own, F1, F2; no
-    dot-entry: SEC3, no state a call finds) and each file's bytes."""
-    out: Entries = {}
-    for root in p.files.roots():
-        if root != WORKSPACE:
-            continue
-        for path, e in p.files.walk(root):
-            if hidden(root, path):
-                continue
-            out[(root, path)] = (e.type, p.files.read(root, path) if e.type == "file" else None)
-    return out
-
-
 def _files_dump(cx: StateContext) -> list[dict[str, Any]]:
     from .statejson import content_json
 
@@ -191,6 +175,7 @@ FILES = StatePart(
     diff=_files_diff,
     blank=list,
     kind="file",
+    **FILES_PIN,
 )
 
 
@@ -243,6 +228,7 @@ KV = StatePart(
     current=_live_store,
     diff=_kv_diff,
     shared="datastore",
+    **KV_PIN,
 )
 
 
@@ -283,6 +269,7 @@ DOCUMENTS = StatePart(
     diff=_docs_diff,
     shared="datastore",
     kind="document",
+    **DOCUMENTS_PIN,
 )
 
 
@@ -324,4 +311,5 @@ SQL = StatePart(
     restore=_sql_restore,
     current=lambda cx: cx.providers.sql_db,
     diff=_sql_diff,
+    **SQL_PIN,
 )

@@ -14,13 +14,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from .parts import Refusal
 from .paths import PREFIX, hidden, split
-from .state_store import workspace_files
 
 if TYPE_CHECKING:
     from ..platforms import Limits
@@ -29,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "changes",
+    "part_changes",
     "content_json",
     "dump_state",
     "put_files",
@@ -79,45 +78,30 @@ def table_json(create: str, rows: dict[Any, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def changes(before: Before, p: Providers) -> list[dict[str, Any]]:
-    """What changed from `before` to the state of `p` now: one entry per file, kv key,
-    document or SQL row (kind, where, key, change, after) of the kinds `before` copied."""
-    out: list[dict[str, Any]] = []
+def changes(before: Before) -> list[dict[str, Any]]:
+    """What changed since `before` in the parts it copied (on the bench it copied them from):
+    one entry (kind, where, key, change, after) per file, kv key, document, SQL row, … as each
+    part says (`StatePart.changed`; default: its copy against its dump now, key by key)."""
+    return [entry for rows in part_changes(before).values() for entry in rows]
 
-    def add(kind: str, where: str, key: Any, change: str, after: Any) -> None:
-        out.append({"kind": kind, "where": where, "key": key, "change": change, "after": after})
 
-    if before.files is not None:
-        for (root, path), ch, _, b in _diff(before.files, workspace_files(p)):
-            add("file", root, path, ch, None if b is None else {"type": b[0], **content_json(b[1])})
-    if before.kv is not None:
-        for k, ch, _, b in _diff(before.kv, dict(p.store.kv_items())):
-            add("kv", "kv", k, ch, b)
-    if before.documents is not None:
-        for name in sorted(before.documents):  # the collections it reached (ctx/before.py)
-            for k, ch, _, b in _diff(before.documents[name], dict(p.store.docs(name))):
-                add("document", name, k, ch, None if b is None else json.loads(b))
-    if before.sql is not None:
-        for t in sorted(before.sql):  # the tables its statements named
-            for k, ch, _, b in _diff(before.sql[t][1], p.sql_db.rows(t)):
-                add("sql", t, k, ch, None if b is None else sql_json(b))
+def part_changes(before: Before) -> dict[str, list[dict[str, Any]]]:
+    """`changes`, part by part: {part name: its entries}, in the order a case lists them."""
     from .state import json_changes
 
-    for name, copy in before.parts.items():  # the other parts: what it copied, against now
-        part, cx = before.seen[name]
+    out: dict[str, list[dict[str, Any]]] = {}
+    for part, cx, copy in before.ordered():
+        if part.changed is not None:
+            out[part.name] = part.changed(copy, cx)
+            continue
         now = part.dump(cx)
         if part.reached is not None and isinstance(now, dict):  # only the sub-keys it reached
             now = {k: now[k] for k in copy if k in now}
-        for row in json_changes(part.kind or part.name, part.name, copy, now):
-            add(row.kind, row.where, row.key, row.change, row.after)
+        out[part.name] = [
+            {"kind": row.kind, "where": row.where, "key": row.key, "change": row.change, "after": row.after}
+            for row in json_changes(part.kind or part.name, part.name, copy, now)
+        ]
     return out
-
-
-def _diff(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any, str, Any, Any]]:
-    for k in sorted(before.keys() | after.keys(), key=str):
-        a, b = before.get(k), after.get(k)
-        if a != b:
-            yield k, "added" if a is None else "deleted" if b is None else "changed", a, b
 
 
 # -- back onto a bench ----------------------------------------------------------------------
