@@ -204,15 +204,21 @@ def diff(bench: Any, snap: Snapshot) -> list[Change]:
 WORDS = {"added": "added", "changed": "changed", "deleted": "deleted"}
 
 
+def keyed(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any, str, Any, Any]]:
+    """(key, "added" | "deleted" | "changed", value before, value after) of each key whose
+    value differs between two {key: value} maps, in the order of the keys' text: the one
+    comparison every part's diff and a pin's changes are made of."""
+    for k in sorted(before.keys() | after.keys(), key=str):
+        a, b = before.get(k), after.get(k)
+        if a != b:
+            yield k, "added" if a is None else "deleted" if b is None else "changed", a, b
+
+
 def keyed_changes(
     kind: str, where: str, before: dict[Any, Any], after: dict[Any, Any], words: dict[str, str] = WORDS
 ) -> Iterator[Change]:
     """A Change per key whose value differs between two {key: value} maps."""
-    for k in sorted(before.keys() | after.keys(), key=str):
-        a, b = before.get(k), after.get(k)
-        if a == b:
-            continue
-        how = "added" if a is None else "deleted" if b is None else "changed"
+    for k, how, a, b in keyed(before, after):
         yield Change(kind, where, k, words[how], a, b)
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from .parts import Change, Refusal, StateContext, StatePart
-from .state import keyed_changes
+from .state import keyed, keyed_changes
 from .store_pins import DOCUMENTS_PIN, FILES_PIN, KV_PIN, SQL_PIN, WORKSPACE, Entries, workspace_files
 
 if TYPE_CHECKING:
@@ -125,24 +125,16 @@ def _put_entry(p: Providers, root: str, path: str, kind: str, data: bytes | None
 
 
 def _files_diff(before: Entries, after: Entries) -> Iterator[Change]:
-    for (root, path), ch in _keyed(before, after):
-        a, b = before.get((root, path)), after.get((root, path))
+    for (root, path), ch, a, b in keyed(before, after):
         ws = root == WORKSPACE
         yield Change(
-            (b or a)[0],  # type: ignore[index]
+            (b or a)[0],
             WORKSPACE if ws else root,
             f"workspace:{path}" if ws else path,
             ch,
             len(a[1]) if a and a[1] is not None else None,
             len(b[1]) if b and b[1] is not None else None,
         )
-
-
-def _keyed(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any, str]]:
-    for k in sorted(before.keys() | after.keys(), key=str):
-        a, b = before.get(k), after.get(k)
-        if a != b:
-            yield k, "added" if a is None else "deleted" if b is None else "changed"
 
 
 def _files_dump(cx: StateContext) -> list[dict[str, Any]]:

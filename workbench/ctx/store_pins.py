@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .parts import Reach, StateContext
 from .paths import hidden
+from .state import keyed
 from .statejson import content_json, sql_json, table_json
 
 if TYPE_CHECKING:
@@ -91,16 +92,13 @@ def _files_changed(copy: Entries, cx: StateContext) -> list[dict[str, Any]]:
     now = workspace_files(cx.providers)
     return [
         _entry("file", root, path, ch, None if b is None else {"type": b[0], **content_json(b[1])})
-        for (root, path), ch, b in _since(copy, now)
+        for (root, path), ch, b in _keyed_now(copy, now)
     ]
 
 
-def _since(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any, str, Any]]:
-    """(key, how, value now) of each key whose value differs, in the order of the keys' text."""
-    for k in sorted(before.keys() | after.keys(), key=str):
-        a, b = before.get(k), after.get(k)
-        if a != b:
-            yield k, "added" if a is None else "deleted" if b is None else "changed", b
+def _keyed_now(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any, str, Any]]:
+    """(key, how, value now) of each key whose value differs (ctx/state.py `keyed`)."""
+    return ((k, how, b) for k, how, _, b in keyed(before, after))
 
 
 def _entry(kind: str, where: str, key: Any, change: str, after: Any) -> dict[str, Any]:
@@ -136,7 +134,9 @@ def _kv_before(copy: dict[str, str], named: Mapping[str, set[str]], changed: lis
 
 
 def _kv_changed(copy: dict[str, str], cx: StateContext) -> list[dict[str, Any]]:
-    return [_entry("kv", "kv", k, ch, b) for k, ch, b in _since(copy, dict(cx.providers.store.kv_items()))]
+    return [
+        _entry("kv", "kv", k, ch, b) for k, ch, b in _keyed_now(copy, dict(cx.providers.store.kv_items()))
+    ]
 
 
 def _docs_reached(cx: StateContext, method: str, args: tuple[Any, ...], reach: Reach) -> None:
@@ -159,7 +159,7 @@ def _docs_changed(copy: dict[str, dict[str, str]], cx: StateContext) -> list[dic
     return [
         _entry("document", name, k, ch, None if b is None else json.loads(b))
         for name in sorted(copy)
-        for k, ch, b in _since(copy[name], dict(store.docs(name)))
+        for k, ch, b in _keyed_now(copy[name], dict(store.docs(name)))
     ]
 
 
@@ -199,7 +199,7 @@ def _sql_changed(copy: dict[str, tuple[str, dict[Any, Any]]], cx: StateContext) 
     return [
         _entry("sql", t, k, ch, None if b is None else sql_json(b))
         for t in sorted(copy)
-        for k, ch, b in _since(copy[t][1], db.rows(t))
+        for k, ch, b in _keyed_now(copy[t][1], db.rows(t))
     ]
 
 
