@@ -369,7 +369,6 @@ class Replayer:
         """The warm bench for `case`'s gem and stand-ins, its state emptied."""
         from . import _open
         from ._options import table
-        from .ctx.standins import no_recipients
         from .ctx.stores import Served
         from .platforms import detect
 
@@ -404,8 +403,9 @@ class Replayer:
             put_state(bench, {}, code="E_CASE", label="(empty)")  # no fixtures
             found = self._benches[key] = (bench, bench.snapshot(), tmp)
         bench, empty_state, _ = found
+        # the empty state and the setup it was opened with: a doctor's recheck allowed
+        # recipients, which are not the next case's
         bench.restore(empty_state)
-        no_recipients(bench.providers)  # a doctor's recheck allowed some: not the next case's
         return bench
 
     def replay(self, path: Path, *, update: bool = False) -> Replay:

@@ -56,11 +56,13 @@ def reach(bench: Any) -> Reach:
 def holds_secret(providers: Any, value: Any) -> bool:
     """Whether `value` (as JSON text) holds a secret's value the bench knows (its credentials',
     ctx.secrets'), which must not leave it: what the doctor calls a leak (K6/SEC4)."""
-    http = providers.backends.get("http")
-    if http is None or not http.has_secrets:
+    from .standins import mask_of
+
+    mask = mask_of(providers)
+    if mask is None:
         return False
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):
         return False
-    return bool(http.mask(text) != text)
+    return mask(text) != text

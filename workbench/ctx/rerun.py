@@ -84,20 +84,9 @@ def _args(row: dict[str, Any]) -> list[Any]:
     return [*args, *([kwargs] if kwargs else [])]
 
 
-_EFFECTS: dict[int, tuple[Any, dict[str, Effect]]] = {}
-
-
-def _effects(profile: Any) -> dict[str, Effect]:
-    """effects_of(profile), once per profile (the doctor asks after every call)."""
-    found = _EFFECTS.get(id(profile))
-    if found is None or found[0] is not profile:
-        found = _EFFECTS[id(profile)] = (profile, effects_of(profile))
-    return found[1]
-
-
 def acts(profile: Any, results: Iterable[Any]) -> list[tuple[Effect, list[Any]]]:
     """The effects `results` made: their ctx calls of a declared Effect's method that act."""
-    effects = _effects(profile)
+    effects = effects_of(profile)
     out: list[tuple[Effect, list[Any]]] = []
     if not effects:
         return out

@@ -18,7 +18,6 @@ __all__ = [
     "credential_reach",
     "http_exchange",
     "mask_of",
-    "no_recipients",
     "outside_of",
     "secrets_set",
     "serve_http",
@@ -66,13 +65,6 @@ def serve_http(providers: Providers, exchanges: list[dict[str, Any]], *, where: 
     served.mask = http.mask  # the recording holds URLs and bodies masked: matched masked
     http.transport = served
     return served
-
-
-def no_recipients(providers: Providers) -> None:
-    """Allow send_email no recipient (a doctor's recheck allowed some: not the next case's)."""
-    tools = providers.backends.get("tools")
-    if tools is not None:
-        tools.recipients = ()
 
 
 def http_exchange(profile: Profile, method: str) -> bool:

@@ -66,11 +66,20 @@ def parts_of(profile: Profile) -> list[tuple[StatePart, CapabilitySpec]]:
     return out
 
 
+_EFFECTS: dict[int, tuple[Profile, dict[str, Effect]]] = {}
+
+
 def effects_of(profile: Profile) -> dict[str, Effect]:
-    """{method: Effect} of every effect a bench of `profile`'s capabilities declare."""
+    """{method: Effect} of every effect a bench of `profile`'s capabilities declare, worked
+    out once per profile (the doctor asks after every call)."""
+    found = _EFFECTS.get(id(profile))
+    if found is not None and found[0] is profile:
+        return found[1]
     from .registry import specs_of
 
-    return {e.method: e for s in specs_of(profile) for e in s.effects}
+    made = {e.method: e for s in specs_of(profile) for e in s.effects}
+    _EFFECTS[id(profile)] = (profile, made)
+    return made
 
 
 def context(bench: Any, spec: CapabilitySpec) -> StateContext:
