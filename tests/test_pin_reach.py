@@ -177,13 +177,13 @@ def test_a_store_is_copied_once_per_call_however_often_the_call_reaches_it(
     from workbench.ctx.before import Before
 
     charged: list[str] = []
-    real = Before._add
+    real = Before.charge
 
-    def add(self: Before, what: str, size: int) -> bool:
+    def charge(self: Before, size: int, what: str) -> bool:
         charged.append(what)
-        return real(self, what, size)
+        return real(self, size, what)
 
-    monkeypatch.setattr(Before, "_add", add)
+    monkeypatch.setattr(Before, "charge", charge)
     monkeypatch.setenv("GEM_WORKBENCH_HOME", str(tmp_path / "home"))
     assert main(["new", "greeter", "--platform", "notochord", "--lang", "py", "--dir", str(tmp_path)]) == 0
     with workbench.open(tmp_path / "greeter", seed=1) as bench:

@@ -163,15 +163,16 @@ def _session(
     """The top-level call's session: the bench's providers, grants, allowlists and hooks, its
     clock at the call's start and its seed."""
     bench._calls += 1
+    calls = bench._calls
     clock = bench.clock
     before = None
     if bench.pins:  # what `res.pin` keeps: the state it finds, what it reads from outside
         before = Before(bench.limits.pin_state_bytes, recording=Recording(bench.limits.trace_rows))
-        if bench._calls == 1:  # a bundle's start: the state and setup the first call finds
+        if calls == 1:  # a bundle's start: the state and setup the first call finds
             from .ctx.before import keep_start
 
             keep_start(bench, res.call_id)
-    seed = res.replay["seed"] if "seed" in res.replay else call_seed(bench.seed, bench._calls)
+    seed = res.replay["seed"] if "seed" in res.replay else call_seed(bench.seed, calls)
     # without a seed, a call that can be pinned still draws its document ids from a seed of its
     # own, kept with it: its replay gives the same ids (Math.random and crypto stay the system's)
     ids = res.replay.get("ids") if "ids" in res.replay else None

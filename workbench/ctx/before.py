@@ -82,14 +82,16 @@ class Before:
                 self.seen[part.name] = (part, cx)
                 if part.reached is None:  # a part that declares nothing: copied whole, once
                     copy = part.dump(cx)
-                    if self._add(f"part {part.name!r}", len(json.dumps(copy, default=repr))):
+                    if self.charge(len(json.dumps(copy, default=repr)), f"part {part.name!r}"):
                         self.parts[part.name] = copy
                     continue
                 self.parts[part.name] = found.copy
             if part.reached is not None:
                 part.reached(cx, method, args, found)
 
-    def _add(self, what: str, size: int) -> bool:
+    def charge(self, size: int, what: str) -> bool:
+        """Count `size` bytes of the copy against pin_state_bytes; False (and `what` noted as
+        where the copy stopped) once past it."""
         self.size += size
         if self.size > self.limit:
             self.over[what] = f"the state it reached passes pin_state_bytes ({self.limit:,} bytes) at {what}"
@@ -125,7 +127,7 @@ class _Reach:
         return True
 
     def charge(self, size: int, what: str) -> bool:
-        return not self.before.over and self.before._add(what or f"part {self.name!r}", size)
+        return not self.before.over and self.before.charge(size, what or f"part {self.name!r}")
 
     def add(self, key: Any, value: Any, size: int | None = None, what: str = "") -> bool:
         if key in self.copy:
