@@ -97,7 +97,7 @@ def test_a_call_interrupted_before_any_ctx_call_says_it_wrote_nothing(
     def stop(*_: Any, **__: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(bench, "_check_input", stop)  # Ctrl-C as the input is checked
+    monkeypatch.setattr(bench.core, "check_input", stop)  # Ctrl-C as the input is checked
     with pytest.raises(CallInterrupted) as info:
         bench.call("t", {"n": "x"})
     assert info.value.result.error.message.startswith("interrupted (Ctrl-C) before its first ctx call")

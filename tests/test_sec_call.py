@@ -100,7 +100,7 @@ def test_SEC7_an_exception_inside_the_workbench_is_E_INTERNAL_with_its_traceback
     assert not bench.providers.data_db.in_transaction
     assert bench.kv()["value"].tolist() == ["2"]  # the call's writes commit, as on any failure
     if lang == "py":  # the ctx the tool kept is ended, though the end failed
-        ((_, module),) = bench._runners["python"].modules.values()  # type: ignore[attr-defined]
+        ((_, module),) = bench.core.runners["python"].modules.values()  # type: ignore[attr-defined]
         with pytest.raises(workbench.WorkbenchError) as ended:
             module.KEPT[-1].storage.kv.set("k", "late")
         assert ended.value.code == "E_STATE"

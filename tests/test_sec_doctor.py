@@ -257,11 +257,11 @@ def test_the_bench_is_exactly_as_before(
         )
     latest = bench.call("act", {}) if first else None
     before = _said(bench)
-    seed_next = bench._rng.getstate()
+    seed_next = bench.core.rng.getstate()
     report = bench.doctor(seconds=3, seed=1, write=False)
     assert sum(s["examples"] for s in report.summary()) > 5  # it did call, many times
     assert _said(bench) == before  # the call log, outbox, audit, HTTP log, state and frozen clock
-    assert bench._rng.getstate() == seed_next  # the bench's seed stream: the next call's ids as before
+    assert bench.core.rng.getstate() == seed_next  # the bench's seed stream: the next call's ids as before
     assert latest is None or latest.pin("after_the_doctor").is_file()  # the latest call can still be pinned
 
 

@@ -15,13 +15,22 @@ _speedups.install()  # before anything imports jsonschema: see _speedups.py
 
 if _TYPE_CHECKING:
     from ._bench import Bench
+    from ._core import CallIdentity
     from ._open import open
     from ._result import CallResult
+    from .ctx.hooks import CallHooks
     from .platforms.base import Limits
 
 # Imported on first use (PEP 562): `gem-workbench check` and `import workbench` need not load
 # the bench, the ctx layer and the runners (start-up, issue 13)
-_LAZY = {"Bench": "._bench", "open": "._open", "CallResult": "._result", "Limits": ".platforms.base"}
+_LAZY = {
+    "Bench": "._bench",
+    "open": "._open",
+    "CallResult": "._result",
+    "Limits": ".platforms.base",
+    "CallHooks": ".ctx.hooks",
+    "CallIdentity": "._core",
+}
 
 
 def __getattr__(name: str) -> _Any:
@@ -47,6 +56,8 @@ def load_ipython_extension(ipython: object) -> None:
 __all__ = [
     "Bench",
     "CODES",
+    "CallHooks",
+    "CallIdentity",
     "CallResult",
     "GemLoadError",
     "Limits",

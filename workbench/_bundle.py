@@ -364,8 +364,8 @@ def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] |
         raise UsageError(f"export({str(path)!r}): name the bundle *{SUFFIX}")
     _check_destination(target)
     limits = bench.limits
-    with bench._lock:
-        bench._check_open()
+    with bench.core.lock:
+        bench.check_open()
         mask = _masker(bench)
         entries: dict[str, bytes] = {STATE: _masked_json(bench, dump_state(bench), STATE)}
         chosen = _chosen(bench, calls)

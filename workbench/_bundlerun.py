@@ -308,6 +308,9 @@ def _rerun(bench: Any, rec: dict[str, Any], *, playback: Any = None) -> Any:
     """The recorded call made again on `bench`, at its clock, with its id and seeds (and, with
     `playback`, its clock reads and outside answers served back)."""
     from . import _pipeline
+    from ._core import CallIdentity
+    from ._crash import CrashAt
+    from .ctx.served import Replaying
 
     c = rec["call"]
     ms = c.get("clock_ms")
@@ -321,32 +324,28 @@ def _rerun(bench: Any, rec: dict[str, Any], *, playback: Any = None) -> Any:
     given = rec.get("options")
     opts: dict[str, Any] = given if isinstance(given, dict) else {}
     after = c.get("crash_after") if playback is not None else None
-    with bench._lock:
-        return _pipeline.call(
-            bench,
-            rec["tool"],
-            rec.get("input"),
+    hooks: list[Any] = []
+    if playback is not None:
+        hooks.append(Replaying(playback))
+    if type(after) is int:  # the crashed run of call(crash=N) crashes again at its point
+        hooks.append(CrashAt(after))
+    served = {} if playback is None else {"ticks": c.get("ticks"), "times": c.get("times"), "clock_ms": ms}
+    return _pipeline.call(
+        bench,
+        rec["tool"],
+        rec.get("input"),
+        # its rerun is fresh
+        fresh=True if c.get("crash") and playback is not None else None,
+        options={"as_user": opts.get("as_user"), "conversation": opts.get("conversation")},
+        identity=CallIdentity.of(
+            call_id=c.get("call_id"),
             key=str(c.get("idempotency_key") or "") or None,
-            # the crashed run of call(crash=N) crashes again at its point; its rerun is fresh
-            crash_after=after if type(after) is int else None,
-            fresh=True if c.get("crash") and playback is not None else None,
-            options={"as_user": opts.get("as_user"), "conversation": opts.get("conversation")},
-            identity={
-                "call_id": c.get("call_id"),
-                "seed": c.get("seed"),
-                "ids": c.get("ids"),
-                **(
-                    {}
-                    if playback is None
-                    else {
-                        "playback": playback,
-                        "ticks": c.get("ticks"),
-                        "times": c.get("times"),
-                        "clock_ms": c.get("clock_ms"),
-                    }
-                ),
-            },
-        )
+            seed=c.get("seed"),
+            ids=c.get("ids"),
+            **served,
+        ),
+        hooks=hooks,
+    )
 
 
 def _compare(rec: dict[str, Any], res: Any) -> list[str]:

@@ -10,11 +10,15 @@ sandbox process for JS/TS) with the same key.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import _pipeline as pipeline
+from ._core import CallIdentity
 from ._errors import UsageError
 from ._result import CallResult, CrashReport
+from .ctx import CtxCrash
+from .ctx.hooks import Answer, CallHooks
 from .ctx.rerun import Outcome, judge, outcome
 from .ctx.state import restore, take
 
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ._bench import Bench
+    from .ctx import CallSession
 
 MATRIX_COLUMNS = [
     "crash_after",
@@ -47,34 +52,47 @@ def _checked(crash: Any) -> None:
 
 def _point(bench: Bench, crash: Any, clean: CallResult) -> int:
     """The crash point: `crash`, or for "random" one between 0 and the clean run's ctx calls."""
-    return bench._rng.randint(0, clean.ctx_calls) if crash == "random" else int(crash)
+    return bench.core.rng.randint(0, clean.ctx_calls) if crash == "random" else int(crash)
 
 
-def identity(bench: Bench) -> tuple[str, dict[str, Any]]:
-    """(an idempotency key, the seeds) a clean run and a crashed run share: from one start, what
+class CrashAt(CallHooks):
+    """The hook of a crashed run: it aborts after the tool's `after`-th ctx call (crash=0:
+    before its first one runs), the call having had its effect and the tool never seeing its
+    result. A BaseException (CtxCrash), so a tool's `except Exception` cannot swallow it."""
+
+    __slots__ = ("after",)
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+
+    def on_ctx_call(self, *, session: CallSession, fn: Callable[..., Any], answer: Answer, **_: Any) -> Any:
+        if self.after <= session.ctx_calls:
+            raise CtxCrash(session.ctx_calls)
+        try:
+            return answer(fn)
+        finally:  # the N-th call had its effect; the tool never sees its result
+            if session.ctx_calls >= self.after:
+                raise CtxCrash(session.ctx_calls)
+
+
+def identity(bench: Bench) -> CallIdentity:
+    """The idempotency key and seeds a clean run and a crashed run share: from one start, what
     differs between them is the crash's doing, not the ids or draws (the rerun has the key and
-    draws its own ids: `rerun_identity`)."""
+    draws its own ids: `CallIdentity.moved_on`)."""
     key = pipeline.token_hex(bench, 16)  # the bench's seed's, when it has one
     s = int(pipeline.token_hex(bench, 4), 16) >> 1
-    return key, {"seed": s, "ids": s}
-
-
-def rerun_identity(ident: dict[str, Any]) -> dict[str, Any]:
-    """A rerun's seeds: its own (it draws new ids, as a rerun on the platform does), derived
-    from the run's so that the doctor's reruns repeat."""
-    again = {k: (v * 31 + 7) & 0x7FFFFFFF if isinstance(v, int) else v for k, v in ident.items()}
-    return {**again, "call_id": None}
+    return CallIdentity.of(key=key, seed=s, ids=s)
 
 
 def clean_run(
-    bench: Bench, name: str, input: Any, key: str, ident: dict[str, Any]
+    bench: Bench, name: str, input: Any, ident: CallIdentity, hooks: Sequence[CallHooks] = ()
 ) -> tuple[CallResult, Outcome]:
     """One clean call from the bench's state as it is, what it did, and the state put back (the
     call is no row of bench.results: a comparison, not the author's call)."""
     start = take(bench)
     kept = bench.results.saved()
     try:
-        res = pipeline.call(bench, name, input, key=key, identity=ident)
+        res = pipeline.call(bench, name, input, identity=ident, hooks=hooks)
         return res, outcome(bench, start, [res])
     finally:
         restore(bench, start)
@@ -89,15 +107,16 @@ def crash_call(
     *,
     point: int | None = None,
     clean: tuple[CallResult, Outcome] | None = None,
-    key: str | None = None,
-    ident: dict[str, Any] | None = None,
-    again: dict[str, Any] | None = None,
+    ident: CallIdentity | None = None,
+    hooks: Sequence[CallHooks] = (),
+    again: tuple[CallIdentity, Sequence[CallHooks]] | None = None,
 ) -> CallResult:
     """The call crashed after ctx call `point` (or `crash`), rerun with the same key, judged
-    against `clean` (a clean run from the same start, with the same `key` and `ident`; made
-    here when not given). `again`: the rerun's identity (default: `ident`'s seeds moved on)."""
+    against `clean` (a clean run from the same start, with the same `ident`; made here when
+    not given). `hooks`: the runs' own; `again`: the rerun's identity and hooks (default:
+    `ident` moved on, the same hooks)."""
     return _crash_call(
-        bench, name, input, crash, point=point, clean=clean, key=key, ident=ident, again=again
+        bench, name, input, crash, point=point, clean=clean, ident=ident, hooks=hooks, again=again
     )[0]
 
 
@@ -109,30 +128,31 @@ def _crash_call(
     *,
     point: int | None,
     clean: tuple[CallResult, Outcome] | None,
-    key: str | None,
-    ident: dict[str, Any] | None,
-    again: dict[str, Any] | None = None,
+    ident: CallIdentity | None,
+    hooks: Sequence[CallHooks] = (),
+    again: tuple[CallIdentity, Sequence[CallHooks]] | None = None,
 ) -> tuple[CallResult, list[str]]:
     """crash_call, and what a clean run did that the crashed run and its rerun lost."""
     if name not in bench.manifest.tools:
         return pipeline.call(bench, name, input), []
     if point is None:
         _checked(crash)
-    if key is None or ident is None:
-        key, ident = identity(bench)
+    if ident is None:
+        ident = identity(bench)
     if clean is None:
-        clean = clean_run(bench, name, input, key, ident)
+        clean = clean_run(bench, name, input, ident, hooks)
     point = _point(bench, crash, clean[0]) if point is None else point
     start = take(bench)
-    first = pipeline.call(bench, name, input, key=key, crash_after=point, identity=ident)
+    first = pipeline.call(bench, name, input, identity=ident, hooks=(*hooks, CrashAt(point)))
     d1 = bench.diff(start)
     if not _crashed(first):  # fewer ctx calls than the point (or stopped before running)
         first.crash = CrashReport(point, None, [d1], [])
         return first, []
     snap2 = bench.snapshot()
-    second = pipeline.call(bench, name, input, key=key, fresh=True, identity=again or rerun_identity(ident))
+    rerun, rerun_hooks = again if again is not None else (ident.moved_on(), hooks)
+    second = pipeline.call(bench, name, input, identity=rerun, fresh=True, hooks=rerun_hooks)
     d2 = bench.diff(snap2)
-    more, lost = judge(clean[1], outcome(bench, start, [first, second]), key)
+    more, lost = judge(clean[1], outcome(bench, start, [first, second]), ident.key or "")
     second.crash = CrashReport(point, first, [d1, d2], more)
     return second, lost
 
@@ -145,17 +165,15 @@ def crash_matrix(bench: Bench, name: str, input: Any) -> pd.DataFrame:
         raise UsageError(bench.manifest.no_tool(name))
     snap0 = bench.snapshot()
     rows: list[dict[str, Any]] = []
-    key, ident = identity(bench)
+    ident = identity(bench)
     try:
-        clean, did = clean_run(bench, name, input, key, ident)
+        clean, did = clean_run(bench, name, input, ident)
         if not clean.ok:
             raise UsageError(f"a clean run of {name!r} failed, so there is nothing to crash: {clean.error}")
         methods = [row["method"] for row in clean.trace_rows]
         for point in range(len(methods) + 1):
             bench.restore(snap0)
-            res, lost = _crash_call(
-                bench, name, input, point, point=point, clean=(clean, did), key=key, ident=ident
-            )
+            res, lost = _crash_call(bench, name, input, point, point=point, clean=(clean, did), ident=ident)
             rep = res.crash
             assert rep is not None
             crashed = rep.crashed is not None

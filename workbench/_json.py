@@ -160,8 +160,11 @@ def why_not_json(
 def json_chars(value: Any) -> int:
     """About the characters of a JSON value as text: what keeping it costs (0 when it is not
     JSON: nothing that is not is kept)."""
-    if type(value) is str:
+    t = type(value)
+    if t is str:
         return len(value) + 2
+    if (t is dict or t is list) and not value:
+        return 2
     try:
         return len(_ENCODE(value))
     except (TypeError, ValueError, RecursionError):

@@ -105,7 +105,9 @@ def open(
         if opts.get("account_storage") is not None:
             _seed_account(bench, opts["account_storage"])
         if any(t.language in ("javascript", "typescript") for t in manifest.tools.values()):
-            bench._runner("deno").warm()  # the first call finds the sandbox started
+            bench.core.runner(
+                "deno", bench.manifest, bench.providers, bench.profile
+            ).warm()  # the first call finds the sandbox started
         return bench
     except BaseException as exc:  # e.g. db/schema.sql fails: leave no connection open
         profile.closed(manifest)
@@ -267,7 +269,7 @@ def _open_bundle(path: Path, *, providers: Any, limits: Limits | None, options: 
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    bench._finalizers.append(weakref.finalize(bench, shutil.rmtree, str(folder), True))
+    bench.core.finalizers.append(weakref.finalize(bench, shutil.rmtree, str(folder), True))
     try:
         if (bench.manifest.id, bench.profile.name) != (meta["gem"], meta["platform"]):
             raise WorkbenchError(

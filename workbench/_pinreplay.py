@@ -412,8 +412,9 @@ class Replayer:
         """Replay the case at `path` on a mock bench of its gem; with `update`, a case that
         replays otherwise is written again from the replay (as syrupy's --snapshot-update)."""
         from . import _pipeline
+        from ._core import CallIdentity
         from ._pins import build_case, case_text, write_case
-        from .ctx.served import Playback
+        from .ctx.served import Playback, Replaying
         from .ctx.standins import serve_http
         from .ctx.statejson import put_state
         from .ctx.stores import Served
@@ -466,27 +467,26 @@ class Replayer:
         playback = Playback(case["served"], where=f"the pinned case {path.name}")
         opts = case["options"]
         call = case["call"]
-        with bench._lock:
-            res = _pipeline.call(
-                bench,
-                case["tool"],
-                case.get("input"),
+        res = _pipeline.call(
+            bench,
+            case["tool"],
+            case.get("input"),
+            # the module stays warm across a gem's cases, as the platform may keep it (N5): a
+            # tool relying on memory between calls fails its replays (a fresh import per case
+            # cost a JS replay 28 ms instead of 1)
+            fresh=None,
+            options={k: opts[k] for k in ("as_user", "conversation") if k in opts},
+            identity=CallIdentity.of(
+                call_id=call.get("call_id"),
                 key=str(call.get("idempotency_key") or "") or None,
-                # the module stays warm across a gem's cases, as the platform may keep it (N5): a
-                # tool relying on memory between calls fails its replays (a fresh import per case
-                # cost a JS replay 28 ms instead of 1)
-                fresh=None,
-                options={k: opts[k] for k in ("as_user", "conversation") if k in opts},
-                identity={
-                    "call_id": call.get("call_id"),
-                    "seed": call.get("seed"),
-                    "ids": call.get("ids"),
-                    "ticks": call.get("ticks"),
-                    "times": call.get("times"),
-                    "clock_ms": call.get("clock_ms"),
-                    "playback": playback,
-                },
-            )
+                seed=call.get("seed"),
+                ids=call.get("ids"),
+                ticks=call.get("ticks"),
+                times=call.get("times"),
+                clock_ms=call.get("clock_ms"),
+            ),
+            hooks=(Replaying(playback),),
+        )
         out = Replay(path, case, res, _compare(bench, case, res, playback, served))
         if update and out.lines:
             write_case(path, case_text(bench, build_case(bench, res)))
@@ -501,6 +501,7 @@ def replay_case(path: Path, *, update: bool = False) -> Replay:
 
 
 def _compare(bench: Any, case: dict[str, Any], res: Any, playback: Any, served: Any) -> list[str]:
+    from ._pinning import pinning_of
     from ._pins import _effects
     from .ctx.statejson import changes
 
@@ -522,9 +523,10 @@ def _compare(bench: Any, case: dict[str, Any], res: Any, playback: Any, served: 
     else:
         got = json.loads(json.dumps(res.value, default=str))
         lines += list(value_diff(want.get("value"), got, same=same))
-    kept = bench._before
-    if kept is not None and kept[0] == res.call_id:
-        lines += list(_change_lines(case["changes"], changes(kept[1]), same))
+    pinning = pinning_of(bench)
+    kept = pinning.copy_of(res.call_id) if pinning is not None else None
+    if kept is not None:
+        lines += list(_change_lines(case["changes"], changes(kept), same))
     lines += list(_effect_lines(case["effects"], _effects(res.trace_rows), same, profile=bench.profile))
     lines += [f"served: the pinned call made ctx.{m}; the replay did not" for m in playback.unused()]
     for req in served.unused():

@@ -217,9 +217,12 @@ def _kept(bench: Bench, res: CallResult) -> Before:
         raise UsageError("pin the top-level call: this one ran inside it through ctx.tools")
     if res.error is not None and res.error.code == "E_INTERRUPTED":  # a replay would not stop there
         raise UsageError(f"call {res.call_id} was interrupted (Ctrl-C): call it again and pin that call")
-    kept = bench._before
-    if kept is not None and kept[0] == res.call_id:
-        return kept[1]
+    from ._pinning import pinning_of
+
+    pinning = pinning_of(bench)
+    kept = pinning.copy_of(res.call_id) if pinning is not None else None
+    if kept is not None:
+        return kept
     latest = bench.results[len(bench.results) - 1] if len(bench.results) else None
     if bench.pins and latest is res and not res.trace_rows and res.error is not None:
         return Before(bench.limits.pin_state_bytes)  # refused before it ran (E_SCHEMA): no state
@@ -473,6 +476,6 @@ def pin(bench: Bench, res: CallResult, name: str, *, folder: Path | None = None)
     under `folder`; during a test run, under its run folder: pin_root); returns the path.
     Writing it again replaces it."""
     path = case_path(folder if folder is not None else pin_root(bench), res.tool, name)
-    with bench._lock:
+    with bench.core.lock:
         text = case_text(bench, build_case(bench, res))
     return write_case(path, text)

@@ -12,27 +12,32 @@ bench's profile (`Profile.judge`, `call_values`, grants) and the session's capab
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
+import os
 import secrets
 import time
+from collections.abc import Sequence
+from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
 from ._errors import CallInterrupted, WorkbenchError, internal_error
 from ._hints import explain_absent
 from ._json import to_json
-from ._reload import stamp, tool_file_error
+from ._reload import tool_file_error
 from ._result import CallResult
 from .ctx import CallSession, Capabilities, CtxCrash, Invocation
-from .ctx.before import Before
+from .ctx.hooks import ctx_hooks
 from .ctx.http import state_of as http_state
 from .ctx.limits import deadline_after
 from .ctx.masking import mask_shown
-from .ctx.served import Recording
 from .ctx.tools import envelope
 from .runners import RUNNER_FOR, Outcome
 
 if TYPE_CHECKING:
     from ._bench import Bench
+    from ._core import CallIdentity
+    from .ctx.hooks import CallHooks
     from .ctx.http_credentials import HttpState
     from .gem import ToolSpec
     from .runners import Runner
@@ -43,51 +48,66 @@ def call(
     name: str,
     input: Any = None,
     *,
-    key: str | None = None,
-    crash_after: int | None = None,
+    identity: CallIdentity | None = None,
     fresh: bool | None = None,
     options: dict[str, Any] | None = None,
-    identity: dict[str, Any] | None = None,
+    hooks: Sequence[CallHooks] = (),
 ) -> CallResult:
-    """Call tool `name` of `bench` (whose lock the caller holds) as the platform would; the
-    result, also appended to `bench.results`. key: the idempotencyKey (a crash rerun keeps
-    it); crash_after: N7's crash point; fresh: a fresh module (None: the bench's `reuse`);
-    options: the platform's per-call options ({"as_user", "conversation"}); identity: a pinned
-    call's {"call_id", "seed", "playback"} its replay repeats (_pinreplay.py)."""
-    started = bench.clock.time()  # the bench's clock (ctx/clock.py): the id's time of day too
-    t0 = time.perf_counter()
-    token = token_hex(bench, 19)  # one read of the randomness (the bench's seed's) for both
-    second = int(started)
-    if second != bench._second[0]:  # the call ids' time of day, formatted once a second
-        bench._second = (second, time.strftime("%Y%m%d-%H%M%S", time.localtime(second)))
-    args = {} if input is None else input
-    res = CallResult(
-        call_id=f"{bench._second[1]}-{token[:6]}",
-        tool=name,
-        input=args,
-        started=started,
-        idempotency_key=key or token[6:],
-    )
-    if identity is not None:  # a pinned call's replay: the ids and draws it had
-        res.call_id = str(identity.get("call_id") or res.call_id)
-        res.replay = {k: identity.get(k) for k in ("seed", "ids", "playback", "ticks", "times", "clock_ms")}
-    try:
-        _steps(bench, res, name, args, crash_after=crash_after, fresh=fresh, options=options or {})
-    except WorkbenchError:
-        raise  # coded already: a sandbox that cannot start says so (E_SANDBOX)
-    except Exception as exc:  # SEC7: the workbench's own bug, said in the result, not raised
-        res.value, res.error = None, internal_error("bench.call", exc)
-    except KeyboardInterrupt:  # Ctrl-C: the call is a row of bench.calls(), then the cell stops
-        res.value, res.error = None, interrupted_error(res)
+    """Call tool `name` of `bench` as the platform would (taking the bench's lock); the result,
+    also appended to `bench.results`. identity: what the call repeats of another (its id, the
+    idempotencyKey a crash rerun keeps, seeds, clock reads); fresh: a fresh module (None: the
+    bench's `reuse`); options: the platform's per-call options ({"as_user", "conversation"});
+    hooks: features taking part in this call, after the bench's standing ones (ctx/hooks.py)."""
+    core = bench.core
+    with core.lock:
+        started = bench.clock.time()  # the bench's clock (ctx/clock.py): the id's time of day too
+        t0 = time.perf_counter()
+        token = token_hex(bench, 19)  # one read of the randomness (the bench's seed's) for both
+        second = int(started)
+        if second != core.second[0]:  # the call ids' time of day, formatted once a second
+            core.second = (second, time.strftime("%Y%m%d-%H%M%S", time.localtime(second)))
+        args = {} if input is None else input
+        res = CallResult(
+            call_id=f"{core.second[1]}-{token[:6]}",
+            tool=name,
+            input=args,
+            started=started,
+            idempotency_key=token[6:],
+        )
+        if identity is not None:  # a pinned call's replay: the ids and draws it had
+            res.call_id = identity.call_id or res.call_id
+            res.idempotency_key = identity.key or res.idempotency_key
+        every = (*core.hooks, *hooks) if hooks else core.hooks
+        asked = (core.ctx_hooks, core.keeps_draws) if not hooks else _asked(every)
+        session = None
+        try:
+            session = _steps(
+                bench, res, name, args, identity, every, asked, fresh=fresh, options=options or {}
+            )
+        except WorkbenchError:
+            raise  # coded already: a sandbox that cannot start says so (E_SANDBOX)
+        except Exception as exc:  # SEC7: the workbench's own bug, said in the result, not raised
+            res.value, res.error = None, internal_error("bench.call", exc)
+        except KeyboardInterrupt:  # Ctrl-C: the call is a row of bench.calls(), then the cell stops
+            res.value, res.error = None, interrupted_error(res)
+            for hook in every:
+                hook.on_call_end(session=session, result=res)
+            _keep(bench, res, t0)
+            raise CallInterrupted(f"{res.tool}: {res.error.message}", res) from None
+        for hook in every:  # every top-level call, also one refused before it ran (no session)
+            hook.on_call_end(session=session, result=res)
         _keep(bench, res, t0)
-        raise CallInterrupted(f"{res.tool}: {res.error.message}", res) from None
-    _keep(bench, res, t0)
-    return res
+        return res
+
+
+def _asked(hooks: Sequence[CallHooks]) -> tuple[tuple[CallHooks, ...], bool]:
+    """Of a call's hooks: those asked on each ctx call, and whether one keeps its draws."""
+    return ctx_hooks(hooks), any(h.keeps_draws for h in hooks)
 
 
 def _keep(bench: Bench, res: CallResult, t0: float) -> None:
     res.duration_ms = (time.perf_counter() - t0) * 1000
-    res._pin = bench._pin
+    res.pinner = bench.core.pinner
     bench.results.append(res)
 
 
@@ -110,7 +130,7 @@ def token_hex(bench: Bench, nbytes: int) -> str:
     second bench with the same seed repeats), the system's randomness otherwise."""
     if bench.seed is None:
         return secrets.token_hex(nbytes)
-    return f"{bench._rng.getrandbits(nbytes * 8):0{nbytes * 2}x}"
+    return f"{bench.core.rng.getrandbits(nbytes * 8):0{nbytes * 2}x}"
 
 
 def call_seed(seed: int | None, seq: int | str) -> int | None:
@@ -128,20 +148,23 @@ def _steps(
     res: CallResult,
     name: str,
     args: Any,
+    identity: CallIdentity | None,
+    hooks: Sequence[CallHooks],
+    asked: tuple[tuple[CallHooks, ...], bool],
     *,
-    crash_after: int | None,
     fresh: bool | None,
     options: dict[str, Any],
-) -> None:
-    """Reload an edited definition, find the tool, check the input and run it, into `res`."""
-    if stamp(bench._definition) != bench._stamp:  # the gem's definition was edited: load it again
+) -> CallSession | None:
+    """Reload an edited definition, find the tool, check the input and run it, into `res`; the
+    call's session (None: refused before it ran)."""
+    if bench.core.edited():  # the gem's definition was edited: load it again
         try:
             bench.reload()
         except WorkbenchError as exc:
             res.error = WorkbenchError(
                 exc.code, f"the gem's definition changed and {exc.message}", **exc.details
             )
-            return
+            return None
     tool = bench.manifest.tool(name)
     if tool is None:
         res.error = WorkbenchError(
@@ -149,52 +172,81 @@ def _steps(
             bench.manifest.no_tool(name),
             tool=name,
         )
-        return
+        return None
     res.tool = tool.name  # called by another of its names (an Ekanos effective name)
-    args, res.error = bench._check_input(tool, args)
-    res.error = res.error or tool_file_error(bench.manifest, tool)
-    if res.error is None:
-        _run(bench, tool, args, res, crash_after=crash_after, fresh=fresh, options=options)
+    args, res.error = check_input(bench, tool, args)
+    res.error = res.error or _tool_file_error(bench, tool)
+    if res.error is not None:
+        return None
+    session = _session(bench, tool, res, identity, asked, options=options)
+    _run(bench, tool, args, res, session, hooks, identity, fresh=fresh, options=options)
+    return session
+
+
+def _tool_file_error(bench: Bench, tool: ToolSpec) -> WorkbenchError | None:
+    """The tool file's check (_reload.tool_file_error: still a regular file?), made again only
+    when one stat says the file is another than the one checked last (a swapped link, a FIFO,
+    an edit): resolving and opening it before every call was a third of a call's cost."""
+    try:
+        st = os.stat(tool.file)
+    except (OSError, ValueError):
+        st = None
+    seen = (st.st_dev, st.st_ino, st.st_mtime_ns) if st is not None and S_ISREG(st.st_mode) else None
+    files = bench.core.files_checked
+    if seen is not None and files.get(tool.name) == seen:
+        return None
+    error = tool_file_error(bench.manifest, tool)
+    if error is None and seen is not None:
+        files[tool.name] = seen
+    else:
+        files.pop(tool.name, None)
+    return error
+
+
+def check_input(bench: Bench, tool: ToolSpec, args: Any) -> tuple[Any, WorkbenchError | None]:
+    """The input as `tool` receives it on `bench`, or E_SCHEMA naming the field (N8)."""
+    return bench.core.check_input(tool, args, bench.profile, bench.limits)
 
 
 def _session(
-    bench: Bench, tool: ToolSpec, res: CallResult, *, crash_after: int | None, options: dict[str, Any]
+    bench: Bench,
+    tool: ToolSpec,
+    res: CallResult,
+    identity: CallIdentity | None,
+    asked: tuple[tuple[CallHooks, ...], bool],
+    *,
+    options: dict[str, Any],
 ) -> CallSession:
     """The top-level call's session: the bench's providers, grants, allowlists and hooks, its
     clock at the call's start and its seed."""
-    bench._calls += 1
-    calls = bench._calls
+    core = bench.core
+    core.count += 1
+    given = identity.given if identity is not None else ()
+    # a hook that keeps the call (a pin) needs its draws repeatable: its ids seed, clock reads
+    on_ctx, keeps = asked
     clock = bench.clock
-    before = None
-    if bench.pins:  # what `res.pin` keeps: the state it finds, what it reads from outside
-        before = Before(bench.limits.pin_state_bytes, recording=Recording(bench.limits.trace_rows))
-        if calls == 1:  # a bundle's start: the state and setup the first call finds
-            from .ctx.before import keep_start
-
-            keep_start(bench, res.call_id)
-    seed = res.replay["seed"] if "seed" in res.replay else call_seed(bench.seed, calls)
+    seed = identity.seed if identity is not None and "seed" in given else call_seed(bench.seed, core.count)
     # without a seed, a call that can be pinned still draws its document ids from a seed of its
     # own, kept with it: its replay gives the same ids (Math.random and crypto stay the system's)
-    ids = res.replay.get("ids") if "ids" in res.replay else None
-    if seed is None and ids is None and bench.pins:
+    ids = identity.ids if identity is not None and "ids" in given else None
+    if seed is None and ids is None and keeps:
         ids = secrets.randbits(31)
     # a replay of a call pinned on a running clock: the reads it drew, served again on a
     # clock that runs from the pinned start (the bench's stands there, frozen)
-    ticks = res.replay.get("ticks")
+    ticks = identity.ticks if identity is not None else None
     frozen = clock.frozen and not isinstance(ticks, list)
     # its start to the bit (the bench's clock holds seconds: ms / 1000 * 1000 may not round-trip)
-    pinned = res.replay.get("clock_ms")
+    pinned = identity.clock_ms if identity is not None else None
     start = pinned if type(pinned) in (int, float) and clock.frozen else res.started * 1000
     return CallSession(
-        invocation=Invocation(
-            recording=before.recording if before is not None else None,
-            playback=res.replay.get("playback"),
-        ),
+        invocation=Invocation(),
         clock_ms=start if clock.virtual else None,
         clock_frozen=frozen,
         seed=seed,
         ids_seed=ids,
         ticks=ticks if isinstance(ticks, list) else None,
+        keeps_reads=keeps,
+        hooks=on_ctx,
         call_id=res.call_id,
         tool=tool,
         manifest=bench.manifest,
@@ -204,15 +256,13 @@ def _session(
         trash=not bench.headless,
         http=http_state(bench.providers),
         idempotency_key=res.idempotency_key,
-        crash_after=crash_after,
-        deadline=deadline_after(bench._sandbox_options.timeout),
+        deadline=deadline_after(core.sandbox_options.timeout),
         limits=bench.limits,
         profile=bench.profile,
         values=bench.profile.call_values(
             bench.manifest, {"call_id": res.call_id, **options, **_token(seed, ids)}
         ),
-        nest=bench._nested,
-        before=before,
+        nest=functools.partial(nested, bench),
     )
 
 
@@ -237,7 +287,9 @@ def _runner(bench: Bench, tool: ToolSpec) -> Runner | None:
     kind = RUNNER_FOR.get(tool.language)
     if kind is None:
         return None
-    return bench._runners.get(kind) or bench._runner(kind)
+    return bench.core.runners.get(kind) or bench.core.runner(
+        kind, bench.manifest, bench.providers, bench.profile
+    )
 
 
 def _run(
@@ -245,21 +297,24 @@ def _run(
     tool: ToolSpec,
     args: Any,
     res: CallResult,
+    session: CallSession,
+    hooks: Sequence[CallHooks],
+    identity: CallIdentity | None,
     *,
-    crash_after: int | None,
     fresh: bool | None,
     options: dict[str, Any],
 ) -> None:
-    session = _session(bench, tool, res, crash_after=crash_after, options=options)
     caps = Capabilities(session)
+    for hook in hooks:
+        hook.on_call_start(session=session, result=res)
     # the times the ctx layer reads while it runs, kept for its pin when the clock runs (a
     # frozen one repeats them anyway), and a replay's served again
-    served = res.replay.get("times")
-    taped = session.before is not None and (not bench.clock.frozen or isinstance(served, list))
+    served = identity.times if identity is not None else None
+    taped = session.keeps_reads and (not bench.clock.frozen or isinstance(served, list))
     if taped:
         bench.clock.tape(served if isinstance(served, list) else None)
     if fresh is None:
-        fresh = bench.reuse == "never" or (bench.reuse == "random" and bench._rng.random() < 0.5)
+        fresh = bench.reuse == "never" or (bench.reuse == "random" and bench.core.rng.random() < 0.5)
     outcome: Outcome | None = None
     caps.begin()  # opened at the tool's first ctx call (E_BUSY then fails the call)
     try:
@@ -279,8 +334,6 @@ def _run(
         _record(session, res)
         res.violations = session.violations
         session.finish(res)  # each capability's part: surfaced files, nested calls, log rows
-        if session.before is not None:  # what `res.pin` saves as the state before it
-            bench._keep_before((res.call_id, session.before))
         times = bench.clock.untape() if taped else None
         res.replay = {
             "seed": session.seed,
@@ -290,8 +343,6 @@ def _run(
             "ticks": session.ticks,
             "times": times,
             "options": options,
-            # what a bundle's replay serves back: the recording outlives the state copy
-            "served": session.before.recording if session.before is not None else None,
         }
     if failed is None and session.aborted is not None:  # A5: whatever the tool did after
         failed = session.aborted
@@ -322,7 +373,7 @@ def nested(bench: Bench, parent: CallSession, tool: ToolSpec, input: Any) -> Any
         parent=parent.call_id,
     )
     try:
-        args, res.error = bench._check_input(tool, {} if input is None else input)
+        args, res.error = check_input(bench, tool, {} if input is None else input)
         if res.error is not None:
             return envelope("invalid_input", tool=tool.name, message=res.error.message)
         res.value = _run_nested(bench, parent, tool, args, res)
@@ -390,7 +441,8 @@ def _crashed(bench: Bench, tool: ToolSpec, exc: CtxCrash) -> Outcome:
     """N7: the crashed run's outcome; a JS tool's sandbox process is killed at that point (the
     rerun is `_crash.crash_call`'s)."""
     # a sandbox is killed with the call in flight; a Python tool's output is on the exception
-    logs = bench._runner(RUNNER_FOR[tool.language]).crash() or exc.logs
+    runner = _runner(bench, tool)
+    logs = (runner.crash() if runner is not None else "") or exc.logs
     return Outcome(
         error=WorkbenchError(
             "E_SANDBOX",

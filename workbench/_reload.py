@@ -78,8 +78,8 @@ def reload(bench: Bench) -> None:
         profile.opened(old)
         raise
     prepare(bench.providers, manifest, bench.limits)  # new collections; db/schema.sql if first
-    bench.manifest, bench._definition, bench._stamp = manifest, files, at
-    bench._validators.clear()
+    bench.manifest = manifest
+    bench.core.loaded(files, at)
     from .types import refresh_quietly
 
     refresh_quietly(manifest)  # the editor's types follow the definition

@@ -37,7 +37,7 @@ MAX_STEPS = 10_000  # replay_run's safety stop when the tool never settles
 # -- the stored cursor: the gem's kv, read and written outside any call ----------------------
 def stored_cursor(bench: Bench, key: str) -> str | None:
     """The kv entry `key` of the gem's storage (the tool's stored cursor), or None."""
-    bench._check_open()
+    bench.check_open()
     return bench.providers.store.kv_get(key)
 
 
@@ -121,7 +121,7 @@ class Replayer:
 
     def _absorb_outside(self) -> None:
         """Calls of the tool made since the last look but not by the replay (a trigger, by hand)."""
-        self.bench._check_open()
+        self.bench.check_open()
         for res in self.bench.results.since(self._seen):
             if res.tool == self.tool:
                 self._record(

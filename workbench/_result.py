@@ -58,7 +58,8 @@ class CallResult:
     # seed (None: none), its clock at the start in ms (None: the wall clock), whether frozen,
     # the sandbox's reads of a clock that ran (ticks) and the ctx layer's (times)
     replay: dict[str, Any] = field(default_factory=dict, repr=False)
-    _pin: Any = field(default=None, repr=False)  # the bench's pinning of it (set by the bench)
+    # how its bench pins it (`pin`): set by the bench's call (None: not made by a bench's call)
+    pinner: Any = field(default=None, repr=False, compare=False)
 
     @property
     def ctx_calls(self) -> int:
@@ -95,11 +96,11 @@ class CallResult:
         """Save this call as a regression case, `tests/calls/<tool>/<name>.json` of its gem: its
         input, options, clock and seed, the state it found, its effects, result and changes,
         secrets masked (docs/pins.md). `gem-workbench test` replays it. Returns the path."""
-        if self._pin is None:
+        if self.pinner is None:
             from ._errors import UsageError
 
             raise UsageError("this result was not made by a bench's call: it cannot be pinned")
-        return self._pin(self, name)
+        return self.pinner(self, name)
 
     def pin_button(self, name: str = "") -> Any:
         """A notebook control to pin this call: a case name, a **pin** button and a line with
@@ -168,14 +169,24 @@ class CrashReport:
 def kept_chars(res: CallResult) -> int:
     """About the characters `res` holds (its value, logs, log rows, trace, input, error and
     nested calls): what keeping it in bench.results costs."""
-    n = ROW_CHARS * (1 + len(res.log_rows) + len(res.surfaced)) + TRACE_ROW_CHARS * len(res.trace_rows)
-    n += len(res.logs) + res.trace_chars + json_chars(res.value) + json_chars(res.input)
-    n += ROW_CHARS * len(res.files) + kept_bytes(res.files)
-    n += sum(len(str(r.get("message", ""))) + json_chars(r.get("fields")) for r in res.log_rows)
+    trace = res.trace_rows
+    n = ROW_CHARS + len(res.logs) + res.trace_chars + json_chars(res.value) + json_chars(res.input)
+    if trace:
+        n += TRACE_ROW_CHARS * len(trace)
+    # (most calls have none of these: each is looked at only when there is one)
+    if res.log_rows or res.surfaced:
+        n += ROW_CHARS * (len(res.log_rows) + len(res.surfaced))
+        n += sum(len(str(r.get("message", ""))) + json_chars(r.get("fields")) for r in res.log_rows)
+    if res.files:
+        n += ROW_CHARS * len(res.files) + kept_bytes(res.files)
     if res.error is not None:
         n += len(res.error.message) + json_chars(res.error.details)
-    n += getattr(res.replay.get("served"), "chars", 0)  # the answers a bundle's replay serves back
-    return n + sum(kept_chars(c) for c in res.children)
+    served = res.replay.get("served")
+    if served is not None:  # the answers a bundle's replay serves back
+        n += served.chars
+    if res.children:
+        n += sum(kept_chars(c) for c in res.children)
+    return n
 
 
 def results_ring(cap: int) -> Ring[CallResult]:

@@ -72,8 +72,8 @@ def export_state(bench: Bench, folder: str | os.PathLike[str]) -> Path:
             "the folder",
             f"is not a state folder (it has more than {STATE_FILE} and {FILES}/): choose a new or empty folder",
         )
-    with bench._lock:
-        bench._check_open()
+    with bench.core.lock:
+        bench.check_open()
         state = scrubbed(bench, dump_state(bench))  # as a pinned case's `before` is
         mask = _masker(bench)
     files = state.pop("files", [])

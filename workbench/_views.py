@@ -66,23 +66,27 @@ class gated:  # noqa: N801 (used as a decorator, like property)
     def __get__(self, bench: Any, owner: type | None = None) -> Any:
         if bench is None:
             return self
-        if self.name in bench._views:
+        if self.name in bench.view_fns:
             return self.fn.__get__(bench, owner)
         raise _foreign(bench, self.name)
 
 
 class _Email:
-    """`bench.email` (ctx.email's benches only): the object itself lives in `bench._email`."""
+    """`bench.email` (ctx.email's benches only): the object itself lives in `bench.email_box`."""
 
     def __get__(self, bench: Any, owner: type | None = None) -> Any:
         if bench is None:
             return self
-        if "email" in bench._views:
-            return bench._email
+        if "email" in bench.view_fns:
+            return bench.email_box
         raise _foreign(bench, "email")
 
     def __set__(self, bench: Any, value: Any) -> None:
         raise AttributeError("bench.email is the bench's own; use its methods (allow, add, …)")
+
+
+# what the bench's own machinery and its features use: not offered to completion
+_INNER = frozenset({"core", "view_fns", "email_box", "check_open"})
 
 
 class Views:
@@ -93,16 +97,16 @@ class Views:
     results: Ring[CallResult]
     limits: Limits
     profile: Profile
-    _email: BenchEmail
-    _views: dict[str, Callable[..., Any] | None]  # its platform's capability views (platform_views)
+    email_box: BenchEmail  # `bench.email`'s object (shown only on benches whose platform has it)
+    view_fns: dict[str, Callable[..., Any] | None]  # its platform's capability views (platform_views)
     closed: bool
 
     email = _Email()
 
     def __dir__(self) -> list[str]:
         """Its platform's views only, so completion offers no other platform's."""
-        names = {n for n in super().__dir__() if n not in GATED or n in self._views}
-        return sorted(names | set(self._views))
+        names = {n for n in super().__dir__() if n not in _INNER and (n not in GATED or n in self.view_fns)}
+        return sorted(names | set(self.view_fns))
 
     def __getattr__(self, name: str) -> Any:
         """A plugin capability's view (`View.fn(bench, ...)`) on a bench whose platform has
@@ -110,12 +114,13 @@ class Views:
         (Only a name the class lacks, or whose gated view refused, comes here.)"""
         if name.startswith("_"):  # not a view: e.g. `_views` itself before __init__ set it
             raise AttributeError(name)
-        fn = self._views.get(name)
+        fn = self.view_fns.get(name)
         if fn is not None:
             return functools.partial(fn, self)
         raise _foreign(self, name)
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """UsageError when the bench is closed (what every view and call checks first)."""
         if self.closed:
             raise UsageError(
                 f"the bench of {self.manifest.id} is closed; open it again with workbench.open(...)"
@@ -127,7 +132,7 @@ class Views:
         """Saved versions of conversation-folder files (overwrites, deletes, restores)."""
         import pandas as pd
 
-        self._check_open()
+        self.check_open()
         df = pd.DataFrame(_history.versions(self.providers.store, path), columns=_history.COLUMNS)
         df["saved_at"] = pd.to_datetime(df["saved_at"], unit="ms")
         df["kept"] = df["kept"].astype(bool)
@@ -136,7 +141,7 @@ class Views:
     @gated
     def restore_file(self, path: str, version: int | None = None) -> int:
         """Roll one conversation file back to a saved version (default: the latest)."""
-        self._check_open()
+        self.check_open()
         return _history.restore(
             self.providers.store, self.providers.files, path, version, limit=self.limits.history_bytes
         )
@@ -165,7 +170,7 @@ class Views:
         from ._errors import WorkbenchError
         from .ctx.paths import split
 
-        self._check_open()
+        self.check_open()
         try:
             ws, segs = split(path)
         except WorkbenchError as exc:
@@ -205,7 +210,7 @@ class Views:
                 f"collection {collection!r} is not declared in manifest.json "
                 f"(declared: {', '.join(self.manifest.collections) or 'none'})"
             )
-        self._check_open()
+        self.check_open()
         return frames.collection(self.providers.store, collection)
 
     @gated
@@ -253,7 +258,7 @@ class Views:
     def kv(self) -> pd.DataFrame:
         from .inspect import frames
 
-        self._check_open()
+        self.check_open()
         return frames.kv(self.providers.store)
 
     @gated
@@ -261,7 +266,7 @@ class Views:
         """Ekanos integrations: the account's records (ctx.storage.account): key, data, updatedAt."""
         from .inspect import frames
 
-        self._check_open()
+        self.check_open()
         return frames.account_storage(self.providers.store)
 
     @gated
@@ -277,7 +282,7 @@ class Views:
         id): accountId, id, subject, fromAddr, toAddrs, date (datetime, UTC), date_ms."""
         from .inspect import frames
 
-        return frames.mailbox(self._email.envelopes())
+        return frames.mailbox(self.email_box.envelopes())
 
     @gated
     def http(self) -> pd.DataFrame:
@@ -319,19 +324,19 @@ class Views:
         """Capture files and storage, to diff against or restore later."""
         from .inspect.snapshot import take
 
-        self._check_open()
+        self.check_open()
         return take(self)
 
     def diff(self, snap: Snapshot) -> pd.DataFrame:
         """What changed since `snap`: one row per file, document, key or SQL row."""
         from .inspect.snapshot import diff
 
-        self._check_open()
+        self.check_open()
         return diff(self, snap)
 
     def restore(self, snap: Snapshot) -> None:
         """Put files and storage back exactly as they were at `snap`."""
         from .inspect.snapshot import restore
 
-        self._check_open()
+        self.check_open()
         restore(self, snap)

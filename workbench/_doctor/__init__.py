@@ -160,7 +160,7 @@ def _preload(bench: Bench) -> None:
     first tool's share."""
     import importlib
 
-    sandbox = getattr(bench._runners.get("deno"), "sandbox", None)
+    sandbox = getattr(bench.core.runners.get("deno"), "sandbox", None)
     started = getattr(sandbox, "_warmed", None)
     if callable(started):
         started()
@@ -182,8 +182,9 @@ def _fresh_sandbox(bench: Bench) -> None:
     """Stop the bench's sandbox (a call cut off at the run's end left it mid-conversation); the
     next call starts another. The Python runner keeps its modules (nothing was cut off there
     that a later call could see half-done: the state is put back)."""
-    for kind in [k for k in bench._runners if k != "python"]:
-        bench._runners.pop(kind).stop()
+    runners = bench.core.runners
+    for kind in [k for k in runners if k != "python"]:
+        runners.pop(kind).stop()
 
 
 def _empty(bench: Bench) -> Any:

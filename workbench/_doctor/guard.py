@@ -82,10 +82,14 @@ class Kept:
         self.saved = bench.results.saved()  # (an empty one too: it is put back empty)
         self.parts = state.take(bench, roles=("setup", "log"))
         # the latest call's state copy (its `pin`) is taken aside, not closed by the run's calls
-        self.counters = (bench._calls, bench._rng.getstate(), bench._second, bench._before)
-        bench._before = None
-        clock = bench.clock
-        self.clock = (clock.mode, clock.time(), clock._offset)
+        from .._pinning import pinning_of
+
+        self.pinning = pinning_of(bench)
+        self.counters = bench.core.saved()
+        self.latest = self.pinning.latest if self.pinning is not None else None
+        if self.pinning is not None:
+            self.pinning.latest = None
+        self.clock = bench.clock.saved()
 
     def put_back(self) -> None:
         from ..ctx import state
@@ -93,19 +97,10 @@ class Kept:
         bench = self.bench
         bench.results.put_back(self.saved)
         state.restore(bench, self.parts)  # (never moves the clock: that is put back below)
-        calls, rng, second, before = self.counters
-        bench._calls, bench._second = calls, second
-        bench._rng.setstate(rng)
-        bench._keep_before(before)
-        mode, at, offset = self.clock
-        clock = bench.clock
-        with clock._lock:  # as it was, without telling listeners: nothing moved for them
-            if mode == "frozen":
-                clock._mode, clock._at = "frozen", at
-            elif mode == "running":
-                clock._mode, clock._offset = "running", offset
-            else:
-                clock._mode, clock._offset = "real", 0.0
+        bench.core.put_back(self.counters)
+        if self.pinning is not None:
+            self.pinning.keep(self.latest)
+        bench.clock.put_back(self.clock)  # as it was, without telling listeners: nothing moved
 
 
 def _in_gc_callback(frame: FrameType | None) -> bool:

@@ -128,19 +128,18 @@ def _crash_at(
     search: Search, tool: ToolSpec, start: int, input: Any, point: int, clean: tuple[CallResult, Outcome]
 ) -> bool:
     """Crash one run after ctx call `point` and rerun it; whether that was an N7 finding."""
-    from .._crash import crash_call, rerun_identity
+    from .._crash import crash_call
 
     search.tick()
     bench = search.bench
     bench.restore(search.starts[start].snapshot)
     # the clean run's key and seeds: what differs is the crash's doing; each run its own served
     # answers (a recheck's: each answered once per run)
-    key, ident = search.identity(tool, 0)
-    again = {**rerun_identity(ident), "playback": search.identity(tool, 0)[1]["playback"]}
-    with bench._lock:
-        res = crash_call(
-            bench, tool.name, input, point, point=point, clean=clean, key=key, ident=ident, again=again
-        )
+    ident, hooks = search.identity(tool, 0)
+    again = (ident.moved_on(), search.served_hooks())
+    res = crash_call(
+        bench, tool.name, input, point, point=point, clean=clean, ident=ident, hooks=hooks, again=again
+    )
     search.cut_off()
     rep = res.crash
     if rep is None or rep.crashed is None or not rep.duplicates:

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._core import CallIdentity
+from .._pipeline import check_input
 from .findings import KINDS, Finding, check_call, rule_of
 from .guard import HardStop, OutOfShare, OutOfTime
 from .inputs import broken, edge_examples, valid_inputs
@@ -28,6 +30,7 @@ from .seeds import Seeds, seeded_examples
 if TYPE_CHECKING:
     from .._bench import Bench
     from .._result import CallResult
+    from ..ctx.hooks import CallHooks
     from ..gem import ToolSpec
 
 
@@ -87,7 +90,7 @@ class Search:
         # kinds found in a round not yet shrunk: recorded as they are if its time runs out
         self._pending: dict[tuple[str, str], FoundIt] = {}
         self._tool_start, self._tool_end = 0.0, math.inf  # the current tool's share (examples=: none)
-        self._cut: type[BaseException] | None = None  # what cut the running hypothesis run off
+        self.cut: type[BaseException] | None = None  # what cut the running hypothesis run off
         self.stop: HardStop | None = None  # the run's timer, which may interrupt a call
         self.seeds = Seeds()  # what the gem knows: where the search starts (seeds.py)
         self.sequence_seconds = 0.0  # of the run's sequences (sequences.py)
@@ -99,7 +102,7 @@ class Search:
         tool is: checked before every call."""
         now = time.monotonic()
         if now >= self.deadline:
-            self._cut = OutOfTime
+            self.cut = OutOfTime
             raise OutOfTime
         if now >= self.probe_end:
             raise OutOfShare
@@ -107,11 +110,11 @@ class Search:
     def guarded(self, run: Any) -> None:
         """`run()`, a hypothesis run; cut off by the time (OutOfTime, OutOfShare) even where
         hypothesis turned the cut into its own error (a replay that stopped early is "flaky")."""
-        self._cut = None
+        self.cut = None
         try:
             run()
         except BaseException:
-            cut, self._cut = self._cut, None
+            cut, self.cut = self.cut, None
             if cut is not None:
                 raise cut from None
             raise
@@ -129,37 +132,40 @@ class Search:
         bench = self.bench
         if start is not None:
             bench.restore(self.starts[start].snapshot)
-        key, identity = self.identity(tool, n)
+        identity, hooks = self.identity(tool, n)
         c0 = time.monotonic()
-        with bench._lock:
-            res = _pipeline.call(bench, tool.name, input, key=key, fresh=fresh, identity=identity)
+        res = _pipeline.call(bench, tool.name, input, identity=identity, fresh=fresh, hooks=hooks)
         self.longest_call = max(self.longest_call, time.monotonic() - c0)
         self.cut_off()
         return res
 
-    def identity(self, tool: ToolSpec, n: int) -> tuple[str, dict[str, Any]]:
-        """(the idempotency key, the ids and seeds) of the `n`th call of an example of `tool`:
-        every run of it has the same, a crashed one too (its rerun: the key, its own ids)."""
+    def identity(self, tool: ToolSpec, n: int) -> tuple[CallIdentity, tuple[CallHooks, ...]]:
+        """(the call id, idempotency key, ids and seeds; the hooks serving its outside answers)
+        of the `n`th call of an example of `tool`: every run of it has the same, a crashed one
+        too (its rerun: the key, its own ids)."""
         s = int.from_bytes(hashlib.sha256(f"{self.seed}:{tool.name}:{n}".encode()).digest()[:4], "big") >> 1
-        return f"{s:032x}", {"call_id": f"doctor-{s:08x}", "seed": s, "ids": s, "playback": self._playback()}
+        ident = CallIdentity.of(call_id=f"doctor-{s:08x}", key=f"{s:032x}", seed=s, ids=s)
+        return ident, self.served_hooks()
 
     def cut_off(self) -> None:
         """OutOfTime when the run's end interrupted the call that just returned: a Python tool's
         runner turns any exception of its code into an error, the interrupt too, which is not
         the tool's failure."""
         if self.stop is not None and self.stop.fired:
-            self._cut = OutOfTime
+            self.cut = OutOfTime
             raise OutOfTime
 
-    def _playback(self) -> Any:
+    def served_hooks(self) -> tuple[CallHooks, ...]:
+        """A recheck's hook answering the case's outside calls, each once per run (none: a
+        search's calls reach the mocks)."""
         if self.served is None:
-            return None
-        from ..ctx.served import Playback
+            return ()
+        from ..ctx.served import Playback, Replaying
         from ..ctx.state import effects_of
 
         # (what acts outside the bench is done again, into the mocks: N7 compares the acts)
         live = frozenset(effects_of(self.bench.profile))
-        return Playback(self.served, where="the doctor's case", live=live)
+        return (Replaying(Playback(self.served, where="the doctor's case", live=live)),)
 
     def check(
         self,
@@ -224,7 +230,7 @@ class Search:
             return
 
         def accepts(value: Any) -> bool:
-            return bench._check_input(tool, value)[1] is None
+            return check_input(bench, tool, value)[1] is None
 
         # a batch of inputs per hypothesis example: its engine's own cost (draws, mutations,
         # bookkeeping: about 1 ms an example) is shared by the batch; a finding shrinks the batch
@@ -297,7 +303,7 @@ class Search:
         if now > self._tool_end:
             pending = any(t == tool.name for t, _ in self._pending)
             if not pending or self._shrunk_enough():
-                self._cut = OutOfShare
+                self.cut = OutOfShare
                 raise OutOfShare
 
     def _shrunk_enough(self) -> bool:
@@ -389,7 +395,7 @@ class Search:
             while lo < hi and not self._shrunk_enough():
                 mid = (lo + hi) // 2
                 trial = {**value, key: text[:mid]}
-                if self.bench._check_input(tool, trial)[1] is None and any(
+                if check_input(self.bench, tool, trial)[1] is None and any(
                     k == exc.kind for k, _ in self.check(tool, trial, exc.start, valid=valid)
                 ):
                     hi = mid

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._pipeline import check_input
 from .findings import Finding, rule_of
 from .guard import OutOfShare
 from .inputs import valid_inputs
@@ -109,7 +110,7 @@ def search_sequences(
     if not tools or seconds <= 0:
         return
     strategies = {
-        t.name: valid_inputs(t.input_schema, lambda v, t=t: bench._check_input(t, v)[1] is None)
+        t.name: valid_inputs(t.input_schema, lambda v, t=t: check_input(bench, t, v)[1] is None)
         for t in tools
     }
     done_ = [s for s in search.stats.values() if s.examples]
@@ -126,7 +127,7 @@ def search_sequences(
     )
     def sequence(start: int, names: list[str], data: Any) -> None:
         if time.monotonic() > end and not found_any:
-            search._cut = OutOfShare
+            search.cut = OutOfShare
             raise OutOfShare
         bench.restore(search.starts[start].snapshot)
         done: list[tuple[str, Any]] = []

@@ -6,7 +6,6 @@ enters through `CallSession.invoke`, so the trace and the platform rules are the
 
 from __future__ import annotations
 
-import functools
 import inspect
 import re
 import threading
@@ -20,8 +19,7 @@ from ..providers.base import LinkInPath
 from ..providers.sqlguard import storage_error
 from . import _trace, _watchdog
 from . import limits as _limits
-from .before import Before, part_of
-from .served import Playback, Recording, replayed
+from .hooks import CallHooks
 
 if TYPE_CHECKING:
     from ..gem import Manifest, ToolSpec
@@ -140,28 +138,6 @@ def _coded(method: str, exc: Exception, limits: _limits.Limits) -> WorkbenchErro
     return None
 
 
-def _served(invocation: Invocation, method: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` answered from the case (a replay), or recorded as it runs (a call to pin)."""
-    playback, recording = invocation.playback, invocation.recording
-
-    def served(*args: Any, **kwargs: Any) -> Any:
-        if playback is not None and method in playback.live:
-            return fn(*args, **kwargs)
-        if playback is not None:
-            inspect.signature(fn).bind(*args, **kwargs)  # a TypeError: E_INVALID_ARGUMENT, as live
-            return playback.take(method)
-        assert recording is not None
-        try:
-            result = fn(*args, **kwargs)
-        except WorkbenchError as exc:
-            recording.add(method, error=exc)
-            raise
-        recording.add(method, result)
-        return result
-
-    return functools.wraps(fn)(served)  # _binds reads fn's signature through it
-
-
 class CtxCrash(BaseException):
     """A simulated crash (N7, `bench.call(..., crash=N)`): raised by the ctx layer after the
     tool's N-th ctx call. A BaseException, so a tool's `except Exception` cannot swallow it."""
@@ -188,10 +164,6 @@ class Invocation:
     # and Limits.trace_rows (SEC5; with a budget each, 50 nested calls kept 50 times as much)
     trace_kept: int = 0
     trace_listed: int = 0
-    # a pinned call's replayed ctx calls (ctx/served.py): recorded while it runs, so it can be
-    # pinned, or served back from its case when it is a replay (None: neither)
-    recording: Recording | None = None
-    playback: Playback | None = None
 
 
 @dataclass(slots=True)
@@ -210,7 +182,6 @@ class CallSession:
     _flushers: list[Callable[[], None]] = field(default_factory=list)
     http: HttpState | None = None  # N10: the bench's transport, credentials and log
     idempotency_key: str = ""  # N7: ctx.idempotencyKey; the same on a crash rerun
-    crash_after: int | None = None  # N7: abort after this many ctx calls (None: never)
     limits: _limits.Limits = _limits.DEFAULT  # SEC5: size bounds every capability reads
     deadline: float | None = None  # SEC5: time.monotonic() at which the call times out
     profile: Profile = field(default_factory=lambda: _notochord())  # whose rules and shape
@@ -237,9 +208,12 @@ class CallSession:
     # a running clock's reads in the sandbox, in ms since the call's start: the ones a replay
     # serves back before the call, the ones it drew after it (what its pin keeps; None: none)
     ticks: list[float] | None = None
-    # the state it found, copied at its first file or storage access (None: not kept; shared
-    # with its nested calls): what `res.pin` saves as the state before the call (ctx/before.py)
-    before: Before | None = None
+    # its clock reads are kept (a call that can be pinned): on the wall clock, the sandbox
+    # reports the time the call started at and what the tool read
+    keeps_reads: bool = False
+    # the features taking part in its ctx calls (ctx/hooks.py: only those overriding
+    # on_ctx_call), in order; shared with its nested calls
+    hooks: tuple[CallHooks, ...] = ()
 
     def of(self, impl: str) -> Any:
         """Capability `impl`'s state of this call, made from its spec on first use."""
@@ -335,30 +309,22 @@ class CallSession:
                         invocation.opening = None
             if invocation.aborted is not None:
                 raise invocation.aborted
-        before = self.before
-        if before is not None:  # a part of the state it reaches first: copied as it finds it
-            before.reach(
-                part_of(self.profile, method),
-                args,
-                self.providers,
-                method=method,
-                profile=self.profile,
-                limits=self.limits,
-                manifest=self.manifest,
-            )
-        if (invocation.recording is not None or invocation.playback is not None) and replayed(
-            self.profile, method
-        ):
-            fn = _served(invocation, method, fn)
-        if self.crash_after is None:
+        if self.hooks:
+            return self._hooked(0, method, fn, args, kwargs)
+        return self._invoke(method, fn, *args, **kwargs)
+
+    def _hooked(self, i: int, method: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """The ctx call through hook `i` and the ones after it, then the ctx layer itself."""
+        if i == len(self.hooks):
             return self._invoke(method, fn, *args, **kwargs)
-        if self.crash_after <= self.ctx_calls:  # crash=0: before the first ctx call runs
-            raise CtxCrash(self.ctx_calls)
-        try:
-            return self._invoke(method, fn, *args, **kwargs)
-        finally:  # the N-th call had its effect; the tool never sees its result
-            if self.ctx_calls >= self.crash_after:
-                raise CtxCrash(self.ctx_calls)
+        return self.hooks[i].on_ctx_call(
+            session=self,
+            method=method,
+            fn=fn,
+            args=args,
+            kwargs=kwargs,
+            answer=lambda given: self._hooked(i + 1, method, given, args, kwargs),
+        )
 
     def _invoke(self, method: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()

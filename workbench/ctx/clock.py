@@ -227,6 +227,23 @@ class Clock:
             self._mode, self._offset = "real", 0.0
         return self._moved()
 
+    def saved(self) -> tuple[str, float, float]:
+        """Its mode, the time it shows and its offset, as `put_back` takes them."""
+        with self._lock:
+            return (self._mode, self.time(), self._offset)
+
+    def put_back(self, saved: tuple[str, float, float]) -> None:
+        """Stand as `saved` again, without telling listeners: nothing moved for them (a run
+        that borrowed the bench, the doctor's, gives it back as it found it)."""
+        mode, at, offset = saved
+        with self._lock:
+            if mode == "frozen":
+                self._mode, self._at = "frozen", at
+            elif mode == "running":
+                self._mode, self._offset = "running", offset
+            else:
+                self._mode, self._offset = "real", 0.0
+
     def __repr__(self) -> str:
         shown = self.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
         if self._mode == "real":

@@ -12,15 +12,20 @@ mocks, and one the recording lacks fails naming it. HTTP is served by its own tr
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
+from .hooks import Answer, CallHooks
 
 if TYPE_CHECKING:
     from ..platforms import Profile
+    from ._session import CallSession
 
-__all__ = ["Playback", "Recording", "replayed"]
+__all__ = ["Playback", "Recording", "Replaying", "recorded", "replayed"]
 
 _REPLAYED: dict[tuple[str, str], bool] = {}
 
@@ -95,3 +100,47 @@ class Playback:
     def unused(self) -> list[str]:
         """The recorded calls no replayed call took (the tool made fewer than when pinned)."""
         return [str(e.get("method")) for i, e in enumerate(self.entries) if i not in self.used]
+
+
+def recorded(recording: Recording, method: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, its result or error added to `recording` as it runs (a call that can be pinned)."""
+
+    def recording_fn(*args: Any, **kwargs: Any) -> Any:
+        try:
+            result = fn(*args, **kwargs)
+        except WorkbenchError as exc:
+            recording.add(method, error=exc)
+            raise
+        recording.add(method, result)
+        return result
+
+    return functools.wraps(fn)(recording_fn)  # the ctx layer reads fn's signature through it
+
+
+class Replaying(CallHooks):
+    """The hook of a replay: each replayed ctx call (`replayed`) answered from `playback`, in
+    order, but for its `live` methods; the arguments are still checked as the live call would."""
+
+    __slots__ = ("playback",)
+
+    def __init__(self, playback: Playback) -> None:
+        self.playback = playback
+
+    def on_ctx_call(
+        self,
+        *,
+        session: CallSession,
+        method: str,
+        fn: Callable[..., Any],
+        answer: Answer,
+        **_: Any,
+    ) -> Any:
+        playback = self.playback
+        if method in playback.live or not replayed(session.profile, method):
+            return answer(fn)
+
+        def served(*args: Any, **kwargs: Any) -> Any:
+            inspect.signature(fn).bind(*args, **kwargs)  # a TypeError: E_INVALID_ARGUMENT, as live
+            return playback.take(method)
+
+        return answer(functools.wraps(fn)(served))

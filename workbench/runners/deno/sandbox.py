@@ -375,7 +375,7 @@ def _clock_reads(session: Any, seed: Any) -> dict[str, Any]:
     ticks = getattr(session, "ticks", None)
     if ticks:
         out["ticks"] = ticks
-    elif getattr(session, "clock_ms", None) is None and getattr(session, "before", None) is not None:
+    elif getattr(session, "clock_ms", None) is None and getattr(session, "keeps_reads", False):
         out["wall"] = True
     return out
 
