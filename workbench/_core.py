@@ -79,6 +79,9 @@ class CallCore:
         # seed=: one stream for every id and draw the bench makes (call ids, idempotency keys,
         # reuse='random', crash points, each call's seed); None: the system's randomness
         self.rng = random.Random(seed)
+        # the id seeds of calls a hook keeps on a bench without a seed: the system's randomness,
+        # drawn once (a seed per call need not come from os.urandom)
+        self.draws = random.Random()
         self.count = 0  # top-level calls made: the sequence each call's seed is derived from
         self.second: tuple[int, str] = (0, "")  # a second and its text in call ids
         self.sandbox_options = sandbox or SandboxOptions()
@@ -97,6 +100,7 @@ class CallCore:
         self.finalizers: list[Callable[[], Any]] = []  # what the bench owns (a bundle's folder)
         # `res.pin(name)` of its calls' results (set by the bench: _pins.pin on it)
         self.pinner: Callable[[Any, str], Any] | None = None
+        self.nest: Callable[..., Any] | None = None  # runs ctx.tools.<own tool> (_pipeline)
 
     def add_hook(self, hook: CallHooks) -> None:
         """Let `hook` take part in every call from now on (after those added before)."""

@@ -230,7 +230,7 @@ def _session(
     # own, kept with it: its replay gives the same ids (Math.random and crypto stay the system's)
     ids = identity.ids if identity is not None and "ids" in given else None
     if seed is None and ids is None and keeps:
-        ids = secrets.randbits(31)
+        ids = core.draws.getrandbits(31)
     # a replay of a call pinned on a running clock: the reads it drew, served again on a
     # clock that runs from the pinned start (the bench's stands there, frozen)
     ticks = identity.ticks if identity is not None else None
@@ -259,11 +259,25 @@ def _session(
         deadline=deadline_after(core.sandbox_options.timeout),
         limits=bench.limits,
         profile=bench.profile,
-        values=bench.profile.call_values(
-            bench.manifest, {"call_id": res.call_id, **options, **_token(seed, ids)}
-        ),
-        nest=functools.partial(nested, bench),
+        values=_values(bench, res, options, seed, ids),
+        nest=core.nest or _nest(bench),
     )
+
+
+def _values(
+    bench: Bench, res: CallResult, options: dict[str, Any], seed: int | None, ids: int | None
+) -> dict[str, Any]:
+    """The platform's per-call values (A2), given the call's options and drawn token."""
+    values = bench.profile.call_values
+    if values is None:  # (most platforms: no token to draw)
+        return {}
+    return values(bench.manifest, {"call_id": res.call_id, **options, **_token(seed, ids)})
+
+
+def _nest(bench: Bench) -> Any:
+    """What runs ctx.tools.<own tool> for the bench's calls (made once per bench)."""
+    bench.core.nest = functools.partial(nested, bench)
+    return bench.core.nest
 
 
 def _token(seed: int | None, ids: int | None, salt: str = "token") -> dict[str, str]:

@@ -285,7 +285,8 @@ class Profile:
     grants_for: Callable[[Manifest, ToolSpec], Grants]
     # the platform's per-call values (A2: agentId, toolCallId, ...) from the manifest and the
     # call's options ({"call_id", "as_user", "conversation"})
-    call_values: Callable[[Manifest, Mapping[str, Any]], dict[str, Any]] = lambda m, o: {}
+    # (None: none; a call then draws no token for them)
+    call_values: Callable[[Manifest, Mapping[str, Any]], dict[str, Any]] | None = None
     # what other platforms' ctx has and this one has not, with why ({"files": "..."}): a tool
     # written for another platform is told, not left with "undefined"
     foreign: Mapping[str, str] = field(default_factory=dict)
