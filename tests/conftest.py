@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import workbench
-from workbench._options import gem_options
+from workbench.bench.options import gem_options
 
 EXAMPLE_GEM = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "notes"
 ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"  # CI keeps what tests put here

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import workbench
-from workbench._bundlerun import replay_bundle
+from workbench.bundles.replay import replay_bundle
 from workbench.cli import main
 from workbench.ctx import state as state_model
 
@@ -301,12 +301,12 @@ def test_a_bench_opened_without_pins_says_why_its_bundle_has_no_start(tmp_path: 
 
 # -- no feature of pins or bundles reaches a capability's backend by its name -----------------
 PIN_AND_BUNDLE_MODULES = (
-    "_pins.py",
-    "_pinreplay.py",
-    "_bundle.py",
-    "_bundleread.py",
-    "_bundlerun.py",
-    "_statedir.py",
+    "pins/case.py",
+    "pins/replay.py",
+    "bundles/export.py",
+    "bundles/read.py",
+    "bundles/replay.py",
+    "bundles/statedir.py",
 )
 
 
@@ -326,7 +326,7 @@ def test_pins_and_bundles_reach_no_backend_by_its_name() -> None:
 def test_the_answers_a_call_keeps_count_in_the_results_ring(tmp_path: Path) -> None:
     """Each call keeps the answers a bundle's replay serves back (not only the latest's): they
     count toward Limits.results_bench_chars, so the ring drops old calls with their answers."""
-    from workbench._result import kept_chars
+    from workbench.bench.result import kept_chars
 
     with workbench.open(_agent_gem(tmp_path), seed=5) as bench:
         bench.allow_recipients("*@acme.example")

@@ -257,7 +257,7 @@ def test_state_of_another_gem_is_refused(tmp_path: Path, gem: Any) -> None:
 def test_call_and_flags_take_a_bundle(tmp_path: Path, capsys: Any) -> None:
     """`gem-workbench call x.gemrepro TOOL` (and `%gem open`, the same flag check) open a
     bundle as workbench.open does: its platform read from bundle.json alone."""
-    from workbench._options import gem_profile
+    from workbench.bench.options import gem_profile
 
     with _open_notes() as bench:
         bench.call("add_note", {"title": "in-the-bundle"})

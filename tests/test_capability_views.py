@@ -13,7 +13,7 @@ import pytest
 
 import workbench
 from workbench._errors import WorkbenchError
-from workbench._views import GATED
+from workbench.bench.views import GATED
 from workbench.ctx import SPECS
 from workbench.ctx.spec import views_for
 from workbench.platforms import KNOWN, profile

@@ -87,7 +87,7 @@ def test_python_unmatched_mock_fetch_names_the_http_keyword(mail_gem: Path, open
 def test_every_action_has_its_python_spelling() -> None:
     """A flag added to the table says how a notebook does the same, or hints would name the
     flag in Python too."""
-    from workbench._options import specs
+    from workbench.bench.options import specs
 
     assert all(a.python for s in specs() for a in s.actions)
 

@@ -253,7 +253,7 @@ def test_no_seed_draws_from_the_system(gem: GemBuilder, opened: Callable, tmp_pa
 
 
 def test_the_flags_give_seed_and_clock(gem: GemBuilder) -> None:
-    from workbench._options import FlagParser, add_flags, gem_profile, taken
+    from workbench.bench.options import FlagParser, add_flags, gem_profile, taken
 
     root = _notes(gem).write()
     parser = FlagParser()

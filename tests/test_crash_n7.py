@@ -95,7 +95,7 @@ def test_the_mailers_N7_case_replays_until_the_mail_is_sent_once(tmp_path: Path)
 def test_the_doctor_seeds_addresses_and_hosts_from_what_the_bench_allows(
     gem: GemBuilder, opened: Callable
 ) -> None:
-    from workbench._doctor.seeds import gather, seeded_examples
+    from workbench.doctor.seeds import gather, seeded_examples
 
     gem.tool("mail", "def handle(input, ctx):\n    return ctx.tools.send_email(input)\n", schema=MAIL_SCHEMA)
     bench = opened(gem.as_agent("agent-1", "Mailer").write())
@@ -109,7 +109,7 @@ def test_the_doctor_seeds_addresses_and_hosts_from_what_the_bench_allows(
 
 @pytest.mark.deno  # (the gem's JS tools start the sandbox at open)
 def test_the_doctor_fills_an_account_field_with_an_allowed_account(opened: Callable) -> None:
-    from workbench._doctor.seeds import gather, seeded_examples
+    from workbench.doctor.seeds import gather, seeded_examples
 
     bench = opened(Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "mail-digest")
     assert "account" not in gather(bench).formats  # none allowed yet
@@ -121,7 +121,7 @@ def test_the_doctor_fills_an_account_field_with_an_allowed_account(opened: Calla
 
 
 def test_the_doctor_seeds_hosts_from_credentials(gem: GemBuilder, opened: Callable) -> None:
-    from workbench._doctor.seeds import gather
+    from workbench.doctor.seeds import gather
 
     gem.tool("get", "def handle(input, ctx):\n    return ctx.http.fetch(input['url']).status\n")
     gem.manifest["permissions"] = {"http": {"connections": {"acme": {"hosts": ["api.acme.example"]}}}}
@@ -254,20 +254,20 @@ def test_a_repeated_post_is_N7_unless_it_carries_the_idempotency_key(
 # -- platform behaviour is profile data --------------------------------------------------------
 ROOT = Path(__file__).resolve().parent.parent / "workbench"
 FEATURES = [
-    *sorted((ROOT / "_doctor").glob("*.py")),
-    ROOT / "_pins.py",
+    *sorted((ROOT / "doctor").glob("*.py")),
+    ROOT / "pins/case.py",
     *sorted(ROOT.glob("_bundle*.py")),
-    ROOT / "_crash.py",
-    ROOT / "_pinreplay.py",
+    ROOT / "bench/crash.py",
+    ROOT / "pins/replay.py",
 ]
 COMPARISON = re.compile(
     r"""profile\.name\b\s*[!=]=|[!=]=\s*\S*profile\.name\b|platform\s*[!=]=\s*["']|["'](?:notochord|agent|ekanos)["']\s*[!=]="""
 )
 ALLOWED = {
     # a case pinned on another platform is refused: its recorded platform compared to the bench's
-    ("_pinreplay.py", 'if case.get("platform") not in (None, bench.profile.name):'),
+    ("pins/replay.py", 'if case.get("platform") not in (None, bench.profile.name):'),
     # whether the platform is a built-in one or a plugin's (which may run Python of its own)
-    ("_bundleread.py", "if profile.name not in KNOWN or _has_python_file(root):"),
+    ("bundles/read.py", "if profile.name not in KNOWN or _has_python_file(root):"),
 }
 
 
@@ -282,7 +282,7 @@ def test_no_feature_compares_platform_names() -> None:
 
 
 def test_the_doctors_platform_behaviour_is_read_from_the_profile() -> None:
-    from workbench._doctor.findings import rule_of
+    from workbench.doctor.findings import rule_of
     from workbench.platforms import profile
 
     agent, ekanos, noto = profile("agent"), profile("ekanos"), profile("notochord")
@@ -295,7 +295,7 @@ def test_the_doctors_platform_behaviour_is_read_from_the_profile() -> None:
 def test_a_plugin_platform_gets_the_doctors_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from workbench._doctor.findings import rule_of
+    from workbench.doctor.findings import rule_of
 
     monkeypatch.syspath_prepend(str(Path(__file__).parent / "plugins" / "gw_fourth"))
     try:

@@ -95,7 +95,7 @@ def test_docs_email_names_every_keyword_of_the_replay(method: str) -> None:
     `bench.email.replay` take (`input=` was missing)."""
     import inspect
 
-    from workbench._email import BenchEmail
+    from workbench.bench.mail import BenchEmail
 
     page = (PAGE.parent.parent / "email.md").read_text(encoding="utf-8")
     section = page.split("## Replaying a cursor", 1)[1].split("\n## ", 1)[0]

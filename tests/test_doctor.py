@@ -14,7 +14,7 @@ import pytest
 
 import workbench
 from workbench import UsageError
-from workbench._doctor.inputs import broken, edge_examples
+from workbench.doctor.inputs import broken, edge_examples
 from workbench.testing import replay_case
 
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"

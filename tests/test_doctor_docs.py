@@ -1,4 +1,4 @@
-"""docs/doctor.md's table of finding kinds is workbench._doctor.findings.KINDS: the same kinds, in
+"""docs/doctor.md's table of finding kinds is workbench.doctor.findings.KINDS: the same kinds, in
 the same order, each with its rule ID, the rule each platform names it by (rule_of), and what it
 is (code spans aside), so the page and the doctor cannot drift apart."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workbench._doctor.findings import KINDS, rule_of
+from workbench.doctor.findings import KINDS, rule_of
 from workbench.platforms import profile
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -104,7 +104,7 @@ def test_the_hard_stop_is_not_lost_in_a_garbage_collector_callback() -> None:
 
     import pytest
 
-    from workbench._doctor.guard import HardStop, OutOfTime
+    from workbench.doctor.guard import HardStop, OutOfTime
 
     stop = HardStop(time.monotonic() + 0.05)
     busy = []

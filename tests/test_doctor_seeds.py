@@ -66,7 +66,7 @@ def test_a_pinned_case_input_is_tried_first(gem, opened) -> None:
 
 
 def test_the_seeds_are_file_names_keys_ids_and_pinned_strings(gem, opened) -> None:
-    from workbench._doctor.seeds import gather, seeded_examples
+    from workbench.doctor.seeds import gather, seeded_examples
 
     gem.tool(
         "remember",
@@ -100,7 +100,7 @@ def test_the_seeds_are_file_names_keys_ids_and_pinned_strings(gem, opened) -> No
 
 
 def test_allowed_recipients_and_accounts_are_seeds(gem, opened) -> None:
-    from workbench._doctor.seeds import gather
+    from workbench.doctor.seeds import gather
 
     gem.tool("noop", "def handle(input, ctx):\n    return {}\n", side_effect="read")
     gem.as_agent()
@@ -113,7 +113,7 @@ def test_allowed_recipients_and_accounts_are_seeds(gem, opened) -> None:
 def test_ekanos_account_records_are_seeds_by_the_key_the_tool_uses(opened) -> None:
     from test_ekanos import ACME, LOCATION
 
-    from workbench._doctor.seeds import gather
+    from workbench.doctor.seeds import gather
 
     bench = opened(ACME, account_storage={"settings/location": LOCATION}, secrets={"api_key": "sk_x"})
     strings = gather(bench).strings
@@ -122,7 +122,7 @@ def test_ekanos_account_records_are_seeds_by_the_key_the_tool_uses(opened) -> No
 
 @pytest.mark.deno  # (the gem's JS tools start the sandbox at open)
 def test_mailbox_accounts_and_message_ids_are_seeds(opened) -> None:
-    from workbench._doctor.seeds import gather
+    from workbench.doctor.seeds import gather
 
     gem = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "mail-digest"
     bench = opened(gem)

@@ -10,8 +10,8 @@ import pytest
 from conftest import GemBuilder
 
 import workbench
-from workbench._replay import Replayer
-from workbench._result import TRACE_COLUMNS, CallResult
+from workbench.bench.email_replay import Replayer
+from workbench.bench.result import TRACE_COLUMNS, CallResult
 from workbench.inspect.replay_cursor import behind, cursor_point, trace_listed, trace_reads, when
 from workbench.jupyter.replay import ReplayView
 

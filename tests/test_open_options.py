@@ -18,7 +18,7 @@ import pytest
 from conftest import EXAMPLE_GEM, GemBuilder
 
 import workbench
-from workbench._options import MARKS, gem_flags, options_markdown, profiles, table, with_options
+from workbench.bench.options import MARKS, gem_flags, options_markdown, profiles, table, with_options
 from workbench.platforms import profile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,7 +155,7 @@ def test_docs_open_md_options_are_the_table() -> None:
     )
     assert not diff, (
         "docs/open.md's options differ from the table; regenerate with\n"
-        '  python -c "from pathlib import Path; from workbench._options import with_options; '
+        '  python -c "from pathlib import Path; from workbench.bench.options import with_options; '
         "p = Path('docs/open.md'); p.write_text(with_options(p.read_text()))\"\n" + diff
     )
     assert with_options(page) == page

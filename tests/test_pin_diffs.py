@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench._pinreplay import value_diff
+from workbench.pins.replay import value_diff
 from workbench.testing import replay_case
 
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
@@ -56,7 +56,7 @@ def test_an_account_record_held_as_json_text_diffs_by_path() -> None:
     before = {"key": "settings/location", "data": {"tempC": 12.5, "city": "Oslo"}, "updatedAt": "x"}
     after = {**before, "data": {"tempC": 13, "city": "Oslo"}}
     change = {"kind": "kv", "where": "kv", "key": "account:settings/location", "change": "changed"}
-    from workbench._pinreplay import _change_lines
+    from workbench.pins.replay import _change_lines
 
     lines = list(
         _change_lines([{**change, "after": json.dumps(before)}], [{**change, "after": json.dumps(after)}])

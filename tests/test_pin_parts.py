@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import workbench
-from workbench._pinreplay import replay_case
 from workbench.cli import main
 from workbench.ctx import state as state_model
 from workbench.ctx.parts import StatePart
+from workbench.pins.replay import replay_case
 
 
 def _tally() -> StatePart:

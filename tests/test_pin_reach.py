@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import workbench
-from workbench._pinreplay import replay_case
 from workbench.cli import main
 from workbench.ctx import state as state_model
 from workbench.ctx.parts import StateContext, StatePart
+from workbench.pins.replay import replay_case
 
 if TYPE_CHECKING:
     from workbench.ctx.parts import Reach
@@ -63,7 +63,7 @@ def _named_stores(source: str) -> list[str]:
 
 
 def test_before_pins_and_statejson_name_no_capability_or_store() -> None:
-    for name in ("ctx/before.py", "_pins.py", "ctx/statejson.py"):
+    for name in ("ctx/before.py", "pins/case.py", "ctx/statejson.py"):
         assert _named_stores((ROOT / name).read_text(encoding="utf-8")) == [], name
 
 

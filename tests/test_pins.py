@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from workbench import UsageError, WorkbenchError
-from workbench._pinreplay import load_case
+from workbench.pins.replay import load_case
 from workbench.platforms.base import Limits
 from workbench.testing import replay_case
 
@@ -321,7 +321,7 @@ def test_an_ekanos_secret_is_a_stand_in_on_replay(tmp_path: Path, opened) -> Non
     ],
 )
 def test_collection_and_replay_agree_on_where_cases_live(tmp_path: Path, rel: str) -> None:
-    from workbench._pinreplay import calls_folder_of
+    from workbench.pins.replay import calls_folder_of
     from workbench.testing.pinitems import is_case_file
 
     path = tmp_path / rel

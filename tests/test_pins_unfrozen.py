@@ -11,7 +11,7 @@ import pytest
 from test_pins_cli import cli
 
 from workbench import WorkbenchError
-from workbench._pinreplay import Replayer
+from workbench.pins.replay import Replayer
 from workbench.testing import replay_case
 
 STAMP_JS = """

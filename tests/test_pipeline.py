@@ -13,7 +13,7 @@ from test_agent import agent_gem
 
 from workbench.platforms.base import SUCCESS, Verdict
 
-PIPELINE = Path(__file__).resolve().parent.parent / "workbench" / "_pipeline.py"
+PIPELINE = Path(__file__).resolve().parent.parent / "workbench" / "bench/pipeline.py"
 
 
 def test_the_pipeline_names_no_platform() -> None:

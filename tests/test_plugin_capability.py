@@ -192,7 +192,7 @@ def test_a_plugin_capability_has_cli_flags_actions_and_magics(site: Path, gem: P
         f"""
         import contextlib, io, json
         from workbench.cli import main
-        from workbench._options import gem_flags
+        from workbench.bench.options import gem_flags
 
         out = {{}}
         buf = io.StringIO()
@@ -340,8 +340,8 @@ def test_a_plugin_capabilitys_ticker_is_in_a_pinned_case_and_a_bundle(site: Path
             f"""
             import json, zipfile, pathlib
             import workbench
-            from workbench._pinreplay import replay_case
-            from workbench._bundlerun import replay_bundle
+            from workbench.pins.replay import replay_case
+            from workbench.bundles.replay import replay_bundle
 
             with workbench.open({str(gem)!r}, ticker_start=5000, seed=1) as bench:
                 bench.call("tick", {{"ms": 100}})

@@ -41,7 +41,7 @@ def test_an_unknown_presenter_is_a_lookup_error_naming_the_table():
 
 
 def test_the_face_does_not_import_the_jupyter_package():
-    for name in ("_bench.py", "_result.py", "_email.py"):
+    for name in ("bench/bench.py", "bench/result.py", "bench/mail.py"):
         source = (PACKAGE / name).read_text()
         assert not re.search(r"^\s*(from|import)\s+(\.|workbench\.)jupyter", source, re.M), name
 

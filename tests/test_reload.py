@@ -144,7 +144,7 @@ def test_SEC5_a_fifo_swapped_in_after_the_check_is_refused_where_the_tool_is_rea
     gem.as_agent()
     bench = opened(gem)
     assert bench.call("t").value == {"v": 1}
-    monkeypatch.setattr("workbench._pipeline.tool_file_error", lambda manifest, tool: None)
+    monkeypatch.setattr("workbench.bench.pipeline.tool_file_error", lambda manifest, tool: None)
     tool = gem.root / "tools" / f"t.{lang}"
     swap_for_fifo(tool)
     with Unblocker(tool) as watch:

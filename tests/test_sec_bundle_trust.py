@@ -22,7 +22,7 @@ from _ipython import workbench_shell
 from conftest import GemBuilder
 
 import workbench
-from workbench._bundlerun import replay_bundle
+from workbench.bundles.replay import replay_bundle
 from workbench.cli import main
 
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"

@@ -498,7 +498,7 @@ def test_export_state_onto_an_unusable_path_is_a_coded_error(
     that fails halfway puts the earlier state folder back."""
     import errno
 
-    import workbench._statedir as statedir
+    import workbench.bundles.statedir as statedir
 
     (tmp_path / "afile").write_text("a file")
     with workbench.open(EXAMPLE_GEM) as bench:

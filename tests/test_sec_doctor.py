@@ -23,9 +23,9 @@ from test_agent_outbox import smtpd  # noqa: F401  (a fixture: aiosmtpd on 127.0
 
 import workbench
 from workbench import UsageError
-from workbench._doctor.findings import KINDS, Finding
-from workbench._doctor.report import DoctorReport
-from workbench._doctor.run import ToolStats
+from workbench.doctor.findings import KINDS, Finding
+from workbench.doctor.report import DoctorReport
+from workbench.doctor.run import ToolStats
 from workbench.testing import replay_case
 
 MAIL = {
@@ -126,7 +126,7 @@ MANY_CALLS = {  # 300 ctx calls; its last, an insert without an idempotency key,
 def test_a_tool_with_hundreds_of_ctx_calls_gets_sampled_crash_points(
     lang: str, gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from workbench import _crash
+    from workbench.bench import crash as _crash
 
     crashes = []
     real = _crash.crash_call
@@ -280,7 +280,7 @@ def test_a_set_clock_runs_on_as_if_no_doctor_ran(gem: GemBuilder, opened: Callab
 def test_a_pinned_n7_case_of_300_ctx_calls_replays_in_few_crashes(
     gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from workbench import _crash
+    from workbench.bench import crash as _crash
 
     gem.tool("count", MANY_CALLS["py"], schema={"type": "object", "additionalProperties": False})
     bench = opened(gem.collections(notes=[]))

@@ -24,7 +24,7 @@ import pytest
 from conftest import EXAMPLE_GEM
 
 import workbench
-from workbench._pinreplay import load_case, replay_case
+from workbench.pins.replay import load_case, replay_case
 from workbench.platforms.base import Limits
 
 
@@ -904,8 +904,8 @@ def test_SEC2_a_tool_name_the_manifest_accepts_is_pinned_in_an_escaped_folder_an
 
 
 def test_SEC2_case_folder_is_one_to_one_and_never_a_device_or_plain_name() -> None:
-    from workbench._pinreplay import calls_folder_of
     from workbench.gem.names import case_folder, reserved
+    from workbench.pins.replay import calls_folder_of
     from workbench.testing.pinitems import is_case_file
 
     names = [*ODD_TOOLS, "add_note", "a.b", "Con.txt", "a.", "x" * 300, "y" * 300, "é", "a/b", "", "_" * 99]

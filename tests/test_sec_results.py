@@ -197,7 +197,7 @@ def test_SEC5_nested_calls_share_the_callers_trace_budget_and_are_counted(
     import gc
     import tracemalloc
 
-    from workbench._result import kept_chars
+    from workbench.bench.result import kept_chars
     from workbench.ctx.limits import Limits
 
     fill, top = NESTED_FLOOD[lang]
@@ -308,7 +308,7 @@ def test_SEC5_a_kept_call_is_counted_as_the_memory_it_holds(
     import tracemalloc
     import urllib.parse
 
-    from workbench._result import kept_chars
+    from workbench.bench.result import kept_chars
     from workbench.ctx.limits import Limits
 
     tiny = shape.startswith("10,000")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from test_ekanos import integration, tool
 
-from workbench._bench import CallResult
+from workbench.bench.bench import CallResult
 
 pytestmark = pytest.mark.deno
 

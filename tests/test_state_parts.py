@@ -386,7 +386,7 @@ def test_a_refusal_names_the_input_and_the_field() -> None:
 
 # -- the doctor: a case's recipients are the bench's setup part ------------------------------------
 def test_a_doctor_cases_recipients_are_put_as_the_setup_part_and_checked_as_hostile(agent: Callable) -> None:
-    from workbench._doctor import recheck
+    from workbench.doctor import recheck
 
     bench = agent()
     case = {"tool": "mail", "input": {}, "doctor": {"kind": "schema", "recipients": ["*@acme.example"]}}

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import GemBuilder
 
-from workbench._result import TRACE_COLUMNS
+from workbench.bench.result import TRACE_COLUMNS
 from workbench.ctx._trace import TraceRow, arguments, row
 
 MUTATES = """

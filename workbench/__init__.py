@@ -14,22 +14,22 @@ from ._errors import CODES, GemLoadError, UsageError, WorkbenchError
 _speedups.install()  # before anything imports jsonschema: see _speedups.py
 
 if _TYPE_CHECKING:
-    from ._bench import Bench
-    from ._core import CallIdentity
-    from ._open import open
-    from ._result import CallResult
+    from .bench.bench import Bench
+    from .bench.core import CallIdentity
+    from .bench.open import open
+    from .bench.result import CallResult
     from .ctx.hooks import CallHooks
     from .platforms.base import Limits
 
 # Imported on first use (PEP 562): `gem-workbench check` and `import workbench` need not load
 # the bench, the ctx layer and the runners (start-up, issue 13)
 _LAZY = {
-    "Bench": "._bench",
-    "open": "._open",
-    "CallResult": "._result",
+    "Bench": ".bench.bench",
+    "open": ".bench.open",
+    "CallResult": ".bench.result",
     "Limits": ".platforms.base",
     "CallHooks": ".ctx.hooks",
-    "CallIdentity": "._core",
+    "CallIdentity": ".bench.core",
 }
 
 

@@ -43,7 +43,7 @@ def add_parser(sub: Any, add_flags: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from . import open as open_bench
     from ._errors import UsageError, WorkbenchError
-    from ._options import apply_actions, gem_profile, taken
+    from .bench.options import apply_actions, gem_profile, taken
 
     def fail(code: str, message: str, exit_code: int) -> int:
         print(f"gem-workbench doctor: error {code}: {message}", file=sys.stderr)

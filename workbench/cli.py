@@ -36,7 +36,7 @@ def _usage(command: str, message: str) -> int:
 def _flags(args: argparse.Namespace) -> tuple[Any, dict[str, Any], list[Any]]:
     """The gem's platform and the open() options and bench actions its flags give (the table's:
     ctx/spec.py); UsageError for a flag of another platform, GemLoadError when no gem is there."""
-    from ._options import gem_profile, taken
+    from .bench.options import gem_profile, taken
 
     profile = gem_profile(args.gem)
     options, actions = taken(args, profile)
@@ -49,7 +49,7 @@ def _check(args: argparse.Namespace) -> int:
 
     try:  # the flags as `call` takes them: refused when the gem's platform lacks them
         if args.table:  # the flags were parsed (with none given, there is nothing to refuse)
-            from ._options import resolve
+            from .bench.options import resolve
 
             profile, options, _ = _flags(args)
             resolve(profile, options)
@@ -191,7 +191,7 @@ def _where(bench: Any, call_id: str) -> None:
 def _call(args: argparse.Namespace) -> int:
     from . import open as open_bench
     from ._errors import UsageError, WorkbenchError
-    from ._options import apply_actions, table
+    from .bench.options import apply_actions, table
 
     try:
         source, text = _input_text(args.input)
@@ -217,7 +217,7 @@ def _call(args: argparse.Namespace) -> int:
     try:
         profile, options, actions = _flags(args)
         if args.pin is not None:  # a name that cannot be a file name: refused before the call
-            from ._pins import case_path
+            from .pins.case import case_path
 
             case_path(Path(args.gem), args.tool, args.pin)
     except UsageError as exc:
@@ -304,10 +304,10 @@ def _export(args: argparse.Namespace) -> int:
     """`gem-workbench export GEM`: open it (the flags' options), make the --call calls, write
     the bench as a repro bundle and print its path."""
     from . import open as open_bench
-    from ._bundle import SUFFIX
     from ._check import gem_folder
     from ._errors import UsageError, WorkbenchError
-    from ._options import apply_actions
+    from .bench.options import apply_actions
+    from .bundles.export import SUFFIX
 
     try:
         calls = _export_calls(args.calls or [])
@@ -340,8 +340,8 @@ def _export(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     """`gem-workbench replay BUNDLE`: each call run again, one JSON line each on stdout; exit 1
     when any result differs from the recorded one."""
-    from ._bundlerun import replay_bundle
     from ._errors import UsageError, WorkbenchError
+    from .bundles.replay import replay_bundle
 
     try:
         reruns = replay_bundle(args.bundle, call=args.call, trust=args.trust)
@@ -487,7 +487,7 @@ def _parser(*, table: bool) -> argparse.ArgumentParser:
 
     def add_flags(p: argparse.ArgumentParser) -> None:
         if table:
-            from ._options import add_flags as add
+            from .bench.options import add_flags as add
 
             add(p)
 

@@ -122,7 +122,7 @@ def _workbench_home(tmp: Path) -> Iterator[None]:
 
 def _open(gem: Path, state: Path) -> workbench.Bench:
     """A new bench on mock providers; JS tools reuse their module instance."""
-    from workbench._options import gem_options
+    from workbench.bench.options import gem_options
 
     headless = {"headless": True} if "headless" in gem_options(gem) else {}  # a platform with ctx.files
     return workbench.open(gem, providers="mock", state_dir=state, reuse="always", **headless)

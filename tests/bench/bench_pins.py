@@ -13,7 +13,7 @@ from benchlib import QUICK, Figures, Sizes, no_gc, per_call_ns, time_ns, write_g
 from benchmarks import NOOP
 
 import workbench
-from workbench._pinreplay import Replayer
+from workbench.pins.replay import Replayer
 
 # a trivial JS tool that reaches state: one kv read, one kv write
 KV_JS = """\

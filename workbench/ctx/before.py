@@ -1,7 +1,7 @@
 """The state a call found, copied as it first reaches each part (issue 29: pinned calls).
 
 A pinned call keeps the state it read and changed as it was before the call (`res.pin`,
-_pins.py). A call's own writes hide what was there, so the ctx layer copies what each ctx call
+pins/case.py). A call's own writes hide what was there, so the ctx layer copies what each ctx call
 reaches before the method runs, as the part declares it (`StatePart.reached`): the files part
 copies the conversation folder at the first ctx.files call, the documents part a collection at
 the first ctx.data call naming it, the kv part all kv (Ekanos' account records are kept there)

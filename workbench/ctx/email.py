@@ -12,7 +12,7 @@ E4 `listSince({accountId?, since=0, limit=20})`: envelopes with date > since, ol
    capped at 200 (the workbench's reading of "max 200": it does not fail).
 E5 `getMessage({accountId, id})`: envelope + `body` (plain text) + `attachments`
    [{filename, mimeType, sizeBytes}] without content; an unknown id is E_NOT_FOUND.
-E6 `email.onNewMessage` triggers get the envelope only (`bench.email.arrive`, in `_email.py`).
+E6 `email.onNewMessage` triggers get the envelope only (`bench.email.arrive`, in `bench/mail.py`).
 
 Options may be given as one object (as in JS) or as Python keywords; `null` means absent;
 an unknown option is E_INVALID_ARGUMENT (a typo would otherwise widen the query silently).

@@ -1,6 +1,6 @@
 """What a bench lets its tools reach outside it: the addresses send_email may mail (allowed
 recipients), the hosts a request may go to (a credential's hosts, an integration's egress).
-The doctor draws its inputs from these (`_doctor/seeds.py`): drawn at random, an address or a
+The doctor draws its inputs from these (`doctor/seeds.py`): drawn at random, an address or a
 host is refused before the tool does its real work, and what it does after is never searched.
 And what must not get out: whether a value holds a secret the bench knows (`holds_secret`).
 """

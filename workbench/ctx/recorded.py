@@ -1,6 +1,6 @@
 """What a replay serves back and repeats of a recorded call, checked as hostile input: a
-pinned case's `http`, `served`, `secrets`, `credentials`, `call` and `options` (_pinreplay.py),
-and a bundle's call's `outside` the same way (_bundleread.py). Each refusal is E_CASE naming
+pinned case's `http`, `served`, `secrets`, `credentials`, `call` and `options` (pins/replay.py),
+and a bundle's call's `outside` the same way (bundles/read.py). Each refusal is E_CASE naming
 the file and the field; a bundle's reader says it as E_BUNDLE."""
 
 from __future__ import annotations

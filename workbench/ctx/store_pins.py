@@ -5,7 +5,7 @@ call reaches of it before the method runs (the conversation folder at the first 
 all kv at the first kv or account call, a collection at the first ctx.data call naming it, the
 tables a SQL statement names); `before_json`, what a case's `before` holds of the copy (the
 files and kv entries the call named or changed; collections and tables whole); `changed`, the
-case's change entries since the copy. ctx/before.py, _pins.py and ctx/statejson.py run them
+case's change entries since the copy. ctx/before.py, pins/case.py and ctx/statejson.py run them
 without naming a store.
 """
 

@@ -14,7 +14,7 @@ from .._text import well_formed
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from .._result import CallResult
+    from ..bench.result import CallResult
     from ..gem import Manifest
     from ..providers.base import FileStore
     from ..providers.datastore import DataStore

@@ -1,6 +1,6 @@
 """Email-cursor replay, the analysis: which messages a tool processed, and which it lost.
 
-`workbench._replay.Replayer` calls a tool again and again (as a scheduler would) and fills a
+`workbench.bench.email_replay.Replayer` calls a tool again and again (as a scheduler would) and fills a
 `Ledger`: the events (calls, rewinds, arrivals), the mail, and per message the calls that listed
 and read it. This module turns a ledger into the table `bench.email.replay_run` returns, with
 warnings in plain sentences; it calls nothing and changes nothing.

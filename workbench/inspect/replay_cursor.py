@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._result import CallResult
+    from ..bench.result import CallResult
 
 Key = tuple[str, str]  # (accountId, id)
 

@@ -143,7 +143,7 @@ def _flag_value(word: str) -> str | None:
     None (no flag, or one without a value)."""
     if not word.startswith("--"):
         return None
-    from .._options import flag_value
+    from ..bench.options import flag_value
 
     return flag_value(word)
 
@@ -214,7 +214,7 @@ def _candidates(shell: Any, kind: str, fragment: str, args: tuple[Any, ...]) -> 
         bench = _current(shell)
         if bench is None:
             return []
-        from .._views import platform_tables
+        from ..bench.views import platform_tables
 
         names = list(platform_tables(bench.profile))
     elif kind == "collection":
@@ -231,7 +231,7 @@ def _candidates(shell: Any, kind: str, fragment: str, args: tuple[Any, ...]) -> 
     elif kind == "subcommand":
         names = ["open", "close"]
     elif kind == "flag":
-        from .._options import gem_flags
+        from ..bench.options import gem_flags
 
         names = gem_flags(os.path.expanduser(args[0]) if args[0] else None)
     elif kind == "path":
@@ -256,7 +256,7 @@ def _cases(folder: Path) -> list[str]:
 
 
 def _bench_class() -> Any:
-    module = sys.modules.get("workbench._bench")  # not imported yet: no bench exists
+    module = sys.modules.get("workbench.bench.bench")  # not imported yet: no bench exists
     return getattr(module, "Bench", None)
 
 

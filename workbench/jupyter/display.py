@@ -35,9 +35,9 @@ from ._html import (  # (MAX_* and json_html: names of this module, as the tests
 )
 
 if TYPE_CHECKING:
-    from .._bench import Bench
     from .._errors import WorkbenchError
-    from .._result import CallResult
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
 
 __all__ = [
     "MAX_CELL",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ._html import CSS, SHARE_VALUE, badge, clip_escaped, esc, json_html, more
 
 if TYPE_CHECKING:
-    from .._result import CallResult
+    from ..bench.result import CallResult
 
 
 # The seed names a result-shape contract (_render, _interactive, _llm) detailed on a page we do

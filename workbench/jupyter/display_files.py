@@ -21,7 +21,7 @@ from .._text import terminal_safe
 from ._html import clip, clip_escaped, esc, more
 
 if TYPE_CHECKING:
-    from .._result import FileChange
+    from ..bench.result import FileChange
 
 MAX_FILES_LISTED = 200  # rows of the files table
 MAX_PREVIEWS = 20  # files previewed (the others: their row only)
@@ -146,7 +146,7 @@ def _preview_html(f: FileChange, limit: int, images: int) -> tuple[str, int]:
 
 
 def _cap() -> int:
-    from .._result import PREVIEW_BYTES
+    from ..bench.result import PREVIEW_BYTES
 
     return PREVIEW_BYTES
 

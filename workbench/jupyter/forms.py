@@ -25,8 +25,8 @@ from .fields import MISSING, Field, JsonField, ObjectField
 from .pin import PinControl
 
 if TYPE_CHECKING:
-    from .._bench import Bench
-    from .._result import CallResult
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
 
 
 class ToolForm(widgets.VBox):

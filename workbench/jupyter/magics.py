@@ -50,14 +50,14 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
 from .._errors import WorkbenchError
-from .._options import usage
+from ..bench.options import usage
 from .pinflag import shown_path, split_pin
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .._bench import Bench
-    from .._result import CallResult
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
 
 #: the flags are the open() option table's (ctx/spec.py rows), as `gem-workbench call` takes them
 _OPEN_USAGE = usage("%gem open PATH")
@@ -198,7 +198,7 @@ class WorkbenchMagics(Magics):
     @property
     def bench(self) -> Bench:
         """The bench `%tool` and `%state` act on: the notebook's `bench`, else the opened one."""
-        from .._bench import Bench
+        from ..bench.bench import Bench
 
         candidate = self.ns.get("bench")
         bench = candidate if isinstance(candidate, Bench) else self.opened
@@ -230,8 +230,8 @@ class WorkbenchMagics(Magics):
     def _open(self, args: list[str]) -> None:
         from IPython.display import display
 
-        from .._open import open as open_bench
-        from .._options import FlagParser, add_flags, apply_actions, gem_profile, taken
+        from ..bench.open import open as open_bench
+        from ..bench.options import FlagParser, add_flags, apply_actions, gem_profile, taken
 
         parser = FlagParser(prog="%gem open", add_help=False, allow_abbrev=False)
         parser.add_argument("path", nargs="?")
@@ -302,7 +302,7 @@ class WorkbenchMagics(Magics):
                 raise _usage(f"--pin {case}: give the input to call with (`{{}}` for an empty one)")
             return bench.form(name)
         if case:  # a name that cannot be a file name is refused before the call, not after
-            from .._pins import case_path
+            from ..pins.case import case_path
 
             case_path(bench.manifest.root, name, case)
         args = parse_input(rest if cell is None else cell, self.ns)
@@ -342,7 +342,7 @@ class WorkbenchMagics(Magics):
         if cell is not None:
             rest = f"{rest}\n{cell}".strip()
         bench = self.bench
-        from .._views import platform_tables
+        from ..bench.views import platform_tables
 
         tables = platform_tables(bench.profile)  # its platform's views, a plugin capability's too
         if what not in tables and what.isidentifier() and not what.startswith("_"):
@@ -368,7 +368,7 @@ class WorkbenchMagics(Magics):
 
 
 def _gem_doc() -> str:
-    from .._options import flags_text
+    from ..bench.options import flags_text
 
     return (
         f"{_OPEN_USAGE} | %gem | %gem close\n\n"

@@ -21,7 +21,7 @@ from ._html import esc
 from .pinflag import shown_path
 
 if TYPE_CHECKING:
-    from .._result import CallResult
+    from ..bench.result import CallResult
 
 _RED, _GREEN = "#c62828", "#2e7d32"
 

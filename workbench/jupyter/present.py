@@ -14,8 +14,8 @@ from .display import bench_html, result_html, result_text
 from .display_agent import outbox_html
 
 if TYPE_CHECKING:
-    from .._bench import Bench
-    from .._result import CallResult
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
     from .forms import ToolForm
     from .pin import PinControl
     from .replay import ReplayView

@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from .._errors import UsageError, WorkbenchError
-from .._replay import Replayer
+from ..bench.email_replay import Replayer
 from ..inspect.replay_cursor import behind, cursor_point, when
 from ._html import CSS, esc
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .._bench import Bench
-    from .._result import CallResult
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
 
 MAX_ROWS = 400  # timeline rows drawn; a bigger mailbox shows a window around the cursor
 

@@ -19,7 +19,7 @@ def __getattr__(name: str) -> Any:
     # the replay needs the ctx layer: imported when asked for, not by every pytest start (the
     # plugin imports this package)
     if name in ("Replay", "Replayer", "replay_case"):
-        from .. import _pinreplay
+        from ..pins import replay as _pinreplay
 
         return getattr(_pinreplay, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

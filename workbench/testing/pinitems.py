@@ -1,7 +1,7 @@
 """Pinned calls as pytest items: `<gem>/tests/calls/<tool>/<name>.json`, one item per case.
 
 Collected by the notebooks' rule (`--nb`, a path named on the command line, ini `nb_paths`);
-each replays its case on a mock bench of its gem (_pinreplay.py) and fails with the lines of
+each replays its case on a mock bench of its gem (pins/replay.py) and fails with the lines of
 what differs. One `Replayer` per session (per xdist worker) keeps a warm bench per gem, so a
 gem's cases share its started sandbox. `--update-pins` writes a case that replays otherwise
 again from its replay, and is the one way a run writes into tests/calls/: a pin made during
@@ -27,7 +27,7 @@ RUN_TREE = "GEM_WORKBENCH_RUN_TREE"
 def is_case_file(path: Path) -> bool:
     """Whether `path` is where a case lives: <gem>/tests/calls/<tool>/<name>.json, or a doctor's
     finding at <gem>/tests/calls/doctor/<tool>/<kind>.json."""
-    # (the same rule as _pinreplay.calls_folder_of, without importing the ctx layer into every
+    # (the same rule as pins.replay.calls_folder_of, without importing the ctx layer into every
     # pytest run's collection: tests/test_pins.py checks the two agree)
     parts = path.parts
     if path.suffix != ".json" or len(parts) < 5:
@@ -61,7 +61,7 @@ class PinItem(pytest.Item):
 
     def runtest(self) -> None:
         from .._errors import WorkbenchError
-        from .._pinreplay import Replayer
+        from ..pins.replay import Replayer
 
         config = self.config
         replayer = config.stash.get(_REPLAYER, None)

@@ -39,7 +39,7 @@ from .tstests import SUFFIXES as TS_SUFFIXES
 from .tstests import collect_ts_file
 
 if TYPE_CHECKING:
-    from .._bench import Bench
+    from ..bench.bench import Bench
     from ._kernel import NotebookKernel
 
 
@@ -356,7 +356,8 @@ def bench(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Bench]:
     State (real providers, if asked for) lives under the test's tmp_path; deletes never go to
     the desktop trash; the bench is closed after the test.
     """
-    from .. import _errors, _open  # the Face (not the package root, which loads the magics)
+    from .. import _errors
+    from ..bench import open as _open  # the Face (not the package root, which loads the magics)
 
     marker = request.node.get_closest_marker("gem")
     config = request.config

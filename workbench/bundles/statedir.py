@@ -23,13 +23,13 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._errors import WorkbenchError
-from ._json import MAX_JSON_DEPTH, load_file_json
-from ._version import __version__
+from .._errors import WorkbenchError
+from .._json import MAX_JSON_DEPTH, load_file_json
+from .._version import __version__
 
 if TYPE_CHECKING:
-    from ._bench import Bench
-    from .platforms import Limits
+    from ..bench.bench import Bench
+    from ..platforms import Limits
 
 __all__ = ["STATE_FORMAT", "export_state", "read_state_dir"]
 
@@ -56,8 +56,8 @@ def _replaceable(folder: Path) -> bool:
 def export_state(bench: Bench, folder: str | os.PathLike[str]) -> Path:
     """Write the bench's state as a state folder at `folder` (replacing an earlier one); every
     secret the bench has seen is masked. Returns the folder."""
-    from ._bundle import _masker, scrubbed, unwritable
-    from .ctx.statejson import dump_state
+    from ..bundles.export import _masker, scrubbed, unwritable
+    from ..ctx.statejson import dump_state
 
     target = Path(folder)
     try:  # a name too long, a NUL, a parent that is a file: coded, before the work
@@ -158,7 +158,7 @@ def _read(path: Path, folder: Path, entry: str, limit: int, what: str) -> bytes:
 def read_state_dir(folder: str | os.PathLike[str], limits: Limits, *, gem: str) -> dict[str, Any]:
     """The state in `folder` of gem `gem` as ctx/statejson's JSON (files from DIR/workspace/),
     checked."""
-    from .ctx.statejson import content_json
+    from ..ctx.statejson import content_json
 
     folder = Path(folder)
     if not folder.is_dir():

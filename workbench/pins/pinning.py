@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .ctx.before import Before, keep_start, part_of
-from .ctx.hooks import Answer, CallHooks
-from .ctx.served import Recording, recorded, replayed
+from ..ctx.before import Before, keep_start, part_of
+from ..ctx.hooks import Answer, CallHooks
+from ..ctx.served import Recording, recorded, replayed
 
 if TYPE_CHECKING:
-    from ._bench import Bench
-    from ._result import CallResult
-    from .ctx import CallSession
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
+    from ..ctx import CallSession
 
 __all__ = ["Pinning", "pinning_of"]
 

@@ -26,7 +26,7 @@ from .seeds import gather
 from .sequences import invariants, search_sequences
 
 if TYPE_CHECKING:
-    from .._bench import Bench
+    from ..bench.bench import Bench
 
 __all__ = ["DoctorReport", "Finding", "doctor", "recheck"]
 
@@ -170,8 +170,8 @@ def _preload(bench: Bench) -> None:
         "hypothesis",
         "hypothesis.strategies",
         "hypothesis.errors",
-        "workbench._crash",
-        "workbench._pins",
+        "workbench.bench.crash",
+        "workbench.pins.case",
         "workbench.ctx.served",
         "workbench.ctx.statejson",
     ):
@@ -199,7 +199,7 @@ def _empty(bench: Bench) -> Any:
 def _pin(bench: Bench, search: Search, finding: Finding, seed: int) -> Any:
     """Write `finding` as a case, tests/calls/doctor/<tool>/<kind>.json: its example run again
     on its start state, and what a recheck needs."""
-    from .._pins import build_case, case_path, case_text, pin_root, write_case
+    from ..pins.case import build_case, case_path, case_text, pin_root, write_case
 
     if not bench.pins:
         return None

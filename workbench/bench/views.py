@@ -1,5 +1,5 @@
 """The Bench's views of state: DataFrames of files, storage, mail, HTTP, calls and the agent's
-activity, file history, snapshots and diffs (the Bench in _bench.py inherits them).
+activity, file history, snapshots and diffs (the Bench in bench/bench.py inherits them).
 
 A view or action a capability lists in its `SPEC.views` is answered (and listed by `dir()`,
 hence completed) only on a bench whose platform has that capability; on another it is an
@@ -14,21 +14,21 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._errors import UsageError
-from .ctx import SPECS, specs, specs_of
-from .ctx import history as _history
-from .ctx.spec import BENCH, foreign_view, views_for
+from .._errors import UsageError
+from ..ctx import SPECS, specs, specs_of
+from ..ctx import history as _history
+from ..ctx.spec import BENCH, foreign_view, views_for
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ._email import BenchEmail
-    from ._result import CallResult
-    from .ctx.kept import Ring
-    from .ctx.stores import Providers
-    from .gem import Manifest
-    from .inspect.snapshot import Snapshot
-    from .platforms import Limits, Profile
+    from ..ctx.kept import Ring
+    from ..ctx.stores import Providers
+    from ..gem import Manifest
+    from ..inspect.snapshot import Snapshot
+    from ..platforms import Limits, Profile
+    from .mail import BenchEmail
+    from .result import CallResult
 
 
 #: the views some platform lacks: a built-in capability's that the Bench implements (BENCH's
@@ -49,7 +49,7 @@ def platform_tables(profile: Profile) -> dict[str, str]:
 
 
 def _foreign(bench: Any, name: str) -> AttributeError:
-    from .platforms import profiles
+    from ..platforms import profiles
 
     return foreign_view(name, bench.profile, specs(), profiles())
 
@@ -148,14 +148,14 @@ class Views:
 
     # -- inspection -------------------------------------------------------------------------
     def tools(self) -> pd.DataFrame:
-        from .inspect import frames
+        from ..inspect import frames
 
         return frames.tools(self.manifest)
 
     @gated
     def files(self) -> pd.DataFrame:
         """Files of the conversation folder and every run folder: area, path, type, size, modified."""
-        from .inspect import frames
+        from ..inspect import frames
 
         return frames.files(self.providers.files)
 
@@ -167,8 +167,8 @@ class Views:
         of a run folder — `call`'s (a CallResult or its id), by default the latest call's that
         has it. `encoding=None`: the bytes. Links are followed inside their folder only; a
         file over Limits.file_bytes is refused, as ctx.files.read would."""
-        from ._errors import WorkbenchError
-        from .ctx.paths import split
+        from .._errors import WorkbenchError
+        from ..ctx.paths import split
 
         self.check_open()
         try:
@@ -191,7 +191,7 @@ class Views:
             entry = store.entry(root, real) if real is not None else None
             if real is None or entry is None or entry.type != "file":
                 continue
-            from .ctx.written import read_entry
+            from ..ctx.written import read_entry
 
             what = f"bench.read({path!r})"
             return read_entry(
@@ -203,7 +203,7 @@ class Views:
     @gated
     def data(self, collection: str) -> pd.DataFrame:
         """A collection's documents: `id` then one column per top-level field."""
-        from .inspect import frames
+        from ..inspect import frames
 
         if collection not in self.manifest.collections:
             raise UsageError(
@@ -220,8 +220,8 @@ class Views:
         import pandas as pd
 
         cols = ["id", "time", "from", "to", "cc", "subject", "body_text", "body_html"]
-        from .ctx.tools_state import outbox_rows
-        from .inspect.outbox import OutboxFrame  # shown with the bodies' line breaks
+        from ..ctx.tools_state import outbox_rows
+        from ..inspect.outbox import OutboxFrame  # shown with the bodies' line breaks
 
         rows = outbox_rows(self.providers)
 
@@ -237,7 +237,7 @@ class Views:
         frame's index (`by`) as well, so `audit.loc["platform"]` is the calls made."""
         import pandas as pd
 
-        from .ctx.audit import COLUMNS, log_of
+        from ..ctx.audit import COLUMNS, log_of
 
         log = log_of(self.providers)
         assert log is not None  # (gated: a bench whose platform has ctx.audit)
@@ -256,7 +256,7 @@ class Views:
 
     @gated
     def kv(self) -> pd.DataFrame:
-        from .inspect import frames
+        from ..inspect import frames
 
         self.check_open()
         return frames.kv(self.providers.store)
@@ -264,7 +264,7 @@ class Views:
     @gated
     def account_storage(self) -> pd.DataFrame:
         """Ekanos integrations: the account's records (ctx.storage.account): key, data, updatedAt."""
-        from .inspect import frames
+        from ..inspect import frames
 
         self.check_open()
         return frames.account_storage(self.providers.store)
@@ -272,7 +272,7 @@ class Views:
     @gated
     def sql(self, query: str, params: Any = ()) -> pd.DataFrame:
         """Run a query on the gem's private database (ctx.storage.sql)."""
-        from .inspect import frames
+        from ..inspect import frames
 
         return frames.query(self.providers.sql_db, query, params)
 
@@ -280,7 +280,7 @@ class Views:
     def mailbox(self) -> pd.DataFrame:
         """Every message's envelope, all accounts (allowed or not), ordered by (date, accountId,
         id): accountId, id, subject, fromAddr, toAddrs, date (datetime, UTC), date_ms."""
-        from .inspect import frames
+        from ..inspect import frames
 
         return frames.mailbox(self.email_box.envelopes())
 
@@ -306,7 +306,7 @@ class Views:
             "redirects",
             "error",
         ]
-        from .ctx.http import state_of
+        from ..ctx.http import state_of
 
         state = state_of(self.providers)
         rows = list(state.log) if state else []
@@ -316,27 +316,27 @@ class Views:
         return pd.DataFrame(rows, columns=cols)
 
     def calls(self) -> pd.DataFrame:
-        from .inspect import frames
+        from ..inspect import frames
 
         return frames.calls(self.results, dropped=self.results.note("call"))
 
     def snapshot(self) -> Snapshot:
         """Capture files and storage, to diff against or restore later."""
-        from .inspect.snapshot import take
+        from ..inspect.snapshot import take
 
         self.check_open()
         return take(self)
 
     def diff(self, snap: Snapshot) -> pd.DataFrame:
         """What changed since `snap`: one row per file, document, key or SQL row."""
-        from .inspect.snapshot import diff
+        from ..inspect.snapshot import diff
 
         self.check_open()
         return diff(self, snap)
 
     def restore(self, snap: Snapshot) -> None:
         """Put files and storage back exactly as they were at `snap`."""
-        from .inspect.snapshot import restore
+        from ..inspect.snapshot import restore
 
         self.check_open()
         restore(self, snap)

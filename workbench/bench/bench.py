@@ -1,5 +1,5 @@
 """Bench: one open gem on its providers; calls tools and shows state (made by `workbench.open`,
-in _open.py)."""
+in bench/open.py)."""
 
 from __future__ import annotations
 
@@ -8,27 +8,27 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _pipeline as pipeline
-from ._core import CallCore, CallIdentity
-from ._email import BenchEmail
-from ._errors import UsageError
-from ._result import CallResult, results_ring
-from ._views import Views, gated, platform_views
-from .ctx import close_backends, prepare
-from .ctx.clock import Clock
-from .ctx.hooks import CallHooks
-from .ctx.limits import DEFAULT, Limits
-from .ctx.resources import SPEC as RESOURCES
-from .ctx.spec import backend_of
-from .ctx.tools_state import allow, inject
-from .runners.deno import Sandbox, SandboxOptions
+from .._errors import UsageError
+from ..ctx import close_backends, prepare
+from ..ctx.clock import Clock
+from ..ctx.hooks import CallHooks
+from ..ctx.limits import DEFAULT, Limits
+from ..ctx.resources import SPEC as RESOURCES
+from ..ctx.spec import backend_of
+from ..ctx.tools_state import allow, inject
+from ..runners.deno import Sandbox, SandboxOptions
+from . import pipeline
+from .core import CallCore, CallIdentity
+from .mail import BenchEmail
+from .result import CallResult, results_ring
+from .views import Views, gated, platform_views
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .ctx.stores import Providers
-    from .gem import Manifest
-    from .platforms import Profile
+    from ..ctx.stores import Providers
+    from ..gem import Manifest
+    from ..platforms import Profile
 
 
 class Bench(Views):
@@ -50,10 +50,10 @@ class Bench(Views):
         seed: int | None = None,
         pins: bool = True,
     ) -> None:
-        from .platforms.notochord import PROFILE
+        from ..platforms.notochord import PROFILE
 
         self.profile = profile or PROFILE  # the platform whose rules this bench applies
-        self.view_fns = platform_views(self.profile)  # what it lists and answers (_views.py)
+        self.view_fns = platform_views(self.profile)  # what it lists and answers (bench/views.py)
         self.manifest = manifest
         self.providers = providers
         self.conversation = conversation
@@ -63,7 +63,7 @@ class Bench(Views):
         self.closed = False
         self.reuse = reuse
         self.seed = seed
-        # what its calls share (_core.py): the lock, the seed's stream, runners, definition
+        # what its calls share (bench/core.py): the lock, the seed's stream, runners, definition
         self.core = CallCore(manifest, seed=seed, sandbox=sandbox)
         # pins=: each call copies the state it finds (ctx/before.py); the latest call's is kept
         self.pins = pins
@@ -72,7 +72,7 @@ class Bench(Views):
         prepare(providers, manifest, limits)
         providers.use_clock(self.clock.time)  # the backends prepare made read it too
         if pins:
-            from ._pinning import Pinning
+            from ..pins.pinning import Pinning
 
             self.core.add_hook(Pinning(self))
         self.core.pinner = self._pin
@@ -90,7 +90,7 @@ class Bench(Views):
     def provider_kinds(self) -> dict[str, str]:
         """{"files" | "storage": "mock" | "real"} for the provider kinds this platform's
         capabilities sit on (`providers.kind` has every kind: an agent bench uses neither)."""
-        from .ctx.registry import provider_kinds
+        from ..ctx.registry import provider_kinds
 
         return provider_kinds(self.profile, self.providers.kind)
 
@@ -102,13 +102,13 @@ class Bench(Views):
         )
 
     def _repr_html_(self) -> str:
-        from ._present import presenter
+        from .._present import presenter
 
         return presenter("bench_html")(self)
 
     def form(self, tool: str) -> Any:
         """An ipywidgets form generated from the tool's inputSchema; runs the tool on submit."""
-        from ._present import presenter
+        from .._present import presenter
 
         return presenter("form")(self, tool)
 
@@ -172,7 +172,7 @@ class Bench(Views):
             self.check_open()
             self.email_box.deliver()  # mail scheduled with at= whose time came, and its triggers
             if crash is not None:
-                from ._crash import crash_call
+                from .crash import crash_call
 
                 return crash_call(self, name, input, crash)
             return pipeline.call(
@@ -190,7 +190,7 @@ class Bench(Views):
         the same idempotencyKey, one row per point; the bench's state is restored after."""
         with self.core.lock:
             self.check_open()
-            from ._crash import crash_matrix
+            from .crash import crash_matrix
 
             return crash_matrix(self, name, input)
 
@@ -198,7 +198,7 @@ class Bench(Views):
         """Load the gem's definition again (manifest.json, an integration's module), checked as
         `workbench.open` checks it; done before a call when it was edited. GemLoadError
         (file and pointer) when it no longer loads: the bench keeps the last good one."""
-        from ._reload import reload
+        from .reload import reload
 
         with self.core.lock:
             self.check_open()
@@ -211,7 +211,7 @@ class Bench(Views):
         """Make the next `times` dispatches of an agent built-in fail: "throw" as when the
         platform's connection fails (the call throws E_DISPATCH, A4), or "envelope" (it
         resolves with {error: "unavailable"}) — to test a tool's resilience."""
-        from .ctx.tools import SCHEMAS
+        from ..ctx.tools import SCHEMAS
 
         if builtin not in SCHEMAS:
             raise UsageError(f"inject_fault({builtin!r}): the built-ins are {', '.join(SCHEMAS)}")
@@ -239,13 +239,13 @@ class Bench(Views):
         inputs from each schema on the fixtures and an empty state, N5, N7 and secret probes;
         each finding shrunk and, with `write`, pinned under tests/calls/doctor/. Returns a
         DoctorReport (`.frame()`, `.ok`, shown as a summary in a notebook)."""
-        from ._doctor import doctor
+        from ..doctor import doctor
 
         self.check_open()
         return doctor(self, tool=tool, seconds=seconds, examples=examples, seed=seed, write=write)
 
     def _pin(self, res: CallResult, name: str) -> Any:
-        from ._pins import pin
+        from ..pins.case import pin
 
         self.check_open()
         return pin(self, res, name)
@@ -254,21 +254,21 @@ class Bench(Views):
         """Write a repro bundle (*.gemrepro): the state, the calls (None: every top-level call
         kept; or CallResults / indexes of `results`), the gem's files; secrets masked.
         `workbench.open(path)` opens it; `gem-workbench replay path` reruns its calls."""
-        from ._bundle import export
+        from ..bundles.export import export
 
         return export(self, path, calls=calls)
 
     def export_state(self, folder: str | os.PathLike[str]) -> Path:
         """Write the state as a folder (state.json + workspace/ as real files) that
         `workbench.open(gem, state=folder)` starts from; an earlier one there is replaced."""
-        from ._statedir import export_state
+        from ..bundles.statedir import export_state
 
         return export_state(self, folder)
 
     @property
     def sandbox(self) -> Sandbox:
         """This gem's Deno sandbox (N3: one process per gem, started on first use)."""
-        from .runners.deno import DenoRunner
+        from ..runners.deno import DenoRunner
 
         runner = self.core.runner("deno", self.manifest, self.providers, self.profile)
         assert isinstance(runner, DenoRunner)

@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._core import CallIdentity
-from .._pipeline import check_input
+from ..bench.core import CallIdentity
+from ..bench.pipeline import check_input
 from .findings import KINDS, Finding, check_call, rule_of
 from .guard import HardStop, OutOfShare, OutOfTime
 from .inputs import broken, edge_examples, valid_inputs
@@ -28,8 +28,8 @@ from .schemas import problem
 from .seeds import Seeds, seeded_examples
 
 if TYPE_CHECKING:
-    from .._bench import Bench
-    from .._result import CallResult
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
     from ..ctx.hooks import CallHooks
     from ..gem import ToolSpec
 
@@ -126,7 +126,7 @@ class Search:
         """Call `tool` with `input` on start state `start` (put back first; None: on the state
         as it is), with the example's seed, ids and call id: two calls of one example differ
         only by the tool's doing."""
-        from .. import _pipeline
+        from ..bench import pipeline as _pipeline
 
         self.tick()
         bench = self.bench

@@ -28,13 +28,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._pipeline import check_input
+from ..bench.pipeline import check_input
 from .findings import Finding, rule_of
 from .guard import OutOfShare
 from .inputs import valid_inputs
 
 if TYPE_CHECKING:
-    from .._bench import Bench
+    from ..bench.bench import Bench
     from .run import Search
 
 Invariant = Callable[[Any], Any]

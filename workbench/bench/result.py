@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._errors import WorkbenchError
-from ._json import json_chars
-from .ctx.kept import ROW_CHARS, TRACE_ROW_CHARS, Ring
-from .ctx.written import PREVIEW_BYTES, FileChange, kept_bytes
+from .._errors import WorkbenchError
+from .._json import json_chars
+from ..ctx.kept import ROW_CHARS, TRACE_ROW_CHARS, Ring
+from ..ctx.written import PREVIEW_BYTES, FileChange, kept_bytes
 
 __all__ = ["PREVIEW_BYTES", "CallResult", "CrashReport", "FileChange", "kept_chars", "results_ring"]
 
@@ -97,7 +97,7 @@ class CallResult:
         input, options, clock and seed, the state it found, its effects, result and changes,
         secrets masked (docs/pins.md). `gem-workbench test` replays it. Returns the path."""
         if self.pinner is None:
-            from ._errors import UsageError
+            from .._errors import UsageError
 
             raise UsageError("this result was not made by a bench's call: it cannot be pinned")
         return self.pinner(self, name)
@@ -105,7 +105,7 @@ class CallResult:
     def pin_button(self, name: str = "") -> Any:
         """A notebook control to pin this call: a case name, a **pin** button and a line with
         the path or the error (ipywidgets; the result's own display stays plain HTML)."""
-        from ._present import presenter
+        from .._present import presenter
 
         return presenter("pin_button")(self, name)
 
@@ -124,12 +124,12 @@ class CallResult:
         return next((r for r in reversed(self.trace_rows) if not r.get("ok") or r.get("notice")), None)
 
     def _repr_html_(self) -> str:
-        from ._present import presenter
+        from .._present import presenter
 
         return presenter("result_html")(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        from ._present import presenter
+        from .._present import presenter
 
         p.text(presenter("result_text")(self))
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from ._errors import GemLoadError
-from .gem.folder import DEFINITIONS, realpath, tool_open_problem
+from .._errors import GemLoadError
+from ..gem.folder import DEFINITIONS, realpath, tool_open_problem
 
 if TYPE_CHECKING:
-    from ._bench import Bench
-    from .gem import Manifest, ToolSpec
+    from ..gem import Manifest, ToolSpec
+    from .bench import Bench
 
 
 def definition_files(manifest: Manifest) -> tuple[str, ...]:
@@ -57,8 +57,8 @@ def tool_file_error(manifest: Manifest, tool: ToolSpec) -> GemLoadError | None:
 
 def reload(bench: Bench) -> None:
     """Load the gem's definition again into `bench` (GemLoadError when it no longer loads)."""
-    from .ctx import prepare
-    from .platforms import detect
+    from ..ctx import prepare
+    from ..platforms import detect
 
     profile = detect(bench.manifest.root)
     if profile is not bench.profile:
@@ -80,6 +80,6 @@ def reload(bench: Bench) -> None:
     prepare(bench.providers, manifest, bench.limits)  # new collections; db/schema.sql if first
     bench.manifest = manifest
     bench.core.loaded(files, at)
-    from .types import refresh_quietly
+    from ..types import refresh_quietly
 
     refresh_quietly(manifest)  # the editor's types follow the definition

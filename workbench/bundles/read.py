@@ -1,4 +1,4 @@
-"""Reading a repro bundle (_bundle.py writes them): a file someone else wrote, so hostile input.
+"""Reading a repro bundle (bundles/export.py writes them): a file someone else wrote, so hostile input.
 
 The file is read whole within Limits.bundle_bytes and parsed from memory (no second read of a
 file that may change). Every entry is checked before any byte is unpacked: its name (no
@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ._bundle import FORMATS, META, RATIO_SLACK, START, STATE
-from ._errors import WorkbenchError
-from ._json import MAX_JSON_DEPTH, load_file_json
-from .platforms.base import Limits
+from .._errors import WorkbenchError
+from .._json import MAX_JSON_DEPTH, load_file_json
+from ..platforms.base import Limits
+from .export import FORMATS, META, RATIO_SLACK, START, STATE
 
 __all__ = ["Bundle", "bundle_platform", "check_trust", "host_code", "read_bundle", "unpack"]
 
@@ -302,8 +302,8 @@ def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
 
 def _instant(value: Any) -> bool:
     """Whether `value` is epoch seconds the bench's clock can stand at (1970 to about 5138)."""
-    from ._errors import UsageError
-    from .ctx.clock import parse_instant
+    from .._errors import UsageError
+    from ..ctx.clock import parse_instant
 
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return False
@@ -368,7 +368,7 @@ def _check_start(path: Path, start: Any) -> dict[str, Any]:
 def _check_outside(path: Path, where: str, rec: dict[str, Any]) -> None:
     """A call's `outside` (format 2): the answers its replay serves back, checked as a pinned
     case's are (ctx/recorded.check_replayed), each refusal E_BUNDLE naming the call's field."""
-    from .ctx.recorded import check_replayed
+    from ..ctx.recorded import check_replayed
 
     out = rec.get("outside")
     if out is None:
@@ -426,8 +426,8 @@ def host_code(root: Path) -> list[str]:
     sandbox: its Python tools' files (as the manifest names them) and tests/doctor.py, whose
     invariants the doctor and a doctor's case import. Loading the manifest runs nothing of
     the gem on the host (an Ekanos integration is described in a sandboxed Worker)."""
-    from .platforms import KNOWN, detect
-    from .runners import RUNNER_FOR
+    from ..platforms import KNOWN, detect
+    from ..runners import RUNNER_FOR
 
     profile = detect(root)
     tools: list[str] = []

@@ -1,6 +1,6 @@
 """Replaying a pinned call (issue 29): a case file of `tests/calls/` run as a test.
 
-The case (written by `res.pin`, _pins.py) is input written by someone else: it is read within
+The case (written by `res.pin`, pins/case.py) is input written by someone else: it is read within
 Limits.case_bytes and the JSON depth bound, must name the gem it sits in, and its state is put
 on a fresh bench of MOCK providers (whatever it was pinned on) in a temporary folder, each
 entry checked (ctx/statejson.py) — nothing is written outside that bench. The call then runs
@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._errors import UsageError, WorkbenchError
-from ._json import MAX_JSON_DEPTH, load_file_json
-from ._text import terminal_safe
-from .ctx.limits import DEFAULT
-from .ctx.recorded import check_replayed
-from .gem.names import CASE_FOLDERS, case_folder
+from .._errors import UsageError, WorkbenchError
+from .._json import MAX_JSON_DEPTH, load_file_json
+from .._text import terminal_safe
+from ..ctx.limits import DEFAULT
+from ..ctx.recorded import check_replayed
+from ..gem.names import CASE_FOLDERS, case_folder
 
 __all__ = ["Replay", "Replayer", "calls_folder_of", "load_case", "replay_case", "text_diff", "value_diff"]
 
@@ -278,7 +278,7 @@ def _change_lines(
 def _effect_lines(
     expected: list[dict[str, Any]], got: list[dict[str, Any]], same: Any = None, *, profile: Any
 ) -> Iterator[str]:
-    from .ctx.standins import outside_of
+    from ..ctx.standins import outside_of
 
     reaches = outside_of(profile)  # what the specs say acts or reads outside the bench
 
@@ -367,10 +367,10 @@ class Replayer:
 
     def _bench(self, gem: Path, case: dict[str, Any]) -> Any:
         """The warm bench for `case`'s gem and stand-ins, its state emptied."""
-        from . import _open
-        from ._options import table
-        from .ctx.stores import Served
-        from .platforms import detect
+        from ..bench import open as _open
+        from ..bench.options import table
+        from ..ctx.stores import Served
+        from ..platforms import detect
 
         options: dict[str, Any] = {"providers": "mock"}
         if case["credentials"]:
@@ -398,7 +398,7 @@ class Replayer:
             except BaseException:
                 tmp.cleanup()
                 raise
-            from .ctx.statejson import put_state
+            from ..ctx.statejson import put_state
 
             put_state(bench, {}, code="E_CASE", label="(empty)")  # no fixtures
             found = self._benches[key] = (bench, bench.snapshot(), tmp)
@@ -411,13 +411,13 @@ class Replayer:
     def replay(self, path: Path, *, update: bool = False) -> Replay:
         """Replay the case at `path` on a mock bench of its gem; with `update`, a case that
         replays otherwise is written again from the replay (as syrupy's --snapshot-update)."""
-        from . import _pipeline
-        from ._core import CallIdentity
-        from ._pins import build_case, case_text, write_case
-        from .ctx.served import Playback, Replaying
-        from .ctx.standins import serve_http
-        from .ctx.statejson import put_state
-        from .ctx.stores import Served
+        from ..bench import pipeline as _pipeline
+        from ..bench.core import CallIdentity
+        from ..ctx.served import Playback, Replaying
+        from ..ctx.standins import serve_http
+        from ..ctx.statejson import put_state
+        from ..ctx.stores import Served
+        from .case import build_case, case_text, write_case
 
         path = Path(path)
         gem = calls_folder_of(path.absolute())
@@ -460,7 +460,7 @@ class Replayer:
         if served is None:  # a platform without HTTP: nothing is served, nothing left unused
             served = Served([])
         if isinstance(case.get("doctor"), dict):  # a doctor's finding: does it still occur?
-            from ._doctor import recheck
+            from ..doctor import recheck
 
             served.reuse = True  # a recheck calls the tool more than once
             return Replay(path, case, None, recheck(bench, case))
@@ -501,9 +501,9 @@ def replay_case(path: Path, *, update: bool = False) -> Replay:
 
 
 def _compare(bench: Any, case: dict[str, Any], res: Any, playback: Any, served: Any) -> list[str]:
-    from ._pinning import pinning_of
-    from ._pins import _effects
-    from .ctx.statejson import changes
+    from ..ctx.statejson import changes
+    from .case import _effects
+    from .pinning import pinning_of
 
     want = case["result"]
     err = res.error

@@ -9,12 +9,12 @@ differs the replay names what of the bench's setup differs from the bundle's ben
 
 Otherwise (format 1, or a bench that lost its first call's state):
 A call the bundle holds a pinned case of (the exporting bench's latest) is replayed exactly as
-a pinned call is (_pinreplay.py): the state it found, its HTTP and mailbox answers served back,
+a pinned call is (pins/replay.py): the state it found, its HTTP and mailbox answers served back,
 its result, changes and effects compared. A call without one (the bench keeps one state copy,
 its latest call's) is rerun in order on one fresh mock bench of the bundle's gem, from the
 gem's fixtures, with the call's id, seeds and clock; its result is compared. Nothing is
 written outside a temporary folder. A bundle whose Python tools or tests/doctor.py would run in
-this process is refused first (E_TRUST, _bundleread.check_trust) unless the caller trusts it.
+this process is refused first (E_TRUST, bundles.read.check_trust) unless the caller trusts it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._errors import UsageError, WorkbenchError
+from .._errors import UsageError, WorkbenchError
 
 __all__ = ["Rerun", "replay_bundle"]
 
@@ -75,7 +75,7 @@ def replay_bundle(
     """Run the bundle's calls again (`call`: only call N, after the case-less calls before it)
     and compare each with its recorded result. A bundle whose Python tools or tests/doctor.py
     would run in this process is refused (E_TRUST) unless `trust`."""
-    from ._bundleread import check_trust, read_bundle, unpack
+    from .read import check_trust, read_bundle, unpack
 
     if not isinstance(trust, bool):
         raise UsageError(f"trust={trust!r}: give True or False", option="trust")
@@ -114,9 +114,9 @@ def replay_bundle(
 
 
 def _from_case(bundle: Any, gem: Path, n: int, rec: dict[str, Any]) -> Rerun:
-    """Call `n` replayed from its pinned case, as a pinned call is (_pinreplay.py)."""
-    from ._pinreplay import replay_case
-    from ._pins import case_path, write_case
+    """Call `n` replayed from its pinned case, as a pinned call is (pins/replay.py)."""
+    from ..pins.case import case_path, write_case
+    from ..pins.replay import replay_case
 
     try:
         where = case_path(gem, rec["tool"], f"bundle-{n:04d}")
@@ -142,7 +142,7 @@ def _of_case(n: int, tool: str, replayed: Any) -> Rerun:
     """The Rerun of a replayed case. A doctor's case has no one result: its finding's probe
     ran again, and the bundle reproduces while the finding still occurs (replay_case says
     the opposite way round: there it is a regression test that fails until the tool is fixed)."""
-    from ._doctor.findings import KINDS
+    from ..doctor.findings import KINDS
 
     if replayed.result is not None:
         return Rerun(n, tool, "case", replayed.result, replayed.lines)
@@ -158,7 +158,7 @@ def _of_case(n: int, tool: str, replayed: Any) -> Rerun:
 def _replay_sequence(bundle: Any, gem: Path, tmp: Path, call: int | None) -> list[Rerun]:
     """Every call (up to `call`) again on one bench given the bundle's start, each served the
     answers it got from outside; the Reruns of those wanted."""
-    from .ctx.state import dump, put
+    from ..ctx.state import dump, put
 
     path, records = bundle.path, bundle.meta["calls"]
     bench = _open_stand_ins(gem, bundle.meta, tmp, records)
@@ -210,12 +210,12 @@ def _crash_note(call: dict[str, Any]) -> str:
 
 def _open_stand_ins(gem: Path, meta: dict[str, Any], tmp: Path, records: list[dict[str, Any]]) -> Any:
     """A fresh mock bench of the bundle's gem, its seed; stand-ins for the secrets and
-    credentials its calls used (a pinned case's replay gives the same: _pinreplay.STAND_IN)."""
-    from . import _open
-    from ._options import table
-    from ._pinreplay import STAND_IN
-    from .ctx.stores import Served
-    from .platforms import detect
+    credentials its calls used (a pinned case's replay gives the same: pins.replay.STAND_IN)."""
+    from ..bench import open as _open
+    from ..bench.options import table
+    from ..ctx.stores import Served
+    from ..pins.replay import STAND_IN
+    from ..platforms import detect
 
     secrets: set[str] = set()
     creds: dict[str, Any] = {}
@@ -248,8 +248,8 @@ def _open_stand_ins(gem: Path, meta: dict[str, Any], tmp: Path, records: list[di
 
 def _rerun_served(bench: Any, rec: dict[str, Any], where: str) -> tuple[Any, list[str]]:
     """The recorded call made again, served what it got from outside; (result, differences)."""
-    from .ctx.served import Playback
-    from .ctx.standins import serve_http
+    from ..ctx.served import Playback
+    from ..ctx.standins import serve_http
 
     outside = rec.get("outside") or {}
     if outside.get("served") is None:  # the bench kept no answers: run against the mocks
@@ -268,7 +268,7 @@ def _rerun_served(bench: Any, rec: dict[str, Any], where: str) -> tuple[Any, lis
 def setup_lines(theirs: dict[str, Any], mine: dict[str, Any]) -> list[str]:
     """What of the bench's setup differs from the bundle's bench's, part by part, each a line:
     "setup recipients: the bundle's bench had `*@acme.example`; this one has none"."""
-    from .ctx.state import json_changes
+    from ..ctx.state import json_changes
 
     lines: list[str] = []
     for name in sorted(theirs.keys() | mine.keys()):
@@ -299,7 +299,7 @@ def _shown(value: Any) -> str:
 
 
 def _open_sequence(gem: Path, meta: dict[str, Any], tmp: Path) -> Any:
-    from . import _open
+    from ..bench import open as _open
 
     return _open.open(gem, state_dir=tmp / "sequence", seed=meta["seed"])
 
@@ -307,10 +307,10 @@ def _open_sequence(gem: Path, meta: dict[str, Any], tmp: Path) -> Any:
 def _rerun(bench: Any, rec: dict[str, Any], *, playback: Any = None) -> Any:
     """The recorded call made again on `bench`, at its clock, with its id and seeds (and, with
     `playback`, its clock reads and outside answers served back)."""
-    from . import _pipeline
-    from ._core import CallIdentity
-    from ._crash import CrashAt
-    from .ctx.served import Replaying
+    from ..bench import pipeline as _pipeline
+    from ..bench.core import CallIdentity
+    from ..bench.crash import CrashAt
+    from ..ctx.served import Replaying
 
     c = rec["call"]
     ms = c.get("clock_ms")
@@ -349,7 +349,7 @@ def _rerun(bench: Any, rec: dict[str, Any], *, playback: Any = None) -> Any:
 
 
 def _compare(rec: dict[str, Any], res: Any) -> list[str]:
-    from ._pinreplay import time_window, value_diff
+    from ..pins.replay import time_window, value_diff
 
     want = rec["result"]
     err = res.error

@@ -14,10 +14,10 @@ import textwrap
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ._errors import UsageError, in_command_line
-from .ctx import specs as _every_spec
-from .ctx import specs_of
-from .ctx.spec import (
+from .._errors import UsageError, in_command_line
+from ..ctx import specs as _every_spec
+from ..ctx import specs_of
+from ..ctx.spec import (
     BENCH,
     Action,
     CapabilitySpec,
@@ -29,7 +29,7 @@ from .ctx.spec import (
 )
 
 if TYPE_CHECKING:
-    from .platforms import Profile
+    from ..platforms import Profile
 
 __all__ = [
     "FlagParser",
@@ -55,7 +55,7 @@ __all__ = [
 
 def profiles(*, loaded_only: bool = False) -> list[Profile]:
     """Every platform the workbench runs (`loaded_only`: plugins only if already read)."""
-    from .platforms import profiles as every
+    from ..platforms import profiles as every
 
     return every(loaded_only=loaded_only)
 
@@ -74,14 +74,14 @@ def table(profile: Profile) -> dict[str, tuple[Option, CapabilitySpec]]:
 def gem_profile(path: Any) -> Profile:
     """The platform of the gem at `path`, as `workbench.open` detects it (GemLoadError saying
     why when no gem is there)."""
-    from ._bundle import is_bundle
-    from ._check import gem_folder
-    from ._errors import GemLoadError
-    from .platforms import detect
+    from .._check import gem_folder
+    from .._errors import GemLoadError
+    from ..bundles.export import is_bundle
+    from ..platforms import detect
 
     if is_bundle(path):  # a repro bundle: the platform its bundle.json names (E_BUNDLE)
-        from ._bundleread import bundle_platform
-        from .platforms import profile
+        from ..bundles.read import bundle_platform
+        from ..platforms import profile
 
         return profile(bundle_platform(path))
     folder, why = gem_folder(path)
@@ -92,7 +92,7 @@ def gem_profile(path: Any) -> Profile:
 
 def gem_options(path: Any) -> dict[str, tuple[Option, CapabilitySpec]]:
     """The option table of the gem at `path`'s platform ({} when no gem is there)."""
-    from ._errors import GemLoadError
+    from .._errors import GemLoadError
 
     try:
         return table(gem_profile(path))
@@ -103,7 +103,7 @@ def gem_options(path: Any) -> dict[str, tuple[Option, CapabilitySpec]]:
 def gem_flags(path: Any = None) -> list[str]:
     """The flags (options' and actions') a gem at `path` takes: its platform's, or every
     platform's when `path` is None or no gem (for `%gem open` completion)."""
-    from ._errors import GemLoadError
+    from .._errors import GemLoadError
 
     try:
         profile = gem_profile(path) if path is not None else None
@@ -227,7 +227,7 @@ def options_markdown() -> str:
 #: where docs/open.md's generated table starts and ends
 MARKS = (
     "<!-- options: generated from the capabilities' option table "
-    "(workbench._options.options_markdown()); tests/test_open_options.py checks it -->\n",
+    "(workbench.bench.options.options_markdown()); tests/test_open_options.py checks it -->\n",
     "<!-- /options -->\n",
 )
 

@@ -6,16 +6,16 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ._errors import UsageError
-from .ctx import Grant
-from .ctx.email import access_of, mail_clock
+from .._errors import UsageError
+from ..ctx import Grant
+from ..ctx.email import access_of, mail_clock
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ._bench import Bench
-    from ._result import CallResult
-    from .ctx.email import Envelope, MailAccess, Mailbox, MockClock
+    from ..ctx.email import Envelope, MailAccess, Mailbox, MockClock
+    from .bench import Bench
+    from .result import CallResult
 
 NEW_MESSAGE = "email.onNewMessage"
 
@@ -112,7 +112,7 @@ class BenchEmail:
         return [{**m, "date": now_ms} if isinstance(m, dict) and m.get("date") is None else m for m in items]
 
     def _schedule(self, messages: Any, at: Any, *, fires: bool) -> None:
-        from .ctx.clock import parse_duration, parse_instant
+        from ..ctx.clock import parse_duration, parse_instant
 
         clock = self._bench.clock
         try:
@@ -204,8 +204,8 @@ class BenchEmail:
         input: Any = None,
     ) -> pd.DataFrame:
         """Call `tool` repeatedly; one row per message: processed once / twice+ / never, lost
-        (see `workbench._replay.replay_run`); warnings in `df.attrs["warnings"]`."""
-        from ._replay import replay_run
+        (see `workbench.bench.email_replay.replay_run`); warnings in `df.attrs["warnings"]`."""
+        from .email_replay import replay_run
 
         return replay_run(
             self._bench,
@@ -224,6 +224,6 @@ class BenchEmail:
         """The replay widget: the mailbox as a timeline with the stored cursor; Step, Run to
         end, Rewind, Arrive (see `workbench.jupyter.replay`)."""
         # Any, not ReplayView: even a type-only import would point the Face at workbench.jupyter
-        from ._present import presenter
+        from .._present import presenter
 
         return presenter("replay")(self._bench, tool, cursor_key=cursor_key, input=input, events=events)

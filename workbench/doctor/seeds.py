@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import WorkbenchError
 
 if TYPE_CHECKING:
-    from .._bench import Bench
+    from ..bench.bench import Bench
 
 MAX_SEEDS = 200  # strings in all
 MAX_SEED_CHARS = 1_000  # of one seed string

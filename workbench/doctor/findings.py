@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._bench import Bench
-    from .._result import CallResult
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
     from ..platforms import Profile
 
 #: kind -> (rule ID, what it is); a platform may name the rule otherwise (rule_of)

@@ -16,20 +16,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._reload import definition_files, stamp
-from .ctx.resources import SPEC as RESOURCES
-from .ctx.spec import backend_of
-from .ctx.stores import default_state_dir
-from .gem.schema import check_input
-from .runners import RUNNERS, Runner, Setup
-from .runners.deno import SandboxOptions
+from ..ctx.resources import SPEC as RESOURCES
+from ..ctx.spec import backend_of
+from ..ctx.stores import default_state_dir
+from ..gem.schema import check_input
+from ..runners import RUNNERS, Runner, Setup
+from ..runners.deno import SandboxOptions
+from .reload import definition_files, stamp
 
 if TYPE_CHECKING:
-    from ._errors import WorkbenchError
-    from .ctx.hooks import CallHooks
-    from .ctx.stores import Providers
-    from .gem import Manifest, ToolSpec
-    from .platforms import Limits, Profile
+    from .._errors import WorkbenchError
+    from ..ctx.hooks import CallHooks
+    from ..ctx.stores import Providers
+    from ..gem import Manifest, ToolSpec
+    from ..platforms import Limits, Profile
 
 __all__ = ["CallCore", "CallIdentity"]
 
@@ -89,7 +89,7 @@ class CallCore:
         self.validators: dict[str, Any] = {}
         # tool -> (device, inode, mtime) of its file when last found a regular file (_pipeline)
         self.files_checked: dict[str, tuple[int, int, int]] = {}
-        # the definition as loaded: an edit is reloaded before the next call (_reload.py)
+        # the definition as loaded: an edit is reloaded before the next call (bench/reload.py)
         self.definition = definition_files(manifest)
         self.stamp = stamp(self.definition)
         # standing hooks: take part in every call (pins), in order; worked out once for calls
@@ -111,7 +111,7 @@ class CallCore:
         self._hooks_are(tuple(h for h in self.hooks if h is not hook))
 
     def _hooks_are(self, hooks: tuple[CallHooks, ...]) -> None:
-        from .ctx.hooks import ctx_hooks
+        from ..ctx.hooks import ctx_hooks
 
         with self.lock:  # not while a call runs: it works with the ones it started with
             self.hooks, self.ctx_hooks = hooks, ctx_hooks(hooks)
@@ -143,7 +143,7 @@ class CallCore:
         however deep, cyclic or costly to check, is a coded error, never an exception (SEC7)."""
         validator = self.validators.get(tool.name)
         if validator is None:
-            from .gem.schema import InputValidator
+            from ..gem.schema import InputValidator
 
             validator = self.validators[tool.name] = InputValidator(tool.input_schema, profile.schema_rules)
         return check_input(validator, args, tool=tool.name, max_depth=limits.json_depth)

@@ -6,12 +6,12 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from ._errors import WorkbenchError
-from .gem.folder import open_regular
+from .._errors import WorkbenchError
+from ..gem.folder import open_regular
 
 if TYPE_CHECKING:
-    from .gem import ToolSpec
-    from .platforms import Grants, Profile
+    from ..gem import ToolSpec
+    from ..platforms import Grants, Profile
 
 
 def explain_absent(err: WorkbenchError, tool: ToolSpec, profile: Profile, grants: Grants) -> WorkbenchError:

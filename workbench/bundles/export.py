@@ -15,7 +15,7 @@ A bundle is a zip of:
     cases/<n>.json   the pinned case of a call whose state copy the bench still has (its latest)
 
 Every entry is masked with every secret the bench has seen before it is written, so a bundle
-can be sent. Reading one back (someone else's file) is _bundleread.py's.
+can be sent. Reading one back (someone else's file) is bundles/read.py's.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._errors import UsageError, WorkbenchError
-from ._version import __version__
+from .._errors import UsageError, WorkbenchError
+from .._version import __version__
 
 if TYPE_CHECKING:
-    from ._bench import Bench
-    from ._result import CallResult
-    from .platforms import Limits
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
+    from ..platforms import Limits
 
 __all__ = ["BUNDLE_FORMAT", "SUFFIX", "export", "gem_files", "is_bundle", "scrubbed", "unwritable"]
 
@@ -150,7 +150,7 @@ def _outside(bench: Bench, res: CallResult) -> dict[str, Any]:
     """What the call read from or sent outside the bench's state, as its replay serves it
     back: the replayed ctx calls (mailbox pages, built-ins' answers), its HTTP exchanges, the
     secrets it read and its credentials' reach (stand-ins on the replay), its clock reads."""
-    from ._pins import _credentials, _effects, _exchanges, _secrets
+    from ..pins.case import _credentials, _effects, _exchanges, _secrets
 
     rp = res.replay
     recording = rp.get("served")
@@ -210,7 +210,7 @@ def _crashed_after(err: WorkbenchError | None) -> int | None:
 
 def _case_of(bench: Bench, res: CallResult) -> tuple[str | None, str | None]:
     """(the pinned case's text, None) of the bench's latest call, or (None, why not)."""
-    from ._pins import build_case, case_text
+    from ..pins.case import build_case, case_text
 
     latest = bench.results[len(bench.results) - 1] if len(bench.results) else None
     if res is not latest:
@@ -224,8 +224,8 @@ def _case_of(bench: Bench, res: CallResult) -> tuple[str | None, str | None]:
 def _start(bench: Bench, chosen: list[CallResult]) -> tuple[dict[str, Any] | None, str]:
     """({"state", "setup"} the first of `chosen` found, or None, why not): what a replay puts
     on its fresh bench before the first call. Without calls, the bench's as they are now."""
-    from .ctx.before import start_of
-    from .ctx.state import dump
+    from ..ctx.before import start_of
+    from ..ctx.state import dump
 
     if not chosen:
         return {"state": dump(bench), "setup": dump(bench, roles=("setup",))}, ""
@@ -254,12 +254,12 @@ def _start(bench: Bench, chosen: list[CallResult]) -> tuple[dict[str, Any] | Non
 def _masker(bench: Bench) -> Any:
     """bytes -> bytes with every secret the bench has seen masked by the one mask (the http
     state's, ctx/masking.py), as a pinned case's strings are; identity when it has none."""
-    from .ctx.standins import mask_of
+    from ..ctx.standins import mask_of
 
     masked_by = mask_of(bench.providers)
     if masked_by is None:
         return lambda data: data
-    from ._pins import scrub_json
+    from ..pins.case import scrub_json
 
     def mask(data: bytes) -> bytes:
         # UTF-8 text as a case's string (JSON inside it read and masked too); other bytes
@@ -289,14 +289,14 @@ def scrubbed(bench: Bench, value: Any) -> Any:
     (_pins.case_text): as they decode, however deep. The caller masks the text it writes too
     (the strings that are not JSON texts are hidden there, in place): `value` itself when
     there is no secret or no such string."""
-    from .ctx.standins import mask_of
+    from ..ctx.standins import mask_of
 
     mask = mask_of(bench.providers)
     if mask is None:
         return value
     if not _NESTED.search(json.dumps(value, ensure_ascii=False, default=str)):
         return value
-    from ._pins import scrub_json
+    from ..pins.case import scrub_json
 
     return scrub_json(mask, value, 0)
 
@@ -323,7 +323,7 @@ def _still_json(text: str, masked: str) -> None:
 
 
 def _json(value: Any) -> bytes:
-    from ._pins import json_default
+    from ..pins.case import json_default
 
     return (json.dumps(value, indent=1, ensure_ascii=False, default=json_default) + "\n").encode("utf-8")
 
@@ -332,7 +332,7 @@ def _masked_json(bench: Bench, value: Any, entry: str) -> bytes:
     """`value` as a JSON entry masked as a pinned case is (_pins.case_text, the one mask): each
     string as it decodes, JSON texts inside strings read and masked too (a secret escaped
     deeper than the mask's own forms); E_SECRET when one would stay where it cannot be hidden."""
-    from .ctx.standins import mask_of
+    from ..ctx.standins import mask_of
 
     mask = mask_of(bench.providers)
     if mask is None:
@@ -340,7 +340,7 @@ def _masked_json(bench: Bench, value: Any, entry: str) -> bytes:
     text = _json(value).decode("utf-8")
     if not _NESTED.search(text):  # no JSON text inside a string: the mask hides each in place
         return mask(text).encode("utf-8")
-    from ._pins import scrub_json
+    from ..pins.case import scrub_json
 
     text = _json(scrub_json(mask, value, 0)).decode("utf-8")
     if mask(text) != text:  # a secret across the text's own quotes and commas
@@ -356,8 +356,8 @@ def _masked_json(bench: Bench, value: Any, entry: str) -> bytes:
 def export(bench: Bench, path: str | os.PathLike[str], *, calls: Iterable[Any] | None = None) -> Path:
     """Write the bench as a bundle at `path` (*.gemrepro): its state, its calls (a pinned case
     for the latest), the gem's files with their hashes; secrets masked. Returns the path."""
-    from .ctx.state import dump
-    from .ctx.statejson import dump_state
+    from ..ctx.state import dump
+    from ..ctx.statejson import dump_state
 
     target = Path(path)
     if not is_bundle(target):

@@ -20,16 +20,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._errors import UsageError, WorkbenchError
-from ._version import __version__
-from .ctx.statejson import content_json, part_changes
-from .gem.names import case_folder
+from .._errors import UsageError, WorkbenchError
+from .._version import __version__
+from ..ctx.statejson import content_json, part_changes
+from ..gem.names import case_folder
 
 if TYPE_CHECKING:
-    from ._bench import Bench
-    from ._result import CallResult
-    from .ctx.before import Before
-    from .platforms import Profile
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
+    from ..ctx.before import Before
+    from ..platforms import Profile
 
 __all__ = ["CASE_FORMAT", "build_case", "case_path", "case_text", "pin", "state_before", "write_case"]
 
@@ -85,7 +85,7 @@ class _Said:
         if found is not None:
             return found
         if self._rows is None:
-            from .ctx.before import part_of
+            from ..ctx.before import part_of
 
             by_method: dict[str, list[dict[str, Any]]] = {}
             for row in self._trace:
@@ -124,7 +124,7 @@ def state_before(
     says (`StatePart.before_json`: e.g. the files and kv entries it named or changed, whole
     collections it used, whole SQL tables its statements name; default: the part's whole copy).
     `changed`: each part's change entries (statejson.part_changes)."""
-    from .ctx.before import held_by
+    from ..ctx.before import held_by
 
     held = held_by(profile)
     said = _Said(trace, profile)
@@ -169,7 +169,7 @@ def _effects(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _exchanges(profile: Profile, effects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The HTTP answers the call got (of its `effects`), as a replay serves them back
     (request: method, URL, body; response: what the tool saw after redirects)."""
-    from .ctx.standins import http_exchange
+    from ..ctx.standins import http_exchange
 
     out = []
     for e in effects:
@@ -209,7 +209,7 @@ def _error(err: WorkbenchError | None) -> dict[str, Any] | None:
 
 def _kept(bench: Bench, res: CallResult) -> Before:
     """The state copy of `res`; UsageError when the bench no longer has it."""
-    from .ctx.before import Before
+    from ..ctx.before import Before
 
     if res.crash is not None:
         raise UsageError("a call made with crash= is two runs: pin the call made without it")
@@ -217,7 +217,7 @@ def _kept(bench: Bench, res: CallResult) -> Before:
         raise UsageError("pin the top-level call: this one ran inside it through ctx.tools")
     if res.error is not None and res.error.code == "E_INTERRUPTED":  # a replay would not stop there
         raise UsageError(f"call {res.call_id} was interrupted (Ctrl-C): call it again and pin that call")
-    from ._pinning import pinning_of
+    from .pinning import pinning_of
 
     pinning = pinning_of(bench)
     kept = pinning.copy_of(res.call_id) if pinning is not None else None
@@ -237,7 +237,7 @@ def _kept(bench: Bench, res: CallResult) -> Before:
 def _credentials(bench: Bench, effects: list[dict[str, Any]]) -> dict[str, Any]:
     """Where the user's credential of each connection the call named may go (hosts, paths;
     never its value): a replay gives a stand-in credential the same reach (N10, SEC4)."""
-    from .ctx.standins import credential_reach, http_exchange
+    from ..ctx.standins import credential_reach, http_exchange
 
     out: dict[str, Any] = {}
     for e in effects:
@@ -253,7 +253,7 @@ def _credentials(bench: Bench, effects: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _secrets(bench: Bench, effects: list[dict[str, Any]]) -> list[str]:
     """The names of the secrets the call read that were set (K6): a replay sets stand-ins."""
-    from .ctx.standins import secrets_set
+    from ..ctx.standins import secrets_set
 
     names = {
         str(e["args"][0])
@@ -329,7 +329,7 @@ def case_text(bench: Bench, case: dict[str, Any]) -> str:
     """The case as the file holds it: indented, keys in order, every secret the bench has seen
     masked in every form (plain, JSON-escaped, URL- and base64-encoded)."""
     text = json.dumps(case, indent=1, ensure_ascii=False, default=json_default) + "\n"
-    from .ctx.standins import mask_of
+    from ..ctx.standins import mask_of
 
     mask = mask_of(bench.providers)
     if mask is not None:

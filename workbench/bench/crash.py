@@ -13,20 +13,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _pipeline as pipeline
-from ._core import CallIdentity
-from ._errors import UsageError
-from ._result import CallResult, CrashReport
-from .ctx import CtxCrash
-from .ctx.hooks import Answer, CallHooks
-from .ctx.rerun import Outcome, judge, outcome
-from .ctx.state import restore, take
+from .._errors import UsageError
+from ..ctx import CtxCrash
+from ..ctx.hooks import Answer, CallHooks
+from ..ctx.rerun import Outcome, judge, outcome
+from ..ctx.state import restore, take
+from . import pipeline
+from .core import CallIdentity
+from .result import CallResult, CrashReport
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ._bench import Bench
-    from .ctx import CallSession
+    from ..ctx import CallSession
+    from .bench import Bench
 
 MATRIX_COLUMNS = [
     "crash_after",

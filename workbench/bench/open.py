@@ -8,20 +8,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._bench import Bench
-from ._errors import GemLoadError, UsageError, WorkbenchError
-from ._options import every_option, open_doc, resolve
-from ._plugins import on_loaded
-from .ctx import close_backends, desktop_has_trash
-from .ctx.clock import Clock
-from .ctx.stores import StateError, default_state_dir, make_providers, seed_files
-from .runners.deno import SandboxOptions
-from .types import refresh_quietly
+from .._errors import GemLoadError, UsageError, WorkbenchError
+from .._plugins import on_loaded
+from ..ctx import close_backends, desktop_has_trash
+from ..ctx.clock import Clock
+from ..ctx.stores import StateError, default_state_dir, make_providers, seed_files
+from ..runners.deno import SandboxOptions
+from ..types import refresh_quietly
+from .bench import Bench
+from .options import every_option, open_doc, resolve
 
 if TYPE_CHECKING:
-    from .ctx.stores import Providers
-    from .gem import Manifest
-    from .platforms import Limits, Profile
+    from ..ctx.stores import Providers
+    from ..gem import Manifest
+    from ..platforms import Limits, Profile
 
 
 def open(
@@ -32,11 +32,11 @@ def open(
     **options: Any,
 ) -> Bench:
     # the docstring is the option table's (_options.open_doc), set below
-    from ._bundle import is_bundle
-    from ._check import gem_folder
-    from .platforms import detect
+    from .._check import gem_folder
+    from ..bundles.export import is_bundle
+    from ..platforms import detect
 
-    if is_bundle(path):  # a repro bundle: its gem unpacked, its state put (_bundle.py)
+    if is_bundle(path):  # a repro bundle: its gem unpacked, its state put (bundles/export.py)
         return _open_bundle(Path(path), providers=providers, limits=limits, options=options)
 
     folder, why = gem_folder(path)  # a folder, or the path of its manifest.json / integration.ts
@@ -175,8 +175,8 @@ def _make_backends(
 ) -> None:
     """Each capability of the platform with a backend factory makes its backend, after the
     shared stores, in registry order (`providers.backends[impl]`; `Bench.close` closes them)."""
-    from .ctx import specs_of
-    from .ctx.spec import OpenContext
+    from ..ctx import specs_of
+    from ..ctx.spec import OpenContext
 
     opening = OpenContext(
         manifest=manifest,
@@ -205,7 +205,7 @@ def _state_error(exc: StateError, state_dir: Any) -> WorkbenchError:
 def _seed_account(bench: Bench, records: Mapping[str, Any]) -> None:
     """`account_storage={key: value}`: stored as ctx.storage.account.set would (the same checks:
     ctx.account.checked), in one transaction."""
-    from .ctx.account import PREFIX, checked, stored
+    from ..ctx.account import PREFIX, checked, stored
 
     if set(records) == {"account"} and isinstance(records["account"], Mapping):
         records = records["account"]  # createMockContext's {account: {…}}, accepted as is
@@ -228,15 +228,15 @@ def _all_mock(providers: Any) -> bool:
 
 def _put_state_dir(bench: Bench, folder: Path) -> None:
     """`state=DIR`: the state folder's entries put on the fresh mock bench, each checked."""
-    from ._statedir import read_state_dir
-    from .ctx.statejson import put_state
+    from ..bundles.statedir import read_state_dir
+    from ..ctx.statejson import put_state
 
     state = read_state_dir(folder, bench.limits, gem=bench.manifest.id)
     put_state(bench, state, code="E_STATE", label=str(folder))
 
 
 def _open_bundle(path: Path, *, providers: Any, limits: Limits | None, options: dict[str, Any]) -> Bench:
-    """`workbench.open("x.gemrepro")`: the bundle read and checked (_bundleread.py), its gem
+    """`workbench.open("x.gemrepro")`: the bundle read and checked (bundles/read.py), its gem
     unpacked into a temporary folder the bench owns (removed when it closes), refused when it
     would run host code unless `trust=True` (E_TRUST), opened on mock providers with the
     bundle's seed and clock (options given win), and its state and setup put."""
@@ -244,9 +244,9 @@ def _open_bundle(path: Path, *, providers: Any, limits: Limits | None, options: 
     import tempfile
     import weakref
 
-    from ._bundleread import check_trust, read_bundle, unpack
-    from .ctx.state import put
-    from .ctx.statejson import put_state
+    from ..bundles.read import check_trust, read_bundle, unpack
+    from ..ctx.state import put
+    from ..ctx.statejson import put_state
 
     if not _all_mock(providers):
         raise UsageError(f"{path}: a bundle opens on mock providers (its state is put on them)")

@@ -2,7 +2,7 @@
 CallSession, the runner, a crash or an aborted invocation, the JSON check of the value, secrets
 masked (K6, SEC4), the platform's verdict on the value (K2), the result kept in `bench.results`.
 
-Every call goes through here: `Bench.call`, its crash reruns (`_crash.py`, N7) and email
+Every call goes through here: `Bench.call`, its crash reruns (`bench/crash.py`, N7) and email
 triggers (`BenchEmail.arrive`, through `Bench.call`) through `call`, an agent tool's
 `ctx.tools.<own tool>(input)` through `nested` (A3–A5), which shares the runner, the trace's
 accounting, the JSON check, masking and the verdict. It names no platform: what differs is the
@@ -21,26 +21,26 @@ from collections.abc import Sequence
 from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
-from ._errors import CallInterrupted, WorkbenchError, internal_error
-from ._hints import explain_absent
-from ._json import to_json
-from ._reload import tool_file_error
-from ._result import CallResult
-from .ctx import CallSession, Capabilities, CtxCrash, Invocation
-from .ctx.hooks import ctx_hooks
-from .ctx.http import state_of as http_state
-from .ctx.limits import deadline_after
-from .ctx.masking import mask_shown
-from .ctx.tools import envelope
-from .runners import RUNNER_FOR, Outcome
+from .._errors import CallInterrupted, WorkbenchError, internal_error
+from .._json import to_json
+from ..ctx import CallSession, Capabilities, CtxCrash, Invocation
+from ..ctx.hooks import ctx_hooks
+from ..ctx.http import state_of as http_state
+from ..ctx.limits import deadline_after
+from ..ctx.masking import mask_shown
+from ..ctx.tools import envelope
+from ..runners import RUNNER_FOR, Outcome
+from .hints import explain_absent
+from .reload import tool_file_error
+from .result import CallResult
 
 if TYPE_CHECKING:
-    from ._bench import Bench
-    from ._core import CallIdentity
-    from .ctx.hooks import CallHooks
-    from .ctx.http_credentials import HttpState
-    from .gem import ToolSpec
-    from .runners import Runner
+    from ..ctx.hooks import CallHooks
+    from ..ctx.http_credentials import HttpState
+    from ..gem import ToolSpec
+    from ..runners import Runner
+    from .bench import Bench
+    from .core import CallIdentity
 
 
 def call(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .run import ToolStats, _key
 
 if TYPE_CHECKING:
-    from .._result import CallResult
+    from ..bench.result import CallResult
     from ..ctx.rerun import Outcome
     from ..gem import ToolSpec
     from .run import Search
@@ -128,7 +128,7 @@ def _crash_at(
     search: Search, tool: ToolSpec, start: int, input: Any, point: int, clean: tuple[CallResult, Outcome]
 ) -> bool:
     """Crash one run after ctx call `point` and rerun it; whether that was an N7 finding."""
-    from .._crash import crash_call
+    from ..bench.crash import crash_call
 
     search.tick()
     bench = search.bench

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import UsageError
 
 if TYPE_CHECKING:
-    from .._bench import Bench
+    from ..bench.bench import Bench
 
 
 class OutOfTime(BaseException):  # noqa: N818 - not an error: the run's time is up
@@ -82,7 +82,7 @@ class Kept:
         self.saved = bench.results.saved()  # (an empty one too: it is put back empty)
         self.parts = state.take(bench, roles=("setup", "log"))
         # the latest call's state copy (its `pin`) is taken aside, not closed by the run's calls
-        from .._pinning import pinning_of
+        from ..pins.pinning import pinning_of
 
         self.pinning = pinning_of(bench)
         self.counters = bench.core.saved()

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._errors import UsageError, WorkbenchError
-from .ctx.email import access_of
-from .inspect.replay import Ledger, Step
-from .inspect.replay_cursor import Key, same_cursor, trace_listed, trace_reads
+from .._errors import UsageError, WorkbenchError
+from ..ctx.email import access_of
+from ..inspect.replay import Ledger, Step
+from ..inspect.replay_cursor import Key, same_cursor, trace_listed, trace_reads
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ._bench import Bench
-    from ._result import CallResult
+    from .bench import Bench
+    from .result import CallResult
 
 MAX_STEPS = 10_000  # replay_run's safety stop when the tool never settles
 

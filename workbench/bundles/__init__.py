@@ -1,0 +1,1 @@
+"""bundles: see docs/architecture.md."""

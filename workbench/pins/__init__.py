@@ -1,0 +1,1 @@
+"""pins: see docs/architecture.md."""
