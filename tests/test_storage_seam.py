@@ -86,3 +86,20 @@ def test_the_attach_limit_is_a_permission_refusal_under_a_guard() -> None:
         guard.remove()
     coded = storage_error(caught.value, LIMITS, guard=guard, sql="ATTACH")
     assert coded is not None and coded.code == "E_PERM_DENIED"
+
+
+def test_no_module_outside_providers_reaches_a_databases_connection() -> None:
+    """The seam is the providers' methods: the state parts' puts ran their DELETE and INSERT
+    on `sql_db.conn`, where SQLite's own exceptions came out."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "workbench"
+    found = [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for path in sorted(root.rglob("*.py"))
+        if "providers" not in path.relative_to(root).parts
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr == "conn"
+    ]
+    assert found == []

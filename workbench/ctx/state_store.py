@@ -281,7 +281,7 @@ def _sql_put(cx: StateContext, tables: Any, bad: Refusal) -> None:
     if not isinstance(tables, dict):
         raise bad("sql", "is not {table: {rows}}")
     for table in db.tables():
-        db.conn.execute('DELETE FROM "' + table.replace('"', '""') + '"')
+        db.execute('DELETE FROM "' + table.replace('"', '""') + '"', ())
     put_sql(bad, cx.providers, tables)
 
 

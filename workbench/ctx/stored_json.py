@@ -173,7 +173,7 @@ def put_sql(bad: Refusal, p: Providers, tables: Any) -> None:
         alias = next((a for a in ("rowid", "_rowid_", "oid") if a not in {c.lower() for c in cols}), None)
         if alias is None:
             ids = None
-        db.conn.execute(f'DELETE FROM "{t.replace(chr(34), chr(34) * 2)}"')
+        db.execute(f'DELETE FROM "{t.replace(chr(34), chr(34) * 2)}"', ())
         quoted = '"' + t.replace('"', '""') + '"'
         for j, row in enumerate(rows):
             if not isinstance(row, dict) or not row or not set(row) <= cols:
@@ -190,8 +190,8 @@ def put_sql(bad: Refusal, p: Providers, tables: Any) -> None:
             except ValueError:
                 raise bad(f"sql.{t}.rows.{j}", "a {base64} value is not base64") from None
             try:
-                db.conn.execute(f"INSERT INTO {quoted} ({names}) VALUES ({marks})", values)
+                db.execute(f"INSERT INTO {quoted} ({names}) VALUES ({marks})", values)
             except Exception as exc:  # a constraint, a type SQLite refuses: the row named
                 raise bad(f"sql.{t}.rows.{j}", f"SQLite refused it: {exc}") from None
-    if db.conn.in_transaction:
-        db.conn.commit()
+    if db.in_transaction:
+        db.commit()
