@@ -109,10 +109,6 @@ def _entry(kind: str, where: str, key: Any, change: str, after: Any) -> dict[str
 ACCOUNT_IMPL, ACCOUNT_PREFIX = "account", "account:"
 
 
-def _account() -> tuple[str, str]:
-    return ACCOUNT_IMPL, ACCOUNT_PREFIX
-
-
 def _kv_reached(cx: StateContext, method: str, args: tuple[Any, ...], reach: Reach) -> None:
     """All kv at the call's first kv (or account) call: a list's answer depends on all."""
     if reach.first("kv"):
@@ -125,7 +121,7 @@ def _kv_before(copy: dict[str, str], named: Mapping[str, set[str]], changed: lis
     """The entries whose key the call named (or a prefix of it: a list) or changed; None when
     none. The strings an account call named are its records' keys, kept under a prefix."""
     keys = {str(c["key"]) for c in changed}
-    account, prefix = _account()
+    account, prefix = ACCOUNT_IMPL, ACCOUNT_PREFIX
     for impl, found in named.items():
         keys |= {prefix + s for s in found} if impl == account else found
     kv = {k: v for k, v in copy.items() if k in keys or any(k.startswith(p) for p in keys if p)}
