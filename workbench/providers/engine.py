@@ -13,16 +13,36 @@ import functools
 import sqlite3
 import types
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from .._errors import WorkbenchError
 
-if TYPE_CHECKING:
-    from .sqlguard import EngineLimits, Guard
-
-__all__ = ["EngineError", "TranslatedRows", "engine_error", "storage_error", "translating"]
+__all__ = ["EngineError", "EngineLimits", "TranslatedRows", "engine_error", "storage_error", "translating"]
 
 Kind = Literal["interrupted", "busy", "full", "memory", "too_big", "attach", "sql"]
+
+
+class EngineLimits(Protocol):
+    """The bounds SQLite is held to (the platform's `Limits` has them)."""
+
+    @property
+    def sql_value_bytes(self) -> int: ...
+
+    @property
+    def sql_statement_bytes(self) -> int: ...
+
+    @property
+    def storage_bytes(self) -> int: ...
+
+    @property
+    def sqlite_heap_bytes(self) -> int: ...
+
+
+class Refused(Protocol):
+    """What a statement's authorizer refused (sqlguard's `Guard`): the first reason, or ""."""
+
+    @property
+    def denied(self) -> str: ...
 
 
 class EngineError(Exception):
@@ -126,7 +146,7 @@ def translating(cls: C) -> C:
 
 
 def storage_error(
-    exc: BaseException, limits: EngineLimits, *, guard: Guard | None = None, **details: Any
+    exc: BaseException, limits: EngineLimits, *, guard: Refused | None = None, **details: Any
 ) -> WorkbenchError | None:
     """A storage engine failure as a coded error; None when `exc` is not one (the ctx layer's
     own failures). With the statement's `guard`: a refusal of the authorizer (or of the attach

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from typing import Any, Protocol
+from typing import Any
 
-from .engine import storage_error
+from .engine import EngineLimits, storage_error
 
 __all__ = ["READ_PRAGMAS", "EngineLimits", "Guard", "confine", "drop_temp", "set_heap_limit", "storage_error"]
 
@@ -68,22 +68,6 @@ _SETTINGS_READ_ONLY = frozenset(
 )  # settings: reading them is fine, setting not
 # SEC1: functions that reach outside the database (loadable extensions, FTS3 tokenizer pointers)
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
-
-
-class EngineLimits(Protocol):
-    """The bounds SQLite is held to (the platform's `Limits` has them)."""
-
-    @property
-    def sql_value_bytes(self) -> int: ...
-
-    @property
-    def sql_statement_bytes(self) -> int: ...
-
-    @property
-    def storage_bytes(self) -> int: ...
-
-    @property
-    def sqlite_heap_bytes(self) -> int: ...
 
 
 def drop_temp(db: sqlite3.Connection) -> None:
