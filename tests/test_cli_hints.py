@@ -94,14 +94,25 @@ def test_every_action_has_its_python_spelling() -> None:
 
 def test_the_spelling_follows_the_command_line_surface() -> None:
     from workbench._errors import command_line
+    from workbench.ctx.registry import specs
     from workbench.ctx.surface import spell_action, spell_option
 
+    every = specs()
+
     with command_line():
-        assert spell_action("--allow-recipient", "*@acme.example") == "--allow-recipient *@acme.example"
-        assert spell_option("fetch_handlers", "[…]").startswith("--fetch-fixtures FILE")
-    assert spell_action("--allow-recipient", "*@acme.example") == "bench.allow_recipients('*@acme.example')"
-    assert spell_option("fetch_handlers", "[…]") == "workbench.open(..., fetch_handlers=[…])"
-    assert json.dumps(spell_action("--allow-account")) == json.dumps("bench.email.allow([account ids])")
+        assert (
+            spell_action("--allow-recipient", "*@acme.example", among=every)
+            == "--allow-recipient *@acme.example"
+        )
+        assert spell_option("fetch_handlers", "[…]", among=every).startswith("--fetch-fixtures FILE")
+    assert (
+        spell_action("--allow-recipient", "*@acme.example", among=every)
+        == "bench.allow_recipients('*@acme.example')"
+    )
+    assert spell_option("fetch_handlers", "[…]", among=every) == "workbench.open(..., fetch_handlers=[…])"
+    assert json.dumps(spell_action("--allow-account", among=every)) == json.dumps(
+        "bench.email.allow([account ids])"
+    )
 
 
 def test_cli_refused_option_value_names_its_flag(mail_gem: Path, tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.runners.deno.testrun import OUTPUT_LIMIT, run_ts_tests
+from workbench._tstests import run_ts_tests
+from workbench.runners.deno.testrun import OUTPUT_LIMIT
 
 pytestmark = pytest.mark.deno
 ROOT = Path(__file__).resolve().parent.parent

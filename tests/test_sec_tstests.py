@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from test_ekanos_testrun import integration as demo_integration
 
+from workbench._tstests import run_ts_tests
 from workbench.platforms.ekanos.loader import IMPORT_MAP, SDK
 from workbench.runners.deno import testrun
 from workbench.runners.deno.imports import refused_import
 from workbench.runners.deno.pump import Bytes, pump
-from workbench.runners.deno.testrun import TsTestCase, run_ts_tests
+from workbench.runners.deno.testrun import TsTestCase
 
 pytestmark = pytest.mark.deno
 SECRET = "TOPSECRET-25"

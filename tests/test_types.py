@@ -186,12 +186,14 @@ def _new(tmp_path: Path, name: str, platform: str, lang: str) -> Path:
 
 
 def _typecheck(folder: Path) -> str | None:
-    from workbench.platforms import load
+    from workbench.platforms import load, profile
     from workbench.runners.deno import typecheck
 
     m = load(folder)
     ts = [t.file for t in m.tools.values() if t.language == "typescript"]
-    return typecheck(ts, deno_dir=folder.parent / "deno", manifest=m)
+    return typecheck(
+        ts, deno_dir=folder.parent / "deno", manifest=m, import_map=profile(m.platform).import_map
+    )
 
 
 @deno

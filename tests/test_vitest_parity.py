@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench._tstests import run_ts_tests
 from workbench.platforms.ekanos.loader import SDK
-from workbench.runners.deno.testrun import run_ts_tests
 
 pytestmark = pytest.mark.deno
 CORPUS = Path(__file__).resolve().parent / "vitest_parity"

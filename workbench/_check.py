@@ -93,7 +93,7 @@ def check(path: str | os.PathLike[str], *, typecheck: bool = False) -> list[Prob
         js = [t for t in manifest.tools.values() if t.language in ("javascript", "typescript")]
         problems += _js(js, manifest, profile)
     if typecheck and not problems:
-        problems += _typecheck(manifest)
+        problems += _typecheck(manifest, profile)
     return problems + _fixtures(manifest, profile)
 
 
@@ -224,11 +224,16 @@ def _import_problem(tool: ToolSpec, got: dict[str, Any]) -> Problem:
     }
 
 
-def _typecheck(manifest: Manifest) -> list[Problem]:
+def _typecheck(manifest: Manifest, profile: Profile) -> list[Problem]:
     from .ctx.stores import default_state_dir
     from .runners.deno.typecheck import typecheck
 
     ts = [t.file for t in manifest.tools.values() if t.language == "typescript"]
     # with the manifest: the installed ctx types, and JS tools marked `// @ts-check` too
-    report = typecheck(ts, deno_dir=default_state_dir(manifest.id, manifest.root) / "deno", manifest=manifest)
+    report = typecheck(
+        ts,
+        deno_dir=default_state_dir(manifest.id, manifest.root) / "deno",
+        manifest=manifest,
+        import_map=profile.import_map,  # the platform's SDK, if any: runners never import one
+    )
     return [{"file": str(manifest.root), "message": report}] if report else []

@@ -5,10 +5,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ._errors import WorkbenchError
 from .ctx.stores import default_state_dir
-from .runners.deno.testrun import TEST_SUFFIXES, TsTestCase, run_ts_tests, test_files
+from .runners.deno import testrun
+from .runners.deno.testrun import TEST_SUFFIXES, Sdk, TsTestCase, test_files
 
-__all__ = ["TsTestCase", "integration_of", "is_ts_integration", "run_ts_test_file", "ts_test_files"]
+__all__ = [
+    "TsTestCase",
+    "ekanos_sdk",
+    "integration_of",
+    "is_ts_integration",
+    "run_ts_test_file",
+    "run_ts_tests",
+    "ts_test_files",
+]
+
+
+def ekanos_sdk() -> Sdk:
+    """What Ekanos serves an integration's tests (`@ekanos/sdk`, its testing module, the vitest
+    shim), from its profile: the runner is handed it and imports no platform."""
+    from .platforms import profile
+
+    prof = profile("ekanos")
+    if prof.import_map is None:  # a profile replaced by a plugin without its SDK
+        raise WorkbenchError("E_INTERNAL", "the ekanos profile has no import_map for its SDK")
+    return Sdk(prof.import_map, prof.sdk_dirs)
+
+
+def run_ts_tests(
+    folder: Path, files: list[Path] | None = None, *, deno_dir: Path, timeout: float | None = 120.0
+) -> list[TsTestCase]:
+    """Every case of the integration's test files (default: all), with the Ekanos SDK."""
+    return testrun.run_ts_tests(folder, files, sdk=ekanos_sdk(), deno_dir=deno_dir, timeout=timeout)
 
 
 def is_ts_integration(folder: Path) -> bool:

@@ -226,7 +226,7 @@ def _call(args: argparse.Namespace) -> int:
         return _fail(exc.to_dict())
     try:
         if args.state:  # state kept between invocations: storage and files in DIR, the mock's seed once
-            from .providers.statedir import make_state_dir
+            from .ctx.stores import make_state_dir
 
             make_state_dir(Path(args.state))  # E_STATE for a file or a link loop, not a traceback
             options.update(providers="real", state_dir=args.state)

@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
-from ..providers.sqlguard import storage_error
+from ..providers.engine import storage_error
 from . import _pyctx
 from . import storage as _storage
 from ._pyctx import PythonCtx

@@ -22,13 +22,14 @@ from .._errors import WorkbenchError
 from .._json import to_json
 from .spec import CapabilitySpec, Flag, Option, View
 from .state_store import KV
+from .store_pins import ACCOUNT_IMPL, ACCOUNT_PREFIX
 
 if TYPE_CHECKING:
     from ..gem import Manifest
     from ..platforms import Limits, Profile
     from ._session import CallSession
 
-PREFIX = "account:"
+PREFIX = ACCOUNT_PREFIX  # the kv part's pins read records under it (ctx/store_pins.py)
 
 
 def _key(method: str, key: Any, most: int) -> str:
@@ -94,7 +95,7 @@ def checked(key: Any, data: Any, manifest: Manifest, profile: Profile, limits: L
 
 #: ctx.storage.account as a unit (K7)
 SPEC = CapabilitySpec(
-    impl="account",
+    impl=ACCOUNT_IMPL,
     state=(KV,),  # its records live in kv
     title="ctx.storage.account",
     implementation=Account,

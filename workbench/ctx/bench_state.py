@@ -16,8 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import state_check as check
-from .parts import Change, Refusal, StateContext, StatePart
-from .state import keyed_changes
+from .parts import Change, Refusal, StateContext, StatePart, keyed_changes
 
 __all__ = ["BENCH_PART"]
 

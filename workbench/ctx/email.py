@@ -209,7 +209,7 @@ class Email:
                 "E_PERM_DENIED",
                 f"account {_show(account)} is not allowed for this "
                 f"gem (E2; allowed: {allowed}); the user chooses accounts on the "
-                f"gem's page: {spell_action(ALLOW)} or {spell_action(ALLOW, 'all')}",
+                f"gem's page: {spell_action(ALLOW, among=(SPEC,))} or {spell_action(ALLOW, 'all', among=(SPEC,))}",
                 field="accountId",
                 accountId=_mail.cut(account, 200),
             )
@@ -229,7 +229,7 @@ class Email:
             if not grant.all and not grant.ids and mailbox.accounts():  # E2: nothing allowed yet
                 self.s.warn(
                     "email.listSince covered no account: the user has allowed none yet (E2); "
-                    f"allow them with {spell_action(ALLOW, 'all')} or {spell_action(ALLOW)} "
+                    f"allow them with {spell_action(ALLOW, 'all', among=(SPEC,))} or {spell_action(ALLOW, among=(SPEC,))} "
                     f"(the mailbox has {', '.join(mailbox.accounts()[:5])})"
                 )
         # dates are whole ms: date > since <=> date > floor(since)

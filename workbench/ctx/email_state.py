@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import state_check as check
-from .parts import Change, Refusal, StateContext, StatePart
-from .state import keyed_changes
+from .parts import Change, Refusal, StateContext, StatePart, keyed_changes
 
 if TYPE_CHECKING:
     from .email import MailAccess

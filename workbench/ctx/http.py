@@ -420,7 +420,7 @@ def _backend(opening: OpenContext) -> HttpState:
     # a mock's "no handler matches" names the platform's own option (Ekanos: fetch_handlers=)
     own = [o.name for o in SPEC.options if o.same_as == "http" and o.name in opening.profile.open_options]
     option = own[0] if own else "http"
-    hint = spell_option(option, "[{'match': url_prefix, 'respond': …}]")
+    hint = spell_option(option, "[{'match': url_prefix, 'respond': …}]", among=(SPEC,))
     return HttpState(
         make_transport(options.get("http", "mock"), option=option, hint=hint),
         options.get("credentials"),

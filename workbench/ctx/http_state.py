@@ -157,7 +157,7 @@ def _setup_restore(cx: StateContext, snap: Any) -> None:
 
 
 def _setup_diff(before: Any, after: Any) -> Any:
-    from .state import json_changes
+    from .parts import json_changes
 
     return json_changes(
         "http_setup", "http_setup", (before or {}).get("dump", {}), (after or {}).get("dump", {})

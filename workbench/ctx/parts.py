@@ -17,7 +17,7 @@ to comparing two dumps key by key.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -27,7 +27,17 @@ if TYPE_CHECKING:
     from ..platforms import Limits, Profile
     from .stores import Providers
 
-__all__ = ["Change", "Effect", "Reach", "Refusal", "StateContext", "StatePart"]
+__all__ = [
+    "Change",
+    "Effect",
+    "Reach",
+    "Refusal",
+    "StateContext",
+    "StatePart",
+    "json_changes",
+    "keyed",
+    "keyed_changes",
+]
 
 Json = Any
 
@@ -156,3 +166,37 @@ class Effect:
     # the act said for a person ("mail to a@x.example 'Report'", "POST https://…"); default:
     # the method and its arguments
     describe: Callable[[list[Any]], str] | None = None
+
+
+# -- comparing dumps: the parts' diffs use these (kept below ctx/state.py, which reads the
+# registry, so a part's module never imports the module that collects the parts)
+WORDS = {"added": "added", "changed": "changed", "deleted": "deleted"}
+
+
+def keyed(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any, str, Any, Any]]:
+    """(key, "added" | "deleted" | "changed", value before, value after) of each key whose
+    value differs between two {key: value} maps, in the order of the keys' text: the one
+    comparison every part's diff and a pin's changes are made of."""
+    for k in sorted(before.keys() | after.keys(), key=str):
+        a, b = before.get(k), after.get(k)
+        if a != b:
+            yield k, "added" if a is None else "deleted" if b is None else "changed", a, b
+
+
+def keyed_changes(
+    kind: str, where: str, before: dict[Any, Any], after: dict[Any, Any], words: dict[str, str] = WORDS
+) -> Iterator[Change]:
+    """A Change per key whose value differs between two {key: value} maps."""
+    for k, how, a, b in keyed(before, after):
+        yield Change(kind, where, k, words[how], a, b)
+
+
+def json_changes(kind: str, where: str, before: Any, after: Any) -> Iterator[Change]:
+    """The default diff of two dumps: by key of an object, by position of a list (what was
+    appended is "added"), else one change of the whole."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        yield from keyed_changes(kind, where, before, after)
+    elif isinstance(before, list) and isinstance(after, list):
+        yield from keyed_changes(kind, where, dict(enumerate(before)), dict(enumerate(after)))
+    elif before != after:
+        yield Change(kind, where, None, "changed", before, after)

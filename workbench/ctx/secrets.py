@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from . import state_check as check
-from .parts import Refusal, StateContext, StatePart
+from .parts import Refusal, StateContext, StatePart, json_changes
 from .spec import CapabilitySpec, Flag, OpenContext, Option
-from .state import json_changes
 
 if TYPE_CHECKING:
     from ._session import CallSession

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .parts import Change, Effect, Refusal, StateContext, StatePart
+from .parts import Change, Effect, Refusal, StateContext, StatePart, json_changes, keyed, keyed_changes
 
 if TYPE_CHECKING:
     from ..platforms import Profile
@@ -35,6 +35,9 @@ __all__ = [
     "dump",
     "effects_of",
     "empty",
+    "json_changes",
+    "keyed",
+    "keyed_changes",
     "parts_of",
     "put",
     "restore",
@@ -208,38 +211,6 @@ def changes(
 def diff(bench: Any, snap: Snapshot) -> list[Change]:
     """What changed since `snap`, part by part."""
     return changes(bench, snap)
-
-
-WORDS = {"added": "added", "changed": "changed", "deleted": "deleted"}
-
-
-def keyed(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any, str, Any, Any]]:
-    """(key, "added" | "deleted" | "changed", value before, value after) of each key whose
-    value differs between two {key: value} maps, in the order of the keys' text: the one
-    comparison every part's diff and a pin's changes are made of."""
-    for k in sorted(before.keys() | after.keys(), key=str):
-        a, b = before.get(k), after.get(k)
-        if a != b:
-            yield k, "added" if a is None else "deleted" if b is None else "changed", a, b
-
-
-def keyed_changes(
-    kind: str, where: str, before: dict[Any, Any], after: dict[Any, Any], words: dict[str, str] = WORDS
-) -> Iterator[Change]:
-    """A Change per key whose value differs between two {key: value} maps."""
-    for k, how, a, b in keyed(before, after):
-        yield Change(kind, where, k, words[how], a, b)
-
-
-def json_changes(kind: str, where: str, before: Any, after: Any) -> Iterator[Change]:
-    """The default diff of two dumps: by key of an object, by position of a list (what was
-    appended is "added"), else one change of the whole."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        yield from keyed_changes(kind, where, before, after)
-    elif isinstance(before, list) and isinstance(after, list):
-        yield from keyed_changes(kind, where, dict(enumerate(before)), dict(enumerate(after)))
-    elif before != after:
-        yield Change(kind, where, None, "changed", before, after)
 
 
 # -- JSON ---------------------------------------------------------------------------------

@@ -14,8 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
-from .parts import Change, Refusal, StateContext, StatePart
-from .state import keyed, keyed_changes
+from .parts import Change, Refusal, StateContext, StatePart, keyed, keyed_changes
 from .store_pins import DOCUMENTS_PIN, FILES_PIN, KV_PIN, SQL_PIN, WORKSPACE, Entries, workspace_files
 
 if TYPE_CHECKING:
@@ -138,7 +137,7 @@ def _files_diff(before: Entries, after: Entries) -> Iterator[Change]:
 
 
 def _files_dump(cx: StateContext) -> list[dict[str, Any]]:
-    from .statejson import content_json
+    from .stored_json import content_json
 
     return [
         {"root": root, "path": path, "type": kind, **content_json(data)}
@@ -147,7 +146,7 @@ def _files_dump(cx: StateContext) -> list[dict[str, Any]]:
 
 
 def _files_put(cx: StateContext, value: Any, bad: Refusal) -> None:
-    from .statejson import put_files
+    from .stored_json import put_files
 
     p = cx.providers
     for rel, _ in (
@@ -267,7 +266,7 @@ DOCUMENTS = StatePart(
 
 # -- the gem's SQL database ----------------------------------------------------------------
 def _sql_dump(cx: StateContext) -> dict[str, Any]:
-    from .statejson import table_json
+    from .stored_json import table_json
 
     db = cx.providers.sql_db
     _, made = db.query("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
@@ -276,13 +275,13 @@ def _sql_dump(cx: StateContext) -> dict[str, Any]:
 
 
 def _sql_put(cx: StateContext, tables: Any, bad: Refusal) -> None:
-    from .statejson import put_sql
+    from .stored_json import put_sql
 
     db = cx.providers.sql_db
     if not isinstance(tables, dict):
         raise bad("sql", "is not {table: {rows}}")
     for table in db.tables():
-        db.conn.execute('DELETE FROM "' + table.replace('"', '""') + '"')
+        db.execute('DELETE FROM "' + table.replace('"', '""') + '"', ())
     put_sql(bad, cx.providers, tables)
 
 

@@ -2,8 +2,8 @@
 
 The rules: when a statement counts as a write (D4), how much it may return (SEC5), when the
 schema runs (D3). The engine hardening that enforces SEC1/SEC5 inside SQLite (limits, the
-authorizer, the heap limit, the TEMP drop, SQLite's errors as codes) is providers/sqlguard.py,
-reached through the provider's `SqlDatabase`."""
+authorizer, the heap limit, the TEMP drop) is providers/sqlguard.py, reached through the
+provider's `SqlDatabase`, whose failures are its EngineError (providers/engine.py codes them)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import GemLoadError, WorkbenchError
 from .._text import well_formed, well_formed_params
-from ..providers.sqlguard import storage_error
+from ..providers.engine import storage_error
 from ..providers.sqlite import ScriptError
 from . import _watchdog
 from ._sqlwrite import writes_storage

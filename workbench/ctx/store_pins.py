@@ -11,16 +11,14 @@ without naming a store.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .parts import Reach, StateContext
+from .parts import Reach, StateContext, keyed
 from .paths import hidden
-from .state import keyed
-from .statejson import content_json, sql_json, table_json
+from .stored_json import content_json, sql_json, table_json
 
 if TYPE_CHECKING:
     from .stores import Providers
@@ -97,7 +95,7 @@ def _files_changed(copy: Entries, cx: StateContext) -> list[dict[str, Any]]:
 
 
 def _keyed_now(before: dict[Any, Any], after: dict[Any, Any]) -> Iterator[tuple[Any, str, Any]]:
-    """(key, how, value now) of each key whose value differs (ctx/state.py `keyed`)."""
+    """(key, how, value now) of each key whose value differs (ctx/parts.py `keyed`)."""
     return ((k, how, b) for k, how, _, b in keyed(before, after))
 
 
@@ -105,13 +103,10 @@ def _entry(kind: str, where: str, key: Any, change: str, after: Any) -> dict[str
     return {"kind": kind, "where": where, "key": key, "change": change, "after": after}
 
 
-@functools.cache
-def _account() -> tuple[str, str]:
-    """The account capability's name and the prefix its records are kept under in kv (read
-    when first asked: ctx/account.py declares its part from this module)."""
-    from .account import PREFIX, SPEC
-
-    return SPEC.impl, PREFIX
+#: The account capability's name and the prefix its records are kept under in kv. Stated here,
+#: with the kv part whose pins read them, and taken by ctx/account.py: the account's module
+#: declares its state from this one, which so never imports it back.
+ACCOUNT_IMPL, ACCOUNT_PREFIX = "account", "account:"
 
 
 def _kv_reached(cx: StateContext, method: str, args: tuple[Any, ...], reach: Reach) -> None:
@@ -126,7 +121,7 @@ def _kv_before(copy: dict[str, str], named: Mapping[str, set[str]], changed: lis
     """The entries whose key the call named (or a prefix of it: a list) or changed; None when
     none. The strings an account call named are its records' keys, kept under a prefix."""
     keys = {str(c["key"]) for c in changed}
-    account, prefix = _account()
+    account, prefix = ACCOUNT_IMPL, ACCOUNT_PREFIX
     for impl, found in named.items():
         keys |= {prefix + s for s in found} if impl == account else found
     kv = {k: v for k, v in copy.items() if k in keys or any(k.startswith(p) for p in keys if p)}

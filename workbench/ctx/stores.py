@@ -13,18 +13,31 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..providers import Providers, StateError, default_state_dir, make_providers
+from ..providers import (
+    DataStore,
+    Providers,
+    SqlDatabase,
+    StateError,
+    default_state_dir,
+    make_providers,
+    make_state_dir,
+)
 from ..providers.base import FileStore
 from ..providers.folder import read_regular
 from ..providers.httpcassette import Served
+from ..providers.mail import Envelope
 
 __all__ = [
+    "DataStore",
+    "Envelope",
     "FileStore",
     "Providers",
     "Served",
+    "SqlDatabase",
     "StateError",
     "default_state_dir",
     "make_providers",
+    "make_state_dir",
     "seed_files",
 ]
 

@@ -25,56 +25,11 @@ from ..gem.rules import SchemaRules
 from ..gem.schema import InputValidator, check_input
 from .audit import PLATFORM_PREFIX, record
 from .spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, file_or, path_or
+from .tools_schemas import SCHEMAS
 from .tools_state import FAULTS, OUTBOX, RECIPIENTS, SEND_EMAIL
 
 if TYPE_CHECKING:
     from ._session import CallSession
-
-_TEXT = {"type": "string", "maxLength": 100_000}
-_ADDRESSES = {
-    "anyOf": [
-        {"type": "string", "maxLength": 320},
-        {"type": "array", "items": {"type": "string", "maxLength": 320}, "maxItems": 50},
-    ]
-}
-#: the built-ins' input schemas, checked as for the model's calls
-SCHEMAS: dict[str, dict[str, Any]] = {
-    "web_search": {
-        "type": "object",
-        "required": ["query"],
-        "additionalProperties": False,
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 2000},
-            "count": {"type": "integer", "minimum": 1, "maximum": 20},
-        },
-    },
-    "send_email": {
-        "type": "object",
-        "required": ["to", "subject", "body_text"],
-        "additionalProperties": False,
-        "properties": {
-            "to": _ADDRESSES,
-            "cc": _ADDRESSES,
-            "subject": {"type": "string", "maxLength": 998},
-            "body_text": _TEXT,
-            "body_html": _TEXT,
-        },
-    },
-    "surface_file": {
-        "type": "object",
-        "required": ["path"],
-        "properties": {  # the seed writes surface_file({path, …}): other fields are kept, unread
-            "path": {"type": "string", "minLength": 1, "maxLength": 1024},
-            "title": {"type": "string", "maxLength": 200},
-        },
-    },
-    "calculate": {
-        "type": "object",
-        "required": ["expression"],
-        "additionalProperties": False,
-        "properties": {"expression": {"type": "string", "minLength": 1, "maxLength": 2000}},
-    },
-}
 
 
 def envelope(error: str, **details: Any) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError
 from . import state_check as check
-from .parts import Change, Effect, Refusal, StateContext, StatePart
-from .state import keyed_changes
+from .parts import Change, Effect, Refusal, StateContext, StatePart, keyed_changes
+from .tools_schemas import SCHEMAS
 
 if TYPE_CHECKING:
     from .stores import Providers
@@ -180,8 +180,6 @@ RECIPIENTS = StatePart(
 
 
 def _faults_put(cx: StateContext, value: Any, bad: Refusal) -> None:
-    from .tools import SCHEMAS
-
     faults = check.items(value, bad, "faults", dict, most=len(SCHEMAS))
     for name, modes in faults.items():
         if name not in SCHEMAS:

@@ -15,11 +15,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from ..bench.result import CallResult
+    from ..ctx.stores import DataStore, Envelope, FileStore, SqlDatabase
     from ..gem import Manifest
-    from ..providers.base import FileStore
-    from ..providers.datastore import DataStore
-    from ..providers.mail import Envelope
-    from ..providers.sqlite import SqlDatabase
 
 FILE_COLUMNS = ["area", "path", "type", "size", "modified", "call_id", "hidden"]
 

@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..ctx.email import ALLOW
+from ..ctx.email import SPEC as EMAIL
 from ..ctx.surface import spell_action
 from .replay_cursor import Key, behind, cursor_date, when
 
 if TYPE_CHECKING:
     from ..ctx.email import Grant
-    from ..providers.mail import Envelope
+    from ..ctx.stores import Envelope
 
 MESSAGE_COLUMNS = [
     "accountId",
@@ -237,7 +238,7 @@ class Ledger:
         if not grant.all and not grant.ids:
             out.append(
                 "No account is allowed, so the tool can read no mail: allow some with "
-                f"{spell_action(ALLOW, 'all')} or {spell_action(ALLOW)} (E2)."
+                f"{spell_action(ALLOW, 'all', among=(EMAIL,))} or {spell_action(ALLOW, among=(EMAIL,))} (E2)."
             )
         if self.unread:
             out.append(

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from .engine import TranslatedRows, translating
 from .sqlite import SqlDatabase, as_state_error
 
 
@@ -205,8 +206,10 @@ CREATE TABLE IF NOT EXISTS _wb_history (
 _KV_DDL = "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
 
 
+@translating
 class SqliteDataStore:
-    """A DataStore on one SQLite connection, opened in autocommit mode (open_database)."""
+    """A DataStore on one SQLite connection, opened in autocommit mode (open_database). Its
+    failures are EngineError, its rows' too (providers/engine.py): never sqlite3's."""
 
     def __init__(self, db: sqlite3.Connection | SqlDatabase) -> None:
         self.database = db if isinstance(db, SqlDatabase) else SqlDatabase(db)
@@ -270,9 +273,11 @@ class SqliteDataStore:
         order = "desc" if descending else "asc"
         # rid breaks ties, so pages of equal values keep one order
         by = f"{expr(order_by)} {order}, rid {order}" if order_by else f"rid {order}"
-        return self.db.execute(
-            f"SELECT id, doc FROM {table(collection)} WHERE {cond} ORDER BY {by} LIMIT ? OFFSET ?",
-            [*params, limit, offset],
+        return TranslatedRows(
+            self.db.execute(
+                f"SELECT id, doc FROM {table(collection)} WHERE {cond} ORDER BY {by} LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            )
         )
 
     def collections(self) -> list[str]:
@@ -322,8 +327,10 @@ class SqliteDataStore:
         return self.db.execute("DELETE FROM kv WHERE key = ?", (key,)).rowcount > 0
 
     def kv_keys(self, prefix: str) -> Rows:
-        return self.db.execute(
-            "SELECT key FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
+        return TranslatedRows(
+            self.db.execute(
+                "SELECT key FROM kv WHERE substr(key, 1, ?) = ? ORDER BY key", (len(prefix), prefix)
+            )
         )
 
     def kv_items(self) -> list[tuple[str, str]]:

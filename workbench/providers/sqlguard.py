@@ -1,6 +1,7 @@
 """SQLite engine hardening under ctx.storage.sql and the data store (SEC1, SEC5): connection
-limits, the authorizer a tool's SQL runs under, the heap limit, the TEMP drop, and SQLite's
-failures as coded errors. The rules that decide when each applies are the ctx layer's
+limits, the authorizer a tool's SQL runs under, the heap limit and the TEMP drop (SQLite's
+failures are the providers' EngineError, coded by `storage_error`: providers/engine.py,
+which this module still names for the ctx layer's older import). The rules that decide when each applies are the ctx layer's
 (ctx/storage.py); this is how SQLite is made to keep them.
 """
 
@@ -8,9 +9,11 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from typing import Any, Protocol
+from typing import Any
 
-from .._errors import WorkbenchError
+from .engine import EngineLimits, storage_error
+
+__all__ = ["READ_PRAGMAS", "EngineLimits", "Guard", "confine", "drop_temp", "set_heap_limit", "storage_error"]
 
 # authorizer action codes that change a database
 _WRITES = {
@@ -65,87 +68,6 @@ _SETTINGS_READ_ONLY = frozenset(
 )  # settings: reading them is fine, setting not
 # SEC1: functions that reach outside the database (loadable extensions, FTS3 tokenizer pointers)
 _DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer"})
-
-
-class EngineLimits(Protocol):
-    """The bounds SQLite is held to (the platform's `Limits` has them)."""
-
-    @property
-    def sql_value_bytes(self) -> int: ...
-
-    @property
-    def sql_statement_bytes(self) -> int: ...
-
-    @property
-    def storage_bytes(self) -> int: ...
-
-    @property
-    def sqlite_heap_bytes(self) -> int: ...
-
-
-def storage_error(
-    exc: BaseException, limits: EngineLimits, *, guard: Guard | None = None, **details: Any
-) -> WorkbenchError | None:
-    """A storage engine failure as a coded error; None when `exc` is not the engine's. With the
-    statement's `guard`: a refusal of the authorizer (or of the attach limit) is E_PERM_DENIED."""
-    if not isinstance(exc, sqlite3.Error):
-        return None
-    if guard is not None and guard.denied:
-        return WorkbenchError("E_PERM_DENIED", f"SQLite: {guard.denied} (SEC1)", **details)
-    if guard is not None and "too many attached databases" in str(exc):
-        return WorkbenchError(
-            "E_PERM_DENIED",
-            "ATTACH and VACUUM are not available: the gem's SQL reaches only its own database (SEC1)",
-            **details,
-        )
-    return sqlite_error(exc, limits, **details)
-
-
-def sqlite_error(exc: sqlite3.Error, limits: EngineLimits, **details: Any) -> WorkbenchError:
-    """A SQLite failure on a tool's behalf as a coded error (translated once, here)."""
-    msg = str(exc)
-    if msg == "interrupted":  # by the ctx layer's watchdog at the call's deadline
-        return WorkbenchError(
-            "E_TIMEOUT",
-            "the storage operation was stopped: the call ran out "
-            "of time (its timeout covers the ctx calls it makes)",
-            **details,
-        )
-    if "database is locked" in msg or "database is busy" in msg:
-        return busy_error(exc)
-    if "database or disk is full" in msg:
-        return WorkbenchError(
-            "E_TOO_LARGE",
-            f"storage is full: each database holds at most {limits.storage_bytes:,} bytes",
-            limit=limits.storage_bytes,
-            **details,
-        )
-    if msg == "out of memory":
-        return WorkbenchError(
-            "E_TOO_LARGE",
-            f"SQLite ran out of memory: it may hold at most {limits.sqlite_heap_bytes:,} bytes at once",
-            limit=limits.sqlite_heap_bytes,
-            **details,
-        )
-    if "too big" in msg or "too long" in msg or "too large" in msg:
-        return WorkbenchError(
-            "E_TOO_LARGE",
-            f"SQLite: {msg} (strings and blobs up to "
-            f"{limits.sql_value_bytes:,} bytes, statements up to "
-            f"{limits.sql_statement_bytes:,})",
-            **details,
-        )
-    return WorkbenchError("E_SQL", f"SQLite: {msg}", **details)
-
-
-def busy_error(exc: sqlite3.Error) -> WorkbenchError:
-    """A locked state database (another process's call) as a coded error, not E_INTERNAL."""
-    return WorkbenchError(
-        "E_BUSY",
-        f"the state database stayed locked by another process "
-        f"until the call ran out of time ({exc}); try again, or give each "
-        "process its own state_dir",
-    )
 
 
 def drop_temp(db: sqlite3.Connection) -> None:

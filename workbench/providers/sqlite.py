@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from .._errors import WorkbenchError
 from . import sqlguard
+from .engine import TranslatedRows, translating
 from .sqlguard import EngineLimits, Guard
 
 
@@ -99,11 +100,13 @@ def _busy_timeout(seconds: float) -> str:
 _DATE_FUNCTIONS = {"date": 1, "time": 1, "datetime": 1, "julianday": 1, "unixepoch": 1, "strftime": 2}
 
 
+@translating
 class SqlDatabase:
     """One SQLite database (autocommit: transactions are the caller's, begin/commit/rollback).
 
-    Its failures are SQLite's exceptions; `storage_error` (providers.sqlguard) codes them, so
-    the layers above never name sqlite3. `conn` is the connection, for providers and tests."""
+    Its failures are EngineError (providers/engine.py), SQLite's translated in here, a cursor's
+    rows included; `storage_error` codes them, so the layers above never see sqlite3's. `conn`
+    is the connection, for providers and tests."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -193,7 +196,7 @@ class SqlDatabase:
 
     def execute(self, sql: str, params: Any) -> Cursor:
         """Run one statement; its rows are read from the cursor (a row can fail too)."""
-        return self.conn.execute(sql, params)
+        return TranslatedRows(self.conn.execute(sql, params))
 
     def drop_temp(self) -> None:
         """Drop the TEMP tables, views and triggers (sqlguard.drop_temp)."""

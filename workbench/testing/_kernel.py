@@ -22,7 +22,7 @@ from jupyter_client.manager import AsyncKernelManager
 from . import _asserts
 from ._client import ReadyClient
 from ._reap import MARKER, kill_marked, kill_pids, new_marker, stop_tree
-from .notebook import DEFAULT_KERNEL, OUTPUT_TAIL  # (of the kernel's own output too: `output()`)
+from ._shared import DEFAULT_KERNEL, OUTPUT_TAIL  # (of the kernel's own output too: `output()`)
 
 #: Arguments every notebook kernel starts with: IPython history in memory (nothing shared
 #: between notebook runs) and its log only from errors up (ipykernel warns on every start that

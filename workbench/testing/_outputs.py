@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .notebook import OUTPUT_TAIL
+from ._shared import OUTPUT_TAIL
 
 #: Characters of a cell's first outputs kept.
 HEAD = 4 * OUTPUT_TAIL

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScheduling
 
-from .order import is_notebook, plan, seconds
+from ._plan import is_notebook, plan, seconds
 
 
 class TimedScheduling(LoadScheduling):

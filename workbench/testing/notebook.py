@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._text import terminal_safe
+from ._shared import DEFAULT_KERNEL, OUTPUT_TAIL
 
 if TYPE_CHECKING:
     from ._kernel import NotebookKernel
 
-#: The kernel notebooks run on unless told otherwise (the kernelspec this package installs).
-DEFAULT_KERNEL = "gem-workbench"
 #: Seconds one cell may run before the notebook fails.
 DEFAULT_TIMEOUT = 120.0
 #: Seconds the kernel may take to start and answer.
@@ -32,8 +31,6 @@ STARTUP_TIMEOUT = 60.0
 #: kernel's idle status ends the wait as soon as they are in, so this costs a normal cell nothing.
 IOPUB_TIMEOUT = 60
 
-#: How much of a failing cell's output a report shows: the end (a kernel's own output likewise).
-OUTPUT_TAIL = 64 * 1024
 
 _RULE = "------------------"
 

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +26,6 @@ from ..._deno import DENO_FLAGS, deno_bin, minimal_env
 from ..._errors import WorkbenchError
 from ..._text import terminal_safe
 from ...gem.links import GemLinks
-from ...platforms.ekanos.loader import IMPORT_MAP
-from ...platforms.ekanos.loader import SDK as SDK_DIR
 from ..python import CappedLog, render_logs
 from .imports import refused_import
 from .pump import Bytes, capped, pump
@@ -64,10 +63,25 @@ def test_files(folder: Path) -> list[Path]:
     return found
 
 
+@dataclass(frozen=True)
+class Sdk:
+    """What the platform serves the tests (its profile's `import_map` and `sdk_dirs`): the
+    caller hands it over, so runners never import a platform."""
+
+    import_map: Path
+    dirs: Sequence[Path] = ()
+
+
 def run_ts_tests(
-    folder: Path, files: list[Path] | None = None, *, deno_dir: Path, timeout: float | None = 120.0
+    folder: Path,
+    files: list[Path] | None = None,
+    *,
+    sdk: Sdk,
+    deno_dir: Path,
+    timeout: float | None = 120.0,
 ) -> list[TsTestCase]:
-    """Run the integration's test files (default: all of them); every case of every file.
+    """Run the integration's test files (default: all of them); every case of every file,
+    with the platform's `sdk` (its import map, and the folders Deno may read it from).
 
     `timeout` is per file; a file that runs over it, or fails outside any test (an import error,
     an uncaught rejection), gives one failed case named "(timeout)" or "(uncaught error)".
@@ -79,11 +93,11 @@ def run_ts_tests(
         return [TsTestCase("(links)", Path(f), "failed", message=links.message)
                 for f in (test_files(folder) if files is None else files)]  # fmt: skip
     for file in test_files(folder) if files is None else files:
-        cases += _run_file(folder, Path(file).resolve(), deno_dir=deno_dir, timeout=timeout)
+        cases += _run_file(folder, Path(file).resolve(), sdk=sdk, deno_dir=deno_dir, timeout=timeout)
     return cases
 
 
-def _command(folder: Path, file: Path, junit: Path) -> list[str]:
+def _command(folder: Path, file: Path, junit: Path, sdk: Sdk) -> list[str]:
     return [
         deno_bin(),
         "test",
@@ -91,14 +105,16 @@ def _command(folder: Path, file: Path, junit: Path) -> list[str]:
         # vitest does not type-check either; `gem-workbench check --typecheck` does
         "--no-check",
         "--v8-flags=--max-old-space-size=512",
-        f"--import-map={IMPORT_MAP}",
-        f"--allow-read={folder},{SDK_DIR}",
+        f"--import-map={sdk.import_map}",
+        f"--allow-read={','.join(map(str, (folder, *sdk.dirs)))}",
         f"--junit-path={junit}",
         str(file),
     ]
 
 
-def _run_file(folder: Path, file: Path, *, deno_dir: Path, timeout: float | None) -> list[TsTestCase]:
+def _run_file(
+    folder: Path, file: Path, *, sdk: Sdk, deno_dir: Path, timeout: float | None
+) -> list[TsTestCase]:
     deno_dir.mkdir(parents=True, exist_ok=True)
     # The Cache API writes under DENO_DIR/location_data with no permission check (see Sandbox):
     # a file in its place makes it fail, so tests cannot write either.
@@ -108,7 +124,7 @@ def _run_file(folder: Path, file: Path, *, deno_dir: Path, timeout: float | None
         blocker.touch()
     deadline = None if timeout is None else time.monotonic() + timeout
     refused = refused_import(
-        file, [folder, SDK_DIR], import_map=IMPORT_MAP, deno_dir=deno_dir, deadline=deadline
+        file, [folder, *sdk.dirs], import_map=sdk.import_map, deno_dir=deno_dir, deadline=deadline
     )
     if refused is not None and refused.code == "E_TIMEOUT":
         return [
@@ -116,7 +132,7 @@ def _run_file(folder: Path, file: Path, *, deno_dir: Path, timeout: float | None
         ]
     if refused is not None:
         return [TsTestCase("(imports)", file, "failed", 0.0, str(refused))]
-    output, code, report = _run_deno_test(folder, file, deno_dir, deadline)
+    output, code, report = _run_deno_test(folder, file, sdk, deno_dir, deadline)
     if code == "full":
         over = WorkbenchError(
             "E_TOO_LARGE",
@@ -138,7 +154,7 @@ def _run_file(folder: Path, file: Path, *, deno_dir: Path, timeout: float | None
 
 
 def _run_deno_test(
-    folder: Path, file: Path, deno_dir: Path, deadline: float | None
+    folder: Path, file: Path, sdk: Sdk, deno_dir: Path, deadline: float | None
 ) -> tuple[str, str | int | None, bytes | None]:
     """(console output, exit code or "timeout" or "full", the JUnit report or None).
 
@@ -152,7 +168,7 @@ def _run_deno_test(
         fifo = os.open(junit, os.O_RDONLY | os.O_NONBLOCK)  # never blocks: no writer needed
         try:
             proc = subprocess.Popen(
-                _command(folder, file, junit),
+                _command(folder, file, junit, sdk),
                 cwd=folder,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

@@ -14,14 +14,17 @@ if TYPE_CHECKING:
     from ...gem import Manifest
 
 
-def typecheck(files: list[Path], *, deno_dir: Path, manifest: Manifest | None = None) -> str | None:
+def typecheck(
+    files: list[Path], *, deno_dir: Path, manifest: Manifest | None = None, import_map: Path | None = None
+) -> str | None:
     """Run `deno check` on TypeScript tools; the compiler's report, or None when they pass.
 
     With the gem's `manifest`, the tools' ctx types are the installed ones: the gem's
     `.gem-workbench/` folder (where a tool imports `Ctx` from) is mapped onto a fresh copy made
     from workbench/types and the current manifest, so a stale, edited or missing copy can
-    neither hide an error nor invent one; the platform's import map applies (Ekanos:
-    `@ekanos/sdk`); and JS tools that opt in with `// @ts-check` are checked too.
+    neither hide an error nor invent one; the platform's `import_map` (its profile's: the caller
+    hands it over, runners never import a platform) applies (Ekanos: `@ekanos/sdk`); and JS
+    tools that opt in with `// @ts-check` are checked too.
     """
     from deno import find_deno_bin
 
@@ -31,7 +34,7 @@ def typecheck(files: list[Path], *, deno_dir: Path, manifest: Manifest | None = 
     with tempfile.TemporaryDirectory(prefix="wb-types-") as tmp:
         if manifest is not None:
             files += [f for f in _ts_checked(manifest) if f not in files]
-            flags.append(f"--import-map={_types_map(manifest, Path(tmp))}")
+            flags.append(f"--import-map={_types_map(manifest, Path(tmp), import_map)}")
         if not files:
             return None
         out = subprocess.run(
@@ -61,10 +64,9 @@ def _ts_checked(manifest: Manifest) -> list[Path]:
     return out
 
 
-def _types_map(manifest: Manifest, tmp: Path) -> Path:
+def _types_map(manifest: Manifest, tmp: Path, platform_map: Path | None) -> Path:
     """An import map for `deno check`: the gem's `.gem-workbench/` onto fresh declarations in
     `tmp`, plus the platform's own map (its relative targets made absolute)."""
-    from ...platforms import profile
     from ...types import FOLDER, gem_files
 
     types = tmp / "types"
@@ -72,10 +74,9 @@ def _types_map(manifest: Manifest, tmp: Path) -> Path:
     for name, text in gem_files(manifest).items():
         (types / name).write_text(text, encoding="utf-8")
     imports: dict[str, str] = {}
-    prof = profile(manifest.platform)
-    if prof.import_map is not None:
-        raw = json.loads(prof.import_map.read_text(encoding="utf-8"))
-        base = prof.import_map.parent
+    if platform_map is not None:
+        raw = json.loads(platform_map.read_text(encoding="utf-8"))
+        base = platform_map.parent
         imports.update({k: (base / v).resolve().as_uri() for k, v in raw.get("imports", {}).items()})
     for root in {Path(manifest.root).absolute(), Path(manifest.root).resolve()}:
         imports[(root / FOLDER).as_uri() + "/"] = types.as_uri() + "/"
