@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
 from ..providers.base import LinkInPath
-from ..providers.sqlguard import storage_error
+from ..providers.engine import storage_error
 from . import _trace, _watchdog
 from . import limits as _limits
 from .hooks import CallHooks
