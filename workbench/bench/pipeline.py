@@ -15,7 +15,6 @@ import dataclasses
 import functools
 import hashlib
 import os
-import secrets
 import time
 from collections.abc import Sequence
 from stat import S_ISREG
@@ -128,9 +127,10 @@ def interrupted_error(res: CallResult) -> WorkbenchError:
 def token_hex(bench: Bench, nbytes: int) -> str:
     """`nbytes` random bytes as hex: the bench's seeded stream when it has a seed (ids that a
     second bench with the same seed repeats), the system's randomness otherwise."""
-    if bench.seed is None:
-        return secrets.token_hex(nbytes)
-    return f"{bench.core.rng.getrandbits(nbytes * 8):0{nbytes * 2}x}"
+    # ids and keys need to be unique, not unpredictable: without a seed they come from the
+    # bench's own stream, seeded from the system's randomness (os.urandom cost a call 1 µs)
+    rng = bench.core.rng if bench.seed is not None else bench.core.draws
+    return f"{rng.getrandbits(nbytes * 8):0{nbytes * 2}x}"
 
 
 def call_seed(seed: int | None, seq: int | str) -> int | None:

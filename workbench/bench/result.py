@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
-from .._json import json_chars
+from .._json import flat_chars, json_chars
 from ..ctx.kept import ROW_CHARS, TRACE_ROW_CHARS, Ring
 from ..ctx.written import PREVIEW_BYTES, FileChange, kept_bytes
 
@@ -170,7 +170,7 @@ def kept_chars(res: CallResult) -> int:
     """About the characters `res` holds (its value, logs, log rows, trace, input, error and
     nested calls): what keeping it in bench.results costs."""
     trace = res.trace_rows
-    n = ROW_CHARS + len(res.logs) + res.trace_chars + json_chars(res.value) + json_chars(res.input)
+    n = ROW_CHARS + len(res.logs) + res.trace_chars + _chars(res.value) + _chars(res.input)
     if trace:
         n += TRACE_ROW_CHARS * len(trace)
     # (most calls have none of these: each is looked at only when there is one)
@@ -187,6 +187,17 @@ def kept_chars(res: CallResult) -> int:
     if res.children:
         n += sum(kept_chars(c) for c in res.children)
     return n
+
+
+def _chars(value: Any) -> int:
+    """About a value's JSON characters: for a small flat value, the bound `flat_chars` gives
+    (at most 6 times the text, a few hundred characters: nothing against the ring's cap), so
+    most results are not serialised only to be measured; else the text's length."""
+    bound = flat_chars(value)
+    return bound if 0 <= bound <= SMALL else json_chars(value)
+
+
+SMALL = 1024  # characters under which a flat value's bound stands for its size
 
 
 def results_ring(cap: int) -> Ring[CallResult]:

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -311,6 +312,8 @@ def _run_coroutine(coro: Any) -> Any:
 
 
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})  # never awaitable
+# entry point -> whether it is a coroutine function (weak: a reloaded module's go with it)
+_ASYNC: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
 def _call(tool: ToolSpec, args: Any, caps: Capabilities, modules: Modules, fresh: bool) -> Outcome:
@@ -326,7 +329,16 @@ def _call(tool: ToolSpec, args: Any, caps: Capabilities, modules: Modules, fresh
                 file=tool.rel_file,
             )
         )
-    is_async = inspect.iscoroutinefunction(handle)
+    try:
+        is_async = _ASYNC.get(handle)
+    except TypeError:  # an entry point that cannot be a key (a callable object, unhashable)
+        is_async = inspect.iscoroutinefunction(handle)
+    if is_async is None:  # (asked once per entry point: inspect's check cost a call 1 µs)
+        is_async = inspect.iscoroutinefunction(handle)
+        try:
+            _ASYNC[handle] = is_async
+        except TypeError:
+            pass
     ctx = PythonCtx(caps, asynchronous=is_async)
     deadline = caps.session.deadline
     value = _run_coroutine(_bounded(handle(args, ctx), deadline)) if is_async else handle(args, ctx)
