@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._plugins import Group
+from .._plugins import CHECKS, Group
 from . import account as _account
 from . import audit as _audit
 from . import data as _data
@@ -29,6 +29,7 @@ from . import secrets as _secrets
 from . import storage as _storage
 from . import tools as _tools
 from .spec import CapabilitySpec, specs_for
+from .verify import spec_problems
 
 if TYPE_CHECKING:
     from ..platforms import Profile
@@ -74,7 +75,8 @@ _BUILTIN_NAMES = frozenset(n for s in SPECS.values() for n in (s.impl, *s.covers
 
 
 #: the entry points' specs, loaded once per process (one that fails to load, is not a
-#: CapabilitySpec or reuses a name is skipped with a PluginWarning naming it)
+#: CapabilitySpec, reuses a name or fails its check is skipped with a PluginWarning naming it)
+CHECKS[GROUP] = spec_problems
 _plugins = Group(
     GROUP,
     CapabilitySpec,
