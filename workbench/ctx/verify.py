@@ -120,7 +120,8 @@ def method_problem(impl: type, attr: str, declared: tuple[str, ...], bound: int)
     if not any(p.kind == p.VAR_POSITIONAL for p in params):
         slots = [p for p in params if p.kind in _POSITIONAL]
         if len(slots) < len(declared):
-            return f"({declared[len(slots)]}): {shown} takes no argument for it"
+            missing = declared[len(slots)]
+            return f"({missing}): {shown} takes no argument for {missing!r}"
     for i, p in enumerate(params):
         if p.kind == p.VAR_POSITIONAL:
             break
@@ -129,7 +130,7 @@ def method_problem(impl: type, attr: str, declared: tuple[str, ...], bound: int)
         if i >= len(declared):
             return f"({p.name}): {shown} requires {p.name!r}, which the row does not declare"
         if i >= bound and p.kind != p.POSITIONAL_ONLY and p.name != declared[i]:
-            return f"({p.name}): {shown} names the row's {declared[i]!r} {p.name!r}"
+            return f"({p.name}): {shown} takes {p.name!r} where the row declares {declared[i]!r}"
     return None
 
 
