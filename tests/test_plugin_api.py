@@ -119,6 +119,9 @@ class Greeter:
     def spread(self, *args: Any) -> None:  # takes any arguments
         return None
 
+    def spread_keyword(self, *args: Any, loud: bool) -> None:  # and one no call passes
+        return None
+
     def insert(self, collection_name: str, doc: Any) -> None:  # a collection's bound first
         return None
 
@@ -173,6 +176,11 @@ def _problems(*rows: tuple[str, str, tuple[str, ...]], kind: str = "namespace") 
             "keyword",
             ("name",),
             "toy.greeter.keyword(loud): Greeter.keyword(name, loud) requires 'loud', which the row does not declare",
+        ),
+        (
+            "spread_keyword",
+            ("name",),
+            "toy.greeter.spread_keyword(loud): Greeter.spread_keyword(args, loud) requires 'loud'",
         ),
         (
             "swapped",

@@ -29,7 +29,6 @@ from . import secrets as _secrets
 from . import storage as _storage
 from . import tools as _tools
 from .spec import CapabilitySpec, specs_for
-from .verify import spec_problems
 
 if TYPE_CHECKING:
     from ..platforms import Profile
@@ -74,16 +73,23 @@ IMPLEMENTATIONS: dict[str, type] = {
 _BUILTIN_NAMES = frozenset(n for s in SPECS.values() for n in (s.impl, *s.covers))
 
 
+def _problems(spec: CapabilitySpec) -> list[str]:
+    """A capability plugin's problems (ctx/verify.py, loaded only when a plugin is)."""
+    from .verify import spec_problems
+
+    return spec_problems(spec)
+
+
+CHECKS[GROUP] = _problems
 #: the entry points' specs, loaded once per process (one that fails to load, is not a
 #: CapabilitySpec, reuses a name or fails its check is skipped with a PluginWarning naming it)
-CHECKS[GROUP] = spec_problems
 _plugins = Group(
     GROUP,
     CapabilitySpec,
     names=lambda s: (s.impl, *s.covers),
     taken=_BUILTIN_NAMES,
     what="capability name",
-    public="workbench.ctx.spec.CapabilitySpec",
+    public="workbench.plugin.CapabilitySpec",
 )
 
 

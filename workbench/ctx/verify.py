@@ -123,11 +123,9 @@ def method_problem(impl: type, attr: str, declared: tuple[str, ...], bound: int)
             missing = declared[len(slots)]
             return f"({missing}): {shown} takes no argument for {missing!r}"
     for i, p in enumerate(params):
-        if p.kind == p.VAR_POSITIONAL:
-            break
-        if p.default is not _EMPTY or p.kind == p.VAR_KEYWORD:
+        if p.default is not _EMPTY or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
-        if i >= len(declared):
+        if p.kind == p.KEYWORD_ONLY or i >= len(declared):  # no call passes it
             return f"({p.name}): {shown} requires {p.name!r}, which the row does not declare"
         if i >= bound and p.kind != p.POSITIONAL_ONLY and p.name != declared[i]:
             return f"({p.name}): {shown} takes {p.name!r} where the row declares {declared[i]!r}"
