@@ -8,6 +8,7 @@ helper."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import subprocess
@@ -221,6 +222,15 @@ def test_a_row_naming_no_capability_is_a_problem() -> None:
         "toy.grants_for(tool): takes 1 argument(s), the workbench passes 2 (manifest, tool)",
         "toy.nowhere.go: no capability implements 'nowhere'",
     ]
+    scaffolded = dataclasses.replace(
+        prof,
+        capabilities=(),
+        grants_for=lambda manifest, tool: plugin.Grants(),
+        scaffold=plugin.Scaffold(files=lambda: {}, call={}, asserts=()),  # type: ignore[arg-type]
+    )
+    assert plugin.check(scaffolded) == [
+        "toy.scaffold.files(values): takes 0 argument(s), the workbench passes 1 (values)"
+    ]
 
 
 def test_a_capabilitys_functions_are_checked_against_what_the_workbench_passes() -> None:
@@ -335,14 +345,30 @@ def test_a_plugin_whose_row_names_a_missing_method_loads_with_a_warning_and_the_
     site.mkdir()
     _greeter(site, "waver", method="wave")
     _greeter(site, "sound")  # beside it, a plugin without a problem is registered
+    fake_dist(  # and one whose rows cannot even be read: skipped, never a traceback
+        site,
+        "gem_workbench.platforms",
+        "gw_norows",
+        "norows = gw_norows:PROFILE",
+        """
+        import dataclasses
+        from workbench.platforms.notochord import PROFILE as NOTOCHORD
+        PROFILE = dataclasses.replace(NOTOCHORD, name="norows", capabilities=None)
+        """,
+    )
     out = _load(site, tmp_path)
     assert out["names"] == ["notochord", "agent", "ekanos", "sound"] and out["call"] is True
     assert out["warnings"] == [
         [
             "PluginWarning",
+            "entry point 'norows' = 'gw_norows:PROFILE' (group gem_workbench.platforms): could not be "
+            "checked: TypeError: 'NoneType' object is not iterable; skipped",
+        ],
+        [
+            "PluginWarning",
             "entry point 'waver' = 'gw_waver:PROFILE' (group gem_workbench.platforms): "
             "waver.waver.wave(name): Greeter has no method 'wave'; skipped",
-        ]
+        ],
     ]
 
 

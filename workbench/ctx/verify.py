@@ -39,6 +39,9 @@ PROFILE_CALLS: dict[str, tuple[str, ...]] = {
     "opened": ("manifest",),
     "closed": ("manifest",),
     "detects": ("folder",),
+    "declarations.ts_modules": ("lines",),
+    "declarations.gem_ctx": ("manifest",),
+    "scaffold.files": ("values",),
 }
 #: ... and of a capability spec (ctx/spec.py), of its state parts (ctx/parts.py) and effects
 SPEC_CALLS: dict[str, tuple[str, ...]] = {
@@ -153,7 +156,9 @@ def profile_problems(profile: Profile, implementation: Callable[[str], Any]) -> 
     takes other parameters, a function that cannot take what the workbench passes it."""
     out = []
     for field, passed in PROFILE_CALLS.items():
-        fn = getattr(profile, field, None)
+        fn: Any = profile
+        for attr in field.split("."):  # "scaffold.files": the scaffold's, when there is one
+            fn = getattr(fn, attr, None)
         if fn is not None and (why := _takes(fn, passed)):
             out.append(f"{profile.name}.{field}{why}")
     for cap, where, attr, declared, bound in _rows(profile):
