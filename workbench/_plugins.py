@@ -60,7 +60,8 @@ def load_group(
     order. names: the names an object takes (a platform's, a capability's and what it
     covers), checked against and added to `taken`; what: "platform name" or "capability
     name", and public: the type's public name, for the warning; skip(name, value): an entry
-    point to pass over silently (a built-in's own registration)."""
+    point to pass over silently (a built-in's own registration). An object that `CHECKS[group]`
+    finds problems in is skipped, its warning naming each."""
     out: list[T] = []
     for ep in sorted(_installed().select(group=group), key=lambda e: e.name):
         if skip(ep.name, ep.value):
