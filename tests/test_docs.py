@@ -33,6 +33,7 @@ RUNNABLE = {
     "docs/pins.md": ["notes"],
     "docs/bundles.md": ["notes"],
     "docs/doctor.md": ["buggy", "notes"],
+    "docs/platforms.md": [],
     "docs/first-gem/notochord.md": [],
     "docs/first-gem/agent.md": [],
     "docs/first-gem/ekanos.md": [],

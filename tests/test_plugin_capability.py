@@ -284,7 +284,7 @@ def test_a_broken_capability_plugin_is_a_warning_and_the_builtins_still_work(tmp
     assert [c for c, _ in out["warnings"]] == ["PluginWarning"] * 3, out["warnings"]
     assert "entry point 'dup' = 'gw_capdup:SPEC' (group gem_workbench.capabilities)" in messages[0]
     assert "already taken" in messages[0]
-    assert "entry point 'notspec'" in messages[1] and "not a workbench.ctx.spec.CapabilitySpec" in messages[1]
+    assert "entry point 'notspec'" in messages[1] and "not a workbench.plugin.CapabilitySpec" in messages[1]
     assert "entry point 'raises'" in messages[2] and "RuntimeError: plugin bug" in messages[2]
     assert out["call"] is True and out["title"] == "ctx.files"
 

@@ -180,8 +180,7 @@ def test_a_broken_plugin_is_a_warning_and_the_builtins_still_work(tmp_path: Path
     dup, notprofile, raises = (m for _, m in messages)
     assert "entry point 'dup' = 'gw_dup:PROFILE'" in dup and "'notochord' is already taken" in dup
     assert (
-        "entry point 'notprofile'" in notprofile
-        and "is a dict, not a workbench.platforms.Profile" in notprofile
+        "entry point 'notprofile'" in notprofile and "is a dict, not a workbench.plugin.Profile" in notprofile
     )
     assert "entry point 'raises'" in raises and "failed to load: RuntimeError: plugin bug" in raises
 

@@ -35,6 +35,7 @@ def test_all_is_exactly_the_public_surface():
         "testing",
         "kernel",
         "platforms",
+        "plugin",
         "scaffold",
         "types",
     }  # subpackages, loaded on use

@@ -8,10 +8,22 @@ res = bench.call("add_note", {"title": "hi"})
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from . import _speedups
+from . import _plugins, _speedups
 from ._errors import CODES, GemLoadError, UsageError, WorkbenchError
 
 _speedups.install()  # before anything imports jsonschema: see _speedups.py
+
+
+def _platform_rows(profile: _Any) -> list[str]:
+    """A platform plugin's problems (ctx/verify.py): its rows name the ctx layer's classes,
+    which workbench.platforms, a layer below, may not import; the package puts them together."""
+    from .ctx.registry import implementation
+    from .ctx.verify import profile_problems
+
+    return profile_problems(profile, implementation)
+
+
+_plugins.CHECKS["gem_workbench.platforms"] = _platform_rows
 
 if _TYPE_CHECKING:
     from .bench.bench import Bench

@@ -1,7 +1,8 @@
 """Entry-point plugins, loaded one way for every group (platforms' profiles, capabilities'
 specs): each entry point once, sorted by name; one that fails to load (raising anything,
 SystemExit and KeyboardInterrupt included), is not of the group's
-type or takes a name already used is skipped with a `PluginWarning` naming it, never a
+type, takes a name already used or fails its group's check (`CHECKS`: its rows against what
+implements them, ctx/verify.py) is skipped with a `PluginWarning` naming it, never a
 traceback (a plugin's bug must not stop the workbench)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import warnings
 from collections.abc import Callable, Collection
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Group", "PluginWarning", "load_group", "on_loaded"]
+__all__ = ["CHECKS", "Group", "PluginWarning", "load_group", "on_loaded"]
 
 T = TypeVar("T")
 
@@ -21,6 +22,12 @@ class PluginWarning(UserWarning):
 
 
 _LISTENERS: list[Callable[[], None]] = []
+
+#: {group: the check of each object loaded from it, returning its problems (each naming its
+#: place, `platform.row.method(param)`): one with any is skipped}. Set by the layer that can
+#: see what the rows name: ctx/registry.py for capabilities; the package's __init__ for
+#: platforms, whose rows name the ctx layer's classes, which workbench.platforms may not import
+CHECKS: dict[str, Callable[[Any], list[str]]] = {}
 
 
 def on_loaded(fn: Callable[[], None]) -> None:
@@ -53,7 +60,8 @@ def load_group(
     order. names: the names an object takes (a platform's, a capability's and what it
     covers), checked against and added to `taken`; what: "platform name" or "capability
     name", and public: the type's public name, for the warning; skip(name, value): an entry
-    point to pass over silently (a built-in's own registration)."""
+    point to pass over silently (a built-in's own registration). An object that `CHECKS[group]`
+    finds problems in is skipped, its warning naming each."""
     out: list[T] = []
     for ep in sorted(_installed().select(group=group), key=lambda e: e.name):
         if skip(ep.name, ep.value):
@@ -74,7 +82,7 @@ def load_group(
                 if not own or not all(own)
                 else f"{what} {sorted(set(own) & taken)[0]!r} is already taken; skipped"
                 if set(own) & taken
-                else ""
+                else _checked(group, got)
             )
         if problem:
             warnings.warn(f"{where}: {problem}", PluginWarning, stacklevel=4)
@@ -82,6 +90,19 @@ def load_group(
         taken.update(own)
         out.append(got)
     return out
+
+
+def _checked(group: str, got: Any) -> str:
+    """The problems `CHECKS[group]` finds in `got`, as a warning's end ("" when none); a check
+    that raises is the plugin's problem too (a row it cannot even read)."""
+    check = CHECKS.get(group)
+    if check is None:
+        return ""
+    try:
+        problems = check(got)
+    except Exception as exc:  # noqa: BLE001 - whatever a plugin's objects raise, it is skipped
+        problems = [f"could not be checked: {type(exc).__name__}: {exc}"]
+    return f"{'; '.join(problems)}; skipped" if problems else ""
 
 
 class Group(Generic[T]):

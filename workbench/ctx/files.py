@@ -243,7 +243,9 @@ class Files:
             raise WorkbenchError("E_EXISTS", f"{p.raw!r} exists and is a file", path=p.raw)
         self.store.mkdir(p.root, p.rel)
 
-    def move(self, src: str, dst: str) -> None:
+    # positional-only, as workbench.types declares it: the row's names, from and to, cannot
+    # be Python's (`from` is a keyword), so no caller names them (ctx/verify.py)
+    def move(self, src: str, dst: str, /) -> None:
         a, b = resolve(self.s, src), resolve(self.s, dst)
         entry = self._need(a)
         if not a.rel:

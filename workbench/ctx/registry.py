@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._plugins import Group
+from .._plugins import CHECKS, Group
 from . import account as _account
 from . import audit as _audit
 from . import data as _data
@@ -73,15 +73,23 @@ IMPLEMENTATIONS: dict[str, type] = {
 _BUILTIN_NAMES = frozenset(n for s in SPECS.values() for n in (s.impl, *s.covers))
 
 
+def _problems(spec: CapabilitySpec) -> list[str]:
+    """A capability plugin's problems (ctx/verify.py, loaded only when a plugin is)."""
+    from .verify import spec_problems
+
+    return spec_problems(spec)
+
+
+CHECKS[GROUP] = _problems
 #: the entry points' specs, loaded once per process (one that fails to load, is not a
-#: CapabilitySpec or reuses a name is skipped with a PluginWarning naming it)
+#: CapabilitySpec, reuses a name or fails its check is skipped with a PluginWarning naming it)
 _plugins = Group(
     GROUP,
     CapabilitySpec,
     names=lambda s: (s.impl, *s.covers),
     taken=_BUILTIN_NAMES,
     what="capability name",
-    public="workbench.ctx.spec.CapabilitySpec",
+    public="workbench.plugin.CapabilitySpec",
 )
 
 

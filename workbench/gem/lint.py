@@ -4,8 +4,10 @@ folder. Problems are {file, pointer, message}; `raise_problems` makes them one G
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +40,25 @@ def objects(value: Any) -> int:
     return n
 
 
-def read_manifest(root: Path, schema: dict[str, Any]) -> tuple[Any, list[Problem]]:
-    """manifest.json read within bounds and checked against the platform's `schema`:
-    (the parsed value, []) or (None, its problems, sorted by pointer)."""
-    mpath = root / "manifest.json"
+def read_manifest(
+    root: Path, schema: dict[str, Any] | None, name: str = "manifest.json"
+) -> tuple[Any, list[Problem]]:
+    """The manifest file `name` read within bounds (never through a link out of the gem) and
+    checked against the platform's `schema` (None: only read): (the parsed value, []) or
+    (None, its problems, sorted by pointer)."""
+    mpath = root / name
     try:
         real = realpath(mpath)
         if real is not None and mpath.is_symlink() and not real.is_relative_to(root):
-            raise GemLoadError("manifest.json is a link leading outside the gem folder", file=str(mpath))
+            raise GemLoadError(f"{name} is a link leading outside the gem folder", file=str(mpath))
         raw = read_json(mpath)
     except GemLoadError as exc:
         extra = {k: v for k, v in exc.details.items() if k != "file"}
         return None, [{"file": str(mpath), "pointer": "", "message": exc.message, **extra}]
+    if schema is None:  # a platform that checks the shape itself: it reads an object
+        if isinstance(raw, dict):
+            return raw, []
+        return None, [{"file": str(mpath), "pointer": "", "message": f"{name} holds no JSON object"}]
     from jsonschema import Draft202012Validator
     from referencing import Registry
 
@@ -63,11 +72,47 @@ def read_manifest(root: Path, schema: dict[str, Any]) -> tuple[Any, list[Problem
             problems += [{"file": str(mpath), "pointer": ptr, "message": msg} for ptr, msg in named]
             continue
         problems.append({"file": str(mpath), "pointer": pointer(e.absolute_path), "message": json_message(e)})
-    if not problems:  # the shape is the schema's: ids match SAFE_NAME; now what Windows reserves
-        problems = reserved_names(mpath, raw)
+    if not problems and isinstance(raw, dict) and isinstance(raw.get("id"), str):
+        problems = reserved_names(mpath, raw)  # the shape is the schema's; now what Windows reserves
     if problems:
         return None, sorted(problems, key=lambda p: p["pointer"])
     return raw, []
+
+
+@dataclass
+class ManifestLint:
+    """One lint of a gem folder's manifest, as every platform's `lint` starts it
+    (`lint_manifest`): the folder, the manifest file, its parsed value (None when it could not
+    be read or fails the schema: `problems` says why) and the problems found so far."""
+
+    root: Path
+    file: Path
+    raw: Any
+    problems: list[Problem] = field(default_factory=list)
+
+    def bad(self, pointer: str, message: str) -> None:
+        """One problem of the manifest at JSON `pointer`."""
+        self.problems.append({"file": str(self.file), "pointer": pointer, "message": message})
+
+    def tools(self, *, schema_key: str, rules: SchemaRules, key: str = "tools") -> dict[str, int]:
+        """The manifest's tool list (under `key`: objects with `name` and `file`) checked as
+        `check_tools` does; {tool name: index}."""
+        return check_tools(self.root, self.raw[key], schema_key=schema_key, rules=rules, bad=self.bad)
+
+    def done(self) -> list[Problem]:
+        """The problems, with the links leading out of the gem, at most MAX_PROBLEMS."""
+        return [*self.problems, *link_problems(self.root)][:MAX_PROBLEMS]
+
+
+def lint_manifest(
+    folder: str | os.PathLike[str], *, schema: dict[str, Any] | None = None, file: str = "manifest.json"
+) -> ManifestLint:
+    """Start the lint of the gem at `folder`: its manifest `file` read within bounds and checked
+    against `schema` (a JSON Schema; None: only read). When `.raw` is None, `.problems` is the
+    whole answer; else check the rest with `.bad`/`.tools` and return `.done()`."""
+    root = realpath(Path(folder)) or Path(folder).absolute()
+    raw, problems = read_manifest(root, schema, file)
+    return ManifestLint(root, root / file, raw, problems)
 
 
 def unknown_keys(e: Any) -> list[tuple[str, str]]:
@@ -88,8 +133,11 @@ def unknown_keys(e: Any) -> list[tuple[str, str]]:
 
 def reserved_names(mpath: Path, raw: dict[str, Any]) -> list[Problem]:
     """The gem id and resource ids that Windows cannot have as file names (gem.names)."""
+    # a plugin's schema may give `resources` another shape: only ids that are strings
     names = [("/id", raw["id"])] + [
-        (f"/resources/{i}/id", r["id"]) for i, r in enumerate(raw.get("resources", ()))
+        (f"/resources/{i}/id", r["id"])
+        for i, r in enumerate(raw.get("resources") or ())
+        if isinstance(r, dict) and isinstance(r.get("id"), str)
     ]
     return [
         {"file": str(mpath), "pointer": ptr, "message": f"{why} (SEC2)"}

@@ -61,7 +61,7 @@ _plugins = Group(
     names=lambda prof: (prof.name,),
     taken=_BUILTIN,
     what="platform name",
-    public="workbench.platforms.Profile",
+    public="workbench.plugin.Profile",
     skip=lambda name, value: value == _BUILTIN.get(name),  # the built-ins' own registration
 )
 

@@ -6,19 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from pathlib import Path
 from typing import Any
 
-from ...gem.folder import realpath
-from ...gem.lint import (
-    MAX_PROBLEMS,
-    check_tools,
-    link_problems,
-    load_checked,
-    read_manifest,
-    shipped_schema,
-    tool_specs,
-)
+from ...gem.lint import lint_manifest, load_checked, shipped_schema, tool_specs
 from ...gem.model import Manifest
 from ...gem.rules import NOTOCHORD
 
@@ -36,21 +26,16 @@ def manifest_schema() -> dict[str, Any]:
 
 def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Every problem of the agent gem at `root` as {file, pointer, message}; [] when fine."""
-    root = realpath(Path(root)) or Path(root).absolute()
-    raw, problems = read_manifest(root, manifest_schema())
-    if raw is None:
-        return problems
-    mpath = root / "manifest.json"
-
-    def bad(ptr: str, msg: str) -> None:
-        problems.append({"file": str(mpath), "pointer": ptr, "message": msg})
-
-    check_tools(root, raw["tools"], schema_key=SCHEMA_RULES.schema_key, rules=SCHEMA_RULES, bad=bad)
-    for i, tool in enumerate(raw["tools"]):
+    found = lint_manifest(root, schema=manifest_schema())
+    if found.raw is None:
+        return found.problems
+    found.tools(schema_key=SCHEMA_RULES.schema_key, rules=SCHEMA_RULES)
+    for i, tool in enumerate(found.raw["tools"]):
         if tool["name"] in BUILTINS:  # ctx.tools.<name> would be ambiguous
-            bad(f"/tools/{i}/name", f"'{tool['name']}' is a built-in tool's name; name the tool otherwise")
-    problems.extend(link_problems(root))
-    return problems[:MAX_PROBLEMS]
+            found.bad(
+                f"/tools/{i}/name", f"'{tool['name']}' is a built-in tool's name; name the tool otherwise"
+            )
+    return found.done()
 
 
 def load_manifest(root: str | os.PathLike[str]) -> Manifest:

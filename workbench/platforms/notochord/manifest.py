@@ -9,20 +9,11 @@ safe names or stay inside the gem folder (SEC2).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from ..._errors import GemLoadError
-from ...gem.folder import realpath, schema_sql
-from ...gem.lint import (
-    MAX_PROBLEMS,
-    check_tools,
-    link_problems,
-    load_checked,
-    read_manifest,
-    shipped_schema,
-    tool_specs,
-)
+from ...gem.folder import schema_sql
+from ...gem.lint import lint_manifest, load_checked, shipped_schema, tool_specs
 from ...gem.model import CollectionSpec, Manifest
 from ...gem.rules import NOTOCHORD as SCHEMA_RULES
 
@@ -34,16 +25,11 @@ def manifest_schema() -> dict[str, Any]:
 
 def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Every problem of the gem at `root` as {file, pointer, message}; empty when it is fine."""
-    root = realpath(Path(root)) or Path(root).absolute()
-    raw, problems = read_manifest(root, manifest_schema())
-    if raw is None:
-        return problems
-    mpath = root / "manifest.json"
-
-    def bad(ptr: str, msg: str) -> None:
-        problems.append({"file": str(mpath), "pointer": ptr, "message": msg})
-
-    seen = check_tools(root, raw["tools"], schema_key="inputSchema", rules=SCHEMA_RULES, bad=bad)
+    found = lint_manifest(root, schema=manifest_schema())
+    if found.raw is None:
+        return found.problems
+    raw, bad = found.raw, found.bad
+    seen = found.tools(schema_key="inputSchema", rules=SCHEMA_RULES)
     ids: dict[str, int] = {}
     for i, res in enumerate(raw.get("resources", ())):
         if res["id"] in ids:  # one cache file per id: a second would shadow the first
@@ -52,17 +38,16 @@ def lint(root: str | os.PathLike[str]) -> list[dict[str, str]]:
                 f"duplicate resource id '{res['id']}' (also /resources/{ids[res['id']]})",
             )
         ids.setdefault(res["id"], i)
-    sql = root / "db" / "schema.sql"
+    sql = found.root / "db" / "schema.sql"
     if os.path.lexists(sql):
         try:
-            schema_sql(root)
+            schema_sql(found.root)
         except GemLoadError as exc:
-            problems.append({"file": str(sql), "pointer": "", "message": exc.message})
-    problems.extend(link_problems(root))
+            found.problems.append({"file": str(sql), "pointer": "", "message": exc.message})
     for i, trig in enumerate(raw.get("triggers", ())):
         if trig["tool"] not in seen:
             bad(f"/triggers/{i}/tool", f"trigger names unknown tool '{trig['tool']}'")
-    return problems[:MAX_PROBLEMS]
+    return found.done()
 
 
 def load_manifest(root: str | os.PathLike[str]) -> Manifest:

@@ -15,19 +15,39 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench._errors import GemLoadError, WorkbenchError
-from workbench.ctx.parts import Refusal, StateContext, StatePart
-from workbench.ctx.spec import Action, CapabilitySpec, Flag, OpenContext, Option, View, checked, number
-from workbench.gem.folder import read_json, realpath
-from workbench.gem.lint import MAX_PROBLEMS, check_tools, gem_root, link_problems, raise_problems, tool_specs
-from workbench.gem.model import Manifest, ToolSpec
-from workbench.gem.rules import SchemaRules
-from workbench.platforms import Capability, EntryPoint, Grants, Limits, Method, Profile
+from workbench.plugin import (
+    Action,
+    Capability,
+    CapabilitySpec,
+    EntryPoint,
+    Flag,
+    Grants,
+    Limits,
+    Manifest,
+    Method,
+    OpenContext,
+    Option,
+    Profile,
+    Refusal,
+    SchemaRules,
+    StateContext,
+    StatePart,
+    ToolSpec,
+    View,
+    WorkbenchError,
+    checked,
+    gem_root,
+    lint_manifest,
+    number,
+    raise_problems,
+    read_json,
+    tool_specs,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from workbench.ctx import CallSession
+    from workbench.plugin import CallSession
 
 MAX_MS = 10**15  # about 31,700 years: the clock's bound, past which a value is refused
 
@@ -206,23 +226,14 @@ CAPABILITIES = (
 def lint(folder: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Every problem of the Clockwork gem at `folder` (manifest.json with `"platform":
     "clockwork"`, `id` and `tools`); [] when it loads."""
-    root = realpath(Path(folder)) or Path(folder).absolute()
-    mpath = root / "manifest.json"
-    try:
-        raw = read_json(mpath)
-    except GemLoadError as exc:
-        return [{"file": str(mpath), "pointer": "", "message": exc.message}]
-    problems: list[dict[str, str]] = []
-
-    def bad(ptr: str, msg: str) -> None:
-        problems.append({"file": str(mpath), "pointer": ptr, "message": msg})
-
-    if not isinstance(raw.get("id"), str) or not isinstance(raw.get("tools"), list):
-        bad("", "a Clockwork manifest has an `id` (a string) and `tools` (a list)")
-        return problems
-    check_tools(root, raw["tools"], schema_key="input", rules=RULES, bad=bad)
-    problems.extend(link_problems(root))
-    return problems[:MAX_PROBLEMS]
+    found = lint_manifest(folder)  # no JSON Schema: Clockwork checks the shape itself
+    if found.raw is None:
+        return found.problems
+    if not isinstance(found.raw.get("id"), str) or not isinstance(found.raw.get("tools"), list):
+        found.bad("", "a Clockwork manifest has an `id` (a string) and `tools` (a list)")
+        return found.problems
+    found.tools(schema_key="input", rules=RULES)
+    return found.done()
 
 
 def load(folder: Path) -> Manifest:

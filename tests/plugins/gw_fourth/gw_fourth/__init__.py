@@ -3,9 +3,9 @@ point (docs/platforms.md). A tool folder holds `fourth.json` (no manifest.json) 
 `{name, file, description?, input?}`; a tool's ctx is `files` and `storage.kv`, the same rows
 and implementations as Notochord's, within smaller bounds.
 
-Everything here is workbench's public building blocks: Capability rows naming existing ctx
-implementations, the gem checks every loader shares (workbench.gem.lint), Limits and
-SchemaRules, the shared type shapes (workbench.platforms.shapes) and fill_template.
+Everything here comes from the plugin API, workbench.plugin: Capability rows naming existing
+ctx implementations, the manifest lint every loader starts with (lint_manifest), Limits and
+SchemaRules, the shared type shapes and fill_template.
 """
 
 from __future__ import annotations
@@ -16,15 +16,27 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from workbench._errors import GemLoadError
-from workbench.gem.folder import read_json, realpath
-from workbench.gem.lint import MAX_PROBLEMS, check_tools, gem_root, link_problems, raise_problems, tool_specs
-from workbench.gem.model import Manifest, ToolSpec
-from workbench.gem.rules import SchemaRules
-from workbench.gem.schema import pointer
-from workbench.platforms import Capability, EntryPoint, Grants, Limits, Method, Profile
-from workbench.platforms.base import Declarations, Scaffold, fill_template
-from workbench.platforms.shapes import FILES_PY, FILES_TS
+from workbench.plugin import (
+    FILES_PY,
+    FILES_TS,
+    Capability,
+    Declarations,
+    EntryPoint,
+    Grants,
+    Limits,
+    Manifest,
+    Method,
+    Profile,
+    Scaffold,
+    SchemaRules,
+    ToolSpec,
+    fill_template,
+    gem_root,
+    lint_manifest,
+    raise_problems,
+    read_json,
+    tool_specs,
+)
 
 HERE = Path(__file__).parent
 MANIFEST = "fourth.json"
@@ -67,28 +79,11 @@ CAPABILITIES = (
 
 def lint(folder: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Every problem of the Fourth tool folder at `folder`; [] when it loads."""
-    from jsonschema import Draft202012Validator
-
-    root = realpath(Path(folder)) or Path(folder).absolute()
-    mpath = root / MANIFEST
-    try:
-        raw = read_json(mpath)
-    except GemLoadError as exc:
-        return [{"file": str(mpath), "pointer": "", "message": exc.message}]
-    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
-    problems = [
-        {"file": str(mpath), "pointer": pointer(e.absolute_path), "message": e.message}
-        for e in Draft202012Validator(schema).iter_errors(raw)
-    ]
-    if problems:
-        return problems[:MAX_PROBLEMS]
-
-    def bad(ptr: str, msg: str) -> None:
-        problems.append({"file": str(mpath), "pointer": ptr, "message": msg})
-
-    check_tools(root, raw["tools"], schema_key="input", rules=RULES, bad=bad)
-    problems.extend(link_problems(root))
-    return problems[:MAX_PROBLEMS]
+    found = lint_manifest(folder, schema=json.loads(SCHEMA.read_text(encoding="utf-8")), file=MANIFEST)
+    if found.raw is None:
+        return found.problems
+    found.tools(schema_key="input", rules=RULES)
+    return found.done()
 
 
 def load(folder: Path) -> Manifest:
