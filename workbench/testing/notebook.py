@@ -291,9 +291,7 @@ async def _run(
             failed = failure("too large", ename="E_TOO_LARGE", evalue=flood.message())
             if client.kc is not None:  # what the kernel still sends is then neither read nor queued
                 client.kc.iopub_channel.close()
-        # nbclient registers an atexit cleanup of the kernel it sets up and forgets it only if
-        # the setup succeeded: one that did not start would be cleaned up again, and fail, at exit
-        atexit.unregister(client._cleanup_kernel)
+        client.forget_exit_cleanup()
         _interrupt.reclaim()  # (nbclient removed its handler, leaving Python's default one)
         timed_out = failed is not None and failed.kind == "timeout"
         # (after a Ctrl-C, a kernel found idle would never send the reply a timeout waits for)
@@ -355,6 +353,12 @@ def _client_class() -> type:
                 kc.iopub_channel.on_flood = self._flooded
                 kc.iopub_channel.alive = self._kernel_alive
             return kc
+
+        def forget_exit_cleanup(self) -> None:
+            """Unregister nbclient's atexit cleanup of the kernel: it registers one as it sets the
+            kernel up and forgets it only if the setup succeeded; one that did not start would be
+            cleaned up again, and fail, at exit (the kernel is ours: `_shutdown` ends it)."""
+            atexit.unregister(self._cleanup_kernel)
 
         async def _kernel_alive(self) -> bool:
             from jupyter_core.utils import ensure_async
