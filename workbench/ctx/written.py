@@ -204,7 +204,9 @@ class FilesCall:
             rec.type = "folder"
         else:
             rec.size = rec.before_size = entry.size
-            rec.held.before = rec.held.after = self._hold(self._take(b, entry))  # the same bytes, counted once
+            rec.held.before = rec.held.after = self._hold(
+                self._take(b, entry)
+            )  # the same bytes, counted once
 
     def deleted(self, p: GemPath, entry: Entry, prior: bytes | None) -> None:
         """A delete of `p` (a file or a folder, `entry`, whose bytes were `prior`)."""

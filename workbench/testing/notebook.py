@@ -229,36 +229,11 @@ async def _run(
 
     from . import _interrupt
 
-    path, km = kernel.path, kernel.km
+    path = kernel.path
     nb = nbformat.read(path, as_version=4)
     current: dict[str, Any] = {"index": -1, "cell": {"source": "", "outputs": []}, "reply": {}}
 
-    def on_cell_execute(cell: Any, cell_index: int) -> None:
-        current.update(index=cell_index, cell=cell, reply={})
-
-    def on_cell_error(cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
-        current["reply"] = execute_reply.get("content", {})
-
-    async def on_notebook_start(notebook: Any) -> None:
-        if on_ready is not None:
-            await on_ready()
-
-    # We own the kernel manager (nbclient then leaves shutdown to us) so that a timed-out cell
-    # can be interrupted first and every kernel is shut down gracefully: its atexit handlers
-    # close open benches and their Deno sandboxes, leaving no process behind. The kernel runs
-    # already: nbclient only connects to it.
-    client = _client_class()(
-        nb,
-        km=km,
-        kernel_name=km.kernel_name,
-        timeout=timeout,
-        startup_timeout=STARTUP_TIMEOUT,
-        iopub_timeout=IOPUB_TIMEOUT,
-        resources={"metadata": {"path": str(kernel.cwd)}},
-        on_cell_execute=on_cell_execute,
-        on_cell_error=on_cell_error,
-        on_notebook_start=on_notebook_start,
-    )
+    client = _new_client(kernel, nb, current, timeout, on_ready)
 
     def failure(kind: str, **extra: Any) -> NotebookFailure:
         cell = current["cell"]
@@ -308,6 +283,45 @@ async def _run(
     if failed is not None:
         raise failed
     return nb
+
+
+def _new_client(
+    kernel: NotebookKernel,
+    nb: Any,
+    current: dict[str, Any],
+    timeout: int | None,
+    on_ready: Callable[[], Awaitable[None]] | None,
+) -> Any:
+    """nbclient's client of `kernel` for `nb`, keeping in `current` the cell that runs (its
+    index, the cell, the reply of its error) and awaiting `on_ready` once it is connected."""
+
+    def on_cell_execute(cell: Any, cell_index: int) -> None:
+        current.update(index=cell_index, cell=cell, reply={})
+
+    def on_cell_error(cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
+        current["reply"] = execute_reply.get("content", {})
+
+    async def on_notebook_start(notebook: Any) -> None:
+        if on_ready is not None:
+            await on_ready()
+
+    # We own the kernel manager (nbclient then leaves shutdown to us) so that a timed-out cell
+    # can be interrupted first and every kernel is shut down gracefully: its atexit handlers
+    # close open benches and their Deno sandboxes, leaving no process behind. The kernel runs
+    # already: nbclient only connects to it.
+    km = kernel.km
+    return _client_class()(
+        nb,
+        km=km,
+        kernel_name=km.kernel_name,
+        timeout=timeout,
+        startup_timeout=STARTUP_TIMEOUT,
+        iopub_timeout=IOPUB_TIMEOUT,
+        resources={"metadata": {"path": str(kernel.cwd)}},
+        on_cell_execute=on_cell_execute,
+        on_cell_error=on_cell_error,
+        on_notebook_start=on_notebook_start,
+    )
 
 
 def _name_compiled_cell(evalue: str, traceback: str, index: int) -> str:
