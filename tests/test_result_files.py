@@ -181,3 +181,26 @@ def test_cli_call_show_files_prints_them_on_stderr(gem: GemBuilder, tmp_path: Pa
     assert "modified" in out.stderr and "workspace:n.txt" in out.stderr and "+two" in out.stderr
     assert "created  output/<b>.md" in out.stderr and "# hi" in out.stderr
     assert "files (" not in first.stderr  # only with --show files
+
+
+def test_a_file_change_holds_its_bytes_on_held_not_as_columns(gem: GemBuilder, opened: Callable) -> None:
+    import dataclasses
+
+    import pandas as pd
+
+    gem.tool("w", TOOL["py"], ext="py")
+    bench = opened(gem.write())
+    bench.call("w", {"ops": [["w", "workspace:a.txt", "one"]]}).raise_for_error()
+    ops = [["w", "workspace:a.txt", "two"], ["m", "workspace:a.txt", "workspace:b.txt"]]
+    (change,) = bench.call("w", {"ops": ops}).raise_for_error().files
+    held = change.held
+    assert (change.change, change.path, change.from_path) == ("moved", "workspace:b.txt", "workspace:a.txt")
+    assert (held.before, held.after, held.root, held.source) == (
+        b"one",
+        b"two",
+        "workspace",
+        ("workspace", "a.txt"),
+    )
+    assert held.limit == bench.limits.file_bytes and change.read() == "two"
+    columns = [f.name for f in dataclasses.fields(change)]
+    assert list(pd.DataFrame([change]).columns) == columns and "held" not in columns

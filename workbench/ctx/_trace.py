@@ -181,6 +181,32 @@ class TraceRow(dict[str, Any]):
     __slots__ = ("_source",)  # set by `row`: the arguments, their bytes, or None (shown)
     _source: tuple[Any, ...] | bytes | None
 
+    @classmethod
+    def made(
+        cls,
+        seq: int,
+        method: str,
+        given: tuple[str | None, Any, Any, int],
+        outcome: tuple[bool, str | None, float],
+        result: Any,
+    ) -> TraceRow:
+        """The trace row of one ctx call: `given` from `arguments`, its (ok, error code, duration
+        in µs) and the result it keeps."""
+        text, params, source, _ = given
+        ok, error, duration_us = outcome
+        r = cls(
+            seq=seq,
+            method=method,
+            args=text,
+            ok=ok,
+            error=error,
+            duration_us=duration_us,
+            params=params,
+            result=result,
+        )
+        r._source = source
+        return r
+
     def _shown(self) -> None:
         try:
             source = self._source
@@ -307,29 +333,8 @@ def arguments(args: tuple, kwargs: dict, budget: int) -> tuple[str | None, Any, 
         return preview(args, kwargs), params, None, size
 
 
-def row(
-    seq: int,
-    method: str,
-    given: tuple[str | None, Any, Any, int],
-    outcome: tuple[bool, str | None, float],
-    result: Any,
-) -> TraceRow:
-    """The trace row of one ctx call: `given` from `arguments`, its (ok, error code, duration
-    in µs) and the result it keeps."""
-    text, params, source, _ = given
-    ok, error, duration_us = outcome
-    r = TraceRow(
-        seq=seq,
-        method=method,
-        args=text,
-        ok=ok,
-        error=error,
-        duration_us=duration_us,
-        params=params,
-        result=result,
-    )
-    r._source = source
-    return r
+#: The trace row of one ctx call (the name the call path uses).
+row = TraceRow.made
 
 
 UNKEPT: tuple[str | None, Any, Any, int] = ("", None, None, 0)  # `arguments` of an untraced call

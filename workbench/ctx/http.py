@@ -49,7 +49,7 @@ from .http_egress import egress_host, egress_problem
 from .http_private import FLAG as PRIVATE_FLAG
 from .http_private import OPTION as PRIVATE_OPTION
 from .http_private import check_option as check_private
-from .http_request import FORBIDDEN_METHODS, request_body, request_headers
+from .http_request import request_body, request_headers, request_method, request_options, request_timing
 from .http_state import EFFECTS, HTTP_LOG, HTTP_SETUP
 from .http_urls import Url, UrlTooLong, check_length, parse_url
 from .masking import mask_error
@@ -62,21 +62,6 @@ if TYPE_CHECKING:
 
 METHODS = ("fetch",)
 MAX_REDIRECTS = 20
-_OPTIONS = {"method", "headers", "body", "bodyEncoding", "connection", "timeout", "redirect"}
-# Fetch API init options that mean nothing through ctx: accepted and ignored
-_IGNORED = {
-    "signal",
-    "mode",
-    "credentials",
-    "cache",
-    "integrity",
-    "keepalive",
-    "priority",
-    "referrer",
-    "referrerPolicy",
-    "window",
-    "duplex",
-}
 # what fetch drops on a cross-origin redirect; and what a tool may not add next to a credential
 _SENSITIVE = {"authorization", "cookie", "proxy-authorization"}
 
@@ -136,33 +121,37 @@ class Http:
                 "http.fetch: this call has no HTTP transport "
                 "(a session made outside workbench.open gets none)",
             )
-        if init is None:
-            init = {}
-        if not isinstance(init, dict):
+        # checked in this order: the first wrong argument is the one named
+        opts = request_options(init, kwargs)
+        target = self._target(state, url)
+        method = request_method(opts.get("method", "GET"))
+        headers = request_headers(opts.get("headers"))
+        body = request_body(opts.get("body"), opts.get("bodyEncoding"))
+        connection = opts.get("connection")
+        if connection is not None and not isinstance(connection, str):
             raise WorkbenchError(
                 "E_INVALID_ARGUMENT",
-                "fetch(url, init): init must be an object "
-                f"{{method, headers, body, connection}}, got {type(init).__name__}",
-                field="init",
+                "connection must be a connection name from the manifest's permissions.http.connections",
+                field="connection",
             )
-        opts = {k: v for k, v in {**init, **kwargs}.items() if v is not None and k not in _IGNORED}
-        unknown = sorted(set(opts) - _OPTIONS)
-        if unknown:
-            raise WorkbenchError(
-                "E_INVALID_ARGUMENT",
-                f"fetch has no option {unknown[0]!r} (options: {', '.join(sorted(_OPTIONS))})",
-                field=unknown[0],
-            )
+        timeout, follow = request_timing(opts, state.timeout)
+        # a tool may shorten the bench's http_timeout, never lengthen it (SEC5)
+        clock = _Clock(min(timeout, state.timeout), s.remaining("http.fetch"))
+        return self._send(state, target, method, headers, body, connection, clock, follow=follow)
+
+    def _target(self, state: HttpState, url: Any) -> Url:
+        """The URL a fetch asks for, parsed, within Limits.url_chars and the integration's egress
+        hosts (K6) both as written and as it will be sent."""
         if not isinstance(url, str):
             raise WorkbenchError(
                 "E_INVALID_ARGUMENT",
                 f"fetch: url must be an absolute http(s) URL, got {type(url).__name__}",
                 field="url",
             )
-        max_chars = s.limits.url_chars
+        max_chars = self.s.limits.url_chars
         try:
             check_length(url, max_chars)  # SEC5: before anything parses (or masks) it
-            egress = s.grants.lists.get("egress")
+            egress = self.s.grants.lists.get("egress")
             if egress is not None:  # K6: an integration's fetch reaches its egress hosts only
                 egress_check(url, egress, state)
             target = parse_url(url, max_chars)
@@ -182,43 +171,7 @@ class Http:
             ) from None
         if egress is not None:  # and the URL as it will be sent: one reading, not two
             egress_check(target.text, egress, state)
-        method = opts.get("method", "GET")
-        if not isinstance(method, str) or not method.isascii() or not method.isalpha():
-            raise WorkbenchError(
-                "E_INVALID_ARGUMENT", f"method {method!r} is not an HTTP method", field="method"
-            )
-        method = method.upper()
-        if method in FORBIDDEN_METHODS:  # TRACE would echo an injected credential back
-            raise WorkbenchError(
-                "E_INVALID_ARGUMENT",
-                f"method {method!r} is forbidden, as in fetch (CONNECT, TRACE and TRACK are refused)",
-                field="method",
-                method=method,
-            )
-        headers = request_headers(opts.get("headers"))
-        body = request_body(opts.get("body"), opts.get("bodyEncoding"))
-        connection = opts.get("connection")
-        if connection is not None and not isinstance(connection, str):
-            raise WorkbenchError(
-                "E_INVALID_ARGUMENT",
-                "connection must be a connection name from the manifest's permissions.http.connections",
-                field="connection",
-            )
-        timeout = opts.get("timeout", state.timeout)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise WorkbenchError("E_INVALID_ARGUMENT", "timeout is seconds (> 0)", field="timeout")
-        redirect = opts.get("redirect", "follow")
-        if redirect not in ("follow", "manual"):
-            raise WorkbenchError(
-                "E_INVALID_ARGUMENT",
-                f"redirect {redirect!r}: use 'follow' (default) or 'manual'",
-                field="redirect",
-            )
-        # a tool may shorten the bench's http_timeout, never lengthen it (SEC5)
-        clock = _Clock(min(float(timeout), state.timeout), s.remaining("http.fetch"))
-        return self._send(
-            state, target, method, headers, body, connection, clock, follow=redirect == "follow"
-        )
+        return target
 
     def _send(
         self,
@@ -231,8 +184,6 @@ class Http:
         clock: _Clock,
         follow: bool = True,
     ) -> dict[str, Any]:
-        from ..providers.http import HttpRequest, send, too_large
-
         grant = _connections(self.s).get(connection) if connection else None
         cred: Credential | None = None
         denied: dict[str, str] | None = None
@@ -243,9 +194,50 @@ class Http:
                 reason = credential_reason(url, cred)
             if reason is not None:
                 denied, cred = {"reason": reason, "host": url.host}, None
-        first = url
-        max_bytes = self.s.limits.http_body_bytes
-        row: dict[str, Any] = {
+        row = self._log_row(state, url, method, connection, cred, denied)
+        t0 = time.perf_counter()
+        try:
+            current, redirects = url, 0
+            while True:
+                send_headers = dict(headers)
+                if cred is not None:  # every hop is checked again, on its normalised URL
+                    why = _credential_dropped(current, url, grant, cred)
+                    if why is None:
+                        send_headers = _with_credential(send_headers, cred)
+                    else:
+                        denied = {"reason": why, "host": current.host}
+                        row.update(credential="dropped", reason=why)
+                        cred = None
+                resp = self._exchange(state, clock, method, current, send_headers, body)
+                if not follow or redirects >= MAX_REDIRECTS:
+                    break
+                hop = self._redirect(state, resp, current, method, body, headers)
+                if hop is None:
+                    break
+                current, method, body, headers = hop
+                redirects += 1
+        except WorkbenchError as exc:
+            row["error"] = exc.code
+            mask_error(state, exc)
+            raise
+        finally:
+            row["duration_ms"] = round((time.perf_counter() - t0) * 1000, 3)
+            state.log.append(row)
+        row.update(status=resp.status, redirects=redirects)
+        return _reply(resp, current, redirects, denied)
+
+    def _log_row(
+        self,
+        state: HttpState,
+        url: Url,
+        method: str,
+        connection: str | None,
+        cred: Credential | None,
+        denied: dict[str, str] | None,
+    ) -> dict[str, Any]:
+        """The fetch's row of the bench's HTTP log, before its first hop (its status, time,
+        redirects and error are filled in as it ends)."""
+        return {
             "call_id": self.s.call_id,
             "tool": self.s.tool.name,
             "method": method,
@@ -258,93 +250,103 @@ class Http:
             "redirects": 0,
             "error": None,
         }
-        t0 = time.perf_counter()
+
+    def _exchange(
+        self, state: HttpState, clock: _Clock, method: str, url: Url, headers: dict[str, str], body: bytes
+    ) -> HttpResponse:
+        """One hop: the request sent and its whole answer read, within the fetch's deadline and
+        Limits.http_body_bytes."""
+        from ..providers.http import HttpRequest, send, too_large
+
+        left = clock.left()
+        if left <= 0:
+            raise clock.out_of_time(method, url.text)
+        max_bytes = self.s.limits.http_body_bytes
+        # every hop connects only to a public address its name resolves to, or to a
+        # private one the bench's private_hosts= names (ctx/http_private.py)
+        guard = state.private.guard(url.host, url.port)
+        request = HttpRequest(method, url.text, headers, body, guard=guard)
         try:
-            current, redirects = url, 0
-            while True:
-                send_headers = dict(headers)
-                if cred is not None:  # every hop is checked again, on its normalised URL
-                    why = (
-                        "redirected to another host"
-                        if current.host != first.host
-                        else grant_reason(current, grant)
-                        or credential_reason(current, cred)
-                        or ("redirected to another port" if current.port != first.port else None)
-                    )
-                    if why is None:
-                        names = {k.lower() for k, _ in cred.headers} | {"authorization"}
-                        send_headers = {k: v for k, v in send_headers.items() if k.lower() not in names}
-                        send_headers.update(cred.headers)
-                    else:
-                        denied = {"reason": why, "host": current.host}
-                        row.update(credential="dropped", reason=why)
-                        cred = None
-                left = clock.left()
-                if left <= 0:
-                    raise clock.out_of_time(method, current.text)
-                # every hop connects only to a public address its name resolves to, or to a
-                # private one the bench's private_hosts= names (ctx/http_private.py)
-                guard = state.private.guard(current.host, current.port)
-                request = HttpRequest(method, current.text, send_headers, body, guard=guard)
-                try:
-                    resp: HttpResponse = send(state.transport, request, left, max_bytes)
-                except WorkbenchError as exc:
-                    if exc.details.get("reason") == "timeout":  # say which limit ran out
-                        raise clock.out_of_time(
-                            method, current.text, str(exc.details.get("why", "timeout"))
-                        ) from None
-                    raise
-                if len(resp.body) > max_bytes:  # a transport that cannot stop early
-                    raise too_large(request, max_bytes)
-                if clock.left() < 0:  # a transport that cannot stop in time
-                    raise clock.out_of_time(method, current.text)
-                location = resp.header("location")
-                if (
-                    not follow
-                    or resp.status not in (301, 302, 303, 307, 308)
-                    or not location
-                    or redirects >= MAX_REDIRECTS
-                ):
-                    break
-                try:
-                    check_length(location, self.s.limits.url_chars)  # before urljoin parses it
-                    nxt = parse_url(urljoin(current.text, location), self.s.limits.url_chars)
-                except ValueError as exc:
-                    raise WorkbenchError(
-                        "E_HTTP",
-                        f"{method} {current.text}: redirected to an invalid URL ({exc})",
-                        url=current.text,
-                        reason="bad redirect",
-                    ) from None
-                if nxt.origin != current.origin:  # fetch drops these cross-origin
-                    headers = {k: v for k, v in headers.items() if k.lower() not in _SENSITIVE}
-                if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
-                    method, body = "GET", b""
-                    headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
-                egress = self.s.grants.lists.get("egress")
-                if egress is not None:  # every hop: a redirect is a request too
-                    egress_check(nxt.text, egress, state)
-                current, redirects = nxt, redirects + 1
+            resp: HttpResponse = send(state.transport, request, left, max_bytes)
         except WorkbenchError as exc:
-            row["error"] = exc.code
-            mask_error(state, exc)
+            if exc.details.get("reason") == "timeout":  # say which limit ran out
+                raise clock.out_of_time(method, url.text, str(exc.details.get("why", "timeout"))) from None
             raise
-        finally:
-            row["duration_ms"] = round((time.perf_counter() - t0) * 1000, 3)
-            state.log.append(row)
-        row.update(status=resp.status, redirects=redirects)
-        reply: dict[str, Any] = {
-            "status": resp.status,
-            "statusText": resp.reason,
-            "ok": 200 <= resp.status < 300,
-            "url": current.text,
-            "redirected": redirects > 0,
-            "headers": [[_bytestring(k.lower()), _bytestring(v)] for k, v in resp.headers],
-            "body": base64.b64encode(resp.body).decode("ascii"),
-        }
-        if denied is not None:
-            reply["credentialDenied"] = denied
-        return reply
+        if len(resp.body) > max_bytes:  # a transport that cannot stop early
+            raise too_large(request, max_bytes)
+        if clock.left() < 0:  # a transport that cannot stop in time
+            raise clock.out_of_time(method, url.text)
+        return resp
+
+    def _redirect(
+        self,
+        state: HttpState,
+        resp: HttpResponse,
+        current: Url,
+        method: str,
+        body: bytes,
+        headers: dict[str, str],
+    ) -> tuple[Url, str, bytes, dict[str, str]] | None:
+        """Where `resp` redirects to, and the method, body and headers fetch sends there; None
+        when it is not a redirect."""
+        location = resp.header("location")
+        if resp.status not in (301, 302, 303, 307, 308) or not location:
+            return None
+        try:
+            check_length(location, self.s.limits.url_chars)  # before urljoin parses it
+            nxt = parse_url(urljoin(current.text, location), self.s.limits.url_chars)
+        except ValueError as exc:
+            raise WorkbenchError(
+                "E_HTTP",
+                f"{method} {current.text}: redirected to an invalid URL ({exc})",
+                url=current.text,
+                reason="bad redirect",
+            ) from None
+        if nxt.origin != current.origin:  # fetch drops these cross-origin
+            headers = {k: v for k, v in headers.items() if k.lower() not in _SENSITIVE}
+        if resp.status == 303 or (resp.status in (301, 302) and method == "POST"):
+            method, body = "GET", b""
+            headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
+        egress = self.s.grants.lists.get("egress")
+        if egress is not None:  # every hop: a redirect is a request too
+            egress_check(nxt.text, egress, state)
+        return nxt, method, body, headers
+
+
+def _credential_dropped(current: Url, first: Url, grant: Any, cred: Credential) -> str | None:
+    """Why the credential does not go to this hop (None: it does)."""
+    if current.host != first.host:
+        return "redirected to another host"
+    return (
+        grant_reason(current, grant)
+        or credential_reason(current, cred)
+        or ("redirected to another port" if current.port != first.port else None)
+    )
+
+
+def _with_credential(headers: dict[str, str], cred: Credential) -> dict[str, str]:
+    """`headers` with the credential's injected: any Authorization or header of an injected
+    name the tool set is dropped, so the request carries the user's value only."""
+    names = {k.lower() for k, _ in cred.headers} | {"authorization"}
+    sent = {k: v for k, v in headers.items() if k.lower() not in names}
+    sent.update(cred.headers)
+    return sent
+
+
+def _reply(resp: HttpResponse, url: Url, redirects: int, denied: dict[str, str] | None) -> dict[str, Any]:
+    """What fetch returns (the module docstring's plain JSON)."""
+    reply: dict[str, Any] = {
+        "status": resp.status,
+        "statusText": resp.reason,
+        "ok": 200 <= resp.status < 300,
+        "url": url.text,
+        "redirected": redirects > 0,
+        "headers": [[_bytestring(k.lower()), _bytestring(v)] for k, v in resp.headers],
+        "body": base64.b64encode(resp.body).decode("ascii"),
+    }
+    if denied is not None:
+        reply["credentialDenied"] = denied
+    return reply
 
 
 def _bytestring(text: str) -> str:

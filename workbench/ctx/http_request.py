@@ -122,3 +122,78 @@ def request_body(value: Any, encoding: Any) -> bytes:
             "E_INVALID_ARGUMENT", f"bodyEncoding {encoding!r}: use 'utf8' or 'base64'", field="bodyEncoding"
         )
     return value.encode()
+
+
+#: fetch's init options (Fetch's, less those that mean nothing through ctx: _IGNORED)
+OPTIONS = frozenset({"method", "headers", "body", "bodyEncoding", "connection", "timeout", "redirect"})
+# Fetch API init options that mean nothing through ctx: accepted and ignored
+_IGNORED = frozenset(
+    {
+        "signal",
+        "mode",
+        "credentials",
+        "cache",
+        "integrity",
+        "keepalive",
+        "priority",
+        "referrer",
+        "referrerPolicy",
+        "window",
+        "duplex",
+    }
+)
+
+
+def request_options(init: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """fetch's options: `init` (an object or None) and the keyword arguments, without the unset
+    and the ignored ones; E_INVALID_ARGUMENT naming an unknown one."""
+    if init is None:
+        init = {}
+    if not isinstance(init, dict):
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            "fetch(url, init): init must be an object "
+            f"{{method, headers, body, connection}}, got {type(init).__name__}",
+            field="init",
+        )
+    opts = {k: v for k, v in {**init, **kwargs}.items() if v is not None and k not in _IGNORED}
+    unknown = sorted(set(opts) - OPTIONS)
+    if unknown:
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"fetch has no option {unknown[0]!r} (options: {', '.join(sorted(OPTIONS))})",
+            field=unknown[0],
+        )
+    return opts
+
+
+def request_method(method: Any) -> str:
+    """The method, upper case; E_INVALID_ARGUMENT for one that is not an HTTP method or is
+    forbidden."""
+    if not isinstance(method, str) or not method.isascii() or not method.isalpha():
+        raise WorkbenchError("E_INVALID_ARGUMENT", f"method {method!r} is not an HTTP method", field="method")
+    method = method.upper()
+    if method in FORBIDDEN_METHODS:  # TRACE would echo an injected credential back
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"method {method!r} is forbidden, as in fetch (CONNECT, TRACE and TRACK are refused)",
+            field="method",
+            method=method,
+        )
+    return method
+
+
+def request_timing(opts: Mapping[str, Any], default: float) -> tuple[float, bool]:
+    """(the timeout in seconds, whether to follow redirects) of fetch's options; the timeout
+    defaults to `default` (the bench's http_timeout)."""
+    timeout = opts.get("timeout", default)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise WorkbenchError("E_INVALID_ARGUMENT", "timeout is seconds (> 0)", field="timeout")
+    redirect = opts.get("redirect", "follow")
+    if redirect not in ("follow", "manual"):
+        raise WorkbenchError(
+            "E_INVALID_ARGUMENT",
+            f"redirect {redirect!r}: use 'follow' (default) or 'manual'",
+            field="redirect",
+        )
+    return float(timeout), redirect == "follow"

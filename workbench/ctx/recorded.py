@@ -23,7 +23,29 @@ def _bad(path: Path | str, why: str, **details: Any) -> WorkbenchError:
 def check_replayed(path: Path, case: dict[str, Any]) -> None:
     """What a replay of the call serves back and repeats, checked as hostile input (a case's,
     a bundle's call): http, served, secrets, credentials, call, options (each of its type)."""
-    for i, ex in enumerate(case["http"]):
+    _check_http(path, case["http"])
+    _check_served(path, case["served"])
+    if not all(isinstance(n, str) and 0 < len(n) <= 200 for n in case["secrets"]):
+        raise _bad(path, "secrets is not a list of secret names", field="secrets")
+    for name, reach in case["credentials"].items():
+        if (
+            not isinstance(reach, dict)
+            or not _strings(reach.get("hosts"))
+            or not _strings(reach.get("paths", []))
+        ):
+            raise _bad(
+                path, f"credentials.{name[:40]} is not {{hosts, paths?}}", field=f"credentials.{name[:40]}"
+            )
+    _check_call(path, case["call"])
+    for key in ("as_user", "conversation"):
+        v = case["options"].get(key)
+        if v is not None and not isinstance(v, str):
+            raise _bad(path, f"options.{key} is not a text", field=f"options.{key}")
+
+
+def _check_http(path: Path, http: Any) -> None:
+    """A case's `http`: each exchange a {request: {method, url}, response} a replay serves."""
+    for i, ex in enumerate(http):
         req = ex.get("request") if isinstance(ex, dict) else None
         resp = ex.get("response") if isinstance(ex, dict) else None
         if (
@@ -36,7 +58,11 @@ def check_replayed(path: Path, case: dict[str, Any]) -> None:
                 path, f"http.{i} is not {{request: {{method, url}}, response: {{…}}}}", field=f"http.{i}"
             )
         _check_response(path, f"http.{i}.response", resp)
-    for i, entry in enumerate(case["served"]):
+
+
+def _check_served(path: Path, served: Any) -> None:
+    """A case's `served`: each ctx answer a replay serves, an error with a code of ours."""
+    for i, entry in enumerate(served):
         if (
             not isinstance(entry, dict)
             or not isinstance(entry.get("method"), str)
@@ -55,18 +81,10 @@ def check_replayed(path: Path, case: dict[str, Any]) -> None:
                 f"served.{i}.error is not {{code: E_…, message}} (a code of capitals and '_')",
                 field=f"served.{i}.error",
             )
-    if not all(isinstance(n, str) and 0 < len(n) <= 200 for n in case["secrets"]):
-        raise _bad(path, "secrets is not a list of secret names", field="secrets")
-    for name, reach in case["credentials"].items():
-        if (
-            not isinstance(reach, dict)
-            or not _strings(reach.get("hosts"))
-            or not _strings(reach.get("paths", []))
-        ):
-            raise _bad(
-                path, f"credentials.{name[:40]} is not {{hosts, paths?}}", field=f"credentials.{name[:40]}"
-            )
-    call = case["call"]
+
+
+def _check_call(path: Path, call: Any) -> None:
+    """A case's `call`: the seeds, clock, ticks and ids a replay repeats."""
     for key in ("seed", "ids"):
         seed = call.get(key)
         if seed is not None and (type(seed) is not int or not 0 <= seed < 2**63):
@@ -98,10 +116,6 @@ def check_replayed(path: Path, case: dict[str, Any]) -> None:
         raise _bad(
             path, "call.idempotency_key is not a text (up to 1,000 characters)", field="call.idempotency_key"
         )
-    for key in ("as_user", "conversation"):
-        v = case["options"].get(key)
-        if v is not None and not isinstance(v, str):
-            raise _bad(path, f"options.{key} is not a text", field=f"options.{key}")
 
 
 _CODE = re.compile(r"E_[A-Z0-9_]{1,40}")

@@ -28,16 +28,18 @@ MAX_FILES = 10_000  # changes one call lists (later ones: counted in `FilesCall.
 Change = Literal["created", "modified", "moved", "deleted"]
 
 
-class _Held:
-    """What a change holds besides its columns (a plain base: not fields of the dataclass, so
-    `pd.DataFrame(res.files)` has one column per field and no bytes)."""
+@dataclass(slots=True)
+class Held:
+    """What a change holds besides its columns: its bytes and where to read the file again.
+    Kept on `FileChange.held`, not as fields, so `pd.DataFrame(res.files)` has one column per
+    field and no bytes; the call's `FilesCall` fills it as the call writes."""
 
-    _after: bytes | None  # the content the call left (None: deleted, a folder, or over the caps)
-    _before: bytes | None  # the content before the call changed it (None: new, or over the caps)
-    _store: FileStore | None
-    _root: str
-    _limit: int  # Limits.file_bytes: what read() reads at most, as bench.read
-    _from: tuple[str, str] | None  # a move's source (root, path)
+    after: bytes | None = None  # the content the call left (None: deleted, a folder, or over the caps)
+    before: bytes | None = None  # the content before the call changed it (None: new, or over the caps)
+    store: FileStore | None = None
+    root: str = ""
+    limit: int = 0  # Limits.file_bytes: what read() reads at most, as bench.read
+    source: tuple[str, str] | None = None  # a move's source (root, path)
 
 
 def read_entry(
@@ -62,7 +64,7 @@ def read_entry(
 
 
 @dataclass(eq=False)
-class FileChange(_Held):
+class FileChange:
     """One file (or folder) a call changed: `path` as a gem writes it (`workspace:` prefix for
     the conversation folder), `area` ("run": the call's run folder, or "workspace", as
     `bench.files()` says), `change`, `from_path` for a move, `size` in bytes after the call
@@ -77,51 +79,50 @@ class FileChange(_Held):
     type: Literal["file", "folder"] = "file"
 
     def __post_init__(self) -> None:
-        self._after = self._before = self._store = None
-        self._root, self._limit, self._from = "", 0, None
+        self.held: Held = Held()  # not a field: see Held
 
     @property
     def data(self) -> bytes | None:
         """The bytes the call left (None: deleted, a folder, or over PREVIEW_BYTES)."""
-        return self._after
+        return self.held.after
 
     @property
     def before(self) -> bytes | None:
         """The bytes before the call changed it: what an overwrite replaced, what was moved or
         deleted (None: the file is new, or it was over PREVIEW_BYTES)."""
-        return self._before
+        return self.held.before
 
     @property
     def text(self) -> str | None:
         """`data` as UTF-8 text (None: not kept, or not UTF-8)."""
-        return _text(self._after)
+        return _text(self.held.after)
 
     @property
     def before_text(self) -> str | None:
-        return _text(self._before)
+        return _text(self.held.before)
 
     @property
     def kept(self) -> bool:
         """Whether the content on both sides of the change is kept (what a diff needs)."""
-        after_ok = self.size is None or self.type == "folder" or self._after is not None
-        before_ok = self.before_size is None or self.type == "folder" or self._before is not None
+        after_ok = self.size is None or self.type == "folder" or self.held.after is not None
+        before_ok = self.before_size is None or self.type == "folder" or self.held.before is not None
         return after_ok and before_ok
 
     def read(self, *, encoding: str | None = "utf-8") -> str | bytes:
         """The file as it is now (the whole of it, up to Limits.file_bytes), as `bench.read(path,
         call=res)` reads it; `encoding=None`: the bytes. A later call may have changed a
         `workspace:` file since; `data` is what this call left."""
-        store, rel = self._store, self.path.removeprefix("workspace:")
+        store, rel = self.held.store, self.path.removeprefix("workspace:")
         entry, real = None, rel
         if store is not None and self.size is not None and self.type == "file":
-            found = store.resolve(self._root, rel)
+            found = store.resolve(self.held.root, rel)
             if found is not None:
-                entry, real = store.entry(self._root, found), found
+                entry, real = store.entry(self.held.root, found), found
         if store is None or entry is None or entry.type != "file":
             gone = "the call deleted it" if self.size is None else "it is not there any more"
             raise UsageError(f"{self.path!r}: no file to read ({gone})")
         return read_entry(
-            store, self._root, real, entry, limit=self._limit, encoding=encoding, what=repr(self.path)
+            store, self.held.root, real, entry, limit=self.held.limit, encoding=encoding, what=repr(self.path)
         )
 
     def diff(self, *, context: int = 3) -> str | None:
@@ -174,7 +175,7 @@ class FilesCall:
             if rec is None:
                 return
             if old is not None:
-                rec.before_size, rec._before = old.size, self._hold(prior)
+                rec.before_size, rec.held.before = old.size, self._hold(prior)
         elif rec.change == "deleted":  # deleted earlier in the call, written again: an overwrite
             rec.change, rec.type = "modified", "file"
         self._keep_after(rec, data)
@@ -188,8 +189,8 @@ class FilesCall:
             rec = self.at.pop(key)  # what the call changed in it moves with it
             rel = b.rel + key[1][len(a.rel) :]
             if rec.change == "modified":  # a move of the original, changed on the way
-                rec.change, rec.from_path, rec._from = "moved", rec.path, key
-            rec.path, rec.area, rec._root = _shown(b.root, rel), _area(b.root), b.root
+                rec.change, rec.from_path, rec.held.source = "moved", rec.path, key
+            rec.path, rec.area, rec.held.root = _shown(b.root, rel), _area(b.root), b.root
             self.at[(b.root, rel)] = rec
         there = self.at.get((b.root, b.rel))
         if there is not None and there.change != "deleted":  # the call made or changed it: above
@@ -198,28 +199,30 @@ class FilesCall:
         if made is None:
             return
         rec = made
-        rec.from_path, rec._from = _shown(a.root, a.rel), (a.root, a.rel)
+        rec.from_path, rec.held.source = _shown(a.root, a.rel), (a.root, a.rel)
         if entry.type == "folder":
             rec.type = "folder"
         else:
             rec.size = rec.before_size = entry.size
-            rec._before = rec._after = self._hold(self._take(b, entry))  # the same bytes, counted once
+            rec.held.before = rec.held.after = self._hold(
+                self._take(b, entry)
+            )  # the same bytes, counted once
 
     def deleted(self, p: GemPath, entry: Entry, prior: bytes | None) -> None:
         """A delete of `p` (a file or a folder, `entry`, whose bytes were `prior`)."""
         had = self.at.get((p.root, p.rel))
         for key in self._under(p, entry):
             rec = self.at.pop(key)
-            self._drop(rec._after if rec._after is not rec._before else None)
-            rec._after, rec.size = None, None
+            self._drop(rec.held.after if rec.held.after is not rec.held.before else None)
+            rec.held.after, rec.size = None, None
             if rec.change == "created":  # made and deleted in the same call: nothing is left
                 self.changes.remove(rec)
-                self._drop(rec._before)
+                self._drop(rec.held.before)
                 continue
-            if rec.change == "moved" and rec._from is not None:  # the original is what went
-                root, rel = rec._from
-                rec.path, rec.area, rec._root = _shown(root, rel), _area(root), root
-                rec.from_path = rec._from = None
+            if rec.change == "moved" and rec.held.source is not None:  # the original is what went
+                root, rel = rec.held.source
+                rec.path, rec.area, rec.held.root = _shown(root, rel), _area(root), root
+                rec.from_path = rec.held.source = None
                 key = (root, rel)
             rec.change = "deleted"
             self.at[key] = rec
@@ -231,7 +234,7 @@ class FilesCall:
         if entry.type == "folder":
             gone.type = "folder"
         else:
-            gone.before_size, gone._before = entry.size, self._hold(prior)
+            gone.before_size, gone.held.before = entry.size, self._hold(prior)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _under(self, p: GemPath, entry: Entry) -> list[tuple[str, str]]:
@@ -246,8 +249,8 @@ class FilesCall:
             self.unlisted += 1
             return None
         rec = FileChange(_shown(p.root, p.rel), _area(p.root), change)
-        rec._store, rec._root = self.session.providers.files, p.root
-        rec._limit = self.session.limits.file_bytes
+        rec.held.store, rec.held.root = self.session.providers.files, p.root
+        rec.held.limit = self.session.limits.file_bytes
         self.changes.append(rec)
         self.at[(p.root, p.rel)] = rec
         return rec
@@ -273,9 +276,9 @@ class FilesCall:
         return data
 
     def _keep_after(self, rec: FileChange, data: bytes) -> None:
-        if rec._after is not rec._before:
-            self._drop(rec._after)
-        rec._after = self._hold(data) if len(data) <= self._cap() else None
+        if rec.held.after is not rec.held.before:
+            self._drop(rec.held.after)
+        rec.held.after = self._hold(data) if len(data) <= self._cap() else None
 
     def _drop(self, data: bytes | None) -> None:
         if data is not None:
@@ -312,7 +315,7 @@ def kept_bytes(changes: list[FileChange]) -> int:
     seen: set[int] = set()
     n = 0
     for c in changes:
-        for b in (c._after, c._before):
+        for b in (c.held.after, c.held.before):
             if b is not None and id(b) not in seen:
                 seen.add(id(b))
                 n += len(b)

@@ -88,7 +88,9 @@ def _through_applicators(
     for kw in ("$ref", "$dynamicRef"):
         ref = schema.get(kw)
         if ref is not None:
-            resolved = validator._resolver.lookup(ref)
+            # jsonschema has no public way to the resolver of the scope a validator is in; its own
+            # find_evaluated_*_by_schema (the walks these replace) look up $ref the same way
+            resolved = validator._resolver.lookup(ref)  # noqa: SLF001
             found |= walk(
                 validator.evolve(schema=resolved.contents, _resolver=resolved.resolver),
                 instance,

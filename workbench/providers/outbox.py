@@ -291,8 +291,9 @@ class SmtpOutbox:
 
     def _deliver(self, built: Built, context: ssl.SSLContext, deadline: Watchdog) -> Any:
         implicit = context if self.security == "ssl" else None
-        session = _Session(deadline, implicit, timeout=self.timeout, local_hostname=self.local_hostname)
-        session._host = self.host  # set by SMTP(host) only, and we connect later
+        session = _Session(
+            deadline, implicit, server=self.host, timeout=self.timeout, local_hostname=self.local_hostname
+        )
         try:
             session.connect(self.host, self.port)
             if self.security == "starttls":
@@ -335,9 +336,12 @@ class _Session(smtplib.SMTP):
 
     _host: str  # smtplib's: the name STARTTLS checks the certificate against
 
-    def __init__(self, deadline: Watchdog, implicit_tls: ssl.SSLContext | None, **kw: Any) -> None:
+    def __init__(
+        self, deadline: Watchdog, implicit_tls: ssl.SSLContext | None, *, server: str, **kw: Any
+    ) -> None:
         self.deadline, self.implicit_tls, self.heard = deadline, implicit_tls, 0
         super().__init__(**kw)
+        self._host = server  # set by SMTP(host) only, which connects at once; we connect later
 
     def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
         sock = socket.create_connection((host, port), timeout, self.source_address)

@@ -61,7 +61,6 @@ def enabled(shell: Any) -> bool:
 def install(shell: Any) -> None:
     """Rewrite the asserts of every cell `shell` runs from now on (once, however often called)."""
     import _pytest.assertion.rewrite as pytest_ar
-    from _pytest.assertion import util
 
     if enabled(shell):
         return
@@ -71,8 +70,7 @@ def install(shell: Any) -> None:
     hidden = {"@py_builtins": __import__("builtins"), "@pytest_ar": pytest_ar}
     shell.user_ns.update(hidden)
     shell.user_ns_hidden.update(hidden)
-    if util._reprcompare is None:  # (a pytest session in this process sets its own, and restores)
-        util._reprcompare = _explain_comparison
+    _swap_reprcompare(None, _explain_comparison)  # (a pytest session in this process sets its own)
 
 
 def uninstall(shell: Any) -> None:
@@ -82,10 +80,18 @@ def uninstall(shell: Any) -> None:
         shell.events.unregister("post_run_cell", _drop_temporaries)
     except ValueError:  # (was not registered)
         pass
+    _swap_reprcompare(_explain_comparison, None)
+
+
+def _swap_reprcompare(old: Any, new: Any) -> None:
+    """Make `new` the comparison detail of rewritten asserts, if `old` is the one set now."""
     from _pytest.assertion import util
 
-    if util._reprcompare is _explain_comparison:
-        util._reprcompare = None
+    # pytest has no public setter: its rewritten asserts ask this slot of util, which pytest's own
+    # assertion plugin fills for each test (pytest_runtest_protocol) and restores after it; a
+    # kernel has no pytest session, so it is filled the same way
+    if util._reprcompare is old:  # noqa: SLF001
+        util._reprcompare = new  # noqa: SLF001
 
 
 def setup(shell: Any) -> None:

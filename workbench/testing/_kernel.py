@@ -108,6 +108,20 @@ class NotebookKernel:
         their new parent would be PID 1 (the kernel is their subreaper while it runs)."""
         self._stopped |= stop_tree(process.pid)
 
+    def make_files(self, env: dict[str, str], *, own_home: bool, keep_output: bool) -> dict[str, Any]:
+        """Before its process starts: a GEM_WORKBENCH_HOME of its own (set in `env`) when
+        `own_home`, a file for its stdout and stderr when `keep_output` (read by `output()`);
+        the streams to start the process with. aclose removes both."""
+        if own_home:
+            self._home = tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True)
+            env["GEM_WORKBENCH_HOME"] = self._home.name
+        if not keep_output:
+            return {}
+        self._output = tempfile.TemporaryFile()
+        # each write of the kernel lands at the end, wherever the shared offset is
+        fcntl.fcntl(self._output, fcntl.F_SETFL, fcntl.fcntl(self._output, fcntl.F_GETFL) | os.O_APPEND)
+        return {"stdout": self._output, "stderr": subprocess.STDOUT}
+
     def output(self) -> str:
         """What the kernel's process wrote since the last call (its last OUTPUT_TAIL bytes);
         "" if its output is not kept."""
@@ -203,15 +217,9 @@ async def astart_kernel(
     # a failing assert says what it compared, as in pytest (unless the caller's env says not to)
     if _asserts.ENV not in (env or {}):
         kernel_env[_asserts.ENV] = "1"
-    if "GEM_WORKBENCH_HOME" not in (env or {}):
-        kernel._home = tempfile.TemporaryDirectory(prefix="gem-workbench-nb-", ignore_cleanup_errors=True)
-        kernel_env["GEM_WORKBENCH_HOME"] = kernel._home.name
-    streams: dict[str, Any] = {}
-    if keep_output:
-        kernel._output = tempfile.TemporaryFile()
-        # each write of the kernel lands at the end, wherever the shared offset is
-        fcntl.fcntl(kernel._output, fcntl.F_SETFL, fcntl.fcntl(kernel._output, fcntl.F_GETFL) | os.O_APPEND)
-        streams = {"stdout": kernel._output, "stderr": subprocess.STDOUT}
+    streams = kernel.make_files(
+        kernel_env, own_home="GEM_WORKBENCH_HOME" not in (env or {}), keep_output=keep_output
+    )
     try:
         await km.start_kernel(
             extra_arguments=KERNEL_ARGUMENTS

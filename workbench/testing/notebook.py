@@ -226,36 +226,11 @@ async def _run(
 
     from . import _interrupt
 
-    path, km = kernel.path, kernel.km
+    path = kernel.path
     nb = nbformat.read(path, as_version=4)
     current: dict[str, Any] = {"index": -1, "cell": {"source": "", "outputs": []}, "reply": {}}
 
-    def on_cell_execute(cell: Any, cell_index: int) -> None:
-        current.update(index=cell_index, cell=cell, reply={})
-
-    def on_cell_error(cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
-        current["reply"] = execute_reply.get("content", {})
-
-    async def on_notebook_start(notebook: Any) -> None:
-        if on_ready is not None:
-            await on_ready()
-
-    # We own the kernel manager (nbclient then leaves shutdown to us) so that a timed-out cell
-    # can be interrupted first and every kernel is shut down gracefully: its atexit handlers
-    # close open benches and their Deno sandboxes, leaving no process behind. The kernel runs
-    # already: nbclient only connects to it.
-    client = _client_class()(
-        nb,
-        km=km,
-        kernel_name=km.kernel_name,
-        timeout=timeout,
-        startup_timeout=STARTUP_TIMEOUT,
-        iopub_timeout=IOPUB_TIMEOUT,
-        resources={"metadata": {"path": str(kernel.cwd)}},
-        on_cell_execute=on_cell_execute,
-        on_cell_error=on_cell_error,
-        on_notebook_start=on_notebook_start,
-    )
+    client = _new_client(kernel, nb, current, timeout, on_ready)
 
     def failure(kind: str, **extra: Any) -> NotebookFailure:
         cell = current["cell"]
@@ -288,9 +263,7 @@ async def _run(
             failed = failure("too large", ename="E_TOO_LARGE", evalue=flood.message())
             if client.kc is not None:  # what the kernel still sends is then neither read nor queued
                 client.kc.iopub_channel.close()
-        # nbclient registers an atexit cleanup of the kernel it sets up and forgets it only if
-        # the setup succeeded: one that did not start would be cleaned up again, and fail, at exit
-        atexit.unregister(client._cleanup_kernel)
+        client.forget_exit_cleanup()
         _interrupt.reclaim()  # (nbclient removed its handler, leaving Python's default one)
         timed_out = failed is not None and failed.kind == "timeout"
         # (after a Ctrl-C, a kernel found idle would never send the reply a timeout waits for)
@@ -307,6 +280,45 @@ async def _run(
     if failed is not None:
         raise failed
     return nb
+
+
+def _new_client(
+    kernel: NotebookKernel,
+    nb: Any,
+    current: dict[str, Any],
+    timeout: int | None,
+    on_ready: Callable[[], Awaitable[None]] | None,
+) -> Any:
+    """nbclient's client of `kernel` for `nb`, keeping in `current` the cell that runs (its
+    index, the cell, the reply of its error) and awaiting `on_ready` once it is connected."""
+
+    def on_cell_execute(cell: Any, cell_index: int) -> None:
+        current.update(index=cell_index, cell=cell, reply={})
+
+    def on_cell_error(cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
+        current["reply"] = execute_reply.get("content", {})
+
+    async def on_notebook_start(notebook: Any) -> None:
+        if on_ready is not None:
+            await on_ready()
+
+    # We own the kernel manager (nbclient then leaves shutdown to us) so that a timed-out cell
+    # can be interrupted first and every kernel is shut down gracefully: its atexit handlers
+    # close open benches and their Deno sandboxes, leaving no process behind. The kernel runs
+    # already: nbclient only connects to it.
+    km = kernel.km
+    return _client_class()(
+        nb,
+        km=km,
+        kernel_name=km.kernel_name,
+        timeout=timeout,
+        startup_timeout=STARTUP_TIMEOUT,
+        iopub_timeout=IOPUB_TIMEOUT,
+        resources={"metadata": {"path": str(kernel.cwd)}},
+        on_cell_execute=on_cell_execute,
+        on_cell_error=on_cell_error,
+        on_notebook_start=on_notebook_start,
+    )
 
 
 def _name_compiled_cell(evalue: str, traceback: str, index: int) -> str:
@@ -352,6 +364,12 @@ def _client_class() -> type:
                 kc.iopub_channel.on_flood = self._flooded
                 kc.iopub_channel.alive = self._kernel_alive
             return kc
+
+        def forget_exit_cleanup(self) -> None:
+            """Unregister nbclient's atexit cleanup of the kernel: it registers one as it sets the
+            kernel up and forgets it only if the setup succeeded; one that did not start would be
+            cleaned up again, and fail, at exit (the kernel is ours: `_shutdown` ends it)."""
+            atexit.unregister(self._cleanup_kernel)
 
         async def _kernel_alive(self) -> bool:
             from jupyter_core.utils import ensure_async

@@ -280,9 +280,9 @@ class NotebookItem(pytest.Item):
         env = {"GEM_WORKBENCH_TOOL_ERRORS": tool_errors} if tool_errors == "fail" else {}
         return kernel, {**env, **run_env(self)}  # its pins: not into the tests/ of a gem under test
 
-    async def _start(self, *, ahead: bool = False) -> NotebookKernel:
-        """Start this notebook's kernel; `ahead`: during another item, with the environment
-        pytest gives this one's call."""
+    async def start_kernel(self, *, ahead: bool = False) -> NotebookKernel:
+        """Start this notebook's kernel (the item before it starts it ahead while it runs);
+        `ahead`: during another item, with the environment pytest gives this one's call."""
         from ._kernel import astart_kernel
 
         kernel_name, env = self._options()
@@ -301,14 +301,14 @@ class NotebookItem(pytest.Item):
         if kernel is not None and kernel.environ != {**os.environ, **(self._options()[1] or {})}:
             await kernel.aclose()  # a fixture or a hook changed the environment since its start
             kernel = None
-        kernel = kernel or await self._start()
+        kernel = kernel or await self.start_kernel()
         overlap = config.stash[_OVERLAP]
         following = self.stash.get(_NEXT, None) if overlap else None
 
         async def start_next() -> None:
             if isinstance(following, NotebookItem) and following.nodeid not in started:
                 try:
-                    started[following.nodeid] = await following._start(ahead=True)
+                    started[following.nodeid] = await following.start_kernel(ahead=True)
                 except Exception:  # noqa: BLE001 - that notebook's own run reports it
                     pass
 

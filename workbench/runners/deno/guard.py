@@ -108,7 +108,7 @@ class Watch:
                 continue  # (a thread that ended meanwhile)
         return out
 
-    def _idle_check(self) -> None:
+    def idle_check(self) -> None:
         """Kill the process if it was runnable more than IDLE_SHARE of the time in each of the
         last IDLE_STREAK windows of IDLE_WINDOW with no call running (under _lock, from the
         thread)."""
@@ -188,7 +188,7 @@ def _run() -> None:
                 return
             for w in list(_watches):
                 w.check()
-                w._idle_check()
+                w.idle_check()
                 if w.ended():  # (its sandbox may be collected without a stop: never kept)
                     w.close()
         time.sleep(POLL)

@@ -1,4 +1,4 @@
-"""`gem-workbench doctor GEM`: the doctor from the command line (issue 30 point 1).
+"""`gem-workbench doctor GEM`: the doctor from the command line.
 
     gem-workbench doctor GEM [--tool T] [--seconds 60] [--examples N] [--seed S]
                              [--json | --junit FILE] [--no-write] [open() flags]
@@ -15,10 +15,12 @@ import json
 import sys
 from typing import Any
 
+from ._table import OpenFlags, register
 
-def add_parser(sub: Any, add_flags: Any) -> None:
-    """The `doctor` subcommand, with the open() flags of `call` (`add_flags`)."""
-    p = sub.add_parser(
+
+def add(sub: Any, flags: OpenFlags) -> argparse.ArgumentParser:
+    """The `doctor` subcommand, with the open() flags of `call`."""
+    p: argparse.ArgumentParser = sub.add_parser(
         "doctor",
         help="search the gem's tools for bugs an author did not think of: inputs from each schema, "
         "memory between calls (N5), crash reruns (N7), read-only writes (D4), results over N9, "
@@ -36,14 +38,14 @@ def add_parser(sub: Any, add_flags: Any) -> None:
     out.add_argument("--json", action="store_true", help="print the report as JSON")
     out.add_argument("--junit", metavar="FILE", help="also write JUnit XML (a testcase per tool and kind)")
     p.add_argument("--no-write", action="store_true", help="do not write the findings as cases")
-    add_flags(p)
-    p.set_defaults(fn=run)
+    flags(p)
+    return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import open as open_bench
-    from ._errors import UsageError, WorkbenchError
-    from .bench.options import apply_actions, gem_profile, taken
+    from .. import open as open_bench
+    from .._errors import UsageError, WorkbenchError
+    from ..bench.options import apply_actions, gem_profile, taken
 
     def fail(code: str, message: str, exit_code: int) -> int:
         print(f"gem-workbench doctor: error {code}: {message}", file=sys.stderr)
@@ -106,3 +108,6 @@ def _print(report: Any) -> None:
         print(f"  reproduce: {f.repro}")
         if f.case is not None:
             print(f"  pinned: {f.case}")
+
+
+register("doctor", add, run, flags="always")
