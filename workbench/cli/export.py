@@ -54,10 +54,10 @@ def calls_of(given: list[str]) -> list[tuple[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     from .. import open as open_bench
-    from ..bundles.export import SUFFIX
     from .._check import gem_folder
     from .._errors import UsageError, WorkbenchError
     from ..bench.options import apply_actions
+    from ..bundles.export import SUFFIX
 
     try:
         calls = calls_of(args.calls or [])

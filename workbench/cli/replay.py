@@ -29,8 +29,8 @@ def add(sub: Any, flags: OpenFlags) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bundles.replay import replay_bundle
     from .._errors import UsageError, WorkbenchError
+    from ..bundles.replay import replay_bundle
 
     try:
         reruns = replay_bundle(args.bundle, call=args.call, trust=args.trust)
