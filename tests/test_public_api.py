@@ -13,6 +13,8 @@ def test_all_is_exactly_the_public_surface():
     assert set(workbench.__all__) == {
         "CODES",
         "Bench",
+        "CallHooks",
+        "CallIdentity",
         "CallResult",
         "GemLoadError",
         "Limits",
@@ -25,8 +27,12 @@ def test_all_is_exactly_the_public_surface():
     # isidentifier(): pytest rewrites asserts in a package that ships a pytest plugin (ours:
     # workbench.testing.plugin) and leaves '@py_builtins' / '@pytest_ar' in its namespace.
     public = {n for n in dir(workbench) if n.isidentifier() and not n.startswith("_")} - {
+        "bench",
+        "bundles",
         "ctx",
+        "doctor",
         "gem",
+        "pins",
         "providers",
         "runners",
         "inspect",
