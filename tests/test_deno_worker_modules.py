@@ -17,6 +17,7 @@ from conftest import GemBuilder
 
 from workbench._deno import DENO_FLAGS, deno_bin, minimal_env
 from workbench.runners.deno import bundle
+from workbench.runners.deno import sandbox as sandbox_module
 
 DENO = Path(bundle.__file__).parent
 SIBLING = re.compile(r'^import\s[^;]*?from\s+"\./([\w-]+\.ts)";', re.M)
@@ -121,3 +122,57 @@ def test_deno_runner_functions_are_at_most_80_lines() -> None:
                 if size > 80:
                     long[f"{path.name}:{node.name}"] = size
     assert not long, long
+
+
+# What the bridge does per call, counted, not timed: a module that wraps Object.defineProperty
+# and String.prototype.indexOf runs in the Worker before the bridge (which takes them then), and
+# the tool reads the counts. Building a call's ctx made a new property descriptor per method
+# and split each capability's path ("storage.kv") again.
+COUNTER = """
+const counted = { descriptors: 0, indexOf: 0 };
+const seen = new WeakSet(), has = WeakSet.prototype.has, add = WeakSet.prototype.add;
+const apply = Reflect.apply, define = Object.defineProperty, indexOf = String.prototype.indexOf;
+Object.defineProperty = function (o, key, d) {
+  if (d !== null && typeof d === "object" && !apply(has, seen, [d])) {
+    apply(add, seen, [d]);
+    counted.descriptors++;
+  }
+  return define(o, key, d);
+};
+define(String.prototype, "indexOf", { value: function (...a) {
+  counted.indexOf++;
+  return apply(indexOf, this, a);
+}, writable: true, configurable: true });
+globalThis.bridgeWork = () => [counted.descriptors, counted.indexOf];
+"""
+
+
+@pytest.mark.deno
+def test_a_warm_call_builds_its_ctx_without_new_descriptors_or_path_splits(
+    gem: GemBuilder, opened: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gem.tool("work", "export default async (input, ctx) => globalThis.bridgeWork()", ext="js")
+    folder = gem.root / "counting"  # (the sandbox may read the gem)
+    folder.mkdir()
+    (folder / "counter.js").write_text(COUNTER)
+    command = sandbox_module.Sandbox._command
+
+    def counting(self: sandbox_module.Sandbox, fifo_dir: str) -> tuple[list[str], str, str]:
+        cmd, to_host, from_host = command(self, fifo_dir)
+        at = next(i for i, a in enumerate(cmd) if a.endswith("host.ts")) + 4  # the Worker's module
+        (folder / "worker.js").write_text(f'import "./counter.js";\nimport "{cmd[at]}";\n')
+        cmd[at] = (folder / "worker.js").as_uri()
+        return cmd, to_host, from_host
+
+    monkeypatch.setattr(sandbox_module.Sandbox, "_command", counting)
+    bench = opened(gem)
+    assert bench.call("work").ok  # (the first call imports the tool)
+    first = bench.call("work")
+    for _ in range(9):
+        assert bench.call("work").ok
+    last = bench.call("work")
+    assert first.ok and last.ok, (first.error, last.error)
+    descriptors, index_of = ((b - a) / 10 for a, b in zip(first.value, last.value))
+    # this gem's ctx: 20 methods in 6 capabilities, each given a descriptor of its own per
+    # call before (35 in all, and 8 path splits); what is left settles the call's promises
+    assert descriptors <= 8 and index_of == 0, (descriptors, index_of)

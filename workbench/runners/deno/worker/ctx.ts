@@ -6,11 +6,11 @@
 import { ctxCall, FIRE_AND_FORGET, PARAMS } from "./ctxcall.ts";
 import { describe } from "./errors.ts";
 import { fetchMethod } from "./fetch.ts";
-import { append, consoleError, data, defineProperty, freeze, hasOwn, NativeTypeError, parseJSON,
-  promiseThen, ReflectApply, strIndexOf, strSlice } from "./primordials.ts";
+import { append, consoleError, data, defineEnumerable, defineProperty, freeze, hasOwn, NativeTypeError,
+  parseJSON, promiseThen, ReflectApply, strIndexOf, strSlice } from "./primordials.ts";
 
 type MethodSpec = { name: string; params: string[]; codec: string | null; full: string };
-type CapSpec = { path: string; kind: string; methods: MethodSpec[] };
+type CapSpec = { path: string; kind: string; methods: MethodSpec[]; parts: string[] };
 
 // parsed shapes by number: a gem's tools have a handful between them
 const SHAPES: Record<number, CapSpec[]> = { __proto__: null } as unknown as Record<number, CapSpec[]>;
@@ -28,6 +28,7 @@ function prepare(shape: CapSpec[]): CapSpec[] {
       PARAMS[m.full] = m.params;
       if (m.codec === "void") FIRE_AND_FORGET[m.full] = true;
     }
+    defineProperty(cap, "parts", data(pathParts(cap.path))); // where it goes in ctx
   }
   return shape;
 }
@@ -84,33 +85,32 @@ export function makeCtx(callId: string, shape: CapSpec[], values: Record<string,
     const o = {};
     for (let i = 0; i < methods.length; i++) {
       const m = methods[i];
-      defineProperty(o, m.name, data(withCodec(m, bound), true));
+      defineEnumerable(o, m.name, withCodec(m, bound));
     }
     return freeze(o);
   };
   const ctx: Record<string, unknown> = {};
   const inner: object[] = []; // namespaces made for dotted paths (ctx.storage), frozen at the end
-  const place = (path: string, value: unknown) => {
-    const parts = pathParts(path);
+  const place = (parts: string[], value: unknown) => {
     let at = ctx as Record<string, unknown>;
     for (let i = 0; i < parts.length - 1; i++) {
       if (!hasOwn(at, parts[i])) {
         const o = {};
-        defineProperty(at, parts[i], data(o, true));
+        defineEnumerable(at, parts[i], o);
         append(inner, o);
       }
       at = at[parts[i]] as Record<string, unknown>;
     }
-    defineProperty(at, parts[parts.length - 1], data(value, true));
+    defineEnumerable(at, parts[parts.length - 1], value);
   };
   for (let i = 0; i < shape.length; i++) {
-    const cap = shape[i], path = cap.path, methods = cap.methods;
-    if (cap.kind === "value") place(path, hasOwn(values, path) ? values[path] : undefined);
-    else if (cap.kind === "namespace") place(path, ns(methods));
-    else if (cap.kind === "function") place(path, withCodec(methods[0], []));
+    const cap = shape[i], path = cap.path, methods = cap.methods, parts = cap.parts;
+    if (cap.kind === "value") place(parts, hasOwn(values, path) ? values[path] : undefined);
+    else if (cap.kind === "namespace") place(parts, ns(methods));
+    else if (cap.kind === "function") place(parts, withCodec(methods[0], []));
     else if (cap.kind === "collection") {
       // collection() is synchronous on the platform: the ctx layer checks the name (D1) on use
-      place(path, freeze({ collection: (name: string) => ns(methods, name) }));
+      place(parts, freeze({ collection: (name: string) => ns(methods, name) }));
     }
   }
   for (let i = 0; i < inner.length; i++) freeze(inner[i]);

@@ -65,6 +65,14 @@ export const call0 = (fn: unknown, self: unknown) => ReflectApply(fn as () => un
 // descriptors without a prototype: defineProperty reads get/set/value... from its argument
 export const data = (value: unknown, enumerable = false) =>
   ({ __proto__: null, value, writable: true, enumerable, configurable: true }) as PropertyDescriptor;
+// defineProperty(o, key, data(value, true)) without a new descriptor each time: one kept here,
+// its value cleared after (for objects the bridge makes: a plain object runs no code meanwhile)
+const ENUMERABLE = data(undefined, true);
+export function defineEnumerable(o: object, key: PropertyKey, value: unknown): void {
+  ENUMERABLE.value = value;
+  defineProperty(o, key, ENUMERABLE);
+  ENUMERABLE.value = undefined;
+}
 // A descriptor from getOwnPropertyDescriptor inherits from Object.prototype: handed back to
 // defineProperty, a `get` or `value` a tool planted there would be read. Copied without one.
 const DESC_FIELDS = ["value", "writable", "get", "set", "enumerable", "configurable"];
