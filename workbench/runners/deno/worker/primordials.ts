@@ -170,11 +170,14 @@ export function safeStringify(value: unknown): string | undefined {
 
 // Give a native promise its own `then` and `constructor`: awaiting it (or resolving with it)
 // then looks up neither on Promise.prototype, where a tool may have planted its own.
+// (Descriptors made once: defineProperty only reads them, and a Proxy's trap gets a copy.)
+const OWN_CONSTRUCTOR = freeze(data(NativePromise)), OWN_THEN = freeze(data(promiseThen));
+const NO_THEN = freeze(data(undefined));
 export function own<T>(p: T): T {
   // (a promise the tool froze keeps the lookups: rare, and its own doing)
   if (p !== null && typeof p === "object" && getPrototypeOf(p) === PromiseProto && isExtensible(p)) {
-    defineProperty(p, "constructor", data(NativePromise));
-    defineProperty(p, "then", data(promiseThen));
+    defineProperty(p, "constructor", OWN_CONSTRUCTOR);
+    defineProperty(p, "then", OWN_THEN);
   }
   return p;
 }
@@ -183,7 +186,7 @@ export function own<T>(p: T): T {
 // (a frozen value cannot be given one: it is resolved as it is; the bridge freezes after)
 export function resolveWith(resolve: (v: unknown) => void, value: unknown): void {
   if (value !== null && typeof value === "object" && isExtensible(value)) {
-    defineProperty(value, "then", data(undefined));
+    defineProperty(value, "then", NO_THEN);
     resolve(value);
     ReflectDelete(value, "then");
   } else resolve(value);
