@@ -16,6 +16,7 @@ from _deno import deno_home  # noqa: F401  (fixture)
 from conftest import GemBuilder
 
 from workbench._deno import DENO_FLAGS, deno_bin, minimal_env
+from workbench._errors import WorkbenchError
 from workbench.runners.deno import bundle
 from workbench.runners.deno import sandbox as sandbox_module
 
@@ -176,3 +177,21 @@ def test_a_warm_call_builds_its_ctx_without_new_descriptors_or_path_splits(
     # this gem's ctx: 20 methods in 6 capabilities, each given a descriptor of its own per call
     # before, and each promise the bridge settles two (35 in all, and 8 path splits); one left
     assert descriptors <= 1 and index_of == 0, (descriptors, index_of)
+
+
+@pytest.mark.deno
+def test_a_bridge_that_cannot_be_written_is_a_coded_error(
+    gem: GemBuilder, opened: Callable, tmp_path: Path
+) -> None:
+    """As any failure to start the sandbox: the call raises it, coded (and the next one tries again)."""
+    gem.tool("one", "export default async () => 1", ext="js")
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "bridge").write_text("not a folder")  # where the bundle goes
+    bench = opened(gem, state_dir=state)
+    with pytest.raises(WorkbenchError) as got:
+        bench.call("one")
+    assert got.value.code == "E_SANDBOX" and "bridge could not be written" in got.value.message
+    assert got.value.details["path"] == str(state / "bridge")
+    (state / "bridge").unlink()
+    assert bench.call("one").value == 1

@@ -208,7 +208,16 @@ class SandboxProcess(Framed):
         readable = [str(self.gem_root), *map(str, self.options.readable)]
         # the Worker's modules as one (bundle.py), beside DENO_DIR: inside it, Deno took ~0.5 s
         # longer to start the Worker from it on a fresh DENO_DIR
-        worker = bundle.write(self.deno_dir.parent / "bridge")
+        folder = self.deno_dir.parent / "bridge"
+        try:
+            worker = bundle.write(folder)
+        except OSError as exc:
+            raise WorkbenchError(
+                "E_SANDBOX",
+                f"the sandbox's bridge could not be written to {folder} ({exc.strerror or exc}): "
+                "the state folder must be a writable folder",
+                path=str(folder),
+            ) from None
         cmd = [
             find_deno_bin(),
             "run",
