@@ -64,6 +64,8 @@ def test_worker_bundle_is_written_once_and_replaces_older_ones(tmp_path: Path) -
     assert [p.name for p in folder.iterdir()] == [path.name]  # the older one and no temp file left
     stat = path.stat()
     assert bundle.write(folder) == path and path.stat().st_mtime_ns == stat.st_mtime_ns  # not rewritten
+    path.write_text("// planted: a state folder copied from elsewhere")
+    assert bundle.write(folder) == path and path.read_text() == bundle.source()  # its content checked
 
 
 @pytest.mark.deno

@@ -6,7 +6,8 @@ loads in a cold start. Each module's imports of its siblings are dropped and its
 plain declarations, in the order ES modules would run them (depth first, imports in order), so
 the bundle runs as the modules would; the two modules beside worker/ that tools may load too
 (internals.ts, node_crypto.ts) stay imports, by absolute URL, so both get the same instance.
-Written once per content (its name is its hash) into the sandbox's Deno folder, atomically.
+Written once per content (its name is its hash) beside the sandbox's Deno folder, atomically,
+and used again only if it still holds that content.
 """
 
 from __future__ import annotations
@@ -69,8 +70,11 @@ def write(folder: Path) -> Path:
     """The bundle as a file in `folder` (made if missing; older bundles there removed)."""
     text, digest = _made()
     target = folder / f"worker.{digest}.ts"
-    if target.is_file():
-        return target
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        # its content, not only its name: a state folder copied from elsewhere may hold any file
+        # there, and the bridge runs before every tool
+        if target.read_text(encoding="utf-8") == text:
+            return target
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".worker.", suffix=".tmp", dir=folder)
     try:
