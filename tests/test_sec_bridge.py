@@ -296,9 +296,9 @@ def test_SEC7_deep_and_cyclic_python_results_are_coded_errors(gem: GemBuilder, o
 # indexOf/includes/slice/split/concat, JSON.parse), in the host and in the Worker. A linear
 # bridge touches each byte of an input a few times; one that re-scans what it buffered for
 # each chunk it reads touches it once per chunk. Installed before the bridge's own code runs
-# (the host: Deno's --preload; the Worker: a module that imports it first, then worker.ts), so
-# the built-ins worker.ts keeps for itself are the counting ones. The host's count goes into
-# the call's logs, just before its end marker; the Worker's is read by the tool.
+# (the host: Deno's --preload; the Worker: a module that imports it first, then the bridge's
+# bundle), so the built-ins the bridge keeps for itself are the counting ones. The host's count
+# goes into the call's logs, just before its end marker; the Worker's is read by the tool.
 BYTES_COUNTER = """
 const counted = { bytes: 0 };
 const apply = Reflect.apply;
@@ -340,13 +340,13 @@ def count_bridge_bytes(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
     (folder / "host.js").write_text(BYTES_COUNTER + HOST_REPORT)
     (folder / "counter.js").write_text(BYTES_COUNTER + "globalThis.bridgeBytes = () => counted.bytes;\n")
     command = sandbox_module.Sandbox._command
-    real_worker = (Path(sandbox_module.__file__).parent / "worker.ts").as_uri()
-    (folder / "worker.js").write_text(f'import "./counter.js";\nimport "{real_worker}";\n')
 
     def counting(self: sandbox_module.Sandbox, fifo_dir: str) -> tuple[list[str], str, str]:
         cmd, to_host, from_host = command(self, fifo_dir)
         host = next(i for i, a in enumerate(cmd) if a.endswith("host.ts"))
-        assert cmd[host + 4] == real_worker, cmd  # (to_host, from_host, our pid, the worker)
+        real_worker = cmd[host + 4]  # (to_host, from_host, our pid, the worker: its bundle)
+        assert real_worker.startswith("file://") and "/bridge/worker." in real_worker, cmd
+        (folder / "worker.js").write_text(f'import "./counter.js";\nimport "{real_worker}";\n')
         cmd[host + 4] = (folder / "worker.js").as_uri()
         cmd.insert(host, f"--preload={folder / 'host.js'}")
         return cmd, to_host, from_host

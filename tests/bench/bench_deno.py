@@ -43,10 +43,10 @@ for line in sys.stdin.buffer:
     out.write(json.dumps(json.loads(line), separators=(",", ":")).encode() + b"\\n")
     out.flush()
 """
-# The hops of a ctx round trip, each alone, as host.ts and worker.ts make them. Deno's main thread
+# The hops of a ctx round trip, each alone, as host.ts and worker/ make them. Deno's main thread
 # reads and writes a pipe blocking (readSync/writeSync, as host.ts does its FIFOs) and moves
 # messages to and from a Worker through two SharedArrayBuffers, waiting with Atomics.wait (as
-# host.ts does); the Worker waits on its event loop (Atomics.waitAsync, as worker.ts does). Arg:
+# host.ts does); the Worker waits on its event loop (Atomics.waitAsync, as worker/channel.ts does). Arg:
 # "main" (main echoes) or "worker" (main forwards each message to a Worker that echoes it: the
 # four hand-offs every ctx call makes, Python -> main -> Worker -> main -> Python, no ctx work).
 DENO_ECHO = """\

@@ -1,6 +1,6 @@
 """The ctx object a Python tool gets, generated from its profile's capability registry.
 
-The same registry gives the sandbox its JS ctx (runners/deno/worker.ts builds it from the
+The same registry gives the sandbox its JS ctx (runners/deno/worker/ctx.ts builds it from the
 call message), so a Python and a JS tool of one gem see the same names (tested per profile).
 An `async def handle` gets coroutine methods (`await ctx.files.read(…)`); a plain `def
 handle` gets the same methods returning values directly. Every method goes through

@@ -15,7 +15,7 @@ from ..platforms.base import Limits
 __all__ = ["DEFAULT", "MAX_TICKS", "Limits", "deadline_after", "remaining"]
 
 DEFAULT = Limits()
-# the reads of a running clock a sandboxed call keeps for its pin (worker.ts MAX_TICKS): past
+# the reads of a running clock a sandboxed call keeps for its pin (worker/clock.ts MAX_TICKS): past
 # them a replay's clock runs on from the last one
 MAX_TICKS = 1000
 

@@ -1,7 +1,7 @@
 """The Notochord platform (seed 000): gems with manifest.json, tools as `default` / `handle`.
 
 Its ctx shape is the registry below: the Python ctx, the ctx router and the sandbox's JS ctx
-are all generated from it (ctx/__init__.py, runners/deno/worker.ts).
+are all generated from it (ctx/__init__.py, runners/deno/worker/ctx.ts).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from ..._errors import WorkbenchError
 from ..._text import well_formed
 from ...ctx.limits import DEFAULT as DEFAULT_LIMITS
 
-# "Requires read access …"; Deno.exit / self.close / self.postMessage (worker.ts); Deno.symlink:
+# "Requires read access …"; Deno.exit / self.close / self.postMessage (worker/confine.ts); Deno.symlink:
 # "requires unscoped --allow-read and --allow-write"
 _CAPABILITY = re.compile(r"Requires (\w+) access|(?:Deno|self)\.(exit|close|postMessage)|and --allow-(\w+)")
 
@@ -18,7 +18,7 @@ _CAPABILITY = re.compile(r"Requires (\w+) access|(?:Deno|self)\.(exit|close|post
 def tool_error(e: dict[str, Any], root: Path, limits: Any = DEFAULT_LIMITS) -> WorkbenchError:
     """The tool's error as a coded one. Never raises, whatever the message holds (missing or
     odd fields are E_TOOL_ERROR). A platform code or a result-size verdict is taken only
-    from `bridge`, which worker.ts sets on what it made itself (a ctx error it created, a
+    from `bridge`, which the Worker (worker/) sets on what it made itself (a ctx error it created, a
     result too large or not JSON): a tool naming its error "CtxError" or "ResultTooLarge"
     is an ordinary tool error."""
     try:

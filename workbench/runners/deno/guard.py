@@ -11,7 +11,7 @@ The thread ends when no sandbox is left to watch.
 
 Between calls it also judges what the process wants of the CPU. The bridge stops what a call
 leaves that it can see (timers, ports, nested Workers, a Worker that never comes back idle:
-worker.ts, host.ts), but not an async loop that yields through the runtime's own ops (`for (;;)
+worker/, host.ts), but not an async loop that yields through the runtime's own ops (`for (;;)
 await Deno.readTextFile(f)` burned a CPU after its call): this does. CPU time alone is what the
 machine gave, not what the process asked for: under load 6 on 2 cores a spinner got 0.42 of a
 CPU and passed a 0.5 threshold. So it counts runnable time: CPU time (/proc/<pid>/stat, dead

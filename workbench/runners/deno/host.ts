@@ -24,14 +24,14 @@
 //                   seed?, ownSeed?, ticks?, wall?} + input (clock: [ms, frozen], seed: a uint32,
 //                   ownSeed: the seed is the call's own, for its pin; ticks: a running clock's
 //                   reads to serve again, wall: run on the wall time and report its reads and
-//                   start; worker.ts `determinism`)
+//                   start; worker/clock.ts, random.ts)
 //                   (ctx.shape is a number; ctx.shapeText its JSON text, the first time only)
 //                   (also while another call is in flight: a nested call, nonce "")
 //                   {t:"reply", id, seq, ok, n} + the value (ok) or {code, message, details}
 //   host -> python  {t:"ready"}   {t:"ctx", id, seq, method, n} + the arguments (a list)
 //                   {t:"done", id, ok, late, ticks?, start?, n} + the result (ok) or {name, message, stack, code,
 //                   bridge?}: `bridge` ("ctx", "result_too_large", "result_error") is set only on
-//                   what worker.ts itself made; errors.py takes codes from it alone
+//                   what the Worker itself made; errors.py takes codes from it alone
 // `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
 // results over `resultChars` (N9) before they are carried; Python checks what it sends.
 
@@ -108,7 +108,7 @@ let worker: Sandboxed | null = null;
 type Call = { nonce: string; pending: number; done: [boolean, Uint8Array] | null; late: unknown[];
   ticks?: unknown[]; start?: number };
 const active = new Map<string, Call>();
-// SharedArrayBuffer layout (see worker.ts): [generation, ack, header bytes (-1: a continuation),
+// SharedArrayBuffer layout (see worker/channel.ts): [generation, ack, header bytes (-1: a continuation),
 // payload bytes in all, chunk bytes] then the header and a chunk of the payload. A payload
 // travels in chunks of at most CHUNK bytes, so the buffer stays small whatever the message.
 // One buffer each way: the host writes calls and replies into one, the worker its ctx calls and
@@ -116,11 +116,11 @@ const active = new Map<string, Call>();
 const GEN = 0, ACK = 1, HLEN = 2, PLEN = 3, CLEN = 4, DATA = 32;
 const CHUNK = 1 << 20;
 // In the worker's buffer: IDLE is 1 from a top call's end until the worker cleared what the
-// call left running (worker.ts clearLeftovers); RECYCLE, that the process must end.
+// call left running (worker/main.ts clearLeftovers); RECYCLE, that the process must end.
 const IDLE = 5, RECYCLE = 6;
 // How much CPU the process may burn after a top call before its worker is back idle: a
 // microtask flood (or a loop in a timer that fired after the call returned) never is, and no
-// Worker.terminate() stops it (worker.ts), so the process ends with RECYCLED and Python starts a
+// Worker.terminate() stops it (worker/confine.ts), so the process ends with RECYCLED and Python starts a
 // fresh one for the next call. Counted in CPU time, not wall time: on a loaded machine a worker
 // that was not scheduled yet is not taken for a busy one (IDLE_WAIT_MS is the wall-clock cap).
 const IDLE_CPU_MS = 100, IDLE_WAIT_MS = 2000, IDLE_POLL_MS = 10;
@@ -152,7 +152,7 @@ function startWorker(): Sandboxed {
   // The worker's global port is the tool's too (self.postMessage, self.onmessage): a tool that
   // listened there saw the next call's id and could post its "done". Both directions go
   // through SharedArrayBuffers sent first, before any tool code runs, and then held only
-  // inside worker.ts; what arrives on the global port is dropped. The worker receives no
+  // inside worker/channel.ts; what arrives on the global port is dropped. The worker receives no
   // MessageEvent, whose prototype tool code could have patched to see the event.
   const sab = new SharedArrayBuffer(DATA + HEADER_LIMIT + CHUNK);
   const back = new SharedArrayBuffer(DATA + HEADER_LIMIT + CHUNK);
@@ -210,7 +210,7 @@ async function fromWorker(sb: Sandboxed): Promise<void> {
   try {
     msg = JSON.parse(decoder.decode(header));
   } catch {
-    return; // not what worker.ts writes: nothing to act on
+    return; // not what the Worker writes: nothing to act on
   }
   onWorkerMessage(msg, sb.payload, sb.plen);
 }
@@ -300,7 +300,7 @@ function report(id: string, nonce: string, ok: boolean, payload: Uint8Array, lat
 }
 
 function onWorkerMessage(msg: any, payload: Uint8Array | null, size: number): void {
-  // only worker.ts holds this buffer; still, accept only what ctx itself may do
+  // only worker/channel.ts holds this buffer; still, accept only what ctx itself may do
   const call = typeof msg === "object" && msg !== null ? active.get(msg.id) : undefined;
   if (!call || call.done) return;
   if (msg.t === "ctx" && typeof msg.method === "string" && Number.isInteger(msg.seq) && payload) {
@@ -336,7 +336,7 @@ async function onMessage(msg: any, payload: Uint8Array | null): Promise<void> {
     }
     const call: Record<string, unknown> = { t: "call", id: msg.id, file: msg.file, ctx, limit,
                                             resultChars: msg.resultChars ?? limit };
-    // the bench's virtual clock and seed (worker.ts `determinism`): sent only when set
+    // the bench's virtual clock and seed (worker/clock.ts, random.ts): sent only when set
     if (Array.isArray(msg.clock)) call.clock = msg.clock;
     if (Number.isInteger(msg.seed)) call.seed = msg.seed;
     if (Array.isArray(msg.ticks)) call.ticks = msg.ticks; // a replay's clock reads, served again

@@ -1,10 +1,10 @@
-// The runtime's internals out of the tools' reach: imported first by worker.ts, so it runs
-// before worker.ts's own body and before any tool code.
+// The runtime's internals out of the tools' reach: imported first by the bridge
+// (worker/main.ts), so it runs before the bridge's own modules and before any tool code.
 //
 // Deno[Deno.internal] holds the runtime's internals: `core` (core.ops: every op behind every
 // API, called without the argument checks of the API over it; evalContext, setPromiseHooks,
 // resources...). Nothing a tool needs lives there. It is removed here, with the symbol's name
-// (Deno.internal). A Worker a tool starts is a new realm with its own: worker.ts starts it
+// (Deno.internal). A Worker a tool starts is a new realm with its own: worker/confine.ts starts it
 // through nestedUrl, a module that runs NESTED (the same removal, and the same wrapping of its
 // own Worker) before it imports the tool's module. node:worker_threads' Worker starts its
 // realm where nothing can run first: it is refused (NotCapable), here and in nested Workers.
@@ -61,8 +61,8 @@ export function nestedUrl(spec: unknown, base: string): string {
 // node:worker_threads' Worker refused: `super()` in its constructor calls whatever its
 // prototype is when it runs (before the realm is made), and a non-extensible class keeps the
 // one set here. Importing the module replaces globalThis.MessageChannel and MessagePort unless
-// they cannot be (worker.ts locks them first). Settled before the first tool module is
-// imported (worker.ts `run`).
+// they cannot be (worker/confine.ts locks them first). Settled before the first tool module is
+// imported (worker/run.ts `run`).
 export function refuseNodeWorker(): Promise<unknown> {
   return import("node:worker_threads").then(({ Worker: NodeWorker }) => {
     Object.setPrototypeOf(NodeWorker, function NotCapable() {
@@ -75,7 +75,7 @@ export function refuseNodeWorker(): Promise<unknown> {
 }
 
 // The call's seeded stream, for node_crypto.ts (node:crypto's own draws go to the runtime's ops,
-// past the functions worker.ts replaces): set and frozen by worker.ts before any tool runs
+// past the functions worker/random.ts replaces): set and frozen by it before any tool runs
 export const draws: { seeded: () => boolean; u32: () => number; fill: (bytes: Uint8Array) => void } = {
   seeded: () => false,
   u32: () => 0,

@@ -1,7 +1,7 @@
 // node:crypto as tools import it (the sandbox's import map points "node:crypto" here; this
 // module alone gets the runtime's). randomInt, randomFillSync and randomFill draw from the
 // runtime's ops directly, past crypto.getRandomValues, so a seeded call's draws were real ones:
-// here, with a seed, they draw from the call's stream (worker.ts `seed`), after the runtime's
+// here, with a seed, they draw from the call's stream (worker/random.ts `seed`), after the runtime's
 // own function ran on the same arguments (so its checks and errors are the real ones). The
 // default export (and require("node:crypto"), the same object) gets the same functions.
 // deno-lint-ignore-file no-explicit-any

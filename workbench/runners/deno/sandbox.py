@@ -28,7 +28,7 @@ from .errors import tool_error
 from .framing import COMPACT, Broken
 from .guard import RUNTIME_MB, rss_limit_mb
 from .lifecycle import HERE, SandboxOptions, SandboxProcess
-from .process import alive
+from .process import Output, alive
 from .serve import serve_ctx as _serve  # a name of this module: the tests wrap it here
 
 if TYPE_CHECKING:
@@ -87,115 +87,37 @@ class Sandbox(SandboxProcess):
     def _call(self, file: Path, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome | None:
         """call(), once; None when the host had ended (recycled) before it read the call."""
         session = caps.session
-        limits, profile, grants = session.limits, session.profile, session.grants
+        limits = session.limits
         link = self._links.check()
         if link is not None:
             return Outcome(error=link)
         data = utf8(COMPACT.encode(args))  # a lone surrogate as the platform's JSON carries it
         if len(data) > limits.bridge_message_bytes:
-            return Outcome(
-                error=WorkbenchError(
-                    "E_TOO_LARGE",
-                    f"the input is {len(data):,} bytes as JSON; one message to the "
-                    f"sandbox holds at most {limits.bridge_message_bytes:,} bytes (limit "
-                    "bridge_message_bytes)",
-                    size=len(data),
-                    limit=limits.bridge_message_bytes,
-                )
-            )
-        self._warmed()
+            return Outcome(error=_input_too_large(len(data), limits.bridge_message_bytes))
         nested = bool(self._active)
-        if nested and self.proc is None:  # an earlier nested call of this invocation ended it
-            return Outcome(error=self._death or _gone())
-        failed, self._start_failed = self._start_failed, None
-        if failed is not None and not nested:
-            raise failed
-        w = self._watch
-        if w is not None and not nested:
-            w.begin()  # from now on its CPU is the call's: the guard kills it for memory only
-        killed = w is not None and w.fired  # (maybe still dying)
-        if not nested and (self._unsure or killed or self.pid is None):
-            # a process that died (or the guard killed) between calls, or one a Ctrl-C left in
-            # the middle of its start or of a call: ended, and what a stop cut short closed,
-            # before a new one
-            self._ended_between()
-            self.stop()
-            self._start()
+        gone = self._ready(nested)
+        if gone is not None:
+            return gone
         if not nested:
             self._unsure = True  # until its "done": cut short, it leaves the host mid-conversation
         fresh = self._changed(file, fresh, nested)
-        call_id = caps.session.call_id
+        call_id = session.call_id
         nonce = "" if nested else f"--wb-end-{secrets.token_hex(16)}--"
-        deadline = caps.session.deadline or time.monotonic() + self.options.timeout
-        limit = limits.bridge_message_bytes
+        deadline = session.deadline or time.monotonic() + self.options.timeout
         proc, output = self.proc, self._output
         assert proc is not None and output is not None  # started above; a nested call returned if it was gone
         self._active[call_id] = caps
-        held = self._held[call_id] = []
-        answered = False  # (a host that ended before it answered never began the call)
+        self._held[call_id] = []
         try:
             if not nested:
                 output.begin(nonce, limits.log_bytes)
                 self._colocated = threading.get_ident()
             self._send(
-                {
-                    "t": "call",
-                    "id": call_id,
-                    "file": file.as_uri(),
-                    "fresh": fresh,
-                    "nonce": nonce,
-                    "limit": limit,
-                    "ctx": {
-                        **self._shape(profile.js_shape(grants)),
-                        "values": profile.values(grants, session),
-                        "tool": session.tool.name,  # the element of entry.js_member to run
-                        **profile.entry.message,
-                    },
-                    "resultChars": limits.result_chars,
-                    "n": len(data),
-                    **_determinism(*_session_values(session)),
-                    **({} if nested else _clock_reads(session, _session_values(session)[2])),
-                },
-                data,
-                deadline=deadline,
+                _message(file, fresh, nonce, caps, nested, len(data), self._shape), data, deadline=deadline
             )
-            while True:
-                got = held.pop(0) if held else self._recv(deadline, limit)
-                if got is None:
-                    return (
-                        None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
-                    )
-                answered = True
-                msg, payload = got
-                mid, kind = msg.get("id"), msg.get("t")
-                of = self._active.get(mid) if isinstance(mid, str) else None
-                if of is None:
-                    continue
-                if mid != call_id and (kind == "done" or (kind == "ctx" and _nests(of, msg))):
-                    self._held[str(mid)].append(got)  # an outer call's: its own loop takes it
-                elif kind == "ctx":
-                    ok, body = _serve(of, str(msg.get("method")), payload, limits)
-                    if self.proc is not proc:  # a nested call it ran ended the process
-                        return self._ended(call_id, held, deadline, limits)
-                    self._send(
-                        {"t": "reply", "id": mid, "seq": msg.get("seq"), "ok": ok, "n": len(body)},
-                        body,
-                        deadline=deadline,
-                    )
-                elif kind == "done":
-                    if not nested and self._watch is not None and self._watch.check() is not None:
-                        return self._died(deadline)  # its memory is over the limit: killed now
-                    logs = output.take(nonce, 5) if nonce else ""
-                    if not nested:
-                        _took(session, msg.get("ticks"), msg.get("start"))
-                    outcome = self._outcome(msg, payload, logs, limits)
-                    if not nested and self._between:
-                        outcome.warnings[:0], self._between = self._between, []
-                    if not nested:
-                        self._unsure = False  # the host is waiting for the next call again
-                    return outcome
-        except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO)
-            return None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
+            return self._converse(caps, proc, output, nonce, nested, deadline)
+        except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO) before it read the call
+            return None if self._recycled(proc, nested, deadline) else self._died(deadline)
         except Broken as exc:  # the host wrote something that is not the protocol: restart it
             logs = self.stop()
             return Outcome(
@@ -216,6 +138,94 @@ class Sandbox(SandboxProcess):
                     self._watch.end()
                 self._colocated = None
                 self._colocation.leave()  # (a Ctrl-C in a wait's own leave left it pinned)
+
+    def _ready(self, nested: bool) -> Outcome | None:
+        """The process ready for a call: a background start waited for, and one that died, was
+        killed or was left mid-conversation restarted (top calls only). An Outcome when a
+        nested call finds it gone; a failed background start is the top call's error."""
+        self._warmed()
+        if nested and self.proc is None:  # an earlier nested call of this invocation ended it
+            return Outcome(error=self._death or _gone())
+        failed, self._start_failed = self._start_failed, None
+        if failed is not None and not nested:
+            raise failed
+        w = self._watch
+        if w is not None and not nested:
+            w.begin()  # from now on its CPU is the call's: the guard kills it for memory only
+        killed = w is not None and w.fired  # (maybe still dying)
+        if not nested and (self._unsure or killed or self.pid is None):
+            # a process that died (or the guard killed) between calls, or one a Ctrl-C left in
+            # the middle of its start or of a call: ended, and what a stop cut short closed,
+            # before a new one
+            self._ended_between()
+            self.stop()
+            self._start()
+        return None
+
+    def _converse(
+        self,
+        caps: Capabilities,
+        proc: subprocess.Popen[bytes],
+        output: Output,
+        nonce: str,
+        nested: bool,
+        deadline: float,
+    ) -> Outcome | None:
+        """The call's conversation once sent: the ctx calls it makes served (and those of the
+        calls it runs in, but for their own nested calls and ends), until its "done"."""
+        session = caps.session
+        limits, call_id, held = session.limits, session.call_id, self._held[session.call_id]
+        limit = limits.bridge_message_bytes
+        answered = False  # (a host that ended before it answered never began the call)
+        try:
+            while True:
+                got = held.pop(0) if held else self._recv(deadline, limit)
+                if got is None:
+                    return (
+                        None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
+                    )
+                answered = True
+                msg, payload = got
+                mid, kind = msg.get("id"), msg.get("t")
+                of = self._active.get(mid) if isinstance(mid, str) else None
+                if of is None:
+                    continue
+                if mid != call_id and (kind == "done" or (kind == "ctx" and _nests(of, msg))):
+                    self._held[str(mid)].append(got)  # an outer call's: its own loop takes it
+                elif kind == "ctx":
+                    ok, body = _serve(of, str(msg.get("method")), payload, limits)
+                    if self.proc is not proc:  # a nested call it ran ended the process
+                        return self._ended(call_id, held, deadline, limits)
+                    reply = {"t": "reply", "id": mid, "seq": msg.get("seq"), "ok": ok, "n": len(body)}
+                    self._send(reply, body, deadline=deadline)
+                elif kind == "done":
+                    return self._done(session, msg, payload, output, nonce, nested, deadline)
+        except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO)
+            return None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
+
+    def _done(
+        self,
+        session: Any,
+        msg: dict[str, Any],
+        payload: bytes | None,
+        output: Output,
+        nonce: str,
+        nested: bool,
+        deadline: float,
+    ) -> Outcome:
+        """The call's end as its Outcome: its result or error, its logs (a top call's), its
+        clock reads kept for its pin, and why the process ended before it, as a warning."""
+        if not nested and self._watch is not None and self._watch.check() is not None:
+            return self._died(deadline)  # its memory is over the limit: killed now
+        logs = output.take(nonce, 5) if nonce else ""
+        if not nested:
+            _took(session, msg.get("ticks"), msg.get("start"))
+        outcome = self._outcome(msg, payload, logs, session.limits)
+        if not nested and self._between:
+            outcome.warnings[:0], self._between = self._between, []
+        if not nested:
+            self._unsure = False  # the host is waiting for the next call again
+        return outcome
 
     def _shape(self, text: str) -> dict[str, Any]:
         """A call's ctx shape: its number, and its text the first time this process sees it
@@ -347,6 +357,44 @@ class Sandbox(SandboxProcess):
         return tool_error(e, self.gem_root, limits)
 
 
+def _input_too_large(size: int, limit: int) -> WorkbenchError:
+    return WorkbenchError(
+        "E_TOO_LARGE",
+        f"the input is {size:,} bytes as JSON; one message to the sandbox holds at most "
+        f"{limit:,} bytes (limit bridge_message_bytes)",
+        size=size,
+        limit=limit,
+    )
+
+
+def _message(
+    file: Path, fresh: bool, nonce: str, caps: Capabilities, nested: bool, n: int, shape: Any
+) -> dict[str, Any]:
+    """A call's message to the host (host.ts has the protocol): the tool, its ctx shape and
+    values, its limits, and the clock and randomness it sees."""
+    session = caps.session
+    profile, grants, limits = session.profile, session.grants, session.limits
+    values = _session_values(session)
+    return {
+        "t": "call",
+        "id": session.call_id,
+        "file": file.as_uri(),
+        "fresh": fresh,
+        "nonce": nonce,
+        "limit": limits.bridge_message_bytes,
+        "ctx": {
+            **shape(profile.js_shape(grants)),
+            "values": profile.values(grants, session),
+            "tool": session.tool.name,  # the element of entry.js_member to run
+            **profile.entry.message,
+        },
+        "resultChars": limits.result_chars,
+        "n": n,
+        **_determinism(*values),
+        **({} if nested else _clock_reads(session, values[2])),
+    }
+
+
 def _session_values(session: Any) -> tuple[Any, Any, Any]:
     """The bench's virtual clock and seed for a call: (clock_ms, clock_frozen, seed) of its
     CallSession (None, False, None there when the bench uses real time and randomness). A
@@ -381,7 +429,7 @@ def _clock_reads(session: Any, seed: Any) -> dict[str, Any]:
 
 
 def _took(session: Any, ticks: Any, start: Any) -> None:
-    """The running clock's reads the sandbox reports (ms since the call's start, worker.ts
+    """The running clock's reads the sandbox reports (ms since the call's start, worker/clock.ts
     `taken`) and, on the wall clock, the time it started at: kept on the session for the
     call's pin; anything else is dropped."""
     if not hasattr(session, "ticks"):
@@ -397,8 +445,8 @@ _DATE_MAX_MS = 8.64e15  # a Date's time value is at most this far from the epoch
 
 
 def _determinism(clock_ms: Any, frozen: Any, seed: Any) -> dict[str, Any]:
-    """What a call message says of the clock and randomness the tool sees (worker.ts
-    `determinism`): "clock" [ms since the epoch at the call's start, frozen] and "seed" (a
+    """What a call message says of the clock and randomness the tool sees (worker/clock.ts,
+    random.ts): "clock" [ms since the epoch at the call's start, frozen] and "seed" (a
     uint32, the 32-bit two's complement of the int) when set; nothing when not, so a call on
     real time and randomness carries the same message as before."""
     out: dict[str, Any] = {}
@@ -415,7 +463,7 @@ def _determinism(clock_ms: Any, frozen: Any, seed: Any) -> dict[str, Any]:
 
 
 def _late(late: Any) -> list[str]:
-    """The warning for ctx calls the tool did not wait for (worker.ts `late`: [count, names])."""
+    """The warning for ctx calls the tool did not wait for (worker/ctxcall.ts `late`: [count, names])."""
     if not (isinstance(late, list) and len(late) == 2 and type(late[0]) is int and late[0] > 0):
         return []
     names = [n for n in late[1] if isinstance(n, str)][:5] if isinstance(late[1], list) else []
