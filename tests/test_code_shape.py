@@ -25,7 +25,6 @@ KNOWN_LONG_FUNCTIONS = {
     "workbench/doctor/sequences.py:search_sequences",
     "workbench/bench/open.py:open",
     "workbench/pins/replay.py:Replayer.replay",
-    "workbench/runners/deno/sandbox.py:Sandbox._call",
 }
 
 
