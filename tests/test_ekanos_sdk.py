@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.runners.deno.testrun import IMPORT_MAP, SDK_DIR
+from workbench.platforms.ekanos.loader import IMPORT_MAP
+from workbench.platforms.ekanos.loader import SDK as SDK_DIR
 
 pytestmark = pytest.mark.deno
 ACME = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "acme-payments"
