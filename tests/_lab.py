@@ -65,10 +65,15 @@ class Lab:
             body = resp.read()
         return json.loads(body) if body else None
 
+    def sessions(self) -> list[dict[str, Any]]:
+        """The server's sessions (a notebook and its kernel each), paths relative to the root."""
+        sessions: list[dict[str, Any]] = self._api("GET", "/api/sessions")
+        return sessions
+
     def _shut_down(self, folder: Path) -> None:
         """Shut down the kernels of the notebooks in `folder` (one test's), and wait for it."""
         sub = folder.relative_to(self.root).as_posix()
-        for session in self._api("GET", "/api/sessions"):
+        for session in self.sessions():
             if session.get("path", "").startswith(f"{sub}/"):
                 with contextlib.suppress(OSError):  # (ended meanwhile)
                     self._api("DELETE", f"/api/sessions/{session['id']}")

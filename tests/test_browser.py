@@ -15,7 +15,7 @@ from _lab import CHROMIUM, TOKEN, folder, lab  # noqa: F401  (the module's Jupyt
 from conftest import ARTIFACTS, EXAMPLE_GEM
 from nbformat.v4 import new_code_cell, new_notebook
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]  # one worker: one JupyterLab
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):
@@ -65,6 +65,25 @@ def test_form_runs_in_jupyterlab(lab, folder):
     _notebook(folder)
     with lab.page(folder, "browser-form.png") as (page, base):
         _drive(page, f"{base}/form.ipynb?token={TOKEN}")
+
+
+def test_a_test_sees_only_its_own_notebook_and_kernel_in_the_shared_jupyterlab(lab):
+    """The module's tests share one JupyterLab: each page opens a workspace of its own, so the
+    notebook of the test before is not restored beside this one, and its kernel is gone."""
+    first, second = lab.folder("first"), lab.folder("second")
+    _notebook(first)
+    _notebook(second)
+    with lab.page(first, "shared-lab.png") as (page, base):
+        page.goto(f"{base}/form.ipynb?token={TOKEN}")
+        page.get_by_text("Gem Workbench | Idle").wait_for(timeout=60_000)
+        assert [s["path"] for s in lab.sessions()] == [f"{first.name}/form.ipynb"]
+    assert lab.sessions() == []  # shut down with its page
+    with lab.page(second, "shared-lab.png") as (page, base):
+        page.goto(f"{base}/form.ipynb?token={TOKEN}")
+        page.get_by_text("Gem Workbench | Idle").wait_for(timeout=60_000)
+        tabs = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tabLabel")
+        assert tabs.all_inner_texts() == ["form.ipynb"]
+        assert [s["path"] for s in lab.sessions()] == [f"{second.name}/form.ipynb"]
 
 
 def test_scaffolded_notebook_runs_in_jupyterlab(lab, folder):

@@ -13,7 +13,7 @@ from conftest import ARTIFACTS
 from nbformat.v4 import new_code_cell, new_notebook
 from test_browser import _run_all
 
-pytestmark = [pytest.mark.browser, pytest.mark.deno]
+pytestmark = [pytest.mark.browser, pytest.mark.deno, pytest.mark.xdist_group("browser-doctor")]
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
 
 
