@@ -1,41 +1,26 @@
 """End to end: JupyterLab started by `gem-workbench lab`, in headless Chromium: a schema form, and
-the notebook `gem-workbench new` writes, run with Run All Cells."""
+the notebook `gem-workbench new` writes, run with Run All Cells. One JupyterLab serves the module
+(tests/_lab.py); each test has its own folder, page, workspace and kernels."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import pytest
+from _lab import CHROMIUM, TOKEN, folder, lab  # noqa: F401  (the module's JupyterLab, per test a folder)
 from conftest import ARTIFACTS, EXAMPLE_GEM
 from nbformat.v4 import new_code_cell, new_notebook
 
-CHROMIUM = "/usr/bin/chromium"
-TOKEN = "wb-e2e"
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]  # one worker: one JupyterLab
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):
         raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
     pytest.skip("needs Debian's chromium (bash .ci/run installs it)", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _notebook(folder: Path) -> Path:
@@ -76,96 +61,39 @@ def _drive(page, url: str) -> None:
     page.get_by_text("calls: 1 ['add_note']").wait_for(timeout=15_000)
 
 
-@contextlib.contextmanager
-def _lab_page(folder: Path, screenshot: str, *, height: int = 900) -> Iterator[tuple[Any, str]]:
-    """JupyterLab on `folder` (started by `gem-workbench lab`) and a Chromium page (`height`
-    pixels tall, for what its screenshot must hold); stopped after."""
-    from playwright.sync_api import sync_playwright
-
-    port = _free_port()
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(folder / "cfg"),
-        "JUPYTER_RUNTIME_DIR": str(folder / "rt"),
-        "IPYTHONDIR": str(folder / "ipy"),
-        "GEM_WORKBENCH_HOME": str(folder / "home"),
-    }
-    exe = shutil.which("gem-workbench", path=os.path.dirname(sys.executable))
-    log = folder / "lab.log"
-    with log.open("wb") as out:
-        lab = subprocess.Popen(
-            [
-                exe,
-                "lab",
-                str(folder),
-                "--no-browser",
-                "--port",
-                str(port),
-                "--",
-                f"--IdentityProvider.token={TOKEN}",
-            ],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert lab.poll() is None, log.read_text()
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "JupyterLab did not answer in 60 s"
-                time.sleep(0.25)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM,
-                args=[
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--no-first-run",
-                ],
-            )
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": height})
-                try:
-                    yield page, base
-                finally:  # what the page showed, pass or fail, for the CI log
-                    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=str(ARTIFACTS / screenshot))
-            finally:
-                browser.close()
-    finally:
-        os.killpg(lab.pid, signal.SIGTERM)
-        try:
-            lab.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(lab.pid, signal.SIGKILL)
-            lab.wait()
+def test_form_runs_in_jupyterlab(lab, folder):
+    _notebook(folder)
+    with lab.page(folder, "browser-form.png") as (page, base):
+        _drive(page, f"{base}/form.ipynb?token={TOKEN}")
 
 
-def test_form_runs_in_jupyterlab(tmp_path):
-    _notebook(tmp_path)
-    with _lab_page(tmp_path, "browser-form.png") as (page, base):
-        _drive(page, f"{base}/lab/tree/form.ipynb?token={TOKEN}")
+def test_a_test_sees_only_its_own_notebook_and_kernel_in_the_shared_jupyterlab(lab):
+    """The module's tests share one JupyterLab: each page opens a workspace of its own, so the
+    notebook of the test before is not restored beside this one, and its kernel is gone."""
+    first, second = lab.folder("first"), lab.folder("second")
+    _notebook(first)
+    _notebook(second)
+    with lab.page(first, "shared-lab.png") as (page, base):
+        page.goto(f"{base}/form.ipynb?token={TOKEN}")
+        page.get_by_text("Gem Workbench | Idle").wait_for(timeout=60_000)
+        assert [s["path"] for s in lab.sessions()] == [f"{first.name}/form.ipynb"]
+    assert lab.sessions() == []  # shut down with its page
+    with lab.page(second, "shared-lab.png") as (page, base):
+        page.goto(f"{base}/form.ipynb?token={TOKEN}")
+        page.get_by_text("Gem Workbench | Idle").wait_for(timeout=60_000)
+        tabs = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tabLabel")
+        assert tabs.all_inner_texts() == ["form.ipynb"]
+        assert [s["path"] for s in lab.sessions()] == [f"{second.name}/form.ipynb"]
 
 
-def test_scaffolded_notebook_runs_in_jupyterlab(tmp_path):
+def test_scaffolded_notebook_runs_in_jupyterlab(lab, folder):
     """`gem-workbench new`'s notebook, opened in JupyterLab and run with Run All Cells: it opens
     the gem beside it, calls the tool, its asserts pass and the kv state is shown."""
     from workbench.cli import main
 
-    assert (
-        main(["new", "browser-gem", "--platform", "notochord", "--lang", "ts", "--dir", str(tmp_path)]) == 0
-    )
-    with _lab_page(tmp_path, "browser-scaffold.png") as (page, base):
-        page.goto(f"{base}/lab/tree/browser-gem/browser-gem.ipynb?token={TOKEN}")
+    assert main(["new", "browser-gem", "--platform", "notochord", "--lang", "ts", "--dir", str(folder)]) == 0
+    with lab.page(folder, "browser-scaffold.png") as (page, base):
+        page.goto(f"{base}/browser-gem/browser-gem.ipynb?token={TOKEN}")
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
         page.get_by_text("Gem Workbench | Idle").wait_for(timeout=60_000)
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
@@ -187,14 +115,14 @@ def _run_all(page) -> None:
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
 
 
-def test_tutorial_03_replay_widget_works_after_run_all(tmp_path):
+def test_tutorial_03_replay_widget_works_after_run_all(lab, folder):
     """Tutorial 03 with Run All Cells, then the first replay widget's own buttons: Run to end
     and Rewind answer (no closed bench), and its counts are still those its cell asserted."""
     root = Path(__file__).resolve().parent.parent / "notebooks"
-    shutil.copy(root / "03-email-cursor-replay.ipynb", tmp_path / "03.ipynb")
-    shutil.copytree(root / "gems" / "mail-digest", tmp_path / "gems" / "mail-digest")
-    with _lab_page(tmp_path, "replay-after-run-all.png") as (page, base):
-        page.goto(f"{base}/lab/tree/03.ipynb?token={TOKEN}")
+    shutil.copy(root / "03-email-cursor-replay.ipynb", folder / "03.ipynb")
+    shutil.copytree(root / "gems" / "mail-digest", folder / "gems" / "mail-digest")
+    with lab.page(folder, "replay-after-run-all.png") as (page, base):
+        page.goto(f"{base}/03.ipynb?token={TOKEN}")
         _run_all(page)
         # the last widget (digest_fixed) is drawn once every cell before it passed
         page.get_by_text("Replay of digest_fixed").wait_for(timeout=120_000)
@@ -214,11 +142,11 @@ def test_tutorial_03_replay_widget_works_after_run_all(tmp_path):
         widget.scroll_into_view_if_needed()
 
 
-def test_replay_widget_shows_the_cursor_as_a_date(tmp_path):
+def test_replay_widget_shows_the_cursor_as_a_date(lab, folder):
     """The replay widget after one Step, in JupyterLab: the cursor line and the status give the
     cursor as a date, as the timeline does, never as epoch milliseconds; replay-widget.png."""
     gems = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
-    shutil.copytree(gems / "mail-digest", tmp_path / "gems" / "mail-digest")
+    shutil.copytree(gems / "mail-digest", folder / "gems" / "mail-digest")
     nb = new_notebook(
         metadata={
             "kernelspec": {"name": "gem-workbench", "display_name": "Gem Workbench", "language": "python"}
@@ -230,9 +158,9 @@ def test_replay_widget_shows_the_cursor_as_a_date(tmp_path):
             )
         ],
     )
-    nbformat.write(nb, tmp_path / "replay.ipynb")
-    with _lab_page(tmp_path, "replay-widget.png", height=1060) as (page, base):
-        page.goto(f"{base}/lab/tree/replay.ipynb?token={TOKEN}")
+    nbformat.write(nb, folder / "replay.ipynb")
+    with lab.page(folder, "replay-widget.png", height=1060) as (page, base):
+        page.goto(f"{base}/replay.ipynb?token={TOKEN}")
         _run_all(page)
         widget = page.locator(".widget-vbox", has_text="Replay of digest").first
         widget.get_by_role("button", name="Step").click()
@@ -249,13 +177,13 @@ def test_replay_widget_shows_the_cursor_as_a_date(tmp_path):
         )
 
 
-def test_form_button_shows_the_whole_tool_name(tmp_path):
+def test_form_button_shows_the_whole_tool_name(lab, folder):
     """The form's Run button and, after a rejected pin name, its pin button show their whole
     labels (the error is drawn beside the pin button); the screenshot is form.png."""
     from conftest import GemBuilder
 
     name = "csv_summary_of_the_workspace"
-    gem = GemBuilder(tmp_path / "g")
+    gem = GemBuilder(folder / "g")
     gem.tool(
         name,
         "def handle(input, ctx):\n    return input\n",
@@ -268,9 +196,9 @@ def test_form_button_shows_the_whole_tool_name(tmp_path):
         },
         cells=[new_code_cell(f"import workbench\nbench = workbench.open('g')\nbench.form({name!r})")],
     )
-    nbformat.write(nb, tmp_path / "form.ipynb")
-    with _lab_page(tmp_path, "form.png") as (page, base):
-        page.goto(f"{base}/lab/tree/form.ipynb?token={TOKEN}")
+    nbformat.write(nb, folder / "form.ipynb")
+    with lab.page(folder, "form.png") as (page, base):
+        page.goto(f"{base}/form.ipynb?token={TOKEN}")
         _run_all(page)
         button = page.get_by_role("button", name=f"Run {name}")
         button.wait_for(timeout=60_000)
@@ -296,17 +224,17 @@ TUTORIALS = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "no
 
 
 @pytest.mark.parametrize("name", [n for n in TUTORIALS if not n.startswith("03-")])  # 03: above
-def test_every_tutorial_runs_all_in_jupyterlab(tmp_path, name):
+def test_every_tutorial_runs_all_in_jupyterlab(lab, folder, name):
     """Each tutorial with Run All Cells in JupyterLab: every cell ran, none raised. Tutorial 06's
     failed fetch is a marked (⚠) trace row: its screenshot is trace-failed-row.png."""
     root = Path(__file__).resolve().parent.parent / "notebooks"
-    shutil.copy(root / name, tmp_path / name)
-    shutil.copytree(root / "gems", tmp_path / "gems")
+    shutil.copy(root / name, folder / name)
+    shutil.copytree(root / "gems", folder / "gems")
     import nbformat as nbf
 
     code_cells = sum(1 for c in nbf.read(root / name, as_version=4).cells if c.cell_type == "code")
-    with _lab_page(tmp_path, f"tutorial-{name.split('-')[0]}.png") as (page, base):
-        page.goto(f"{base}/lab/tree/{name}?token={TOKEN}")
+    with lab.page(folder, f"tutorial-{name.split('-')[0]}.png") as (page, base):
+        page.goto(f"{base}/{name}?token={TOKEN}")
         _run_all(page)
         # every code cell has its execution count once the last one ran
         page.locator(".jp-InputPrompt", has_text=f"[{code_cells}]:").first.wait_for(timeout=180_000)

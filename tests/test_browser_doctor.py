@@ -8,16 +8,17 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from _lab import TOKEN, folder, lab  # noqa: F401  (fixtures)
 from conftest import ARTIFACTS
 from nbformat.v4 import new_code_cell, new_notebook
-from test_browser import TOKEN, _lab_page, _run_all
+from test_browser import _run_all
 
-pytestmark = [pytest.mark.browser, pytest.mark.deno]
+pytestmark = [pytest.mark.browser, pytest.mark.deno, pytest.mark.xdist_group("browser-doctor")]
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
 
 
-def test_the_doctor_report_keeps_each_finding_on_one_line(tmp_path):
-    shutil.copytree(GEMS / "buggy", tmp_path / "buggy", ignore=shutil.ignore_patterns("calls"))
+def test_the_doctor_report_keeps_each_finding_on_one_line(lab, folder):
+    shutil.copytree(GEMS / "buggy", folder / "buggy", ignore=shutil.ignore_patterns("calls"))
     nb = new_notebook(
         metadata={
             "kernelspec": {"name": "gem-workbench", "display_name": "Gem Workbench", "language": "python"}
@@ -29,10 +30,10 @@ def test_the_doctor_report_keeps_each_finding_on_one_line(tmp_path):
             )
         ],
     )
-    nbformat.write(nb, tmp_path / "doctor.ipynb")
-    with _lab_page(tmp_path, "doctor-report-lab.png") as (page, base):
+    nbformat.write(nb, folder / "doctor.ipynb")
+    with lab.page(folder, "doctor-report-lab.png") as (page, base):
         page.set_viewport_size({"width": 1440, "height": 900})
-        page.goto(f"{base}/lab/tree/doctor.ipynb?token={TOKEN}")
+        page.goto(f"{base}/doctor.ipynb?token={TOKEN}")
         _run_all(page)
         report = page.locator(".gw-doctor").first
         report.wait_for(timeout=120_000)

@@ -18,7 +18,8 @@ from workbench.doctor.inputs import broken, edge_examples
 from workbench.testing import replay_case
 
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
-SECONDS = 10  # the runs below count examples (as many on a loaded machine); this bounds each, hard
+# the runs below count examples (the same on a loaded machine); the default seconds= (60) only
+# ends a run that hangs, it does not decide what is found
 
 
 def copy_gem(tmp_path: Path, name: str) -> Path:
@@ -55,7 +56,7 @@ def test_the_planted_agent_bugs_are_found(tmp_path: Path) -> None:
     gem = copy_gem(tmp_path, "buggy-agent")
     with workbench.open(gem) as bench:
         bench.allow_recipients("*@example.com")
-        report = bench.doctor(examples=40, seconds=SECONDS, seed=1)
+        report = bench.doctor(examples=40, seed=1)
     assert {("notify", "N7"), ("fire_and_forget", "envelope")} <= found(report)
     n7 = next(f for f in report.findings if f.kind == "N7" and f.tool == "notify")
     assert "mail to team@example.com" in n7.message and "2 sent" in n7.message
@@ -66,7 +67,7 @@ def test_the_planted_agent_bugs_are_found(tmp_path: Path) -> None:
 def test_an_ekanos_tool_logging_its_key_and_one_of_another_shape_are_found(tmp_path: Path) -> None:
     gem = copy_gem(tmp_path, "buggy-ekanos")
     with workbench.open(gem, secrets={"api_key": "sk_live_Doctor-Secret-1"}) as bench:
-        report = bench.doctor(examples=40, seconds=SECONDS, seed=1)
+        report = bench.doctor(examples=40, seed=1)
     assert found(report) == {("lookup_contact", "secret"), ("recent_deals", "shape")}
     leak = next(f for f in report.findings if f.kind == "secret")
     shape = next(f for f in report.findings if f.kind == "shape")
@@ -79,7 +80,7 @@ def test_an_ekanos_tool_logging_its_key_and_one_of_another_shape_are_found(tmp_p
 def test_the_seed_examples_give_only_their_true_finding(tmp_path: Path) -> None:
     gem = copy_gem(tmp_path, "seed-examples")
     with workbench.open(gem) as bench:
-        report = bench.doctor(examples=40, seconds=SECONDS, seed=1)
+        report = bench.doctor(examples=40, seed=1)
     assert found(report) == {("add_note", "N7")}  # the seed's notes.insert has no idempotency key
     assert "document notes" in report.findings[0].message
 
@@ -111,9 +112,9 @@ def test_python_tools_too_and_a_clean_tool_has_no_finding(gem, opened) -> None:
         side_effect="read",
     )
     bench = opened(gem)
-    report = bench.doctor(seconds=4, seed=2)
+    report = bench.doctor(examples=20, seed=2)
     assert found(report) == {("remember", "N5")}
-    clean = bench.doctor(tool="double", seconds=2, seed=2)
+    clean = bench.doctor(tool="double", examples=60, seed=2)
     assert clean.ok and clean.frame().empty
     assert clean.summary()[0]["examples"] > 50
 
@@ -133,7 +134,7 @@ def test_the_same_seed_finds_the_same(tmp_path: Path) -> None:
 def test_a_finding_is_a_case_that_fails_until_the_tool_is_fixed(tmp_path: Path) -> None:
     gem = copy_gem(tmp_path, "buggy")
     with workbench.open(gem) as bench:
-        report = bench.doctor(tool="greet", seconds=3, seed=1)
+        report = bench.doctor(tool="greet", examples=20, seed=1)
     [finding] = report.findings
     case = json.loads(finding.case.read_text())
     assert case["doctor"]["kind"] == "throw" and case["input"] == {"name": ""}
@@ -155,7 +156,7 @@ def test_invariants_of_tests_doctor_py_are_checked_over_sequences(tmp_path: Path
         "    assert notes.empty or not notes.title.duplicated().any(), 'two notes share a title'\n"
     )
     with workbench.open(gem) as bench:
-        report = bench.doctor(seconds=8, seed=1)
+        report = bench.doctor(examples=20, seed=1)
     inv = [f for f in report.findings if f.kind == "invariant"]
     assert [(f.tool, f.kind) for f in inv] == [("add_note", "invariant")]
     assert "two notes share a title" in inv[0].message and "then add_note(" in inv[0].start
@@ -190,7 +191,7 @@ def test_usage_errors(notes) -> None:
 
 def test_the_report_as_a_frame_html_json_and_junit(tmp_path: Path, gem, opened) -> None:
     gem.tool("remember", MEMORY_PY, side_effect="read")
-    report = opened(gem).doctor(seconds=2, seed=1)
+    report = opened(gem).doctor(examples=20, seed=1)
     frame = report.frame()
     assert list(frame.columns) == ["tool", "kind", "rule", "input", "start", "message", "repro", "case"]
     assert frame.iloc[0]["kind"] == "N5" and frame.iloc[0]["repro"].startswith("gem-workbench test ")
@@ -211,7 +212,7 @@ def test_the_command_exits_1_on_findings_and_0_without(tmp_path: Path, gem) -> N
         side_effect="read",
     )
     path = gem.write()
-    cmd = [sys.executable, "-m", "workbench", "doctor", str(path), "--seconds", "3", "--seed", "4"]
+    cmd = [sys.executable, "-m", "workbench", "doctor", str(path), "--examples", "20", "--seed", "4"]
     run = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stderr
     data = json.loads(run.stdout)

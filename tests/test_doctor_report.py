@@ -4,10 +4,12 @@ call), and its notebook display keeps each finding on one line."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
 import pytest
+from _load import slowdown
 
 SLOW_PY = """
 import time
@@ -38,14 +40,18 @@ PARTS = ("loading", "searching", "probes", "sequences", "pinning", "other")
 def test_the_report_says_where_the_time_went_and_keeps_to_its_budget(gem, opened) -> None:
     gem.tool("slow", SLOW_PY, side_effect="read")
     gem.tool("remember", MEMORY_PY, side_effect="read")
-    report = opened(gem).doctor(seconds=6, seed=1)
+    # 6 s of an idle machine: as many seconds more as other work takes of this process's CPU
+    # (beside two CPU hogs, 6 s were too few for the second tool's probes)
+    load = slowdown()
+    budget = math.ceil(6 * load)
+    report = opened(gem).doctor(seconds=budget, seed=1)
     timing = report.timing()
-    assert set(timing) == {*PARTS, "total", "longest_call", "budget"} and timing["budget"] == 6
+    assert set(timing) == {*PARTS, "total", "longest_call", "budget"} and timing["budget"] == budget
     # the parts add up to the whole (each rounded to 0.01 s)
     assert abs(sum(timing[k] for k in PARTS) - timing["total"]) <= 0.05
     # past loading its libraries: the budget, plus about the longest call (a call under way is
-    # interrupted), plus putting the bench back
-    assert timing["total"] - timing["loading"] <= timing["budget"] + timing["longest_call"] + 1.0, timing
+    # interrupted), plus putting the bench back (1 s of an idle machine)
+    assert timing["total"] - timing["loading"] <= budget + timing["longest_call"] + 1.0 * load, (timing, load)
     assert timing["longest_call"] >= 0.2  # the slow tool's sleep: what the bound is measured in
     rows = {s["tool"]: s for s in report.summary()}
     # the slow tool's probes kept to their share: the next tool was searched and probed too
@@ -55,18 +61,21 @@ def test_the_report_says_where_the_time_went_and_keeps_to_its_budget(gem, opened
     assert (
         report.time_said.startswith("time: ")
         and "searching" in report.time_said
-        and "(budget 6 s)" in report.time_said
+        and f"(budget {budget} s)" in report.time_said
     )
 
 
 def test_the_command_prints_where_the_time_went(gem) -> None:
     gem.tool("remember", MEMORY_PY, side_effect="read")
     path = gem.write()
-    cmd = [sys.executable, "-m", "workbench", "doctor", str(path), "--seconds", "3", "--no-write"]
+    # --examples: the finding (exit 1) on a loaded machine too; the time line says the budget
+    cmd = [sys.executable, "-m", "workbench", "doctor", str(path), "--examples", "20", "--no-write"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[1].startswith("  time: ") and " searching " in lines[1] and lines[1].endswith("(budget 3 s)")
+    assert (
+        lines[1].startswith("  time: ") and " searching " in lines[1] and lines[1].endswith("(budget 60 s)")
+    )
     assert " s searching, " in lines[2] and " s probes, " in lines[2] and lines[2].endswith(" s pinning")
     data = json.loads(subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=120).stdout)
     assert set(data["timing"]) >= {*PARTS, "total", "budget"}
