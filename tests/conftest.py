@@ -203,3 +203,17 @@ def files_bench(gem: GemBuilder, open_bench: Callable[..., workbench.Bench]):
     run.bench = bench  # type: ignore[attr-defined]
     run.workspace = open_bench.workspace  # type: ignore[attr-defined]
     return run
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_is_pythons_own(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Each test starts with Python's own Ctrl-C handling, and one that leaves another behind
+    (ignored: every process it starts later ignores Ctrl-C too) is named in a warning."""
+    import signal
+    import warnings
+
+    yield
+    now = signal.getsignal(signal.SIGINT)
+    if now is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        warnings.warn(f"{request.node.nodeid} left SIGINT's handler as {now!r}", stacklevel=1)
