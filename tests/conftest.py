@@ -207,11 +207,14 @@ def files_bench(gem: GemBuilder, open_bench: Callable[..., workbench.Bench]):
 
 @pytest.fixture(autouse=True)
 def _ctrl_c_is_pythons_own(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Each test starts with Python's own Ctrl-C handling, and one that leaves another behind
-    (ignored: every process it starts later ignores Ctrl-C too) is named in a warning."""
+    """Each test starts with Python's own Ctrl-C handling, whatever the process inherited (a
+    job a shell started in the background ignores SIGINT, and so would every process a test
+    starts); one that leaves another handler behind is named in a warning."""
     import signal
     import warnings
 
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     now = signal.getsignal(signal.SIGINT)
     if now is not signal.default_int_handler:
