@@ -93,10 +93,9 @@ class CallCore:
         self.definition = definition_files(manifest)
         self.stamp = stamp(self.definition)
         # standing hooks: take part in every call (pins), in order; worked out once for calls
-        # given no hooks of their own: those asked on ctx calls, whether one keeps the draws
+        # given no hooks of their own (ctx/hooks.py `asked`)
         self.hooks: tuple[CallHooks, ...] = ()
-        self.ctx_hooks: tuple[CallHooks, ...] = ()
-        self.keeps_draws = False
+        self.asked: tuple[tuple[CallHooks, ...], bool] = ((), False)
         self.finalizers: list[Callable[[], Any]] = []  # what the bench owns (a bundle's folder)
         # `res.pin(name)` of its calls' results (set by the bench: _pins.pin on it)
         self.pinner: Callable[[Any, str], Any] | None = None
@@ -111,11 +110,10 @@ class CallCore:
         self._hooks_are(tuple(h for h in self.hooks if h is not hook))
 
     def _hooks_are(self, hooks: tuple[CallHooks, ...]) -> None:
-        from ..ctx.hooks import ctx_hooks
+        from ..ctx.hooks import asked
 
         with self.lock:  # not while a call runs: it works with the ones it started with
-            self.hooks, self.ctx_hooks = hooks, ctx_hooks(hooks)
-            self.keeps_draws = any(h.keeps_draws for h in hooks)
+            self.hooks, self.asked = hooks, asked(hooks)
 
     def saved(self) -> tuple[Any, ...]:
         """The call count, the seed's stream and the id clock, as `put_back` takes them."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import CallInterrupted, WorkbenchError, internal_error
 from .._json import to_json
 from ..ctx import CallSession, Capabilities, CtxCrash, Invocation
-from ..ctx.hooks import ctx_hooks
+from ..ctx.hooks import asked
 from ..ctx.http import state_of as http_state
 from ..ctx.limits import deadline_after
 from ..ctx.masking import mask_shown
@@ -77,11 +77,11 @@ def call(
             res.call_id = identity.call_id or res.call_id
             res.idempotency_key = identity.key or res.idempotency_key
         every = (*core.hooks, *hooks) if hooks else core.hooks
-        asked = (core.ctx_hooks, core.keeps_draws) if not hooks else _asked(every)
+        known = core.asked if not hooks else asked(every)
         session = None
         try:
             session = _steps(
-                bench, res, name, args, identity, every, asked, fresh=fresh, options=options or {}
+                bench, res, name, args, identity, every, known, fresh=fresh, options=options or {}
             )
         except WorkbenchError:
             raise  # coded already: a sandbox that cannot start says so (E_SANDBOX)
@@ -97,11 +97,6 @@ def call(
             hook.on_call_end(session=session, result=res)
         _keep(bench, res, t0)
         return res
-
-
-def _asked(hooks: Sequence[CallHooks]) -> tuple[tuple[CallHooks, ...], bool]:
-    """Of a call's hooks: those asked on each ctx call, and whether one keeps its draws."""
-    return ctx_hooks(hooks), any(h.keeps_draws for h in hooks)
 
 
 def _keep(bench: Bench, res: CallResult, t0: float) -> None:
@@ -150,7 +145,7 @@ def _steps(
     args: Any,
     identity: CallIdentity | None,
     hooks: Sequence[CallHooks],
-    asked: tuple[tuple[CallHooks, ...], bool],
+    known: tuple[tuple[CallHooks, ...], bool],
     *,
     fresh: bool | None,
     options: dict[str, Any],
@@ -178,7 +173,7 @@ def _steps(
     res.error = res.error or _tool_file_error(bench, tool)
     if res.error is not None:
         return None
-    session = _session(bench, tool, res, identity, asked, options=options)
+    session = _session(bench, tool, res, identity, known, options=options)
     _run(bench, tool, args, res, session, hooks, identity, fresh=fresh, options=options)
     return session
 
@@ -213,7 +208,7 @@ def _session(
     tool: ToolSpec,
     res: CallResult,
     identity: CallIdentity | None,
-    asked: tuple[tuple[CallHooks, ...], bool],
+    known: tuple[tuple[CallHooks, ...], bool],
     *,
     options: dict[str, Any],
 ) -> CallSession:
@@ -223,7 +218,7 @@ def _session(
     core.count += 1
     given = identity.given if identity is not None else ()
     # a hook that keeps the call (a pin) needs its draws repeatable: its ids seed, clock reads
-    on_ctx, keeps = asked
+    on_ctx, keeps = known
     clock = bench.clock
     seed = identity.seed if identity is not None and "seed" in given else call_seed(bench.seed, core.count)
     # without a seed, a call that can be pinned still draws its document ids from a seed of its
@@ -301,9 +296,7 @@ def _runner(bench: Bench, tool: ToolSpec) -> Runner | None:
     kind = RUNNER_FOR.get(tool.language)
     if kind is None:
         return None
-    return bench.core.runners.get(kind) or bench.core.runner(
-        kind, bench.manifest, bench.providers, bench.profile
-    )
+    return bench.core.runner(kind, bench.manifest, bench.providers, bench.profile)
 
 
 def _run(

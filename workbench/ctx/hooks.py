@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._session import CallSession
 
-__all__ = ["Answer", "CallHooks", "ctx_hooks", "overrides"]
+__all__ = ["Answer", "CallHooks", "asked", "ctx_hooks", "overrides"]
 
 Answer = Callable[[Callable[..., Any]], Any]
 """`answer(fn)` runs `fn(*args, **kwargs)` as the ctx call (traced, timed against the call's
@@ -73,3 +73,10 @@ def overrides(hook: CallHooks, name: str) -> bool:
 def ctx_hooks(hooks: Iterable[CallHooks]) -> tuple[CallHooks, ...]:
     """The hooks that take part in ctx calls, in order (the first one sees each call first)."""
     return tuple(h for h in hooks if overrides(h, "on_ctx_call"))
+
+
+def asked(hooks: Iterable[CallHooks]) -> tuple[tuple[CallHooks, ...], bool]:
+    """What a call needs to know of its hooks: those asked on each ctx call, and whether one
+    keeps the call's draws (`keeps_draws`)."""
+    given = tuple(hooks)
+    return ctx_hooks(given), any(h.keeps_draws for h in given)
