@@ -21,7 +21,7 @@ from . import pipeline
 from .core import CallCore, CallIdentity
 from .mail import BenchEmail
 from .result import CallResult, results_ring
-from .views import Views, gated, platform_views
+from .views import Views, add_plugin_views, gated, platform_views
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,6 +54,7 @@ class Bench(Views):
 
         self.profile = profile or PROFILE  # the platform whose rules this bench applies
         self.view_fns = platform_views(self.profile)  # what it lists and answers (bench/views.py)
+        add_plugin_views(type(self))  # the plugins' views, as descriptors (bench/views.py)
         self.manifest = manifest
         self.providers = providers
         self.conversation = conversation
@@ -165,9 +166,12 @@ class Bench(Views):
         Safe to share between threads: calls on one bench run one at a time (each is one
         storage transaction and one conversation with the gem's single sandbox, N3).
         """
-        for what, value in (("as_user", as_user), ("conversation", conversation)):
-            if value is not None and (not isinstance(value, str) or not value or len(value) > 200):
-                raise UsageError(f"{what}={value!r}: give an id (a string of 1 to 200 characters) or None")
+        if as_user is not None or conversation is not None:
+            for what, value in (("as_user", as_user), ("conversation", conversation)):
+                if value is not None and (not isinstance(value, str) or not value or len(value) > 200):
+                    raise UsageError(
+                        f"{what}={value!r}: give an id (a string of 1 to 200 characters) or None"
+                    )
         with self.core.lock:
             self.check_open()
             self.email_box.deliver()  # mail scheduled with at= whose time came, and its triggers

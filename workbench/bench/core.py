@@ -10,6 +10,7 @@ read and set what they need here, through public names, and take part in a call 
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import threading
 from collections.abc import Callable
@@ -69,6 +70,10 @@ class CallIdentity:
         )
 
 
+#: seedless calls' tokens drawn at once (one draw of the stream costs a call as much as 32 slices)
+TOKENS = 32
+
+
 class CallCore:
     """What one bench's calls share. Attributes are the pipeline's and the features'; a user
     meets them only through the Bench."""
@@ -82,13 +87,15 @@ class CallCore:
         # the id seeds of calls a hook keeps on a bench without a seed: the system's randomness,
         # drawn once (a seed per call need not come from os.urandom)
         self.draws = random.Random()
+        self.tokens: list[str] = []  # seedless calls' tokens, drawn TOKENS at a time
         self.count = 0  # top-level calls made: the sequence each call's seed is derived from
         self.second: tuple[int, str] = (0, "")  # a second and its text in call ids
         self.sandbox_options = sandbox or SandboxOptions()
         self.runners: dict[str, Runner] = {}  # this bench's own: modules, sandbox (N3, N5)
         self.validators: dict[str, Any] = {}
         # tool -> (device, inode, mtime) of its file when last found a regular file (_pipeline)
-        self.files_checked: dict[str, tuple[int, int, int]] = {}
+        # tool name -> (its file as text, (device, inode, mtime) when checked last)
+        self.files_checked: dict[str, tuple[str, tuple[int, int, int] | None]] = {}
         # the definition as loaded: an edit is reloaded before the next call (bench/reload.py)
         self.definition = definition_files(manifest)
         self.stamp = stamp(self.definition)
@@ -124,9 +131,23 @@ class CallCore:
         self.count, self.second = count, second
         self.rng.setstate(rng)
 
+    def token(self) -> str:
+        """38 hex digits for a seedless call's id and idempotency key, from the bench's own
+        stream (unique, not unpredictable), drawn TOKENS calls' worth at a time."""
+        if not self.tokens:
+            text = f"{self.draws.getrandbits(152 * TOKENS):0{38 * TOKENS}x}"
+            self.tokens = [text[i : i + 38] for i in range(0, 38 * TOKENS, 38)]
+        return self.tokens.pop()
+
     def edited(self) -> bool:
         """Whether the gem's definition changed on disk since it was loaded."""
-        return stamp(self.definition) != self.stamp
+        files = self.definition
+        if len(files) == 1:  # (most gems: manifest.json alone; this runs before every call)
+            try:
+                return (os.stat(files[0]).st_mtime_ns,) != self.stamp
+            except OSError:
+                return (-1,) != self.stamp
+        return stamp(files) != self.stamp
 
     def loaded(self, files: Any, at: Any) -> None:
         """A definition was (re)loaded: its files and their stamp; its validators are made anew."""

@@ -61,7 +61,8 @@ def call(
     with core.lock:
         started = bench.clock.time()  # the bench's clock (ctx/clock.py): the id's time of day too
         t0 = time.perf_counter()
-        token = token_hex(bench, 19)  # one read of the randomness (the bench's seed's) for both
+        # one read of the randomness for both: the bench's seed's, else its own stream's
+        token = token_hex(bench, 19) if bench.seed is not None else core.token()
         second = int(started)
         if second != core.second[0]:  # the call ids' time of day, formatted once a second
             core.second = (second, time.strftime("%Y%m%d-%H%M%S", time.localtime(second)))
@@ -169,33 +170,35 @@ def _steps(
         )
         return None
     res.tool = tool.name  # called by another of its names (an Ekanos effective name)
-    args, res.error = check_input(bench, tool, args)
-    res.error = res.error or _tool_file_error(bench, tool)
+    args, res.error = bench.core.check_input(tool, args, bench.profile, bench.limits)
+    if res.error is not None:
+        return None
+    res.error, mtime = _tool_file(bench, tool)
     if res.error is not None:
         return None
     session = _session(bench, tool, res, identity, known, options=options)
-    _run(bench, tool, args, res, session, hooks, identity, fresh=fresh, options=options)
+    _run(bench, tool, args, res, session, hooks, identity, fresh=fresh, mtime=mtime, options=options)
     return session
 
 
-def _tool_file_error(bench: Bench, tool: ToolSpec) -> WorkbenchError | None:
-    """The tool file's check (_reload.tool_file_error: still a regular file?), made again only
+def _tool_file(bench: Bench, tool: ToolSpec) -> tuple[WorkbenchError | None, int | None]:
+    """The tool file's check (reload.tool_file_error: still a regular file?), made again only
     when one stat says the file is another than the one checked last (a swapped link, a FIFO,
-    an edit): resolving and opening it before every call was a third of a call's cost."""
+    an edit): resolving and opening it before every call was a third of a call's cost. With
+    its mtime, which the runner takes instead of a stat of its own."""
+    files = bench.core.files_checked
+    known = files.get(tool.name)
+    path = known[0] if known is not None else os.fspath(tool.file)
     try:
-        st = os.stat(tool.file)
+        st = os.stat(path)
     except (OSError, ValueError):
         st = None
     seen = (st.st_dev, st.st_ino, st.st_mtime_ns) if st is not None and S_ISREG(st.st_mode) else None
-    files = bench.core.files_checked
-    if seen is not None and files.get(tool.name) == seen:
-        return None
+    if seen is not None and known is not None and known[1] == seen:
+        return None, seen[2]
     error = tool_file_error(bench.manifest, tool)
-    if error is None and seen is not None:
-        files[tool.name] = seen
-    else:
-        files.pop(tool.name, None)
-    return error
+    files[tool.name] = (path, seen if error is None else None)
+    return error, seen[2] if error is None and seen is not None else None
 
 
 def check_input(bench: Bench, tool: ToolSpec, args: Any) -> tuple[Any, WorkbenchError | None]:
@@ -219,8 +222,11 @@ def _session(
     given = identity.given if identity is not None else ()
     # a hook that keeps the call (a pin) needs its draws repeatable: its ids seed, clock reads
     on_ctx, keeps = known
-    clock = bench.clock
-    seed = identity.seed if identity is not None and "seed" in given else call_seed(bench.seed, core.count)
+    mode = bench.clock.mode  # "real", "running" or "frozen"
+    if identity is not None and "seed" in given:
+        seed = identity.seed
+    else:
+        seed = None if bench.seed is None else call_seed(bench.seed, core.count)
     # without a seed, a call that can be pinned still draws its document ids from a seed of its
     # own, kept with it: its replay gives the same ids (Math.random and crypto stay the system's)
     ids = identity.ids if identity is not None and "ids" in given else None
@@ -229,13 +235,13 @@ def _session(
     # a replay of a call pinned on a running clock: the reads it drew, served again on a
     # clock that runs from the pinned start (the bench's stands there, frozen)
     ticks = identity.ticks if identity is not None else None
-    frozen = clock.frozen and not isinstance(ticks, list)
+    frozen = mode == "frozen" and not isinstance(ticks, list)
     # its start to the bit (the bench's clock holds seconds: ms / 1000 * 1000 may not round-trip)
     pinned = identity.clock_ms if identity is not None else None
-    start = pinned if type(pinned) in (int, float) and clock.frozen else res.started * 1000
+    start = pinned if type(pinned) in (int, float) and mode == "frozen" else res.started * 1000
     return CallSession(
         invocation=Invocation(),
-        clock_ms=start if clock.virtual else None,
+        clock_ms=start if mode != "real" else None,
         clock_frozen=frozen,
         seed=seed,
         ids_seed=ids,
@@ -254,7 +260,7 @@ def _session(
         deadline=deadline_after(core.sandbox_options.timeout),
         limits=bench.limits,
         profile=bench.profile,
-        values=_values(bench, res, options, seed, ids),
+        values={} if bench.profile.call_values is None else _values(bench, res, options, seed, ids),
         nest=core.nest or _nest(bench),
     )
 
@@ -309,6 +315,7 @@ def _run(
     identity: CallIdentity | None,
     *,
     fresh: bool | None,
+    mtime: int | None,
     options: dict[str, Any],
 ) -> None:
     caps = Capabilities(session)
@@ -325,9 +332,9 @@ def _run(
     outcome: Outcome | None = None
     caps.begin()  # opened at the tool's first ctx call (E_BUSY then fails the call)
     try:
-        runner = _runner(bench, tool)
+        runner = bench.core.runners.get(RUNNER_FOR.get(tool.language, "")) or _runner(bench, tool)
         if runner is not None:
-            outcome = runner.call(tool, args, caps, fresh=fresh)
+            outcome = runner.call(tool, args, caps, fresh=fresh, mtime=mtime)
         else:
             res.error = WorkbenchError(
                 "E_UNSUPPORTED",

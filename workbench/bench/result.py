@@ -23,7 +23,7 @@ TRACE_COLUMNS = ["seq", "method", "args", "ok", "error", "duration_us"]
 # is the short text preview; it and "params" are made when the row is first read (ctx/_trace.py).
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class CallResult:
     """The outcome of `Bench.call`: never raised, always returned."""
 
@@ -170,7 +170,11 @@ def kept_chars(res: CallResult) -> int:
     """About the characters `res` holds (its value, logs, log rows, trace, input, error and
     nested calls): what keeping it in bench.results costs."""
     trace = res.trace_rows
-    n = ROW_CHARS + len(res.logs) + res.trace_chars + _chars(res.value) + _chars(res.input)
+    # (a small flat value's bound stands for its size, as in _chars: inlined, it runs per call)
+    value, args = flat_chars(res.value), flat_chars(res.input)
+    value = value if 0 <= value <= SMALL else json_chars(res.value)
+    args = args if 0 <= args <= SMALL else json_chars(res.input)
+    n = ROW_CHARS + len(res.logs) + res.trace_chars + value + args
     if trace:
         n += TRACE_ROW_CHARS * len(trace)
     # (most calls have none of these: each is looked at only when there is one)

@@ -36,6 +36,14 @@ def _is(kind: str, v: Any) -> bool:
     return v is None  # "null"
 
 
+def _is_any(kinds: tuple[str, ...], v: Any) -> bool:
+    """Whether `v` is of one of `kinds` (a loop, not any() of a generator: it runs per call)."""
+    for kind in kinds:
+        if _is(kind, v):
+            return True
+    return False
+
+
 def _types(schema: dict[str, Any]) -> tuple[str, ...] | None:
     """The types `schema["type"]` allows (() = any), or None when it is not a plain type list."""
     kind = schema.get("type")
@@ -101,7 +109,7 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
         fields[name] = field
 
     def valid(instance: Any) -> bool:
-        if root and not any(_is(k, instance) for k in root):
+        if root and not _is_any(root, instance):
             return False
         if type(instance) is not dict:
             return True  # properties, required, additionalProperties apply to objects only
@@ -115,7 +123,7 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
                     return False
                 continue
             kinds, bounds = field
-            if kinds and not any(_is(k, v) for k in kinds):
+            if kinds and not _is_any(kinds, v):
                 return False
             if bounds is not None and not _within(v, bounds):
                 return False

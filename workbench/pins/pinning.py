@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 __all__ = ["Pinning", "pinning_of"]
 
 
+#: what a call that reached nothing outside recorded (shared: a kept recording is only read)
+NOTHING = Recording(0)
+
+
 class Pinning(CallHooks):
     """Copies what each call reaches, as it found it; keeps the latest call's copy."""
 
@@ -76,7 +80,7 @@ class Pinning(CallHooks):
             return
         self.keep((result.call_id, before))
         # what a bundle's replay serves back: the recording outlives the state copy
-        result.replay["served"] = before.recording if before is not None else Recording(0)
+        result.replay["served"] = before.recording if before is not None else NOTHING
 
     def keep(self, kept: tuple[str, Before | None] | None) -> None:
         """Keep `kept` as the latest call's copy, letting go of the one before."""

@@ -33,8 +33,11 @@ class Setup:
 class Runner(Protocol):
     """Runs one kind of tool for one bench."""
 
-    def call(self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
-        """Run one call; ctx calls go to `caps`; `fresh`: a new module instance (N5)."""
+    def call(
+        self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool, mtime: int | None = None
+    ) -> Outcome:
+        """Run one call; ctx calls go to `caps`; `fresh`: a new module instance (N5); `mtime`:
+        the tool file's st_mtime_ns as the bench checked it just before (None: look)."""
 
     def warm(self) -> None:
         """Get ready for the first call in the background (start a process); may do nothing."""

@@ -140,7 +140,8 @@ class CappedWriter(io.TextIOBase):
 
     def __init__(self, limit: int) -> None:
         super().__init__()
-        self.log = CappedLog(limit)
+        self.limit = limit
+        self.log: CappedLog | None = None  # made at the first write: most calls print nothing
 
     def writable(self) -> bool:
         return True
@@ -148,11 +149,13 @@ class CappedWriter(io.TextIOBase):
     def write(self, s: str) -> int:
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if self.log is None:
+            self.log = CappedLog(self.limit)
         self.log.write(s.encode("utf-8", "surrogatepass"))
         return len(s)
 
     def getvalue(self) -> str:
-        if not self.log.total:  # most calls print nothing
+        if self.log is None or not self.log.total:
             return ""
         return render_logs([("output", self.log)], self.log.limit)
 
@@ -174,11 +177,13 @@ class _ToolLoader(importlib.machinery.SourceFileLoader):
             raise OSError(exc.message) from None  # the source is read instead
 
 
-def _load(tool: ToolSpec, fresh: bool, modules: Modules) -> ModuleType:
-    """Import the tool's file; again when it changed on disk, or when `fresh` (reuse policy).
+def _load(tool: ToolSpec, fresh: bool, modules: Modules, mtime: int | None = None) -> ModuleType:
+    """Import the tool's file; again when it changed on disk (`mtime`: as the bench found it
+    just before, else looked at here), or when `fresh` (reuse policy).
 
     `modules` is the bench's own cache: two benches of one gem never share a module's state."""
-    mtime = os.stat(tool.file).st_mtime_ns
+    if mtime is None:
+        mtime = os.stat(tool.file).st_mtime_ns
     cached = modules.get(tool.file)
     if cached and cached[0] == mtime and not fresh:
         return cached[1]
@@ -316,9 +321,11 @@ _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})  # never awa
 _ASYNC: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
-def _call(tool: ToolSpec, args: Any, caps: Capabilities, modules: Modules, fresh: bool) -> Outcome:
+def _call(
+    tool: ToolSpec, args: Any, caps: Capabilities, modules: Modules, fresh: bool, mtime: int | None
+) -> Outcome:
     """Import the tool, call its entry point and check what it returned (N9)."""
-    module = _load(tool, fresh, modules)
+    module = _load(tool, fresh, modules, mtime)
     entry = caps.session.profile.entry.python
     handle = getattr(module, entry, None)
     if not callable(handle):
@@ -377,15 +384,23 @@ def _timed_out(deadline: float | None, started: float) -> WorkbenchError | None:
     )
 
 
-def run(tool: ToolSpec, args: Any, caps: Capabilities, *, modules: Modules, fresh: bool = False) -> Outcome:
+def run(
+    tool: ToolSpec,
+    args: Any,
+    caps: Capabilities,
+    *,
+    modules: Modules,
+    fresh: bool = False,
+    mtime: int | None = None,
+) -> Outcome:
     """Run one call of a Python tool; `fresh` gives it a new module instance (N5); `modules`
-    is the calling bench's cache of imported tools."""
+    is the calling bench's cache of imported tools; `mtime`: its file's, as just checked."""
     started = time.monotonic()
     out = CappedWriter(caps.session.limits.log_bytes)
     saved = sys.stdout, sys.stderr  # contextlib's redirect_stdout and redirect_stderr, in one
     sys.stdout = sys.stderr = out
     try:
-        outcome = _call(tool, args, caps, modules, fresh)
+        outcome = _call(tool, args, caps, modules, fresh, mtime)
     except CtxCrash as exc:  # N7: a simulated crash; the bench reruns the call
         sys.stdout, sys.stderr = saved
         exc.logs = out.getvalue()
@@ -412,8 +427,10 @@ class PythonRunner:
     def __init__(self) -> None:
         self.modules: Modules = {}
 
-    def call(self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
-        return run(tool, args, caps, modules=self.modules, fresh=fresh)
+    def call(
+        self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool, mtime: int | None = None
+    ) -> Outcome:
+        return run(tool, args, caps, modules=self.modules, fresh=fresh, mtime=mtime)
 
     def warm(self) -> None:
         """Nothing to start: tools are imported in-process on their first call."""

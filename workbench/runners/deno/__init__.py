@@ -26,7 +26,10 @@ class DenoRunner:
             options = dataclasses.replace(options, readable=(*options.readable, *setup.readable))
         self.sandbox = Sandbox(setup.gem_root, deno_dir=setup.state_dir / "deno", options=options)
 
-    def call(self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
+    def call(
+        self, tool: ToolSpec, args: Any, caps: Capabilities, *, fresh: bool, mtime: int | None = None
+    ) -> Outcome:
+        # (`mtime` unused: the sandbox looks at the files it imported, the tool's among them)
         entry = caps.session.profile.entry
         try:
             file = entry_file(tool.file, entry.js_exports[0]) if entry.js_plain else tool.file
