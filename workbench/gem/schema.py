@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import WorkbenchError
-from .._json import flat, why_not_json
+from .._json import flat_chars, why_not_json
 from .near import meant
 from .rules import NOTOCHORD, SchemaRules
 from .schema_budget import Budget, Exhausted, bounded_validator_class, current
@@ -160,7 +160,7 @@ class InputValidator:
         root = {k: v for k, v in schema.items() if k != "$schema"}
         # An empty registry: no retrieval of http/file refs (jsonschema's deprecated default)
         self._validator = bounded_validator_class()(root, registry=Registry())
-        self._quick = quick_check(root)  # a sure "valid" for the common shape, without jsonschema
+        self.quick = quick_check(root)  # a sure "valid" for the common shape, without jsonschema
         self._optional = optional_fields(root) if rules.null_is_absent else frozenset()
 
     def normalise(self, args: Any) -> Any:
@@ -174,7 +174,7 @@ class InputValidator:
     def sure_valid(self, args: Any) -> bool:
         """Whether `args` is valid for certain without jsonschema (schema_quick.py); False
         says nothing: `check` tells."""
-        return self._quick is not None and self._quick(args)
+        return self.quick is not None and self.quick(args)
 
     def check(self, args: Any, *, size: int = 1) -> Check:
         """Validate `args` (of `size` JSON values) within steps linear in `size` and
@@ -314,11 +314,12 @@ def check_input(
 ) -> tuple[Any, WorkbenchError | None]:
     """The input as the tool receives it (a JSON copy, top-level nulls dropped), or E_SCHEMA
     naming the field: never an exception for any value (N8, SEC7)."""
-    if max_depth >= 1 and flat(args):  # nothing nests or cycles; its JSON round trip is a copy
+    if max_depth >= 1 and flat_chars(args) >= 0:  # flat: nothing nests or cycles; a copy is its round trip
         copy = validator.normalise(args)
         if copy is args:
             copy = dict(args) if type(args) is dict else list(args)
-        if validator.sure_valid(copy):
+        quick = validator.quick
+        if quick is not None and quick(copy):  # (sure_valid, inlined: it runs per call)
             return copy, None
         return _validated(validator, copy, 1 + len(args), tool)
     size, problem = scan_input(args, max_depth)

@@ -7,6 +7,7 @@ storage: it gets the ctx layer's `Capabilities` and turns them into the tool's `
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.machinery
 import importlib.util
 import inspect
@@ -317,8 +318,29 @@ def _run_coroutine(coro: Any) -> Any:
 
 
 _PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})  # never awaitable
-# entry point -> whether it is a coroutine function (weak: a reloaded module's go with it)
-_ASYNC: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+# id(entry point) -> (a weak reference to it, whether it is a coroutine function): a reloaded
+# module's go with it. (Not a WeakKeyDictionary: its get makes a weak reference per lookup.)
+_ASYNC: dict[int, tuple[weakref.ref[Any], bool]] = {}
+
+
+def _forget(key: int, _: Any) -> None:
+    _ASYNC.pop(key, None)
+
+
+def _is_async(handle: Any) -> bool:
+    """Whether the entry point is a coroutine function, asked once per entry point (inspect's
+    check cost a call 1 µs)."""
+    known = _ASYNC.get(id(handle))
+    if known is not None and known[0]() is handle:
+        return known[1]
+    is_async = inspect.iscoroutinefunction(handle)
+    key = id(handle)
+    try:
+        ref = weakref.ref(handle, functools.partial(_forget, key))
+    except TypeError:  # an entry point that cannot be weakly referenced: asked every call
+        return is_async
+    _ASYNC[key] = (ref, is_async)
+    return is_async
 
 
 def _call(
@@ -336,16 +358,7 @@ def _call(
                 file=tool.rel_file,
             )
         )
-    try:
-        is_async = _ASYNC.get(handle)
-    except TypeError:  # an entry point that cannot be a key (a callable object, unhashable)
-        is_async = inspect.iscoroutinefunction(handle)
-    if is_async is None:  # (asked once per entry point: inspect's check cost a call 1 µs)
-        is_async = inspect.iscoroutinefunction(handle)
-        try:
-            _ASYNC[handle] = is_async
-        except TypeError:
-            pass
+    is_async = _is_async(handle)
     ctx = PythonCtx(caps, asynchronous=is_async)
     deadline = caps.session.deadline
     value = _run_coroutine(_bounded(handle(args, ctx), deadline)) if is_async else handle(args, ctx)
