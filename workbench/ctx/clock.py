@@ -135,6 +135,10 @@ class Tape:
         return now
 
 
+#: a tape not made yet (Clock.tape without served reads): made at the first read
+_TAPING = Tape([])
+
+
 class Clock:
     """The time a bench's tools see: `freeze`, `advance`, `set`, `real`; `now()`, `time()`."""
 
@@ -177,17 +181,21 @@ class Clock:
         else:
             now = _time.time()
         tape = self._tape
-        return now if tape is None else tape.read(now)
+        if tape is None:
+            return now
+        if tape is _TAPING:  # made at the first read: most calls read no time through ctx
+            tape = self._tape = Tape([])
+        return tape.read(now)
 
     def tape(self, served: list[float] | None = None) -> None:
         """Keep the reads from now on (a call's, for its pin), serving `served` first: the
         reads of the pinned call its replay repeats."""
-        self._tape = Tape(served or [])
+        self._tape = Tape(served) if served else _TAPING
 
     def untape(self) -> list[float]:
         """Stop keeping reads; the ones kept since `tape`."""
         tape, self._tape = self._tape, None
-        return [] if tape is None else tape.taken
+        return [] if tape is None or tape is _TAPING else tape.taken
 
     def now(self) -> datetime:
         """The clock's now, a timezone-aware datetime in UTC."""

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from .engine import TranslatedRows, translating
+from .engine import TranslatedRows, translating, untouched
 from .sqlite import SqlDatabase, as_state_error
 
 
@@ -215,6 +215,7 @@ class SqliteDataStore:
         self.database = db if isinstance(db, SqlDatabase) else SqlDatabase(db)
         self.db = self.database.conn
 
+    @untouched
     def transaction(self) -> SqlDatabase:
         return self.database
 

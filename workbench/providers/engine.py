@@ -138,11 +138,27 @@ C = TypeVar("C", bound=type)
 
 def translating(cls: C) -> C:
     """Each public method the class defines raises EngineError where SQLite raised: the seam
-    of a provider is all of its public methods, so none is left out by hand."""
+    of a provider is all of its public methods, so none is left out by hand (but those marked
+    `untouched`, which never reach SQLite)."""
     for name, value in list(vars(cls).items()):
-        if not name.startswith("_") and isinstance(value, types.FunctionType):
+        if (
+            not name.startswith("_")
+            and isinstance(value, types.FunctionType)
+            and not getattr(value, _PLAIN, False)
+        ):
             setattr(cls, name, _translated(value))
     return cls
+
+
+_PLAIN = "__engine_untouched__"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def untouched(fn: F) -> F:
+    """Mark a method of a `translating` class that never reaches SQLite (it returns an object
+    it holds): left as it is, since it runs on every call (a wrapper's frame per call)."""
+    setattr(fn, _PLAIN, True)
+    return fn
 
 
 def storage_error(
