@@ -492,14 +492,15 @@ def _conclude(bench: Bench, tool: ToolSpec, http: HttpState | None, res: CallRes
     """K6/SEC4: a secret the tool printed or threw is shown masked (`http` holds the secrets the
     bench has seen); K2 and the like: the platform's verdict on a returned value (an expected
     failure, warnings about its shape)."""
-    said = (res.logs, res.error.message if res.error is not None else None)
-    res.logs = mask_shown(http, res.logs, res.error)
-    for where, before, now in (
-        ("the console output", said[0], res.logs),
-        ("the error", said[1], res.error.message if res.error is not None else None),
-    ):
-        if before != now:  # K6: a secret the tool printed or threw, said once
-            res.warnings.append(f"K6: a secret's value reached {where} (shown masked as ***)")
+    if http is not None and http.has_secrets:  # (the bench has seen none: nothing to mask)
+        said = (res.logs, res.error.message if res.error is not None else None)
+        res.logs = mask_shown(http, res.logs, res.error)
+        for where, before, now in (
+            ("the console output", said[0], res.logs),
+            ("the error", said[1], res.error.message if res.error is not None else None),
+        ):
+            if before != now:  # K6: a secret the tool printed or threw, said once
+                res.warnings.append(f"K6: a secret's value reached {where} (shown masked as ***)")
     if res.error is None:
         verdict = bench.profile.judge(bench.manifest, tool, res.value)
         if verdict.expected_failure:
