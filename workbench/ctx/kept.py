@@ -31,7 +31,10 @@ class Ring(Sequence[T]):
     def __init__(self, cap: int, size: Callable[[T], int], limit: str) -> None:
         self.cap, self.limit = cap, limit  # `limit`: the Limits field, for the note
         self._size = size
-        self._items: deque[tuple[T, int]] = deque()
+        # the items and, beside them, their sizes (not (item, size) pairs: a bench keeps
+        # thousands, and ints, unlike tuples, are nothing the garbage collector walks)
+        self._items: deque[T] = deque()
+        self._sizes: deque[int] = deque()
         self.chars = 0  # characters held now
         self.appended = 0  # items ever appended: a reader's cursor that drops do not move
         self.dropped = 0
@@ -39,11 +42,13 @@ class Ring(Sequence[T]):
 
     def append(self, item: T) -> None:
         n = self._size(item)
-        self._items.append((item, n))
+        self._items.append(item)
+        self._sizes.append(n)
         self.chars += n
         self.appended += 1
         while self.chars > self.cap and len(self._items) > 1:
-            _, gone = self._items.popleft()
+            self._items.popleft()
+            gone = self._sizes.popleft()
             self.chars -= gone
             self.dropped += 1
             self.dropped_chars += gone
@@ -52,21 +57,29 @@ class Ring(Sequence[T]):
         """Forget every item, as list.clear() (a bench's `results` was a list): nothing is
         counted as dropped, and `appended` goes on, so a reader's cursor stays valid."""
         self._items.clear()
+        self._sizes.clear()
         self.chars = 0
 
     def saved(self) -> tuple[Any, ...]:
         """What `put_back` needs to make the ring as it is now (its items shared, not copied)."""
-        return (list(self._items), self.chars, self.appended, self.dropped, self.dropped_chars)
+        return (
+            list(zip(self._items, self._sizes)),
+            self.chars,
+            self.appended,
+            self.dropped,
+            self.dropped_chars,
+        )
 
     def put_back(self, saved: tuple[Any, ...]) -> None:
         """The ring as it was at `saved`: what was appended since goes, what was dropped comes back."""
         items, self.chars, self.appended, self.dropped, self.dropped_chars = saved
-        self._items = deque(items)
+        self._items = deque(x for x, _ in items)
+        self._sizes = deque(n for _, n in items)
 
     def since(self, appended: int) -> list[T]:
         """The items appended after the first `appended` ever (those still kept)."""
         first = self.appended - len(self._items)  # how many went before the oldest kept
-        return [x for x, _ in islice(self._items, max(appended - first, 0), None)]
+        return list(islice(self._items, max(appended - first, 0), None))
 
     def note(self, what: str) -> str | None:
         """What the ring dropped, said for a view; None when it dropped nothing."""
@@ -82,7 +95,7 @@ class Ring(Sequence[T]):
         return len(self._items)
 
     def __iter__(self) -> Iterator[T]:
-        return (x for x, _ in self._items)
+        return iter(self._items)
 
     @overload
     def __getitem__(self, i: int) -> T: ...
@@ -90,8 +103,8 @@ class Ring(Sequence[T]):
     def __getitem__(self, i: slice) -> list[T]: ...
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
-            return [x for x, _ in self._items][i]
-        return self._items[i][0]
+            return list(self._items)[i]
+        return self._items[i]
 
     def __repr__(self) -> str:
         return (
