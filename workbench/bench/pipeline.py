@@ -219,33 +219,24 @@ def _session(
     clock at the call's start and its seed."""
     core = bench.core
     core.count += 1
-    given = identity.given if identity is not None else ()
     # a hook that keeps the call (a pin) needs its draws repeatable: its ids seed, clock reads
     on_ctx, keeps = known
     mode = bench.clock.mode  # "real", "running" or "frozen"
-    if identity is not None and "seed" in given:
-        seed = identity.seed
-    else:
+    if identity is None:  # (most calls: nothing repeated of another)
         seed = None if bench.seed is None else call_seed(bench.seed, core.count)
-    # without a seed, a call that can be pinned still draws its document ids from a seed of its
-    # own, kept with it: its replay gives the same ids (Math.random and crypto stay the system's)
-    ids = identity.ids if identity is not None and "ids" in given else None
-    if seed is None and ids is None and keeps:
-        ids = core.draws.getrandbits(31)
-    # a replay of a call pinned on a running clock: the reads it drew, served again on a
-    # clock that runs from the pinned start (the bench's stands there, frozen)
-    ticks = identity.ticks if identity is not None else None
-    frozen = mode == "frozen" and not isinstance(ticks, list)
-    # its start to the bit (the bench's clock holds seconds: ms / 1000 * 1000 may not round-trip)
-    pinned = identity.clock_ms if identity is not None else None
-    start = pinned if type(pinned) in (int, float) and mode == "frozen" else res.started * 1000
+        # without a seed, a call that can be pinned still draws its document ids from a seed of
+        # its own, kept with it: its replay gives the same ids (Math.random, crypto: the system's)
+        ids = core.draws.getrandbits(31) if seed is None and keeps else None
+        ticks, frozen, start = None, mode == "frozen", res.started * 1000
+    else:
+        seed, ids, ticks, frozen, start = _repeated(bench, identity, res, keeps, mode)
     return CallSession(
         invocation=Invocation(),
         clock_ms=start if mode != "real" else None,
         clock_frozen=frozen,
         seed=seed,
         ids_seed=ids,
-        ticks=ticks if isinstance(ticks, list) else None,
+        ticks=ticks,
         keeps_reads=keeps,
         hooks=on_ctx,
         call_id=res.call_id,
@@ -263,6 +254,26 @@ def _session(
         values={} if bench.profile.call_values is None else _values(bench, res, options, seed, ids),
         nest=core.nest or _nest(bench),
     )
+
+
+def _repeated(
+    bench: Bench, identity: CallIdentity, res: CallResult, keeps: bool, mode: str
+) -> tuple[int | None, int | None, list[float] | None, bool, float | None]:
+    """The draws and times of a call that repeats another's `identity` (a pinned call's
+    replay, a crash rerun): its seed, ids seed, sandbox clock reads, whether its clock stands,
+    and its start in ms."""
+    given = identity.given
+    seed = identity.seed if "seed" in given else call_seed(bench.seed, bench.core.count)
+    ids = identity.ids if "ids" in given else None
+    if seed is None and ids is None and keeps:
+        ids = bench.core.draws.getrandbits(31)
+    # a replay of a call pinned on a running clock: the reads it drew, served again on a
+    # clock that runs from the pinned start (the bench's stands there, frozen)
+    ticks = identity.ticks if isinstance(identity.ticks, list) else None
+    # its start to the bit (the bench's clock holds seconds: ms / 1000 * 1000 may not round-trip)
+    pinned = identity.clock_ms
+    start = pinned if type(pinned) in (int, float) and mode == "frozen" else res.started * 1000
+    return seed, ids, ticks, mode == "frozen" and ticks is None, start
 
 
 def _values(
@@ -323,10 +334,10 @@ def _run(
         hook.on_call_start(session=session, result=res)
     # the times the ctx layer reads while it runs, kept for its pin when the clock runs (a
     # frozen one repeats them anyway), and a replay's served again
-    served = identity.times if identity is not None else None
-    taped = session.keeps_reads and (not bench.clock.frozen or isinstance(served, list))
+    served = identity.times if identity is not None and isinstance(identity.times, list) else None
+    taped = session.keeps_reads and (served is not None or not bench.clock.frozen)
     if taped:
-        bench.clock.tape(served if isinstance(served, list) else None)
+        bench.clock.tape(served)
     if fresh is None:
         fresh = bench.reuse == "never" or (bench.reuse == "random" and bench.core.rng.random() < 0.5)
     outcome: Outcome | None = None
@@ -345,7 +356,7 @@ def _run(
         outcome = _crashed(bench, tool, exc)
     finally:
         failed = caps.end()
-        _record(session, res)
+        res.trace_rows, res.calls_made, res.trace_chars = session.trace, session.ctx_calls, session.kept
         res.violations = session.violations
         session.finish(res)  # each capability's part: surfaced files, nested calls, log rows
         times = bench.clock.untape() if taped else None
@@ -367,6 +378,8 @@ def _run(
         res.logs, res.warnings = outcome.logs, [*session.warnings, *outcome.warnings]
         if outcome.error is not None:
             res.error = explain_absent(outcome.error, tool, bench.profile, session.grants)
+        elif outcome.checked:  # (a Python tool's: checked in its runner, where its code may run)
+            res.value = outcome.value
         else:
             res.value, res.error = _value(bench, outcome)
     _conclude(bench, tool, session.http, res)
