@@ -222,6 +222,7 @@ def _session(
     # a hook that keeps the call (a pin) needs its draws repeatable: its ids seed, clock reads
     on_ctx, keeps = known
     mode = bench.clock.mode  # "real", "running" or "frozen"
+    start: float | None
     if identity is None:  # (most calls: nothing repeated of another)
         seed = None if bench.seed is None else call_seed(bench.seed, core.count)
         # without a seed, a call that can be pinned still draws its document ids from a seed of
