@@ -124,6 +124,13 @@ class Capabilities:
     def end(self) -> WorkbenchError | None:
         """Write buffered inserts and commit the call's storage writes, success or not; if the
         writes themselves fail, roll them all back and return why (never raise: SEC7)."""
+        session = self.session
+        if not session.ctx_calls and not session.invocation.opened:
+            # no ctx call: nothing could open a transaction or write (storage is reached only
+            # through ctx), so there is nothing to commit or roll back
+            session.invocation.opening = None
+            session.ended = True
+            return None
         db, failed = self.session.providers.store.transaction(), None
         invocation = self.session.invocation
         invocation.opening = None  # no ctx call opens it now
