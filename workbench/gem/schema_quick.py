@@ -108,8 +108,13 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
             return None
         fields[name] = field
 
+    objects = root == ("object",)  # (most tools' schemas: checked without asking _is)
+
     def valid(instance: Any) -> bool:
-        if root and not _is_any(root, instance):
+        if objects:
+            if type(instance) is not dict:
+                return False
+        elif root and not _is_any(root, instance):
             return False
         if type(instance) is not dict:
             return True  # properties, required, additionalProperties apply to objects only
