@@ -166,7 +166,9 @@ class Bench(Views):
         Safe to share between threads: calls on one bench run one at a time (each is one
         storage transaction and one conversation with the gem's single sandbox, N3).
         """
+        options = None  # (the platform's per-call options: most calls give none)
         if as_user is not None or conversation is not None:
+            options = {"as_user": as_user, "conversation": conversation}
             for what, value in (("as_user", as_user), ("conversation", conversation)):
                 if value is not None and (not isinstance(value, str) or not value or len(value) > 200):
                     raise UsageError(
@@ -186,7 +188,7 @@ class Bench(Views):
                 identity=identity,
                 fresh=fresh,
                 hooks=hooks,
-                options={"as_user": as_user, "conversation": conversation},
+                options=options,
             )
 
     def crash_matrix(self, name: str, input: Any = None) -> pd.DataFrame:
