@@ -143,6 +143,13 @@ async function idle(sb: Sandboxed | null): Promise<boolean> {
       if (r.async) await r.value;
     }
   }
+  return idleNow(sb);
+}
+
+// Whether the worker is idle now, with nothing that needs a new process (or gone): the usual
+// case once a call's end was reported (worker/channel.ts notifies that end once it is idle),
+// answered without the async idle()'s promise
+function idleNow(sb: Sandboxed | null): boolean {
   return sb === null || worker !== sb ||
     (Atomics.load(sb.back, IDLE) === 0 && Atomics.load(sb.back, RECYCLE) === 0);
 }
@@ -412,7 +419,7 @@ for (;;) {
   }
   if (idleOwed && active.size === 0) {
     idleOwed = false;
-    if (!await idle(worker)) Deno.exit(RECYCLED); // the only end of a Worker that spins (see IDLE)
+    if (!idleNow(worker) && !await idle(worker)) Deno.exit(RECYCLED); // the only end of a Worker that spins (see IDLE)
   }
   const msg = readHeader();
   if (msg === null) break;
