@@ -82,10 +82,14 @@ function send(header: Record<string, unknown>, payload?: Uint8Array): void {
 
 // Until ia[i] is no longer `value`: blocking first (the cheapest wake), then, after SYNC_MS,
 // through the event loop, where a worker's error event can arrive (stopWorker then wakes this).
+// There it looks again every SYNC_MS: a top call's end may be written before it is notified
+// (worker/channel.ts, notifyOwed), and a Worker that never comes back idle never notifies it.
 async function waitChange(ia: Int32Array, i: number, value: number): Promise<void> {
   if (Atomics.wait(ia, i, value, SYNC_MS) !== "timed-out") return;
-  const r = Atomics.waitAsync(ia, i, value);
-  if (r.async) await r.value;
+  for (;;) {
+    const r = Atomics.waitAsync(ia, i, value, SYNC_MS);
+    if (!r.async || await r.value !== "timed-out" || Atomics.load(ia, i) !== value) return;
+  }
 }
 
 const workerPermissions = {
