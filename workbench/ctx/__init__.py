@@ -77,6 +77,9 @@ class Capabilities:
 
     def __init__(self, session: CallSession) -> None:
         self.session = session
+        # each method's function by name, found once per call: a tool calling one method in a
+        # loop (kv.get from JS: a round trip each) looks it up once, not two getattrs a call
+        self._fns: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         """caps.files, caps.data, …: the call's implementation, made on first use."""
@@ -89,10 +92,14 @@ class Capabilities:
 
     def call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
         """Run a ctx method by name, traced; the one door into the ctx layer."""
+        fn = self._fns.get(method)
+        if fn is not None:
+            return self.session.invoke(method, fn, *args, **kwargs)
         profile = self.session.profile
         route = profile.routes.get(method)
         if route is not None:
-            return self.session.invoke(method, getattr(getattr(self, route[0]), route[1]), *args, **kwargs)
+            fn = self._fns[method] = getattr(getattr(self, route[0]), route[1])
+            return self.session.invoke(method, fn, *args, **kwargs)
         prefix, _, name = method.rpartition(".")
         if prefix in profile.dispatch:  # ctx.tools.<name>(input): the name is an argument
             return self.session.invoke(

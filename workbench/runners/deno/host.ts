@@ -82,10 +82,14 @@ function send(header: Record<string, unknown>, payload?: Uint8Array): void {
 
 // Until ia[i] is no longer `value`: blocking first (the cheapest wake), then, after SYNC_MS,
 // through the event loop, where a worker's error event can arrive (stopWorker then wakes this).
+// There it looks again every SYNC_MS: a top call's end may be written before it is notified
+// (worker/channel.ts, notifyOwed), and a Worker that never comes back idle never notifies it.
 async function waitChange(ia: Int32Array, i: number, value: number): Promise<void> {
   if (Atomics.wait(ia, i, value, SYNC_MS) !== "timed-out") return;
-  const r = Atomics.waitAsync(ia, i, value);
-  if (r.async) await r.value;
+  for (;;) {
+    const r = Atomics.waitAsync(ia, i, value, SYNC_MS);
+    if (!r.async || await r.value !== "timed-out" || Atomics.load(ia, i) !== value) return;
+  }
 }
 
 const workerPermissions = {
@@ -143,6 +147,13 @@ async function idle(sb: Sandboxed | null): Promise<boolean> {
       if (r.async) await r.value;
     }
   }
+  return idleNow(sb);
+}
+
+// Whether the worker is idle now, with nothing that needs a new process (or gone): the usual
+// case once a call's end was reported (worker/channel.ts notifies that end once it is idle),
+// answered without the async idle()'s promise
+function idleNow(sb: Sandboxed | null): boolean {
   return sb === null || worker !== sb ||
     (Atomics.load(sb.back, IDLE) === 0 && Atomics.load(sb.back, RECYCLE) === 0);
 }
@@ -412,7 +423,7 @@ for (;;) {
   }
   if (idleOwed && active.size === 0) {
     idleOwed = false;
-    if (!await idle(worker)) Deno.exit(RECYCLED); // the only end of a Worker that spins (see IDLE)
+    if (!idleNow(worker) && !await idle(worker)) Deno.exit(RECYCLED); // the only end of a Worker that spins (see IDLE)
   }
   const msg = readHeader();
   if (msg === null) break;

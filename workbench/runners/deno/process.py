@@ -141,6 +141,8 @@ class Output:
             self.ended[fd] = None
             parts.append((name, log))
         self.marker = None
+        if not any(log.total for _, log in parts):  # the usual call: it printed nothing
+            return ""
         return (
             render_logs(parts, self.limit)
             if len(parts) == 2

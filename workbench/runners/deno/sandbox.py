@@ -45,6 +45,7 @@ class Sandbox(SandboxProcess):
     def __init__(self, gem_root: Path, *, deno_dir: Path, options: SandboxOptions) -> None:
         super().__init__(gem_root, deno_dir=deno_dir, options=options)
         self._mtimes: dict[Path, int] = {}
+        self._uris: dict[Path, str] = {}  # each tool's file URL, made once (pathlib's: ~1 µs a call)
         self._nested: set[Path] = set()  # tools that ran nested: checked for edits at top calls
         self._links = GemLinks(gem_root)
         # the calls in flight, outermost first: a JS tool's ctx.tools call may run another JS
@@ -112,8 +113,9 @@ class Sandbox(SandboxProcess):
             if not nested:
                 output.begin(nonce, limits.log_bytes)
                 self._colocated = threading.get_ident()
+            uri = self._uris.get(file) or self._uris.setdefault(file, file.as_uri())
             self._send(
-                _message(file, fresh, nonce, caps, nested, len(data), self._shape), data, deadline=deadline
+                _message(uri, fresh, nonce, caps, nested, len(data), self._shape), data, deadline=deadline
             )
             return self._converse(caps, proc, output, nonce, nested, deadline)
         except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO) before it read the call
@@ -245,9 +247,10 @@ class Sandbox(SandboxProcess):
             self._mtimes.setdefault(file, _mtime(file))
             self._nested.add(file)
             return False
-        now = {f: _mtime(f) for f in (file, *self._nested)}
-        fresh = fresh or any(self._mtimes.get(f, m) != m for f, m in now.items())
-        self._mtimes.update(now)
+        for f in (file, *self._nested) if self._nested else (file,):
+            m = _mtime(f)
+            fresh = fresh or self._mtimes.get(f, m) != m
+            self._mtimes[f] = m
         return fresh
 
     def _ended(self, call_id: str, held: list[Any], deadline: float, limits: Any) -> Outcome:
@@ -368,7 +371,7 @@ def _input_too_large(size: int, limit: int) -> WorkbenchError:
 
 
 def _message(
-    file: Path, fresh: bool, nonce: str, caps: Capabilities, nested: bool, n: int, shape: Any
+    file: str, fresh: bool, nonce: str, caps: Capabilities, nested: bool, n: int, shape: Any
 ) -> dict[str, Any]:
     """A call's message to the host (host.ts has the protocol): the tool, its ctx shape and
     values, its limits, and the clock and randomness it sees."""
@@ -378,7 +381,7 @@ def _message(
     return {
         "t": "call",
         "id": session.call_id,
-        "file": file.as_uri(),
+        "file": file,
         "fresh": fresh,
         "nonce": nonce,
         "limit": limits.bridge_message_bytes,

@@ -51,13 +51,22 @@ async function receive(sab: SharedArrayBuffer, dispatch: Dispatch): Promise<void
 // postMessage: a structured clone and a wake of the host's loop per message cost twice as much
 // per hop (tests/bench: deno_ctx_round_trip). The queue has no prototype (no Array setter runs).
 const CHUNK = 1 << 20;
-type Outgoing = { head: Uint8Array; payload: Uint8Array };
+type Outgoing = { head: Uint8Array; payload: Uint8Array; quiet: boolean };
 const outbox: Record<number, Outgoing> = objectCreate(null);
 let outHead = 0, outTail = 0, outGen = 0, sending = false;
 let back: { ctrl: Int32Array; data: Uint8Array } | null = null;
+// A top call's end that left no ctx call waiting (send's `quiet`) is not notified at once but
+// by idle(), once what the call left was cleared: the host then wakes once, finding the call's
+// end and the Worker idle, instead of twice (once for the end, once more in its wait for idle:
+// a futex sleep and wake per call, ~10 µs of a warm call on 2 cores). Only then: idle() does
+// not wait for the host (with a ctx call waiting it would: a nested call's end, say, that the
+// host must see first). A Worker that never comes back idle (a flood) delays the end by the
+// host's SYNC_MS: its wait looks again then (host.ts waitChange).
+let notifyOwed = false;
 
-export function send(header: Record<string, unknown>, payload: Uint8Array): void {
-  outbox[outTail++] = { __proto__: null, head: encode(safeStringify(header) as string), payload } as unknown as Outgoing;
+export function send(header: Record<string, unknown>, payload: Uint8Array, quiet = false): void {
+  outbox[outTail++] = { __proto__: null, head: encode(safeStringify(header) as string), payload,
+                        quiet } as unknown as Outgoing;
   if (!sending) flush();
 }
 
@@ -67,7 +76,7 @@ async function flush(): Promise<void> {
   sending = true;
   try {
     while (outHead < outTail) {
-      const { head, payload } = outbox[outHead];
+      const { head, payload, quiet } = outbox[outHead];
       ReflectDelete(outbox, outHead++);
       const hlen = call0(taByteLength, head) as number, plen = call0(taByteLength, payload) as number;
       const buf = call0(taBuffer, payload) as ArrayBuffer, base = call0(taByteOffset, payload) as number;
@@ -84,8 +93,10 @@ async function flush(): Promise<void> {
         atomicsStore(b.ctrl, PLEN, plen);
         atomicsStore(b.ctrl, CLEN, n);
         atomicsStore(b.ctrl, GEN, ++outGen);
-        atomicsNotify(b.ctrl, GEN);
         off += n;
+        // (IDLE is 0 if idle() ran before this was written: notified now, as any)
+        if (off >= plen && quiet && atomicsLoad(b.ctrl, IDLE) === 1) notifyOwed = true;
+        else atomicsNotify(b.ctrl, GEN);
       } while (off < plen);
     }
   } finally {
@@ -113,4 +124,8 @@ export function idle(recycle: boolean): void {
   if (recycle) atomicsStore(back.ctrl, RECYCLE, 1);
   atomicsStore(back.ctrl, IDLE, 0);
   atomicsNotify(back.ctrl, IDLE);
+  if (notifyOwed) { // the top call's end, written before (see notifyOwed)
+    notifyOwed = false;
+    atomicsNotify(back.ctrl, GEN);
+  }
 }

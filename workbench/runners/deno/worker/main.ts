@@ -54,11 +54,13 @@ function clearLeftovers(): void {
   idle(clearTracked());
 }
 
-// Call `id` ended: the host hears it (with a top call's clock reads, for its pin)
+// Call `id` ended: the host hears it (with a top call's clock reads, for its pin); a top call
+// that left no ctx call waiting once it is idle (channel.ts notifyOwed)
 function done(id: string, ok: boolean, text: string): void {
-  if (endCall(id) && leftoversDue()) afterMicrotasks(clearLeftovers); // a top call ended
+  const top = endCall(id) && leftoversDue();
+  if (top) afterMicrotasks(clearLeftovers);
   const reads = running() === 0 ? clockReads() : null;
-  send({ t: "done", id, ok, late: late(id), ...(reads !== null ? reads : {}) }, encode(text));
+  send({ t: "done", id, ok, late: late(id), ...(reads !== null ? reads : {}) }, encode(text), top && !waiting());
 }
 
 function dispatch(msg: Record<string, unknown>, payload: Uint8Array): void {
