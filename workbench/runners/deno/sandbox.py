@@ -68,7 +68,9 @@ class Sandbox(SandboxProcess):
         self._death = None
 
     # -- calls -----------------------------------------------------------------------------
-    def call(self, file: Path, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome:
+    def call(
+        self, file: Path, args: Any, caps: Capabilities, *, fresh: bool, mtime: int | None = None
+    ) -> Outcome:
         """Run one call of a JS/TS tool; ctx calls are served by `caps` while it runs. Its
         ctx is the shape its profile's registry gives its grants (built in the Worker).
 
@@ -80,12 +82,14 @@ class Sandbox(SandboxProcess):
         until the calls started before it ended). A nested call's console output is part of
         its top call's logs; an edited tool is re-imported by the next top call.
         """
-        out = self._call(file, args, caps, fresh=fresh)
+        out = self._call(file, args, caps, fresh=fresh, mtime=mtime)
         if out is None:  # the host ended before it read the call (RECYCLED): run it afresh
-            out = self._call(file, args, caps, fresh=fresh)
+            out = self._call(file, args, caps, fresh=fresh, mtime=mtime)
         return out or Outcome(error=self._death or _gone())
 
-    def _call(self, file: Path, args: Any, caps: Capabilities, *, fresh: bool) -> Outcome | None:
+    def _call(
+        self, file: Path, args: Any, caps: Capabilities, *, fresh: bool, mtime: int | None = None
+    ) -> Outcome | None:
         """call(), once; None when the host had ended (recycled) before it read the call."""
         session = caps.session
         limits = session.limits
@@ -101,7 +105,7 @@ class Sandbox(SandboxProcess):
             return gone
         if not nested:
             self._unsure = True  # until its "done": cut short, it leaves the host mid-conversation
-        fresh = self._changed(file, fresh, nested)
+        fresh = self._changed(file, fresh, nested, mtime)
         call_id = session.call_id
         nonce = "" if nested else f"--wb-end-{secrets.token_hex(16)}--"
         deadline = session.deadline or time.monotonic() + self.options.timeout
@@ -238,17 +242,18 @@ class Sandbox(SandboxProcess):
         self._shapes_sent.add(sid)
         return {"shape": sid, "shapeText": text}
 
-    def _changed(self, file: Path, fresh: bool, nested: bool) -> bool:
+    def _changed(self, file: Path, fresh: bool, nested: bool, mtime: int | None = None) -> bool:
         """Whether the Worker must start anew to run `file`: asked to, or it or a tool that
         ran nested (which a caller may run again) was edited since it was imported. A nested
         call cannot restart it (its callers run there): it records the file, so the next top
-        call sees an edit. Only those files are looked at: one stat per call for most gems."""
+        call sees an edit. Only those files are looked at: one stat per call for most gems, none
+        when the bench gives the tool file's `mtime` (its check just before the call)."""
         if nested:
             self._mtimes.setdefault(file, _mtime(file))
             self._nested.add(file)
             return False
         for f in (file, *self._nested) if self._nested else (file,):
-            m = _mtime(f)
+            m = mtime if f is file and mtime is not None else _mtime(f)
             fresh = fresh or self._mtimes.get(f, m) != m
             self._mtimes[f] = m
         return fresh
