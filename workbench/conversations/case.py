@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._errors import UsageError, WorkbenchError
+from .._errors import WorkbenchError
 from .._version import __version__
 from ..pins.case import case_path, write_case
 from .read import CONVERSATION_BYTES, Conversation
@@ -103,12 +103,11 @@ def save_case(path: Path, case: dict[str, Any]) -> Path:
     return write_case(path, text)
 
 
-def open_options(case: dict[str, Any], root: Path) -> dict[str, Any]:
-    """The open() options of a saved case (its KEPT_OPTIONS; a relative state folder is the
-    gem's); UsageError for an option it should not hold."""
-    options = case.get("options") or {}
+def open_options(options: Any, root: Path | None) -> dict[str, Any]:
+    """The open() options of a saved case's `options` (its KEPT_OPTIONS; a relative state
+    folder is the gem's at `root`); E_CONVERSATION for an option a case does not keep."""
     if not isinstance(options, dict):
-        raise UsageError("the case's options are not an object")
+        raise WorkbenchError("E_CONVERSATION", "the case's options are not an object", field="options")
     extra = sorted(set(options) - set(KEPT_OPTIONS))
     if extra:
         raise WorkbenchError(
@@ -117,6 +116,7 @@ def open_options(case: dict[str, Any], root: Path) -> dict[str, Any]:
             field="options",
         )
     out = dict(options)
-    if isinstance(out.get("state"), str) and not Path(out["state"]).is_absolute():
-        out["state"] = str(root / out["state"])
+    state = out.get("state")
+    if isinstance(state, str) and not Path(state).is_absolute() and root is not None:
+        out["state"] = str(root / state)
     return out

@@ -385,6 +385,8 @@ def read_conversation(
     "messages", "input" and/or "output" (a request or a response), or a saved case. Bounded
     by `limit` bytes, `depth` levels of JSON and `max_calls` calls: E_CONVERSATION naming
     the field (or the limit) when it is over one, not a transcript, or a field is wrong."""
+    if isinstance(source, Conversation):  # read already (the command line reads it first)
+        return source
     value, label = _load(source, limit, depth)
     r = _Reader(label, depth, max_calls)
     if isinstance(value, dict) and "conversation" in value and "calls" in value:
