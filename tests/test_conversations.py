@@ -452,6 +452,7 @@ WRONG_TYPES: dict[str, tuple[Any, str]] = {
     "input an object": ({"input": {"type": "function_call"}}, "input"),
     "a saved case with calls an object": ({"conversation": 1, "gem": "g", "calls": {}}, "calls"),
     "a saved case of another format": ({"conversation": 2, "gem": "g", "calls": []}, "conversation"),
+    "a saved case without calls": ({"conversation": 1, "gem": "g", "calls": []}, "calls"),
 }
 
 

@@ -359,8 +359,8 @@ def _saved(r: _Reader, value: dict[str, Any]) -> Conversation:
     gem = r.text(value, "gem", "case")
     options = r.obj(value.get("options", {}), "options", "an object")
     calls = value.get("calls")
-    if not isinstance(calls, list):
-        raise r.bad("calls", f"is {_kind(calls)}, not a list")
+    if not isinstance(calls, list) or not calls:
+        raise r.bad("calls", f"is {_kind(calls) if calls != [] else 'an empty list'}, not a list of calls")
     for i, c in enumerate(calls):
         at = f"calls[{i}]"
         c = r.obj(c, at, "a call object")
