@@ -504,7 +504,8 @@ def test_a_saved_case_of_another_gem_or_with_options_it_does_not_keep_is_refused
     gem: GemBuilder, opened: Callable[..., workbench.Bench], tmp_path: Path
 ) -> None:
     bench = opened(_gem(gem))
-    case = {"conversation": 1, "gem": "other.gem", "calls": []}
+    call = {"call_id": "c", "tool": "add", "arguments": {"a": 1, "b": 1}, "result": {"content": "2"}}
+    case = {"conversation": 1, "gem": "other.gem", "calls": [call]}
     with pytest.raises(WorkbenchError) as info:
         bench.replay_conversation(case)
     assert info.value.code == "E_CONVERSATION" and info.value.details["field"] == "gem"
