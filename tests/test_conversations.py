@@ -450,6 +450,19 @@ WRONG_TYPES: dict[str, tuple[Any, str]] = {
         "input[0].output",
     ),
     "input an object": ({"input": {"type": "function_call"}}, "input"),
+    "a name of 100,000 characters": (
+        _chat_call("{}", name="x" * 100_000),
+        "messages[1].tool_calls[0].function.name",
+    ),
+    "an id of 300 characters": (
+        [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t" * 300, "name": "add", "input": {}}],
+            }
+        ],
+        "messages[0].content[0].id",
+    ),
     "a saved case with calls an object": ({"conversation": 1, "gem": "g", "calls": {}}, "calls"),
     "a saved case of another format": ({"conversation": 2, "gem": "g", "calls": []}, "conversation"),
     "a saved case without calls": ({"conversation": 1, "gem": "g", "calls": []}, "calls"),

@@ -30,6 +30,7 @@ __all__ = [
     "CONVERSATION_BYTES",
     "FORMATS",
     "MAX_CALLS",
+    "MAX_NAME_CHARS",
     "Conversation",
     "Recorded",
     "RecordedCall",
@@ -40,6 +41,7 @@ __all__ = [
 # a bigger file is not a conversation (and a saved case is one file a repository keeps).
 CONVERSATION_BYTES = 8 * 1024 * 1024
 MAX_CALLS = 1_000  # tool calls replayed from one conversation: each is a real call on the bench
+MAX_NAME_CHARS = 256  # of a tool's name or a call's id (the providers' are 64 and about 40)
 
 #: The formats read, with what each looks like (said when a transcript is none of them).
 FORMATS = {
@@ -101,11 +103,15 @@ class _Reader:
     def bad(self, where: str, why: str, **details: Any) -> WorkbenchError:
         return WorkbenchError("E_CONVERSATION", f"{self.label}: {where} {why}", field=where, **details)
 
-    def text(self, obj: dict[str, Any], key: str, at: str, *, empty: bool = False) -> str:
-        """obj[key], a string (of at least one character unless `empty`)."""
+    def text(self, obj: dict[str, Any], key: str, at: str) -> str:
+        """obj[key]: a name or an id, a string of 1 to MAX_NAME_CHARS characters."""
         v = obj.get(key)
-        if not isinstance(v, str) or (not v and not empty):
+        if not isinstance(v, str) or not v:
             raise self.bad(f"{at}.{key}", f"is {_kind(v)}, not a non-empty string")
+        if len(v) > MAX_NAME_CHARS:
+            raise self.bad(
+                f"{at}.{key}", f"is {len(v):,} characters: at most {MAX_NAME_CHARS:,}", limit=MAX_NAME_CHARS
+            )
         return v
 
     def obj(self, v: Any, at: str, what: str) -> dict[str, Any]:
