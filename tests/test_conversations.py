@@ -121,9 +121,9 @@ def test_a_conversation_is_a_path_a_json_text_a_list_or_a_dict(
 # -- a changed tool ---------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_an_edited_tool_makes_the_replay_name_the_call_and_the_value(
-    name: str, gem: GemBuilder, opened: Callable[..., workbench.Bench]
+    name: str, lang: str, gem: GemBuilder, opened: Callable[..., workbench.Bench]
 ) -> None:
-    root = _gem(gem)
+    root = _gem(gem, lang)
     _edit(root, "greet", '"Hello, "', '"Hi, "')
     out = opened(root).replay_conversation(DATA / f"{name}.json")
     assert _statuses(out) == ["differs", "match", "match", "match", "match"]
@@ -344,6 +344,17 @@ def test_cli_reads_stdin_and_maps_names(gem: GemBuilder) -> None:
     assert "match" in out.stdout.splitlines()[1] and " add " in out.stdout.splitlines()[1]
     bad = cli("conversation", str(root), str(DATA / "anthropic.json"), "--tool-name", "plus")
     assert bad.returncode == 2 and "SEEN=TOOL" in bad.stderr
+
+
+def test_cli_an_unknown_tool_is_a_row_and_exit_1(gem: GemBuilder, tmp_path: Path) -> None:
+    root = _gem(gem)
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_chat_call("{}", name="gone_tool")))
+    out = cli("conversation", str(root), str(path))
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    row = out.stdout.splitlines()[1].split()
+    assert row == ["1", "unknown_tool", "gone_tool", "c1"]
+    assert "no tool 'gone_tool' in gem test.gem" in out.stdout
 
 
 # -- hostile transcripts ---------------------------------------------------------------------
