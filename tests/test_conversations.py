@@ -342,6 +342,13 @@ def test_cli_reads_stdin_and_maps_names(gem: GemBuilder) -> None:
     out = subprocess.run(exe, input=conv, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "match" in out.stdout.splitlines()[1] and " add " in out.stdout.splitlines()[1]
+    # a mapping given with --save is kept: the saved case replays with it
+    exe += ["--save", "mapped"]
+    out = subprocess.run(exe, input=conv, capture_output=True, text=True, timeout=60)
+    saved = root / "tests" / "conversations" / "mapped.json"
+    assert out.returncode == 0 and json.loads(saved.read_text())["names"] == {"plus": "add"}, out.stderr
+    run = cli("test", str(root))
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-3000:]
     bad = cli("conversation", str(root), str(DATA / "anthropic.json"), "--tool-name", "plus")
     assert bad.returncode == 2 and "SEEN=TOOL" in bad.stderr
 
@@ -477,6 +484,10 @@ WRONG_TYPES: dict[str, tuple[Any, str]] = {
     "a saved case with calls an object": ({"conversation": 1, "gem": "g", "calls": {}}, "calls"),
     "a saved case of another format": ({"conversation": 2, "gem": "g", "calls": []}, "conversation"),
     "a saved case without calls": ({"conversation": 1, "gem": "g", "calls": []}, "calls"),
+    "a saved case mapping a name to a number": (
+        {"conversation": 1, "gem": "g", "names": {"a": 1}, "calls": [{"call_id": "c", "tool": "a"}]},
+        "names.a",
+    ),
 }
 
 

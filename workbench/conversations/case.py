@@ -65,8 +65,11 @@ def _plain(name: str, value: Any, root: Path) -> Any:
     return value
 
 
-def case_of(conv: Conversation, bench: Bench, options: dict[str, Any]) -> dict[str, Any]:
-    """The case of `conv` replayed on `bench`, opened with `options` (those of KEPT_OPTIONS)."""
+def case_of(
+    conv: Conversation, bench: Bench, options: dict[str, Any], names: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The case of `conv` replayed on `bench`, opened with `options` (those of KEPT_OPTIONS),
+    the model's `names` of the gem's tools mapped."""
     root = bench.manifest.root
     kept = {k: _plain(k, options[k], root) for k in KEPT_OPTIONS if options.get(k) is not None}
     return {
@@ -76,6 +79,7 @@ def case_of(conv: Conversation, bench: Bench, options: dict[str, Any]) -> dict[s
         "platform": bench.profile.name,
         "format": conv.format,
         "options": kept,
+        **({"names": dict(sorted(names.items()))} if names else {}),
         "calls": [
             {
                 "call_id": c.call_id,

@@ -81,13 +81,14 @@ class RecordedCall:
 
 @dataclass
 class Conversation:
-    """A transcript's tool calls; `gem` and `options`: a saved case's (else None and {})."""
+    """A transcript's tool calls; `gem`, `options` and `names`: a saved case's (else None, {})."""
 
     format: str
     calls: list[RecordedCall]
     label: str
     gem: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # the model's names of the gem's tools
 
 
 class _Reader:
@@ -378,8 +379,14 @@ def _saved(r: _Reader, value: dict[str, Any]) -> Conversation:
             if not isinstance(is_error, bool):
                 raise r.bad(f"{at}.result.is_error", f"is {_kind(is_error)}, not a boolean")
             r.results.append((c["call_id"], Recorded(result.get("content"), is_error), at))
+    names = r.obj(value.get("names", {}), "names", "an object of names")
+    for seen, tool in names.items():
+        if not isinstance(tool, str) or not tool or len(seen) > MAX_NAME_CHARS or len(tool) > MAX_NAME_CHARS:
+            raise r.bad(
+                f"names.{seen[:60]}", f"is {_kind(tool)}: give the gem's tool name the model saw as it"
+            )
     kept = value.get("format")
-    return Conversation(kept if kept in FORMATS else CASE, r.answered(), r.label, gem, options)
+    return Conversation(kept if kept in FORMATS else CASE, r.answered(), r.label, gem, options, names)
 
 
 def read_conversation(

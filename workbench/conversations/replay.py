@@ -233,10 +233,11 @@ def replay_conversation(
             field="gem",
         )
     kept = dict(options) if options is not None else _bench_options(bench)
-    rows = run_calls(bench, conv, names or {})
+    names = {**conv.names, **(names or {})}  # a saved case's, then the caller's
+    rows = run_calls(bench, conv, names)
     out = ConversationReplay(bench.manifest.id, conv.format, conv.label, rows)
     if path is not None:
-        out.saved = save_case(path, case_of(conv, bench, kept))
+        out.saved = save_case(path, case_of(conv, bench, kept, names))
     return out
 
 
