@@ -316,6 +316,77 @@ def test_pytest_collects_a_saved_conversation_under_nb(gem: GemBuilder, tmp_path
     assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-3000:]
 
 
+def _counts(*expected: int) -> list[dict[str, Any]]:
+    """An Anthropic conversation of `count` calls recorded answering `expected`, in order."""
+    out: list[dict[str, Any]] = []
+    for i, n in enumerate(expected):
+        out.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"t{i}", "name": "count", "input": {}}],
+            }
+        )
+        result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": json.dumps({"count": n})}
+        out.append({"role": "user", "content": [result]})
+    return out
+
+
+def test_a_state_folder_inside_the_gem_is_saved_relative_and_the_test_starts_from_it(
+    gem: GemBuilder, opened: Callable[..., workbench.Bench], tmp_path: Path
+) -> None:
+    root = _gem(gem)
+    bench = opened(root)
+    for _ in range(5):
+        bench.call("count", {})
+    bench.export_state(root / "fixtures" / "five")
+    bench.close()
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_counts(6, 7)))
+    assert cli("conversation", str(root), str(path)).returncode == 1  # from the fixtures: 1, 2
+    out = cli(
+        "conversation", str(root), str(path), "--state-from", str(root / "fixtures" / "five"), "--save", "s"
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    case = json.loads((root / "tests" / "conversations" / "s.json").read_text())
+    assert case["options"] == {"state": "fixtures/five"}
+    run = cli("test", str(root))
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-3000:]
+
+
+def test_save_from_python_keeps_the_benchs_frozen_clock_and_seed(
+    gem: GemBuilder, opened: Callable[..., workbench.Bench]
+) -> None:
+    root = _gem(gem)
+    bench = opened(root, clock="2025-03-04T05:06:07Z", seed=11)
+    out = bench.replay_conversation(_counts(1, 2), save="py")
+    assert out.ok and out.saved == root / "tests" / "conversations" / "py.json"
+    case = json.loads(out.saved.read_text())
+    assert case["options"] == {"clock": "2025-03-04T05:06:07Z", "seed": 11}
+    assert case["format"] == "anthropic" and [c["result"]["content"] for c in case["calls"]] == [
+        '{"count": 1}',
+        '{"count": 2}',
+    ]
+    with pytest.raises(WorkbenchError) as info:
+        bench.replay_conversation(_counts(1), save="../x")
+    assert info.value.code == "E_USAGE"
+
+
+def test_the_command_replays_on_a_bundles_state(
+    gem: GemBuilder, opened: Callable[..., workbench.Bench], tmp_path: Path
+) -> None:
+    bench = opened(_gem(gem))
+    bench.call("count", {})
+    bench.call("count", {})
+    bundle = bench.export(tmp_path / "two.gemrepro")
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_counts(3)))
+    out = cli("conversation", str(bundle), str(path), "--trust")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.splitlines()[1].split()[:3] == ["1", "match", "count"]
+    refused = cli("conversation", str(bundle), str(path), "--trust", "--save", "x")
+    assert refused.returncode == 2 and "not a bundle" in refused.stderr
+
+
 @pytest.mark.parametrize("name", ["../up", "a/b", "con", ""])
 def test_cli_save_with_a_name_that_is_no_file_name_is_exit_2_and_writes_nothing(
     gem: GemBuilder, name: str

@@ -83,14 +83,14 @@ def run(args: argparse.Namespace) -> int:
     from ..conversations.replay import replay_conversation
 
     try:
-        _, options, actions = open_flags(args)
+        profile, options, actions = open_flags(args)
         names = _names(args.tool_name)
         root, _ = gem_folder(args.gem)
         if args.save is not None:
             if is_bundle(args.gem) or root is None:
                 raise UsageError("--save keeps the case in a gem folder: give the gem's folder, not a bundle")
             conversation_path(root, args.save)  # a name that cannot be a file name: refused first
-        conv = read_conversation(_source(args.file))
+        conv = read_conversation(_source(args.file), depth=profile.limits.json_depth)
         options = {**open_options(conv.options, root), **options}  # a saved case's, then the flags'
         bench = open_bench(args.gem, **options)
     except UsageError as exc:
