@@ -11,7 +11,19 @@ from typing import Any
 
 import pytest
 
-ORDER = ["check", "new", "doctor", "call", "export", "replay", "types", "test", "kernel", "lab"]
+ORDER = [
+    "check",
+    "new",
+    "doctor",
+    "call",
+    "export",
+    "replay",
+    "conversation",
+    "types",
+    "test",
+    "kernel",
+    "lab",
+]
 
 
 def test_each_command_is_a_module_of_the_cli_package_registered_in_the_table() -> None:
@@ -29,6 +41,7 @@ def test_each_command_is_a_module_of_the_cli_package_registered_in_the_table() -
         "doctor": "always",
         "call": "always",
         "export": "always",
+        "conversation": "always",
     }
 
 

@@ -31,6 +31,7 @@ RUNNABLE = {
     "README.md": ["notes"],
     "docs/index.md": ["notes"],
     "docs/pins.md": ["notes"],
+    "docs/conversations.md": ["notes"],
     "docs/bundles.md": ["notes"],
     "docs/doctor.md": ["buggy", "notes"],
     "docs/platforms.md": [],

@@ -29,6 +29,7 @@ def test_all_is_exactly_the_public_surface():
     public = {n for n in dir(workbench) if n.isidentifier() and not n.startswith("_")} - {
         "bench",
         "bundles",
+        "conversations",
         "ctx",
         "doctor",
         "gem",

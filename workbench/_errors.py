@@ -54,6 +54,8 @@ CODES: dict[str, str] = {
     "E_SMTP": "the SMTP server cannot be reached, refused the login, the sender, a recipient or the message",
     "E_CASE": "a pinned call's case file (tests/calls/…) is unreadable or holds what a replay refuses",
     "E_REPLAY": "a replay made a ctx call its pinned case did not record",
+    "E_CONVERSATION": "a recorded conversation to replay is unreadable, over a bound (size, depth, calls), "
+    "in no format read, or holds a field of the wrong type (named)",
     "E_SECRET": "a secret would be written where it cannot be masked (a pinned call's case): nothing was",
     "E_TRUST": "a repro bundle would run code outside the sandbox (Python tools, tests/doctor.py): "
     "refused unless its opener trusts it (--trust, trust=True)",

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import bench_agent as ba
 import bench_concurrency as bc
+import bench_conversations as bconv
 import bench_curves as bcv
 import bench_deno as bd
 import bench_doctor as bdoc
@@ -252,6 +253,17 @@ def pin_replay(f: Figures) -> Report:
     )
 
 
+def conversation_replay(f: Figures) -> Report:
+    return (
+        f"replay of a {f['calls']:.0f}-call conversation of a trivial JS tool (read, run in order, "
+        f"compared): {f['replay_s']:.2f} s, {f['per_call_ms']:.2f} ms/call (the same calls made "
+        f"directly {f['direct_s']:.2f} s: {f['added_ms_per_call']:.3f} ms/call added; reading the "
+        f"transcript {f['read_ms']:.1f} ms); `gem-workbench conversation` from its start {f['cli_s']:.2f} s  "
+        "target < 2 s",
+        f["replay_s"] < 2,
+    )
+
+
 def doctor_throughput(f: Figures) -> Report:
     return (
         f"doctor examples/s with a state reset each: JS {f['js_per_s']:.0f}/s ({f['js_examples']} examples; "
@@ -306,6 +318,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "notebooks_parallel": (bnb.bench_notebooks_parallel, notebooks_parallel),
     "pin_overhead": (bp.bench_pin_overhead, pin_overhead),
     "pin_replay": (bp.bench_pin_replay, pin_replay),
+    "conversation_replay": (bconv.bench_conversation_replay, conversation_replay),
     "doctor_throughput": (bdoc.bench_doctor_throughput, doctor_throughput),
 }
 

@@ -250,6 +250,19 @@ class Bench(Views):
         self.check_open()
         return doctor(self, tool=tool, seconds=seconds, examples=examples, seed=seed, write=write)
 
+    def replay_conversation(
+        self, source: Any, *, save: str | None = None, names: dict[str, str] | None = None
+    ) -> Any:
+        """Run a recorded conversation's tool calls in order on this bench and compare each
+        result with the recorded one (docs/conversations.md): `source` is a path, a JSON text,
+        a list of OpenAI Chat / Responses or Anthropic messages, or a dict holding them; `names`
+        maps a name the model saw to a tool; `save` keeps it as tests/conversations/NAME.json.
+        Returns a ConversationReplay (`.rows`, `.ok`, `.lines()`)."""
+        from ..conversations.replay import replay_conversation
+
+        self.check_open()
+        return replay_conversation(self, source, save=save, names=names)
+
     def _pin(self, res: CallResult, name: str) -> Any:
         from ..pins.case import pin
 

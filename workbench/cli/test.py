@@ -16,14 +16,16 @@ def add(sub: Any, flags: OpenFlags) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "test",
         help="run notebooks as tests on fresh Gem Workbench kernels, a gem's pinned calls "
-        "(tests/calls/**.json) on fresh mock benches, and an Ekanos integration's "
+        "(tests/calls/**.json) and saved conversations (tests/conversations/*.json) on fresh "
+        "mock benches, and an Ekanos integration's "
         "tests/*.test.ts with deno test (exit code of pytest); after `--`, arguments for pytest",
     )
     p.add_argument(
         "notebooks",
         nargs="*",
         metavar="PATH",
-        help="notebooks, folders (a gem folder: its pinned calls too), or integration folders / "
+        help="notebooks, folders (a gem folder: its pinned calls and saved conversations too), or "
+        "integration folders / "
         "*.test.ts files (default: notebooks/*.ipynb)",
     )
     p.add_argument(

@@ -18,6 +18,9 @@ Loaded in every pytest run of an environment where gem-workbench is installed (e
   same rule; each replays on a fresh mock bench (`pinitems`); `--update-pins` re-records
   (and the summary lists the cases it wrote); a pin made during the run goes to the item's
   own folder, never into a gem's tests/, and the summary lists it (`pinitems`).
+- the saved conversations of a gem, `tests/conversations/<name>.json` (`gem-workbench
+  conversation GEM FILE --save NAME`), by the same rule; each replays its calls in order on a
+  fresh mock bench opened with the case's options (`convitems`).
 - `bench` opens the gem of `@pytest.mark.gem("path", **open_options)` (a relative path: from
   the test file's folder, else from the rootdir) or of the ini option `gem` (from the ini
   file's folder) on mock providers, with its state in the test's tmp_path, and closes it after.
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .convitems import ConversationFile, is_conversation_file
 from .notebook import DEFAULT_KERNEL, DEFAULT_TIMEOUT, NotebookFailure
 from .order import NotebookSeconds
 from .pinitems import PinFile, close_replayer, is_case_file, note_pins, run_env, run_pins_folder
@@ -240,6 +244,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return collect_ts_file(file_path, parent, parent.config.stash[_TIMEOUT])
     if is_case_file(file_path) and _wants_notebook(file_path, parent):
         return PinFile.from_parent(parent, path=file_path)
+    if is_conversation_file(file_path) and _wants_notebook(file_path, parent):
+        return ConversationFile.from_parent(parent, path=file_path)
     return None
 
 
