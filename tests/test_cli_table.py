@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-ORDER = ["check", "new", "doctor", "call", "export", "replay", "types", "test", "kernel", "lab"]
+ORDER = ["check", "new", "doctor", "call", "mcp", "export", "replay", "types", "test", "kernel", "lab"]
 
 
 def test_each_command_is_a_module_of_the_cli_package_registered_in_the_table() -> None:
@@ -28,6 +28,7 @@ def test_each_command_is_a_module_of_the_cli_package_registered_in_the_table() -
         "check": "asked",
         "doctor": "always",
         "call": "always",
+        "mcp": "always",
         "export": "always",
     }
 

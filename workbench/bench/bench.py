@@ -244,6 +244,20 @@ class Bench(Views):
         self.check_open()
         return doctor(self, tool=tool, seconds=seconds, examples=examples, seed=seed, write=write)
 
+    def serve_mcp(self, *, port: int = 0) -> Any:
+        """Serve this bench's tools over MCP (streamable HTTP on 127.0.0.1:`port`, 0: a free
+        one) in the background; returns a `Serving` with its `url` and `token` (docs/mcp.md).
+        Clients' calls are this bench's calls; `stop_serving()` or `close()` ends it."""
+        from ..mcp.serving import serve
+
+        return serve(self, port=port)
+
+    def stop_serving(self) -> bool:
+        """Stop serving this bench over MCP; whether it was served."""
+        from ..mcp.serving import stop_serving
+
+        return stop_serving(self)
+
     def _pin(self, res: CallResult, name: str) -> Any:
         from ..pins.case import pin
 

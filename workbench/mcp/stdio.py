@@ -1,0 +1,133 @@
+"""MCP over stdio: the protocol owns the process's real stdout. While serving, fd 1 points at
+stderr (a Deno sandbox, a subprocess or a Python tool writing to fd 1 lands there) and so does
+`sys.stdout`, fd 0 at the null device; the wire is a private copy of each. Each message is one
+line of at most `max_bytes`; a longer one, a line that is not JSON or not a JSON-RPC message gets
+a JSON-RPC error (id null when it cannot be read) and the server reads on."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import anyio
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+    from .server import BenchServer
+
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one line from the client (the SDK's HTTP body bound)
+INLINE_WRITE = 64 * 1024  # a message up to this size is written at once; a longer one on a thread
+
+
+@contextmanager
+def claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
+    """(the wire's input, its output): private copies of fds 0 and 1, which point at the null
+    device and at stderr meanwhile; all put back after."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    saved = sys.stdout
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr  # print() of the workbench or a tool: stderr, never the wire
+        with (
+            os.fdopen(wire_in, "rb", buffering=64 * 1024) as rin,
+            os.fdopen(wire_out, "wb", buffering=0) as rout,
+        ):
+            yield rin, rout
+    finally:
+        sys.stdout = saved
+        os.close(null)
+
+
+class LineReader:
+    """Bounded lines of the wire: `read()` is one line (without its end), or an int (its size)
+    for a line over the bound, read past without keeping it; None at the end."""
+
+    def __init__(self, stream: BinaryIO, max_bytes: int) -> None:
+        self.stream, self.max_bytes = stream, max_bytes
+
+    def read(self) -> bytes | int | None:
+        line = self.stream.readline(self.max_bytes + 1)
+        if not line:
+            return None
+        if line.endswith(b"\n"):
+            return line.rstrip(b"\r\n")
+        if len(line) <= self.max_bytes:  # the last line, without its end
+            return line
+        size = len(line)
+        while line and not line.endswith(b"\n"):  # the rest of it, in bounded pieces
+            line = self.stream.readline(64 * 1024)
+            size += len(line)
+        return size
+
+
+def rejected(line: bytes | int, max_bytes: int) -> dict[str, Any]:
+    """The JSON-RPC error for a line that is no JSON-RPC message (or an int: an oversized one)."""
+    if isinstance(line, int):
+        return _error(None, types.INVALID_REQUEST, f"a message of {line:,} bytes: at most {max_bytes:,}")
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        return _error(None, types.PARSE_ERROR, f"not JSON: {str(exc)[:200]}")
+    rid = data.get("id") if isinstance(data, dict) else None
+    rid = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+    return _error(rid, types.INVALID_REQUEST, "not a JSON-RPC 2.0 request, notification or response")
+
+
+def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
+
+async def serve_stdio(bench_server: BenchServer, *, max_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    """Serve the bench over this process's stdin and stdout until the client closes stdin."""
+    with claimed_stdio() as (wire_in, wire_out):
+        await serve_streams(bench_server, wire_in, wire_out, max_bytes=max_bytes)
+
+
+async def serve_streams(
+    bench_server: BenchServer, wire_in: BinaryIO, wire_out: BinaryIO, *, max_bytes: int
+) -> None:
+    """Serve MCP over a pair of byte streams, one JSON-RPC message per line."""
+    to_server, from_wire = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    to_wire, from_server = anyio.create_memory_object_stream[SessionMessage](16)
+    lock = anyio.Lock()  # a reply and an error for a bad line never interleave on the wire
+
+    async def write(data: bytes) -> None:
+        async with lock:
+            if len(data) <= INLINE_WRITE:
+                wire_out.write(data)
+            else:  # a client that reads slowly holds a thread, not the event loop
+                await anyio.to_thread.run_sync(wire_out.write, data)
+
+    async def reader(send: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+        lines = LineReader(wire_in, max_bytes)
+        async with send:
+            while (line := await anyio.to_thread.run_sync(lines.read, abandon_on_cancel=True)) is not None:
+                if isinstance(line, bytes) and not line.strip():
+                    continue
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)  # type: ignore[arg-type]
+                except Exception:  # noqa: BLE001  any line a client can send: answered, not raised
+                    await write(json.dumps(rejected(line, max_bytes)).encode() + b"\n")
+                    continue
+                await send.send(SessionMessage(message))
+
+    async def writer(receive: MemoryObjectReceiveStream[SessionMessage]) -> None:
+        async with receive:
+            async for m in receive:
+                await write(m.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader, to_server)
+        tg.start_soon(writer, from_server)
+        await bench_server.server.run(from_wire, to_wire, bench_server.options())
+        tg.cancel_scope.cancel()
