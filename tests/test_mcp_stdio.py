@@ -80,7 +80,9 @@ def test_state_dir_keeps_state_between_servers(gem: GemBuilder, tmp_path: Path) 
 
 
 @pytest.mark.parametrize("tool", ["slow_js", "slow_py"])
-def test_cancelling_a_call_interrupts_it_and_the_server_goes_on(gem: GemBuilder, tmp_path: Path, tool: str) -> None:
+def test_cancelling_a_call_interrupts_it_and_the_server_goes_on(
+    gem: GemBuilder, tmp_path: Path, tool: str
+) -> None:
     root = mcp_gem(gem)
 
     async def main() -> tuple[float, Any, Any]:

@@ -13,7 +13,19 @@ __all__ = ["main"]
 
 #: The command modules, in the order --help lists them: each registers itself in the table
 #: (_table.COMMANDS) as it is imported. A new command is a module here and a name in this list.
-COMMAND_MODULES = ("check", "new", "doctor", "call", "mcp", "export", "replay", "types", "test", "kernel", "lab")
+COMMAND_MODULES = (
+    "check",
+    "new",
+    "doctor",
+    "call",
+    "mcp",
+    "export",
+    "replay",
+    "types",
+    "test",
+    "kernel",
+    "lab",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

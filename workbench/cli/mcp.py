@@ -34,9 +34,10 @@ def run(args: argparse.Namespace) -> int:
     from .._errors import UsageError, WorkbenchError
     from ..bench.options import apply_actions
 
-    if isinstance(getattr(args, "http", None), str) and args.http.isdigit():
+    given = next((v for k, v in vars(args).items() if k.endswith("\x1f--http")), None)
+    if isinstance(given, str) and given.isdigit():  # meant the transport's port: said, not "not found"
         return usage(
-            "mcp", f"--http {args.http}: --http is ctx.http's (real|FILE); serve HTTP with --port {args.http}"
+            "mcp", f"--http {given}: --http is ctx.http's (real|FILE); serve HTTP with --port {given}"
         )
     try:
         _, options, actions = open_flags(args)
