@@ -1,8 +1,10 @@
 """The issue-45 benchmarks: an MCP tools/call of a trivial JS tool, from the SDK's own client,
 over stdio (`gem-workbench mcp`, a subprocess) and over streamable HTTP (`bench.serve_mcp()`),
 each as a ratio to `bench.call` of the same tool in the same run. Calls are timed one by one, in
-alternating blocks of 50 (as bench_deno's warm call). Nothing here asserts a time: `run.py`
-compares the figures with the target (<= 2×)."""
+alternating blocks of 50 (as bench_deno's warm call). Where the time goes: the floor, a call of
+a tool that returns a constant from the SDK's low-level server on the same transport (no bench),
+timed in the same run. Nothing here asserts a time: `run.py` compares the figures with the
+target (<= 2×). `python bench_mcp.py serve` is the floor's stdio server."""
 
 from __future__ import annotations
 
@@ -33,6 +35,34 @@ async def _timed(call: Callable[[], Awaitable[Any]], n: int) -> list[int]:
         if res.is_error:
             raise RuntimeError(f"MCP call failed: {res.content}")
     return out
+
+
+class _Constant:
+    """The floor's server: the SDK's low-level server with one tool that returns 1, in the
+    shape server.py's BenchServer gives the transports (`server`, `options()`)."""
+
+    def __init__(self) -> None:
+        import mcp_types as types
+        from mcp.server.lowlevel import Server
+
+        async def tools(ctx: Any, params: Any) -> Any:
+            return types.ListToolsResult(tools=[types.Tool(name="one", input_schema={"type": "object"})])
+
+        async def call(ctx: Any, params: Any) -> Any:
+            text = types.TextContent(type="text", text="1")
+            return types.CallToolResult(content=[text], structured_content={"result": 1})
+
+        self.server: Any = Server("floor", on_list_tools=tools, on_call_tool=call)
+        self.server.middleware.clear()
+
+    def options(self) -> Any:
+        return self.server.create_initialization_options()
+
+
+async def _floor(session: Any, n: int) -> float:
+    """Median ms of n calls of the constant tool (after 20 not counted)."""
+    ns = await _timed(lambda: session.call_tool("one", {}), n + 20)
+    return statistics.median(ns[20:]) / 1e6
 
 
 async def _alternate(sizes: Sizes, session: Any, bench: Any) -> Figures:
@@ -69,7 +99,16 @@ def bench_mcp_stdio_call(sizes: Sizes = QUICK) -> Figures:
                     await session.initialize()
                     return await _alternate(sizes, session, bench)
 
-            return anyio.run(main)
+            async def floor() -> float:
+                constant = StdioServerParameters(
+                    command=sys.executable, args=[__file__, "serve"], env=params.env
+                )
+                async with stdio_client(constant) as (read, write), ClientSession(read, write) as session:
+                    await session.initialize()
+                    return await _floor(session, sizes.warm_calls)
+
+            figures = anyio.run(main)
+            return {**figures, "floor_ms": anyio.run(floor)}
 
 
 def bench_mcp_http_call(sizes: Sizes = QUICK) -> Figures:
@@ -93,6 +132,57 @@ def bench_mcp_http_call(sizes: Sizes = QUICK) -> Figures:
                     return await _alternate(sizes, session, bench)
 
             try:
-                return anyio.run(main)
+                figures = anyio.run(main)
             finally:
                 serving.stop()
+    return {**figures, "floor_ms": _http_floor(sizes)}
+
+
+def _http_floor(sizes: Sizes) -> float:
+    """The constant tool's calls over workbench/mcp/http.py's app, served from a thread."""
+    import asyncio
+    import threading
+
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from workbench.mcp.http import http_server, listen, url_of
+
+    sock = listen(0)
+    server, token = http_server(_Constant(), sock)  # type: ignore[arg-type]
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.005)
+
+    async def main() -> float:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with (
+            create_mcp_http_client(headers=headers) as client,
+            streamable_http_client(url_of(sock), http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await _floor(session, sizes.warm_calls)
+
+    try:
+        return anyio.run(main)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def _serve_constant() -> None:
+    from workbench.mcp.stdio import claimed_stdio, serve_streams
+
+    async def main() -> None:
+        with claimed_stdio() as (wire_in, wire_out):
+            await serve_streams(_Constant(), wire_in, wire_out, max_bytes=1 << 22)  # type: ignore[arg-type]
+
+    anyio.run(main)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["serve"]:
+    _serve_constant()
