@@ -157,6 +157,8 @@ def test_the_command_serves_http_and_prints_the_url_and_token(gem: GemBuilder, t
     finally:
         proc.terminate()
         proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 def test_mcp_help_and_a_port_given_to_http(tmp_path: Path, gem: GemBuilder) -> None:
@@ -167,3 +169,21 @@ def test_mcp_help_and_a_port_given_to_http(tmp_path: Path, gem: GemBuilder) -> N
         [EXE, "mcp", str(root), "--http", "8000"], capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 2 and "--port 8000" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_served_calls_are_shown_as_they_arrive(
+    gem: GemBuilder, opened: Callable[..., workbench.Bench], capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = opened(mcp_gem(gem))
+    serving = bench.serve_mcp(show=True)  # (outside a kernel: each result's text, printed)
+    try:
+
+        async def main() -> Any:
+            async with http_session(serving.url, serving.token) as s:
+                return await s.call_tool("double", {"n": 1})
+
+        res = anyio.run(main)
+    finally:
+        serving.stop()
+    assert "<CallResult double ok value={'doubled': 2}" in capsys.readouterr().out
+    assert res.meta["dev.gem-workbench/call_id"] == bench.results[-1].call_id

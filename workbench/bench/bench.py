@@ -244,13 +244,14 @@ class Bench(Views):
         self.check_open()
         return doctor(self, tool=tool, seconds=seconds, examples=examples, seed=seed, write=write)
 
-    def serve_mcp(self, *, port: int = 0) -> Any:
+    def serve_mcp(self, *, port: int = 0, show: bool | None = None) -> Any:
         """Serve this bench's tools over MCP (streamable HTTP on 127.0.0.1:`port`, 0: a free
         one) in the background; returns a `Serving` with its `url` and `token` (docs/mcp.md).
-        Clients' calls are this bench's calls; `stop_serving()` or `close()` ends it."""
+        Clients' calls are this bench's calls, shown in this cell as they arrive (`show`; None:
+        in a notebook); `stop_serving()` or `close()` ends it."""
         from ..mcp.serving import serve
 
-        return serve(self, port=port)
+        return serve(self, port=port, show=show)
 
     def stop_serving(self) -> bool:
         """Stop serving this bench over MCP; whether it was served."""

@@ -7,6 +7,7 @@ wait; the next gets a protocol error). A client's cancellation interrupts the ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from mcp.server.models import InitializationOptions
 
     from ..bench.bench import Bench
+    from ..bench.result import CallResult
 
 MAX_WAITING = 16  # tools/call requests running or waiting at once, over all of a server's clients
 SERVER_ERROR = -32000  # JSON-RPC's range for an implementation's own errors
@@ -32,8 +34,15 @@ SERVER_ERROR = -32000  # JSON-RPC's range for an implementation's own errors
 class BenchServer:
     """The MCP server of one bench: `server` (the SDK's) and its `options` for a transport."""
 
-    def __init__(self, bench: Bench, *, max_waiting: int = MAX_WAITING) -> None:
+    def __init__(
+        self,
+        bench: Bench,
+        *,
+        max_waiting: int = MAX_WAITING,
+        on_result: Callable[[CallResult], None] | None = None,
+    ) -> None:
         self.bench = bench
+        self.on_result = on_result  # told each call's result as it arrives (a notebook shows it)
         self.max_waiting = max_waiting
         self.waiting = 0
         self.gate = anyio.CapacityLimiter(1)  # one call on a thread at a time; the rest wait here
@@ -104,6 +113,8 @@ class BenchServer:
                     raise
         finally:
             self.waiting -= 1
+        if self.on_result is not None and job.result is not None:
+            self.on_result(job.result)
         return types.CallToolResult.model_validate(_answer(job, bench))
 
 

@@ -5,8 +5,11 @@ until `bench.stop_serving()` or the bench's close. Its calls are the bench's: th
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,6 +19,7 @@ if TYPE_CHECKING:
     import uvicorn
 
     from ..bench.bench import Bench
+    from ..bench.result import CallResult
 
 START_SECONDS = 30.0  # for the server to listen (imports of the SDK and Starlette included)
 STOP_SECONDS = 10.0
@@ -62,9 +66,33 @@ class Serving:
                 del _serving[self._bench_id]
 
 
-def serve(bench: Bench, *, port: int = 0) -> Serving:
+def in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel (where a display reaches a notebook's cell)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None
+
+
+def shown_in_this_cell() -> Callable[[CallResult], None]:
+    """Shows a result in the cell running now, from any thread: the kernel routes a display by
+    the parent header in the context, which is the serving cell's, captured here."""
+    context = contextvars.copy_context()
+
+    def show(res: CallResult) -> None:
+        from IPython.display import display
+
+        try:
+            context.run(display, res)
+        except Exception:  # noqa: BLE001  a display that fails must not fail the client's call
+            pass
+
+    return show
+
+
+def serve(bench: Bench, *, port: int = 0, show: bool | None = None) -> Serving:
     """Serve `bench` over streamable HTTP on 127.0.0.1:`port` (0: a free one) in a background
-    thread; stopped by `stop_serving(bench)` or the bench's close."""
+    thread; stopped by `stop_serving(bench)` or the bench's close. `show`: display each client
+    call's result in the calling cell as it arrives (None: when this runs in a Jupyter kernel)."""
     from .http import http_server, listen, url_of
     from .server import BenchServer
 
@@ -75,7 +103,8 @@ def serve(bench: Bench, *, port: int = 0) -> Serving:
             raise UsageError(f"this bench is served already at {now.url}: bench.stop_serving() first")
     sock = listen(port)
     try:
-        server, token = http_server(BenchServer(bench), sock)
+        shown = shown_in_this_cell() if (in_kernel() if show is None else show) else None
+        server, token = http_server(BenchServer(bench, on_result=shown), sock)
     except BaseException:
         sock.close()
         raise
