@@ -285,3 +285,34 @@ def test_http_unknown_tool_and_wrong_argument_types(served: Any) -> None:
     assert unknown == -32602
     assert schema.is_error and schema.structured_content["error"]["code"] == "E_SCHEMA"
     http_alive(served)
+
+
+def test_a_lone_surrogate_in_a_result_or_an_argument_is_answered(gem: GemBuilder, tmp_path: Path) -> None:
+    """JS strings hold lone UTF-16 halves, UTF-8 cannot: the answer shows them as U+FFFD (and
+    says so) instead of the server failing to write it."""
+    mcp_gem(gem)
+    gem.tool("lone", "export default async (input) => ({ s: 'a\\ud800b', got: input });\n", ext="js")
+    proc = subprocess.Popen(
+        [EXE, "mcp", str(gem.write())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env(tmp_path / "home"),
+    )
+    try:
+        raw = Raw(proc)
+        raw.send(INIT)
+        raw.recv()
+        raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        got = raw.request("tools/call", {"name": "lone", "arguments": {"x": "\ud800"}})["result"]
+        assert got["structuredContent"] == {"s": "a\ufffdb", "got": {"x": "\ufffd"}}
+        assert "U+FFFD" in got["_meta"]["dev.gem-workbench/replaced"]
+        bad = raw.request("tools/call", {"name": "double", "arguments": {"n": "\udc00"}})["result"]
+        assert bad["isError"] and bad["structuredContent"]["error"]["code"] == "E_SCHEMA"
+        raw.alive()
+    finally:
+        proc.kill()
+        proc.wait(30)
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()

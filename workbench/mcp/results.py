@@ -8,6 +8,7 @@ value and what only the user is shown follows the platform (`Profile.model_view`
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from .._errors import WorkbenchError
@@ -18,11 +19,26 @@ if TYPE_CHECKING:
 
 #: `_meta` keys of a result (reverse-DNS prefixed, as MCP asks of an implementation's own keys)
 META = "dev.gem-workbench/"
+_LONE = re.compile("[\ud800-\udfff]")
 DETAILS_CHARS = 64 * 1024  # of an error's details as JSON; longer: cut, and said so
 
 
 def tool_result(res: CallResult, profile: Profile) -> dict[str, Any]:
-    """The `CallToolResult` of one call, as JSON (camelCase keys, as on the wire)."""
+    """The `CallToolResult` of one call, as JSON (camelCase keys, as on the wire); a lone
+    surrogate in it (which JS strings hold and UTF-8 cannot) as U+FFFD, said in `_meta`."""
+    out = _result(res, profile)
+    text = json.dumps(out, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        out = json.loads(_LONE.sub("\ufffd", text))
+        out["_meta"][f"{META}replaced"] = (
+            "lone surrogates (UTF-16 halves) as U+FFFD; bench.calls() has the value"
+        )
+    return out
+
+
+def _result(res: CallResult, profile: Profile) -> dict[str, Any]:
     meta: dict[str, Any] = {f"{META}call_id": res.call_id}
     notes = [*res.violations, *res.warnings]
     if notes:  # D4's violations, outputExample's shape warnings: what the result display shows

@@ -83,6 +83,19 @@ def rejected(line: bytes | int, max_bytes: int) -> dict[str, Any]:
     return _error(rid, types.INVALID_REQUEST, "not a JSON-RPC 2.0 request, notification or response")
 
 
+def _message(line: bytes) -> Any:
+    """The JSON-RPC message of a line, or None. A lone surrogate's escape ("\\ud800"), which
+    the SDK's parser refuses, is JSON all the same (and what a JS client sends): read by json."""
+    try:
+        return types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        return types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False)
+    except Exception:  # noqa: BLE001  not JSON, too deep, not JSON-RPC: rejected() says which
+        return None
+
+
 def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
@@ -114,9 +127,8 @@ async def serve_streams(
             while (line := await anyio.to_thread.run_sync(lines.read, abandon_on_cancel=True)) is not None:
                 if isinstance(line, bytes) and not line.strip():
                     continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)  # type: ignore[arg-type]
-                except Exception:  # noqa: BLE001  any line a client can send: answered, not raised
+                message = _message(line) if isinstance(line, bytes) else None
+                if message is None:  # any line a client can send: answered, not raised
                     await write(json.dumps(rejected(line, max_bytes)).encode() + b"\n")
                     continue
                 await send.send(SessionMessage(message))
@@ -124,7 +136,18 @@ async def serve_streams(
     async def writer(receive: MemoryObjectReceiveStream[SessionMessage]) -> None:
         async with receive:
             async for m in receive:
-                await write(m.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+                try:
+                    data = m.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+                except Exception as exc:  # noqa: BLE001  an answer that cannot be written: said, not fatal
+                    rid = getattr(m.message, "id", None)
+                    data = json.dumps(
+                        _error(
+                            rid,
+                            types.INTERNAL_ERROR,
+                            f"E_INTERNAL: the answer cannot be written: {exc}"[:500],
+                        )
+                    ).encode()
+                await write(data + b"\n")
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader, to_server)
