@@ -6,12 +6,15 @@ client's cancellation ending the call as Ctrl-C does, and nothing a tool prints 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from _mcp import mcp_gem, stdio_session
+from _mcp import env, mcp_gem, stdio_session
 from conftest import GemBuilder
 
 pytestmark = pytest.mark.deno
@@ -113,3 +116,27 @@ def test_nothing_a_tool_prints_reaches_the_protocol_stream(gem: GemBuilder, tmp_
     assert count.structured_content == {"result": 1} and double.structured_content == {"doubled": 4}
     errlog.seek(0)
     assert "a write to fd 1: never on the protocol stream" in errlog.read()  # it went to stderr
+
+
+def test_the_sdk_is_imported_only_when_serving(gem: GemBuilder, tmp_path: Path) -> None:
+    """`import workbench`, `check` and a first open and call cost what they did: no MCP SDK,
+    Starlette or uvicorn loaded until a bench is served."""
+    root = mcp_gem(gem)
+    code = (
+        "import sys, workbench\n"
+        "from workbench._check import check\n"
+        f"check({str(root)!r})\n"
+        f"b = workbench.open({str(root)!r})\n"
+        "b.call('count', {})\n"
+        "print(sorted(m for m in ('mcp', 'mcp_types', 'starlette', 'uvicorn', 'anyio') if m in sys.modules))\n"
+        "b.close()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env(tmp_path)},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
