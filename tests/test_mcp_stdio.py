@@ -140,3 +140,15 @@ def test_the_sdk_is_imported_only_when_serving(gem: GemBuilder, tmp_path: Path) 
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_open_flags_reach_the_served_bench(gem: GemBuilder, tmp_path: Path) -> None:
+    gem.tool("now", "export default async () => new Date().toISOString();\n", ext="js")
+    root = mcp_gem(gem)
+
+    async def main() -> Any:
+        args = ("--clock", "2030-01-02T03:04:05Z", "--seed", "7")
+        async with stdio_session(root, *args, home=tmp_path / "home") as s:
+            return (await s.call_tool("now", {})).structured_content
+
+    assert anyio.run(main) == {"result": "2030-01-02T03:04:05.000Z"}
