@@ -316,3 +316,39 @@ def test_a_lone_surrogate_in_a_result_or_an_argument_is_answered(gem: GemBuilder
         for pipe in (proc.stdin, proc.stdout):
             if pipe is not None:
                 pipe.close()
+
+
+def test_http_a_flood_of_calls_is_bounded_and_the_server_goes_on(
+    gem: GemBuilder, opened: Callable[..., workbench.Bench]
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    gem.tool("nap", "import time\n\ndef handle(input, ctx):\n    time.sleep(0.1)\n    return 'rested'\n")
+    bench = opened(mcp_gem(gem))
+    serving = bench.serve_mcp()
+    try:
+        init = post(serving, INIT)
+        session = {"mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": VERSION}
+        post(serving, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+
+        def call(i: int) -> dict[str, Any]:
+            body = {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "nap", "arguments": {}},
+            }
+            return post(serving, body, headers=session).json()
+
+        with ThreadPoolExecutor(40) as pool:
+            answers = list(pool.map(call, range(40)))
+        done = [a for a in answers if "result" in a]
+        refused = [a for a in answers if "error" in a]
+        assert (
+            len(done) + len(refused) == 40 and done
+        )  # (more than 16 end: the first ones end as others come)
+        assert refused and all(a["error"]["data"]["code"] == "E_LIMIT" for a in refused)
+        assert all(a["result"]["structuredContent"] == {"result": "rested"} for a in done)
+        assert len(bench.calls()) == len(done)  # a refused call never reached the bench
+    finally:
+        serving.stop()
