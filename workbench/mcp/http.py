@@ -10,7 +10,7 @@ import hmac
 import json
 import secrets
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 import uvicorn
@@ -35,6 +35,9 @@ class TokenGate:
         self.app, self.token = app, token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":  # MCP has none: refused before anything reads it
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] == "http" and not self._allowed(scope):
             body = json.dumps(
                 {
@@ -60,7 +63,7 @@ class TokenGate:
                 given = value[7:].strip()
         if not given:
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            given = (query.get("token") or [""])[0].encode("latin-1")
+            given = (query.get("token") or [""])[0].encode("utf-8", "replace")
         return hmac.compare_digest(given, self.token)
 
 
@@ -117,8 +120,3 @@ def url_of(sock: socket.socket) -> str:
     """The endpoint's URL (without the token)."""
     host, port = sock.getsockname()[:2]
     return f"http://{host}:{port}{PATH}"
-
-
-def info(url: str, token: str) -> dict[str, Any]:
-    """What a client needs: the URL, the token, and the header that carries it."""
-    return {"url": url, "token": token, "headers": {"Authorization": f"Bearer {token}"}}
