@@ -89,7 +89,7 @@ class BenchServer:
                 WorkbenchError(
                     "E_UNKNOWN_TOOL",
                     f"no tool {params.name[:200]!r} (tools: {', '.join(tools) or 'none'})"
-                    f"{meant(params.name, tools)}",
+                    f"{meant(params.name, tools) if len(params.name) <= 200 else ''}",
                     field="name",
                 )
             )
