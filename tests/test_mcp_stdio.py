@@ -106,16 +106,18 @@ def test_cancelling_a_call_interrupts_it_and_the_server_goes_on(
 
 def test_nothing_a_tool_prints_reaches_the_protocol_stream(gem: GemBuilder, tmp_path: Path) -> None:
     root = mcp_gem(gem)
-    errlog = (tmp_path / "stderr.txt").open("w+")
+    with (tmp_path / "stderr.txt").open("w+") as errlog:
 
-    async def main() -> list[Any]:
-        async with stdio_session(root, home=tmp_path / "home", errlog=errlog) as s:
-            return [await s.call_tool("count", {}), await s.call_tool("double", {"n": 2})]
+        async def main() -> list[Any]:
+            async with stdio_session(root, home=tmp_path / "home", errlog=errlog) as s:
+                return [await s.call_tool("count", {}), await s.call_tool("double", {"n": 2})]
 
-    count, double = anyio.run(main)
+        count, double = anyio.run(main)
+        errlog.seek(0)
+        said = errlog.read()
     assert count.structured_content == {"result": 1} and double.structured_content == {"doubled": 4}
-    errlog.seek(0)
-    assert "a write to fd 1: never on the protocol stream" in errlog.read()  # it went to stderr
+    assert "a write to fd 1: never on the protocol stream" in said  # it went to stderr
+    assert "a Python tool's print" not in said  # print() is the call's log, as in a notebook
 
 
 def test_the_sdk_is_imported_only_when_serving(gem: GemBuilder, tmp_path: Path) -> None:
