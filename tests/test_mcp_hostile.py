@@ -357,3 +357,36 @@ def test_http_a_flood_of_calls_is_bounded_and_the_server_goes_on(
         assert len(bench.calls()) == len(done)  # a refused call never reached the bench
     finally:
         serving.stop()
+
+
+@pytest.mark.parametrize("how", ["pipe", "file"])
+def test_the_stdio_line_bound_on_a_pipe_and_on_a_file(tmp_path: Path, how: str) -> None:
+    """Lines up to the bound come whole (without their \\r\\n), a longer one as its size, read
+    past in pieces; on a pipe (read on the event loop) and a regular file (on a thread)."""
+    import os
+    import threading
+
+    from workbench.mcp.stdio import _lines
+
+    bound = 10
+    data = b"0123456789\n" + b"x" * 11 + b"\nok\r\n" + b"y" * 100_000 + b"\n\nlast"
+    want = [b"0123456789", 12, b"ok", 100_001, b"", b"last"]
+    if how == "file":
+        (tmp_path / "in").write_bytes(data)
+        stream = (tmp_path / "in").open("rb")
+    else:
+        r, w = os.pipe()
+        stream = os.fdopen(r, "rb")
+        threading.Thread(target=lambda: (os.write(w, data), os.close(w)), daemon=True).start()
+
+    async def main() -> list[Any]:
+        read = await _lines(stream, bound)
+        got = []
+        while (line := await read()) is not None:
+            got.append(line)
+        return got
+
+    try:
+        assert anyio.run(main) == want
+    finally:
+        stream.close()

@@ -6,10 +6,11 @@ a JSON-RPC error (id null when it cannot be read) and the server reads on."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -29,9 +30,9 @@ INLINE_WRITE = 64 * 1024  # a message up to this size is written at once; a long
 @contextmanager
 def claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """(the wire's input, its output): private copies of fds 0 and 1, which point at the null
-    device and at stderr meanwhile; all put back after."""
+    device and at stderr meanwhile; both put back after."""
     sys.stdout.flush()
-    wire_in, wire_out = os.dup(0), os.dup(1)
+    saved_in, saved_out = os.dup(0), os.dup(1)  # what fds 0 and 1 were, to put back
     saved = sys.stdout
     null = os.open(os.devnull, os.O_RDONLY)
     try:
@@ -39,13 +40,59 @@ def claimed_stdio() -> Iterator[tuple[BinaryIO, BinaryIO]]:
         os.dup2(2, 1)
         sys.stdout = sys.stderr  # print() of the workbench or a tool: stderr, never the wire
         with (
-            os.fdopen(wire_in, "rb", buffering=64 * 1024) as rin,
-            os.fdopen(wire_out, "wb", buffering=0) as rout,
+            os.fdopen(os.dup(saved_in), "rb", buffering=64 * 1024) as rin,
+            os.fdopen(os.dup(saved_out), "wb", buffering=0) as rout,
         ):
             yield rin, rout
     finally:
         sys.stdout = saved
-        os.close(null)
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        for fd in (null, saved_in, saved_out):
+            os.close(fd)
+
+
+class PipeLines:
+    """LineReader's lines, read on the event loop from a pipe or a terminal (a thread hop less
+    per message than reading on a thread)."""
+
+    def __init__(self, reader: asyncio.StreamReader, max_bytes: int) -> None:
+        self.reader, self.max_bytes = reader, max_bytes
+        self.buf = bytearray()
+        self.scanned = 0  # bytes of buf known to hold no newline
+        self.skipped = 0  # bytes of an oversized line read past so far
+
+    async def read(self) -> bytes | int | None:
+        while True:
+            nl = self.buf.find(b"\n", self.scanned)
+            if nl >= 0:
+                line = bytes(self.buf[:nl])
+                del self.buf[: nl + 1]
+                self.scanned, size, self.skipped = 0, self.skipped + nl + 1, 0
+                return line.rstrip(b"\r") if size <= self.max_bytes + 1 else size
+            if self.skipped or len(self.buf) > self.max_bytes:  # oversized: counted, not kept
+                self.skipped += len(self.buf)
+                self.buf.clear()
+            self.scanned = len(self.buf)
+            chunk = await self.reader.read(64 * 1024)
+            if not chunk:  # the end: a last line without its newline, or nothing
+                size, self.skipped = self.skipped + len(self.buf), 0
+                line, self.buf = bytes(self.buf), bytearray()
+                return (line if size <= self.max_bytes else size) if size else None
+            self.buf += chunk
+
+
+async def _lines(wire_in: BinaryIO, max_bytes: int) -> Callable[[], Awaitable[bytes | int | None]]:
+    """How to read the wire's next line: on the event loop where it is a pipe or a terminal,
+    else (a regular file) on a thread."""
+    try:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), wire_in)
+    except (RuntimeError, ValueError, OSError):
+        lines = LineReader(wire_in, max_bytes)
+        return lambda: anyio.to_thread.run_sync(lines.read, abandon_on_cancel=True)
+    return PipeLines(reader, max_bytes).read
 
 
 class LineReader:
@@ -122,9 +169,9 @@ async def serve_streams(
                 await anyio.to_thread.run_sync(wire_out.write, data)
 
     async def reader(send: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-        lines = LineReader(wire_in, max_bytes)
+        read = await _lines(wire_in, max_bytes)
         async with send:
-            while (line := await anyio.to_thread.run_sync(lines.read, abandon_on_cancel=True)) is not None:
+            while (line := await read()) is not None:
                 if isinstance(line, bytes) and not line.strip():
                     continue
                 message = _message(line) if isinstance(line, bytes) else None
