@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -390,3 +391,43 @@ def test_the_stdio_line_bound_on_a_pipe_and_on_a_file(tmp_path: Path, how: str) 
         assert anyio.run(main) == want
     finally:
         stream.close()
+
+
+def test_a_client_that_goes_away_mid_call_ends_the_server_quietly(gem: GemBuilder, tmp_path: Path) -> None:
+    """stdin closed during a 20 s call: the call is interrupted and the server exits at once;
+    stdout closed: the answer that cannot be written ends it too, without a traceback."""
+    root = mcp_gem(gem)
+    for close in ("stdin", "stdout"):
+        proc = subprocess.Popen(
+            [EXE, "mcp", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env(tmp_path / "home"),
+        )
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        try:
+            raw = Raw(proc)
+            raw.send(INIT)
+            raw.recv()
+            raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            if close == "stdout":
+                proc.stdout.close()
+                raw.send({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+            raw.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 6,
+                    "method": "tools/call",
+                    "params": {"name": "slow_js", "arguments": {}},
+                }
+            )
+            time.sleep(1)
+            proc.stdin.close()
+            assert proc.wait(15) == 0
+            assert "Traceback" not in proc.stderr.read().decode()
+        finally:
+            proc.kill()
+            proc.wait(30)
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                pipe.close()

@@ -196,8 +196,11 @@ async def serve_streams(
                     ).encode()
                 await write(data + b"\n")
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reader, to_server)
-        tg.start_soon(writer, from_server)
-        await bench_server.server.run(from_wire, to_wire, bench_server.options())
-        tg.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader, to_server)
+            tg.start_soon(writer, from_server)
+            await bench_server.server.run(from_wire, to_wire, bench_server.options())
+            tg.cancel_scope.cancel()
+    except* (BrokenPipeError, ConnectionResetError):
+        pass  # the client closed its end: nobody left to answer, the serving ends
