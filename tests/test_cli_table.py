@@ -16,6 +16,7 @@ ORDER = [
     "new",
     "doctor",
     "call",
+    "mcp",
     "export",
     "replay",
     "conversation",
@@ -40,6 +41,7 @@ def test_each_command_is_a_module_of_the_cli_package_registered_in_the_table() -
         "check": "asked",
         "doctor": "always",
         "call": "always",
+        "mcp": "always",
         "export": "always",
         "conversation": "always",
     }

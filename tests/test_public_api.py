@@ -37,6 +37,7 @@ def test_all_is_exactly_the_public_surface():
         "providers",
         "runners",
         "inspect",
+        "mcp",
         "cli",
         "jupyter",
         "testing",

@@ -29,6 +29,7 @@ import bench_email as be
 import bench_imap as bi
 import bench_issue6 as b6
 import bench_kernel as bk
+import bench_mcp as bm
 import bench_notebooks as bnb
 import bench_pins as bp
 import benchmarks as b
@@ -293,6 +294,20 @@ def notebooks_parallel(f: Figures) -> Report:
     )
 
 
+def mcp_call(transport: str) -> Callable[[Figures], Report]:
+    def line(f: Figures) -> Report:
+        return (
+            f"MCP tools/call of a trivial JS tool over {transport} (the SDK's client): "
+            f"{f['mcp_ms']:.3f} ms median (bench.call of it {f['call_ms']:.3f} ms) "
+            f"{f['ratio']:.2f}×; the SDK's floor, a constant tool on the same transport: "
+            f"{f['floor_ms']:.3f} ms, so the server adds {f['mcp_ms'] - f['floor_ms']:.3f} ms to "
+            f"bench.call's {f['call_ms']:.3f}  target <= 2×",
+            f["ratio"] <= 2,
+        )
+
+    return line
+
+
 Benchmark = tuple[Callable[[Sizes], Figures], Callable[[Figures], Report]]
 BENCHMARKS: dict[str, Benchmark] = {
     "call_overhead": (b.bench_call_overhead, call_overhead),
@@ -306,6 +321,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "deno_warm_call": (bd.bench_warm_call, warm_call),
     "deno_ctx_round_trip": (bd.bench_ctx_round_trip, ctx_round_trip),
     "deno_memory_flat": (bd.bench_memory_flat, memory_flat),
+    "mcp_stdio_call": (bm.bench_mcp_stdio_call, mcp_call("stdio")),
+    "mcp_http_call": (bm.bench_mcp_http_call, mcp_call("streamable HTTP")),
     "email_list_since": (be.bench_list_since, list_since),
     "imap_page": (bi.bench_imap_page, imap_page),
     "kernel_start": (bk.bench_kernel_start, kernel_start),

@@ -16,7 +16,7 @@ from run import BENCHMARKS, Benchmark
             b,
             id=name,
             marks=[pytest.mark.deno]
-            if name.startswith("deno_")
+            if name.startswith(("deno_", "mcp_"))
             else [pytest.mark.imap]
             if name.startswith("imap_")
             else [],

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from ..ctx.stores import Providers
     from ..gem import Manifest
+    from ..mcp.serving import Serving
     from ..platforms import Profile
 
 
@@ -249,6 +250,21 @@ class Bench(Views):
 
         self.check_open()
         return doctor(self, tool=tool, seconds=seconds, examples=examples, seed=seed, write=write)
+
+    def serve_mcp(self, *, port: int = 0, show: bool | None = None) -> Serving:
+        """Serve this bench's tools over MCP (streamable HTTP on 127.0.0.1:`port`, 0: a free
+        one) in the background; returns a `Serving` with its `url` and `token` (docs/mcp.md).
+        Clients' calls are this bench's calls, shown in this cell as they arrive (`show`; None:
+        in a notebook); `stop_serving()` or `close()` ends it."""
+        from ..mcp.serving import serve
+
+        return serve(self, port=port, show=show)
+
+    def stop_serving(self) -> bool:
+        """Stop serving this bench over MCP; whether it was served."""
+        from ..mcp.serving import stop_serving
+
+        return stop_serving(self)
 
     def replay_conversation(
         self, source: Any, *, save: str | None = None, names: dict[str, str] | None = None

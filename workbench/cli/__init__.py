@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "new",
     "doctor",
     "call",
+    "mcp",
     "export",
     "replay",
     "conversation",

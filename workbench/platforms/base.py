@@ -328,6 +328,12 @@ class Profile:
     # whether its built-ins answer a failure with an error envelope the tool must look at
     # (agent tools, A4): the doctor then makes them answer one and checks the tool noticed
     envelopes: bool = False
+    # the shape a tool's result is declared to have, for a client told it (Ekanos'
+    # `outputExample`: the MCP server's outputSchema); None: no platform declares one
+    output_example: Callable[[Manifest, ToolSpec], Any] | None = None
+    # a returned value split into what the model is given and what only the user is shown
+    # (agent tools' `_llm`, `_render`, `_interactive`); None: the model is given all of it
+    model_view: Callable[[Any], tuple[Any, dict[str, Any]]] | None = None
 
     def grants(self, manifest: Manifest, tool: ToolSpec) -> Grants:
         """The tool's grants, decided once per (profile, gem, tool): cached on the manifest,

@@ -18,6 +18,7 @@ from ...gem.model import Manifest, ToolSpec
 from ..base import Capability, EntryPoint, Grants, Limits, Method, Profile
 from .declarations import DECLARATIONS
 from .manifest import BUILTINS, SCHEMA_RULES, lint, load_manifest, manifest_schema
+from .results import model_view
 from .scaffold import SCAFFOLD
 
 
@@ -78,6 +79,7 @@ PROFILE = Profile(
     scaffold=SCAFFOLD,
     finding_rules={"timeout": "A5", "limit": "A5", "secret": "SEC4"},
     envelopes=True,
+    model_view=model_view,
 )
 
 __all__ = ["CAPABILITIES", "PROFILE", "manifest_schema"]

@@ -19,6 +19,7 @@ from .declarations import DECLARATIONS
 from .loader import IMPORT_MAP, RULES, SDK, effective_name, lint, load_integration
 from .outcomes import judge
 from .scaffold import SCAFFOLD
+from .shapes import output_example
 from .storage import check_stored
 
 M = Method
@@ -93,6 +94,7 @@ PROFILE = Profile(
     scaffold=SCAFFOLD,
     finding_rules={},  # a secret that got out is K6's
     throw_kind="fault",
+    output_example=output_example,
 )
 
 __all__ = ["CAPABILITIES", "PROFILE", "effective_name"]

@@ -30,9 +30,7 @@ def _kind(v: Any) -> str:
 def shape_warnings(manifest: Manifest, tool: ToolSpec, value: Any) -> list[str]:
     """How `value` differs in shape from the tool's outputExample ([] when it does not, or
     when the result is an expected failure `{error}`)."""
-    example = next(
-        (t.get("outputExample") for t in manifest.raw.get("tools", ()) if t.get("name") == tool.name), None
-    )
+    example = output_example(manifest, tool)
     if example is None or (isinstance(value, dict) and "error" in value):
         return []
     out: list[str] = []
@@ -40,6 +38,13 @@ def shape_warnings(manifest: Manifest, tool: ToolSpec, value: Any) -> list[str]:
     if len(out) > MAX_WARNINGS:
         out[MAX_WARNINGS:] = [f"… and {len(out) - MAX_WARNINGS} more differences"]
     return [f"the result's shape differs from outputExample: {w}" for w in out]
+
+
+def output_example(manifest: Manifest, tool: ToolSpec) -> Any:
+    """The tool's `outputExample` (None: it has none)."""
+    return next(
+        (t.get("outputExample") for t in manifest.raw.get("tools", ()) if t.get("name") == tool.name), None
+    )
 
 
 def _compare(example: Any, value: Any, at: str, out: list[str], depth: int) -> None:

@@ -1,0 +1,72 @@
+"""One MCP tools/call run as `bench.call` on a worker thread, which a client's cancellation
+ends as a notebook's interrupt does: a KeyboardInterrupt raised in that thread (the call is an
+E_INTERRUPTED row of `bench.calls()`, its writes kept, the sandbox restarted for the next call),
+by the one path the pipeline and the runners already take for Ctrl-C."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import TYPE_CHECKING, Any
+
+from .._errors import CallInterrupted, WorkbenchError, internal_error
+
+if TYPE_CHECKING:
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
+
+
+def _raise_in(tid: int, exc: type[BaseException] | None) -> None:
+    """Make thread `tid` raise `exc` at its next bytecode (None: forget one pending)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(exc) if exc else None)
+
+
+class CallJob:
+    """`bench.call(key, args)` to run on a worker thread; `interrupt()` from any thread."""
+
+    def __init__(self, bench: Bench, key: str, args: Any) -> None:
+        self.bench, self.key, self.args = bench, key, args
+        self.result: CallResult | None = None
+        self.error: WorkbenchError | None = None
+        self.interrupted = False
+        self._lock = threading.Lock()  # an interrupt is raised only while the call runs
+        self._tid: int | None = None
+        self._running = False
+
+    def run(self) -> None:
+        """Run the call (on the worker thread); its result or its error is kept on the job."""
+        tid = threading.get_ident()
+        try:
+            with self._lock:
+                self._tid, self._running = tid, True
+            try:
+                self.result = self.bench.call(self.key, self.args)
+            except CallInterrupted as exc:  # the pipeline kept it as an E_INTERRUPTED row
+                self.result = exc.result
+            except WorkbenchError as exc:  # the bench closed, a sandbox that cannot start
+                self.error = exc
+            except Exception as exc:  # SEC7: the workbench's own bug, said, not raised
+                self.error = internal_error("bench.call", exc)
+        except KeyboardInterrupt:  # it landed before the call began or after it ended
+            self.interrupted = True
+        finally:
+            self._done(tid)
+
+    def _done(self, tid: int) -> None:
+        while True:  # an interrupt landing here is forgotten; none can be raised after it
+            try:
+                with self._lock:
+                    self._running = False
+                    _raise_in(tid, None)
+                return
+            except KeyboardInterrupt:
+                self.interrupted = True
+
+    def interrupt(self) -> bool:
+        """End the call as Ctrl-C would; whether it was still running."""
+        with self._lock:
+            if not self._running or self._tid is None:
+                return False
+            self.interrupted = True
+            _raise_in(self._tid, KeyboardInterrupt)
+            return True
