@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -60,6 +61,50 @@ def test_serve_mcp_calls_are_the_benchs_calls(
         assert bench.stop_serving() is True
     assert refused(serving.address) and not serving.running
     assert bench.stop_serving() is False
+
+
+_TRACED_AFTER = """
+import sys, anyio, workbench
+sys.path.insert(0, {tests!r})
+from _mcp import http_session
+bench = workbench.open({gem!r})
+serving = bench.serve_mcp()
+
+async def main():
+    async with http_session(serving.url, serving.token) as s:
+        return await s.call_tool("double", {{"n": 2}})
+
+print(anyio.run(main).structured_content, flush=True)
+bench.stop_serving()
+events = []
+def tracer(frame, event, arg):
+    events.append(event)
+    return tracer
+def f(x):
+    return x
+sys.settrace(tracer)
+f(1)
+sys.settrace(None)
+print("traced", len(events) > 0, flush=True)
+bench.close()
+"""
+
+
+def test_tracing_works_in_the_process_after_a_served_call(gem: GemBuilder, tmp_path: Path) -> None:
+    # a worker thread's call ended by clearing a pending interrupt with SetAsyncExc(tid, NULL),
+    # which left the interpreter's async-exception flag set: in the same process, the next
+    # traced or profiled call never got past its first line (the test suite's own tracers hung)
+    script = _TRACED_AFTER.format(tests=str(Path(__file__).parent), gem=str(mcp_gem(gem)))
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**env(tmp_path), "PYTHONPATH": str(Path(workbench.__file__).parent.parent)},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "{'doubled': 4}" in out.stdout + out.stderr, out.stdout + out.stderr[-2000:]
+    assert out.stdout.splitlines()[-1] == "traced True", out.stdout + out.stderr[-2000:]
 
 
 def test_a_cancelled_call_is_an_interrupted_row_and_the_next_call_works(

@@ -16,9 +16,13 @@ if TYPE_CHECKING:
     from ..bench.result import CallResult
 
 
-def _raise_in(tid: int, exc: type[BaseException] | None) -> None:
-    """Make thread `tid` raise `exc` at its next bytecode (None: forget one pending)."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(exc) if exc else None)
+def _raise_in(tid: int, exc: type[BaseException]) -> None:
+    """Make thread `tid` raise `exc` at its next check (a call, a loop's jump back)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(exc))
+
+
+def _landing() -> None:
+    """A call: where an exception raised in this thread by `_raise_in` is raised, if pending."""
 
 
 class CallJob:
@@ -57,7 +61,11 @@ class CallJob:
             try:
                 with self._lock:
                     self._running = False
-                    _raise_in(tid, None)
+                # one raised before is let land here, not cleared: clearing a pending one with
+                # PyThreadState_SetAsyncExc(tid, NULL) leaves the interpreter's async-exception
+                # flag set (CPython 3.11), and a traced or profiled call in any thread then
+                # never gets past its first line
+                _landing()
                 return
             except KeyboardInterrupt:
                 self.interrupted = True
