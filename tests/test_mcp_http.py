@@ -230,5 +230,8 @@ def test_served_calls_are_shown_as_they_arrive(
         res = anyio.run(main)
     finally:
         serving.stop()
-    assert "<CallResult double ok value={'doubled': 2}" in capsys.readouterr().out
+    # its repr, or the workbench's text form once its display formatters are registered (an
+    # earlier test in the same process loaded the extension)
+    out = capsys.readouterr().out
+    assert re.search(r"double\b.*\bok\b", out) and re.search(r"""["']doubled["']: 2""", out), out
     assert res.meta["dev.gem-workbench/call_id"] == bench.results[-1].call_id
