@@ -10,7 +10,6 @@ read and set what they need here, through public names, and take part in a call 
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import threading
 from collections.abc import Callable
@@ -141,13 +140,7 @@ class CallCore:
 
     def edited(self) -> bool:
         """Whether the gem's definition changed on disk since it was loaded."""
-        files = self.definition
-        if len(files) == 1:  # (most gems: manifest.json alone; this runs before every call)
-            try:
-                return (os.stat(files[0]).st_mtime_ns,) != self.stamp
-            except OSError:
-                return (-1,) != self.stamp
-        return stamp(files) != self.stamp
+        return stamp(self.definition) != self.stamp
 
     def loaded(self, files: Any, at: Any) -> None:
         """A definition was (re)loaded: its files and their stamp; its validators are made anew."""

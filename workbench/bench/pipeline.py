@@ -252,7 +252,7 @@ def _session(
         deadline=deadline_after(core.sandbox_options.timeout),
         limits=bench.limits,
         profile=bench.profile,
-        values={} if bench.profile.call_values is None else _values(bench, res, options, seed, ids),
+        values=_values(bench, res, options, seed, ids),
         nest=core.nest or _nest(bench),
     )
 
@@ -344,7 +344,7 @@ def _run(
     outcome: Outcome | None = None
     caps.begin()  # opened at the tool's first ctx call (E_BUSY then fails the call)
     try:
-        runner = bench.core.runners.get(RUNNER_FOR.get(tool.language, "")) or _runner(bench, tool)
+        runner = _runner(bench, tool)
         if runner is not None:
             outcome = runner.call(tool, args, caps, fresh=fresh, mtime=mtime)
         else:
@@ -357,7 +357,7 @@ def _run(
         outcome = _crashed(bench, tool, exc)
     finally:
         failed = caps.end()
-        res.trace_rows, res.calls_made, res.trace_chars = session.trace, session.ctx_calls, session.kept
+        _record(session, res)
         res.violations = session.violations
         session.finish(res)  # each capability's part: surfaced files, nested calls, log rows
         times = bench.clock.untape() if taped else None
@@ -379,8 +379,6 @@ def _run(
         res.logs, res.warnings = outcome.logs, [*session.warnings, *outcome.warnings]
         if outcome.error is not None:
             res.error = explain_absent(outcome.error, tool, bench.profile, session.grants)
-        elif outcome.checked:  # (a Python tool's: checked in its runner, where its code may run)
-            res.value = outcome.value
         else:
             res.value, res.error = _value(bench, outcome)
     _conclude(bench, tool, session.http, res)

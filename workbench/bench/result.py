@@ -170,11 +170,7 @@ def kept_chars(res: CallResult) -> int:
     """About the characters `res` holds (its value, logs, log rows, trace, input, error and
     nested calls): what keeping it in bench.results costs."""
     trace = res.trace_rows
-    # (a small flat value's bound stands for its size, as in _chars: inlined, it runs per call)
-    value, args = flat_chars(res.value), flat_chars(res.input)
-    value = value if 0 <= value <= SMALL else json_chars(res.value)
-    args = args if 0 <= args <= SMALL else json_chars(res.input)
-    n = ROW_CHARS + len(res.logs) + res.trace_chars + value + args
+    n = ROW_CHARS + len(res.logs) + res.trace_chars + _chars(res.value) + _chars(res.input)
     if trace:
         n += TRACE_ROW_CHARS * len(trace)
     # (most calls have none of these: each is looked at only when there is one)

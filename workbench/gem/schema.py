@@ -160,7 +160,7 @@ class InputValidator:
         root = {k: v for k, v in schema.items() if k != "$schema"}
         # An empty registry: no retrieval of http/file refs (jsonschema's deprecated default)
         self._validator = bounded_validator_class()(root, registry=Registry())
-        self.quick = quick_check(root)  # a sure "valid" for the common shape, without jsonschema
+        self._quick = quick_check(root)  # a sure "valid" for the common shape, without jsonschema
         self._optional = optional_fields(root) if rules.null_is_absent else frozenset()
 
     def normalise(self, args: Any) -> Any:
@@ -174,7 +174,7 @@ class InputValidator:
     def sure_valid(self, args: Any) -> bool:
         """Whether `args` is valid for certain without jsonschema (schema_quick.py); False
         says nothing: `check` tells."""
-        return self.quick is not None and self.quick(args)
+        return self._quick is not None and self._quick(args)
 
     def check(self, args: Any, *, size: int = 1) -> Check:
         """Validate `args` (of `size` JSON values) within steps linear in `size` and
@@ -318,8 +318,7 @@ def check_input(
         copy = validator.normalise(args)
         if copy is args:
             copy = dict(args) if type(args) is dict else list(args)
-        quick = validator.quick
-        if quick is not None and quick(copy):  # (sure_valid, inlined: it runs per call)
+        if validator.sure_valid(copy):
             return copy, None
         return _validated(validator, copy, 1 + len(args), tool)
     size, problem = scan_input(args, max_depth)
