@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-class _Empty(list):  # type: ignore[type-arg]
+class _Empty(list):
     """The empty list a result holds where it has none of a kind (no warnings, no files, no
     nested calls, …): one for all results. bench.results keeps thousands of results, and seven
     empty lists each were most of what the garbage collector walked on every collection. It
@@ -28,8 +28,8 @@ class _Empty(list):  # type: ignore[type-arg]
     def _refuse(self, *_: Any, **__: Any) -> NoReturn:
         raise TypeError("this empty list is shared by every CallResult: assign a new list instead")
 
-    append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # type: ignore[assignment]
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
 
 
 NONE: list[Any] = _Empty()
