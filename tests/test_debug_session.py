@@ -408,3 +408,51 @@ def test_a_dropped_session_is_collected_once_its_call_ended(gem: GemBuilder, ope
     del s
     gc.collect()
     assert ref() is None and bench.debugging is None
+
+
+def test_an_interrupt_while_the_call_runs_ends_it_at_its_next_pause(
+    gem: GemBuilder, opened: Callable
+) -> None:
+    """Ctrl-C in the cell that waits for the first pause: nobody will drive the call, so it
+    is aborted there (E_INTERRUPTED) instead of holding the bench paused for good."""
+    import _thread
+    import threading
+
+    gem.tool(
+        "t", "import time\ndef handle(input, ctx):\n    time.sleep(0.8)\n    return ctx.files.list('')\n"
+    )
+    bench = opened(gem)
+    threading.Timer(0.2, _thread.interrupt_main).start()
+    with pytest.raises(KeyboardInterrupt):
+        bench.debug("t", {}, break_at="ctx.files.list")
+    s = bench.debugging
+    assert s is not None and s.abandoned
+    t0 = time.monotonic()
+    while s.state != "ended" and time.monotonic() - t0 < 10:
+        time.sleep(0.05)
+    assert s.result is not None and s.result.error.code == "E_INTERRUPTED"
+    assert bench.debugging is None and bench.call("t", {}).ok
+
+
+NESTED = """\
+def handle(input, ctx):
+    try:
+        got = ctx.tools.inner({})
+    except Exception as e:
+        got = {"caught": e.code}
+    return {"inner": got}
+"""
+INNER = "def handle(input, ctx):\n    ctx.audit('inner', {'n': 1})\n    return {'ok': True}\n"
+
+
+def test_a_nested_calls_ctx_call_pauses_with_its_own_call_id(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool("outer", NESTED)
+    gem.tool("inner", INNER)
+    bench = opened(gem.as_agent("agent-1", "Helper"), timeout=1)
+    s = bench.debug("outer", {}, break_at="ctx.audit")
+    assert s.where.tool == "inner" and s.where.call_id.startswith(s.where.call_id.split(".")[0] + ".")
+    assert s.args == {"event": "inner", "data": {"n": 1}}
+    time.sleep(1.3)  # past the timeout: the outer and the nested call both get the time back
+    s.fail("E_PERM_DENIED", "not from the debugger's bench")
+    assert s.result.ok, s.result.error
+    assert s.result.value == {"inner": {"caught": "E_PERM_DENIED"}}

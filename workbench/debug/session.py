@@ -185,6 +185,7 @@ class DebugSession:
         self.breakpoints = breakpoints
         self.frames: FrameBackend = frames or NoInspector()
         self.pauses: list[Pause] = []  # every pause so far, with what was done at each
+        self.abandoned = False  # a notebook interrupt came while it ran: its next pause aborts
         self.paused_seconds = 0.0  # time the call spent paused (not counted against its timeout)
         self.sessions: dict[int, CallSession] = {}  # the call's sessions, nested ones too
         self._shared = _Shared()
@@ -260,6 +261,8 @@ class DebugSession:
         shared = self._shared
         with shared.cond:
             self.pauses.append(pause)
+            if self.abandoned:  # interrupted while it ran: nobody will drive it
+                return ("abort", None)
             shared.state, shared.pause, shared.command = "paused", pause, None
             shared.cond.notify_all()
             while shared.command is None:
@@ -282,8 +285,15 @@ class DebugSession:
         raised instead of returning a result (the sandbox could not start) is raised here."""
         shared = self._shared
         with shared.cond:
-            while shared.command is not None or shared.state == "running":
-                shared.cond.wait(WAIT_STEP)
+            try:
+                while shared.command is not None or shared.state == "running":
+                    shared.cond.wait(WAIT_STEP)
+            except KeyboardInterrupt:  # the notebook's interrupt: nobody waits for this call
+                self.abandoned = True  # any more: it ends at its next pause, as Ctrl-C ends it
+                if shared.state == "paused" and shared.command is None:
+                    shared.command = ("abort", None)
+                    shared.cond.notify_all()
+                raise
             failure, shared.failure = shared.failure, None
         if failure is not None:
             raise failure
