@@ -456,3 +456,43 @@ def test_a_nested_calls_ctx_call_pauses_with_its_own_call_id(gem: GemBuilder, op
     s.fail("E_PERM_DENIED", "not from the debugger's bench")
     assert s.result.ok, s.result.error
     assert s.result.value == {"inner": {"caught": "E_PERM_DENIED"}}
+
+
+def test_the_paused_view_escapes_and_bounds_what_the_tool_passed(gem: GemBuilder, opened: Callable) -> None:
+    gem.tool(
+        "t",
+        "def handle(input, ctx):\n    ctx.files.write('a.md', input['text'])\n"
+        "    return ctx.files.read('a.md')[:10]\n",
+    )
+    bench = opened(gem)
+    hostile = "<script>alert(1)</script>" + "x" * 1_000_000
+    s = bench.debug("t", {"text": hostile}, break_at="ctx.files.*")
+    shown = s._repr_html_()
+    assert "<script>" not in shown and "&lt;script&gt;" in shown and len(shown) < 20_000
+    assert s.args["content"] == hostile  # the arguments themselves, whole
+    s.cont()
+    shown = s._repr_html_()  # the next pause: its trace so far holds the write
+    assert "<script>" not in shown and len(shown) < 20_000 and s.where.trace[0]["method"] == "files.write"
+    s.cont()
+    assert s.result.value == "<script>al"
+
+
+def test_a_python_tools_threads_pause_in_turn(gem: GemBuilder, opened: Callable) -> None:
+    """Two threads of a tool reach a breakpoint at once: one pause at a time, each answered."""
+    gem.tool(
+        "t",
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "def handle(input, ctx):\n"
+        "    with ThreadPoolExecutor(2) as pool:\n"
+        "        got = list(pool.map(lambda k: ctx.storage.kv.get(k), ['a', 'b']))\n"
+        "    return sorted(got)\n",
+    )
+    bench = opened(gem)
+    s = bench.debug("t", {}, break_at="ctx.storage.kv.get")
+    answered = []
+    while s.state == "paused":
+        key = s.args["key"]
+        answered.append(key)
+        s.answer("answer for " + key)
+    assert sorted(answered) == ["a", "b"] and len(s.pauses) == 2
+    assert s.result.value == ["answer for a", "answer for b"]

@@ -189,6 +189,7 @@ class DebugSession:
         self.paused_seconds = 0.0  # time the call spent paused (not counted against its timeout)
         self.sessions: dict[int, CallSession] = {}  # the call's sessions, nested ones too
         self._shared = _Shared()
+        self._one_at_a_time = threading.Lock()
         self._streams = sys.stdout, sys.stderr
         self._options = options
         self._thread = threading.Thread(target=self._run, name=f"workbench-debug-{tool}", daemon=True)
@@ -205,6 +206,7 @@ class DebugSession:
             result = exc.result
         except BaseException as exc:  # noqa: BLE001  (handed to the notebook's thread)
             failure = exc
+        self.sessions.clear()  # (what the call's sessions hold goes with the call)
         with shared.cond:
             shared.result, shared.failure = result, failure
             shared.state, shared.pause, shared.command = "ended", None, None
@@ -233,14 +235,15 @@ class DebugSession:
         )
         # a Python tool's runner has this process's output while it runs (sys.stdout is its
         # capture): the notebook's cells get theirs back while the call is paused
-        tool_streams = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = self._streams
-        t0 = time.monotonic()
-        try:
-            kind, given = self._wait_for_command(pause)
-        finally:
-            sys.stdout, sys.stderr = tool_streams
-        held = time.monotonic() - t0
+        with self._one_at_a_time:  # a tool's threads reaching breakpoints at once: in turn
+            tool_streams = sys.stdout, sys.stderr
+            sys.stdout, sys.stderr = self._streams
+            t0 = time.monotonic()
+            try:
+                kind, given = self._wait_for_command(pause)
+            finally:
+                sys.stdout, sys.stderr = tool_streams
+            held = time.monotonic() - t0
         self.paused_seconds += held
         for s in list(self.sessions.values()):  # the pause is not the call's time
             if not s.ended:
