@@ -66,6 +66,10 @@ def test_a_call_pauses_at_a_ctx_breakpoint_shows_its_args_and_returns_the_answer
     assert (s.where.method, s.where.name, s.where.seq) == ("files.read", "ctx.files.read", 2)
     assert s.args == {"path": "notes/a.md"}
     assert [r["method"] for r in s.where.trace] == ["files.write"]  # the trace so far
+    if bench.manifest.tools["t"].language == "python":  # the tool's line that made the call
+        file, line, _, code = s.where.source[-1]
+        assert (file, line) == ("tools/t.py", 4) and "ctx.files.read" in dict(code)[4]
+        assert "tools/t.py:4" in s._repr_html_()
     shown = s._repr_html_()
     assert "ctx.files.read" in shown and "notes/a.md" in shown and "paused" in shown
     s.answer("from the debugger")

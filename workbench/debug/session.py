@@ -18,12 +18,16 @@ back to the call's deadline (`CallSession.extend_deadline`), so a pause is never
 from __future__ import annotations
 
 import json
+import linecache
+import os
 import re
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._errors import CallInterrupted, UsageError, WorkbenchError
@@ -42,6 +46,7 @@ State = Literal["running", "paused", "ended"]
 #: what `start` and each command wait for before they return (the call runs meanwhile)
 WAIT_STEP = 0.2  # seconds between checks, so that a notebook's interrupt lands
 END_WAIT = 15.0  # abort()/close(): how long the call may take to end once told to
+MAX_FRAMES = 10  # a Python tool's frames kept with a pause
 MAX_MESSAGE = 10_000  # characters of a fail() message
 _CODE = re.compile(r"^E_[A-Z][A-Z0-9_]{0,62}$")
 #: the calls' options bench.debug passes on (crash= reruns the call: nothing to debug there)
@@ -119,6 +124,9 @@ class Pause:
     args: dict[str, Any]  # the arguments as the tool passed them, by parameter name
     trace: list[dict[str, Any]]  # the paused call's trace so far (its earlier ctx calls)
     done: str = ""  # what the debugger did with it: "ran", "answered", "failed E_…", "aborted"
+    # a Python tool's frames that made the ctx call, innermost last: (file in the gem, line,
+    # function, the lines around it as (number, text)); a JS tool's come with the inspector
+    source: list[tuple[str, int, str, list[tuple[int, str]]]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -232,6 +240,7 @@ class DebugSession:
             tool=session.tool.name,
             args=_named(session.profile.params.get(method), args, kwargs),
             trace=[dict(r) for r in session.trace],
+            source=_tool_frames(session.manifest.root),
         )
         # a Python tool's runner has this process's output while it runs (sys.stdout is its
         # capture): the notebook's cells get theirs back while the call is paused
@@ -449,6 +458,26 @@ def _named(params: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[s
     out = {(names[i] if i < len(names) else f"arg{i}"): a for i, a in enumerate(args)}
     out.update(kwargs)
     return out
+
+
+def _tool_frames(root: Path, around: int = 3) -> list[tuple[str, int, str, list[tuple[int, str]]]]:
+    """The calling thread's frames in the gem's own files (a Python tool's), innermost last,
+    each with `around` lines either side (at most MAX_FRAMES frames, lines cut at 200)."""
+    bases = tuple({str(root) + os.sep, str(root.resolve()) + os.sep})
+    out = []
+    for f in traceback.extract_stack()[::-1]:
+        base = next((b for b in bases if f.filename.startswith(b)), None)
+        if base is None or f.lineno is None:
+            continue
+        lines = linecache.getlines(f.filename)
+        first = max(1, f.lineno - around)
+        code = [
+            (n, lines[n - 1].rstrip("\n")[:200]) for n in range(first, min(len(lines), f.lineno + around) + 1)
+        ]
+        out.append((f.filename[len(base) :], f.lineno, f.name, code))
+        if len(out) == MAX_FRAMES:
+            break
+    return out[::-1]
 
 
 def _check_value(value: Any, limit: int) -> None:
