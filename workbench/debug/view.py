@@ -108,7 +108,7 @@ def session_html(session: DebugSession) -> str:
     head = f"<code>{esc(session.label)}</code>"
     if pause is not None:
         return (
-            pause_html(pause) + f"{STYLE}<div class=wbdbg><p class=m>{head}: <code>.cont()</code> runs it, "
+            pause_html(pause) + f"<div class=wbdbg><p class=m>{head}: <code>.cont()</code> runs it, "
             "<code>.answer(value)</code> returns a value of yours, <code>.fail('E_NOT_FOUND', "
             "'…')</code> fails it, <code>.abort()</code> ends the call</p></div>"
         )
