@@ -370,6 +370,9 @@ NOTEBOOK = [
     "s.fail('E_NOT_FOUND', 'the notebook says no')",
     "print('result:', s.result.value)\nassert s.result.value['text'].startswith('handled E_NOT_FOUND')\n"
     "bench.close()",
+    # left paused, its bench open, when the notebook ends: the kernel still shuts down
+    "left = workbench.open({gem!r}, state_dir={state!r}, headless=True)\n"
+    "left.debug('t', {{'path': 'notes/a.md'}}, break_at='ctx.*').state",
 ]
 
 
@@ -387,17 +390,23 @@ def test_a_notebook_drives_a_debug_session_under_nbclient(gem: GemBuilder, tmp_p
     cells = [c.format(gem=str(gem.write()), state=str(tmp_path / "state")) for c in NOTEBOOK]
     path = tmp_path / "debug.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell(textwrap.dedent(c)) for c in cells]), path)
+    t0 = time.monotonic()
     nb = run_notebook(path, timeout=120)
+    took = time.monotonic() - t0
 
     def text(i: int) -> str:
         outs = nb.cells[i]["outputs"]
-        return "".join(o.get("text", "") + str(o.get("data", {}).get("text/html", "")) for o in outs)
+        data = [o.get("data", {}) for o in outs]
+        return "".join(o.get("text", "") for o in outs) + "".join(
+            str(d.get("text/html", d.get("text/plain", ""))) for d in data
+        )
 
     assert "paused" in text(1) and "ctx.files.read" in text(1)  # the session, shown as HTML
     assert "notes/a.md" in text(2)
     assert "args: {'path': 'notes/a.md'}" in text(3) and "refused: E_USAGE" in text(3)
     assert "ended" in text(4) and "failed E_NOT_FOUND" in text(4)
     assert "result: {'text': 'handled E_NOT_FOUND: the notebook says no'}" in text(5)
+    assert "'paused'" in text(6) and took < 90, took
 
 
 def test_a_dropped_session_is_collected_once_its_call_ended(gem: GemBuilder, opened: Callable) -> None:
