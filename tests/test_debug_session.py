@@ -509,3 +509,19 @@ def test_a_python_tools_threads_pause_in_turn(gem: GemBuilder, opened: Callable)
         s.answer("answer for " + key)
     assert sorted(answered) == ["a", "b"] and len(s.pauses) == 2
     assert s.result.value == ["answer for a", "answer for b"]
+
+
+def test_peek_reads_the_state_as_the_paused_tool_sees_it(bench: Any) -> None:
+    """A view run from the notebook would wait for the paused call's storage transaction;
+    peek runs it in the call's thread: the call's own writes so far are there."""
+    s = bench.debug("t", IN, break_at="ctx.files.read")
+    paths = s.peek(lambda b: b.files()["path"].tolist())
+    assert any(p.endswith("notes/a.md") for p in paths), paths
+    assert s.peek(lambda b: b.kv()).empty  # kv.set comes after the read
+    with pytest.raises(ZeroDivisionError):
+        s.peek(lambda b: 1 / 0)
+    assert s.state == "paused"
+    s.cont()
+    with pytest.raises(UsageError, match="peek"):
+        s.peek(lambda b: b.kv())
+    assert s.result.value == {"text": "first"}

@@ -150,6 +150,7 @@ class _Shared:
     command: tuple[str, Any] | None = None
     result: CallResult | None = None
     failure: BaseException | None = None  # the call raised instead of returning a result
+    peeked: tuple[bool, Any] | None = None  # what peek()'s function returned (True) or raised
 
 
 class _Breaker(CallHooks):
@@ -277,9 +278,14 @@ class DebugSession:
                 return ("abort", None)
             shared.state, shared.pause, shared.command = "paused", pause, None
             shared.cond.notify_all()
-            while shared.command is None:
-                shared.cond.wait()
-            command = shared.command
+            while True:
+                while shared.command is None:
+                    shared.cond.wait()
+                command = shared.command
+                if command[0] != "peek":
+                    break
+                shared.command, shared.peeked = None, _peek(command[1], self.bench)
+                shared.cond.notify_all()
             shared.state, shared.pause, shared.command = "running", None, None
         return command
 
@@ -390,6 +396,27 @@ class DebugSession:
 
     skip = abort  # the same: the call is skipped from here on
 
+    def peek(self, fn: Callable[[Bench], Any]) -> Any:
+        """`fn(bench)` run in the paused call's own thread, inside its storage transaction: the
+        bench's state as the tool sees it now, its writes so far included (`s.peek(lambda b:
+        b.kv())`). Views run from another cell would wait for the call's transaction."""
+        shared = self._shared
+        with shared.cond:
+            if shared.state != "paused" or shared.command is not None:
+                raise UsageError(
+                    f"{self.label}: peek() needs a paused call, and it is {shared.state}",
+                    session=self.label,
+                    state=shared.state,
+                )
+            shared.command, shared.peeked = ("peek", fn), None
+            shared.cond.notify_all()
+            while shared.peeked is None:
+                shared.cond.wait(WAIT_STEP)
+            (ok, value), shared.peeked = shared.peeked, None
+        if not ok:
+            raise value
+        return value
+
     def end(self) -> None:
         """Abort a paused call and wait (END_WAIT s at most) for its thread: `bench.close()`."""
         with self._shared.cond:
@@ -478,6 +505,14 @@ def _tool_frames(root: Path, around: int = 3) -> list[tuple[str, int, str, list[
         if len(out) == MAX_FRAMES:
             break
     return out[::-1]
+
+
+def _peek(fn: Callable[[Bench], Any], bench: Bench) -> tuple[bool, Any]:
+    """fn(bench), or what it raised (an Exception: raised in the notebook's thread)."""
+    try:
+        return True, fn(bench)
+    except Exception as exc:  # noqa: BLE001  (handed to the notebook's thread)
+        return False, exc
 
 
 def _check_value(value: Any, limit: int) -> None:
