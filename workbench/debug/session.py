@@ -508,10 +508,11 @@ def _tool_frames(root: Path, around: int = 3) -> list[tuple[str, int, str, list[
 
 
 def _peek(fn: Callable[[Bench], Any], bench: Bench) -> tuple[bool, Any]:
-    """fn(bench), or what it raised (an Exception: raised in the notebook's thread)."""
+    """fn(bench), or what it raised (raised in the notebook's thread instead: a SystemExit
+    here would end the paused call's thread and leave the notebook waiting)."""
     try:
         return True, fn(bench)
-    except Exception as exc:  # noqa: BLE001  (handed to the notebook's thread)
+    except BaseException as exc:  # noqa: BLE001  (handed to the notebook's thread)
         return False, exc
 
 
