@@ -525,3 +525,15 @@ def test_peek_reads_the_state_as_the_paused_tool_sees_it(bench: Any) -> None:
     with pytest.raises(UsageError, match="peek"):
         s.peek(lambda b: b.kv())
     assert s.result.value == {"text": "first"}
+
+
+def test_the_notebook_has_its_output_back_while_a_python_tool_is_paused(
+    gem: GemBuilder, opened: Callable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gem.tool("t", "def handle(input, ctx):\n    print('from the tool')\n    return ctx.files.list('')\n")
+    bench = opened(gem)
+    s = bench.debug("t", {}, break_at="ctx.files.list")
+    print("from the notebook")
+    s.cont()
+    assert "from the notebook" in capsys.readouterr().out
+    assert "from the tool" in s.result.logs and "from the notebook" not in s.result.logs
