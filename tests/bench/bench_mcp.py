@@ -47,6 +47,15 @@ async def _timed(call: Callable[[], Awaitable[Any]], n: int) -> list[int]:
     return out
 
 
+def _env() -> dict[str, str]:
+    """The served process's environment: this one's workbench (compare.py runs two trees by
+    PYTHONPATH) and home."""
+    env = {"GEM_WORKBENCH_HOME": os.environ["GEM_WORKBENCH_HOME"], "PATH": os.environ.get("PATH", "")}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
 class _Constant:
     """The floor's server: the SDK's low-level server with one tool that returns 1, in the
     shape server.py's BenchServer gives the transports (`server`, `options()`)."""
@@ -100,7 +109,7 @@ def bench_mcp_stdio_call(sizes: Sizes = QUICK) -> Figures:
         params = StdioServerParameters(
             command=EXE,
             args=["mcp", str(gem), "--state-dir", str(Path(d) / "served"), "--reuse", "always"],
-            env={"GEM_WORKBENCH_HOME": os.environ["GEM_WORKBENCH_HOME"], "PATH": os.environ.get("PATH", "")},
+            env=_env(),
         )
         with _open(gem, Path(d) / "state") as bench:
 
@@ -300,7 +309,7 @@ def bench_mcp_stdio_raw(sizes: Sizes = QUICK) -> Figures:
     """tools/call over stdio to `gem-workbench mcp GEM` from a raw client vs bench.call."""
     with tempfile.TemporaryDirectory() as d, _workbench_home(Path(d)):
         gem = write_gem(Path(d) / "gem", {"one.js": ONE})
-        env = {"GEM_WORKBENCH_HOME": os.environ["GEM_WORKBENCH_HOME"], "PATH": os.environ.get("PATH", "")}
+        env = _env()
         served = [EXE, "mcp", str(gem), "--state-dir", str(Path(d) / "served"), "--reuse", "always"]
         with _open(gem, Path(d) / "state") as bench:
             client = _RawStdio(served, env)
