@@ -34,6 +34,10 @@ HEADLINE = {
     "resource_path": ("path_ms",),
     "deno_agent_tools": ("tools_us", "chain_ms"),
     "deno_ekanos_call": ("workbench_us",),
+    "mcp_stdio_call": ("mcp_ms", "call_ms", "ratio"),
+    "mcp_http_call": ("mcp_ms", "call_ms", "ratio"),
+    "mcp_stdio_raw": ("mcp_ms", "call_ms", "ratio", "floor_ms"),
+    "mcp_http_raw": ("mcp_ms", "call_ms", "ratio", "floor_ms"),
 }
 DEFAULT = [
     "call_overhead",

@@ -60,7 +60,13 @@ def _result(res: CallResult, profile: Profile) -> dict[str, Any]:
             {k: str(v) for k, v in f.items() if k in ("path", "file", "mime", "size", "title")}
             for f in res.surfaced
         ]
-    return {"content": [_text(model)], "structuredContent": _structured(model), "_meta": meta}
+    # isError stated, as the SDK's model dumped it: a client may read it without a default
+    return {
+        "content": [_text(model)],
+        "structuredContent": _structured(model),
+        "isError": False,
+        "_meta": meta,
+    }
 
 
 def error_result(err: WorkbenchError) -> dict[str, Any]:

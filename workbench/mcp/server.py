@@ -1,24 +1,25 @@
 """The MCP server over one Bench, on the SDK's low-level `Server` (tool schemas are the
 gem's, given, not inferred from Python signatures). `tools/list` is tools.py's listing of the
-bench's current definition; each `tools/call` is `bench.call` with every rule, on a worker
-thread, one at a time: the bench's lock keeps them from overlapping with the notebook's calls,
-and the server's own gate keeps a flood of them from holding threads (at most `max_waiting`
-wait; the next gets a protocol error). A client's cancellation interrupts the call (calls.py)."""
+bench's current definition; each `tools/call` is `bench.call` with every rule, on the server's
+one worker thread, one at a time: the bench's lock keeps them from overlapping with the
+notebook's calls, and at most `max_waiting` are running or waiting (the next gets a protocol
+error). A client's cancellation interrupts the call (calls.py). The transports run on asyncio
+(the CLI's `anyio.run`, uvicorn's loop): a call's end is handed back to the loop directly."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from .._errors import WorkbenchError, internal_error
-from .calls import CallJob
+from .calls import CallJob, Worker
 from .results import error_result, tool_result
-from .tools import listing
+from .tools import Listed, listing
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -45,7 +46,8 @@ class BenchServer:
         self.on_result = on_result  # told each call's result as it arrives (a notebook shows it)
         self.max_waiting = max_waiting
         self.waiting = 0
-        self.gate = anyio.CapacityLimiter(1)  # one call on a thread at a time; the rest wait here
+        self.worker = Worker(f"gem-workbench mcp {bench.manifest.id}")  # runs the calls in turn
+        self._listed: tuple[object, object, dict[str, Listed]] | None = None
         manifest = bench.manifest
         self.server: Server[Any] = Server(
             f"gem-workbench {manifest.id}",
@@ -53,8 +55,10 @@ class BenchServer:
             instructions=f"The tools of {manifest.name or manifest.id}, run by Gem Workbench as "
             f"{bench.profile.title} run on their platform.",
             on_list_tools=self.list_tools,
-            on_call_tool=self.call_tool,
         )
+        # registered as a plain handler, whose result may be JSON (the `on_call_tool` keyword's
+        # type asks for the model, which the SDK would dump and validate again)
+        self.server.add_request_handler("tools/call", types.CallToolRequestParams, self.call_tool)
         # the SDK's tracing middleware is a no-op without an exporter: not paid per message
         self.server.middleware.clear()
 
@@ -67,18 +71,28 @@ class BenchServer:
     ) -> types.ListToolsResult:
         """Every tool of the bench's current definition, as its platform offers it."""
         try:
-            tools = listing(self.bench.manifest, self.bench.profile)
+            tools = self.tools()
         except WorkbenchError as exc:
             raise _protocol_error(exc) from None
         return types.ListToolsResult(tools=[types.Tool.model_validate(t.entry) for t in tools.values()])
 
+    def tools(self) -> dict[str, Listed]:
+        """tools.py's listing of the bench's current definition, made again only when the
+        definition (a reload) or the profile changed: both are replaced, never changed."""
+        bench = self.bench
+        listed = self._listed
+        if listed is None or listed[0] is not bench.manifest or listed[1] is not bench.profile:
+            listed = self._listed = (bench.manifest, bench.profile, listing(bench.manifest, bench.profile))
+        return listed[2]
+
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        """The tool's result from `bench.call` (an error: an isError result with its code)."""
+    ) -> dict[str, Any]:
+        """The tool's result from `bench.call` (an error: an isError result with its code), as
+        JSON: the SDK validates it against the protocol version's CallToolResult once."""
         bench = self.bench
         try:
-            tools = listing(bench.manifest, bench.profile)
+            tools = self.tools()
         except WorkbenchError as exc:
             raise _protocol_error(exc) from None
         listed = tools.get(params.name)
@@ -104,18 +118,33 @@ class BenchServer:
             )
         self.waiting += 1
         try:
-            async with self.gate:
-                job = CallJob(bench, listed.key, params.arguments or {})
-                try:
-                    await anyio.to_thread.run_sync(job.run, abandon_on_cancel=True)
-                except anyio.get_cancelled_exc_class():  # the client cancelled: Ctrl-C the call
-                    job.interrupt()
-                    raise
+            loop = asyncio.get_running_loop()
+            ended = loop.create_future()
+            job = CallJob(bench, listed.key, params.arguments or {})
+            self.worker.submit(job, lambda: _settle(loop, ended))
+            try:
+                await ended
+            except asyncio.CancelledError:  # the client cancelled: Ctrl-C the call (or skip it)
+                job.interrupt()
+                raise
         finally:
             self.waiting -= 1
         if self.on_result is not None and job.result is not None:
             self.on_result(job.result)
-        return types.CallToolResult.model_validate(_answer(job, bench))
+        return _answer(job, bench)
+
+
+def _settle(loop: asyncio.AbstractEventLoop, ended: asyncio.Future[None]) -> None:
+    """From the worker: wake the handler waiting on `ended` (gone if the loop has closed)."""
+
+    def wake() -> None:
+        if not ended.done():  # a cancelled handler's future is done already
+            ended.set_result(None)
+
+    try:
+        loop.call_soon_threadsafe(wake)
+    except RuntimeError:  # the loop closed: the server stopped, nobody waits for the answer
+        pass
 
 
 def _answer(job: CallJob, bench: Bench) -> dict[str, Any]:
