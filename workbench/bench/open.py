@@ -131,7 +131,9 @@ def _inspector(mode: Any, manifest: Manifest) -> Any:
     if not mode:
         return None
     if not any(t.language in ("javascript", "typescript") for t in manifest.tools.values()):
-        print(f"inspect={mode!r}: {manifest.id} has no JS/TS tools, so no sandbox to inspect", file=sys.stderr)
+        print(
+            f"inspect={mode!r}: {manifest.id} has no JS/TS tools, so no sandbox to inspect", file=sys.stderr
+        )
         return None
     from ..debug.inspector import Inspector
 

@@ -75,7 +75,9 @@ class Connection:
         self.close()
 
     # -- commands and events -------------------------------------------------------------------
-    def send(self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
         """Send a command and return its result; CDPError for its error or no reply in time."""
         mid = self.post(method, params)
         return self.reply(mid, method, timeout=timeout)
@@ -90,7 +92,7 @@ class Connection:
         """The result of command `mid`, read within `timeout` seconds."""
         end = time.monotonic() + (self.timeout if timeout is None else timeout)
         while mid not in self._replies:
-            self._pump(end, f"the reply to {method or mid}")
+            self.pump(end, f"the reply to {method or mid}")
         return _result(self._replies.pop(mid), method)
 
     def event(self, method: str, *, timeout: float | None = None) -> dict[str, Any]:
@@ -101,7 +103,7 @@ class Connection:
                 if ev.get("method") == method:
                     self._events.remove(ev)
                     return ev.get("params") or {}
-            self._pump(end, f"the event {method}")
+            self.pump(end, f"the event {method}")
 
     def events(self) -> list[dict[str, Any]]:
         """The events kept so far (taken)."""
@@ -131,8 +133,9 @@ class Connection:
             self.closed = True
             raise CDPError(f"the inspector connection broke ({exc})", url=self.url) from None
 
-    def _pump(self, end: float, what: str) -> None:
-        """Read one message into the replies or events (a worker's to its session)."""
+    def pump(self, end: float, what: str) -> None:
+        """Read one message (by `end`, time.monotonic()) into the replies or events, a
+        Worker's to its session; CDPError when none came in time or the socket broke."""
         left = end - time.monotonic()
         if left <= 0:
             raise CDPError(f"no {what} within the timeout", url=self.url)
@@ -145,7 +148,9 @@ class Connection:
             raise CDPError(f"no {what} within the timeout", url=self.url) from None
         except (OSError, websocket.WebSocketException) as exc:
             self.closed = True
-            raise CDPError(f"the inspector connection broke ({exc}) waiting for {what}", url=self.url) from None
+            raise CDPError(
+                f"the inspector connection broke ({exc}) waiting for {what}", url=self.url
+            ) from None
         if not isinstance(text, str) or len(text) > MAX_MESSAGE:
             return  # not the protocol's (binary), or over the bound: dropped
         try:
@@ -158,7 +163,7 @@ class Connection:
             params = msg.get("params") or {}
             session = self._workers.get(str(params.get("sessionId")))
             if session is not None:
-                session._take(params.get("message"))
+                session.take(params.get("message"))
                 return
         if isinstance(msg.get("id"), int):
             self._replies[msg["id"]] = msg
@@ -193,7 +198,9 @@ class WorkerSession:
         """The Worker's main module."""
         return str(self.info.get("url", ""))
 
-    def send(self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
         """A command in the Worker, and its result (CDPError as Connection.send)."""
         mid = self.post(method, params)
         return self.reply(mid, method, timeout=timeout)
@@ -210,7 +217,7 @@ class WorkerSession:
         """The result of the Worker command `mid`."""
         end = time.monotonic() + (self.conn.timeout if timeout is None else timeout)
         while mid not in self._replies:
-            self.conn._pump(end, f"the Worker's reply to {method or mid}")
+            self.conn.pump(end, f"the Worker's reply to {method or mid}")
         return _result(self._replies.pop(mid), method)
 
     def event(self, method: str, *, timeout: float | None = None) -> dict[str, Any]:
@@ -221,7 +228,7 @@ class WorkerSession:
                 if ev.get("method") == method:
                     self._events.remove(ev)
                     return ev.get("params") or {}
-            self.conn._pump(end, f"the Worker's event {method}")
+            self.conn.pump(end, f"the Worker's event {method}")
 
     def events(self) -> list[dict[str, Any]]:
         """The Worker's events kept so far (taken)."""
@@ -229,7 +236,8 @@ class WorkerSession:
         self._events.clear()
         return out
 
-    def _take(self, text: Any) -> None:
+    def take(self, text: Any) -> None:
+        """One message from the Worker (the connection's reader hands it over)."""
         if not isinstance(text, str) or len(text) > MAX_MESSAGE:
             return
         try:

@@ -61,7 +61,13 @@ class Inspector:
         self._pauses: list[tuple[float, float]] = []  # ended pauses (start, end)
         self._workers: dict[int, set[str]] = {}  # per connection, the Worker sessions attached
         self._ready: dict[int, float] = {}  # per connection: when it attached (or said go: 0)
-        self.relay = Relay(token=secrets.token_hex(16), target=self._target, seen=self._seen, left=self._left, title=lambda: self.title)
+        self.relay = Relay(
+            token=secrets.token_hex(16),
+            target=self._target,
+            seen=self._seen,
+            left=self._left,
+            title=lambda: self.title,
+        )
 
     # -- the sandbox's side (runners/deno/lifecycle.py) -------------------------------------------
     def flag(self) -> str:
@@ -194,7 +200,9 @@ class Inspector:
         for n, sid in enumerate(sorted(sessions)):
             for i, method in enumerate(("Debugger.resume", "Debugger.disable")):
                 inner = json.dumps({"id": 1_000_000 + 2 * n + i, "method": method, "params": {}})
-                out.append(_command(-1 - 3 * n - i, "NodeWorker.sendMessageToWorker", sessionId=sid, message=inner))
+                out.append(
+                    _command(-1 - 3 * n - i, "NodeWorker.sendMessageToWorker", sessionId=sid, message=inner)
+                )
             out.append(_command(-3 - 3 * n, "NodeWorker.detach", sessionId=sid))
         return out
 
@@ -223,7 +231,7 @@ class _Hold(CallHooks):
         self.inspector = inspector
 
     def on_call_start(self, *, session: Any, **_: Any) -> None:
-        if self.inspector.attached or getattr(session, "depth", 0):
+        if self.inspector.attached:
             return
         start = time.monotonic()
         self.inspector.hold()
@@ -254,9 +262,7 @@ def launch_json(inspector: Inspector) -> dict[str, Any]:
 def addresses_text(inspector: Inspector) -> str:
     """What the bench's owner is told: the addresses and the launch.json snippet."""
     snippet = json.dumps({"version": "0.2.0", "configurations": [launch_json(inspector)]}, indent=2)
-    wait = (
-        "\nEach call waits until a debugger attaches (inspect='wait')." if inspector.mode == "wait" else ""
-    )
+    wait = "\nEach call waits until a debugger attaches (inspect='wait')." if inspector.mode == "wait" else ""
     return (
         f"Inspector for {inspector.title} on 127.0.0.1:{inspector.port} (loopback only; closes with the bench)\n"
         f"  Chrome: open {inspector.devtools_url}\n"

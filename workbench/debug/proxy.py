@@ -91,7 +91,9 @@ class Relay:
                 self._next += 1
                 cid = self._next
                 self._open[cid] = (client, None)
-            threading.Thread(target=self._serve, args=(cid, client), name="wb-inspect-conn", daemon=True).start()
+            threading.Thread(
+                target=self._serve, args=(cid, client), name="wb-inspect-conn", daemon=True
+            ).start()
 
     def _serve(self, cid: int, client: socket.socket) -> None:
         try:
@@ -105,7 +107,9 @@ class Relay:
             if path.rstrip("/") in ("/json", "/json/list"):
                 _answer(client, 200, json.dumps([self._listing()]))
             elif path.rstrip("/") == "/json/version":
-                _answer(client, 200, json.dumps({"Browser": "Gem Workbench (Deno)", "Protocol-Version": "1.3"}))
+                _answer(
+                    client, 200, json.dumps({"Browser": "Gem Workbench (Deno)", "Protocol-Version": "1.3"})
+                )
             elif path == f"/{self.token}" and b"upgrade: websocket" in head.lower():
                 self._relay(cid, client, head, rest)
             else:
@@ -153,7 +157,9 @@ class Relay:
             f"Host: 127.0.0.1:{port}".encode() if ln.lower().startswith(b"host:") else ln for ln in lines
         ]
         upstream.sendall(b"\r\n".join(lines))
-        back = threading.Thread(target=self._down, args=(cid, upstream, client), name="wb-inspect-down", daemon=True)
+        back = threading.Thread(
+            target=self._down, args=(cid, upstream, client), name="wb-inspect-down", daemon=True
+        )
         back.start()
         try:
             self._up(cid, client, upstream, rest)

@@ -76,7 +76,9 @@ class SourceMap:
         if len(body) > MAX_MAP_BYTES * 4 // 3 + 4:
             raise SourceMapError(_too_large(len(body)), limit=MAX_MAP_BYTES)
         try:
-            raw = base64.b64decode(body, validate=True) if head.endswith(";base64") else unquote_to_bytes(body)
+            raw = (
+                base64.b64decode(body, validate=True) if head.endswith(";base64") else unquote_to_bytes(body)
+            )
         except (binascii.Error, ValueError):
             raise SourceMapError("the source map's base64 is broken", field="sourceMapURL") from None
         return cls.from_json(raw)
@@ -163,9 +165,7 @@ def _decode(mappings: str, n_sources: int) -> list[list[tuple[int, int, int, int
                 )
             count += 1
             if count > MAX_SEGMENTS:
-                raise SourceMapError(
-                    f"the source map has over {MAX_SEGMENTS:,} segments", limit=MAX_SEGMENTS
-                )
+                raise SourceMapError(f"the source map has over {MAX_SEGMENTS:,} segments", limit=MAX_SEGMENTS)
             gcol += fields[0]
             if len(fields) == 1:
                 continue  # a position that maps to no source
@@ -193,7 +193,9 @@ def _vlq(seg: str, lineno: int) -> list[int]:
         if d is None or digits > MAX_VLQ_DIGITS:
             why = f"{ch!r} is no base64 digit" if d is None else f"a number over {MAX_VLQ_DIGITS} digits"
             raise SourceMapError(
-                f"a broken VLQ number on generated line {lineno + 1}: {why}", field="mappings", line=lineno + 1
+                f"a broken VLQ number on generated line {lineno + 1}: {why}",
+                field="mappings",
+                line=lineno + 1,
             )
         value += (d & 31) << shift
         if d & 32:
