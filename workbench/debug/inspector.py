@@ -30,6 +30,7 @@ from .proxy import Relay
 __all__ = ["Inspector", "check_inspect", "launch_json", "print_addresses"]
 
 MAX_PAUSES = 1000  # pause intervals kept (older ones are before any running call)
+START_SECONDS = 30.0  # a debugger that connects while the sandbox starts waits this long for it
 SETTLE_SECONDS = 1.0  # a held call goes this long after attach without runIfWaitingForDebugger
 _WAITING = "Runtime.runIfWaitingForDebugger"
 
@@ -71,19 +72,19 @@ class Inspector:
 
     # -- the sandbox's side (runners/deno/lifecycle.py) -------------------------------------------
     def flag(self) -> str:
-        """The inspector flag of a new sandbox process (a fresh free port)."""
-        with self._cond:
-            self._deno, self._deno_port = None, free_port()
-            return f"--inspect=127.0.0.1:{self._deno_port}"
-
-    def started(self) -> None:
-        """The process is up: the debuggers attached to the last one are let go."""
+        """The inspector flag of a new sandbox process (a fresh free port): the debuggers
+        attached to the last one (stopped by now) are let go."""
         self.relay.drop()
         with self._cond:
+            self._deno, self._deno_port = None, free_port()
             self._paused.clear()
             self._end_pause()
             self._workers.clear()
             self._ready.clear()
+            return f"--inspect=127.0.0.1:{self._deno_port}"
+
+    def started(self) -> None:
+        """The process is up (its inspector answers: a debugger may already be attached)."""
 
     def paused_between(self, start: float, end: float) -> float:
         """Seconds of `start`..`end` (time.monotonic()) the Worker spent paused, the current
@@ -138,23 +139,23 @@ class Inspector:
 
     # -- what the relay sees ---------------------------------------------------------------------
     def _target(self) -> tuple[int, str] | None:
-        with self._cond:
-            if self._deno is not None:
-                return self._deno
-            port = self._deno_port
-        if port is None:
-            return None
-        try:
-            url = f"http://127.0.0.1:{port}/json/list"
-            with urllib.request.urlopen(url, timeout=2) as answer:  # noqa: S310  (loopback http)
-                listed = json.loads(answer.read(1 << 16))
-            path = "/" + str(listed[0]["webSocketDebuggerUrl"]).split("/", 3)[3]
-        except (OSError, ValueError, KeyError, IndexError, TypeError):
-            return None
-        with self._cond:
-            if self._deno_port == port:
-                self._deno = (port, path)
-        return port, path
+        """Deno's (port, WebSocket path) for a debugger that connects: waited for while the
+        sandbox starts (at most START_SECONDS); None when none runs by then."""
+        end = time.monotonic() + START_SECONDS
+        while not self.relay.closed:
+            with self._cond:
+                if self._deno is not None:
+                    return self._deno
+                port = self._deno_port
+            if port is not None and (path := _listed(port)) is not None:
+                with self._cond:
+                    if self._deno_port == port:
+                        self._deno = (port, path)
+                return port, path
+            if time.monotonic() >= end:
+                return None
+            time.sleep(0.1)
+        return None
 
     def _seen(self, cid: int, msg: dict[str, Any], from_client: bool) -> None:
         method = msg.get("method")
@@ -237,6 +238,17 @@ class _Hold(CallHooks):
         self.inspector.hold()
         if session.deadline is not None:
             session.deadline += time.monotonic() - start
+
+
+def _listed(port: int) -> str | None:
+    """The WebSocket path of the target Deno's inspector at `port` lists (None: not up yet)."""
+    try:
+        url = f"http://127.0.0.1:{port}/json/list"
+        with urllib.request.urlopen(url, timeout=2) as answer:  # noqa: S310  (loopback http)
+            listed = json.loads(answer.read(1 << 16))
+        return "/" + str(listed[0]["webSocketDebuggerUrl"]).split("/", 3)[3]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
 
 
 def _command(mid: int, method: str, **params: Any) -> str:

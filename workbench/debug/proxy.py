@@ -63,14 +63,18 @@ class Relay:
     def close(self) -> None:
         """Stop listening and end every connection."""
         self.closed = True
+        with contextlib.suppress(OSError):  # (Linux: wakes the accept, which holds the socket open)
+            self._server.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self._server.close()
-        self.drop()
+        self.drop(waiting=True)
 
-    def drop(self) -> None:
-        """End every debugger's connection (the sandbox they reached is gone)."""
+    def drop(self, *, waiting: bool = False) -> None:
+        """End the debuggers' connections to a sandbox (it is gone); `waiting`: those still
+        waiting for one to start too."""
         with self._lock:
-            conns, self._open = list(self._open.values()), {}
+            conns = [c for c in self._open.values() if waiting or c[1] is not None]
+            self._open = {k: c for k, c in self._open.items() if not (waiting or c[1] is not None)}
         for client, upstream in conns:
             for s in (client, upstream):
                 if s is not None:
@@ -190,7 +194,7 @@ class Relay:
 
     def _down(self, cid: int, upstream: socket.socket, client: socket.socket) -> None:
         """Deno's bytes to the debugger as they come (its handshake answer first), each text
-        message read."""
+        message read first (what the relay knows, a pause, is so before the debugger does)."""
         frames: Frames | None = None
         pending = b""
         try:
@@ -198,18 +202,21 @@ class Relay:
                 data = upstream.recv(CHUNK)
                 if not data:
                     break
-                client.sendall(data)
                 if frames is None:  # the HTTP answer to the upgrade, then frames
                     pending += data
                     at = pending.find(b"\r\n\r\n")
                     if at < 0:
                         if len(pending) > MAX_HEAD:
                             break
+                        client.sendall(data)
                         continue
-                    frames, data = Frames(), pending[at + 4 :]
-                for got in frames.feed(data):
+                    frames, rest = Frames(), pending[at + 4 :]
+                else:
+                    rest = data
+                for got in frames.feed(rest):
                     if isinstance(got, str):
                         self._message(cid, got, False)
+                client.sendall(data)
         except (OSError, FrameError):
             pass
         finally:
