@@ -7,6 +7,7 @@ paused, the ports closed with the bench, and the sandbox's own permissions uncha
 from __future__ import annotations
 
 import _thread
+import json
 import socket
 import threading
 import time
@@ -314,3 +315,48 @@ def test_a_tool_cannot_reach_the_inspector_from_inside_the_sandbox(
         res = bench.call("probe", {"port": port, "path": path})
         assert res.error is None, res.error
         assert res.value == ["fetch: NotCapable", "websocket: NotCapable", "tcp: NotCapable"], res.value
+
+
+HOST_PROBE = """(async () => {
+  const out = [];
+  const tries = [
+    ["gem", () => Deno.readTextFile(%(manifest)s)],
+    ["outside", () => Deno.readTextFile(%(outside)s)],
+    ["net", () => fetch("http://127.0.0.1:%(port)d/json/list")],
+    ["tcp", () => Deno.connect({ hostname: "127.0.0.1", port: %(port)d })],
+    ["env", () => Deno.env.get("PATH")],
+    ["run", () => new Deno.Command("true").output()],
+  ];
+  for (const [what, f] of tries) {
+    try { await f(); out.push(what + " ok"); } catch (e) { out.push(what + " " + e.name + (e.name === "TypeError" ? ": " + e.message : "")); }
+  }
+  return out;
+})()"""
+
+
+def test_a_debugger_in_the_hosts_isolate_has_the_hosts_permissions_only(
+    gem: GemBuilder, opened: Callable[..., workbench.Bench], tmp_path: Path
+) -> None:
+    """docs/security.md: a client on the relay reaches the host's main isolate too (not only
+    the Worker); what it runs there is held to the host's permissions, which add nothing to
+    the network, the environment, subprocesses or files outside the gem."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the gem's")
+    bench = opened(_gem(gem), inspect=True)
+    assert bench.call("add", {"a": 1, "b": 1}).value == {"sum": 3}
+    expr = HOST_PROBE % {
+        "manifest": json.dumps(str(gem.root / "manifest.json")),
+        "outside": json.dumps(str(outside)),
+        "port": bench.inspector.port,
+    }
+    with Connection(bench.inspector.ws_url, timeout=20) as conn:
+        got = conn.send("Runtime.evaluate", {"expression": expr, "awaitPromise": True, "returnByValue": True})
+    assert got["result"]["value"] == [
+        "gem ok",
+        "outside NotCapable",
+        "net NotCapable",
+        "tcp NotCapable",
+        "env NotCapable",
+        "run NotCapable",
+    ]
+    assert bench.call("add", {"a": 2, "b": 2}).value == {"sum": 6}  # the sandbox carries on
