@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import _thread
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -360,3 +363,39 @@ def test_a_debugger_in_the_hosts_isolate_has_the_hosts_permissions_only(
         "run NotCapable",
     ]
     assert bench.call("add", {"a": 2, "b": 2}).value == {"sum": 6}  # the sandbox carries on
+
+
+def test_the_command_line_prints_the_addresses_and_waits_for_a_debugger(
+    gem: GemBuilder, tmp_path: Path
+) -> None:
+    """`gem-workbench call … --inspect=wait`: the addresses and launch.json on stderr before
+    the call, the call held until a debugger attaches at the printed address, its result on
+    stdout."""
+    root = _gem(gem).write()
+    cmd = [sys.executable, "-m", "workbench", "call", str(root), "add", "--input", '{"a": 2, "b": 5}']
+    cmd += ["--state-dir", str(tmp_path / "state"), "--inspect=wait"]
+    env = {**os.environ, "GEM_WORKBENCH_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        err = ""
+        while "]\n}\n" not in err:  # the launch.json snippet's end
+            line = proc.stderr.readline()
+            assert line, err
+            err += line
+        assert "devtools://devtools/bundled/js_app.html?" in err and "chrome://inspect" in err
+        launch = json.loads(err[err.index('{\n  "version"') :])
+        (config,) = launch["configurations"]
+        assert config["type"] == "node" and config["request"] == "attach" and config["address"] == "127.0.0.1"
+        time.sleep(2.0)
+        assert proc.poll() is None  # held: no debugger yet
+        with Connection(config["websocketAddress"], timeout=20) as conn:
+            worker = conn.worker(timeout=20)
+            worker.send("Runtime.runIfWaitingForDebugger")
+            out, rest = proc.communicate(timeout=60)
+        assert proc.returncode == 0, rest
+        assert json.loads(out) == {"sum": 9}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
