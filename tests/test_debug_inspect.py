@@ -399,3 +399,27 @@ def test_the_command_line_prints_the_addresses_and_waits_for_a_debugger(
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def test_gem_open_inspect_prints_the_addresses_in_the_cell(
+    gem: GemBuilder, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from _ipython import workbench_shell
+
+    shell = workbench_shell(tmp_path / "ipython")
+    monkeypatch.chdir(tmp_path)
+    root = _gem(gem).write()
+    bench = None
+    try:
+        assert shell.run_cell(f"%gem open {root} --inspect --state-dir {tmp_path / 'state'}").success
+        bench = shell.user_ns["bench"]
+        _, err = capsys.readouterr()
+        assert bench.inspector.devtools_url in err and '"request": "attach"' in err
+        assert bench.inspector.mode is True
+        assert shell.run_line_magic("tool", 'add {"a": 1, "b": 1}').value == {"sum": 3}
+        wrong = shell.run_cell(f"%gem open {root} --inspect=later --state-dir {tmp_path / 'state'}")
+        assert not wrong.success
+        assert "--inspect=wait" in capsys.readouterr().err
+    finally:
+        if bench is not None:
+            bench.close()
