@@ -139,11 +139,14 @@ def test_a_paused_call_outlives_its_timeout_and_the_timeout_counts_again_after(
     gem: GemBuilder, opened: Callable[..., workbench.Bench]
 ) -> None:
     source = ADD.replace(
-        "const sum: number", "if (input.a < 0) for (;;) {}\n      debugger;\n      const sum: number"
+        "const sum: number",
+        "if (input.a < 0) for (;;) {}\n      if (input.a > 0) debugger;\n      const sum: number",
     )
     bench = opened(_gem(gem, source), inspect=True, timeout=1.0)
     conn, worker = _attach(bench)
     try:
+        # imported first (on a loaded machine that may take longer than the 1 s timeout alone)
+        assert bench.call("add", {"a": 0, "b": 0}).value == {"sum": 0}
         t, out = _in_thread(lambda: bench.call("add", {"a": 2, "b": 2}))
         worker.event("Debugger.paused", timeout=30)
         time.sleep(2.0)  # twice the call's timeout
@@ -221,6 +224,7 @@ def test_ctrl_c_while_paused_ends_the_call_and_the_next_call_works(
     bench = opened(_gem(gem, source), inspect=True, timeout=1.0)
     conn, worker = _attach(bench)
     first = bench.inspector.relay.port
+    assert bench.call("add", {"a": 0, "b": 0}).value == {"sum": 0}  # imported within its 1 s
 
     def interrupt() -> None:
         worker.event("Debugger.paused", timeout=30)
@@ -423,3 +427,13 @@ def test_gem_open_inspect_prints_the_addresses_in_the_cell(
     finally:
         if bench is not None:
             bench.close()
+
+
+def test_wait_does_not_hold_a_python_tools_call(
+    gem: GemBuilder, opened: Callable[..., workbench.Bench]
+) -> None:
+    _gem(gem).tool("echo", "def handle(input, ctx):\n    return input\n", side_effect="read")
+    bench = opened(gem, inspect="wait", timeout=5.0)
+    started = time.monotonic()
+    assert bench.call("echo", {"x": 1}).value == {"x": 1}  # it runs in the kernel: nothing to attach
+    assert time.monotonic() - started < 3 and not bench.inspector.attached

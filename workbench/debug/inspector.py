@@ -232,8 +232,9 @@ class _Hold(CallHooks):
         self.inspector = inspector
 
     def on_call_start(self, *, session: Any, **_: Any) -> None:
-        if self.inspector.attached:
-            return
+        language = getattr(getattr(session, "tool", None), "language", None)
+        if self.inspector.attached or language not in ("javascript", "typescript"):
+            return  # (a Python tool runs in the kernel, not in the sandbox)
         start = time.monotonic()
         self.inspector.hold()
         if session.deadline is not None:
