@@ -263,9 +263,9 @@ def test_the_ports_listen_on_loopback_and_close_with_the_bench(gem: GemBuilder, 
     try:
         assert bench.call("add", {"a": 1, "b": 1}).value == {"sum": 3}
         inspector = bench.inspector
-        relay, deno = inspector.port, inspector._deno_port
+        relay, deno = inspector.port, inspector.deno_port
         assert not _refused(relay) and not _refused(deno)
-        assert inspector.relay._server.getsockname()[0] == "127.0.0.1"
+        assert inspector.relay.address == ("127.0.0.1", relay)
         pid = deno_pids(gem.root)[0]
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         assert f"--inspect=127.0.0.1:{deno}".encode() in cmdline
@@ -318,7 +318,7 @@ def test_a_tool_cannot_reach_the_inspector_from_inside_the_sandbox(
     bench = opened(gem.tool("probe", PROBE, ext="ts", side_effect="read"), inspect=True)
     inspector = bench.inspector
     bench.call("probe", {"port": 1, "path": "/"})  # the sandbox up: Deno's port known
-    for port, path in ((inspector.port, "/" + inspector.relay.token), (inspector._deno_port, "/")):
+    for port, path in ((inspector.port, "/" + inspector.relay.token), (inspector.deno_port, "/")):
         res = bench.call("probe", {"port": port, "path": path})
         assert res.error is None, res.error
         assert res.value == ["fetch: NotCapable", "websocket: NotCapable", "tcp: NotCapable"], res.value
