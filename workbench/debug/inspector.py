@@ -263,11 +263,9 @@ def launch_json(inspector: Inspector) -> dict[str, Any]:
         "name": f"Gem Workbench: {inspector.title}",
         "address": "127.0.0.1",
         "port": inspector.port,
-        "websocketAddress": inspector.ws_url,
-        "attachExistingChildren": True,
-        "sourceMaps": True,
-        "resolveSourceMapLocations": ["**", "!**/node_modules/**"],
-        "skipFiles": ["<node_internals>/**", "ext:*/**"],
+        "websocketAddress": inspector.ws_url,  # the relay's target, whatever /json/list says
+        "sourceMaps": True,  # Deno's inline maps: breakpoints in the .ts file bind to its lines
+        "skipFiles": ["<node_internals>/**"],
     }
 
 
