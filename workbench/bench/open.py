@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,7 +146,9 @@ def _inspecting(bench: Bench, inspector: Any) -> None:
     printed (to stderr: beside a command's output, in a notebook's cell)."""
     from ..debug.inspector import print_addresses
 
-    bench.core.finalizers.append(inspector.close)
+    # closed with the bench, or when it is collected unclosed (the relay's thread would keep
+    # its port open for the life of the process)
+    bench.core.finalizers.append(weakref.finalize(bench, inspector.close))
     if (hold := inspector.hooks()) is not None:
         bench.core.add_hook(hold)
     print_addresses(inspector)
