@@ -6,6 +6,7 @@ Worker that still reaches only what it did (the modules are not importable by a 
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -66,6 +67,20 @@ def test_worker_bundle_is_written_once_and_replaces_older_ones(tmp_path: Path) -
     assert bundle.write(folder) == path and path.stat().st_mtime_ns == stat.st_mtime_ns  # not rewritten
     path.write_text("// planted: a state folder copied from elsewhere")
     assert bundle.write(folder) == path and path.read_text() == bundle.source()  # its content checked
+
+
+def test_worker_bundle_checked_once_is_read_again_once_written(tmp_path: Path) -> None:
+    # a start after the first does not read the bundle again (bundle.py _checked), unless the
+    # file was written since: the same size and mtime given back do not hide that (its ctime)
+    path = bundle.write(tmp_path)
+    text = bundle.source()
+    stat = path.stat()
+    planted = "//" + text[2:-1].replace("a", "b") + "\n"
+    assert len(planted.encode()) == len(text.encode())
+    path.write_text(planted)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    assert bundle.write(tmp_path) == path and path.read_text() == text
 
 
 @pytest.mark.deno

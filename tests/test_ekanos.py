@@ -333,6 +333,27 @@ def test_K6_fetch_returns_a_real_response(tmp_path: Path, opened: Callable) -> N
                          "url": "https://api.demo.example/v1/x", "body": {"b": 2}, "used": True}  # fmt: skip
 
 
+def test_K6_fetch_gives_the_runtimes_response_after_a_tool_replaced_the_globals(
+    tmp_path: Path, opened: Callable
+) -> None:
+    # The bridge takes Response and Request as Deno's lazy getters and calls them on first use
+    # (worker/primordials.ts lazyGlobal): here that first use comes after the tool replaced both
+    # globals without touching them (the runtime's setter defines plain values, nothing loaded)
+    run = """
+      class Fake { constructor() { throw new Error('the fake ran'); } }
+      globalThis.Response = Fake;
+      globalThis.Request = Fake;
+      const r = await ctx.fetch('https://api.demo.example/v1/x');
+      const proto = Object.getPrototypeOf(r);
+      return { fake: r instanceof Fake, name: proto.constructor.name, clone: typeof r.clone,
+               status: r.status, body: await r.json(), still: globalThis.Response === Fake };"""
+    root = integration(tmp_path / "i", tool("f", run))
+    handler = {"match": "https://api.demo.example/", "respond": {"status": 201, "json": {"b": 2}}}
+    res = opened(root, fetch_handlers=[handler]).call("f").raise_for_error()
+    assert res.value == {"fake": False, "name": "Response", "clone": "function", "status": 201,
+                         "body": {"b": 2}, "still": True}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "url",
     [

@@ -312,3 +312,18 @@ def test_SEC5_a_flags_json_file_is_read_bounded_and_never_hangs(
                   "--state-dir", str(tmp_path / "s"))  # fmt: skip
         assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
         assert out.stderr.count("\n") == 1 and "secrets.json" in out.stderr, out.stderr
+
+
+@pytest.mark.deno
+def test_a_relative_state_dir_is_the_one_under_the_folder_open_ran_in(
+    gem: GemBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """state_dir="st" is tmp_path/st: a JS tool runs (its sandbox's folder is a file URI, which
+    a relative path cannot be), and a later chdir does not move it."""
+    gem.tool("t", "export default async () => 41 + 1;\n", ext="js")
+    monkeypatch.chdir(tmp_path)
+    with workbench.open(gem.write(), state_dir="st") as bench:
+        monkeypatch.chdir(gem.root)
+        res = bench.call("t")
+        assert res.ok and res.value == 42, res.error
+        assert bench.providers.state_dir == tmp_path / "st"

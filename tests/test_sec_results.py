@@ -332,6 +332,29 @@ def test_SEC5_a_kept_call_is_counted_as_the_memory_it_holds(
     assert 0.75 <= grown / kept_chars(res) <= 1.25, (grown, kept_chars(res))
 
 
+@pytest.mark.parametrize("lang", ["py", pytest.param("js", marks=pytest.mark.deno)])
+def test_SEC5_kept_results_hold_no_empty_lists_of_their_own(lang: str, gem: GemBuilder, opened: Any) -> None:
+    """A kept call that made no ctx call, printed no warning and surfaced no file holds the one
+    shared empty list for each (bench.results keeps thousands: the garbage collector walked
+    seven empty lists a result); nothing can be added to it; a call with rows has its own."""
+    import gc
+
+    gem.tool("t", KV_GETS[lang], ext=lang)
+    bench = opened(gem)
+    a, b, c = bench.call("t", {"n": 0}), bench.call("t", {"n": 0}), bench.call("t", {"n": 2})
+    assert a.ok and b.ok and c.ok, (a.error, b.error, c.error)
+    for name in ("violations", "trace_rows", "surfaced", "children", "log_rows", "warnings", "files"):
+        mine, theirs = getattr(a, name), getattr(b, name)
+        assert mine == [] and isinstance(mine, list) and mine is theirs, name
+        with pytest.raises(TypeError, match="shared by every CallResult"):
+            mine.append("x")
+    assert a.trace.empty and len(c.trace_rows) == 2 and c.trace_rows is not a.trace_rows
+    # what a kept call adds for the collector to walk: itself and its replay record
+    shared = (a.files, a.pinner, type(a))
+    own = [o for o in gc.get_referents(a) if gc.is_tracked(o) and not any(o is x for x in shared)]
+    assert own == [a.replay], [type(o).__name__ for o in own]
+
+
 # -- a tool's text reaches terminals and reports with its control codes made visible --------------
 
 HOSTILE = (

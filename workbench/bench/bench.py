@@ -78,6 +78,9 @@ class Bench(Views):
 
             self.core.add_hook(Pinning(self))
         self.core.pinner = self._pin
+        # the `bench.debug` session in progress (workbench/debug): it holds the bench's lock
+        # while paused, so other calls are refused rather than left waiting for a cell
+        self.debugging: Any = None
         self.email_box = BenchEmail(self)  # bench.email: allowed accounts, mock mail, new-mail events
         resources = backend_of(providers, RESOURCES)
         if resources is not None:  # R2: "required": true starts downloading now
@@ -127,7 +130,9 @@ class Bench(Views):
 
     def close(self) -> None:
         """Stop the sandbox and close the databases (real state stays on disk); a call running
-        in another thread finishes first."""
+        in another thread finishes first; a paused `bench.debug` call is aborted."""
+        if self.debugging is not None:
+            self.debugging.end()
         with self.core.lock:
             self.core.close()
             self.providers.data_db.close()
@@ -180,6 +185,7 @@ class Bench(Views):
                     raise UsageError(
                         f"{what}={value!r}: give an id (a string of 1 to 200 characters) or None"
                     )
+        self._undebugged("bench.call")
         with self.core.lock:
             self.check_open()
             self.email_box.deliver()  # mail scheduled with at= whose time came, and its triggers
@@ -197,9 +203,27 @@ class Bench(Views):
                 options=options,
             )
 
+    def debug(self, tool: str, input: Any = None, *, break_at: Any = (), **call_options: Any) -> Any:
+        """Run the call in the background, paused before each ctx call `break_at` names
+        ("ctx.files.read", "files.read", "ctx.fetch", "ctx.tools.send_email", "ctx.files.*",
+        "ctx.*"); returns a DebugSession once it paused or ended, which the next cells drive:
+        `.where`, `.args`, `.cont()`, `.answer(value)`, `.fail("E_NOT_FOUND", "…")`, `.abort()`,
+        `.result` (docs/debugging-notebook.md). `call_options` as `call`'s (not crash=). Time
+        paused does not count against the timeout; other calls wait for no cell: E_USAGE."""
+        from ..debug import start
+
+        return start(self, tool, input, break_at=break_at, **call_options)
+
+    def _undebugged(self, what: str) -> None:
+        """E_USAGE naming the `bench.debug` session that holds the bench's lock while paused:
+        `what` would wait for it, and it waits for a cell that cannot run (a deadlock)."""
+        if self.debugging is not None:
+            self.debugging.refuse(what)
+
     def crash_matrix(self, name: str, input: Any = None) -> pd.DataFrame:
         """N7: crash the tool at every point (0..its ctx calls in a clean run), rerun it with
         the same idempotencyKey, one row per point; the bench's state is restored after."""
+        self._undebugged("bench.crash_matrix")
         with self.core.lock:
             self.check_open()
             from .crash import crash_matrix
@@ -210,6 +234,7 @@ class Bench(Views):
         """Load the gem's definition again (manifest.json, an integration's module), checked as
         `workbench.open` checks it; done before a call when it was edited. GemLoadError
         (file and pointer) when it no longer loads: the bench keeps the last good one."""
+        self._undebugged("bench.reload")
         from .reload import reload
 
         with self.core.lock:
@@ -287,6 +312,7 @@ class Bench(Views):
     def _pin(self, res: CallResult, name: str) -> Any:
         from ..pins.case import pin
 
+        self._undebugged("pin")
         self.check_open()
         return pin(self, res, name)
 
@@ -294,6 +320,7 @@ class Bench(Views):
         """Write a repro bundle (*.gemrepro): the state, the calls (None: every top-level call
         kept; or CallResults / indexes of `results`), the gem's files; secrets masked.
         `workbench.open(path)` opens it; `gem-workbench replay path` reruns its calls."""
+        self._undebugged("bench.export")
         from ..bundles.export import export
 
         return export(self, path, calls=calls)
@@ -301,6 +328,7 @@ class Bench(Views):
     def export_state(self, folder: str | os.PathLike[str]) -> Path:
         """Write the state as a folder (state.json + workspace/ as real files) that
         `workbench.open(gem, state=folder)` starts from; an earlier one there is replaced."""
+        self._undebugged("bench.export_state")
         from ..bundles.statedir import export_state
 
         return export_state(self, folder)

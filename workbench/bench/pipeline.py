@@ -31,7 +31,7 @@ from ..ctx.tools import envelope
 from ..runners import RUNNER_FOR, Outcome
 from .hints import explain_absent
 from .reload import tool_file_error
-from .result import CallResult
+from .result import NONE, CallResult
 
 if TYPE_CHECKING:
     from ..ctx.hooks import CallHooks
@@ -358,9 +358,9 @@ def _run(
     finally:
         failed = caps.end()
         _record(session, res)
-        res.violations = session.violations
+        res.violations = session.violations or NONE
         session.finish(res)  # each capability's part: surfaced files, nested calls, log rows
-        times = bench.clock.untape() if taped else None
+        times = (bench.clock.untape() or NONE) if taped else None
         res.replay = {
             "seed": session.seed,
             "ids": session.ids_seed,
@@ -376,7 +376,9 @@ def _run(
         res.logs, res.error = outcome.logs if outcome else "", failed
         res.warnings = [w for w in session.warnings if w.startswith("K6:")]  # a leak, said anyway
     elif outcome is not None:
-        res.logs, res.warnings = outcome.logs, [*session.warnings, *outcome.warnings]
+        res.logs = outcome.logs
+        if session.warnings or outcome.warnings:
+            res.warnings = [*session.warnings, *outcome.warnings]
         if outcome.error is not None:
             res.error = explain_absent(outcome.error, tool, bench.profile, session.grants)
         else:
@@ -444,7 +446,7 @@ def _run_nested(bench: Bench, parent: CallSession, tool: ToolSpec, args: Any, re
         seed=call_seed(parent.seed, res.call_id),  # its own: the caller's seed and its id
         state=parent.child_state(),  # ctx.audit numbers its rows anew; surfaced files are shared
     )
-    session.of("tools").children = res.children  # its own nested calls are its result's
+    session.of("tools").children = res.children = []  # its own nested calls are its result's
     try:
         outcome = runner.call(tool, args, Capabilities(session), fresh=False)
     finally:
@@ -483,7 +485,8 @@ def _crashed(bench: Bench, tool: ToolSpec, exc: CtxCrash) -> Outcome:
 
 def _record(session: CallSession, res: CallResult) -> None:
     """What the call's trace listed and kept, into its result (SEC5 counts it per bench)."""
-    res.trace_rows, res.calls_made = session.trace, session.ctx_calls
+    # (no rows: the results' shared empty list, not one more for the garbage collector to walk)
+    res.trace_rows, res.calls_made = session.trace or NONE, session.ctx_calls
     res.trace_chars = session.kept
 
 
@@ -512,10 +515,10 @@ def _conclude(bench: Bench, tool: ToolSpec, http: HttpState | None, res: CallRes
             ("the error", said[1], res.error.message if res.error is not None else None),
         ):
             if before != now:  # K6: a secret the tool printed or threw, said once
-                res.warnings.append(f"K6: a secret's value reached {where} (shown masked as ***)")
+                res.warnings = [*res.warnings, f"K6: a secret's value reached {where} (shown masked as ***)"]
     if res.error is None:
         verdict = bench.profile.judge(bench.manifest, tool, res.value)
         if verdict.expected_failure:
             res.expected_failure = True
         if verdict.warnings:
-            res.warnings += verdict.warnings
+            res.warnings = [*res.warnings, *verdict.warnings]

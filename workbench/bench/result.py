@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._errors import WorkbenchError
 from .._json import flat_chars, json_chars
@@ -14,6 +14,26 @@ __all__ = ["PREVIEW_BYTES", "CallResult", "CrashReport", "FileChange", "kept_cha
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+class _Empty(list):
+    """The empty list a result holds where it has none of a kind (no warnings, no files, no
+    nested calls, …): one for all results. bench.results keeps thousands of results, and seven
+    empty lists each were most of what the garbage collector walked on every collection. It
+    stays empty: a result that gets some is given a list of its own."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__  # type: ignore[assignment]  # (a dataclass takes it as a default)
+
+    def _refuse(self, *_: Any, **__: Any) -> NoReturn:
+        raise TypeError("this empty list is shared by every CallResult: assign a new list instead")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+NONE: list[Any] = _Empty()
+"""The shared empty list of CallResult's list fields (nothing can be added to it)."""
 
 TRACE_COLUMNS = ["seq", "method", "args", "ok", "error", "duration_us"]
 # Each trace row also holds, outside the DataFrame: "params", the call's (positional arguments,
@@ -33,27 +53,27 @@ class CallResult:
     value: Any = None
     error: WorkbenchError | None = None
     logs: str = ""
-    violations: list[str] = field(default_factory=list)
+    violations: list[str] = field(default=NONE)
     duration_ms: float = 0.0
     started: float = 0.0  # seconds since the epoch
-    trace_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    trace_rows: list[dict[str, Any]] = field(default=NONE, repr=False)
     idempotency_key: str = ""  # N7: ctx.idempotencyKey of this call (kept on a crash rerun)
     crash: CrashReport | None = field(default=None, repr=False)  # set by call(crash=...)
     parent: str | None = None  # agent tools: the call_id of the call whose ctx.tools ran this one
-    surfaced: list[dict[str, Any]] = field(default_factory=list)  # agent tools: surface_file's files
-    children: list[CallResult] = field(default_factory=list, repr=False)  # its nested ctx.tools calls
+    surfaced: list[dict[str, Any]] = field(default=NONE)  # agent tools: surface_file's files
+    children: list[CallResult] = field(default=NONE, repr=False)  # its nested ctx.tools calls
     # Ekanos (K2, K6): the value is `{error}` the model explains; ctx.logger's rows; warnings
     # about the result (its shape against outputExample)
     expected_failure: bool = False
-    log_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
-    warnings: list[str] = field(default_factory=list)
+    log_rows: list[dict[str, Any]] = field(default=NONE, repr=False)
+    warnings: list[str] = field(default=NONE)
     # ctx calls made (None: as many as trace_rows lists; SEC5: it lists at most Limits.trace_rows)
     calls_made: int | None = field(default=None, repr=False)
     trace_chars: int = field(default=0, repr=False)  # characters of arguments and results it keeps
     # each file the call created, modified, moved or deleted, in order (ctx.files' platforms;
     # [] on the others): path, area, change, from_path, size, before_size, type; and their
     # content as the call left it and before (bounded: ctx/written.py)
-    files: list[FileChange] = field(default_factory=list, repr=False)
+    files: list[FileChange] = field(default=NONE, repr=False)
     # what a replay of it needs to see the same draws and times (a pinned call, issue 29): its
     # seed (None: none), its clock at the start in ms (None: the wall clock), whether frozen,
     # the sandbox's reads of a clock that ran (ticks) and the ctx layer's (times)

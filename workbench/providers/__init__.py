@@ -103,7 +103,8 @@ def make_providers(
         )
     kinds = {"files": "mock", "storage": "mock", **given}
     # mock providers keep nothing there, but caches (the sandbox's DENO_DIR) use it when given
-    state: Path | None = Path(state_dir) if state_dir else None
+    # absolute: the sandbox takes it as a file URI, and a later chdir must not move it
+    state: Path | None = Path(state_dir).absolute() if state_dir else None
     if "real" in kinds.values():
         state = state or default_state_dir(gem_id, gem_root)
         make_state_dir(state)

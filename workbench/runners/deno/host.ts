@@ -52,11 +52,6 @@ const unlink = () => {
 const alive = () => { if (String(Deno.ppid) !== parentPid) { unlink(); Deno.exit(0); } };
 alive();
 setInterval(alive, 500);
-// Opened on the event loop, not with openSync: a FIFO's open blocks until its other end is open,
-// and a Python gone before it opened its end must still end this process (above).
-const input = await Deno.open(inPath, { read: true });
-const output = await Deno.open(outPath, { write: true });
-unlink(); // both ends are open: nobody may open them again (Python removes them too)
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const HEADER_LIMIT = 1 << 20; // headers are small; a longer line is a broken stream
@@ -432,7 +427,15 @@ function readPayload(n: number): Uint8Array | null {
   return out;
 }
 
-worker = startWorker(); // now, not at the first call: it starts while Python gets ready
+// The Worker first, not at the first call nor after the FIFOs: its start (tens of ms: its own
+// thread, runtime and modules, worker/*.ts) runs while they open and while Python gets ready.
+// It has no permission to reach them. (An error it raises meanwhile finds no call to fail.)
+worker = startWorker();
+// Opened on the event loop, not with openSync: a FIFO's open blocks until its other end is open,
+// and a Python gone before it opened its end must still end this process (above).
+const input = await Deno.open(inPath, { read: true });
+const output = await Deno.open(outPath, { write: true });
+unlink(); // both ends are open: nobody may open them again (Python removes them too)
 send({ t: "ready" });
 for (;;) {
   if (!pythonsTurn()) {

@@ -1,7 +1,7 @@
 // What a tool may not do in this Worker (Deno.exit, self.close, self.postMessage), and what a
 // top call leaves behind (timers, ports, nested Workers), tracked so that its end clears it.
-import { append, call0, data, defineProperty, getter, NativeError, NativeTypeError, objectCreate,
-  objectKeys, ReflectApply, ReflectConstruct, ReflectDelete } from "./primordials.ts";
+import { append, call0, data, defineProperty, getter, lazyGlobal, NativeError, NativeTypeError, objectCreate,
+  objectKeys, promiseThen, ReflectApply, ReflectConstruct, ReflectDelete } from "./primordials.ts";
 import { nestedUrl, refuseNodeWorker } from "../internals.ts";
 
 
@@ -31,9 +31,15 @@ refuse(self, "postMessage", () => "self.postMessage()");
 // that spins (measured with Deno 2.9: a busy loop, a microtask flood, `for (;;) await null` all
 // ran on), and only the process's end frees its threads for sure. A microtask flood never lets
 // the probe run: the host sees no idle Worker within its grace and ends the process (host.ts).
-export const nativeSetTimeout = setTimeout;
-const nativeSetInterval = setInterval;
-const nativeClearTimeout = clearTimeout, nativeClearInterval = clearInterval;
+// The four timer globals are lazy in Deno 2.9 (their getters load node:timers, and with it the
+// runtime's Node layer: ~20 ms of a Worker's start): taken as their getters (primordials.ts
+// lazyGlobal) and called once node:worker_threads, which loads that layer anyway, is in
+// (internalsReady below), before any tool code; the wrappers are in place at once.
+type Fn = (...a: unknown[]) => unknown;
+const nativeSetTimeout = lazyGlobal<Fn>("setTimeout");
+const nativeSetInterval = lazyGlobal<Fn>("setInterval");
+const nativeClearTimeout = lazyGlobal<Fn>("clearTimeout");
+const nativeClearInterval = lazyGlobal<Fn>("clearInterval");
 const NativeWorker = Worker, workerTerminate = Worker.prototype.terminate;
 const NativeMessageChannel = MessageChannel, NativeBroadcastChannel = BroadcastChannel;
 const portClose = MessagePort.prototype.close, broadcastClose = BroadcastChannel.prototype.close;
@@ -46,21 +52,21 @@ let nestedWorkers = 0; // Workers made since the last recycle: any means the pro
 function wrap(name: string, fn: (...a: any[]) => unknown): void {
   defineProperty(globalThis, name, data(fn));
 }
-function timer(native: unknown, once: boolean) {
+function timer(native: () => Fn, once: boolean) {
   return (fn: unknown, ms?: unknown, ...args: unknown[]) => {
     const cb = typeof fn !== "function" ? fn : function (this: unknown) {
       if (once) ReflectDelete(TIMERS, id);
       return ReflectApply(fn as () => unknown, this, args);
     };
-    const id = ReflectApply(native as () => number, globalThis, [cb, ms]) as number;
+    const id = ReflectApply(native(), globalThis, [cb, ms]) as number;
     TIMERS[id] = true;
     return id;
   };
 }
-function untimer(native: unknown) {
+function untimer(native: () => Fn) {
   return (id?: unknown) => {
     ReflectDelete(TIMERS, id as number);
-    ReflectApply(native as () => void, globalThis, [id]);
+    ReflectApply(native(), globalThis, [id]);
   };
 }
 wrap("setTimeout", timer(nativeSetTimeout, true));
@@ -105,8 +111,20 @@ for (const name of ["MessageChannel", "MessagePort"]) {
   defineProperty(globalThis, name, { __proto__: null, value: (globalThis as any)[name], writable: false,
                                      configurable: false } as PropertyDescriptor);
 }
-// settled before the first tool module is imported (main.ts `run`)
-export const internalsReady: Promise<unknown> = refuseNodeWorker();
+// settled before the first tool module is imported (run.ts `run`), the timers taken by then
+const takeTimers = () => {
+  nativeSetTimeout();
+  nativeSetInterval();
+  nativeClearTimeout();
+  nativeClearInterval();
+};
+export const internalsReady: Promise<unknown> = ReflectApply(promiseThen, refuseNodeWorker(),
+                                                             [takeTimers, takeTimers]) as Promise<unknown>;
+
+// `fn` after `ms` on the native timer, not tracked (the bridge's own, main.ts)
+export function later(fn: () => void, ms: number): void {
+  ReflectApply(nativeSetTimeout(), globalThis, [fn, ms]);
+}
 
 // What the top call that ended left running, cleared: its timers and intervals, its ports and
 // channels, its nested Workers. True when the process must end (a nested Worker was made).
@@ -115,7 +133,7 @@ export function clearTracked(): boolean {
   for (let i = 0; i < ids.length; i++) {
     const id = ids[i] as unknown as number;
     ReflectDelete(TIMERS, id);
-    ReflectApply(nativeClearTimeout, globalThis, [+id]); // (timeouts and intervals share ids)
+    ReflectApply(nativeClearTimeout(), globalThis, [+id]); // (timeouts and intervals share ids)
   }
   for (let i = 0; i < CLOSABLE.length; i++) {
     try { ReflectApply(CLOSABLE[i][0] as () => void, CLOSABLE[i][1], []); } catch { /* closed */ }

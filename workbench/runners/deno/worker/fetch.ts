@@ -6,7 +6,7 @@
 import { ctxCall } from "./ctxcall.ts";
 import { abByteLength, append, b64decode, b64encode, call0, charCodeAt, data, decode, defineProperty,
   freeze, fromCharCode, hasOwn, headersAppend, headersEntries, headersIterNext, isA, isView,
-  NativeArrayBuffer, NativeHeaders, NativePromise, NativeRequest, NativeResponse, NativeTypeError,
+  NativeArrayBuffer, NativeHeaders, NativePromise, nativeRequest, nativeResponse, NativeTypeError,
   NativeUint8Array, NativeURL, NativeURLSearchParams, objectKeys, own, parseJSON, promiseOf, promiseThen,
   ReflectApply, resolveWith, safeGet, searchToString, taBuffer, taByteLength, taByteOffset, urlHref } from "./primordials.ts";
 const FETCH_IGNORED: Record<string, true> = {
@@ -34,7 +34,7 @@ function fromBase64(text: string): Uint8Array<ArrayBuffer> {
 }
 
 function fetchArgs(input: unknown, init: unknown): unknown[] {
-  if (isA(input, NativeRequest)) { // its body is a stream: not carried; say so, not a silent GET
+  if (isA(input, nativeRequest())) { // its body is a stream: not carried; say so, not a silent GET
     throw new NativeTypeError("fetch(request): a Request object is not supported by ctx's fetch; " +
                               "pass the URL and an init object: fetch(url, { method, headers, body })");
   }
@@ -111,7 +111,7 @@ function realResponse(r: FetchReply): Response {
     ReflectApply(headersAppend, headers, [r.headers[i][0], r.headers[i][1]]);
   }
   const status = r.status >= 200 && r.status <= 599 ? r.status : 502; // 1xx is never final
-  const res = new NativeResponse(NULL_BODY[status] ? null : fromBase64(r.body),
+  const res = new (nativeResponse())(NULL_BODY[status] ? null : fromBase64(r.body),
                                  { status, statusText: r.statusText, headers });
   defineProperty(res, "url", data(r.url, true));
   defineProperty(res, "redirected", data(r.redirected, true));

@@ -22,7 +22,7 @@
 import "../internals.ts"; // first: the runtime's internals removed before anything else runs
 import { atomicsNotify, encode, NativeInt32Array, ReflectApply, removePlantedThen, waitAsync,
   whenSettled } from "./primordials.ts";
-import { clearTracked, nativeSetTimeout } from "./confine.ts";
+import { clearTracked, later } from "./confine.ts";
 import { clockFrom, clockReads } from "./clock.ts";
 import { seedFrom } from "./random.ts";
 import { idle, leftoversDue, openChannel, send } from "./channel.ts";
@@ -48,7 +48,7 @@ function afterMicrotasks(fn: () => void): void {
 function clearLeftovers(): void {
   if (running() > 0) return; // a call started since: its own end clears
   if (waiting()) {
-    ReflectApply(nativeSetTimeout, globalThis, [clearLeftovers, 1]);
+    later(clearLeftovers, 1);
     return;
   }
   idle(clearTracked());

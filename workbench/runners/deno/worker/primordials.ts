@@ -18,8 +18,6 @@ export const NativeUint8Array = Uint8Array;
 export const NativeInt32Array = Int32Array;
 export const NativeArrayBuffer = ArrayBuffer;
 export const NativeHeaders = Headers;
-export const NativeResponse = Response;
-export const NativeRequest = Request;
 export const consoleError = console.error;
 export const NativeURL = URL;
 export const NativeURLSearchParams = URLSearchParams;
@@ -49,6 +47,33 @@ export const decode = decoder.decode.bind(decoder);
 export const TypedArrayProto = getPrototypeOf(NativeUint8Array.prototype);
 export const getter = (proto: object, key: PropertyKey) =>
   (getOwnPropertyDescriptor(proto, key) as PropertyDescriptor).get as (this: unknown) => unknown;
+// A global that Deno makes on first touch (its getter loads the runtime's own module that
+// defines it: Response and Request load fetch's, the timers node:timers'), taken as that getter:
+// touched at start, Response alone cost ~7 ms of a Worker's start that only ctx's fetch needs.
+// The getter is taken now, before any tool runs (a tool may replace the global, whose setter
+// then defines a plain value, or delete it); called on first use, it runs only the runtime's
+// loader, which consults nothing a tool can reach (the module's own code, made with the
+// runtime's own primordials), and gives the class the global would have given before any tool
+// ran: the same one a tool touching the global loads. A global that is not lazy (another Deno)
+// is taken as it is.
+export function lazyGlobal<T>(name: string): () => T {
+  const d = getOwnPropertyDescriptor(globalThis, name);
+  if (d === undefined || hasOwn(d, "value") || d.get === undefined) {
+    const value = d === undefined ? undefined : d.value;
+    return () => value as T;
+  }
+  const get = d.get;
+  let value: unknown, taken = false;
+  return () => {
+    if (!taken) {
+      value = ReflectApply(get, globalThis, []);
+      taken = true;
+    }
+    return value as T;
+  };
+}
+export const nativeResponse = lazyGlobal<typeof Response>("Response");
+export const nativeRequest = lazyGlobal<typeof Request>("Request");
 export const taBuffer = getter(TypedArrayProto, "buffer");
 export const taByteOffset = getter(TypedArrayProto, "byteOffset");
 export const taByteLength = getter(TypedArrayProto, "byteLength");
