@@ -59,7 +59,7 @@ class Sandbox(SandboxProcess):
         self._shape_ids: dict[str, int] = {}
         self._shapes_sent: set[int] = set()
         self._between: list[str] = []  # why the process ended after the last call: a warning
-        self._due: dict[str, float] = {}  # with an inspector: a paused call's first deadline
+        self._due: dict[str, float] = {}  # a call whose deadline a pause moved: its first one
 
     def _new_process(self) -> None:
         self._mtimes.clear()
@@ -187,8 +187,8 @@ class Sandbox(SandboxProcess):
         try:
             while True:
                 got = held.pop(0) if held else self._recv(deadline, limit)
-                if got is None and self.options.inspector is not None:  # a debugger's pause does not count
-                    got, deadline = self._paused(session, deadline, limit)
+                if got is None:  # the deadline passed (or the process ended): did a pause move it?
+                    got, deadline = self._moved(session, deadline, limit)
                 if got is None:
                     return (
                         None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
@@ -212,15 +212,16 @@ class Sandbox(SandboxProcess):
         except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO)
             return None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
 
-    def _paused(
+    def _moved(
         self, session: Any, deadline: float, limit: int
     ) -> tuple[tuple[dict[str, Any], bytes | None] | None, float]:
-        """With an inspector, once `deadline` passed: the next message, within the deadline
-        moved by the time a debugger held the Worker paused since the call began, and that
-        deadline (the session's moves too, for its ctx calls). None when the moved deadline
-        passed too or the process is gone."""
+        """Once `deadline` passed: the next message within the call's deadline as a debugger's
+        pauses moved it, and that deadline; (None, deadline) when none moved it or the moved one
+        passed too, or the process is gone. Time paused does not count: a ctx breakpoint's pause
+        (bench.debug) moves `session.deadline` itself; with an inspector (open(inspect=)) the
+        deadline moves by the time the Worker was held paused since the call began, and the
+        session's with it (for its ctx calls)."""
         inspector = self.options.inspector
-        assert inspector is not None
         due = self._due
         for gone in [c for c in due if c not in self._active]:  # calls that ended
             del due[gone]
@@ -228,7 +229,10 @@ class Sandbox(SandboxProcess):
         start, later = first - self.options.timeout, deadline
         while self.proc is not None and alive(self.proc):
             now = time.monotonic()
-            later = max(later, first + inspector.paused_between(start, now))
+            if session.deadline is not None:
+                later = max(later, session.deadline)
+            if inspector is not None:
+                later = max(later, first + inspector.paused_between(start, now))
             if now >= later:
                 break
             if session.deadline is not None and session.deadline < later:
