@@ -208,7 +208,7 @@ class Bench(Views):
         ("ctx.files.read", "files.read", "ctx.fetch", "ctx.tools.send_email", "ctx.files.*",
         "ctx.*"); returns a DebugSession once it paused or ended, which the next cells drive:
         `.where`, `.args`, `.cont()`, `.answer(value)`, `.fail("E_NOT_FOUND", "…")`, `.abort()`,
-        `.result` (docs/debugging-notebook.md). `call_options` as `call`'s (not crash=). Time
+        `.result` (docs/debugging.md). `call_options` as `call`'s (not crash=). Time
         paused does not count against the timeout; other calls wait for no cell: E_USAGE."""
         from ..debug import start
 
