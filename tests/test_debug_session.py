@@ -131,12 +131,6 @@ def test_a_paused_python_call_outlives_its_timeout_and_completes(gem: GemBuilder
 
 
 @pytest.mark.deno
-@pytest.mark.xfail(
-    strict=True,
-    reason="runners/deno/sandbox.py reads the call's deadline once, at its start: it must read "
-    "session.deadline again in _converse's loop (one line, stage 1's file) for a pause to be "
-    "given back to a JS call",
-)
 def test_a_paused_ts_call_outlives_its_timeout_and_completes(gem: GemBuilder, opened: Callable) -> None:
     gem.tool("t", TS, ext="ts")
     bench = opened(gem, timeout=1)

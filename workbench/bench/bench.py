@@ -92,6 +92,11 @@ class Bench(Views):
         return self.core.sandbox_options.timeout
 
     @property
+    def inspector(self) -> Any:
+        """open(inspect=)'s Inspector (its port, devtools_url, paused): None without it."""
+        return self.core.sandbox_options.inspector
+
+    @property
     def provider_kinds(self) -> dict[str, str]:
         """{"files" | "storage": "mock" | "real"} for the provider kinds this platform's
         capabilities sit on (`providers.kind` has every kind: an agent bench uses neither)."""
@@ -203,7 +208,7 @@ class Bench(Views):
         ("ctx.files.read", "files.read", "ctx.fetch", "ctx.tools.send_email", "ctx.files.*",
         "ctx.*"); returns a DebugSession once it paused or ended, which the next cells drive:
         `.where`, `.args`, `.cont()`, `.answer(value)`, `.fail("E_NOT_FOUND", "…")`, `.abort()`,
-        `.result` (docs/debugging-notebook.md). `call_options` as `call`'s (not crash=). Time
+        `.result` (docs/debugging.md). `call_options` as `call`'s (not crash=). Time
         paused does not count against the timeout; other calls wait for no cell: E_USAGE."""
         from ..debug import start
 

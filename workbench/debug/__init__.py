@@ -1,18 +1,36 @@
-"""Debugging a tool call from the notebook (issue 46): `bench.debug(...)` pauses a call at ctx
+"""Debugging a tool call (issue 46). From the notebook: `bench.debug(...)` pauses a call at ctx
 breakpoints and lets the next cells drive it (session.py); breakpoint names (ctxbreak.py); its
-HTML (view.py). Source-line debugging plugs in as a `FrameBackend` (the V8 inspector)."""
+HTML (view.py). Source-line debugging plugs in as a `FrameBackend` (the V8 inspector). From VS
+Code or Chrome: `open(inspect=)` runs Deno's inspector behind a relay (inspector.py, proxy.py,
+frames.py); a Chrome DevTools Protocol client (cdp.py) and source maps read both ways
+(sourcemap.py). docs/debugging.md."""
 
+from __future__ import annotations
+
+from .cdp import CDPError, Connection, WorkerSession, targets
 from .ctxbreak import Breakpoints, SourceLine, ctx_methods, parse_break_at
+from .inspector import Inspector, launch_json, print_addresses
 from .session import DebugSession, FrameBackend, NoInspector, Pause, start
+from .sourcemap import Position, SourceMap, SourceMapError
 
 __all__ = [
     "Breakpoints",
+    "CDPError",
+    "Connection",
     "DebugSession",
     "FrameBackend",
+    "Inspector",
     "NoInspector",
     "Pause",
+    "Position",
     "SourceLine",
+    "SourceMap",
+    "SourceMapError",
+    "WorkerSession",
     "ctx_methods",
+    "launch_json",
     "parse_break_at",
+    "print_addresses",
     "start",
+    "targets",
 ]

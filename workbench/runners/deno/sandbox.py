@@ -59,6 +59,7 @@ class Sandbox(SandboxProcess):
         self._shape_ids: dict[str, int] = {}
         self._shapes_sent: set[int] = set()
         self._between: list[str] = []  # why the process ended after the last call: a warning
+        self._due: dict[str, float] = {}  # a call whose deadline a pause moved: its first one
 
     def _new_process(self) -> None:
         self._mtimes.clear()
@@ -186,6 +187,8 @@ class Sandbox(SandboxProcess):
         try:
             while True:
                 got = held.pop(0) if held else self._recv(deadline, limit)
+                if got is None:  # the deadline passed (or the process ended): did a pause move it?
+                    got, deadline = self._moved(session, deadline, limit)
                 if got is None:
                     return (
                         None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
@@ -208,6 +211,36 @@ class Sandbox(SandboxProcess):
                     return self._done(session, msg, payload, output, nonce, nested, deadline)
         except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO)
             return None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
+
+    def _moved(
+        self, session: Any, deadline: float, limit: int
+    ) -> tuple[tuple[dict[str, Any], bytes | None] | None, float]:
+        """Once `deadline` passed: the next message within the call's deadline as a debugger's
+        pauses moved it, and that deadline; (None, deadline) when none moved it or the moved one
+        passed too, or the process is gone. Time paused does not count: a ctx breakpoint's pause
+        (bench.debug) moves `session.deadline` itself; with an inspector (open(inspect=)) the
+        deadline moves by the time the Worker was held paused since the call began, and the
+        session's with it (for its ctx calls)."""
+        inspector = self.options.inspector
+        due = self._due
+        for gone in [c for c in due if c not in self._active]:  # calls that ended
+            del due[gone]
+        first = due.setdefault(session.call_id, deadline)  # the call's deadline before any pause
+        start, later = first - self.options.timeout, deadline
+        while self.proc is not None and alive(self.proc):
+            now = time.monotonic()
+            if session.deadline is not None:
+                later = max(later, session.deadline)
+            if inspector is not None:
+                later = max(later, first + inspector.paused_between(start, now))
+            if now >= later:
+                break
+            if session.deadline is not None and session.deadline < later:
+                session.deadline = later
+            got = self._recv(later, limit)
+            if got is not None or time.monotonic() < later:  # a message, or the process ended
+                return got, later
+        return None, later
 
     def _done(
         self,
