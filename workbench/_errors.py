@@ -59,6 +59,9 @@ CODES: dict[str, str] = {
     "E_SECRET": "a secret would be written where it cannot be masked (a pinned call's case): nothing was",
     "E_TRUST": "a repro bundle would run code outside the sandbox (Python tools, tests/doctor.py): "
     "refused unless its opener trusts it (--trust, trust=True)",
+    "E_CDP": "a Chrome DevTools Protocol command to the sandbox's inspector failed or got no answer in time",
+    "E_SOURCEMAP": "a script's source map is unreadable: too large, not JSON, a broken VLQ number, an "
+    "index out of range",
     "E_INTERRUPTED": "the call was stopped by Ctrl-C (a notebook's interrupt); what it wrote before was kept",
 }
 

@@ -89,6 +89,11 @@ class Bench(Views):
         return self.core.sandbox_options.timeout
 
     @property
+    def inspector(self) -> Any:
+        """open(inspect=)'s Inspector (its port, devtools_url, paused): None without it."""
+        return self.core.sandbox_options.inspector
+
+    @property
     def provider_kinds(self) -> dict[str, str]:
         """{"files" | "storage": "mock" | "real"} for the provider kinds this platform's
         capabilities sit on (`providers.kind` has every kind: an agent bench uses neither)."""

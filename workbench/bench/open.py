@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,6 +74,7 @@ def open(
         )
     except StateError as exc:
         raise _state_error(exc, state_dir or default_state_dir(manifest.id, manifest.root)) from None
+    inspector = _inspector(opts["inspect"], manifest)  # open(inspect=): before the sandbox starts
     clock = Clock()  # the bench's (ctx/clock.py): retention at open already follows it
     if opts["clock"] is not None:
         clock.freeze(opts["clock"])
@@ -90,7 +92,7 @@ def open(
             strict=opts["strict"],
             headless=(not desktop_has_trash()) if opts.get("headless") is None else opts["headless"],
             reuse=opts["reuse"],
-            sandbox=SandboxOptions(timeout=opts["timeout"], memory_mb=opts["memory_mb"]),
+            sandbox=SandboxOptions(timeout=opts["timeout"], memory_mb=opts["memory_mb"], inspector=inspector),
             limits=limits or profile.limits,
             profile=profile,
             clock=clock,
@@ -108,8 +110,12 @@ def open(
             bench.core.runner(
                 "deno", bench.manifest, bench.providers, bench.profile
             ).warm()  # the first call finds the sandbox started
+        if inspector is not None:
+            _inspecting(bench, inspector)
         return bench
     except BaseException as exc:  # e.g. db/schema.sql fails: leave no connection open
+        if inspector is not None:
+            inspector.close()
         profile.closed(manifest)
         close_backends(provs)
         provs.data_db.close()
@@ -117,6 +123,32 @@ def open(
         if isinstance(exc, StateError):
             raise _state_error(exc, provs.state_dir) from None
         raise
+
+
+def _inspector(mode: Any, manifest: Manifest) -> Any:
+    """open(inspect=True | "wait"): the bench's Inspector (debug/inspector.py), when the gem has
+    JS/TS tools (a Python tool is debugged in the kernel); None otherwise."""
+    if not mode:
+        return None
+    if not any(t.language in ("javascript", "typescript") for t in manifest.tools.values()):
+        print(
+            f"inspect={mode!r}: {manifest.id} has no JS/TS tools, so no sandbox to inspect", file=sys.stderr
+        )
+        return None
+    from ..debug.inspector import Inspector
+
+    return Inspector(mode="wait" if mode == "wait" else True, title=manifest.id)
+
+
+def _inspecting(bench: Bench, inspector: Any) -> None:
+    """The bench owns its inspector: closed with it, its hold on calls ("wait"), its addresses
+    printed (to stderr: beside a command's output, in a notebook's cell)."""
+    from ..debug.inspector import print_addresses
+
+    bench.core.finalizers.append(inspector.close)
+    if (hold := inspector.hooks()) is not None:
+        bench.core.add_hook(hold)
+    print_addresses(inspector)
 
 
 _written = [0]  # how many times _document ran

@@ -120,11 +120,7 @@ def gem_flags(path: Any = None) -> list[str]:
 
 def usage(head: str) -> str:
     """A one-line usage: `head`, every bench's flags, then where the platforms' flags are."""
-    flags = " ".join(
-        f"[{f.flag}{'' if f.how == 'const' else ' ' + (f.metavar or 'VALUE')}]"
-        for o in BENCH.options
-        for f in o.flags
-    )
+    flags = " ".join(f"[{_spelled(f)}]" for o in BENCH.options for f in o.flags)
     return f"{head} {flags} [FLAG …]"
 
 
@@ -259,7 +255,7 @@ def flag_value(flag: str) -> str | None:
     """The metavar of the value `flag` takes (`--state-dir`: "DIR"), or None when it takes
     none or is no flag of the table (for completion: what follows it is that value)."""
     if (row := _flags().get(flag)) is not None:
-        return None if row[0].how == "const" else row[0].metavar or "VALUE"
+        return None if row[0].how in ("const", "optional") else row[0].metavar or "VALUE"
     action = _actions().get(flag)
     return action[0].metavar if action is not None else None
 
@@ -283,6 +279,8 @@ def add_flags(parser: argparse.ArgumentParser, *, skip: Iterable[str] = ()) -> N
             kw: dict[str, Any] = {"dest": dest, "default": argparse.SUPPRESS, "help": f"{f.help}{note}"}
             if f.how == "const":
                 group.add_argument(f.flag, action="store_const", const=f.const, **kw)
+            elif f.how == "optional":  # --flag alone, or --flag=VALUE
+                group.add_argument(f.flag, nargs="?", const=f.const, metavar=f.metavar or "VALUE", **kw)
             else:
                 action = "append" if f.how in ("pair", "append") else "store"
                 group.add_argument(f.flag, action=action, metavar=f.metavar or "VALUE", **kw)
@@ -301,16 +299,21 @@ def flags_text() -> str:
     """Every flag, grouped by capability with its platforms (the `%gem` magic's help)."""
     lines = []
     for spec in (BENCH, *specs()):
-        flags = [
-            (f"{f.flag}" + (f" {f.metavar}" if f.how != "const" else ""), f.help)
-            for o in spec.options
-            for f in o.flags
-        ]
+        flags = [(_spelled(f), f.help) for o in spec.options for f in o.flags]
         flags += [(f"{a.flag} {a.metavar}", a.help) for a in spec.actions]
         if flags:
             lines.append(f"{spec.title} ({_titles(_having(spec))}):")
             lines += [f"    {flag:<26} {help}" for flag, help in flags]
     return "\n".join(lines)
+
+
+def _spelled(f: Flag) -> str:
+    """A flag as help texts show it: `--timeout S`, `--no-pins`, `--inspect[=wait]`."""
+    if f.how == "const":
+        return f.flag
+    if f.how == "optional":
+        return f"{f.flag}[={f.metavar or 'VALUE'}]"
+    return f"{f.flag} {f.metavar or 'VALUE'}"
 
 
 def _flag_error(flag: str, option: str, profile: Profile) -> UsageError:
@@ -366,7 +369,7 @@ def taken(
 
 
 def _value(f: Flag, value: Any) -> Any:
-    if f.how == "const":
+    if f.how == "const" or (f.how == "optional" and value is f.const):
         return value
     if f.how == "pair":
         out = {}

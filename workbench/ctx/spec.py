@@ -47,11 +47,12 @@ class Flag:
 
     how: "value" (the text, parsed by `parse`), "json" (a JSON file's content), "pair"
     (NAME=VALUE, repeatable, into a dict), "append" (repeatable, into a list), "const" (no
-    argument: the option is `const`).
+    argument: the option is `const`), "optional" (`--flag` alone is `const`, `--flag=VALUE`
+    the value, parsed by `parse`).
     """
 
     flag: str
-    how: Literal["value", "json", "pair", "append", "const"] = "value"
+    how: Literal["value", "json", "pair", "append", "const", "optional"] = "value"
     metavar: str | None = None
     help: str = ""
     const: Any = True
@@ -228,6 +229,13 @@ def checked(test: Callable[[Any], bool], message: str) -> Callable[[Any], None]:
     return check
 
 
+def _inspect_flag(text: str) -> Any:
+    """--inspect's value: only "wait" (`--inspect` alone is True)."""
+    if text != "wait":
+        raise UsageError(f"--inspect={text!r}: give --inspect or --inspect=wait", flag="--inspect")
+    return text
+
+
 def _instant(value: Any) -> None:
     from .clock import parse_instant
 
@@ -370,6 +378,29 @@ BENCH = CapabilitySpec(
             "TypeScript tools run in the sandbox and need none; a gem folder is yours and needs none; "
             "docs/bundles.md",
             flags=(Flag("--trust", how="const", help="a bundle's Python tools and tests/doctor.py may run"),),
+        ),
+        Option(
+            "inspect",
+            "Deno's inspector on the sandbox, at a loopback port printed with a chrome://inspect "
+            "address and a VS Code launch.json snippet",
+            type='bool | Literal["wait"]',
+            default=False,
+            check=checked(
+                lambda v: v is True or v is False or v == "wait",
+                "inspect={value!r}: give True, False or 'wait'",
+            ),
+            more="'wait': each call waits until a debugger attaches; time paused in the debugger does "
+            "not count against the call's timeout; the tool's permissions are unchanged; the port closes "
+            "with the bench; docs/debugging.md, docs/security.md",
+            flags=(
+                Flag(
+                    "--inspect",
+                    how="optional",
+                    metavar="wait",
+                    help="attach VS Code or Chrome to the sandbox (=wait: each call waits for it)",
+                    parse=_inspect_flag,
+                ),
+            ),
         ),
         Option(
             "memory_mb",

@@ -42,6 +42,6 @@ def spell_option(name: str, python_value: str, *, among: Iterable[CapabilitySpec
             for o in spec.options:
                 if o.name == name and o.flags:
                     f = o.flags[0]
-                    text = f.flag if f.how == "const" else f"{f.flag} {f.metavar or 'VALUE'}"
+                    text = f.flag if f.how in ("const", "optional") else f"{f.flag} {f.metavar or 'VALUE'}"
                     return f"{text} ({what or f.help})"
     return f"workbench.open(..., {name}={python_value})"

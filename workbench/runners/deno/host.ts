@@ -35,7 +35,11 @@
 // `limit` is bridge_message_bytes: the worker refuses bigger ctx arguments (E_TOO_LARGE) and
 // results over `resultChars` (N9) before they are carried; Python checks what it sends.
 
-const [inPath, outPath, parentPid, workerUrl, ...readable] = Deno.args;
+// "--inspected" first (open(inspect=), lifecycle.py): the process runs Deno's inspector, whose
+// messages to this main thread are answered only when its event loop runs: it then waits for
+// Python's next message there (readFromPython), not in a blocking read
+const inspected = Deno.args[0] === "--inspected";
+const [inPath, outPath, parentPid, workerUrl, ...readable] = inspected ? Deno.args.slice(1) : Deno.args;
 // Python gone (we were handed to another parent; its pid is an argument, as it may be gone
 // before this line runs) ends this process, whatever the main thread waits for then: an open
 // below, or the worker (a FIFO's end is seen only when it is read). The timer also keeps the
@@ -376,6 +380,21 @@ function more(): boolean {
   return true;
 }
 
+// With the inspector (only): until a whole header line is in `rest`, reading on the event loop
+// (an async read of the FIFO runs off this thread), so that a debugger is answered meanwhile.
+async function readFromPython(): Promise<boolean> {
+  while (rest.indexOf(10) < 0) {
+    const n = await input.read(chunk);
+    if (n === null) return false;
+    const joined = new Uint8Array(rest.length + n);
+    joined.set(rest);
+    joined.set(chunk.subarray(0, n), rest.length);
+    if (joined.length > HEADER_LIMIT) throw new Error("bridge: header line too long");
+    rest = joined;
+  }
+  return true;
+}
+
 function readHeader(): any | null {
   for (;;) {
     const nl = rest.indexOf(10);
@@ -425,6 +444,7 @@ for (;;) {
     idleOwed = false;
     if (!idleNow(worker) && !await idle(worker)) Deno.exit(RECYCLED); // the only end of a Worker that spins (see IDLE)
   }
+  if (inspected && !await readFromPython()) break;
   const msg = readHeader();
   if (msg === null) break;
   let payload: Uint8Array | null = null;

@@ -22,6 +22,7 @@ import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import quote, urljoin
 
 from ..._deno import DENO_FLAGS, minimal_env
@@ -36,6 +37,18 @@ from .process import Output, alive, kill, open_into, open_writer, terminate
 HERE = Path(__file__).resolve().parent
 
 
+class Inspecting(Protocol):
+    """What a sandbox asks of its inspector (workbench/debug/inspector.py `Inspector`), when
+    the bench was opened with inspect=: the flag of a new process, its start, and how long
+    the Worker was held paused by a debugger (the call's deadline moves by as much)."""
+
+    def flag(self) -> str: ...
+
+    def started(self) -> None: ...
+
+    def paused_between(self, start: float, end: float) -> float: ...
+
+
 @dataclass(frozen=True)
 class SandboxOptions:
     """Limits of one gem's sandbox."""
@@ -44,6 +57,7 @@ class SandboxOptions:
     memory_mb: int = 512  # V8 heap limit (--max-old-space-size); the process's: guard.rss_limit_mb
     readable: tuple[Path, ...] = field(default_factory=tuple)  # resource folders besides the gem
     import_map: Path | None = None  # the platform's (Ekanos: @ekanos/sdk), read by Deno itself
+    inspector: Inspecting | None = None  # open(inspect=): Deno's inspector, on loopback
 
 
 def import_map(platform: Path | None) -> str:
@@ -165,6 +179,8 @@ class SandboxProcess(Framed):
             err = self.stop()
             raise WorkbenchError("E_SANDBOX", f"the Deno sandbox did not start: {err.strip()[-500:]}")
         self._remove_fifos()  # both ends open: nobody else can open them again
+        if self.options.inspector is not None:
+            self.options.inspector.started()
         self._unsure = False
 
     def _spawn(self, cmd: list[str], fifo_dir: str, to_host: str, from_host: str) -> subprocess.Popen[bytes]:
@@ -224,11 +240,15 @@ class SandboxProcess(Framed):
             *DENO_FLAGS,
             "--unstable-worker-options",
             "--quiet",
+            # open(inspect=): Deno's inspector on a loopback port (the Worker's permissions are
+            # its own: the inspector adds none); absent otherwise
+            *((self.options.inspector.flag(),) if self.options.inspector is not None else ()),
             f"--import-map={import_map(self.options.import_map)}",
             f"--v8-flags=--max-old-space-size={self.options.memory_mb}",
             f"--allow-read={','.join([*readable, str(HERE), str(worker), to_host])}",
             f"--allow-write={fifo_dir}",  # to write `out`, and remove both once open
             str(HERE / "host.ts"),
+            *(("--inspected",) if self.options.inspector is not None else ()),  # (host.ts: see there)
             to_host,
             from_host,
             str(os.getpid()),  # the host ends once its parent is another (we died)

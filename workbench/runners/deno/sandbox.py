@@ -59,6 +59,7 @@ class Sandbox(SandboxProcess):
         self._shape_ids: dict[str, int] = {}
         self._shapes_sent: set[int] = set()
         self._between: list[str] = []  # why the process ended after the last call: a warning
+        self._due: dict[str, float] = {}  # with an inspector: a paused call's first deadline
 
     def _new_process(self) -> None:
         self._mtimes.clear()
@@ -186,6 +187,8 @@ class Sandbox(SandboxProcess):
         try:
             while True:
                 got = held.pop(0) if held else self._recv(deadline, limit)
+                if got is None and self.options.inspector is not None:  # a debugger's pause does not count
+                    got, deadline = self._paused(session, deadline, limit)
                 if got is None:
                     return (
                         None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
@@ -208,6 +211,32 @@ class Sandbox(SandboxProcess):
                     return self._done(session, msg, payload, output, nonce, nested, deadline)
         except OSError:  # it died or hung (a broken pipe, a timeout, a closed FIFO)
             return None if self._recycled(proc, nested or answered, deadline) else self._died(deadline)
+
+    def _paused(
+        self, session: Any, deadline: float, limit: int
+    ) -> tuple[tuple[dict[str, Any], bytes | None] | None, float]:
+        """With an inspector, once `deadline` passed: the next message, within the deadline
+        moved by the time a debugger held the Worker paused since the call began, and that
+        deadline (the session's moves too, for its ctx calls). None when the moved deadline
+        passed too or the process is gone."""
+        inspector = self.options.inspector
+        assert inspector is not None
+        due = self._due
+        for gone in [c for c in due if c not in self._active]:  # calls that ended
+            del due[gone]
+        first = due.setdefault(session.call_id, deadline)  # the call's deadline before any pause
+        start, later = first - self.options.timeout, deadline
+        while self.proc is not None and alive(self.proc):
+            now = time.monotonic()
+            later = max(later, first + inspector.paused_between(start, now))
+            if now >= later:
+                break
+            if session.deadline is not None and session.deadline < later:
+                session.deadline = later
+            got = self._recv(later, limit)
+            if got is not None or time.monotonic() < later:  # a message, or the process ended
+                return got, later
+        return None, later
 
     def _done(
         self,
