@@ -31,6 +31,7 @@ def test_all_is_exactly_the_public_surface():
         "bundles",
         "conversations",
         "ctx",
+        "debug",
         "doctor",
         "gem",
         "pins",

@@ -78,6 +78,9 @@ class Bench(Views):
 
             self.core.add_hook(Pinning(self))
         self.core.pinner = self._pin
+        # the `bench.debug` session in progress (workbench/debug): it holds the bench's lock
+        # while paused, so other calls are refused rather than left waiting for a cell
+        self.debugging: Any = None
         self.email_box = BenchEmail(self)  # bench.email: allowed accounts, mock mail, new-mail events
         resources = backend_of(providers, RESOURCES)
         if resources is not None:  # R2: "required": true starts downloading now
@@ -127,7 +130,9 @@ class Bench(Views):
 
     def close(self) -> None:
         """Stop the sandbox and close the databases (real state stays on disk); a call running
-        in another thread finishes first."""
+        in another thread finishes first; a paused `bench.debug` call is aborted."""
+        if self.debugging is not None:
+            self.debugging.end()
         with self.core.lock:
             self.core.close()
             self.providers.data_db.close()
@@ -180,6 +185,8 @@ class Bench(Views):
                     raise UsageError(
                         f"{what}={value!r}: give an id (a string of 1 to 200 characters) or None"
                     )
+        if self.debugging is not None:  # paused, it holds the lock: E_USAGE, not a deadlock
+            self.debugging.refuse("bench.call")
         with self.core.lock:
             self.check_open()
             self.email_box.deliver()  # mail scheduled with at= whose time came, and its triggers
@@ -196,6 +203,17 @@ class Bench(Views):
                 hooks=hooks,
                 options=options,
             )
+
+    def debug(self, tool: str, input: Any = None, *, break_at: Any = (), **call_options: Any) -> Any:
+        """Run the call in the background, paused before each ctx call `break_at` names
+        ("ctx.files.read", "files.read", "ctx.fetch", "ctx.tools.send_email", "ctx.files.*",
+        "ctx.*"); returns a DebugSession once it paused or ended, which the next cells drive:
+        `.where`, `.args`, `.cont()`, `.answer(value)`, `.fail("E_NOT_FOUND", "…")`, `.abort()`,
+        `.result` (docs/debugging-notebook.md). `call_options` as `call`'s (not crash=). Time
+        paused does not count against the timeout; other calls wait for no cell: E_USAGE."""
+        from ..debug import start
+
+        return start(self, tool, input, break_at=break_at, **call_options)
 
     def crash_matrix(self, name: str, input: Any = None) -> pd.DataFrame:
         """N7: crash the tool at every point (0..its ctx calls in a clean run), rerun it with

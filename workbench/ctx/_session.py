@@ -275,6 +275,13 @@ class CallSession:
         """What this tool may use, decided once per (gem, tool) by the profile."""
         return self.profile.grants(self.manifest, self.tool)
 
+    def extend_deadline(self, seconds: float) -> None:
+        """Push the call's deadline back by `seconds` (> 0): the time a debugger held the call
+        paused, which must not count against its timeout (workbench/debug). Runners read
+        `deadline` where they enforce it, so a pause is not a timeout."""
+        if self.deadline is not None and seconds > 0:
+            self.deadline += seconds
+
     def remaining(self, what: str) -> float | None:
         """Seconds this call has left (None: unbounded); E_TIMEOUT when none are left."""
         return _limits.remaining(self.deadline, what)

@@ -360,24 +360,29 @@ def _call(
         )
     is_async = _is_async(handle)
     ctx = PythonCtx(caps, asynchronous=is_async)
-    deadline = caps.session.deadline
-    value = _run_coroutine(_bounded(handle(args, ctx), deadline)) if is_async else handle(args, ctx)
+    session = caps.session
+    value = _run_coroutine(_bounded(handle(args, ctx), session)) if is_async else handle(args, ctx)
     if type(value) not in _PLAIN and inspect.isawaitable(value):  # a sync def returning a coroutine
-        value = _run_coroutine(_bounded(value, deadline))
+        value = _run_coroutine(_bounded(value, session))
     return _checked(value, caps.session.limits)
 
 
-async def _bounded(awaitable: Any, deadline: float | None) -> Any:
-    """`awaitable`, cancelled at `deadline` (what an async tool awaits can be stopped there;
-    the timeout is then E_TIMEOUT from `run`)."""
-    if deadline is None:
+async def _bounded(awaitable: Any, session: Any) -> Any:
+    """`awaitable`, cancelled at the session's deadline (what an async tool awaits can be
+    stopped there; the timeout is then E_TIMEOUT from `run`). The deadline is read again when
+    it comes: a debugger's pause moves it back (CallSession.extend_deadline)."""
+    if session.deadline is None:
         return await awaitable
-    try:
-        return await asyncio.wait_for(awaitable, max(0.0, deadline - time.monotonic()))
-    except TimeoutError:
-        if time.monotonic() < deadline:  # the tool's own TimeoutError, not the deadline's
-            raise
-        return None  # (`run` sees the deadline passed and reports it)
+    task = asyncio.ensure_future(awaitable)
+    while True:
+        left = session.deadline - time.monotonic()
+        if left <= 0:
+            task.cancel()
+            await asyncio.wait({task})  # its cancellation run to its end, as wait_for does
+            return None  # (`run` sees the deadline passed and reports it)
+        done, _ = await asyncio.wait({task}, timeout=left)
+        if done:
+            return task.result()  # (the tool's own TimeoutError is raised as it is)
 
 
 def _timed_out(deadline: float | None, started: float) -> WorkbenchError | None:

@@ -1,0 +1,485 @@
+"""`bench.debug(...)`: a call the next cells drive, paused at ctx breakpoints.
+
+The call runs in a thread of its own through `bench.call`, with a `CallHooks` that stops at each
+ctx call a breakpoint names: the hook waits on the session's condition until a notebook cell
+says what the ctx call does — run (`cont`), return a value of the debugger's (`answer`), fail
+with a ctx error the tool may catch (`fail`) — or ends the call as Ctrl-C does (`abort`). The
+workbench answers every ctx call, so this works for JS, TS and Python tools alike, with no V8
+debugger.
+
+Source-line debugging (`"tools/t.ts:12"`, `step`, `next`, `locals`, `eval`) is a `FrameBackend`:
+the V8 inspector's (stage 1) implements it; until then `NoInspector` says so with E_UNSUPPORTED.
+
+While paused, the call holds the bench's lock: another call of the bench is refused with E_USAGE
+naming this session (not a deadlock), `bench.close()` aborts it, and the time paused is given
+back to the call's deadline (`CallSession.extend_deadline`), so a pause is never a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from .._errors import CallInterrupted, UsageError, WorkbenchError
+from ..ctx.hooks import CallHooks
+from . import view
+from .ctxbreak import Breakpoints, SourceLine, parse_break_at
+
+if TYPE_CHECKING:
+    from ..bench.bench import Bench
+    from ..bench.result import CallResult
+    from ..ctx._session import CallSession
+
+__all__ = ["DebugSession", "FrameBackend", "NoInspector", "Pause", "start"]
+
+State = Literal["running", "paused", "ended"]
+#: what `start` and each command wait for before they return (the call runs meanwhile)
+WAIT_STEP = 0.2  # seconds between checks, so that a notebook's interrupt lands
+END_WAIT = 15.0  # abort()/close(): how long the call may take to end once told to
+MAX_MESSAGE = 10_000  # characters of a fail() message
+_CODE = re.compile(r"^E_[A-Z][A-Z0-9_]{0,62}$")
+#: the calls' options bench.debug passes on (crash= reruns the call: nothing to debug there)
+CALL_OPTIONS = frozenset({"as_user", "conversation", "identity", "fresh", "hooks"})
+
+
+class Aborted(KeyboardInterrupt):
+    """Raised into a paused ctx call by `abort()`: the call ends as Ctrl-C ends it (E_INTERRUPTED,
+    its sandbox restarted), a BaseException so that no `except Exception` of a tool takes it."""
+
+
+class FrameBackend(Protocol):
+    """Source-line debugging of the paused call's frames: the seam the V8 inspector (stage 1,
+    workbench/debug/inspector.py) fills. Each method acts on the frame the call is paused in."""
+
+    def set_breakpoints(self, lines: tuple[SourceLine, ...]) -> None:
+        """Stop at these source lines (TS lines: the backend maps them through source maps)."""
+
+    def where(self) -> Any:
+        """The paused frame: its file, line and the source around it."""
+
+    def locals(self) -> dict[str, Any]:
+        """The paused frame's local variables."""
+
+    def eval(self, expr: str) -> Any:
+        """`expr` evaluated in the paused frame."""
+
+    def step(self) -> None:
+        """Step into the next call."""
+
+    def next(self) -> None:
+        """Step over to the next line."""
+
+
+class NoInspector:
+    """The FrameBackend until the inspector lands: every source-line request is E_UNSUPPORTED."""
+
+    def _unsupported(self, what: str) -> WorkbenchError:
+        return WorkbenchError(
+            "E_UNSUPPORTED",
+            f"{what}: source-line stepping needs the inspector (stage 1); ctx breakpoints "
+            '("ctx.files.read", "ctx.*") work now',
+            feature="source-line debugging",
+        )
+
+    def set_breakpoints(self, lines: tuple[SourceLine, ...]) -> None:
+        if lines:
+            raise self._unsupported(f"break_at={', '.join(map(str, lines))}")
+
+    def where(self) -> Any:
+        raise self._unsupported("where (a source frame)")
+
+    def locals(self) -> dict[str, Any]:
+        raise self._unsupported("locals")
+
+    def eval(self, expr: str) -> Any:
+        raise self._unsupported("eval")
+
+    def step(self) -> None:
+        raise self._unsupported("step()")
+
+    def next(self) -> None:
+        raise self._unsupported("next()")
+
+
+@dataclass
+class Pause:
+    """The call, paused before one of its ctx calls."""
+
+    n: int  # this pause's number in the debug session (1, 2, …)
+    seq: int  # the ctx call's number in its call (as the trace's `seq` will be)
+    method: str  # as the ctx layer names it: "files.read"
+    call_id: str  # the paused call's (a nested call's own under ctx.tools.<tool>)
+    tool: str
+    args: dict[str, Any]  # the arguments as the tool passed them, by parameter name
+    trace: list[dict[str, Any]]  # the paused call's trace so far (its earlier ctx calls)
+    done: str = ""  # what the debugger did with it: "ran", "answered", "failed E_…", "aborted"
+
+    @property
+    def name(self) -> str:
+        """The method as the tool writes it: "ctx.files.read"."""
+        return f"ctx.{self.method}"
+
+    def __repr__(self) -> str:
+        return view.pause_text(self)
+
+    def _repr_html_(self) -> str:
+        return view.pause_html(self)
+
+
+@dataclass
+class _Shared:
+    """What the call's thread and the notebook's share, under `cond`."""
+
+    cond: threading.Condition = field(default_factory=threading.Condition)
+    state: State = "running"
+    pause: Pause | None = None
+    command: tuple[str, Any] | None = None
+    result: CallResult | None = None
+    failure: BaseException | None = None  # the call raised instead of returning a result
+
+
+class _Breaker(CallHooks):
+    """The debugged call's hook: each ctx call a breakpoint names waits for the session."""
+
+    def __init__(self, debug: DebugSession) -> None:
+        self.debug = debug
+
+    def on_ctx_call(
+        self,
+        *,
+        session: CallSession,
+        method: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        answer: Callable[[Callable[..., Any]], Any],
+        **_: Any,
+    ) -> Any:
+        self.debug.sessions.setdefault(id(session), session)  # its deadline is given back
+        if not self.debug.breakpoints.stops_at(method):
+            return answer(fn)
+        return self.debug.paused_at(session, method, fn, args, kwargs, answer)
+
+
+class DebugSession:
+    """A call being debugged (`bench.debug(...)`): `where`, `args`, `cont()`, `answer(value)`,
+    `fail(code, message)`, `abort()`, `result`, `state`; shown as HTML in a notebook."""
+
+    def __init__(
+        self,
+        bench: Bench,
+        tool: str,
+        input: Any,
+        breakpoints: Breakpoints,
+        *,
+        options: dict[str, Any],
+        frames: FrameBackend | None = None,
+    ) -> None:
+        self.bench, self.tool, self.input = bench, tool, input
+        self.breakpoints = breakpoints
+        self.frames: FrameBackend = frames or NoInspector()
+        self.pauses: list[Pause] = []  # every pause so far, with what was done at each
+        self.paused_seconds = 0.0  # time the call spent paused (not counted against its timeout)
+        self.sessions: dict[int, CallSession] = {}  # the call's sessions, nested ones too
+        self._shared = _Shared()
+        self._streams = sys.stdout, sys.stderr
+        self._options = options
+        self._thread = threading.Thread(target=self._run, name=f"workbench-debug-{tool}", daemon=True)
+
+    # -- the call's thread ------------------------------------------------------------------
+    def _run(self) -> None:
+        shared = self._shared
+        result: CallResult | None = None
+        failure: BaseException | None = None
+        try:
+            hooks = (*self._options.pop("hooks", ()), _Breaker(self))
+            result = self.bench.call(self.tool, self.input, hooks=hooks, **self._options)
+        except CallInterrupted as exc:  # abort(): the pipeline kept it as E_INTERRUPTED
+            result = exc.result
+        except BaseException as exc:  # noqa: BLE001  (handed to the notebook's thread)
+            failure = exc
+        with shared.cond:
+            shared.result, shared.failure = result, failure
+            shared.state, shared.pause, shared.command = "ended", None, None
+            shared.cond.notify_all()
+        if self.bench.debugging is self:
+            self.bench.debugging = None
+
+    def paused_at(
+        self,
+        session: CallSession,
+        method: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        answer: Callable[[Callable[..., Any]], Any],
+    ) -> Any:
+        """Pause the call before this ctx call until a command, then do what it says."""
+        pause = Pause(
+            n=len(self.pauses) + 1,
+            seq=session.ctx_calls + 1,
+            method=method,
+            call_id=session.call_id,
+            tool=session.tool.name,
+            args=_named(session.profile.params.get(method), args, kwargs),
+            trace=[dict(r) for r in session.trace],
+        )
+        # a Python tool's runner has this process's output while it runs (sys.stdout is its
+        # capture): the notebook's cells get theirs back while the call is paused
+        tool_streams = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = self._streams
+        t0 = time.monotonic()
+        try:
+            kind, given = self._wait_for_command(pause)
+        finally:
+            sys.stdout, sys.stderr = tool_streams
+        held = time.monotonic() - t0
+        self.paused_seconds += held
+        for s in list(self.sessions.values()):  # the pause is not the call's time
+            if not s.ended:
+                s.extend_deadline(held)
+        if kind == "abort":
+            pause.done = "aborted"
+            raise Aborted(f"bench.debug: aborted at {pause.name} (pause {pause.n})")
+        if kind == "cont":
+            pause.done = "ran"
+            return answer(fn)
+        pause.done = "answered" if kind == "answer" else f"failed {given.code}"
+        try:
+            return answer((lambda *_a, **_k: given) if kind == "answer" else _raiser(given))
+        finally:
+            _mark(session, pause)
+
+    def _wait_for_command(self, pause: Pause) -> tuple[str, Any]:
+        shared = self._shared
+        with shared.cond:
+            self.pauses.append(pause)
+            shared.state, shared.pause, shared.command = "paused", pause, None
+            shared.cond.notify_all()
+            while shared.command is None:
+                shared.cond.wait()
+            command = shared.command
+            shared.state, shared.pause, shared.command = "running", None, None
+        return command
+
+    # -- the notebook's thread --------------------------------------------------------------
+    def begin(self) -> DebugSession:
+        """Start the call in its thread; return once it paused or ended."""
+        self.frames.set_breakpoints(self.breakpoints.lines)
+        self._streams = sys.stdout, sys.stderr  # the notebook's (see paused_at)
+        self.bench.debugging = self
+        self._thread.start()
+        return self._settled()
+
+    def _settled(self) -> DebugSession:
+        """Wait until the call is paused at a new ctx call or has ended; an error the call
+        raised instead of returning a result (the sandbox could not start) is raised here."""
+        shared = self._shared
+        with shared.cond:
+            while shared.command is not None or shared.state == "running":
+                shared.cond.wait(WAIT_STEP)
+            failure, shared.failure = shared.failure, None
+        if failure is not None:
+            raise failure
+        return self
+
+    def _command(self, kind: str, given: Any = None) -> DebugSession:
+        shared = self._shared
+        with shared.cond:
+            if shared.state != "paused" or shared.command is not None:
+                raise UsageError(
+                    f"{self.label}: {kind}() needs a paused call, and it is {shared.state}"
+                    + (" (its result is .result)" if shared.state == "ended" else ""),
+                    session=self.label,
+                    state=shared.state,
+                )
+            shared.command = (kind, given)
+            shared.cond.notify_all()
+        return self._settled()
+
+    @property
+    def label(self) -> str:
+        """How errors and views name this session: "debug(tool)"."""
+        return f"bench.debug({self.tool!r})"
+
+    @property
+    def state(self) -> State:
+        """ "paused" (at a ctx breakpoint), "running" (between two), or "ended"."""
+        return self._shared.state
+
+    @property
+    def paused(self) -> Pause | None:
+        """The pause the call is at (None: running or ended)."""
+        return self._shared.pause
+
+    @property
+    def result(self) -> CallResult | None:
+        """The call's CallResult once it ended (None before)."""
+        return self._shared.result
+
+    @property
+    def where(self) -> Pause:
+        """Where the call is paused: ctx call N, its method, arguments and the trace so far."""
+        pause = self._shared.pause
+        if pause is None:
+            raise UsageError(
+                f"{self.label}: not paused (it is {self.state}"
+                + ("; its result is .result)" if self.state == "ended" else ")"),
+                session=self.label,
+                state=self.state,
+            )
+        return pause
+
+    @property
+    def args(self) -> dict[str, Any]:
+        """The paused ctx call's arguments as the tool passed them, by parameter name."""
+        return self.where.args
+
+    def cont(self) -> DebugSession:
+        """Let the paused ctx call run; the call runs on to the next breakpoint or its end."""
+        return self._command("cont")
+
+    def answer(self, value: Any) -> DebugSession:
+        """The paused ctx call returns `value` (JSON, as a ctx method returns) without running;
+        the trace shows it, marked `by: debugger`. Runs on to the next pause or the end."""
+        _check_value(value, self.bench.limits.bridge_message_bytes)
+        return self._command("answer", value)
+
+    def fail(
+        self, code_or_error: str | WorkbenchError, message: str | None = None, **details: Any
+    ) -> DebugSession:
+        """The paused ctx call fails with a ctx error of the platform's kind (E_NOT_FOUND,
+        E_PERM_DENIED, …, or a WorkbenchError): the tool gets it as it gets a ctx error (a JS
+        CtxError with `.code`, a Python WorkbenchError) and may catch it."""
+        return self._command("fail", _error(code_or_error, message, self.where, details))
+
+    def abort(self) -> DebugSession:
+        """End the call as an interrupt (Ctrl-C) does: its result is E_INTERRUPTED, what it
+        wrote before is kept, a JS tool's sandbox restarts. Nothing to do once it ended."""
+        if self.state == "ended":
+            return self
+        return self._command("abort")
+
+    skip = abort  # the same: the call is skipped from here on
+
+    def end(self) -> None:
+        """Abort a paused call and wait (END_WAIT s at most) for its thread: `bench.close()`."""
+        with self._shared.cond:
+            if self._shared.state == "paused" and self._shared.command is None:
+                self._shared.command = ("abort", None)
+                self._shared.cond.notify_all()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(END_WAIT)
+
+    def refuse(self, what: str) -> None:
+        """E_USAGE for another call of the bench while this one is debugged (it holds the
+        bench's lock: waiting would wait for a cell that cannot run)."""
+        if self.state != "ended" and threading.current_thread() is not self._thread:
+            raise UsageError(
+                f"{what}: {self.label} is {self.state} on this bench and holds it; "
+                "finish it first (.cont(), .answer(…), .fail(…), or .abort())",
+                session=self.label,
+                state=self.state,
+            )
+
+    # -- source lines: the V8 backend's ----------------------------------------------------
+    def step(self) -> Any:
+        """Step into (source-line debugging: the inspector's, stage 1)."""
+        return self.frames.step()
+
+    def next(self) -> Any:
+        """Step over (source-line debugging: the inspector's, stage 1)."""
+        return self.frames.next()
+
+    @property
+    def locals(self) -> dict[str, Any]:
+        """The paused frame's locals (source-line debugging: the inspector's, stage 1)."""
+        return self.frames.locals()
+
+    def eval(self, expr: str) -> Any:
+        """`expr` in the paused frame (source-line debugging: the inspector's, stage 1)."""
+        return self.frames.eval(expr)
+
+    # -- display ----------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return view.session_text(self)
+
+    def _repr_html_(self) -> str:
+        return view.session_html(self)
+
+
+def start(bench: Bench, tool: str, input: Any = None, *, break_at: Any = (), **options: Any) -> DebugSession:
+    """`bench.debug(...)`: run the call in its own thread and return once it paused at a
+    breakpoint or ended."""
+    bench.check_open()
+    if bench.debugging is not None:
+        bench.debugging.refuse("bench.debug")
+    unknown = sorted(set(options) - CALL_OPTIONS)
+    if unknown:
+        raise UsageError(
+            f"bench.debug: no option {', '.join(unknown)} (it takes {', '.join(sorted(CALL_OPTIONS))})",
+            field=unknown[0],
+        )
+    breakpoints = parse_break_at(break_at, bench.profile, bench.manifest)
+    return DebugSession(bench, tool, input, breakpoints, options=dict(options)).begin()
+
+
+def _named(params: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The ctx call's arguments by the method's parameter names (extra ones by position)."""
+    names = list(params or ())
+    out = {(names[i] if i < len(names) else f"arg{i}"): a for i, a in enumerate(args)}
+    out.update(kwargs)
+    return out
+
+
+def _check_value(value: Any, limit: int) -> None:
+    try:
+        size = len(json.dumps(value, allow_nan=False, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UsageError(f"answer(value): the value is not JSON ({exc})", field="value") from None
+    if size > limit:
+        raise UsageError(
+            f"answer(value): {size:,} JSON characters, over the bridge's {limit:,}",
+            field="value",
+            limit=limit,
+        )
+
+
+def _error(given: Any, message: str | None, pause: Pause, details: dict[str, Any]) -> WorkbenchError:
+    """The WorkbenchError `fail(...)` raises into the tool."""
+    if isinstance(given, WorkbenchError):
+        return given
+    if not isinstance(given, str) or not _CODE.match(given):
+        raise UsageError(
+            f"fail({given!r}): give an error code like 'E_NOT_FOUND' or a WorkbenchError",
+            field="code_or_error",
+        )
+    if message is not None and (not isinstance(message, str) or len(message) > MAX_MESSAGE):
+        raise UsageError(
+            f"fail(message=…): a string of up to {MAX_MESSAGE:,} characters",
+            field="message",
+            limit=MAX_MESSAGE,
+        )
+    text = message or f"{pause.name}: failed by the debugger"
+    return WorkbenchError(given, text, method=pause.method, **details)
+
+
+def _raiser(error: WorkbenchError) -> Callable[..., Any]:
+    def fail(*_a: Any, **_k: Any) -> Any:
+        raise error
+
+    return fail
+
+
+def _mark(session: CallSession, pause: Pause) -> None:
+    """The trace row of a ctx call the debugger answered or failed says so (`by`)."""
+    if session.trace:
+        row = session.trace[-1]
+        if row.get("seq") == pause.seq and row.get("method") == pause.method:
+            row["by"] = "debugger"
