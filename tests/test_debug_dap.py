@@ -1,0 +1,235 @@
+"""The kernel's debugger (workbench/debug/kernel.py, dap.py) driven as JupyterLab's panel
+drives it: debug_request messages on the control channel of a real gem-workbench kernel,
+debug_event messages on IOPub, a real Deno sandbox under the tool. A TS breakpoint stops a
+cell's call; the frames are at TS lines of the tool's own file; locals, evaluate, step, continue,
+and the cell's result. Python cells keep debugpy's debugging."""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import GemBuilder
+
+# TS whose lines and JS's differ: the interface and the type annotations are erased
+ADD = """\
+    // a tool to step through
+    interface Input {
+      a: number;
+      b: number;
+    }
+
+    export default async function add(input: Input, ctx: unknown): Promise<{ sum: number }> {
+      const doubled: number = input.a * 2;
+      const sum: number = doubled + input.b;
+      return { sum };
+    }
+    """
+SUM_LINE = 9  # 1-based, as the panel counts: `const sum: number = doubled + input.b;`
+INIT = {
+    "clientID": "test",
+    "clientName": "test",
+    "adapterID": "",
+    "pathFormat": "path",
+    "linesStartAt1": True,
+    "columnsStartAt1": True,
+    "supportsVariableType": True,
+    "supportsVariablePaging": True,
+    "supportsRunInTerminalRequest": True,
+    "locale": "en",
+}
+TIMEOUT = 60
+
+
+class Panel:
+    """What JupyterLab's debugger panel does, over jupyter_client: requests and events."""
+
+    def __init__(self, kc: Any) -> None:
+        self.kc, self.seq, self.events = kc, 0, []
+
+    def request(self, command: str, **arguments: Any) -> dict[str, Any]:
+        self.seq += 1
+        msg = self.kc.session.msg(
+            "debug_request", {"type": "request", "seq": self.seq, "command": command, "arguments": arguments}
+        )
+        self.kc.control_channel.send(msg)
+        end = time.monotonic() + TIMEOUT
+        while True:
+            reply = self.kc.control_channel.get_msg(timeout=max(0.1, end - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                return reply["content"]
+
+    def event(self, name: str) -> dict[str, Any]:
+        """The next debug_event `name` on IOPub (others kept in self.events)."""
+        end = time.monotonic() + TIMEOUT
+        while time.monotonic() < end:
+            try:
+                msg = self.kc.iopub_channel.get_msg(timeout=1)
+            except queue.Empty:
+                continue
+            if msg["msg_type"] == "debug_event":
+                self.events.append(msg["content"])
+                if msg["content"].get("event") == name:
+                    return msg["content"]
+        raise AssertionError(
+            f"no {name} event within {TIMEOUT} s; saw {[e.get('event') for e in self.events]}"
+        )
+
+    def reply(self, msg_id: str) -> dict[str, Any]:
+        """The execute_reply of a cell sent earlier."""
+        end = time.monotonic() + TIMEOUT
+        while True:
+            reply = self.kc.shell_channel.get_msg(timeout=max(0.1, end - time.monotonic()))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"]
+
+    def run(self, code: str) -> dict[str, Any]:
+        return self.reply(self.kc.execute(code))
+
+    def value(self, expression: str) -> str:
+        reply = self.kc.execute("", user_expressions={"v": expression}, reply=True, timeout=TIMEOUT)
+        got = reply["content"]["user_expressions"]["v"]
+        assert got["status"] == "ok", got
+        return str(got["data"]["text/plain"])
+
+
+@pytest.fixture
+def panel(tmp_path: Path) -> Iterator[Panel]:
+    """A gem-workbench kernel of its own (the debugger's state is per kernel), attached."""
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="gem-workbench")
+    with open(tmp_path / "kernel.log", "w") as log:
+        km.start_kernel(
+            env={**os.environ, "GEM_WORKBENCH_HOME": str(tmp_path / "home")},
+            extra_arguments=["--HistoryManager.hist_file=:memory:"],
+            stderr=log,
+        )
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=TIMEOUT)
+        p = Panel(kc)
+        assert p.request("initialize", **INIT)["success"]
+        assert p.request("attach")["success"]
+        assert p.request("configurationDone")["success"]
+        yield p
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def _gem(gem: GemBuilder) -> Path:
+    return gem.tool("add", ADD, ext="ts", side_effect="read").write()
+
+
+def _open(p: Panel, root: Path, state: Path) -> None:
+    reply = p.run(f"bench = workbench.open({str(root)!r}, state_dir={str(state)!r})")
+    assert reply["status"] == "ok", reply
+
+
+def test_a_ts_breakpoint_from_the_panel_stops_the_cell_steps_and_continues(
+    panel: Panel, gem: GemBuilder, tmp_path: Path
+) -> None:
+    root = _gem(gem)
+    tool = str((root / "tools" / "add.ts").resolve())
+    _open(panel, root, tmp_path / "state")
+    # the panel's Kernel Sources list the tool (after each cell it asks for modules)
+    mods = panel.request("modules")["body"]["modules"]
+    assert {"id": tool, "name": "test.gem: add", "path": tool} in mods
+    # the module is not loaded yet: the breakpoint waits for it
+    got = panel.request("setBreakpoints", source={"path": tool}, breakpoints=[{"line": SUM_LINE}])
+    assert got["success"] and got["body"]["breakpoints"][0]["line"] == SUM_LINE
+    info = panel.request("debugInfo")["body"]
+    assert {"source": tool, "breakpoints": [{"line": SUM_LINE}]} in info["breakpoints"]
+
+    cell = panel.kc.execute("r = bench.call('add', {'a': 3, 'b': 4})")
+    stopped = panel.event("stopped")["body"]
+    thread = stopped["threadId"]
+    assert stopped["reason"] == "breakpoint" and not stopped["allThreadsStopped"]
+    threads = panel.request("threads")["body"]["threads"]
+    assert {"id": thread, "name": "JS: test.gem"} in threads
+    assert thread in panel.request("debugInfo")["body"]["stoppedThreads"]
+
+    frames = panel.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert frames[0]["source"]["path"] == tool and frames[0]["line"] == SUM_LINE
+    assert frames[0]["name"] == "add"
+    scopes = panel.request("scopes", frameId=frames[0]["id"])["body"]["scopes"]
+    assert scopes[0]["name"] == "Locals"
+    local = {
+        v["name"]: v
+        for v in panel.request("variables", variablesReference=scopes[0]["variablesReference"])["body"][
+            "variables"
+        ]
+    }
+    assert local["doubled"]["value"] == "6"
+    assert local["input"]["variablesReference"] > 0  # an object: expandable
+    fields = panel.request("variables", variablesReference=local["input"]["variablesReference"])["body"][
+        "variables"
+    ]
+    assert {f["name"]: f["value"] for f in fields} == {"a": "3", "b": "4"}
+    got = panel.request(
+        "evaluate", expression="doubled + input.b * 10", frameId=frames[0]["id"], context="repl"
+    )
+    assert got["success"] and got["body"]["result"] == "46"
+    bad = panel.request("evaluate", expression="nope.x", frameId=frames[0]["id"], context="repl")
+    assert not bad["success"] and bad["message"].startswith("E_DAP") and "nope" in bad["message"]
+
+    assert panel.request("next", threadId=thread)["success"]
+    stepped = panel.event("stopped")["body"]
+    assert stepped["reason"] == "step" and stepped["threadId"] == thread
+    frames = panel.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert frames[0]["line"] == SUM_LINE + 1  # `return { sum };`
+    scopes = panel.request("scopes", frameId=frames[0]["id"])["body"]["scopes"]
+    local = {
+        v["name"]: v["value"]
+        for v in panel.request("variables", variablesReference=scopes[0]["variablesReference"])["body"][
+            "variables"
+        ]
+    }
+    assert local["sum"] == "10"
+
+    assert panel.request("continue", threadId=thread)["success"]
+    assert panel.reply(cell)["status"] == "ok"
+    assert panel.value("r.value == {'sum': 10} and r.error is None") == "True"
+    # a stale id after the pause is a coded error, not a traceback
+    stale = panel.request("scopes", frameId=frames[0]["id"])
+    assert not stale["success"] and stale["message"].startswith("E_DAP")
+    # the module loaded: the breakpoint is verified at its TS line; cleared, the next call runs
+    got = panel.request("setBreakpoints", source={"path": tool}, breakpoints=[{"line": SUM_LINE}])
+    assert got["body"]["breakpoints"][0] == {"verified": True, "line": SUM_LINE, "source": {"path": tool}}
+    assert panel.request("setBreakpoints", source={"path": tool}, breakpoints=[])["success"]
+    assert panel.run("r = bench.call('add', {'a': 1, 'b': 1})")["status"] == "ok"
+    assert panel.value("r.value") == "{'sum': 3}"
+    assert panel.request("debugInfo")["body"]["breakpoints"] == []
+
+
+def test_python_cells_keep_debugpy(panel: Panel) -> None:
+    code = "def twice(x):\n    y = x * 2\n    return y\n\nz = twice(21)\n"
+    path = panel.request("dumpCell", code=code)["body"]["sourcePath"]
+    got = panel.request(
+        "setBreakpoints", source={"path": path}, breakpoints=[{"line": 3}], sourceModified=False
+    )
+    assert got["success"] and got["body"]["breakpoints"][0]["verified"]
+    panel.request("configurationDone")
+    cell = panel.kc.execute(code)
+    stopped = panel.event("stopped")["body"]
+    assert stopped["threadId"] < 1_000_000  # debugpy's thread, not a JS one
+    frames = panel.request("stackTrace", threadId=stopped["threadId"])["body"]["stackFrames"]
+    assert frames[0]["source"]["path"] == path and frames[0]["line"] == 3
+    scopes = panel.request("scopes", frameId=frames[0]["id"])["body"]["scopes"]
+    local = {
+        v["name"]: v["value"]
+        for v in panel.request("variables", variablesReference=scopes[0]["variablesReference"])["body"][
+            "variables"
+        ]
+    }
+    assert local["y"] == "42"
+    panel.request("continue", threadId=stopped["threadId"])
+    assert panel.reply(cell)["status"] == "ok"
+    assert panel.value("z") == "42"

@@ -1,0 +1,508 @@
+"""The debug adapter protocol (DAP) for a bench's JS/TS tools, over the Chrome DevTools
+Protocol (CDP): what JupyterLab's debugger panel asks the kernel (debug/kernel.py routes it
+here) translated into commands in the sandbox's Worker, and the Worker's pauses into DAP
+`stopped` events.
+
+One `Link` per bench: a CDP connection to the bench's inspector relay (debug/inspector.py),
+a reader thread that watches the Worker's events while a cell's call runs (the cell's shell
+thread is blocked in the call; the panel's requests come on ipykernel's control thread), and
+the breakpoints asked for the bench's tool files, bound through each script's inline source
+map (debug/sourcemap.py) when its module is parsed. A Worker that loads a tool's module
+pauses before it runs (CDP's `beforeScriptWithSourceMapExecution`), so a breakpoint set
+before the tool's first call binds in time; the reader resumes it at once.
+
+What the Worker sends is bounded: variables listed per request (MAX_VARIABLES), a value's
+text (MAX_VALUE), an expression (MAX_EXPRESSION), scripts remembered (MAX_SCRIPTS).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from .._errors import WorkbenchError
+from .cdp import CDPError, Connection, WorkerSession
+from .sourcemap import SourceMap, SourceMapError
+
+__all__ = ["MAX_VARIABLES", "DapError", "Link", "bench_files", "ensure_inspector"]
+
+MAX_VARIABLES = 200  # a variables reply lists at most this many (a big array's first ones)
+MAX_VALUE = 1000  # characters of a value's text in the panel
+MAX_EXPRESSION = 10_000  # characters of an expression to evaluate
+MAX_SCRIPTS = 5000  # scripts remembered per Worker (the runtime's own are many)
+MAX_REFS = 100_000  # variable references handed out while one pause lasts
+PUMP_SECONDS = 0.05  # the reader holds the connection this long per read
+CDP_SECONDS = 10.0  # a command's reply
+CONNECT_SECONDS = 30.0  # attaching to a sandbox that starts
+_SCOPES = ("local", "block", "closure", "catch", "with", "module", "script")  # not global: huge
+
+Emit = Callable[[str, dict[str, Any]], None]  # emit(event, body): a DAP event to the panel
+
+
+class DapError(WorkbenchError):
+    """A DAP request on a JS/TS tool that cannot be answered (E_DAP: no pause, a stale frame,
+    an expression over the limit)."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__("E_DAP", message, **details)
+
+
+def bench_files(bench: Any) -> dict[Path, str]:
+    """The bench's JS/TS tool files (resolved) and their tool names."""
+    out = {}
+    for tool in bench.manifest.tools.values():
+        if tool.language in ("javascript", "typescript"):
+            out[Path(tool.file).resolve()] = tool.name
+    return out
+
+
+def ensure_inspector(bench: Any) -> bool:
+    """Give an open bench Deno's inspector (debug/inspector.py) if it has none: its sandbox is
+    stopped and the next start (now) has the inspector, as `open(inspect=True)` would. True when
+    it was added. The bench's lock is held: a call running in another thread ends first."""
+    import dataclasses
+
+    from .inspector import Inspector
+
+    core = bench.core
+    with core.lock:
+        if core.sandbox_options.inspector is not None:
+            return False
+        inspector = Inspector(mode=True, title=bench.manifest.id)
+        core.sandbox_options = dataclasses.replace(core.sandbox_options, inspector=inspector)
+        runner = core.runners.pop("deno", None)
+        if runner is not None:
+            runner.stop()
+        core.finalizers.append(inspector.close)
+        core.runner("deno", bench.manifest, bench.providers, bench.profile).warm()
+    return True
+
+
+@dataclass
+class Script:
+    """A script the Worker parsed: its file (None: not a file), its map (read when needed)."""
+
+    url: str
+    path: Path | None
+    map_url: str
+    smap: SourceMap | None = None
+    read: bool = False
+
+    def source_map(self) -> SourceMap | None:
+        if not self.read:
+            self.read = True
+            try:
+                self.smap = SourceMap.from_url(self.map_url) if self.map_url.startswith("data:") else None
+            except SourceMapError:
+                self.smap = None  # a map that cannot be read: the generated lines are shown
+        return self.smap
+
+
+@dataclass
+class Pause:
+    """The Worker's current pause as the panel sees it: frames and references by DAP id."""
+
+    frames: list[dict[str, Any]]
+    reason: str
+    frame_ids: dict[int, dict[str, Any]] = field(default_factory=dict)
+    refs: dict[int, str] = field(default_factory=dict)  # variablesReference -> CDP objectId
+
+
+class Link:
+    """One bench's JS/TS debugging: the CDP session in its Worker, breakpoints, the pause."""
+
+    def __init__(self, bench: Any, *, thread_id: int, ids: Callable[[], int], emit: Emit) -> None:
+        self.bench, self.thread_id, self._ids, self._emit = bench, thread_id, ids, emit
+        self.name = f"JS: {bench.manifest.id}"
+        self.root = Path(bench.manifest.root).resolve()
+        self.files = bench_files(bench)
+        self.wanted: dict[Path, list[int]] = {}  # breakpoints asked (1-based TS lines)
+        self.bound: dict[Path, list[int]] = {}  # the lines they bound to
+        self._cdp_ids: dict[Path, list[str]] = {}
+        self._scripts: dict[str, Script] = {}
+        self._lock = threading.RLock()
+        self._conn: Connection | None = None
+        self._worker: WorkerSession | None = None
+        self.pause: Pause | None = None
+        self._stepping = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- connection ----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Attach to the bench's Worker (its inspector added if it had none) and watch it."""
+        ensure_inspector(self.bench)
+        with self._lock:
+            self._connect()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._read, name=f"wb-dap-{self.thread_id}", daemon=True)
+            self._thread.start()
+
+    def _connect(self) -> None:
+        """(under the lock) A new CDP session in the Worker, its breakpoints bound again."""
+        conn = Connection(self.bench.inspector.ws_url, timeout=CONNECT_SECONDS)
+        try:
+            worker = conn.worker(timeout=CONNECT_SECONDS)
+            worker.send("Debugger.enable", timeout=CDP_SECONDS)
+            worker.send(
+                "Debugger.setInstrumentationBreakpoint",
+                {"instrumentation": "beforeScriptWithSourceMapExecution"},
+                timeout=CDP_SECONDS,
+            )
+        except CDPError:
+            conn.close()
+            raise
+        self._conn, self._worker = conn, worker
+        self._scripts.clear()
+        self._cdp_ids.clear()
+        self._drain()
+
+    @property
+    def attached(self) -> bool:
+        """Whether a CDP session in the Worker is open now."""
+        return self._conn is not None and not self._conn.closed
+
+    def close(self) -> None:
+        """Detach: the Worker resumed, its debugger off, the reader stopped."""
+        self._stop.set()
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            self._conn = self._worker = None
+            self.pause = None
+        if self._thread is not None:
+            self._thread.join(2)
+
+    def _read(self) -> None:
+        """The reader thread: events while no request is asked; a new session when the
+        sandbox was started anew (the relay lets a stopped process's debuggers go)."""
+        while not self._stop.is_set():
+            if getattr(self.bench, "closed", False):
+                return
+            with self._lock:
+                conn = self._conn
+                if conn is not None and not conn.closed:
+                    try:
+                        conn.pump(time.monotonic() + PUMP_SECONDS, "an event")
+                    except CDPError:
+                        pass  # no event in that time (or the socket broke: closed is set)
+                    self._drain()
+                    if not conn.closed:
+                        continue
+                    self._lost()
+            time.sleep(0.5)
+            if self._stop.is_set():
+                return
+            with self._lock:
+                try:
+                    self._connect()
+                except (CDPError, OSError):
+                    pass  # no sandbox runs now: tried again
+
+    def _lost(self) -> None:
+        """(under the lock) The session ended (the sandbox stopped): a pause shown ends."""
+        self._conn = self._worker = None
+        if self.pause is not None:
+            self.pause = None
+            self._emit("continued", {"threadId": self.thread_id, "allThreadsContinued": False})
+
+    # -- the Worker's events ---------------------------------------------------------------------
+    def _drain(self) -> None:
+        """(under the lock) The Worker's events read so far: scripts, pauses, resumes."""
+        worker = self._worker
+        while worker is not None and (events := worker.events()):
+            for ev in events:
+                method, params = ev.get("method"), ev.get("params") or {}
+                if method == "Debugger.scriptParsed":
+                    self._parsed(params)
+                elif method == "Debugger.paused":
+                    self._paused(params)
+                elif method == "Debugger.resumed" and self.pause is not None:
+                    self.pause = None
+                    if not self._stepping:
+                        self._emit("continued", {"threadId": self.thread_id, "allThreadsContinued": False})
+
+    def _parsed(self, params: dict[str, Any]) -> None:
+        sid, url = str(params.get("scriptId")), str(params.get("url") or "")
+        if len(self._scripts) >= MAX_SCRIPTS:
+            self._scripts.pop(next(iter(self._scripts)))
+        path = _file(url)
+        self._scripts[sid] = Script(url, path, str(params.get("sourceMapURL") or ""))
+        if path is not None and path in self.wanted:
+            self._bind(path)
+
+    def _paused(self, params: dict[str, Any]) -> None:
+        frames = [f for f in params.get("callFrames") or [] if isinstance(f, dict)]
+        reason = str(params.get("reason") or "other")
+        if reason == "instrumentation" or not frames or not self._ours(frames[0]):
+            # a module about to run (its breakpoints are bound by now), or a step that left the
+            # tool's files for the runtime's: on to the tool's next pause
+            if reason != "instrumentation":
+                self._stepping = False
+            self._post("Debugger.resume")
+            return
+        stepping, self._stepping = self._stepping, False
+        hit = params.get("hitBreakpoints") or []
+        why = (
+            "step"
+            if stepping
+            else "breakpoint"
+            if hit
+            else "debugger statement"
+            if reason == "other"
+            else reason
+        )
+        self.pause = Pause(frames, why)
+        self._emit(
+            "stopped",
+            {
+                "reason": "step" if stepping else "breakpoint" if hit else "pause",
+                "description": f"Paused in {self.name}",
+                "threadId": self.thread_id,
+                "allThreadsStopped": False,
+            },
+        )
+
+    def _ours(self, frame: dict[str, Any]) -> bool:
+        script = self._scripts.get(str((frame.get("location") or {}).get("scriptId")))
+        return script is not None and script.path is not None and script.path.is_relative_to(self.root)
+
+    def _post(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        if self._worker is None:
+            raise DapError(f"{self.name}: the sandbox's Worker is not attached", thread=self.thread_id)
+        return self._worker.send(method, params, timeout=CDP_SECONDS)
+
+    # -- breakpoints ---------------------------------------------------------------------------------
+    def set_breakpoints(self, path: Path, lines: list[int]) -> list[dict[str, Any]]:
+        """The DAP breakpoints of `path` now `lines` (1-based TS lines): each verified with the
+        line it bound to, or unverified until the tool's module is loaded."""
+        with self._lock:
+            self.wanted[path] = list(lines)
+            if not lines:
+                self.wanted.pop(path, None)
+            if self.attached:
+                self._drain()
+                self._bind(path)
+            bound = self.bound.get(path)
+        if bound is not None and len(bound) == len(lines):
+            return [{"verified": True, "line": b, "source": {"path": str(path)}} for b in bound]
+        return [
+            {
+                "verified": False,
+                "line": line,
+                "source": {"path": str(path)},
+                "message": f"binds when {self.files.get(path, path.name)}'s module loads (its next call)",
+            }
+            for line in lines
+        ]
+
+    def _bind(self, path: Path) -> None:
+        """(under the lock) Bind `path`'s wanted lines in its newest parsed script."""
+        for old in self._cdp_ids.pop(path, []):
+            try:
+                self._post("Debugger.removeBreakpoint", {"breakpointId": old})
+            except CDPError:
+                pass
+        self.bound.pop(path, None)
+        script_id = next((s for s, sc in reversed(self._scripts.items()) if sc.path == path), None)
+        lines = self.wanted.get(path, [])
+        if script_id is None or not lines:
+            return
+        script = self._scripts[script_id]
+        smap = script.source_map()
+        ids, bound = [], []
+        for line in lines:
+            at = _generated(smap, path, line - 1)
+            if at is None:
+                bound.append(line)  # past the map's end: kept as asked, never hit
+                continue
+            try:
+                got = self._post(
+                    "Debugger.setBreakpoint",
+                    {"location": {"scriptId": script_id, "lineNumber": at[0], "columnNumber": at[1]}},
+                )
+            except CDPError:
+                bound.append(line)
+                continue
+            ids.append(str(got.get("breakpointId")))
+            actual = got.get("actualLocation") or {}
+            bound.append(
+                self._ts_line(script, actual.get("lineNumber", at[0]), actual.get("columnNumber", 0))
+            )
+        self._cdp_ids[path], self.bound[path] = ids, bound
+
+    def _ts_line(self, script: Script, line: int, column: int) -> int:
+        """A generated 0-based position's 1-based line in the script's own source."""
+        smap = script.source_map()
+        pos = smap.original(int(line), int(column)) if smap is not None else None
+        return (pos.line if pos is not None else int(line)) + 1
+
+    # -- while paused --------------------------------------------------------------------------------
+    def _paused_now(self) -> Pause:
+        if self.pause is None:
+            raise DapError(f"{self.name} is not paused", thread=self.thread_id)
+        return self.pause
+
+    def stack_trace(self) -> list[dict[str, Any]]:
+        """The paused Worker's frames in the gem's files, at their TS lines (the tool's real
+        path: the panel opens it)."""
+        with self._lock:
+            pause = self._paused_now()
+            out = []
+            for frame in pause.frames:
+                loc = frame.get("location") or {}
+                script = self._scripts.get(str(loc.get("scriptId")))
+                if script is None or script.path is None or not script.path.is_relative_to(self.root):
+                    continue  # the runtime's own frames (the sandbox's worker, Deno's)
+                fid = self._ids()
+                pause.frame_ids[fid] = frame
+                line = self._ts_line(script, loc.get("lineNumber", 0), loc.get("columnNumber", 0))
+                out.append(
+                    {
+                        "id": fid,
+                        "name": str(frame.get("functionName") or "(anonymous)"),
+                        "line": line,
+                        "column": 1,
+                        "source": {"name": script.path.name, "path": str(script.path)},
+                    }
+                )
+            return out
+
+    def scopes(self, frame_id: int) -> list[dict[str, Any]]:
+        """The frame's scopes (Local first; not the global one), each expandable."""
+        with self._lock:
+            pause = self._paused_now()
+            frame = pause.frame_ids.get(frame_id)
+            if frame is None:
+                raise DapError(f"no frame {frame_id} in the current pause", frameId=frame_id)
+            out = []
+            for scope in frame.get("scopeChain") or []:
+                kind, obj = scope.get("type"), scope.get("object") or {}
+                if kind not in _SCOPES or not obj.get("objectId"):
+                    continue
+                ref = self._ref(pause, str(obj["objectId"]))
+                name = str(kind).capitalize() if kind != "local" else "Locals"
+                out.append({"name": name, "variablesReference": ref, "expensive": False})
+            return out
+
+    def variables(self, ref: int) -> list[dict[str, Any]]:
+        """An object's own properties (at most MAX_VARIABLES), objects expandable."""
+        with self._lock:
+            pause = self._paused_now()
+            object_id = pause.refs.get(ref)
+            if object_id is None:
+                raise DapError(f"no variable reference {ref} in the current pause", variablesReference=ref)
+            got = self._post(
+                "Runtime.getProperties",
+                {"objectId": object_id, "ownProperties": True, "generatePreview": False},
+            )
+            out: list[dict[str, Any]] = []
+            for prop in got.get("result") or []:
+                if len(out) >= MAX_VARIABLES:
+                    out.append(
+                        {"name": "…", "value": f"(more than {MAX_VARIABLES} shown)", "variablesReference": 0}
+                    )
+                    break
+                if not isinstance(prop, dict) or "value" not in prop:
+                    continue  # an accessor: reading it would run the tool's code
+                out.append({"name": str(prop.get("name"))[:MAX_VALUE], **self._value(pause, prop["value"])})
+            return out
+
+    def evaluate(self, frame_id: int, expression: str) -> dict[str, Any]:
+        """`expression` evaluated in the paused frame: {result, type, variablesReference}."""
+        if not isinstance(expression, str) or len(expression) > MAX_EXPRESSION:
+            raise DapError(
+                f"the expression is over {MAX_EXPRESSION:,} characters",
+                field="expression",
+                limit=MAX_EXPRESSION,
+            )
+        with self._lock:
+            pause = self._paused_now()
+            frame = pause.frame_ids.get(frame_id) or (pause.frames[0] if pause.frames else None)
+            if frame is None:
+                raise DapError(f"no frame {frame_id} in the current pause", frameId=frame_id)
+            got = self._post(
+                "Debugger.evaluateOnCallFrame",
+                {"callFrameId": frame.get("callFrameId"), "expression": expression, "generatePreview": False},
+            )
+            if got.get("exceptionDetails"):
+                details = got["exceptionDetails"]
+                text = (
+                    (details.get("exception") or {}).get("description")
+                    or details.get("text")
+                    or "an exception"
+                )
+                raise DapError(str(text)[:MAX_VALUE], field="expression")
+            value = self._value(pause, got.get("result") or {})
+            return {
+                "result": value["value"],
+                "type": value["type"],
+                "variablesReference": value["variablesReference"],
+            }
+
+    def _ref(self, pause: Pause, object_id: str) -> int:
+        if len(pause.refs) >= MAX_REFS:
+            raise DapError(f"over {MAX_REFS:,} variables expanded in one pause", limit=MAX_REFS)
+        ref = self._ids()
+        pause.refs[ref] = object_id
+        return ref
+
+    def _value(self, pause: Pause, obj: dict[str, Any]) -> dict[str, Any]:
+        """A CDP RemoteObject as a DAP variable's value, type and reference."""
+        kind = str(obj.get("type") or "undefined")
+        if "value" in obj and kind != "object" or obj.get("subtype") == "null":
+            import json
+
+            try:
+                text = json.dumps(obj.get("value"), ensure_ascii=False)
+            except (TypeError, ValueError):
+                text = str(obj.get("value"))
+        elif kind in ("undefined", "bigint", "symbol"):
+            text = str(obj.get("description") or obj.get("unserializableValue") or kind)
+        else:
+            text = str(obj.get("description") or obj.get("className") or kind)
+        ref = 0
+        if kind == "object" and obj.get("objectId") and obj.get("subtype") != "null":
+            ref = self._ref(pause, str(obj["objectId"]))
+        if len(text) > MAX_VALUE:
+            text = text[: MAX_VALUE - 1] + "…"
+        return {"value": text, "type": str(obj.get("subtype") or kind), "variablesReference": ref}
+
+    def step(self, how: str) -> None:
+        """continue / next / stepIn / stepOut / pause, as the panel's buttons."""
+        method = {
+            "continue": "Debugger.resume",
+            "next": "Debugger.stepOver",
+            "stepIn": "Debugger.stepInto",
+            "stepOut": "Debugger.stepOut",
+            "pause": "Debugger.pause",
+        }[how]
+        with self._lock:
+            if how != "pause":
+                self._paused_now()
+            self._stepping = how not in ("continue", "pause")
+            self._post(method)
+            self._drain()
+
+
+def _file(url: str) -> Path | None:
+    """A `file://` script URL's path (its query, a reload's, dropped); None for others."""
+    if not url.startswith("file://"):
+        return None
+    try:
+        return Path(unquote(urlparse(url).path)).resolve()
+    except (OSError, ValueError):
+        return None
+
+
+def _generated(smap: SourceMap | None, path: Path, line: int) -> tuple[int, int] | None:
+    """Where V8 runs 0-based TS `line` of `path` (a script without a map: the same line)."""
+    if smap is None:
+        return (line, 0)
+    name = smap.sources[0] if len(smap.sources) == 1 else path.name
+    return smap.generated(name, line)
