@@ -17,6 +17,7 @@ text (MAX_VALUE), an expression (MAX_EXPRESSION), scripts remembered (MAX_SCRIPT
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -453,25 +454,32 @@ class Link:
         return ref
 
     def _value(self, pause: Pause, obj: dict[str, Any]) -> dict[str, Any]:
-        """A CDP RemoteObject as a DAP variable's value, type and reference."""
+        """A CDP RemoteObject as a DAP variable's value, type and reference. JupyterLab's
+        panel shows a variable's value only for the types "int", "float", "bool" and "str"
+        (debugpy's names) and the type otherwise: JS primitives are typed so, objects by class."""
         kind = str(obj.get("type") or "undefined")
-        if "value" in obj and kind != "object" or obj.get("subtype") == "null":
-            import json
-
-            try:
-                text = json.dumps(obj.get("value"), ensure_ascii=False)
-            except (TypeError, ValueError):
-                text = str(obj.get("value"))
-        elif kind in ("undefined", "bigint", "symbol"):
-            text = str(obj.get("description") or obj.get("unserializableValue") or kind)
-        else:
+        value = obj.get("value")
+        if kind == "number":
+            text = str(obj.get("unserializableValue") or obj.get("description") or value)
+            shown = "int" if isinstance(value, int) else "float"
+        elif kind == "boolean":
+            text, shown = ("true" if value else "false"), "bool"
+        elif kind == "string":
+            text, shown = json.dumps(str(value)[:MAX_VALUE], ensure_ascii=False), "str"
+        elif kind == "object" and obj.get("subtype") == "null":
+            text, shown = "null", "null"
+        elif kind == "object":
             text = str(obj.get("description") or obj.get("className") or kind)
+            shown = text if len(text) <= 40 else str(obj.get("className") or "object")
+        else:  # undefined, bigint, symbol, function
+            text = str(obj.get("description") or obj.get("unserializableValue") or kind)
+            shown = kind
         ref = 0
         if kind == "object" and obj.get("objectId") and obj.get("subtype") != "null":
             ref = self._ref(pause, str(obj["objectId"]))
         if len(text) > MAX_VALUE:
             text = text[: MAX_VALUE - 1] + "…"
-        return {"value": text, "type": str(obj.get("subtype") or kind), "variablesReference": ref}
+        return {"value": text, "type": shown, "variablesReference": ref}
 
     def step(self, how: str) -> None:
         """continue / next / stepIn / stepOut / pause, as the panel's buttons."""

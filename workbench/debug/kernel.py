@@ -97,6 +97,10 @@ class WorkbenchDebugger(Debugger):
             return {"breakpoints": link.set_breakpoints(Path(path).resolve(), lines)}
         if command == "stackTrace" or command in _STEPS:
             link = self._by_thread(args.get("threadId"))
+            if link is None and command == "continue" and not self.stopped_threads:
+                # JupyterLab's Continue drops the stopped thread before it asks, and then names
+                # thread 1 (its default): with no Python thread stopped, it means the JS pause
+                link = next((x for x in self._live() if x.pause is not None), None)
             if link is None:
                 return None
             if command == "stackTrace":
