@@ -211,6 +211,59 @@ def test_a_ts_breakpoint_from_the_panel_stops_the_cell_steps_and_continues(
     assert panel.request("debugInfo")["body"]["breakpoints"] == []
 
 
+WRITE = """\
+export default async function (input: { path: string }, ctx: any) {
+  await ctx.files.write(input.path, "hello");
+  return { wrote: input.path };
+}
+"""
+
+
+def test_a_ctx_breakpoint_from_the_panel_pauses_before_the_ctx_call(
+    panel: Panel, gem: GemBuilder, tmp_path: Path
+) -> None:
+    root = gem.tool("w", WRITE, ext="ts").write()
+    tool = str((root / "tools" / "w.ts").resolve())
+    state = tmp_path / "state"
+    assert (
+        panel.run(f"bench = workbench.open({str(root)!r}, state_dir={str(state)!r}, headless=True)")["status"]
+        == "ok"
+    )
+    got = panel.request("setBreakpoints", source={"path": "ctx.files.write"}, breakpoints=[{"line": 1}])
+    assert got["success"] and got["body"]["breakpoints"][0]["verified"]
+    bad = panel.request("setBreakpoints", source={"path": "ctx.files.nope"}, breakpoints=[{"line": 1}])
+    assert not bad["body"]["breakpoints"][0]["verified"]
+    assert (
+        bad["body"]["breakpoints"][0]["message"].startswith("E_USAGE")
+        and "ctx.files.write" in bad["body"]["breakpoints"][0]["message"]
+    )
+    info = panel.request("debugInfo")["body"]
+    assert {"source": "ctx.files.write", "breakpoints": [{"line": 1}]} in info["breakpoints"]
+
+    cell = panel.kc.execute("r = bench.call('w', {'path': 'notes/a.md'})")
+    stopped = panel.event("stopped")["body"]
+    assert stopped["reason"] == "function breakpoint" and "ctx.files.write" in stopped["description"]
+    thread = stopped["threadId"]
+    frames = panel.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert [f["name"] for f in frames] == ["ctx.files.write (before the call)"]
+    assert frames[0]["source"]["path"] == tool
+    scopes = panel.request("scopes", frameId=frames[0]["id"])["body"]["scopes"]
+    assert [s["name"] for s in scopes] == ["Arguments"]
+    args = panel.request("variables", variablesReference=scopes[0]["variablesReference"])["body"]["variables"]
+    shown = [a["value"] for a in args]
+    assert "'notes/a.md'" in shown and "'hello'" in shown
+    no = panel.request("evaluate", expression="1 + 1", frameId=frames[0]["id"], context="repl")
+    assert not no["success"] and no["message"].startswith("E_DAP")
+    assert panel.request("continue", threadId=1)["success"]  # (as JupyterLab asks)
+    assert panel.event("continued")["body"]["threadId"] == thread
+    assert panel.reply(cell)["status"] == "ok"
+    assert panel.value("r.value") == "{'wrote': 'notes/a.md'}"
+    # off: the next call runs through
+    assert panel.request("setBreakpoints", source={"path": "ctx.files.write"}, breakpoints=[])["success"]
+    assert panel.run("r = bench.call('w', {'path': 'notes/b.md'})")["status"] == "ok"
+    assert panel.value("r.value") == "{'wrote': 'notes/b.md'}"
+
+
 def test_python_cells_keep_debugpy(panel: Panel) -> None:
     code = "def twice(x):\n    y = x * 2\n    return y\n\nz = twice(21)\n"
     path = panel.request("dumpCell", code=code)["body"]["sourcePath"]

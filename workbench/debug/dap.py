@@ -112,6 +112,10 @@ class Pause:
     reason: str
     frame_ids: dict[int, dict[str, Any]] = field(default_factory=dict)
     refs: dict[int, str] = field(default_factory=dict)  # variablesReference -> CDP objectId
+    # a ctx breakpoint's pause (dapctx.py): (the tool's file, method, arguments); its
+    # variables are Python values, by reference
+    ctx: tuple[Path, str, dict[str, Any]] | None = None
+    py_refs: dict[int, Any] = field(default_factory=dict)
 
 
 class Link:
@@ -133,6 +137,9 @@ class Link:
         self._stepping = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.ctx_points: dict[str, list[int]] = {}  # ctx breakpoint name -> the panel's lines
+        self._breaks: Any = None  # ctxbreak.Breakpoints of those names
+        self._ctx_hook: Any = None  # dapctx.CtxBreaks, standing on the bench while there are any
 
     # -- connection ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -171,6 +178,8 @@ class Link:
     def close(self) -> None:
         """Detach: the Worker resumed, its debugger off, the reader stopped."""
         self._stop.set()
+        if self._ctx_hook is not None:
+            self._ctx_hook.release()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -343,6 +352,75 @@ class Link:
         pos = smap.original(int(line), int(column)) if smap is not None else None
         return (pos.line if pos is not None else int(line)) + 1
 
+    # -- ctx breakpoints (dapctx.py) ---------------------------------------------------------------
+    def set_ctx(self, name: str, lines: list[int]) -> list[dict[str, Any]]:
+        """The ctx breakpoint `name` ("ctx.files.write") on (`lines`: the panel's) or off
+        (none): verified when the platform's ctx has it, else E_USAGE naming the known ones."""
+        from .._errors import UsageError
+        from .ctxbreak import parse_break_at
+        from .dapctx import CtxBreaks
+
+        names = (
+            {**self.ctx_points, name: lines}
+            if lines
+            else {k: v for k, v in self.ctx_points.items() if k != name}
+        )
+        try:
+            points = parse_break_at(list(names), self.bench.profile, self.bench.manifest) if names else None
+        except UsageError as exc:
+            return [
+                {"verified": False, "line": n, "source": {"path": name}, "message": f"{exc.code}: {exc}"}
+                for n in lines
+            ]
+        self.ctx_points, self._breaks = names, points
+        if points is not None and self._ctx_hook is None:
+            self._ctx_hook = CtxBreaks(
+                stops_at=lambda m: self._breaks is not None and self._breaks.stops_at(m),
+                pause=self._ctx_pause,
+                resumed=self._ctx_resumed,
+                closed=lambda: self._stop.is_set() or bool(getattr(self.bench, "closed", False)),
+            )
+            self.bench.core.add_hook(self._ctx_hook)
+        elif points is None and self._ctx_hook is not None:
+            self.bench.core.remove_hook(self._ctx_hook)
+            self._ctx_hook.release()
+            self._ctx_hook = None
+        return [{"verified": True, "line": n, "source": {"path": name}} for n in lines]
+
+    def _ctx_pause(self, session: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """(the call's thread, in the hook) A ctx call waits: shown as a stop of this thread."""
+        arguments = {**{str(i): a for i, a in enumerate(args)}, **kwargs}
+        with self._lock:
+            self.pause = Pause([], "ctx", ctx=(Path(session.tool.file).resolve(), method, arguments))
+        self._emit(
+            "stopped",
+            {
+                "reason": "function breakpoint",
+                "description": f"Paused before ctx.{method}",
+                "threadId": self.thread_id,
+                "allThreadsStopped": False,
+            },
+        )
+
+    def _ctx_resumed(self) -> None:
+        with self._lock:
+            if self.pause is None or self.pause.ctx is None:
+                return
+            self.pause = None
+        self._emit("continued", {"threadId": self.thread_id, "allThreadsContinued": False})
+
+    def _py(self, pause: Pause, name: str, value: Any) -> dict[str, Any]:
+        from .dapctx import py_value
+
+        text, kind, more = py_value(value, limit=MAX_VALUE)
+        ref = 0
+        if more:
+            if len(pause.py_refs) >= MAX_REFS:
+                raise DapError(f"over {MAX_REFS:,} variables expanded in one pause", limit=MAX_REFS)
+            ref = self._ids()
+            pause.py_refs[ref] = value
+        return {"name": name[:MAX_VALUE], "value": text, "type": kind, "variablesReference": ref}
+
     # -- while paused --------------------------------------------------------------------------------
     def _paused_now(self) -> Pause:
         if self.pause is None:
@@ -355,6 +433,19 @@ class Link:
         with self._lock:
             pause = self._paused_now()
             out = []
+            if pause.ctx is not None:  # before a ctx call: one frame, in the tool's file
+                fid = self._ids()
+                pause.frame_ids[fid] = {"ctx": True}
+                file, method, _ = pause.ctx
+                return [
+                    {
+                        "id": fid,
+                        "name": f"ctx.{method} (before the call)",
+                        "line": 1,
+                        "column": 1,
+                        "source": {"name": file.name, "path": str(file)},
+                    }
+                ]
             for frame in pause.frames:
                 loc = frame.get("location") or {}
                 script = self._scripts.get(str(loc.get("scriptId")))
@@ -381,6 +472,9 @@ class Link:
             frame = pause.frame_ids.get(frame_id)
             if frame is None:
                 raise DapError(f"no frame {frame_id} in the current pause", frameId=frame_id)
+            if pause.ctx is not None:
+                ref = self._py(pause, "", pause.ctx[2])["variablesReference"]
+                return [{"name": "Arguments", "variablesReference": ref, "expensive": False}]
             out = []
             for scope in frame.get("scopeChain") or []:
                 kind, obj = scope.get("type"), scope.get("object") or {}
@@ -395,6 +489,11 @@ class Link:
         """An object's own properties (at most MAX_VARIABLES), objects expandable."""
         with self._lock:
             pause = self._paused_now()
+            if ref in pause.py_refs:
+                from .dapctx import py_children
+
+                kids = py_children(pause.py_refs[ref], most=MAX_VARIABLES)
+                return [self._py(pause, name, value) for name, value in kids]
             object_id = pause.refs.get(ref)
             if object_id is None:
                 raise DapError(f"no variable reference {ref} in the current pause", variablesReference=ref)
@@ -424,6 +523,12 @@ class Link:
             )
         with self._lock:
             pause = self._paused_now()
+            if pause.ctx is not None:
+                raise DapError(
+                    f"paused before ctx.{pause.ctx[1]}: the tool's JS frames are not paused, so there is no "
+                    "scope to evaluate in (its arguments are the variables)",
+                    field="expression",
+                )
             frame = pause.frame_ids.get(frame_id) or (pause.frames[0] if pause.frames else None)
             if frame is None:
                 raise DapError(f"no frame {frame_id} in the current pause", frameId=frame_id)
@@ -491,6 +596,10 @@ class Link:
             "pause": "Debugger.pause",
         }[how]
         with self._lock:
+            if self.pause is not None and self.pause.ctx is not None and self._ctx_hook is not None:
+                if how != "pause":
+                    self._ctx_hook.release()  # the ctx call runs; the call goes on
+                return
             if how != "pause":
                 self._paused_now()
             self._stepping = how not in ("continue", "pause")

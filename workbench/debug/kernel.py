@@ -88,12 +88,20 @@ class WorkbenchDebugger(Debugger):
         """The body of the reply when the request is the workbench's; None otherwise."""
         if command == "setBreakpoints":
             path = str((args.get("source") or {}).get("path") or "")
+            lines = [int(b["line"]) for b in args.get("breakpoints") or [] if isinstance(b.get("line"), int)]
+            if path == "ctx" or path.startswith("ctx."):  # a ctx breakpoint, on every debugged bench
+                self._discover()
+                got = [link.set_ctx(path, lines) for link in self._live()]
+                if not got:
+                    from .dap import DapError
+
+                    raise DapError(f"{path}: no open bench with JS/TS tools to stop", field="source.path")
+                return {"breakpoints": next((g for g in got if g and not g[0]["verified"]), got[0])}
             if not path.endswith((".ts", ".js", ".mts", ".mjs", ".tsx", ".jsx")):
                 return None
             link = self._link_for(Path(path))
             if link is None:
                 return None
-            lines = [int(b["line"]) for b in args.get("breakpoints") or [] if isinstance(b.get("line"), int)]
             return {"breakpoints": link.set_breakpoints(Path(path).resolve(), lines)}
         if command == "stackTrace" or command in _STEPS:
             link = self._by_thread(args.get("threadId"))
@@ -133,6 +141,10 @@ class WorkbenchDebugger(Debugger):
                 bound = link.bound.get(path) or lines
                 body.setdefault("breakpoints", []).append(
                     {"source": str(path), "breakpoints": [{"line": n} for n in bound]}
+                )
+            for name, lines in link.ctx_points.items():
+                body.setdefault("breakpoints", []).append(
+                    {"source": name, "breakpoints": [{"line": n} for n in lines]}
                 )
             if link.pause is not None:
                 body.setdefault("stoppedThreads", []).append(link.thread_id)
@@ -200,7 +212,7 @@ class WorkbenchDebugger(Debugger):
             return None
         for link in self._live():
             pause = link.pause
-            if pause is not None and (ref in pause.frame_ids or ref in pause.refs):
+            if pause is not None and (ref in pause.frame_ids or ref in pause.refs or ref in pause.py_refs):
                 return link
         from .dap import DapError
 
