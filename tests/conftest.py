@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,10 @@ import workbench
 from workbench.bench.options import gem_options
 
 EXAMPLE_GEM = Path(__file__).resolve().parent.parent / "notebooks" / "gems" / "notes"
+# GEM_WORKBENCH_TEST_INSPECT=1: the benches of `opened` and `open_bench` run with Deno's
+# inspector on (open(inspect=True)), as .ci/run runs the sandbox's red-team tests again: a
+# debugging session must change none of a tool's permissions or limits
+INSPECT = os.environ.get("GEM_WORKBENCH_TEST_INSPECT") == "1"
 ARTIFACTS = Path(__file__).resolve().parent.parent / ".artifacts"  # CI keeps what tests put here
 
 
@@ -114,6 +119,8 @@ def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
         kw.setdefault("state_dir", tmp_path / "state")
         if "headless" in gem_options(path):  # a platform with ctx.files
             kw.setdefault("headless", True)
+        if INSPECT:
+            kw.setdefault("inspect", True)
         b = workbench.open(path, **kw)
         benches.append(b)
         return b
@@ -159,6 +166,8 @@ def open_bench(tmp_path: Path, kind: str) -> Callable[..., workbench.Bench]:
         for name, value in (("workspace", workspace), ("headless", True)):
             if name in gem_options(path):  # a platform with ctx.files
                 kw.setdefault(name, value)
+        if INSPECT:
+            kw.setdefault("inspect", True)
         b = workbench.open(path, providers=kind, **kw)
         benches.append(b)
         return b

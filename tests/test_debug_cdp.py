@@ -56,18 +56,20 @@ def inspected(tmp_path: Path) -> Iterator[int]:
     )
     try:
         end = time.monotonic() + 30
-        while True:
-            try:
-                targets("127.0.0.1", port, timeout=1)
-                break
-            except CDPError:
-                if time.monotonic() > end:
-                    raise
-                time.sleep(0.1)
+        while not _listed(port):  # (listed once its main module runs)
+            assert time.monotonic() < end, "the inspector listed no target in 30 s"
+            time.sleep(0.1)
         yield port
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def _listed(port: int) -> bool:
+    try:
+        return bool(targets("127.0.0.1", port, timeout=1))
+    except CDPError:
+        return False
 
 
 def _connect(port: int) -> Connection:

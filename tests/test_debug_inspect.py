@@ -7,7 +7,11 @@ paused, the ports closed with the bench, and the sandbox's own permissions uncha
 from __future__ import annotations
 
 import _thread
+import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -135,11 +139,14 @@ def test_a_paused_call_outlives_its_timeout_and_the_timeout_counts_again_after(
     gem: GemBuilder, opened: Callable[..., workbench.Bench]
 ) -> None:
     source = ADD.replace(
-        "const sum: number", "if (input.a < 0) for (;;) {}\n      debugger;\n      const sum: number"
+        "const sum: number",
+        "if (input.a < 0) for (;;) {}\n      if (input.a > 0) debugger;\n      const sum: number",
     )
     bench = opened(_gem(gem, source), inspect=True, timeout=1.0)
     conn, worker = _attach(bench)
     try:
+        # imported first (on a loaded machine that may take longer than the 1 s timeout alone)
+        assert bench.call("add", {"a": 0, "b": 0}).value == {"sum": 0}
         t, out = _in_thread(lambda: bench.call("add", {"a": 2, "b": 2}))
         worker.event("Debugger.paused", timeout=30)
         time.sleep(2.0)  # twice the call's timeout
@@ -217,6 +224,7 @@ def test_ctrl_c_while_paused_ends_the_call_and_the_next_call_works(
     bench = opened(_gem(gem, source), inspect=True, timeout=1.0)
     conn, worker = _attach(bench)
     first = bench.inspector.relay.port
+    assert bench.call("add", {"a": 0, "b": 0}).value == {"sum": 0}  # imported within its 1 s
 
     def interrupt() -> None:
         worker.event("Debugger.paused", timeout=30)
@@ -255,9 +263,9 @@ def test_the_ports_listen_on_loopback_and_close_with_the_bench(gem: GemBuilder, 
     try:
         assert bench.call("add", {"a": 1, "b": 1}).value == {"sum": 3}
         inspector = bench.inspector
-        relay, deno = inspector.port, inspector._deno_port
+        relay, deno = inspector.port, inspector.deno_port
         assert not _refused(relay) and not _refused(deno)
-        assert inspector.relay._server.getsockname()[0] == "127.0.0.1"
+        assert inspector.relay.address == ("127.0.0.1", relay)
         pid = deno_pids(gem.root)[0]
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         assert f"--inspect=127.0.0.1:{deno}".encode() in cmdline
@@ -310,7 +318,122 @@ def test_a_tool_cannot_reach_the_inspector_from_inside_the_sandbox(
     bench = opened(gem.tool("probe", PROBE, ext="ts", side_effect="read"), inspect=True)
     inspector = bench.inspector
     bench.call("probe", {"port": 1, "path": "/"})  # the sandbox up: Deno's port known
-    for port, path in ((inspector.port, "/" + inspector.relay.token), (inspector._deno_port, "/")):
+    for port, path in ((inspector.port, "/" + inspector.relay.token), (inspector.deno_port, "/")):
         res = bench.call("probe", {"port": port, "path": path})
         assert res.error is None, res.error
         assert res.value == ["fetch: NotCapable", "websocket: NotCapable", "tcp: NotCapable"], res.value
+
+
+HOST_PROBE = """(async () => {
+  const out = [];
+  const tries = [
+    ["gem", () => Deno.readTextFile(%(manifest)s)],
+    ["outside", () => Deno.readTextFile(%(outside)s)],
+    ["net", () => fetch("http://127.0.0.1:%(port)d/json/list")],
+    ["tcp", () => Deno.connect({ hostname: "127.0.0.1", port: %(port)d })],
+    ["env", () => Deno.env.get("PATH")],
+    ["run", () => new Deno.Command("true").output()],
+  ];
+  for (const [what, f] of tries) {
+    try { await f(); out.push(what + " ok"); } catch (e) { out.push(what + " " + e.name + (e.name === "TypeError" ? ": " + e.message : "")); }
+  }
+  return out;
+})()"""
+
+
+def test_a_debugger_in_the_hosts_isolate_has_the_hosts_permissions_only(
+    gem: GemBuilder, opened: Callable[..., workbench.Bench], tmp_path: Path
+) -> None:
+    """docs/security.md: a client on the relay reaches the host's main isolate too (not only
+    the Worker); what it runs there is held to the host's permissions, which add nothing to
+    the network, the environment, subprocesses or files outside the gem."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the gem's")
+    bench = opened(_gem(gem), inspect=True)
+    assert bench.call("add", {"a": 1, "b": 1}).value == {"sum": 3}
+    expr = HOST_PROBE % {
+        "manifest": json.dumps(str(gem.root / "manifest.json")),
+        "outside": json.dumps(str(outside)),
+        "port": bench.inspector.port,
+    }
+    with Connection(bench.inspector.ws_url, timeout=20) as conn:
+        got = conn.send("Runtime.evaluate", {"expression": expr, "awaitPromise": True, "returnByValue": True})
+    assert got["result"]["value"] == [
+        "gem ok",
+        "outside NotCapable",
+        "net NotCapable",
+        "tcp NotCapable",
+        "env NotCapable",
+        "run NotCapable",
+    ]
+    assert bench.call("add", {"a": 2, "b": 2}).value == {"sum": 6}  # the sandbox carries on
+
+
+def test_the_command_line_prints_the_addresses_and_waits_for_a_debugger(
+    gem: GemBuilder, tmp_path: Path
+) -> None:
+    """`gem-workbench call … --inspect=wait`: the addresses and launch.json on stderr before
+    the call, the call held until a debugger attaches at the printed address, its result on
+    stdout."""
+    root = _gem(gem).write()
+    cmd = [sys.executable, "-m", "workbench", "call", str(root), "add", "--input", '{"a": 2, "b": 5}']
+    cmd += ["--state-dir", str(tmp_path / "state"), "--inspect=wait"]
+    env = {**os.environ, "GEM_WORKBENCH_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        err = ""
+        while "]\n}\n" not in err:  # the launch.json snippet's end
+            line = proc.stderr.readline()
+            assert line, err
+            err += line
+        assert "devtools://devtools/bundled/js_app.html?" in err and "chrome://inspect" in err
+        launch = json.loads(err[err.index('{\n  "version"') :])
+        (config,) = launch["configurations"]
+        assert config["type"] == "node" and config["request"] == "attach" and config["address"] == "127.0.0.1"
+        time.sleep(2.0)
+        assert proc.poll() is None  # held: no debugger yet
+        with Connection(config["websocketAddress"], timeout=20) as conn:
+            worker = conn.worker(timeout=20)
+            worker.send("Runtime.runIfWaitingForDebugger")
+            out, rest = proc.communicate(timeout=60)
+        assert proc.returncode == 0, rest
+        assert json.loads(out) == {"sum": 9}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_gem_open_inspect_prints_the_addresses_in_the_cell(
+    gem: GemBuilder, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from _ipython import workbench_shell
+
+    shell = workbench_shell(tmp_path / "ipython")
+    monkeypatch.chdir(tmp_path)
+    root = _gem(gem).write()
+    bench = None
+    try:
+        assert shell.run_cell(f"%gem open {root} --inspect --state-dir {tmp_path / 'state'}").success
+        bench = shell.user_ns["bench"]
+        _, err = capsys.readouterr()
+        assert bench.inspector.devtools_url in err and '"request": "attach"' in err
+        assert bench.inspector.mode is True
+        assert shell.run_line_magic("tool", 'add {"a": 1, "b": 1}').value == {"sum": 3}
+        wrong = shell.run_cell(f"%gem open {root} --inspect=later --state-dir {tmp_path / 'state'}")
+        assert not wrong.success
+        assert "--inspect=wait" in capsys.readouterr().err
+    finally:
+        if bench is not None:
+            bench.close()
+
+
+def test_wait_does_not_hold_a_python_tools_call(
+    gem: GemBuilder, opened: Callable[..., workbench.Bench]
+) -> None:
+    _gem(gem).tool("echo", "def handle(input, ctx):\n    return input\n", side_effect="read")
+    bench = opened(gem, inspect="wait", timeout=5.0)
+    started = time.monotonic()
+    assert bench.call("echo", {"x": 1}).value == {"x": 1}  # it runs in the kernel: nothing to attach
+    assert time.monotonic() - started < 3 and not bench.inspector.attached

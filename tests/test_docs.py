@@ -34,6 +34,7 @@ RUNNABLE = {
     "docs/conversations.md": ["notes"],
     "docs/bundles.md": ["notes"],
     "docs/doctor.md": ["buggy", "notes"],
+    "docs/debugging.md": [],
     "docs/platforms.md": [],
     "docs/first-gem/notochord.md": [],
     "docs/first-gem/agent.md": [],
@@ -41,6 +42,7 @@ RUNNABLE = {
 }
 NEEDS_DENO = {
     "docs/doctor.md",
+    "docs/debugging.md",
     "docs/first-gem/notochord.md",
     "docs/first-gem/agent.md",
     "docs/first-gem/ekanos.md",

@@ -344,10 +344,12 @@ def count_bridge_bytes(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
     def counting(self: sandbox_module.Sandbox, fifo_dir: str) -> tuple[list[str], str, str]:
         cmd, to_host, from_host = command(self, fifo_dir)
         host = next(i for i, a in enumerate(cmd) if a.endswith("host.ts"))
-        real_worker = cmd[host + 4]  # (to_host, from_host, our pid, the worker: its bundle)
+        # (to_host, from_host, our pid, the worker: its bundle; after "--inspected" with inspect=)
+        at = host + 4 + (cmd[host + 1] == "--inspected")
+        real_worker = cmd[at]
         assert real_worker.startswith("file://") and "/bridge/worker." in real_worker, cmd
         (folder / "worker.js").write_text(f'import "./counter.js";\nimport "{real_worker}";\n')
-        cmd[host + 4] = (folder / "worker.js").as_uri()
+        cmd[at] = (folder / "worker.js").as_uri()
         cmd.insert(host, f"--preload={folder / 'host.js'}")
         return cmd, to_host, from_host
 

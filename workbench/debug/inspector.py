@@ -23,22 +23,15 @@ import time
 import urllib.request
 from typing import IO, Any, Literal
 
-from .._errors import UsageError
 from ..ctx.hooks import CallHooks
 from .proxy import Relay
 
-__all__ = ["Inspector", "check_inspect", "launch_json", "print_addresses"]
+__all__ = ["Inspector", "addresses_text", "free_port", "launch_json", "print_addresses"]
 
 MAX_PAUSES = 1000  # pause intervals kept (older ones are before any running call)
 START_SECONDS = 30.0  # a debugger that connects while the sandbox starts waits this long for it
 SETTLE_SECONDS = 1.0  # a held call goes this long after attach without runIfWaitingForDebugger
 _WAITING = "Runtime.runIfWaitingForDebugger"
-
-
-def check_inspect(value: Any) -> None:
-    """open()'s check of `inspect=`: False, True or "wait"."""
-    if not (value is True or value is False or value == "wait"):  # (1 == True: not accepted)
-        raise UsageError(f"inspect={value!r}: give True, False or 'wait'", field="inspect")
 
 
 def free_port() -> int:
@@ -126,6 +119,12 @@ class Inspector:
     def port(self) -> int:
         """The port a debugger attaches to (the relay's)."""
         return self.relay.port
+
+    @property
+    def deno_port(self) -> int | None:
+        """The current sandbox process's own inspector port (behind the relay; None before one)."""
+        with self._cond:
+            return self._deno_port
 
     @property
     def devtools_url(self) -> str:
@@ -232,8 +231,9 @@ class _Hold(CallHooks):
         self.inspector = inspector
 
     def on_call_start(self, *, session: Any, **_: Any) -> None:
-        if self.inspector.attached:
-            return
+        language = getattr(getattr(session, "tool", None), "language", None)
+        if self.inspector.attached or language not in ("javascript", "typescript"):
+            return  # (a Python tool runs in the kernel, not in the sandbox)
         start = time.monotonic()
         self.inspector.hold()
         if session.deadline is not None:
@@ -263,11 +263,9 @@ def launch_json(inspector: Inspector) -> dict[str, Any]:
         "name": f"Gem Workbench: {inspector.title}",
         "address": "127.0.0.1",
         "port": inspector.port,
-        "websocketAddress": inspector.ws_url,
-        "attachExistingChildren": True,
-        "sourceMaps": True,
-        "resolveSourceMapLocations": ["**", "!**/node_modules/**"],
-        "skipFiles": ["<node_internals>/**", "ext:*/**"],
+        "websocketAddress": inspector.ws_url,  # the relay's target, whatever /json/list says
+        "sourceMaps": True,  # Deno's inline maps: breakpoints in the .ts file bind to its lines
+        "skipFiles": ["<node_internals>/**"],
     }
 
 

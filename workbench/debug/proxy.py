@@ -56,6 +56,12 @@ class Relay:
         threading.Thread(target=self._accept, name="wb-inspect-accept", daemon=True).start()
 
     @property
+    def address(self) -> tuple[str, int]:
+        """Where it listens (127.0.0.1, its port)."""
+        host, port = self._server.getsockname()[:2]
+        return str(host), int(port)
+
+    @property
     def ws(self) -> str:
         """The WebSocket's address without its scheme (`127.0.0.1:PORT/TOKEN`)."""
         return f"127.0.0.1:{self.port}/{self.token}"
