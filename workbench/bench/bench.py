@@ -185,8 +185,7 @@ class Bench(Views):
                     raise UsageError(
                         f"{what}={value!r}: give an id (a string of 1 to 200 characters) or None"
                     )
-        if self.debugging is not None:  # paused, it holds the lock: E_USAGE, not a deadlock
-            self.debugging.refuse("bench.call")
+        self._undebugged("bench.call")
         with self.core.lock:
             self.check_open()
             self.email_box.deliver()  # mail scheduled with at= whose time came, and its triggers
@@ -215,9 +214,16 @@ class Bench(Views):
 
         return start(self, tool, input, break_at=break_at, **call_options)
 
+    def _undebugged(self, what: str) -> None:
+        """E_USAGE naming the `bench.debug` session that holds the bench's lock while paused:
+        `what` would wait for it, and it waits for a cell that cannot run (a deadlock)."""
+        if self.debugging is not None:
+            self.debugging.refuse(what)
+
     def crash_matrix(self, name: str, input: Any = None) -> pd.DataFrame:
         """N7: crash the tool at every point (0..its ctx calls in a clean run), rerun it with
         the same idempotencyKey, one row per point; the bench's state is restored after."""
+        self._undebugged("bench.crash_matrix")
         with self.core.lock:
             self.check_open()
             from .crash import crash_matrix
@@ -228,6 +234,7 @@ class Bench(Views):
         """Load the gem's definition again (manifest.json, an integration's module), checked as
         `workbench.open` checks it; done before a call when it was edited. GemLoadError
         (file and pointer) when it no longer loads: the bench keeps the last good one."""
+        self._undebugged("bench.reload")
         from .reload import reload
 
         with self.core.lock:
@@ -305,6 +312,7 @@ class Bench(Views):
     def _pin(self, res: CallResult, name: str) -> Any:
         from ..pins.case import pin
 
+        self._undebugged("pin")
         self.check_open()
         return pin(self, res, name)
 
@@ -312,6 +320,7 @@ class Bench(Views):
         """Write a repro bundle (*.gemrepro): the state, the calls (None: every top-level call
         kept; or CallResults / indexes of `results`), the gem's files; secrets masked.
         `workbench.open(path)` opens it; `gem-workbench replay path` reruns its calls."""
+        self._undebugged("bench.export")
         from ..bundles.export import export
 
         return export(self, path, calls=calls)
@@ -319,6 +328,7 @@ class Bench(Views):
     def export_state(self, folder: str | os.PathLike[str]) -> Path:
         """Write the state as a folder (state.json + workspace/ as real files) that
         `workbench.open(gem, state=folder)` starts from; an earlier one there is replaced."""
+        self._undebugged("bench.export_state")
         from ..bundles.statedir import export_state
 
         return export_state(self, folder)

@@ -18,12 +18,16 @@ back to the call's deadline (`CallSession.extend_deadline`), so a pause is never
 from __future__ import annotations
 
 import json
+import linecache
+import os
 import re
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._errors import CallInterrupted, UsageError, WorkbenchError
@@ -42,6 +46,7 @@ State = Literal["running", "paused", "ended"]
 #: what `start` and each command wait for before they return (the call runs meanwhile)
 WAIT_STEP = 0.2  # seconds between checks, so that a notebook's interrupt lands
 END_WAIT = 15.0  # abort()/close(): how long the call may take to end once told to
+MAX_FRAMES = 10  # a Python tool's frames kept with a pause
 MAX_MESSAGE = 10_000  # characters of a fail() message
 _CODE = re.compile(r"^E_[A-Z][A-Z0-9_]{0,62}$")
 #: the calls' options bench.debug passes on (crash= reruns the call: nothing to debug there)
@@ -119,6 +124,9 @@ class Pause:
     args: dict[str, Any]  # the arguments as the tool passed them, by parameter name
     trace: list[dict[str, Any]]  # the paused call's trace so far (its earlier ctx calls)
     done: str = ""  # what the debugger did with it: "ran", "answered", "failed E_…", "aborted"
+    # a Python tool's frames that made the ctx call, innermost last: (file in the gem, line,
+    # function, the lines around it as (number, text)); a JS tool's come with the inspector
+    source: list[tuple[str, int, str, list[tuple[int, str]]]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -142,6 +150,7 @@ class _Shared:
     command: tuple[str, Any] | None = None
     result: CallResult | None = None
     failure: BaseException | None = None  # the call raised instead of returning a result
+    peeked: tuple[bool, Any] | None = None  # what peek()'s function returned (True) or raised
 
 
 class _Breaker(CallHooks):
@@ -185,9 +194,11 @@ class DebugSession:
         self.breakpoints = breakpoints
         self.frames: FrameBackend = frames or NoInspector()
         self.pauses: list[Pause] = []  # every pause so far, with what was done at each
+        self.abandoned = False  # a notebook interrupt came while it ran: its next pause aborts
         self.paused_seconds = 0.0  # time the call spent paused (not counted against its timeout)
         self.sessions: dict[int, CallSession] = {}  # the call's sessions, nested ones too
         self._shared = _Shared()
+        self._one_at_a_time = threading.Lock()
         self._streams = sys.stdout, sys.stderr
         self._options = options
         self._thread = threading.Thread(target=self._run, name=f"workbench-debug-{tool}", daemon=True)
@@ -204,6 +215,7 @@ class DebugSession:
             result = exc.result
         except BaseException as exc:  # noqa: BLE001  (handed to the notebook's thread)
             failure = exc
+        self.sessions.clear()  # (what the call's sessions hold goes with the call)
         with shared.cond:
             shared.result, shared.failure = result, failure
             shared.state, shared.pause, shared.command = "ended", None, None
@@ -229,17 +241,19 @@ class DebugSession:
             tool=session.tool.name,
             args=_named(session.profile.params.get(method), args, kwargs),
             trace=[dict(r) for r in session.trace],
+            source=_tool_frames(session.manifest.root),
         )
         # a Python tool's runner has this process's output while it runs (sys.stdout is its
         # capture): the notebook's cells get theirs back while the call is paused
-        tool_streams = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = self._streams
-        t0 = time.monotonic()
-        try:
-            kind, given = self._wait_for_command(pause)
-        finally:
-            sys.stdout, sys.stderr = tool_streams
-        held = time.monotonic() - t0
+        with self._one_at_a_time:  # a tool's threads reaching breakpoints at once: in turn
+            tool_streams = sys.stdout, sys.stderr
+            sys.stdout, sys.stderr = self._streams
+            t0 = time.monotonic()
+            try:
+                kind, given = self._wait_for_command(pause)
+            finally:
+                sys.stdout, sys.stderr = tool_streams
+            held = time.monotonic() - t0
         self.paused_seconds += held
         for s in list(self.sessions.values()):  # the pause is not the call's time
             if not s.ended:
@@ -260,11 +274,18 @@ class DebugSession:
         shared = self._shared
         with shared.cond:
             self.pauses.append(pause)
+            if self.abandoned:  # interrupted while it ran: nobody will drive it
+                return ("abort", None)
             shared.state, shared.pause, shared.command = "paused", pause, None
             shared.cond.notify_all()
-            while shared.command is None:
-                shared.cond.wait()
-            command = shared.command
+            while True:
+                while shared.command is None:
+                    shared.cond.wait()
+                command = shared.command
+                if command[0] != "peek":
+                    break
+                shared.command, shared.peeked = None, _peek(command[1], self.bench)
+                shared.cond.notify_all()
             shared.state, shared.pause, shared.command = "running", None, None
         return command
 
@@ -282,8 +303,15 @@ class DebugSession:
         raised instead of returning a result (the sandbox could not start) is raised here."""
         shared = self._shared
         with shared.cond:
-            while shared.command is not None or shared.state == "running":
-                shared.cond.wait(WAIT_STEP)
+            try:
+                while shared.command is not None or shared.state == "running":
+                    shared.cond.wait(WAIT_STEP)
+            except KeyboardInterrupt:  # the notebook's interrupt: nobody waits for this call
+                self.abandoned = True  # any more: it ends at its next pause, as Ctrl-C ends it
+                if shared.state == "paused" and shared.command is None:
+                    shared.command = ("abort", None)
+                    shared.cond.notify_all()
+                raise
             failure, shared.failure = shared.failure, None
         if failure is not None:
             raise failure
@@ -368,6 +396,27 @@ class DebugSession:
 
     skip = abort  # the same: the call is skipped from here on
 
+    def peek(self, fn: Callable[[Bench], Any]) -> Any:
+        """`fn(bench)` run in the paused call's own thread, inside its storage transaction: the
+        bench's state as the tool sees it now, its writes so far included (`s.peek(lambda b:
+        b.kv())`). Views run from another cell would wait for the call's transaction."""
+        shared = self._shared
+        with shared.cond:
+            if shared.state != "paused" or shared.command is not None:
+                raise UsageError(
+                    f"{self.label}: peek() needs a paused call, and it is {shared.state}",
+                    session=self.label,
+                    state=shared.state,
+                )
+            shared.command, shared.peeked = ("peek", fn), None
+            shared.cond.notify_all()
+            while shared.peeked is None:
+                shared.cond.wait(WAIT_STEP)
+            (ok, value), shared.peeked = shared.peeked, None
+        if not ok:
+            raise value
+        return value
+
     def end(self) -> None:
         """Abort a paused call and wait (END_WAIT s at most) for its thread: `bench.close()`."""
         with self._shared.cond:
@@ -436,6 +485,35 @@ def _named(params: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[s
     out = {(names[i] if i < len(names) else f"arg{i}"): a for i, a in enumerate(args)}
     out.update(kwargs)
     return out
+
+
+def _tool_frames(root: Path, around: int = 3) -> list[tuple[str, int, str, list[tuple[int, str]]]]:
+    """The calling thread's frames in the gem's own files (a Python tool's), innermost last,
+    each with `around` lines either side (at most MAX_FRAMES frames, lines cut at 200)."""
+    bases = tuple({str(root) + os.sep, str(root.resolve()) + os.sep})
+    out = []
+    for f in traceback.extract_stack()[::-1]:
+        base = next((b for b in bases if f.filename.startswith(b)), None)
+        if base is None or f.lineno is None:
+            continue
+        lines = linecache.getlines(f.filename)
+        first = max(1, f.lineno - around)
+        code = [
+            (n, lines[n - 1].rstrip("\n")[:200]) for n in range(first, min(len(lines), f.lineno + around) + 1)
+        ]
+        out.append((f.filename[len(base) :], f.lineno, f.name, code))
+        if len(out) == MAX_FRAMES:
+            break
+    return out[::-1]
+
+
+def _peek(fn: Callable[[Bench], Any], bench: Bench) -> tuple[bool, Any]:
+    """fn(bench), or what it raised (raised in the notebook's thread instead: a SystemExit
+    here would end the paused call's thread and leave the notebook waiting)."""
+    try:
+        return True, fn(bench)
+    except BaseException as exc:  # noqa: BLE001  (handed to the notebook's thread)
+        return False, exc
 
 
 def _check_value(value: Any, limit: int) -> None:

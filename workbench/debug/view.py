@@ -59,6 +59,20 @@ def _trace_rows(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def _source_html(pause: Pause) -> str:
+    """The innermost frame of the tool's own code that made the ctx call, its line marked,
+    and the frames above it as file:line (a Python tool's; a JS tool's need the inspector)."""
+    if not pause.source:
+        return ""
+    file, line, fn, code = pause.source[-1]
+    shown = "\n".join(f"{'→' if n == line else ' '}{n:5d}  {esc(text)}" for n, text in code)
+    callers = " ← ".join(f"{esc(f)}:{n} {esc(name)}" for f, n, name, _ in reversed(pause.source[:-1]))
+    return (
+        f"<p>in <code>{esc(file)}:{line}</code> <code>{esc(fn)}</code>"
+        f"{' ← ' + callers if callers else ''}</p><pre>{shown}</pre>"
+    )
+
+
 def pause_html(pause: Pause) -> str:
     """A pause: where (ctx call N of which call), the arguments table, the trace so far."""
     args = "".join(
@@ -69,7 +83,7 @@ def pause_html(pause: Pause) -> str:
         f"{STYLE}<div class=wbdbg><p><span class=p>paused</span> before ctx call "
         f"<b>{pause.seq}</b> of <code>{esc(pause.tool)}</code> ({esc(pause.call_id)}): "
         f"<code>{esc(pause.name)}</code>{done}</p>"
-        f"<table>{args or '<tr><td class=m>no arguments</td></tr>'}</table>"
+        f"<table>{args or '<tr><td class=m>no arguments</td></tr>'}</table>{_source_html(pause)}"
         f"<details><summary>the trace so far ({len(pause.trace)} ctx call"
         f"{'' if len(pause.trace) == 1 else 's'})</summary>{_trace_rows(pause.trace)}</details></div>"
     )
@@ -94,7 +108,7 @@ def session_html(session: DebugSession) -> str:
     head = f"<code>{esc(session.label)}</code>"
     if pause is not None:
         return (
-            pause_html(pause) + f"{STYLE}<div class=wbdbg><p class=m>{head}: <code>.cont()</code> runs it, "
+            pause_html(pause) + f"<div class=wbdbg><p class=m>{head}: <code>.cont()</code> runs it, "
             "<code>.answer(value)</code> returns a value of yours, <code>.fail('E_NOT_FOUND', "
             "'…')</code> fails it, <code>.abort()</code> ends the call</p></div>"
         )
