@@ -211,6 +211,72 @@ def test_a_ts_breakpoint_from_the_panel_stops_the_cell_steps_and_continues(
     assert panel.request("debugInfo")["body"]["breakpoints"] == []
 
 
+STEPS = """\
+function twice(n: number): number {
+  const t: number = n * 2;
+  return t;
+}
+
+export default async function steps(input: { n: number }, ctx: unknown) {
+  const big: number[] = Array.from({ length: 5000 }, (_, i) => i);
+  const label: string = "x".repeat(3000);
+  const r: number = twice(input.n);
+  return { r, n: big.length, label: label.length };
+}
+"""
+
+
+def test_step_in_and_out_bounded_values_and_a_pause_longer_than_the_timeout(
+    panel: Panel, gem: GemBuilder, tmp_path: Path
+) -> None:
+    root = gem.tool("steps", STEPS, ext="ts", side_effect="read").write()
+    tool = str((root / "tools" / "steps.ts").resolve())
+    state = tmp_path / "state"
+    assert (
+        panel.run(f"bench = workbench.open({str(root)!r}, state_dir={str(state)!r}, timeout=2)")["status"]
+        == "ok"
+    )
+    panel.request("setBreakpoints", source={"path": tool}, breakpoints=[{"line": 9}])
+    cell = panel.kc.execute("r = bench.call('steps', {'n': 21})")
+    started = time.monotonic()
+    thread = panel.event("stopped")["body"]["threadId"]
+    frames = panel.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert (frames[0]["name"], frames[0]["line"]) == ("steps", 9)
+    scopes = panel.request("scopes", frameId=frames[0]["id"])["body"]["scopes"]
+    local = {
+        v["name"]: v
+        for v in panel.request("variables", variablesReference=scopes[0]["variablesReference"])["body"][
+            "variables"
+        ]
+    }
+    assert len(local["label"]["value"]) <= 1000 and local["label"]["value"].endswith("…")
+    items = panel.request("variables", variablesReference=local["big"]["variablesReference"])["body"][
+        "variables"
+    ]
+    assert len(items) == 201 and items[0] == {
+        "name": "0",
+        "value": "0",
+        "type": "int",
+        "variablesReference": 0,
+    }
+    assert items[-1]["name"] == "…"  # 5000 elements: the first 200 listed
+    huge = panel.request("evaluate", expression="1+" * 5001, frameId=frames[0]["id"], context="repl")
+    assert not huge["success"] and "E_DAP" in huge["message"] and "10,000" in huge["message"]
+
+    assert panel.request("stepIn", threadId=thread)["success"]
+    assert panel.event("stopped")["body"]["reason"] == "step"
+    frames = panel.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert [(f["name"], f["line"]) for f in frames] == [("twice", 2), ("steps", 9)]
+    assert panel.request("stepOut", threadId=thread)["success"]
+    panel.event("stopped")
+    frames = panel.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert frames[0]["name"] == "steps" and frames[0]["line"] in (9, 10)
+    time.sleep(max(0.0, 3.0 - (time.monotonic() - started)))  # paused longer than the 2 s timeout
+    assert panel.request("continue", threadId=thread)["success"]
+    assert panel.reply(cell)["status"] == "ok"
+    assert panel.value("(r.error, r.value)") == "(None, {'r': 42, 'n': 5000, 'label': 3000})"
+
+
 WRITE = """\
 export default async function (input: { path: string }, ctx: any) {
   await ctx.files.write(input.path, "hello");
