@@ -51,6 +51,7 @@ class Panel:
 
     def __init__(self, kc: Any) -> None:
         self.kc, self.seq, self.events = kc, 0, []
+        self.km: Any = None
 
     def request(self, command: str, **arguments: Any) -> dict[str, Any]:
         self.seq += 1
@@ -115,6 +116,7 @@ def panel(tmp_path: Path) -> Iterator[Panel]:
     try:
         kc.wait_for_ready(timeout=TIMEOUT)
         p = Panel(kc)
+        p.km = km
         assert p.request("initialize", **INIT)["success"]
         assert p.request("attach")["success"]
         assert p.request("configurationDone")["success"]
@@ -209,6 +211,29 @@ def test_a_ts_breakpoint_from_the_panel_stops_the_cell_steps_and_continues(
     assert panel.run("r = bench.call('add', {'a': 1, 'b': 1})")["status"] == "ok"
     assert panel.value("r.value") == "{'sum': 3}"
     assert panel.request("debugInfo")["body"]["breakpoints"] == []
+
+
+def test_an_interrupt_while_paused_ends_the_call_and_the_next_call_stops_again(
+    panel: Panel, gem: GemBuilder, tmp_path: Path
+) -> None:
+    root = _gem(gem)
+    tool = str((root / "tools" / "add.ts").resolve())
+    _open(panel, root, tmp_path / "state")
+    panel.request("setBreakpoints", source={"path": tool}, breakpoints=[{"line": SUM_LINE}])
+    cell = panel.kc.execute("r = bench.call('add', {'a': 1, 'b': 1})")
+    thread = panel.event("stopped")["body"]["threadId"]
+    panel.km.interrupt_kernel()
+    reply = panel.reply(cell)  # the cell ends (the call interrupted), the kernel lives
+    assert reply["status"] in ("ok", "error")
+    assert panel.event("continued")["body"]["threadId"] == thread
+    # the sandbox was started anew: the link attaches again and the breakpoint binds again
+    cell = panel.kc.execute("r = bench.call('add', {'a': 2, 'b': 1})")
+    assert panel.event("stopped")["body"]["threadId"] == thread
+    frames = panel.request("stackTrace", threadId=thread)["body"]["stackFrames"]
+    assert frames[0]["line"] == SUM_LINE
+    assert panel.request("continue", threadId=thread)["success"]
+    assert panel.reply(cell)["status"] == "ok"
+    assert panel.value("r.value") == "{'sum': 5}"
 
 
 STEPS = """\

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from .._errors import WorkbenchError
+from ..ctx.hooks import CallHooks
 from .cdp import CDPError, Connection, WorkerSession
 from .sourcemap import SourceMap, SourceMapError
 
@@ -140,6 +141,7 @@ class Link:
         self.ctx_points: dict[str, list[int]] = {}  # ctx breakpoint name -> the panel's lines
         self._breaks: Any = None  # ctxbreak.Breakpoints of those names
         self._ctx_hook: Any = None  # dapctx.CtxBreaks, standing on the bench while there are any
+        self._hook: _Attach | None = None  # attaches before each JS/TS call (added by the reader)
 
     # -- connection ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -150,6 +152,22 @@ class Link:
         if self._thread is None:
             self._thread = threading.Thread(target=self._read, name=f"wb-dap-{self.thread_id}", daemon=True)
             self._thread.start()
+
+    def ensure_attached(self, session: Any) -> None:
+        """(a JS/TS call's start, its thread) Attached before the tool runs, when there are
+        breakpoints: a sandbox started anew (after an interrupt, a kill, a recycle) is attached
+        to before the tool's module loads, so they bind. The time taken is given back."""
+        if self.attached or not self.wanted or self._stop.is_set():
+            return
+        start = time.monotonic()
+        self.bench.core.runner("deno", self.bench.manifest, self.bench.providers, self.bench.profile).warm()
+        with self._lock:
+            if not self.attached:
+                try:
+                    self._connect()
+                except (CDPError, OSError):
+                    pass  # the call runs undebugged; the reader tries again
+        session.extend_deadline(time.monotonic() - start)
 
     def _connect(self) -> None:
         """(under the lock) A new CDP session in the Worker, its breakpoints bound again."""
@@ -187,10 +205,18 @@ class Link:
             self.pause = None
         if self._thread is not None:
             self._thread.join(2)
+        hooks = [h for h in (self._hook, self._ctx_hook) if h is not None]
+        self._hook = self._ctx_hook = None
+        if hooks and not getattr(self.bench, "closed", False):  # (a call may hold the bench: not here)
+            core = self.bench.core
+            threading.Thread(target=lambda: [core.remove_hook(h) for h in hooks], daemon=True).start()
 
     def _read(self) -> None:
         """The reader thread: events while no request is asked; a new session when the
         sandbox was started anew (the relay lets a stopped process's debuggers go)."""
+        # the standing hook is added here, not on the panel's thread: adding waits for a call
+        self._hook = _Attach(self)
+        self.bench.core.add_hook(self._hook)
         while not self._stop.is_set():
             if getattr(self.bench, "closed", False):
                 return
@@ -209,6 +235,8 @@ class Link:
             if self._stop.is_set():
                 return
             with self._lock:
+                if self.attached:
+                    continue
                 try:
                     self._connect()
                 except (CDPError, OSError):
@@ -605,6 +633,17 @@ class Link:
             self._stepping = how not in ("continue", "pause")
             self._post(method)
             self._drain()
+
+
+class _Attach(CallHooks):
+    """A debugged bench's standing hook: its JS/TS calls start attached (Link.ensure_attached)."""
+
+    def __init__(self, link: Link) -> None:
+        self.link = link
+
+    def on_call_start(self, *, session: Any, **_: Any) -> None:
+        if getattr(session.tool, "language", None) in ("javascript", "typescript"):
+            self.link.ensure_attached(session)
 
 
 def _file(url: str) -> Path | None:
