@@ -204,6 +204,17 @@ def test_a_ts_breakpoint_from_the_panel_stops_the_cell_steps_and_continues(
     # a stale id after the pause is a coded error, not a traceback
     stale = panel.request("scopes", frameId=frames[0]["id"])
     assert not stale["success"] and stale["message"].startswith("E_DAP")
+    # hostile requests: coded failures, the kernel lives
+    many = panel.request(
+        "setBreakpoints", source={"path": tool}, breakpoints=[{"line": n} for n in range(1, 300)]
+    )
+    assert not many["success"] and many["message"].startswith("E_DAP") and "200" in many["message"]
+    odd = panel.request(
+        "setBreakpoints", source={"path": tool}, breakpoints=["x", {"line": "9"}, {"line": True}]
+    )
+    assert odd["success"] and odd["body"]["breakpoints"] == []
+    gone = panel.request("variables", variablesReference=(1 << 30) + 10**6)
+    assert not gone["success"] and gone["message"].startswith("E_DAP")
     # the module loaded: the breakpoint is verified at its TS line; cleared, the next call runs
     got = panel.request("setBreakpoints", source={"path": tool}, breakpoints=[{"line": SUM_LINE}])
     assert got["body"]["breakpoints"][0] == {"verified": True, "line": SUM_LINE, "source": {"path": tool}}

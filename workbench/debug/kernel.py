@@ -33,6 +33,7 @@ __all__ = ["ID_BASE", "JS_THREAD_BASE", "WorkbenchDebugger"]
 
 JS_THREAD_BASE = 1_000_001  # "JS: <gem>" thread ids (debugpy's are small)
 ID_BASE = 1 << 30  # frame and variable ids of JS pauses (debugpy's stay below)
+MAX_BREAKPOINTS = 200  # in one source: more than a tool has lines worth stopping at
 _STEPS = ("continue", "next", "stepIn", "stepOut", "pause")
 
 
@@ -53,11 +54,17 @@ class WorkbenchDebugger(Debugger):
     async def process_request(self, message: dict[str, Any]) -> dict[str, Any]:
         """One debug_request: the workbench's when it is about a JS/TS tool, else debugpy's."""
         command = str(message.get("command"))
-        args = message.get("arguments") or {}
+        args = message.get("arguments")
+        args = args if isinstance(args, dict) else {}
         try:
             body = self._js(command, args)
         except WorkbenchError as exc:
             return _response(message, success=False, message=f"{exc.code}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the panel gets a failed answer, the kernel lives
+            self.log.error("Gem Workbench: the debugger failed on %s", command, exc_info=True)
+            return _response(
+                message, success=False, message=f"E_DAP: {command} failed: {type(exc).__name__}: {exc}"
+            )
         if body is not None:
             return _response(message, body=body)
         reply = await super().process_request(message)
@@ -87,8 +94,9 @@ class WorkbenchDebugger(Debugger):
     def _js(self, command: str, args: dict[str, Any]) -> dict[str, Any] | None:
         """The body of the reply when the request is the workbench's; None otherwise."""
         if command == "setBreakpoints":
-            path = str((args.get("source") or {}).get("path") or "")
-            lines = [int(b["line"]) for b in args.get("breakpoints") or [] if isinstance(b.get("line"), int)]
+            source = args.get("source")
+            path = str(source.get("path") or "") if isinstance(source, dict) else ""
+            lines = _lines(args.get("breakpoints"))
             if path == "ctx" or path.startswith("ctx."):  # a ctx breakpoint, on every debugged bench
                 self._discover()
                 got = [link.set_ctx(path, lines) for link in self._live()]
@@ -231,6 +239,26 @@ class WorkbenchDebugger(Debugger):
         for link in self.links.values():
             link.close()
         self.links.clear()
+
+
+def _lines(breakpoints: Any) -> list[int]:
+    """The lines of a setBreakpoints request (at most MAX_BREAKPOINTS; E_DAP past it)."""
+    from .dap import DapError
+
+    if not isinstance(breakpoints, list):
+        return []
+    if len(breakpoints) > MAX_BREAKPOINTS:
+        raise DapError(
+            f"{len(breakpoints):,} breakpoints in one source; at most {MAX_BREAKPOINTS}",
+            field="breakpoints",
+            limit=MAX_BREAKPOINTS,
+        )
+    out = []
+    for b in breakpoints:
+        line = b.get("line") if isinstance(b, dict) else None
+        if isinstance(line, int) and not isinstance(line, bool) and 0 < line < 10_000_000:
+            out.append(line)
+    return out
 
 
 def _response(
