@@ -11,7 +11,7 @@ map (debug/sourcemap.py) when its module is parsed. A Worker that loads a tool's
 pauses before it runs (CDP's `beforeScriptWithSourceMapExecution`), so a breakpoint set
 before the tool's first call binds in time; the reader resumes it at once.
 
-What the Worker sends is bounded: variables listed per request (MAX_VARIABLES), a value's
+What the Worker sends is bounded (dapframes.py): variables listed per request, a value's
 text (MAX_VALUE), an expression (MAX_EXPRESSION), scripts remembered (MAX_SCRIPTS).
 """
 
