@@ -32,6 +32,7 @@ from .sourcemap import SourceMap
 __all__ = ["DapError", "Link", "bench_files", "ensure_inspector"]
 
 PUMP_SECONDS = 0.05  # the reader holds the connection this long per read
+YIELD_SECONDS = 0.002  # and then lets go of it this long
 CDP_SECONDS = 10.0  # a command's reply
 CONNECT_SECONDS = 30.0  # attaching to a sandbox that starts
 Emit = Callable[[str, dict[str, Any]], None]  # emit(event, body): a DAP event to the panel
@@ -169,6 +170,7 @@ class Link(Paused):
         while not self._stop.is_set():
             if getattr(self.bench, "closed", False):
                 return
+            alive = False
             with self._lock:
                 conn = self._conn
                 if conn is not None and not conn.closed:
@@ -177,9 +179,14 @@ class Link(Paused):
                     except CDPError:
                         pass  # no event in that time (or the socket broke: closed is set)
                     self._drain()
-                    if not conn.closed:
-                        continue
-                    self._lost()
+                    alive = not conn.closed
+                    if not alive:
+                        self._lost()
+            if alive:
+                # out of the lock a moment: a lock is not fair, and the panel's request (the
+                # control thread) waiting for it would otherwise wait several reads
+                time.sleep(YIELD_SECONDS)
+                continue
             time.sleep(0.5)
             if self._stop.is_set():
                 return
