@@ -222,6 +222,11 @@ def test_a_ts_breakpoint_from_the_panel_stops_the_cell_steps_and_continues(
     assert panel.run("r = bench.call('add', {'a': 1, 'b': 1})")["status"] == "ok"
     assert panel.value("r.value") == "{'sum': 3}"
     assert panel.request("debugInfo")["body"]["breakpoints"] == []
+    # the debugger toggled off with a breakpoint set: detached, the next call runs through
+    panel.request("setBreakpoints", source={"path": tool}, breakpoints=[{"line": SUM_LINE}])
+    assert panel.request("disconnect", restart=False, terminateDebuggee=False)["success"]
+    assert panel.run("r = bench.call('add', {'a': 2, 'b': 2})")["status"] == "ok"
+    assert panel.value("r.value") == "{'sum': 6}"
 
 
 def test_an_interrupt_while_paused_ends_the_call_and_the_next_call_stops_again(
