@@ -395,3 +395,32 @@ def test_python_cells_keep_debugpy(panel: Panel) -> None:
     panel.request("continue", threadId=stopped["threadId"])
     assert panel.reply(cell)["status"] == "ok"
     assert panel.value("z") == "42"
+
+
+PY_TOOL = """\
+def handle(input, ctx):
+    doubled = input["a"] * 2
+    return {"sum": doubled + input["b"]}
+"""
+
+
+def test_python_tools_keep_debugpy(panel: Panel, gem: GemBuilder, tmp_path: Path) -> None:
+    root = gem.tool("pyadd", PY_TOOL, side_effect="read").write()
+    tool = str((root / "tools" / "pyadd.py").resolve())
+    state = tmp_path / "state"
+    assert panel.run(f"bench = workbench.open({str(root)!r}, state_dir={str(state)!r})")["status"] == "ok"
+    got = panel.request("setBreakpoints", source={"path": tool}, breakpoints=[{"line": 3}])
+    assert got["success"] and got["body"]["breakpoints"][0]["verified"]  # debugpy's answer
+    cell = panel.kc.execute("r = bench.call('pyadd', {'a': 3, 'b': 4})")
+    stopped = panel.event("stopped")["body"]
+    assert stopped["threadId"] < 1_000_000
+    frames = panel.request("stackTrace", threadId=stopped["threadId"])["body"]["stackFrames"]
+    assert frames[0]["source"]["path"] == tool and frames[0]["line"] == 3
+    scopes = panel.request("scopes", frameId=frames[0]["id"])["body"]["scopes"]
+    variables = panel.request("variables", variablesReference=scopes[0]["variablesReference"])["body"][
+        "variables"
+    ]
+    assert {v["name"]: v["value"] for v in variables}["doubled"] == "6"
+    panel.request("continue", threadId=stopped["threadId"])
+    assert panel.reply(cell)["status"] == "ok"
+    assert panel.value("r.value") == "{'sum': 10}"
