@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from ipykernel.ipkernel import IPythonKernel
+from traitlets import Type
 
 from . import __version__
 
@@ -25,6 +26,9 @@ class WorkbenchKernel(IPythonKernel):
 
     implementation = "gem-workbench"
     implementation_version = __version__
+    # JupyterLab's debugger panel: debugpy for Python, the workbench's own for JS/TS tools
+    # (workbench/debug/kernel.py; named, not imported, so kernel start stays light)
+    debugger_class = Type("workbench.debug.kernel.WorkbenchDebugger")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
