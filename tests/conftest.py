@@ -127,6 +127,17 @@ def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
             b.close()
 
 
+@pytest.fixture(scope="session")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], str]:
+    """mypy_cache(kind): a `--cache-dir=` option for mypy runs with one set of options (`kind`:
+    "plain" is pyproject's, "strict" adds --strict), one folder per kind and session. Each run
+    cold took 3-6 s, most of it analysing typeshed and workbench/ again; with the session's cache
+    the later runs check only their own files. A module with errors is never cached (mypy deletes
+    its entry), so a cached run reports what a cold one would."""
+    root = tmp_path_factory.mktemp("mypy-cache")
+    return lambda kind: f"--cache-dir={root / kind}"
+
+
 @pytest.fixture
 def gem(tmp_path: Path) -> GemBuilder:
     return GemBuilder(tmp_path / "gem")
@@ -220,3 +231,9 @@ def _ctrl_c_is_pythons_own(request: pytest.FixtureRequest) -> Iterator[None]:
     if now is not signal.default_int_handler:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         warnings.warn(f"{request.node.nodeid} left SIGINT's handler as {now!r}", stacklevel=1)
+
+
+# The browser tests' JupyterLab, one per session (tests/_lab.py): defined here, not imported into
+# each browser module, for a module's import would make it one FixtureDef (one server) per module.
+# (Imported last: _lab reads ARTIFACTS from this module.)
+from _lab import folder, lab  # noqa: E402, F401
