@@ -1,7 +1,8 @@
-"""One JupyterLab server and one headless Chromium per test module, for the browser tests.
+"""One JupyterLab server and one headless Chromium per test session, for the browser tests.
 
-Starting JupyterLab took 16-21 s of each browser test; the `lab` fixture starts it once per
-module (per xdist worker) and stops it in `finally`. Each test still gets its own: a fresh
+Starting JupyterLab took 16-21 s of each browser test; the `lab` fixture (tests/conftest.py
+makes it every module's) starts it once per session (per xdist worker: the browser modules
+are one xdist_group, so one worker) and stops it in `finally`. Each test still gets its own: a fresh
 folder under the server's root (`lab.folder()`), a fresh page, a JupyterLab
 workspace of its own (no tab of another test's notebook is restored), and so its own kernels,
 which are shut down when its page closes.
@@ -158,9 +159,9 @@ def running(root: Path) -> Iterator[Lab]:
             proc.wait()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """The module's JupyterLab and Chromium (import this fixture into a browser test module)."""
+    """The session's JupyterLab and Chromium (started by the first browser test that asks)."""
     with running(tmp_path_factory.mktemp("lab")) as running_lab:
         yield running_lab
 
