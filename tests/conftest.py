@@ -77,6 +77,27 @@ class GemBuilder:
         return self.root
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker under `--dist loadgroup` (.ci/run): each test of an `xdist_group` gets
+    the `@group` suffix on its id by which xdist's scheduler sends a group to one worker. xdist
+    (3.8) writes it to `item._nodeid`, which pytest 9 no longer reads (the id lives in
+    `item._id`): the groups were silently lost, the browser tests spread over both workers (a
+    JupyterLab each) and the inspector's npx runs side by side. Done here where xdist's did not."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+            for m in item.iter_markers("xdist_group")
+        }
+        suffix = f"@{'_'.join(sorted(names))}"
+        if names and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            from _pytest.nodeid import coerce_node_id  # (pytest 9's; the suffix stays in its str())
+
+            item._id = coerce_node_id(item.nodeid + suffix)
+
+
 @pytest.fixture(params=["py", pytest.param("js", marks=pytest.mark.deno)])
 def lang(request: pytest.FixtureRequest) -> str:
     """A tool's language: Python (in-process) or JS (the real Deno sandbox)."""
