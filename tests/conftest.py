@@ -257,4 +257,12 @@ def _ctrl_c_is_pythons_own(request: pytest.FixtureRequest) -> Iterator[None]:
 # The browser tests' JupyterLab, one per session (tests/_lab.py): defined here, not imported into
 # each browser module, for a module's import would make it one FixtureDef (one server) per module.
 # (Imported last: _lab reads ARTIFACTS from this module.)
-from _lab import folder, lab  # noqa: E402, F401
+from _lab import folder, lab, labs, stop_all  # noqa: E402, F401
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After the last browser test of a run of them, stop their JupyterLab and Chromium: no other
+    test runs beside Playwright's event loop (see _lab.Labs)."""
+    if "lab" in getattr(item, "fixturenames", ()) and "lab" not in getattr(nextitem, "fixturenames", ()):
+        stop_all()
