@@ -1,7 +1,9 @@
-"""One JupyterLab server and one headless Chromium per test module, for the browser tests.
+"""One JupyterLab server and one headless Chromium per test session, for the browser tests.
 
-Starting JupyterLab took 16-21 s of each browser test; the `lab` fixture starts it once per
-module (per xdist worker) and stops it in `finally`. Each test still gets its own: a fresh
+Starting JupyterLab took 16-21 s of each browser test; the `lab` fixture (tests/conftest.py
+makes it every module's) starts it once per session (per xdist worker: the browser modules
+are one xdist_group, so one worker) and stops it after the last browser test of a run of them
+(conftest's pytest_runtest_teardown), or at the session's end. Each test still gets its own: a fresh
 folder under the server's root (`lab.folder()`), a fresh page, a JupyterLab
 workspace of its own (no tab of another test's notebook is restored), and so its own kernels,
 which are shut down when its page closes.
@@ -158,11 +160,56 @@ def running(root: Path) -> Iterator[Lab]:
             proc.wait()
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """The module's JupyterLab and Chromium (import this fixture into a browser test module)."""
-    with running(tmp_path_factory.mktemp("lab")) as running_lab:
-        yield running_lab
+class Labs:
+    """The session's JupyterLab and Chromium: started by the first browser test that asks, stopped
+    after the last of a run of them (conftest's pytest_runtest_teardown calls `stop_all`), so
+    no other test runs beside them: Playwright's sync API keeps an asyncio loop running in this
+    thread while its browser is open, and `asyncio.run` in a later test then fails."""
+
+    def __init__(self, factory: pytest.TempPathFactory) -> None:
+        self._factory = factory
+        self._stack: contextlib.ExitStack | None = None
+        self._lab: Lab | None = None
+        _open.append(self)
+
+    def get(self) -> Lab:
+        if self._lab is None:
+            stack = contextlib.ExitStack()
+            self._lab = stack.enter_context(running(self._factory.mktemp("lab")))
+            self._stack = stack
+        return self._lab
+
+    def stop(self) -> None:
+        if self._stack is not None:
+            stack, self._stack, self._lab = self._stack, None, None
+            stack.close()
+
+
+_open: list[Labs] = []
+
+
+def stop_all() -> None:
+    """Stop the JupyterLab and Chromium the browser tests started, if they run."""
+    for labs in _open:
+        labs.stop()
+
+
+@pytest.fixture(scope="session")
+def labs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Labs]:
+    """The session's one JupyterLab, started on demand (see Labs)."""
+    labs = Labs(tmp_path_factory)
+    try:
+        yield labs
+    finally:
+        labs.stop()
+        _open.remove(labs)
+
+
+@pytest.fixture
+def lab(labs: Labs) -> Lab:
+    """The session's JupyterLab and Chromium, running (started if this is the first test of a
+    run of browser tests)."""
+    return labs.get()
 
 
 @pytest.fixture

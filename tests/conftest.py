@@ -82,6 +82,27 @@ class GemBuilder:
         return self.root
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker under `--dist loadgroup` (.ci/run): each test of an `xdist_group` gets
+    the `@group` suffix on its id by which xdist's scheduler sends a group to one worker. xdist
+    (3.8) writes it to `item._nodeid`, which pytest 9 no longer reads (the id lives in
+    `item._id`): the groups were silently lost, the browser tests spread over both workers (a
+    JupyterLab each) and the inspector's npx runs side by side. Done here where xdist's did not."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+            for m in item.iter_markers("xdist_group")
+        }
+        suffix = f"@{'_'.join(sorted(names))}"
+        if names and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            from _pytest.nodeid import coerce_node_id  # (pytest 9's; the suffix stays in its str())
+
+            item._id = coerce_node_id(item.nodeid + suffix)
+
+
 @pytest.fixture(params=["py", pytest.param("js", marks=pytest.mark.deno)])
 def lang(request: pytest.FixtureRequest) -> str:
     """A tool's language: Python (in-process) or JS (the real Deno sandbox)."""
@@ -132,6 +153,17 @@ def opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
             if (cache := b.providers.backends.get("resources")) is not None:
                 cache.wait(15)
             b.close()
+
+
+@pytest.fixture(scope="session")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], str]:
+    """mypy_cache(kind): a `--cache-dir=` option for mypy runs with one set of options (`kind`:
+    "plain" is pyproject's, "strict" adds --strict), one folder per kind and session. Each run
+    cold took 3-6 s, most of it analysing typeshed and workbench/ again; with the session's cache
+    the later runs check only their own files. A module with errors is never cached (mypy deletes
+    its entry), so a cached run reports what a cold one would."""
+    root = tmp_path_factory.mktemp("mypy-cache")
+    return lambda kind: f"--cache-dir={root / kind}"
 
 
 @pytest.fixture
@@ -229,3 +261,17 @@ def _ctrl_c_is_pythons_own(request: pytest.FixtureRequest) -> Iterator[None]:
     if now is not signal.default_int_handler:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         warnings.warn(f"{request.node.nodeid} left SIGINT's handler as {now!r}", stacklevel=1)
+
+
+# The browser tests' JupyterLab, one per session (tests/_lab.py): defined here, not imported into
+# each browser module, for a module's import would make it one FixtureDef (one server) per module.
+# (Imported last: _lab reads ARTIFACTS from this module.)
+from _lab import folder, lab, labs, stop_all  # noqa: E402, F401
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After the last browser test of a run of them, stop their JupyterLab and Chromium: no other
+    test runs beside Playwright's event loop (see _lab.Labs)."""
+    if "lab" in getattr(item, "fixturenames", ()) and "lab" not in getattr(nextitem, "fixturenames", ()):
+        stop_all()

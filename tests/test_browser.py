@@ -1,6 +1,6 @@
 """End to end: JupyterLab started by `gem-workbench lab`, in headless Chromium: a schema form, and
-the notebook `gem-workbench new` writes, run with Run All Cells. One JupyterLab serves the module
-(tests/_lab.py); each test has its own folder, page, workspace and kernels."""
+the notebook `gem-workbench new` writes, run with Run All Cells. One JupyterLab serves the browser
+modules (tests/_lab.py); each test has its own folder, page, workspace and kernels."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from _lab import CHROMIUM, TOKEN, folder, lab  # noqa: F401  (the module's JupyterLab, per test a folder)
+from _lab import CHROMIUM, TOKEN
 from conftest import ARTIFACTS, EXAMPLE_GEM
 from nbformat.v4 import new_code_cell, new_notebook
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]  # one worker: one JupyterLab
+# one worker for all browser modules (tests/test_browser_doctor.py too): one JupyterLab
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 if not Path(CHROMIUM).exists():
     if os.environ.get("CI"):

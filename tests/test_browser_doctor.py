@@ -8,12 +8,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from _lab import TOKEN, folder, lab  # noqa: F401  (fixtures)
+from _lab import TOKEN
 from conftest import ARTIFACTS
 from nbformat.v4 import new_code_cell, new_notebook
 from test_browser import _run_all
 
-pytestmark = [pytest.mark.browser, pytest.mark.deno, pytest.mark.xdist_group("browser-doctor")]
+# the group of tests/test_browser.py: the same worker, so the same JupyterLab
+pytestmark = [pytest.mark.browser, pytest.mark.deno, pytest.mark.xdist_group("browser")]
 GEMS = Path(__file__).resolve().parent.parent / "notebooks" / "gems"
 
 

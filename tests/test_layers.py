@@ -4,10 +4,12 @@ and format checks pass."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).parent.parent
 
@@ -76,12 +78,19 @@ def test_the_import_graph_counts_function_imports_and_sets_type_only_ones_apart(
     assert circles({m: graph.run[m] | graph.typed[m] for m in graph.modules}) == [["pkg.a", "pkg.b", "pkg.c"]]
 
 
+@functools.cache
+def _graph() -> Any:
+    """grimp's graph of workbench/, built once per process (the tests here only read it; it was
+    built again for each module of each layer, ~0.3 CPU-s each)."""
+    import grimp
+
+    return grimp.build_graph("workbench")
+
+
 def _direct_imports(prefix: str, target: str) -> list[str]:
     """`module -> imported` for each module under `prefix` that imports one under `target`
     itself (at module level, in a function or for types only)."""
-    import grimp
-
-    graph = grimp.build_graph("workbench")
+    graph = _graph()
     return sorted(
         f"{m} -> {i}"
         for m in graph.modules

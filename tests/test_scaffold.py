@@ -128,7 +128,7 @@ def test_scaffolded_ekanos_test_and_notebooks_pass(tmp_path):
     assert "6 passed" in proc.stdout  # three notebooks, the TS test, the two gems' pytest files
 
 
-def test_python_tools_type_check_with_the_generated_protocols(tmp_path):
+def test_python_tools_type_check_with_the_generated_protocols(tmp_path, mypy_cache):
     from mypy import api
 
     for platform in ("notochord", "agent"):
@@ -137,7 +137,7 @@ def test_python_tools_type_check_with_the_generated_protocols(tmp_path):
             == 0
         )
         tool = tmp_path / f"py-{platform}" / "tools" / "hello.py"
-        out, err, status = api.run([str(tool), "--strict", "--no-incremental", "--cache-dir=/dev/null"])
+        out, err, status = api.run([str(tool), "--strict", mypy_cache("strict")])
         assert status == 0, out + err
 
 

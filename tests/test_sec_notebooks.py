@@ -262,28 +262,52 @@ sys.exit(code)
 """
 
 
+PEAK_ARGS = ("-p", "no:cacheprovider", "-p", "no:xdist", "-q")
+
+
+def _peak_kb(lines: list[str]) -> int:
+    peaks = [int(line.split()[1]) for line in lines if line.startswith("PEAK_KB ")]
+    assert peaks, lines[-30:]
+    return peaks[0]
+
+
 def run_peak(pytester: pytest.Pytester, notebook: str) -> tuple[pytest.RunResult, int]:
     """Run `notebook` under the pytest plugin in a process of its own; its result and its peak RSS
     in KiB (the kernel's not counted: a flood there is the notebook's own memory)."""
-    result = pytester.run(
-        sys.executable, "-c", PEAK, notebook, "-p", "no:cacheprovider", "-p", "no:xdist", "-q", timeout=240
+    result = pytester.run(sys.executable, "-c", PEAK, notebook, *PEAK_ARGS, timeout=240)
+    return result, _peak_kb(result.outlines)
+
+
+@pytest.fixture(scope="module")
+def quiet_peak(tmp_path_factory: pytest.TempPathFactory) -> int:
+    """The peak RSS (KiB) of the same run of a quiet notebook: the floods' baseline, measured once
+    for them all (it was one more pytest process and kernel per flood)."""
+    import subprocess
+
+    folder = tmp_path_factory.mktemp("quiet")
+    write_notebook(folder / "quiet.ipynb", "print('quiet')")
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"} | {"HOME": str(folder)}
+    proc = subprocess.run(
+        [sys.executable, "-c", PEAK, "quiet.ipynb", *PEAK_ARGS],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
-    peaks = [int(line.split()[1]) for line in result.outlines if line.startswith("PEAK_KB ")]
-    assert peaks, result.outlines[-30:]
-    return result, peaks[0]
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and any(line.startswith("1 passed") for line in lines), lines[-30:]
+    return _peak_kb(lines)
 
 
 @pytest.mark.parametrize("flood", sorted(OVER_LIMITS))
 def test_SEC5_a_flood_is_bounded_as_it_arrives_and_fails_its_cell_naming_the_limit(
-    pytester: pytest.Pytester, flood: str
+    pytester: pytest.Pytester, quiet_peak: int, flood: str
 ):
     """Peak RSS of the test process stays within tens of MB of a quiet notebook's (a flood took a
     run to 1.9 GB; a 300 MB print to 0.9 GB), and the cell fails with E_TOO_LARGE naming the limit."""
     source, limit = OVER_LIMITS[flood]
-    write_notebook(pytester.path / "quiet.ipynb", "print('quiet')")
     write_notebook(pytester.path / "flood.ipynb", source, "print('never runs')")
-    quiet, quiet_peak = run_peak(pytester, "quiet.ipynb")
-    quiet.assert_outcomes(passed=1)
     result, peak = run_peak(pytester, "flood.ipynb")
     result.assert_outcomes(failed=1)
     text = "\n".join(result.outlines)

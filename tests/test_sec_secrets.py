@@ -129,13 +129,23 @@ _HOSTILE = {
 }
 
 
-def test_K6_masking_a_mebibyte_of_hostile_text_takes_linear_time() -> None:
+# the sizes the linear-time test compares, 16 times apart: a quadratic masker's time grows 256
+# times, a linear one's 16 (measured: 7.4-9.0 for sizes 8 times apart). One mebibyte took 9 CPU-s;
+# these take 2.5
+SMALL, LARGE = 1 << 14, 1 << 18
+LINEAR_MOST = 48  # three times linear: a cache or a shared core may slow the larger text more
+
+
+def test_K6_masking_hostile_text_takes_linear_time() -> None:
     """The masker's token patterns start only where a run of their characters starts: the
     percent pattern scanned to a run's end from every position of it (quadratic: 40,000 letters
-    took 1.3 s, a mebibyte about 13 minutes), so one long console line held the bench. Run in a
-    child process so a regression fails at the timeout instead of hanging the suite; each text
-    ends with the secret, which must still be masked. A gzip stream inflates to 8 times its
-    size at most, so a bomb costs what its text does."""
+    took 1.3 s, a mebibyte about 13 minutes), so one long console line held the bench. Each text
+    is masked at two sizes 16 times apart; the CPU time (not the wall time: a loaded machine
+    cannot stretch it) may grow 3 times faster than the size, not the 16 times faster that
+    quadratic time would. Run in a child process so a regression fails at the timeout instead
+    of hanging the suite; each text ends with the secret, which must still be masked. A gzip
+    stream inflates to 8 times its size at most, so a bomb (of 64 times the size's bytes) costs
+    what its text does."""
     import os
     import subprocess
     import sys
@@ -144,13 +154,20 @@ def test_K6_masking_a_mebibyte_of_hostile_text_takes_linear_time() -> None:
 
     here = str(Path(workbench.__file__).parents[1])  # the child imports this workbench, not cwd's
     script = (
-        "import base64, zlib\n"
+        "import base64, gc, time, zlib\n"
         "from workbench.ctx.masking import SecretMask\n"
-        f"m = SecretMask(); m.add({SECRET!r}); N = 1 << 20\n"
-        "BOMB = base64.b64encode(zlib.compress(b'A' * (1 << 26), 9)).decode()\n"
-        f"for name, text in {{{', '.join(f'{k!r}: {v}' for k, v in _HOSTILE.items())}}}.items():\n"
+        f"m = SecretMask(); m.add({SECRET!r}); gc.disable()\n"
+        "def texts(N):\n"
+        "    BOMB = base64.b64encode(zlib.compress(b'A' * (N * 64), 9)).decode()\n"
+        f"    return {{{', '.join(f'{k!r}: {v}' for k, v in _HOSTILE.items())}}}\n"
+        "def masked(text):\n"
+        "    t = time.process_time()\n"
         f"    out = m.mask(text + ' ' + {SECRET!r})\n"
-        "    print(name, out.endswith(' ***') and len(out) == len(text) + 4)\n"
+        "    return time.process_time() - t, out.endswith(' ***') and len(out) == len(text) + 4\n"
+        f"small, large = texts({SMALL}), texts({LARGE})\n"
+        "for name in small:\n"
+        "    (t0, ok0), (t1, ok1) = min(masked(small[name]) for _ in range(3)), masked(large[name])\n"
+        "    print(name, ok0 and ok1, round(t1 / max(t0, 1e-6), 1))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script],
@@ -161,7 +178,10 @@ def test_K6_masking_a_mebibyte_of_hostile_text_takes_linear_time() -> None:
         cwd=here,
         env={**os.environ, "PYTHONPATH": here},
     )
-    assert done.stdout.splitlines() == [f"{name} True" for name in _HOSTILE]
+    rows = [line.rsplit(" ", 2) for line in done.stdout.splitlines()]
+    assert [(name, ok) for name, ok, _ in rows] == [(name, "True") for name in _HOSTILE]
+    growth = {name: float(ratio) for name, _, ratio in rows}
+    assert max(growth.values()) < LINEAR_MOST, growth
 
 
 # -- the encodings of round 4: UTF-16, MIME, gzip, HTML references, spaced hex, base32 ---------

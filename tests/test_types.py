@@ -116,7 +116,7 @@ def test_schema_to_types():
     assert "unknown" in to_ts({"type": "array", **deep})
 
 
-def test_python_protocols_catch_a_wrong_method_with_mypy(tmp_path):
+def test_python_protocols_catch_a_wrong_method_with_mypy(tmp_path, mypy_cache):
     from mypy import api
 
     good = tmp_path / "good.py"
@@ -130,7 +130,7 @@ def test_python_protocols_catch_a_wrong_method_with_mypy(tmp_path):
         "    page = await ctx.email.listSince(limit=5)\n"
         "    return [m['subject'] for m in page['messages']]\n"
     )
-    out, err, status = api.run([str(good), "--no-incremental", "--cache-dir=/dev/null"])
+    out, err, status = api.run([str(good), mypy_cache("plain")])
     assert status == 0, out + err
     bad = tmp_path / "bad.py"
     bad.write_text(
@@ -139,7 +139,7 @@ def test_python_protocols_catch_a_wrong_method_with_mypy(tmp_path):
         "    ctx.files.readFile('x')\n"
         "    ctx.storage.kv.set(1, 2)\n"
     )
-    out, _, status = api.run([str(bad), "--no-incremental", "--cache-dir=/dev/null"])
+    out, _, status = api.run([str(bad), mypy_cache("plain")])
     assert status == 1
     assert '"Files" has no attribute "readFile"' in out
     assert 'Argument 1 to "set" of "KV" has incompatible type "int"; expected "str"' in out

@@ -5,10 +5,11 @@ import sys
 from pathlib import Path
 
 
-def test_mypy_clean():
+def test_mypy_clean(mypy_cache):
     root = Path(__file__).resolve().parent.parent
+    # a whole check (no cache read), whose cache the session's other mypy runs then read
     out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--no-incremental"],
+        [sys.executable, "-m", "mypy", "--no-incremental", mypy_cache("plain")],
         cwd=root,
         capture_output=True,
         text=True,

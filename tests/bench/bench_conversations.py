@@ -47,7 +47,7 @@ def bench_conversation_replay(sizes: Sizes = QUICK) -> Figures:
     fresh bench each), the 100 calls made directly on the same bench, and the reading alone."""
     conv = conversation(CALLS)
     text = json.dumps(conv)
-    rounds = 3 if sizes is QUICK else 7
+    rounds = 1 if sizes.smoke else 3 if sizes is QUICK else 7
     replay_s, direct_s, read_ms = [], [], []
     with tempfile.TemporaryDirectory() as d:
         gem = write_gem(Path(d) / "gem", {"echo.js": ECHO_JS})
@@ -68,7 +68,9 @@ def bench_conversation_replay(sizes: Sizes = QUICK) -> Figures:
             read_ms.append((time.perf_counter() - t0) * 1000)
         path = Path(d) / "conversation.json"
         path.write_text(text)
-        cli_s = statistics.median(_command(gem, path) for _ in range(2 if sizes is QUICK else 3))
+        cli_s = statistics.median(
+            _command(gem, path) for _ in range(1 if sizes.smoke else 2 if sizes is QUICK else 3)
+        )
     replay, direct = statistics.median(replay_s), statistics.median(direct_s)
     return {
         "calls": CALLS,

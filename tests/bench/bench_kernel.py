@@ -33,7 +33,7 @@ def bench_kernel_start(sizes: Sizes) -> Figures:
             wb, py = paired_median_ns(
                 lambda: _first_result("gem-workbench"),
                 lambda: _first_result("python3"),
-                max(3, sizes.imports),
+                1 if sizes.smoke else max(3, sizes.imports),
             )
         finally:
             if old is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import statistics
@@ -35,6 +36,7 @@ class Sizes:
     pages: int = 1000  # listSince calls per limit whose median is taken
     procs: int = 4  # processes sharing one real state folder (reliability)
     proc_calls: int = 150  # calls each of them makes
+    smoke: bool = False  # the CI smoke test's run (SMOKE): fewest repetitions, smallest curves
 
 
 FULL = Sizes(
@@ -66,6 +68,28 @@ QUICK = Sizes(
     pages=200,
     procs=2,
     proc_calls=20,
+)
+
+
+# tests/bench/test_bench_smoke.py's: every benchmark's code and every figure, for the least work
+# that still gives each one (the smoke test checks the figures are there and sane, never their
+# size; the quick run took 86 CPU-s of the CI suite, a third of it the curves)
+SMOKE = dataclasses.replace(
+    QUICK,
+    calls=20,
+    batches=3,
+    finds=50,
+    bulk_reps=1,
+    frame_reps=2,
+    imports=1,
+    spawns=2,
+    warm_calls=30,
+    trips=100,
+    trip_reps=1,
+    mails=20_000,
+    pages=50,
+    proc_calls=10,
+    smoke=True,
 )
 
 

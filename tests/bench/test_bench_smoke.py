@@ -1,11 +1,12 @@
-"""The benchmarks run (quick sizes) and report sane figures; their speed is not asserted here."""
+"""The benchmarks run (their smallest sizes: SMOKE) and report sane figures; their speed is not
+asserted here."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from benchlib import QUICK
+from benchlib import SMOKE
 from run import BENCHMARKS, Benchmark
 
 
@@ -26,7 +27,7 @@ from run import BENCHMARKS, Benchmark
 )
 def test_benchmark_reports_positive_figures(benchmark: Benchmark) -> None:
     bench, report = benchmark
-    figures = bench(QUICK)
+    figures = bench(SMOKE)
     heavy = figures.pop("heavy_modules", [])
     assert isinstance(heavy, list) and all(isinstance(m, str) for m in heavy)
     assert figures
