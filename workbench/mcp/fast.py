@@ -66,6 +66,7 @@ class FastCalls:
         self.loop = asyncio.get_running_loop()
         self.version: str | None = None  # the SDK's protocol version once it initialized; None: off
         self.off = False  # a second `initialize`: the SDK's alone from then on
+        self.handshakes = 0  # `initialize` requests handed to the SDK
         self.in_flight: dict[RequestId, _Call] = {}
         self.sdk_ids: set[RequestId] = set()  # requests handed to the SDK and not yet answered
         self.taken = 0  # calls served here (tests and the benchmark read it)
@@ -189,8 +190,10 @@ class FastCalls:
         cancellation of a call served here interrupts it (and still reaches the SDK, which
         ignores an id it does not hold)."""
         if isinstance(message, types.JSONRPCRequest):
-            if message.method == "initialize":  # a second handshake: the SDK's from now on
-                self.version, self.off = None, True
+            if message.method == "initialize":
+                self.handshakes += 1
+                if self.handshakes > 1:  # a second handshake: the SDK's alone from now on
+                    self.version, self.off = None, True
             self.sdk_ids.add(coerce_request_id(message.id))
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             rid = as_request_id((message.params or {}).get("requestId"))
