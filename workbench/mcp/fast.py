@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,6 +47,13 @@ _PARAMS = frozenset({"name", "arguments"})
 #: the fast path of the connection being served here (the SDK runs its notification handlers
 #: in a copy of the serving task's context, so a server serving two connections tells them apart)
 _current: contextvars.ContextVar[FastCalls | None] = contextvars.ContextVar("fast_calls", default=None)
+
+_serving: weakref.WeakKeyDictionary[BenchServer, FastCalls] = weakref.WeakKeyDictionary()
+
+
+def serving_now(bench_server: BenchServer) -> FastCalls | None:
+    """The fast path of the stdio connection `bench_server` serves now, if any (what it took)."""
+    return _serving.get(bench_server)
 
 
 @dataclass(slots=True)
@@ -76,10 +84,13 @@ class FastCalls:
         """Make this the fast path of the connection served in this context, meanwhile."""
         _install(self.bench_server)
         token = _current.set(self)
+        _serving[self.bench_server] = self
         try:
             yield
         finally:
             _current.reset(token)
+            if _serving.get(self.bench_server) is self:
+                del _serving[self.bench_server]
 
     def initialized(self, session: Any) -> None:
         """The SDK marked the connection initialized: its ServerSession's version and client."""
