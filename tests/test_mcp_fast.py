@@ -290,10 +290,10 @@ def test_cancelling_a_fast_call_interrupts_it_and_skips_the_queued_one(
         p.send(call(1, "slow_py", {}))
         p.send(call("2", "count", {"by": 5}))  # queued behind it on the worker
         wait_started(bench)
-        p.send(
-            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "1"}}
-        )  # "1" is 1
+        # the queued one first (cancelled after the running one, it could run and end meanwhile)
         p.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "2"}})
+        cancel_1 = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "1"}}
+        p.send(cancel_1)  # "1" is id 1, as the SDK correlates it
         assert p.quiet(1.0), f"a cancelled request is never answered: {p.recv()[:300]!r}"
         assert taken(p) == 2
         p.send(call(3, "double", {"n": 4}))
