@@ -19,12 +19,12 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 
 from .fast import FastCalls
+from .server import BenchServer
 
 if TYPE_CHECKING:
     import anyio.abc
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-    from .server import BenchServer
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one line from the client (the SDK's HTTP body bound)
 INLINE_WRITE = 64 * 1024  # a message up to this size is written at once; a longer one on a thread
@@ -198,7 +198,8 @@ async def serve_streams(
         elif tg is not None:
             tg.start_soon(write, data)
 
-    calls = FastCalls(bench_server, emit) if fast else None
+    # a BenchServer's calls only (the benchmark's floor serves the SDK's own server here)
+    calls = FastCalls(bench_server, emit) if fast and isinstance(bench_server, BenchServer) else None
 
     async def reader(send: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
         read = await _lines(wire_in, max_bytes)
