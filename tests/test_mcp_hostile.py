@@ -235,6 +235,7 @@ def test_a_tools_call_before_initialize_is_refused_and_the_handshake_still_works
     [
         ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/call", "params": {"name": "double"}}, -32600),
         ({"jsonrpc": "2.0", "id": [1], "method": "tools/call", "params": {"name": "double"}}, -32600),
+        ({"jsonrpc": "2.0", "id": 1.5, "method": "tools/call", "params": {"name": "double"}}, -32600),
         (
             {
                 "jsonrpc": "2.0",
@@ -246,7 +247,7 @@ def test_a_tools_call_before_initialize_is_refused_and_the_handshake_still_works
         ),
         ({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": ["double"]}}, -32602),
     ],
-    ids=["object-id", "array-id", "string-arguments", "array-name"],
+    ids=["object-id", "array-id", "float-id", "string-arguments", "array-name"],
 )
 def test_a_tools_call_of_a_wrong_shape_gets_the_sdks_error(raw: Raw, line: dict[str, Any], code: int) -> None:
     raw.send(line)

@@ -137,13 +137,23 @@ def _message(line: bytes) -> Any:
     """The JSON-RPC message of a line, or None. A lone surrogate's escape ("\\ud800"), which
     the SDK's parser refuses, is JSON all the same (and what a JS client sends): read by json."""
     try:
-        return types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except Exception:  # noqa: BLE001
-        pass
+        try:
+            message = types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False)
+        except Exception:  # noqa: BLE001  not JSON, too deep, not JSON-RPC: rejected() says which
+            return None
+    if isinstance(message, types.JSONRPCNotification) and b'"id"' in line and _has_id(line):
+        return None  # a request whose id is no id (an object, a float): the SDK read a notification
+    return message
+
+
+def _has_id(line: bytes) -> bool:
     try:
-        return types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False)
-    except Exception:  # noqa: BLE001  not JSON, too deep, not JSON-RPC: rejected() says which
-        return None
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "id" in data
 
 
 def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
