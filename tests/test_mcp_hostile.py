@@ -201,6 +201,105 @@ def test_a_flood_of_calls_is_bounded_and_the_server_goes_on(raw: Raw) -> None:
     raw.alive()
 
 
+# -- aimed at the stdio tools/call path beside the SDK's (workbench/mcp/fast.py) -------------
+
+
+def test_a_tools_call_before_initialize_is_refused_and_the_handshake_still_works(
+    gem: GemBuilder, tmp_path: Path
+) -> None:
+    proc = subprocess.Popen(
+        [EXE, "mcp", str(mcp_gem(gem))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env(tmp_path / "home"),
+    )
+    try:
+        r = Raw(proc)
+        got = r.request("tools/call", {"name": "double", "arguments": {"n": 1}})
+        assert got["error"]["code"] == -32602, got  # the SDK's init gate
+        r.send(INIT)
+        assert r.recv()["result"]["protocolVersion"] == VERSION
+        r.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        r.alive()
+    finally:
+        proc.kill()
+        proc.wait(30)
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+@pytest.mark.parametrize(
+    "line, code",
+    [
+        ({"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/call", "params": {"name": "double"}}, -32600),
+        ({"jsonrpc": "2.0", "id": [1], "method": "tools/call", "params": {"name": "double"}}, -32600),
+        ({"jsonrpc": "2.0", "id": 1.5, "method": "tools/call", "params": {"name": "double"}}, -32600),
+        (
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {"name": "double", "arguments": "n"},
+            },
+            -32602,
+        ),
+        ({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": ["double"]}}, -32602),
+    ],
+    ids=["object-id", "array-id", "float-id", "string-arguments", "array-name"],
+)
+def test_a_tools_call_of_a_wrong_shape_gets_the_sdks_error(raw: Raw, line: dict[str, Any], code: int) -> None:
+    raw.send(line)
+    got = raw.recv()
+    assert got["error"]["code"] == code, got
+    assert got["id"] == (line["id"] if code == -32602 else None), got
+    raw.alive()
+
+
+def test_a_10_mb_tools_call_is_refused_unread(raw: Raw) -> None:
+    arguments = {"n": 1, "s": "y" * (10 << 20)}
+    raw.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {"name": "double", "arguments": arguments},
+        }
+    )
+    got = raw.recv()
+    assert (
+        got["id"] is None
+        and got["error"]["code"] == -32600
+        and "at most 4,194,304" in got["error"]["message"]
+    )
+    raw.alive()
+
+
+def test_1000_tools_calls_at_once_are_each_answered_once(raw: Raw) -> None:
+    ids = range(5000, 6000)
+    calls = [
+        {
+            "jsonrpc": "2.0",
+            "id": i,
+            "method": "tools/call",
+            "params": {"name": "double", "arguments": {"n": i}},
+        }
+        for i in ids
+    ]
+    assert raw.proc.stdin is not None
+    raw.proc.stdin.write(b"".join(json.dumps(c).encode() + b"\n" for c in calls))  # one write
+    raw.proc.stdin.flush()
+    answers = [raw.recv() for _ in ids]
+    assert sorted(a["id"] for a in answers) == list(ids)  # each once
+    done = [a for a in answers if "result" in a]
+    assert all(a["result"]["structuredContent"] == {"doubled": 2 * a["id"]} for a in done)
+    refused = [a for a in answers if "error" in a]
+    assert all(a["error"]["data"]["code"] == "E_LIMIT" for a in refused), refused[:2]
+    assert len(done) >= 16, len(done)  # at most 16 run or wait at once; the rest are refused
+    raw.alive()
+
+
 # -- HTTP ------------------------------------------------------------------------------------
 
 
