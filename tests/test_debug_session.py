@@ -204,7 +204,9 @@ def test_a_call_that_hits_no_breakpoint_is_ended_at_once(bench: Any) -> None:
     assert "no breakpoint was hit" in s._repr_html_()
 
 
-def test_source_lines_need_a_js_tool_file_and_stepping_a_line_pause(gem: GemBuilder, opened: Callable) -> None:
+def test_source_lines_need_a_js_tool_file_and_stepping_a_line_pause(
+    gem: GemBuilder, opened: Callable
+) -> None:
     gem.tool("t", PY)
     bench = opened(gem)
     with pytest.raises(UsageError, match="not a JS/TS tool file") as e:
