@@ -429,6 +429,11 @@ class DebugSession:
         return self._shared.pause
 
     @property
+    def at_line(self) -> bool:
+        """Whether the call is paused at a source line (a LinePause), not before a ctx call."""
+        return isinstance(self._shared.pause, LinePause)
+
+    @property
     def result(self) -> CallResult | None:
         """The call's CallResult once it ended (None before)."""
         return self._shared.result

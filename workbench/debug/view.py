@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import html
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._present import presenter
 from .._text import terminal_safe, well_formed
-from .lines import LinePause
 
 if TYPE_CHECKING:
+    from .lines import LinePause
     from .session import DebugSession, Pause
 
 __all__ = [
@@ -139,16 +139,17 @@ def session_html(session: DebugSession) -> str:
     """Paused: the pause and what to do next; ended: the result's own display."""
     pause = session.paused
     head = f"<code>{esc(session.label)}</code>"
-    if isinstance(pause, LinePause):
+    if pause is not None and session.at_line:
         return (
-            line_html(pause)
+            line_html(cast("LinePause", pause))  # (at_line says it is one)
             + f"<div class=wbdbg><p class=m>{head}: <code>.locals</code>, <code>.eval('…')</code>, "
             "<code>.next()</code> steps over, <code>.step()</code> steps in, <code>.cont()</code> "
             "runs on</p></div>"
         )
     if pause is not None:
         return (
-            pause_html(pause) + f"<div class=wbdbg><p class=m>{head}: <code>.cont()</code> runs it, "
+            pause_html(cast("Pause", pause))
+            + f"<div class=wbdbg><p class=m>{head}: <code>.cont()</code> runs it, "
             "<code>.answer(value)</code> returns a value of yours, <code>.fail('E_NOT_FOUND', "
             "'…')</code> fails it, <code>.abort()</code> ends the call</p></div>"
         )
