@@ -118,6 +118,16 @@ def test_bad_requests_at_a_line_are_coded_errors(gem: GemBuilder, opened: Callab
             s.args  # noqa: B018
         with pytest.raises(UsageError, match="up to 10,000"):
             s.eval("1" * 10_001)
+        # hostile values come back bounded: a long array, a cycle, a long string, many objects
+        big = s.eval("Array.from({length: 100}, (_, i) => i)")
+        assert big[:50] == list(range(50)) and len(big) == 51 and big[-1].endswith("more")
+        assert s.eval("(() => { const o: any = {}; o.self = o; return o; })()".replace(": any", "")) == {
+            "self": {"self": {"self": "Object"}}  # three levels, then described
+        }
+        assert len(s.eval("'x'.repeat(100000)")) == 1000
+        wide = s.eval("Array.from({length: 300}, () => ({a: {b: 1}}))")
+        # 100 objects read per request, then described: the array, 49 elements and their `a`s, one more
+        assert wide[48] == {"a": {"b": 1}} and wide[49] == {"a": "Object"} and wide[50] == "251 more"
         assert s.where.line == 8  # still paused there
     finally:
         s.cont()
@@ -218,3 +228,21 @@ def test_a_notebook_stops_at_a_ts_line_under_nbclient(gem: GemBuilder, tmp_path:
     assert "twice: 42" in text(4) and "tools/t.ts:9" in text(4)
     assert "line: 9 doubled: 42" in text(5) and "ended" in text(5)
     assert "result: 42 21" in text(6) and took < 90, took
+
+
+def test_abort_at_a_line_lets_the_call_go_to_its_next_ctx_breakpoint_and_close_detaches(
+    gem: GemBuilder, opened: Callable
+) -> None:
+    bench = _ts(gem, opened)
+    s = bench.debug("t", IN, break_at=["tools/t.ts:8", "ctx.files.read"])
+    assert s.where.line == 8
+    s.abort()  # let go of V8: the call ends at its ctx breakpoint, as Ctrl-C ends it
+    assert s.state == "ended" and s.result.error.code == "E_INTERRUPTED", s.result
+    assert [p.done for p in s.pauses] == ["aborted", "aborted"]
+    assert bench.call("t", IN).value["doubled"] == 42  # the bench calls on, undebugged
+    s = bench.debug("t", IN, break_at=["tools/t.ts:10"])
+    assert s.where.line == 10
+    t0 = time.monotonic()
+    bench.close()  # while paused at a line: detached, the call ends, the bench closes
+    assert time.monotonic() - t0 < 10 and s.state == "ended"
+    assert s.result is not None and s.result.ok
