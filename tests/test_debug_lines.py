@@ -97,6 +97,12 @@ def test_a_ts_tool_stops_at_a_line_reads_locals_evaluates_steps_and_continues(
     assert "ended" in s._repr_html_()
     # detached once it ended: the bench's next call runs through its breakpoint's line
     assert bench.call("t", IN).value["doubled"] == 42
+    # and the next session on the bench stops again (the bench keeps one link to its Worker)
+    t0 = time.monotonic()
+    again = bench.debug("t", {**IN, "a": 5}, break_at=["tools/t.ts:9"])
+    assert again.where.line == 9 and again.locals["doubled"] == 10, again
+    assert again.cont().result.value["h"] == 5
+    print(f"second session's pause {time.monotonic() - t0:.2f} s")
     print(f"first pause (the inspector added, the sandbox restarted) {first:.2f} s")
 
 
@@ -246,3 +252,18 @@ def test_abort_at_a_line_lets_the_call_go_to_its_next_ctx_breakpoint_and_close_d
     bench.close()  # while paused at a line: detached, the call ends, the bench closes
     assert time.monotonic() - t0 < 10 and s.state == "ended"
     assert s.result is not None and s.result.ok
+
+
+def test_a_debugger_statement_between_sessions_does_not_hold_the_call(
+    gem: GemBuilder, opened: Callable
+) -> None:
+    gem.tool(
+        "d", "export default async function (input: any, ctx: any) {\n  debugger;\n  return 7;\n}\n", ext="ts"
+    )
+    gem.tool("t", TS, ext="ts")
+    bench = opened(gem, timeout=5)
+    s = bench.debug("t", IN, break_at=["tools/t.ts:8"])
+    assert s.cont().result.ok
+    t0 = time.monotonic()
+    assert bench.call("d").value == 7  # the bench's link resumes it: nobody debugs it now
+    assert time.monotonic() - t0 < 3

@@ -144,6 +144,11 @@ class Link(Paused):
         self._drain()
 
     @property
+    def stopped(self) -> bool:
+        """Whether the link was closed (its bench closed, or the panel let it go)."""
+        return self._stop.is_set()
+
+    @property
     def attached(self) -> bool:
         """Whether a CDP session in the Worker is open now."""
         return self._conn is not None and not self._conn.closed

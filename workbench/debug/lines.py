@@ -16,6 +16,8 @@ sandbox's deadline moves by them.
 from __future__ import annotations
 
 import itertools
+import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +38,45 @@ MAX_ITEMS = 50  # entries of an object or array read (the rest: "…": "N more")
 MAX_OBJECTS = 100  # objects read per locals()/eval() (each is a round trip into the Worker)
 MAX_STACK = 20  # frames kept with a pause
 _RECURSE = (None, "array")  # object subtypes read entry by entry (others: their description)
+
+
+class _Route:
+    """A bench's one link's emit: to the session debugging it now. With none (between
+    sessions), a pause the link reports (a `debugger;` statement) is resumed at once."""
+
+    def __init__(self) -> None:
+        self.frames: V8Frames | None = None
+        self.link: Link | None = None
+
+    def __call__(self, event: str, body: dict[str, Any]) -> None:
+        frames = self.frames
+        if frames is not None:
+            frames.event(event, body)
+        elif event == "stopped" and self.link is not None and body.get("reason") != "function breakpoint":
+            self.link.command("Debugger.resume")
+
+
+# one link per bench, kept while it is open: the Worker takes one debugger session at a time,
+# and one that detached and attached again is not stopped by its breakpoints
+_LINKS: weakref.WeakKeyDictionary[Any, tuple[Link, _Route]] = weakref.WeakKeyDictionary()
+_LINKS_LOCK = threading.Lock()
+
+
+def _link_of(bench: Any) -> tuple[Link, _Route]:
+    """The bench's link to its Worker (made, and its inspector added, on first use)."""
+    from .dap import Link
+
+    with _LINKS_LOCK:
+        got = _LINKS.get(bench.core)
+        if got is not None and not got[0].stopped:
+            return got
+        route, ids = _Route(), itertools.count(1)
+        link = Link(bench, thread_id=1, ids=lambda: next(ids), emit=route)
+        route.link = link
+        link.start(hook_here=True)
+        bench.core.finalizers.append(link.close)
+        _LINKS[bench.core] = (link, route)
+        return link, route
 
 
 @dataclass
@@ -85,7 +126,8 @@ class V8Frames:
         self.bench, self.debug = bench, debug
         self.link: Link | None = None
         self.lines: tuple[SourceLine, ...] = ()
-        self._ids = itertools.count(1)
+        self.wanted: dict[Path, list[int]] = {}
+        self._route: _Route | None = None
         self._budget = 0
 
     # -- set up and tear down ------------------------------------------------------------------
@@ -94,7 +136,7 @@ class V8Frames:
         for a file that is not a JS/TS tool of the gem, E_UNSUPPORTED for a Python one."""
         if not lines:
             return
-        from .dap import Link, bench_files  # (the CDP client: only for a session with lines)
+        from .dap import bench_files  # (the CDP client: only for a session with lines)
 
         root = Path(self.bench.manifest.root).resolve()
         files = bench_files(self.bench)
@@ -117,21 +159,32 @@ class V8Frames:
                     field="break_at",
                 )
             wanted.setdefault(path, []).append(sl.line)
-        self.lines = lines
-        link = Link(self.bench, thread_id=1, ids=lambda: next(self._ids), emit=self._event)
-        self.link = link
-        link.start(hook_here=True)
+        self.lines, self.wanted = lines, wanted
+        link, route = _link_of(self.bench)
+        self.link, self._route, route.frames = link, route, self
         for path, numbers in wanted.items():
             link.set_breakpoints(path, sorted(set(numbers)))
 
     def close(self) -> None:
-        """Detach from the Worker (it resumes): the bench's later calls run undebugged."""
-        link, self.link = self.link, None
-        if link is not None:
-            link.close()
+        """Let go of the call: its breakpoints removed, the Worker resumed if it is paused at a
+        line, the bench's link left to the next session (the bench's later calls run undebugged)."""
+        link, route, self.link = self.link, self._route, None
+        if link is None or route is None:
+            return
+        if route.frames is self:
+            route.frames = None
+        for path in self.wanted:
+            link.set_breakpoints(path, [])
+        pause = link.pause
+        if pause is not None and pause.ctx is None:
+            try:
+                link.command("Debugger.resume")
+            except WorkbenchError:
+                pass  # the Worker is gone (its sandbox stopped): nothing paused
 
     # -- the link's events (its reader thread, or the thread that stepped) ---------------------
-    def _event(self, event: str, body: dict[str, Any]) -> None:
+    def event(self, event: str, body: dict[str, Any]) -> None:
+        """What the link reports: a pause in the tool's files, or the Worker running again."""
         link = self.link
         if link is None:
             return

@@ -218,7 +218,7 @@ class DebugSession:
             result = exc.result
         except BaseException as exc:  # noqa: BLE001  (handed to the notebook's thread)
             failure = exc
-        self.frames.close()  # the bench's later calls run undebugged
+        self.frames.close()  # its breakpoints let go: the bench's later calls run undebugged
         self.sessions.clear()  # (what the call's sessions hold goes with the call)
         with shared.cond:
             shared.result, shared.failure = result, failure
