@@ -267,3 +267,21 @@ def test_a_debugger_statement_between_sessions_does_not_hold_the_call(
     t0 = time.monotonic()
     assert bench.call("d").value == 7  # the bench's link resumes it: nobody debugs it now
     assert time.monotonic() - t0 < 3
+
+
+def test_source_lines_on_a_bench_another_debugger_holds_are_e_cdp(gem: GemBuilder, opened: Callable) -> None:
+    from workbench.debug.dap import Link
+
+    bench = _ts(gem, opened)
+    ids = iter(range(1, 1_000_000))
+    panel = Link(bench, thread_id=9, ids=lambda: next(ids), emit=lambda _e, _b: None)  # as the panel's
+    panel.start()
+    try:
+        with pytest.raises(WorkbenchError, match="Debugger.enable") as e:
+            bench.debug("t", IN, break_at=["tools/t.ts:8"])
+        assert e.value.code == "E_CDP" and bench.debugging is None
+        s = bench.debug("t", IN, break_at=["ctx.files.read"])  # ctx breakpoints still work
+        assert s.where.name == "ctx.files.read"
+        assert s.cont().result.ok
+    finally:
+        panel.close()

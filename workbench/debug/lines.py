@@ -73,7 +73,11 @@ def _link_of(bench: Any) -> tuple[Link, _Route]:
         route, ids = _Route(), itertools.count(1)
         link = Link(bench, thread_id=1, ids=lambda: next(ids), emit=route)
         route.link = link
-        link.start(hook_here=True)
+        try:
+            link.start(hook_here=True)
+        except BaseException:
+            link.close()  # (its hook off the bench again)
+            raise
         bench.core.finalizers.append(link.close)
         _LINKS[bench.core] = (link, route)
         return link, route
