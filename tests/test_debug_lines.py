@@ -138,8 +138,10 @@ def test_bad_requests_at_a_line_are_coded_errors(gem: GemBuilder, opened: Callab
     finally:
         s.cont()
     assert s.result.ok
-    with pytest.raises(UsageError, match="needs a call paused at one"):
-        s.next()
+    with pytest.raises(
+        UsageError, match=r"step\(\) at a source line needs a call paused at one, and it is ended"
+    ):
+        s.step()
 
 
 def test_a_python_tools_lines_point_to_the_kernels_debugger(gem: GemBuilder, opened: Callable) -> None:

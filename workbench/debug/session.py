@@ -383,7 +383,7 @@ class DebugSession:
         pause.seconds = time.monotonic() - self._line_t0
         self.paused_seconds += pause.seconds
 
-    def _line(self, how: str, done: str) -> DebugSession:
+    def _line(self, kind: str, how: str, done: str) -> DebugSession:
         """Resume a source-line pause as `how` (continue, next, stepIn) and wait for the next
         pause or the end."""
         shared = self._shared
@@ -391,7 +391,7 @@ class DebugSession:
             pause = shared.pause
             if shared.state != "paused" or not isinstance(pause, LinePause):
                 raise UsageError(
-                    f"{self.label}: {done.split()[0]}() at a source line needs a call paused at one, "
+                    f"{self.label}: {kind}() at a source line needs a call paused at one, "
                     "and it is "
                     + (f"paused before {pause.name}" if pause is not None else shared.state)
                     + ' (give break_at a line: "tools/t.ts:12")',
@@ -465,7 +465,7 @@ class DebugSession:
         """Let the paused ctx call run (or, at a source line, the call resume); the call runs on
         to the next breakpoint or its end."""
         if isinstance(self._shared.pause, LinePause):
-            return self._line("continue", "ran")
+            return self._line("cont", "continue", "ran")
         return self._command("cont")
 
     def answer(self, value: Any) -> DebugSession:
@@ -550,11 +550,11 @@ class DebugSession:
     def step(self) -> DebugSession:
         """At a source line: step into the next call (a helper's first line), return at the
         next pause or the end."""
-        return self._line("stepIn", "stepped in")
+        return self._line("step", "stepIn", "stepped in")
 
     def next(self) -> DebugSession:
         """At a source line: step over to the next line, return at the next pause or the end."""
-        return self._line("next", "stepped over")
+        return self._line("next", "next", "stepped over")
 
     @property
     def locals(self) -> Locals:
