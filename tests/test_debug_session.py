@@ -204,17 +204,19 @@ def test_a_call_that_hits_no_breakpoint_is_ended_at_once(bench: Any) -> None:
     assert "no breakpoint was hit" in s._repr_html_()
 
 
-def test_source_lines_and_stepping_need_the_inspector(gem: GemBuilder, opened: Callable) -> None:
+def test_source_lines_need_a_js_tool_file_and_stepping_a_line_pause(
+    gem: GemBuilder, opened: Callable
+) -> None:
     gem.tool("t", PY)
     bench = opened(gem)
-    with pytest.raises(WorkbenchError, match="needs the inspector") as e:
+    with pytest.raises(UsageError, match="not a JS/TS tool file") as e:
         bench.debug("t", IN, break_at=["tools/t.ts:12"])
-    assert e.value.code == "E_UNSUPPORTED" and bench.debugging is None
+    assert e.value.code == "E_USAGE" and bench.debugging is None
     s = bench.debug("t", IN, break_at="ctx.files.read")
     for what in (s.step, s.next, lambda: s.locals, lambda: s.eval("1 + 1")):
-        with pytest.raises(WorkbenchError, match="stage 1") as e:
+        with pytest.raises(UsageError, match=r"paused at a source line|paused at one") as e:
             what()
-        assert e.value.code == "E_UNSUPPORTED"
+        assert "before ctx.files.read" in str(e.value)
     s.cont()
     assert s.result.ok
 

@@ -206,9 +206,10 @@ class Bench(Views):
     def debug(self, tool: str, input: Any = None, *, break_at: Any = (), **call_options: Any) -> Any:
         """Run the call in the background, paused before each ctx call `break_at` names
         ("ctx.files.read", "files.read", "ctx.fetch", "ctx.tools.send_email", "ctx.files.*",
-        "ctx.*"); returns a DebugSession once it paused or ended, which the next cells drive:
+        "ctx.*") and at each TS/JS line it names ("tools/t.ts:12": through the bench's V8
+        inspector); returns a DebugSession once it paused or ended, which the next cells drive:
         `.where`, `.args`, `.cont()`, `.answer(value)`, `.fail("E_NOT_FOUND", "…")`, `.abort()`,
-        `.result` (docs/debugging.md). `call_options` as `call`'s (not crash=). Time
+        at a line `.locals`, `.eval(expr)`, `.next()`, `.step()`; `.result` (docs/debugging.md). `call_options` as `call`'s (not crash=). Time
         paused does not count against the timeout; other calls wait for no cell: E_USAGE."""
         from ..debug import start
 

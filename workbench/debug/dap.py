@@ -94,9 +94,14 @@ class Link(Paused):
         self._hook: _Attach | None = None  # attaches before each JS/TS call (added by the reader)
 
     # -- connection ----------------------------------------------------------------------------
-    def start(self) -> None:
-        """Attach to the bench's Worker (its inspector added if it had none) and watch it."""
+    def start(self, *, hook_here: bool = False) -> None:
+        """Attach to the bench's Worker (its inspector added if it had none) and watch it.
+        `hook_here`: the standing hook is added by this thread, now (`bench.debug`'s: its call
+        starts next and holds the bench's lock, which the reader would wait for to add it)."""
         ensure_inspector(self.bench)
+        if hook_here and self._hook is None:
+            self._hook = _Attach(self)
+            self.bench.core.add_hook(self._hook)
         with self._lock:
             self._connect()
         if self._thread is None:
@@ -139,6 +144,11 @@ class Link(Paused):
         self._drain()
 
     @property
+    def stopped(self) -> bool:
+        """Whether the link was closed (its bench closed, or the panel let it go)."""
+        return self._stop.is_set()
+
+    @property
     def attached(self) -> bool:
         """Whether a CDP session in the Worker is open now."""
         return self._conn is not None and not self._conn.closed
@@ -165,8 +175,9 @@ class Link(Paused):
         """The reader thread: events while no request is asked; a new session when the
         sandbox was started anew (the relay lets a stopped process's debuggers go)."""
         # the standing hook is added here, not on the panel's thread: adding waits for a call
-        self._hook = _Attach(self)
-        self.bench.core.add_hook(self._hook)
+        if self._hook is None:
+            self._hook = _Attach(self)
+            self.bench.core.add_hook(self._hook)
         while not self._stop.is_set():
             if getattr(self.bench, "closed", False):
                 return
@@ -265,6 +276,17 @@ class Link(Paused):
     def _ours(self, frame: dict[str, Any]) -> bool:
         script = self._scripts.get(str((frame.get("location") or {}).get("scriptId")))
         return script is not None and script.path is not None and script.path.is_relative_to(self.root)
+
+    def top_frame(self) -> dict[str, Any]:
+        """The paused Worker's innermost CDP call frame ({} when not paused at a line)."""
+        with self._lock:
+            pause = self.pause
+            return pause.frames[0] if pause is not None and pause.frames else {}
+
+    def command(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A CDP command in the Worker and its result (bench.debug's frames read them so)."""
+        with self._lock:
+            return self._post(method, params)
 
     def _post(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         if self._worker is None:

@@ -7,8 +7,9 @@ with a ctx error the tool may catch (`fail`) — or ends the call as Ctrl-C does
 workbench answers every ctx call, so this works for JS, TS and Python tools alike, with no V8
 debugger.
 
-Source-line debugging (`"tools/t.ts:12"`, `step`, `next`, `locals`, `eval`) is a `FrameBackend`:
-the V8 inspector's (stage 1) implements it; until then `NoInspector` says so with E_UNSUPPORTED.
+Source lines (`"tools/t.ts:12"`, `step`, `next`, `locals`, `eval`) are lines.py's `V8Frames`:
+the bench's V8 inspector, through the kernel debugger's link to the Worker; a V8 pause in the
+tool's files makes the session paused at a `LinePause`, and `cont`/`step`/`next` resume it.
 
 While paused, the call holds the bench's lock: another call of the bench is refused with E_USAGE
 naming this session (not a deadlock), `bench.close()` aborts it, and the time paused is given
@@ -34,6 +35,7 @@ from .._errors import CallInterrupted, UsageError, WorkbenchError
 from ..ctx.hooks import CallHooks
 from . import view
 from .ctxbreak import Breakpoints, SourceLine, parse_break_at
+from .lines import LinePause, Locals, V8Frames
 
 if TYPE_CHECKING:
     from ..bench.bench import Bench
@@ -59,8 +61,8 @@ class Aborted(KeyboardInterrupt):
 
 
 class FrameBackend(Protocol):
-    """Source-line debugging of the paused call's frames: the seam the V8 inspector (stage 1,
-    workbench/debug/inspector.py) fills. Each method acts on the frame the call is paused in."""
+    """Source-line debugging of the paused call's frames: the seam lines.py's V8Frames fills
+    (over the V8 inspector). Each method acts on the frame the call is paused in."""
 
     def set_breakpoints(self, lines: tuple[SourceLine, ...]) -> None:
         """Stop at these source lines (TS lines: the backend maps them through source maps)."""
@@ -82,7 +84,8 @@ class FrameBackend(Protocol):
 
 
 class NoInspector:
-    """The FrameBackend until the inspector lands: every source-line request is E_UNSUPPORTED."""
+    """A FrameBackend with no inspector: every source-line request is E_UNSUPPORTED (kept for
+    callers that want a session without V8; bench.debug uses lines.V8Frames)."""
 
     def _unsupported(self, what: str) -> WorkbenchError:
         return WorkbenchError(
@@ -146,7 +149,7 @@ class _Shared:
 
     cond: threading.Condition = field(default_factory=threading.Condition)
     state: State = "running"
-    pause: Pause | None = None
+    pause: Pause | LinePause | None = None
     command: tuple[str, Any] | None = None
     result: CallResult | None = None
     failure: BaseException | None = None  # the call raised instead of returning a result
@@ -188,14 +191,14 @@ class DebugSession:
         breakpoints: Breakpoints,
         *,
         options: dict[str, Any],
-        frames: FrameBackend | None = None,
     ) -> None:
         self.bench, self.tool, self.input = bench, tool, input
         self.breakpoints = breakpoints
-        self.frames: FrameBackend = frames or NoInspector()
-        self.pauses: list[Pause] = []  # every pause so far, with what was done at each
+        self.frames = V8Frames(bench, self)  # attaches only when break_at has source lines
+        self.pauses: list[Pause | LinePause] = []  # every pause so far, with what was done at each
         self.abandoned = False  # a notebook interrupt came while it ran: its next pause aborts
         self.paused_seconds = 0.0  # time the call spent paused (not counted against its timeout)
+        self._line_t0 = 0.0  # when the current source-line pause began
         self.sessions: dict[int, CallSession] = {}  # the call's sessions, nested ones too
         self._shared = _Shared()
         self._one_at_a_time = threading.Lock()
@@ -215,6 +218,7 @@ class DebugSession:
             result = exc.result
         except BaseException as exc:  # noqa: BLE001  (handed to the notebook's thread)
             failure = exc
+        self.frames.close()  # its breakpoints let go: the bench's later calls run undebugged
         self.sessions.clear()  # (what the call's sessions hold goes with the call)
         with shared.cond:
             shared.result, shared.failure = result, failure
@@ -308,11 +312,18 @@ class DebugSession:
                     shared.cond.wait(WAIT_STEP)
             except KeyboardInterrupt:  # the notebook's interrupt: nobody waits for this call
                 self.abandoned = True  # any more: it ends at its next pause, as Ctrl-C ends it
-                if shared.state == "paused" and shared.command is None:
+                at_line = isinstance(shared.pause, LinePause)
+                if shared.state == "paused" and shared.command is None and not at_line:
                     shared.command = ("abort", None)
                     shared.cond.notify_all()
-                raise
+                if not at_line:
+                    raise
+            else:
+                at_line = False
             failure, shared.failure = shared.failure, None
+        if at_line:  # (out of the condition: detaching takes the link's lock, which a pause holds)
+            self._let_go("aborted")
+            raise KeyboardInterrupt
         if failure is not None:
             raise failure
         return self
@@ -320,6 +331,7 @@ class DebugSession:
     def _command(self, kind: str, given: Any = None) -> DebugSession:
         shared = self._shared
         with shared.cond:
+            self._ctx_pause_needed(kind)
             if shared.state != "paused" or shared.command is not None:
                 raise UsageError(
                     f"{self.label}: {kind}() needs a paused call, and it is {shared.state}"
@@ -331,6 +343,75 @@ class DebugSession:
             shared.cond.notify_all()
         return self._settled()
 
+    def _ctx_pause_needed(self, kind: str) -> None:
+        """E_USAGE for a ctx call's command (answer, fail, peek) at a source-line pause."""
+        pause = self._shared.pause
+        if isinstance(pause, LinePause):
+            raise UsageError(
+                f"{self.label}: {kind}() acts on a paused ctx call, and the call is paused at "
+                f"{pause.name}: .cont(), .step(), .next(), .locals, .eval(…)",
+                session=self.label,
+                state="paused",
+            )
+
+    # -- source-line pauses (V8Frames' events, from the link's reader thread) ------------------
+    def line_paused(self, pause: LinePause) -> None:
+        """V8 paused the call at a line of the tool's source: the session is paused there."""
+        if self.abandoned:  # interrupted while it ran: nobody drives it, so it runs on
+            threading.Thread(target=self.frames.close, daemon=True).start()
+            return
+        shared = self._shared
+        with shared.cond:
+            self.pauses.append(pause)
+            self._line_t0 = time.monotonic()
+            shared.state, shared.pause = "paused", pause
+            shared.cond.notify_all()
+
+    def line_resumed(self) -> None:
+        """The Worker runs again (resumed, or its sandbox stopped)."""
+        shared = self._shared
+        with shared.cond:
+            if isinstance(shared.pause, LinePause):
+                self._line_ended(shared.pause, shared.pause.done or "ran")
+                shared.state, shared.pause = "running", None
+                shared.cond.notify_all()
+
+    def _line_ended(self, pause: LinePause, done: str) -> None:
+        """(under the condition) A line pause is over: what was done, how long it took (the
+        sandbox's deadline moved by it already: the inspector relay counts V8 pauses)."""
+        pause.done = done
+        pause.seconds = time.monotonic() - self._line_t0
+        self.paused_seconds += pause.seconds
+
+    def _line(self, kind: str, how: str, done: str) -> DebugSession:
+        """Resume a source-line pause as `how` (continue, next, stepIn) and wait for the next
+        pause or the end."""
+        shared = self._shared
+        with shared.cond:
+            pause = shared.pause
+            if shared.state != "paused" or not isinstance(pause, LinePause):
+                raise UsageError(
+                    f"{self.label}: {kind}() at a source line needs a call paused at one, "
+                    "and it is "
+                    + (f"paused before {pause.name}" if pause is not None else shared.state)
+                    + ' (give break_at a line: "tools/t.ts:12")',
+                    session=self.label,
+                    state=shared.state,
+                )
+            self._line_ended(pause, done)
+            shared.state, shared.pause = "running", None
+        self.frames.resume(how)
+        return self._settled()
+
+    def _let_go(self, done: str) -> None:
+        """Detach the V8 debugger from a call paused at a line: the Worker runs on, undebugged."""
+        with self._shared.cond:
+            pause = self._shared.pause
+            if isinstance(pause, LinePause):
+                self._line_ended(pause, done)
+                self._shared.state, self._shared.pause = "running", None
+        self.frames.close()
+
     @property
     def label(self) -> str:
         """How errors and views name this session: "debug(tool)"."""
@@ -338,13 +419,19 @@ class DebugSession:
 
     @property
     def state(self) -> State:
-        """ "paused" (at a ctx breakpoint), "running" (between two), or "ended"."""
+        """ "paused" (at a ctx breakpoint or a source line), "running" (between two), or "ended"."""
         return self._shared.state
 
     @property
-    def paused(self) -> Pause | None:
-        """The pause the call is at (None: running or ended)."""
+    def paused(self) -> Pause | LinePause | None:
+        """The pause the call is at: before a ctx call, or at a source line (None: running or
+        ended)."""
         return self._shared.pause
+
+    @property
+    def at_line(self) -> bool:
+        """Whether the call is paused at a source line (a LinePause), not before a ctx call."""
+        return isinstance(self._shared.pause, LinePause)
 
     @property
     def result(self) -> CallResult | None:
@@ -352,8 +439,9 @@ class DebugSession:
         return self._shared.result
 
     @property
-    def where(self) -> Pause:
-        """Where the call is paused: ctx call N, its method, arguments and the trace so far."""
+    def where(self) -> Pause | LinePause:
+        """Where the call is paused: before ctx call N (its method, arguments and the trace so
+        far), or at a TS line (the source around it, the function, the call stack)."""
         pause = self._shared.pause
         if pause is None:
             raise UsageError(
@@ -367,10 +455,17 @@ class DebugSession:
     @property
     def args(self) -> dict[str, Any]:
         """The paused ctx call's arguments as the tool passed them, by parameter name."""
-        return self.where.args
+        where = self.where
+        if isinstance(where, LinePause):
+            self._ctx_pause_needed("args")
+            return {}
+        return where.args
 
     def cont(self) -> DebugSession:
-        """Let the paused ctx call run; the call runs on to the next breakpoint or its end."""
+        """Let the paused ctx call run (or, at a source line, the call resume); the call runs on
+        to the next breakpoint or its end."""
+        if isinstance(self._shared.pause, LinePause):
+            return self._line("cont", "continue", "ran")
         return self._command("cont")
 
     def answer(self, value: Any) -> DebugSession:
@@ -385,13 +480,22 @@ class DebugSession:
         """The paused ctx call fails with a ctx error of the platform's kind (E_NOT_FOUND,
         E_PERM_DENIED, …, or a WorkbenchError): the tool gets it as it gets a ctx error (a JS
         CtxError with `.code`, a Python WorkbenchError) and may catch it."""
-        return self._command("fail", _error(code_or_error, message, self.where, details))
+        self._ctx_pause_needed("fail")
+        where = self.where
+        assert isinstance(where, Pause)
+        return self._command("fail", _error(code_or_error, message, where, details))
 
     def abort(self) -> DebugSession:
         """End the call as an interrupt (Ctrl-C) does: its result is E_INTERRUPTED, what it
         wrote before is kept, a JS tool's sandbox restarts. Nothing to do once it ended."""
         if self.state == "ended":
             return self
+        if isinstance(self._shared.pause, LinePause):
+            # a Worker stopped by V8 cannot be interrupted from here: it is let go, undebugged,
+            # and ends at its next ctx breakpoint (E_INTERRUPTED) or runs to its end
+            self.abandoned = True
+            self._let_go("aborted")
+            return self._settled()
         return self._command("abort")
 
     skip = abort  # the same: the call is skipped from here on
@@ -402,6 +506,7 @@ class DebugSession:
         b.kv())`). Views run from another cell would wait for the call's transaction."""
         shared = self._shared
         with shared.cond:
+            self._ctx_pause_needed("peek")
             if shared.state != "paused" or shared.command is not None:
                 raise UsageError(
                     f"{self.label}: peek() needs a paused call, and it is {shared.state}",
@@ -420,9 +525,13 @@ class DebugSession:
     def end(self) -> None:
         """Abort a paused call and wait (END_WAIT s at most) for its thread: `bench.close()`."""
         with self._shared.cond:
-            if self._shared.state == "paused" and self._shared.command is None:
+            at_line = isinstance(self._shared.pause, LinePause)
+            if self._shared.state == "paused" and self._shared.command is None and not at_line:
                 self._shared.command = ("abort", None)
                 self._shared.cond.notify_all()
+        self.abandoned = self.abandoned or at_line
+        if at_line:
+            self._let_go("aborted")
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(END_WAIT)
 
@@ -437,22 +546,23 @@ class DebugSession:
                 state=self.state,
             )
 
-    # -- source lines: the V8 backend's ----------------------------------------------------
-    def step(self) -> Any:
-        """Step into (source-line debugging: the inspector's, stage 1)."""
-        return self.frames.step()
+    # -- source lines: the V8 inspector's (lines.py) ----------------------------------------
+    def step(self) -> DebugSession:
+        """At a source line: step into the next call (a helper's first line), return at the
+        next pause or the end."""
+        return self._line("step", "stepIn", "stepped in")
 
-    def next(self) -> Any:
-        """Step over (source-line debugging: the inspector's, stage 1)."""
-        return self.frames.next()
+    def next(self) -> DebugSession:
+        """At a source line: step over to the next line, return at the next pause or the end."""
+        return self._line("next", "next", "stepped over")
 
     @property
-    def locals(self) -> dict[str, Any]:
-        """The paused frame's locals (source-line debugging: the inspector's, stage 1)."""
+    def locals(self) -> Locals:
+        """The paused frame's local variables as JSON-able Python (objects to a bounded depth)."""
         return self.frames.locals()
 
     def eval(self, expr: str) -> Any:
-        """`expr` in the paused frame (source-line debugging: the inspector's, stage 1)."""
+        """`expr` evaluated in the paused frame, as Python; E_EVAL naming what it threw."""
         return self.frames.eval(expr)
 
     # -- display ----------------------------------------------------------------------------

@@ -6,15 +6,24 @@ from __future__ import annotations
 
 import html
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._present import presenter
 from .._text import terminal_safe, well_formed
 
 if TYPE_CHECKING:
+    from .lines import LinePause
     from .session import DebugSession, Pause
 
-__all__ = ["pause_html", "pause_text", "session_html", "session_text"]
+__all__ = [
+    "line_html",
+    "line_text",
+    "locals_html",
+    "pause_html",
+    "pause_text",
+    "session_html",
+    "session_text",
+]
 
 MAX_VALUE = 400  # characters of one argument or result shown
 MAX_ROWS = 50  # trace rows shown while paused (the rest counted)
@@ -89,6 +98,30 @@ def pause_html(pause: Pause) -> str:
     )
 
 
+def line_html(pause: LinePause) -> str:
+    """A source-line pause: the TS lines around it (its own marked), the function, the stack."""
+    shown = "\n".join(f"{'→' if n == pause.line else ' '}{n:5d}  {esc(text)}" for n, text in pause.code)
+    stack = " ← ".join(f"<code>{esc(f)}:{n}</code> {esc(fn)}" for f, n, fn in pause.stack[1:])
+    done = f" — {esc(pause.done)}" if pause.done else ""
+    return (
+        f"{STYLE}<div class=wbdbg><p><span class=p>paused</span> at <code>{esc(pause.name)}</code> in "
+        f"<code>{esc(pause.function)}</code> ({esc(pause.why)}){done}</p><pre>{shown}</pre>"
+        f"{'<p class=m>called from ' + stack + '</p>' if stack else ''}</div>"
+    )
+
+
+def line_text(pause: LinePause) -> str:
+    return f"<paused at {pause.name} in {pause.function} ({pause.why})>"
+
+
+def locals_html(values: dict[str, Any]) -> str:
+    """A frame's locals as a name/value table (each value a bounded preview)."""
+    rows = "".join(
+        f"<tr><th>{esc(k)}</th><td><code>{esc(preview(v))}</code></td></tr>" for k, v in values.items()
+    )
+    return f"{STYLE}<div class=wbdbg><table>{rows or '<tr><td class=m>no locals</td></tr>'}</table></div>"
+
+
 def pause_text(pause: Pause) -> str:
     args = ", ".join(f"{k}={preview(v, 80)}" for k, v in pause.args.items())
     return f"<paused before ctx call {pause.seq} of {pause.tool}: {pause.name}({args})>"
@@ -106,9 +139,17 @@ def session_html(session: DebugSession) -> str:
     """Paused: the pause and what to do next; ended: the result's own display."""
     pause = session.paused
     head = f"<code>{esc(session.label)}</code>"
+    if pause is not None and session.at_line:
+        return (
+            line_html(cast("LinePause", pause))  # (at_line says it is one)
+            + f"<div class=wbdbg><p class=m>{head}: <code>.locals</code>, <code>.eval('…')</code>, "
+            "<code>.next()</code> steps over, <code>.step()</code> steps in, <code>.cont()</code> "
+            "runs on</p></div>"
+        )
     if pause is not None:
         return (
-            pause_html(pause) + f"<div class=wbdbg><p class=m>{head}: <code>.cont()</code> runs it, "
+            pause_html(cast("Pause", pause))
+            + f"<div class=wbdbg><p class=m>{head}: <code>.cont()</code> runs it, "
             "<code>.answer(value)</code> returns a value of yours, <code>.fail('E_NOT_FOUND', "
             "'…')</code> fails it, <code>.abort()</code> ends the call</p></div>"
         )
