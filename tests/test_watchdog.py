@@ -34,3 +34,29 @@ def test_arming_a_later_deadline_wakes_nothing(monkeypatch: pytest.MonkeyPatch) 
         _watchdog.disarm(soon)
     finally:
         _watchdog.disarm(first)
+
+
+def test_SEC5_an_interrupt_that_fails_leaves_the_watchdog_serving_other_deadlines() -> None:
+    """A call's interrupt that raises (its bench closed meanwhile: "Cannot operate on a closed
+    database") is dropped, not repeated; the one thread lives on and fires the next deadline.
+    Before, the exception ended the thread, and no later deadline in the process was enforced."""
+    calls: list[int] = []
+
+    def broken() -> None:
+        calls.append(1)
+        raise RuntimeError("Cannot operate on a closed database.")
+
+    fired = threading.Event()
+    bad = _watchdog.arm(time.monotonic() + 0.01, broken)
+    for _ in range(3000):
+        if calls:
+            break
+        time.sleep(0.01)
+    time.sleep(0.1)  # (a repeat, were it kept, is due every REPEAT = 0.01 s)
+    assert calls == [1] and bad not in _watchdog._armed
+    good = _watchdog.arm(time.monotonic() + 0.05, fired.set)
+    try:
+        assert fired.wait(30), "the watchdog thread died with the failing interrupt"
+        assert _watchdog._thread is not None and _watchdog._thread.is_alive()
+    finally:
+        _watchdog.disarm(good)

@@ -67,7 +67,11 @@ def _run() -> None:
                 _, token = heapq.heappop(_queue)
                 fire = _armed.get(token)
                 if fire is not None:
-                    fire[1]()  # under the lock: a disarm that raced it has not returned yet
+                    try:
+                        fire[1]()  # under the lock: a disarm that raced it has not returned yet
+                    except Exception:  # noqa: BLE001  (e.g. its database closed meanwhile: nothing
+                        _armed.pop(token, None)  # runs there to stop; the thread must live on for
+                        continue  # every other call's deadline)
                     heapq.heappush(_queue, (now + REPEAT, token))  # until disarmed
             _wake_at = _queue[0][0] if _queue else math.inf
             _lock.wait(None if not _queue else _wake_at - now)
