@@ -184,10 +184,11 @@ class Connection:
 
 
 class WorkerSession:
-    """A session inside one Worker, over its Connection: the same commands and events."""
+    """A session inside one Worker, over its host's Connection (`host`): the same commands and
+    events."""
 
     def __init__(self, conn: Connection, session_id: str, info: dict[str, Any]) -> None:
-        self.conn, self.session_id, self.info = conn, session_id, info
+        self.host, self.session_id, self.info = conn, session_id, info
         self._id = 0
         self._replies: dict[int, dict[str, Any]] = {}
         self._events: deque[dict[str, Any]] = deque(maxlen=MAX_KEPT)
@@ -210,25 +211,25 @@ class WorkerSession:
         self._id += 1
         inner = json.dumps({"id": self._id, "method": method, "params": params or {}})
         # the outer command's reply is empty: the inner one's comes as a message from the Worker
-        self.conn.post("NodeWorker.sendMessageToWorker", {"sessionId": self.session_id, "message": inner})
+        self.host.post("NodeWorker.sendMessageToWorker", {"sessionId": self.session_id, "message": inner})
         return self._id
 
     def reply(self, mid: int, method: str = "", *, timeout: float | None = None) -> dict[str, Any]:
         """The result of the Worker command `mid`."""
-        end = time.monotonic() + (self.conn.timeout if timeout is None else timeout)
+        end = time.monotonic() + (self.host.timeout if timeout is None else timeout)
         while mid not in self._replies:
-            self.conn.pump(end, f"the Worker's reply to {method or mid}")
+            self.host.pump(end, f"the Worker's reply to {method or mid}")
         return _result(self._replies.pop(mid), method)
 
     def event(self, method: str, *, timeout: float | None = None) -> dict[str, Any]:
         """The params of the Worker's next event `method`."""
-        end = time.monotonic() + (self.conn.timeout if timeout is None else timeout)
+        end = time.monotonic() + (self.host.timeout if timeout is None else timeout)
         while True:
             for ev in self._events:
                 if ev.get("method") == method:
                     self._events.remove(ev)
                     return ev.get("params") or {}
-            self.conn.pump(end, f"the Worker's event {method}")
+            self.host.pump(end, f"the Worker's event {method}")
 
     def events(self) -> list[dict[str, Any]]:
         """The Worker's events kept so far (taken)."""
@@ -255,7 +256,7 @@ class WorkerSession:
         """Leave the Worker running: its breakpoints off, resumed, its debugger disabled, the
         session detached (Deno would keep them after the socket closes). Best effort: a
         Worker or connection that is gone needs none of it."""
-        if self.detached or self.conn.closed:
+        if self.detached or self.host.closed:
             return
         self.detached = True
         try:
@@ -266,7 +267,7 @@ class WorkerSession:
         except CDPError:
             pass
         try:
-            self.conn.send("NodeWorker.detach", {"sessionId": self.session_id}, timeout=1.0)
+            self.host.send("NodeWorker.detach", {"sessionId": self.session_id}, timeout=1.0)
         except CDPError:
             pass
 
