@@ -11,20 +11,17 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from .fast import FastCalls
-from .server import BenchServer
-
 if TYPE_CHECKING:
-    import anyio.abc
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+    from .server import BenchServer
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one line from the client (the SDK's HTTP body bound)
 INLINE_WRITE = 64 * 1024  # a message up to this size is written at once; a longer one on a thread
@@ -137,57 +134,32 @@ def _message(line: bytes) -> Any:
     """The JSON-RPC message of a line, or None. A lone surrogate's escape ("\\ud800"), which
     the SDK's parser refuses, is JSON all the same (and what a JS client sends): read by json."""
     try:
-        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except Exception:  # noqa: BLE001
-        try:
-            message = types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False)
-        except Exception:  # noqa: BLE001  not JSON, too deep, not JSON-RPC: rejected() says which
-            return None
-    if isinstance(message, types.JSONRPCNotification) and b'"id"' in line and _has_id(line):
-        return None  # a request whose id is no id (an object, a float): the SDK read a notification
-    return message
-
-
-def _has_id(line: bytes) -> bool:
+        pass
     try:
-        data = json.loads(line)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(data, dict) and "id" in data
+        return types.jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False)
+    except Exception:  # noqa: BLE001  not JSON, too deep, not JSON-RPC: rejected() says which
+        return None
 
 
 def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
 
-async def serve_stdio(
-    bench_server: BenchServer, *, max_bytes: int = MAX_MESSAGE_BYTES, fast: bool = True
-) -> None:
+async def serve_stdio(bench_server: BenchServer, *, max_bytes: int = MAX_MESSAGE_BYTES) -> None:
     """Serve the bench over this process's stdin and stdout until the client closes stdin."""
     with claimed_stdio() as (wire_in, wire_out):
-        await serve_streams(bench_server, wire_in, wire_out, max_bytes=max_bytes, fast=fast)
-
-
-def _dumped(message: types.JSONRPCMessage) -> bytes:
-    """A message as its line on the wire (an answer that cannot be written: an error, said)."""
-    try:
-        data = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
-    except Exception as exc:  # noqa: BLE001  an answer that cannot be written: said, not fatal
-        rid = getattr(message, "id", None)
-        error = _error(rid, types.INTERNAL_ERROR, f"E_INTERNAL: the answer cannot be written: {exc}"[:500])
-        data = json.dumps(error).encode()
-    return data + b"\n"
+        await serve_streams(bench_server, wire_in, wire_out, max_bytes=max_bytes)
 
 
 async def serve_streams(
-    bench_server: BenchServer, wire_in: BinaryIO, wire_out: BinaryIO, *, max_bytes: int, fast: bool = True
+    bench_server: BenchServer, wire_in: BinaryIO, wire_out: BinaryIO, *, max_bytes: int
 ) -> None:
-    """Serve MCP over a pair of byte streams, one JSON-RPC message per line. `fast`: a plain
-    `tools/call` after initialization is served beside the SDK (fast.py), with the same answer."""
+    """Serve MCP over a pair of byte streams, one JSON-RPC message per line."""
     to_server, from_wire = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     to_wire, from_server = anyio.create_memory_object_stream[SessionMessage](16)
     lock = anyio.Lock()  # a reply and an error for a bad line never interleave on the wire
-    tg: anyio.abc.TaskGroup | None = None
 
     async def write(data: bytes) -> None:
         async with lock:
@@ -196,53 +168,39 @@ async def serve_streams(
             else:  # a client that reads slowly holds a thread, not the event loop
                 await anyio.to_thread.run_sync(wire_out.write, data)
 
-    def emit(message: types.JSONRPCMessage) -> None:
-        """Write a fast call's answer from a loop callback: at once when the wire is free, else
-        in a task behind the writes under way."""
-        data = _dumped(message)
-        if len(data) <= INLINE_WRITE and not lock.locked():
-            try:
-                wire_out.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client closed its end: the reader sees the end next
-        elif tg is not None:
-            tg.start_soon(write, data)
-
-    # a BenchServer's calls only (the benchmark's floor serves the SDK's own server here)
-    calls = FastCalls(bench_server, emit) if fast and isinstance(bench_server, BenchServer) else None
-
     async def reader(send: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
         read = await _lines(wire_in, max_bytes)
         async with send:
             while (line := await read()) is not None:
-                if isinstance(line, bytes):
-                    if not line.strip():
-                        continue
-                    if calls is not None and calls.take(line):
-                        continue
+                if isinstance(line, bytes) and not line.strip():
+                    continue
                 message = _message(line) if isinstance(line, bytes) else None
                 if message is None:  # any line a client can send: answered, not raised
                     await write(json.dumps(rejected(line, max_bytes)).encode() + b"\n")
                     continue
-                if calls is not None:
-                    calls.passed(message)
                 await send.send(SessionMessage(message))
-            if calls is not None:
-                calls.close()
 
     async def writer(receive: MemoryObjectReceiveStream[SessionMessage]) -> None:
         async with receive:
             async for m in receive:
-                if calls is not None:
-                    calls.answered(m.message)
-                await write(_dumped(m.message))
+                try:
+                    data = m.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+                except Exception as exc:  # noqa: BLE001  an answer that cannot be written: said, not fatal
+                    rid = getattr(m.message, "id", None)
+                    data = json.dumps(
+                        _error(
+                            rid,
+                            types.INTERNAL_ERROR,
+                            f"E_INTERNAL: the answer cannot be written: {exc}"[:500],
+                        )
+                    ).encode()
+                await write(data + b"\n")
 
     try:
-        with calls.serving() if calls is not None else nullcontext():
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(reader, to_server)
-                tg.start_soon(writer, from_server)
-                await bench_server.server.run(from_wire, to_wire, bench_server.options())
-                tg.cancel_scope.cancel()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader, to_server)
+            tg.start_soon(writer, from_server)
+            await bench_server.server.run(from_wire, to_wire, bench_server.options())
+            tg.cancel_scope.cancel()
     except* (BrokenPipeError, ConnectionResetError):
         pass  # the client closed its end: nobody left to answer, the serving ends
