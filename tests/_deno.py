@@ -110,3 +110,20 @@ def interrupted(where: Where) -> Iterator[None]:
     finally:
         sys.setprofile(None)
     assert seen, "the Ctrl-C never came"
+
+
+# The debugger tests' TS tool (inspector, panel, browser): its TS lines and its JS's differ (the
+# interface and the type annotations are erased), so a breakpoint goes through the source map
+ADD = """\
+    // a tool to step through
+    interface Input {
+      a: number;
+      b: number;
+    }
+
+    export default async function add(input: Input, ctx: unknown): Promise<{ sum: number }> {
+      const doubled: number = input.a * 2;
+      const sum: number = doubled + input.b;
+      return { sum };
+    }
+    """

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from _deno import ADD
 from _lab import CHROMIUM, TOKEN, folder, lab  # noqa: F401  (the module's JupyterLab, per test a folder)
 from conftest import ARTIFACTS, GemBuilder
 from nbformat.v4 import new_code_cell, new_notebook
@@ -24,19 +25,6 @@ if not Path(CHROMIUM).exists():
         raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
     pytest.skip("needs Debian's chromium (bash .ci/run installs it)", allow_module_level=True)
 
-ADD = """\
-    // a tool to step through
-    interface Input {
-      a: number;
-      b: number;
-    }
-
-    export default async function add(input: Input, ctx: unknown): Promise<{ sum: number }> {
-      const doubled: number = input.a * 2;
-      const sum: number = doubled + input.b;
-      return { sum };
-    }
-    """
 SUM_LINE = 9  # `const sum: number = doubled + input.b;` as the editor numbers it
 
 

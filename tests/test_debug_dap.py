@@ -14,22 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _deno import ADD
 from conftest import GemBuilder
 
-# TS whose lines and JS's differ: the interface and the type annotations are erased
-ADD = """\
-    // a tool to step through
-    interface Input {
-      a: number;
-      b: number;
-    }
-
-    export default async function add(input: Input, ctx: unknown): Promise<{ sum: number }> {
-      const doubled: number = input.a * 2;
-      const sum: number = doubled + input.b;
-      return { sum };
-    }
-    """
 SUM_LINE = 9  # 1-based, as the panel counts: `const sum: number = doubled + input.b;`
 INIT = {
     "clientID": "test",

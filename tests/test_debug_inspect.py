@@ -19,27 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _deno import deno_home, deno_pids  # noqa: F401  (fixture)
+from _deno import ADD, deno_home, deno_pids  # noqa: F401  (fixture)
 from conftest import GemBuilder
 
 import workbench
 from workbench.debug import Connection, SourceMap, WorkerSession
 from workbench.debug.cdp import CDPError
 
-# TS whose lines and JS's differ: the interface and the type annotations are erased
-ADD = """\
-    // a tool to step through
-    interface Input {
-      a: number;
-      b: number;
-    }
-
-    export default async function add(input: Input, ctx: unknown): Promise<{ sum: number }> {
-      const doubled: number = input.a * 2;
-      const sum: number = doubled + input.b;
-      return { sum };
-    }
-    """
 SUM_LINE = 8  # 0-based: `const sum: number = doubled + input.b;`
 
 
